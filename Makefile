@@ -1,0 +1,43 @@
+# memstore — two commands set everything up: `make install`, then `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SHARED ?= ../shared
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install test test-slow demo search-sample bench compat bench-quality docs clean
+
+install: $(BIN)/ct
+
+$(BIN)/ct: pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,reference,langchain,llamaindex]'
+	touch $(BIN)/ct
+
+test: install
+	$(BIN)/python -m pytest -n 2 -q
+
+test-slow: install
+	$(BIN)/python -m pytest -q -m slow
+
+# The main job on the bundled sample store: a search.
+search-sample: install
+	$(BIN)/ct -C sample_store search "what did we decide about the budget"
+
+demo: install
+	bash scripts/demo.sh
+
+bench: install
+	$(BIN)/python -m memstore.bench.speed --out docs/benchmarks.md
+
+compat: install
+	bash scripts/compat.sh
+
+bench-quality: install
+	$(BIN)/python -m memstore.bench.quality --data $(SHARED)/bench-data --out docs/quality.md
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,14 @@
+"""memstore: a git-native memory store for people and LLM agents."""
+
+__version__ = "0.1.0"
+
+FORMAT_VERSION = 1
+
+
+def __getattr__(name):
+    # The Python API is imported lazily so that `import memstore` (and `ct --help`) stays instant.
+    if name in ("Store",):
+        from .store import Store
+
+        return Store
+    raise AttributeError(name)

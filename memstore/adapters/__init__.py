@@ -1,0 +1,62 @@
+"""Embedders and LLMs behind one small interface each, registered in one place.
+
+Heavy libraries (numpy model code, openai) are imported inside the adapter modules, never here, so
+that `ct --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# name -> "module:factory". Built-in adapters register exactly like a plugin would.
+EMBEDDERS: dict[str, str] = {
+    "minilm": "memstore.adapters.minilm:MiniLMEmbedder",
+    "hash": "memstore.adapters.hashing:HashEmbedder",
+    "openai": "memstore.adapters.openai_embed:OpenAIEmbedder",
+}
+
+
+class Embedder:
+    """What every embedder provides.
+
+    `name` is the registry name, `model` the model id recorded in memstore.toml, `dim` the vector
+    length. `embed_batch` returns one L2-normalised float32 row per text (a numpy array of shape
+    (len(texts), dim)); `kind` is "passage" for stored text and "query" for search queries.
+    `count_tokens` measures text in the embedder's own tokens (chunk sizes are set in these units).
+    """
+
+    name: str = ""
+    model: str = ""
+    dim: int = 0
+    max_tokens: int = 256
+
+    def embed_batch(self, texts: list[str], kind: str = "passage"):
+        raise NotImplementedError
+
+    def count_tokens(self, text: str) -> int:
+        return max(1, len(text.split()))
+
+    def embed_query(self, text: str):
+        return self.embed_batch([text], kind="query")[0]
+
+
+def get_embedder(name: str, **options) -> Embedder:
+    """Instantiate the embedder registered as `name` (options come from memstore.toml)."""
+    try:
+        target = EMBEDDERS[name]
+    except KeyError:
+        known = ", ".join(sorted(EMBEDDERS))
+        raise ValueError(f"unknown embedder {name!r} (known: {known})") from None
+    module_name, _, attr = target.partition(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    return factory(**options)
+
+
+def describe(name: str, **options) -> dict:
+    """name/model/dim for memstore.toml without loading model weights where possible."""
+    module_name, _, attr = EMBEDDERS[name].partition(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    if hasattr(factory, "describe"):
+        return factory.describe(**options)
+    emb = factory(**options)
+    return {"name": emb.name, "model": emb.model, "dim": emb.dim}

@@ -1,0 +1,109 @@
+"""`ct`: a thin click layer that parses arguments, calls the library and formats results.
+
+Commands are loaded lazily from their modules so that `ct --help` imports no heavy code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from .. import __version__
+
+# command name -> "module:attribute" (modules under memstore.cli)
+COMMANDS = {
+    "init": "store_cmds:init_cmd",
+    "stat": "store_cmds:stat_cmd",
+    "fsck": "store_cmds:fsck_cmd",
+    "index": "store_cmds:index_cmd",
+    "hooks": "store_cmds:hooks_cmd",
+    "log": "store_cmds:log_cmd",
+    "reembed": "store_cmds:reembed_cmd",
+    "add": "write_cmds:add_cmd",
+    "ingest-path": "write_cmds:ingest_path_cmd",
+    "import": "write_cmds:import_cmd",
+    "search": "read_cmds:search_cmd",
+    "hook": "internal_cmds:hook_cmd",
+    "merge-tree": "internal_cmds:merge_tree_cmd",
+}
+HIDDEN = {"hook", "merge-tree"}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, _, attr = target.partition(":")
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        cmd = getattr(module, attr)
+        if name in HIDDEN:
+            cmd.hidden = True
+        return cmd
+
+    def format_commands(self, ctx, formatter):
+        # Short help without importing every command module.
+        rows = [(name, SUMMARIES.get(name, "")) for name in sorted(COMMANDS) if name not in HIDDEN]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx):
+        from ..errors import MemstoreError
+
+        try:
+            return super().invoke(ctx)
+        except MemstoreError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+SUMMARIES = {
+    "init": "Create a memory store (a git repository) in PATH.",
+    "stat": "Show counts: records, days, segments, bytes, tokens.",
+    "fsck": "Verify every invariant of the store format.",
+    "index": "Bring the disposable search index up to date.",
+    "hooks": "Install, remove or inspect the git hooks.",
+    "log": "Show the memory's history from git.",
+    "reembed": "Re-embed every record with another embedder (one commit).",
+    "add": "Add one conversation turn.",
+    "ingest-path": "Ingest files or folders as document chunks.",
+    "import": "Import conversations (jsonl, claude-code, chatgpt).",
+    "search": "Search the store: exact, vector or hybrid.",
+}
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-C", "stores", multiple=True, type=click.Path(file_okay=False),
+              help="Run on the store at PATH (repeat for several stores). Default: $MEMSTORE_DIR, "
+                   "else the store at or above the current folder.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only results and errors.")
+@click.option("-v", "--verbose", count=True, help="Print more detail.")
+@click.version_option(__version__, prog_name="ct")
+@click.pass_context
+def cli(ctx, stores, quiet, verbose):
+    """ct — a git-native memory store for people and LLM agents.
+
+    Every command that changes memory makes one git commit; read commands bring the
+    disposable index up to date first, like make.
+
+    Exit codes: 0 ok, 1 error or damage found, 2 usage, 3 not a store, 4 bad input file,
+    5 unsupported format version, 6 embedder mismatch, 7 lock timeout, 8 git failed,
+    9 secrets found.
+    """
+    from .common import Ctx
+
+    ctx.obj = Ctx(list(stores), quiet, verbose)
+
+
+def main(argv=None):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        cli.main(args=argv, prog_name="ct", standalone_mode=True)
+    except BrokenPipeError:
+        sys.exit(0)

@@ -1,0 +1,91 @@
+"""Shared CLI plumbing: finding stores, printing JSON, progress bars."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+
+@dataclass
+class Ctx:
+    store_paths: list[str]
+    quiet: bool = False
+    verbose: int = 0
+    _stores: list = field(default_factory=list)
+
+    def store(self, index: bool = False):
+        """The one store this command works on."""
+        if len(self.store_paths) > 1:
+            raise click.UsageError("this command works on one store; give -C once")
+        stores = self.stores(index=index)
+        return stores[0]
+
+    def stores(self, index: bool = False):
+        from ..store import Store
+
+        if not self._stores:
+            paths = self.store_paths or [None]
+            self._stores = [Store.open(p) for p in paths]
+        if index:
+            for st in self._stores:
+                with progress_for(self, "Indexing") as bar:
+                    st.index(update=False).update(progress=bar)
+        return self._stores
+
+    def say(self, msg: str) -> None:
+        if not self.quiet:
+            click.echo(msg, err=True)
+
+
+def emit_json(obj) -> None:
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=None))
+
+
+class _Bar:
+    """A tqdm bar that appears only on a terminal and only for work that takes a while."""
+
+    def __init__(self, ctx: Ctx, desc: str, total: int | None):
+        self.bar = None
+        self.ctx, self.desc, self.total = ctx, desc, total
+
+    def __call__(self, n: int = 1):
+        if self.bar is None and not self.ctx.quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, desc=self.desc, unit="", leave=False, mininterval=0.5, delay=1.0)
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def progress_for(ctx: Ctx, desc: str, total: int | None = None) -> _Bar:
+    return _Bar(ctx, desc, total)
+
+
+def read_text_arg(text: str) -> str:
+    return sys.stdin.read() if text == "-" else text
+
+
+def short_date(ts: str, tz) -> str:
+    from ..format.timeutil import from_iso
+
+    return from_iso(ts).astimezone(tz).strftime("%Y-%m-%d %H:%M")
+
+
+def one_line(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def path_arg(p) -> Path:
+    return Path(p).expanduser()

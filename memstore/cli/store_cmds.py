@@ -1,0 +1,181 @@
+"""Store commands: init, stat, fsck, index, hooks, log, reembed."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit_json
+
+
+@click.command("init")
+@click.argument("path", default=".", type=click.Path(file_okay=False))
+@click.option("--embedder", default="minilm", show_default=True, help="minilm | hash | openai")
+@click.option("--timezone", "timezone", default=None, help="IANA timezone for day files (default: this machine's).")
+@click.option("--dtype", type=click.Choice(["float32", "int8"]), default="float32", show_default=True,
+              help="How vectors are stored in segments.")
+@click.option("--dim", type=int, default=None, help="Vector size (hash and openai embedders).")
+@click.option("--model", default=None, help="Model name (openai embedder).")
+@click.pass_obj
+def init_cmd(obj, path, embedder, timezone, dtype, dim, model):
+    """Create a memory store (a git repository) in PATH.
+
+    Example: ct init ~/memory --timezone Europe/Berlin
+    """
+    from ..store import Store
+
+    opts = {k: v for k, v in (("dim", dim), ("model", model)) if v is not None}
+    st = Store.init(path, embedder=embedder, timezone=timezone, dtype=dtype, embedder_options=opts)
+    obj.say(f"Initialised memory store in {st.root} (embedder {st.config.embedder['name']}, "
+            f"timezone {st.config.timezone}).")
+
+
+@click.command("stat")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def stat_cmd(obj, as_json):
+    """Show counts: records, days, segments, bytes, tokens.
+
+    Example: ct stat --json
+    """
+    from ..stats import stat
+
+    info = stat(obj.store())
+    if as_json:
+        emit_json(info)
+        return
+    for key, value in info.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+        click.echo(f"{key:16} {value}")
+
+
+@click.command("fsck")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def fsck_cmd(obj, as_json):
+    """Verify every invariant of the store format; exit 1 naming each damaged file.
+
+    Example: ct fsck
+    """
+    from ..check import fsck
+
+    rep = fsck(obj.store())
+    if as_json:
+        emit_json(rep.to_json())
+    else:
+        for line in rep.damage:
+            click.echo(f"DAMAGE  {line}")
+        for line in rep.warnings:
+            click.echo(f"warning {line}")
+        click.echo(f"{'ok' if rep.ok else 'damaged'}: {rep.records} records, {rep.segments} segments, "
+                   f"{len(rep.damage)} problems, {len(rep.warnings)} warnings")
+    if not rep.ok:
+        raise SystemExit(1)
+
+
+@click.command("index")
+@click.option("-n", "--dry-run", is_flag=True, help="Print the plan without doing it.")
+@click.option("-B", "--rebuild", is_flag=True, help="Rebuild everything from the files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.pass_obj
+def index_cmd(obj, dry_run, rebuild, as_json):
+    """Bring the disposable search index up to date (only the days whose files changed).
+
+    Example: ct index -n
+    """
+    from .common import progress_for
+
+    st = obj.store()
+    idx = st.index(update=False)
+    if dry_run:
+        plan = idx.plan(rebuild)
+    else:
+        with progress_for(obj, "Indexing days") as bar:
+            plan = idx.update(rebuild=rebuild, progress=bar)
+    if as_json:
+        emit_json({**plan.to_json(), "dry_run": dry_run})
+        return
+    verb = "would" if dry_run else "did"
+    if plan.empty:
+        click.echo("index is up to date")
+        return
+    for day in plan.changed:
+        click.echo(f"{verb} reindex {day}")
+    for day in plan.vanished:
+        click.echo(f"{verb} drop    {day}")
+    if plan.touched:
+        click.echo(f"{verb} refresh fingerprints of {len(plan.touched)} unchanged days")
+
+
+@click.group("hooks")
+def hooks_cmd():
+    """Install, remove or inspect the git hooks that keep the index fresh."""
+
+
+@hooks_cmd.command("install")
+@click.pass_obj
+def hooks_install(obj):
+    """Install the hook stubs and the tree.json merge driver."""
+    from .. import hooks
+
+    names = hooks.install(obj.store())
+    click.echo("installed: " + ", ".join(names))
+
+
+@hooks_cmd.command("uninstall")
+@click.pass_obj
+def hooks_uninstall(obj):
+    """Remove memstore's hook stubs (restoring hooks they replaced)."""
+    from .. import hooks
+
+    names = hooks.uninstall(obj.store())
+    click.echo("removed: " + (", ".join(names) or "nothing"))
+
+
+@hooks_cmd.command("status")
+@click.pass_obj
+def hooks_status(obj):
+    """Show each hook's state."""
+    from .. import hooks
+
+    for name, state in hooks.status(obj.store()).items():
+        click.echo(f"{name:14} {state}")
+
+
+@click.command("log")
+@click.option("-n", "max_count", type=int, default=20, show_default=True, help="How many commits.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def log_cmd(obj, max_count, as_json):
+    """Show the memory's history from git: commit, date, message, what changed.
+
+    Example: ct log -n 5
+    """
+    from ..history import history
+
+    entries = history(obj.store(), max_count)
+    if as_json:
+        emit_json(entries)
+        return
+    for e in entries:
+        counts = e["counts"]
+        summary = ", ".join(f"{k} +{v}" for k, v in counts.items() if v) or "no record changes"
+        click.echo(f"{e['sha'][:10]} {e['date'][:16].replace('T', ' ')} {e['subject']}  [{summary}]")
+
+
+@click.command("reembed")
+@click.option("--embedder", default=None, help="Switch to this embedder (default: the store's own).")
+@click.option("--dim", type=int, default=None, help="Vector size (hash and openai embedders).")
+@click.option("--model", default=None, help="Model name (openai embedder).")
+@click.pass_obj
+def reembed_cmd(obj, embedder, dim, model):
+    """Re-embed every record (rewrites vector segments in place; one commit).
+
+    Example: ct reembed --embedder hash
+    """
+    from ..reembed import reembed
+
+    opts = {k: v for k, v in (("dim", dim), ("model", model)) if v is not None}
+    res = reembed(obj.store(), embedder, opts)
+    obj.say(f"Re-embedded {res['records']} records with {res['model']} ({res['dim']}-d)"
+            + (f"; commit {res['commit'][:10]}" if res["commit"] else ""))

@@ -1,0 +1,136 @@
+"""Write commands: add, ingest-path, import. Each makes one commit (none when nothing changed)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit_json, progress_for, read_text_arg
+
+
+def report(obj, res, as_json: bool, what: str) -> None:
+    if as_json:
+        emit_json(res.to_json())
+        return
+    for note in res.notes:
+        obj.say(note)
+    if res.commit:
+        obj.say(f"{what}: added {len(res.added)} records"
+                + (f", {res.skipped} already present" if res.skipped else "") + f"; commit {res.commit[:10]}")
+    else:
+        obj.say(f"{what}: nothing new" + (f" ({res.skipped} already present)" if res.skipped else "") + "; no commit")
+
+
+@click.command("add")
+@click.argument("text")
+@click.option("--role", default="user", show_default=True, help="user | assistant | system | tool")
+@click.option("--actor", default=None, help="Who said it (default: the role).")
+@click.option("--session", default=None, help="Conversation/session name.")
+@click.option("--ts", default=None, help="When it was said (ISO; default: now).")
+@click.option("--type", "type_", default="text", show_default=True, help="text | action | meta")
+@click.option("--model", default=None, help="Model that produced it (assistant turns).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json):
+    """Add one conversation turn (TEXT, or - to read stdin).
+
+    Example: ct add --role assistant --session planning "We settled on a 40k budget."
+    """
+    from ..format.record import RecordError
+    from ..errors import UsageError
+
+    st = obj.store()
+    try:
+        res = st.add(read_text_arg(text), role=role, actor=actor, session=session, ts=ts, type=type_, model=model)
+    except RecordError as exc:
+        raise UsageError(f"cannot add: {exc}") from None
+    report(obj, res, as_json, "add")
+
+
+@click.command("ingest-path")
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--exts", default=None, help="Comma-separated extensions to read (replaces the default list).")
+@click.option("--max-bytes", type=int, default=10 * 1024 * 1024, show_default=True,
+              help="Skip (never truncate) files larger than this.")
+@click.option("--max-pdf-pages", type=int, default=None, help="Read at most this many pages of each PDF.")
+@click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (loops are detected).")
+@click.option("--quantize", is_flag=True, help="Store this ingest's vectors as int8.")
+@click.option("--allow-secrets", is_flag=True, help="Ingest files even if they look like they hold credentials.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, quantize, allow_secrets, as_json):
+    """Ingest a file or folder as document chunks (idempotent; changed files supersede old chunks).
+
+    Example: ct ingest-path docs/ --exts .md,.txt
+    """
+    from ..ingest.path import ingest_path
+
+    st = obj.store()
+    ext_set = {e.strip() if e.strip().startswith(".") else "." + e.strip() for e in exts.split(",")} if exts else None
+    with progress_for(obj, "Embedding chunks") as bar:
+        res = ingest_path(st, path, exts=ext_set, max_bytes=max_bytes, max_pdf_pages=max_pdf_pages,
+                          follow_symlinks=follow_symlinks, quantize=quantize, allow_secrets=allow_secrets,
+                          progress=bar, verbose=obj.verbose)
+    report(obj, res, as_json, "ingest-path")
+
+
+@click.group("import")
+def import_cmd():
+    """Import conversations: jsonl, claude-code, chatgpt (idempotent and incremental)."""
+
+
+def _import(obj, kind, path, as_json, allow_secrets=False, **opts):
+    from ..ingest.run import import_source
+
+    st = obj.store()
+    with progress_for(obj, f"Importing {kind}") as bar:
+        res = import_source(st, kind, path, progress=bar, allow_secrets=allow_secrets, **opts)
+    report(obj, res, as_json, f"import {kind}")
+
+
+_common = [
+    click.option("--allow-secrets", is_flag=True, help="Import even if lines look like credentials."),
+    click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+]
+
+
+def _with_common(f):
+    for opt in reversed(_common):
+        f = opt(f)
+    return f
+
+
+@import_cmd.command("jsonl")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--session", default=None, help="Session for lines that have none (default: the file name).")
+@_with_common
+@click.pass_obj
+def import_jsonl(obj, file, session, allow_secrets, as_json):
+    """One JSON object per line with ts, role, text (+ actor, session, id, model, type, anything else).
+
+    Example: ct import jsonl turns.jsonl
+    """
+    _import(obj, "jsonl", file, as_json, allow_secrets, session=session)
+
+
+@import_cmd.command("claude-code")
+@click.argument("path", type=click.Path(exists=True))
+@_with_common
+@click.pass_obj
+def import_claude(obj, path, allow_secrets, as_json):
+    """Claude Code transcripts: a session .jsonl or a folder of them (e.g. ~/.claude/projects).
+
+    Example: ct import claude-code ~/.claude/projects
+    """
+    _import(obj, "claude-code", path, as_json, allow_secrets)
+
+
+@import_cmd.command("chatgpt")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@_with_common
+@click.pass_obj
+def import_chatgpt(obj, file, allow_secrets, as_json):
+    """ChatGPT's export (conversations.json): each conversation's current branch.
+
+    Example: ct import chatgpt conversations.json
+    """
+    _import(obj, "chatgpt", file, as_json, allow_secrets)

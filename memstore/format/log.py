@@ -1,0 +1,109 @@
+"""Day logs: `log/YYYY/YYYY-MM-DD.jsonl`, one record per line, appended and never rewritten."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import record as recordfmt
+
+_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
+
+
+def day_path(root: Path, day: str) -> Path:
+    return Path(root) / "log" / day[:4] / f"{day}.jsonl"
+
+
+def segment_day_dir(root: Path, day: str) -> Path:
+    return Path(root) / "segments" / day[:4] / day
+
+
+def list_days(root: Path) -> dict[str, Path]:
+    """Every day that has a log file: {"YYYY-MM-DD": path}."""
+    out: dict[str, Path] = {}
+    base = Path(root) / "log"
+    try:
+        years = sorted(os.listdir(base))
+    except FileNotFoundError:
+        return out
+    for year in years:
+        ydir = base / year
+        if not ydir.is_dir():
+            continue
+        for name in sorted(os.listdir(ydir)):
+            m = _DAY.match(name)
+            if m and m.group(1) == year:
+                out[name[:10]] = ydir / name
+    return out
+
+
+@dataclass
+class LogLine:
+    line_no: int      # 1-based
+    offset: int       # byte offset of the line's first byte
+    length: int       # bytes, without the newline
+    record: dict | None
+    error: str | None
+
+
+def read_lines(path: Path, data: bytes | None = None):
+    """Every line of a day log with its byte position; damaged lines carry `error`, not a record.
+
+    A last line without its newline is reported as an error (a write that did not finish).
+    """
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
+    pos, line_no, size = 0, 0, len(data)
+    while pos < size:
+        end = data.find(b"\n", pos)
+        complete = end != -1
+        if not complete:
+            end = size
+        line_no += 1
+        raw = data[pos:end]
+        rec, err = None, None
+        if not raw.strip():
+            err = "empty line"
+        else:
+            try:
+                rec = recordfmt.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                err = f"invalid UTF-8 ({exc.reason} at byte {exc.start})"
+            except recordfmt.RecordError as exc:
+                err = str(exc)
+            if rec is not None and not complete:
+                rec, err = None, "last line has no newline (an unfinished write)"
+        yield LogLine(line_no, pos, end - pos, rec, err)
+        pos = end + 1
+
+
+def read_text_at(path: Path, offset: int, length: int) -> dict:
+    """One record read from its known byte position (late dereference for search hits)."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return recordfmt.loads(f.read(length).decode("utf-8"))
+
+
+def append(path: Path, records: list[dict], fsync: bool = True) -> None:
+    """Append complete lines in one write, so a killed process leaves whole lines or nothing new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = "".join(recordfmt.dumps(r) + "\n" for r in records).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        # A file whose last write was cut short gets a newline first, so the damaged line stays
+        # on its own and our records stay parseable.
+        if os.fstat(fd).st_size > 0:
+            with open(path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    payload = b"\n" + payload
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)

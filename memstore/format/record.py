@@ -1,0 +1,139 @@
+"""Records: the seven lossless fields, then memstore's own fields, validated and serialised."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+
+from .timeutil import normalize_ts, parse_ts
+
+LOSSLESS_FIELDS = ("ts", "actor", "role", "type", "text", "model", "session")
+OWN_FIELDS = ("id", "hash", "seg", "source", "supersedes", "meta")
+FIELD_ORDER = LOSSLESS_FIELDS + OWN_FIELDS
+ROLES = ("user", "assistant", "system", "tool")
+TYPES = ("text", "action", "meta", "doc")
+# Names other tools use for the same roles (lossless-memory writes "ai").
+ROLE_ALIASES = {"ai": "assistant", "human": "user", "bot": "assistant", "model": "assistant", "function": "tool"}
+MAX_ID_LEN = 200
+
+
+class RecordError(ValueError):
+    """An input record is unusable; the message says which field and why."""
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_ULID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def new_id() -> str:
+    """A time-ordered random id (48-bit ms time + 80 random bits, Crockford base32, lower case)."""
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    out = []
+    for _ in range(26):
+        out.append(_ULID_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(out))
+
+
+def derived_id(rec: dict) -> str:
+    """A content-derived id, so that re-importing the same turn yields the same record."""
+    key = "\x1f".join(str(rec.get(k) or "") for k in ("ts", "role", "actor", "session", "type", "text"))
+    return "h" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:25]
+
+
+def _check_id(value) -> str:
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise RecordError(f"id must be a string, not {type(value).__name__}")
+    s = str(value)
+    if not s or len(s) > MAX_ID_LEN or any(ord(c) < 32 for c in s):
+        raise RecordError(f"id {s[:40]!r} must be 1-{MAX_ID_LEN} printable characters")
+    return s
+
+
+def normalize(raw: dict, tz, *, defaults: dict | None = None, derive_id: bool = False) -> dict:
+    """A validated record in canonical field order (without hash/seg: the store adds those).
+
+    Unknown input fields are kept under `meta`. `derive_id` gives records without an id a
+    content-derived one (imports); otherwise they get a fresh time-ordered id (add, chat).
+    """
+    if not isinstance(raw, dict):
+        raise RecordError(f"a record must be a JSON object, not {type(raw).__name__}")
+    src = dict(defaults or {})
+    src.update({k: v for k, v in raw.items() if v is not None or k not in src})
+    text = src.get("text")
+    if not isinstance(text, str):
+        raise RecordError("missing field 'text'" if text is None else "field 'text' must be a string")
+    if "\x00" in text:
+        raise RecordError("field 'text' contains a NUL byte")
+    role = str(src.get("role") or "").strip().lower()
+    role = ROLE_ALIASES.get(role, role)
+    if role not in ROLES:
+        raise RecordError(f"field 'role' must be one of {'|'.join(ROLES)}, not {src.get('role')!r}")
+    rtype = str(src.get("type") or "text").strip().lower()
+    if rtype not in TYPES:
+        raise RecordError(f"field 'type' must be one of {'|'.join(TYPES)}, not {src.get('type')!r}")
+    if src.get("ts") in (None, ""):
+        raise RecordError("missing field 'ts'")
+    try:
+        ts = normalize_ts(src["ts"], tz)
+    except (ValueError, OverflowError, OSError) as exc:
+        raise RecordError(f"field 'ts': {exc}") from None
+    rec = {
+        "ts": ts,
+        "actor": str(src.get("actor") or role),
+        "role": role,
+        "type": rtype,
+        "text": text,
+        "model": None if src.get("model") in (None, "") else str(src["model"]),
+        "session": str(src.get("session") or ""),
+    }
+    if src.get("id") not in (None, ""):
+        rec["id"] = _check_id(src["id"])
+    else:
+        rec["id"] = derived_id(rec) if derive_id else new_id()
+    for key in ("source", "supersedes"):
+        if src.get(key) is not None:
+            rec[key] = src[key]
+    extra = {k: v for k, v in src.items() if k not in FIELD_ORDER}
+    meta = dict(src.get("meta") or {}) if isinstance(src.get("meta"), dict) else {}
+    meta.update(extra)
+    if meta:
+        rec["meta"] = meta
+    return rec
+
+
+def ordered(rec: dict) -> dict:
+    """The record with fields in canonical order (unknown top-level keys last, as written)."""
+    out = {k: rec[k] for k in FIELD_ORDER if k in rec}
+    out.update({k: v for k, v in rec.items() if k not in out})
+    return out
+
+
+def dumps(rec: dict) -> str:
+    """One log line (without the newline): compact JSON, UTF-8 kept as is."""
+    return json.dumps(ordered(rec), ensure_ascii=False, separators=(",", ":"))
+
+
+def loads(line: str | bytes) -> dict:
+    """Parse and check one log line; RecordError says what is wrong."""
+    try:
+        obj = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RecordError(f"not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise RecordError("a log line must be a JSON object")
+    for key in ("ts", "role", "type", "text", "id"):
+        if key not in obj:
+            raise RecordError(f"missing field {key!r}")
+    if not isinstance(obj["text"], str):
+        raise RecordError("field 'text' must be a string")
+    try:
+        parse_ts(obj["ts"], None)
+    except (ValueError, TypeError) as exc:
+        raise RecordError(f"field 'ts': {exc}") from None
+    return obj

@@ -1,0 +1,136 @@
+"""The only module that runs git: always on the store's own repository, never an enclosing one."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import GitError
+
+IDENTITY = ("memstore", "memstore@localhost")
+# Set while memstore itself commits, so our own hook stubs skip work the command does anyway.
+IN_MEMSTORE_ENV = "MEMSTORE_COMMITTING"
+
+
+class GitRepo:
+    def __init__(self, root: Path):
+        import git  # gitpython; imported here so `ct --help` does not pay for it
+
+        self.root = Path(root)
+        self._git_mod = git
+        try:
+            self.repo = git.Repo(self.root, search_parent_directories=False)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            raise GitError(f"{self.root} is not a git repository ({exc})") from None
+        self.git = self.repo.git
+
+    @classmethod
+    def init(cls, root: Path) -> "GitRepo":
+        import git
+
+        git.Repo.init(root, initial_branch="main")
+        return cls(root)
+
+    def run(self, *args, env: dict | None = None, **kwargs) -> str:
+        """Run one git command on this repository; GitError carries git's own words."""
+        try:
+            full_env = dict(os.environ)
+            full_env.update(env or {})
+            full_env.pop("GIT_DIR", None)
+            full_env.pop("GIT_WORK_TREE", None)
+            full_env.pop("GIT_INDEX_FILE", None)
+            return self.repo.git.execute(["git", *self._identity_args(), *args], env=full_env, **kwargs)
+        except self._git_mod.GitCommandError as exc:
+            words = (exc.stderr or exc.stdout or str(exc)).strip()
+            raise GitError(f"git {args[0]} failed in {self.root}: {words}") from None
+
+    def _identity_args(self) -> list[str]:
+        if not hasattr(self, "_identity"):
+            reader = self.repo.config_reader()
+            has = reader.has_option("user", "name") and reader.has_option("user", "email")
+            env_has = os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_AUTHOR_EMAIL")
+            self._identity = [] if (has or env_has) else ["-c", f"user.name={IDENTITY[0]}", "-c", f"user.email={IDENTITY[1]}"]
+        return self._identity
+
+    def config_set(self, key: str, value: str) -> None:
+        self.run("config", "--local", key, value)
+
+    def commit(self, message: str, paths: list[str] | None = None, allow_empty: bool = False) -> str | None:
+        """Stage `paths` (or everything) and commit; None when nothing changed."""
+        if paths is None:
+            self.run("add", "-A")
+        elif paths:
+            for i in range(0, len(paths), 500):
+                self.run("add", "-A", "--", *paths[i : i + 500])
+        if not allow_empty and not self.staged_changes():
+            return None
+        self.run("commit", "-q", "--no-verify", "-m", message, env={IN_MEMSTORE_ENV: "1"})
+        return self.head()
+
+    def staged_changes(self) -> bool:
+        try:
+            self.repo.git.execute(["git", "diff", "--cached", "--quiet"])
+            return False
+        except self._git_mod.GitCommandError:
+            return True
+
+    def head(self) -> str | None:
+        try:
+            return self.repo.head.commit.hexsha
+        except ValueError:
+            return None
+
+    def status_porcelain(self) -> list[str]:
+        out = self.run("status", "--porcelain", "--untracked-files=all")
+        return [line for line in out.splitlines() if line]
+
+    def changed_files(self, old: str, new: str) -> list[str]:
+        out = self.run("diff", "--name-only", "--no-renames", old, new)
+        return [line for line in out.splitlines() if line]
+
+    def log(self, max_count: int | None = None, paths: list[str] | None = None) -> list[dict]:
+        """Commits newest first: sha, date, subject, body, and per-file added/removed line counts."""
+        args = ["log", "--numstat", "--format=\x1e%H\x1f%aI\x1f%an\x1f%s\x1f%b\x1d"]
+        if max_count:
+            args.append(f"-n{max_count}")
+        if paths:
+            args += ["--", *paths]
+        try:
+            out = self.run(*args)
+        except GitError:
+            return []
+        commits = []
+        for chunk in out.split("\x1e")[1:]:
+            head, _, stats = chunk.partition("\x1d")
+            sha, date, author, subject, body = head.split("\x1f")
+            files = []
+            for line in stats.strip().splitlines():
+                parts = line.split("\t")
+                if len(parts) == 3:
+                    files.append({"path": parts[2], "added": _int(parts[0]), "removed": _int(parts[1])})
+            commits.append({"sha": sha, "date": date, "author": author, "subject": subject, "body": body.strip(), "files": files})
+        return commits
+
+    def show(self, rev: str, path: str) -> str | None:
+        try:
+            return self.run("show", f"{rev}:{path}", strip_newline_in_stdout=False)
+        except GitError:
+            return None
+
+    def hooks_dir(self) -> Path:
+        out = self.run("rev-parse", "--git-path", "hooks")
+        p = Path(out)
+        return p if p.is_absolute() else self.root / p
+
+
+def _int(s: str) -> int:
+    return int(s) if s.isdigit() else 0
+
+
+
+
+def find_git_root(path: Path) -> Path | None:
+    for p in [path, *path.parents]:
+        if (p / ".git").exists():
+            return p
+    return None

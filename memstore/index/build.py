@@ -1,0 +1,367 @@
+"""Make-style index maintenance: find the days whose files changed and rebuild exactly those.
+
+Each day has a fingerprint of the files its rows came from (the day log and the day's segment
+folders). A cheap stat fingerprint decides whether to look closer; a content fingerprint decides
+whether to reindex, so a checkout that only touches mtimes costs nothing. Rows of vanished days
+are dropped. Everything a reader sees changes in one SQLite transaction; vector rows live in
+generation files named by that transaction, so a reader never sees a half-built index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..format import log as logfmt
+from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_segment, segment_name
+from ..format.timeutil import from_iso
+from ..locking import file_lock, lock_timeout
+from . import vectors as vecfiles
+from .tokenize import index_text
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS days (day TEXT PRIMARY KEY, stat_fp TEXT, content_fp TEXT, n INTEGER, problems TEXT);
+CREATE TABLE IF NOT EXISTS records (
+  rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, day TEXT NOT NULL, line_no INTEGER, off INTEGER, len INTEGER,
+  ts REAL, actor TEXT, role TEXT, type TEXT, session TEXT, source TEXT, hidden INTEGER DEFAULT 0,
+  vrow INTEGER DEFAULT -1, vkey TEXT);
+CREATE INDEX IF NOT EXISTS records_id ON records(id);
+CREATE INDEX IF NOT EXISTS records_day ON records(day);
+CREATE INDEX IF NOT EXISTS records_vrow ON records(vrow);
+CREATE INDEX IF NOT EXISTS records_session ON records(session, ts);
+CREATE INDEX IF NOT EXISTS records_ts ON records(ts);
+CREATE TABLE IF NOT EXISTS supersedes (day TEXT, id TEXT);
+CREATE INDEX IF NOT EXISTS supersedes_day ON supersedes(day);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');
+"""
+
+
+@dataclass
+class Plan:
+    """What an update would do: days to (re)index and days to drop."""
+
+    changed: list[str] = field(default_factory=list)
+    vanished: list[str] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)  # stat changed, content did not
+    rebuild: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not (self.changed or self.vanished or self.touched or self.rebuild)
+
+    def to_json(self) -> dict:
+        return {"reindex": self.changed, "drop": self.vanished, "refresh_fingerprint": self.touched,
+                "rebuild": self.rebuild}
+
+
+@dataclass
+class DayRows:
+    day: str
+    rows: list[tuple]          # (id, line_no, off, len, ts, actor, role, type, session, source, vkey, text)
+    vectors: list              # np.ndarray | None per row
+    supersedes: list[str]
+    problems: list[str]
+
+
+class Index:
+    def __init__(self, store):
+        self.store = store
+        self.meta_dir: Path = store.meta_dir
+        self.path = self.meta_dir / "index.db"
+        self.dim = int(store.config.embedder["dim"])
+        self._conn: sqlite3.Connection | None = None
+
+    # ----- connection ---------------------------------------------------------------------------
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.meta_dir.mkdir(exist_ok=True)
+            import sqlite_utils
+
+            db = sqlite_utils.Database(self.path)
+            db.execute("PRAGMA busy_timeout = 30000")
+            if db.journal_mode != "wal":
+                db.enable_wal()
+            self.db = db
+            conn = db.conn
+            conn.executescript(SCHEMA)
+            if self._meta(conn, "schema") not in (None, str(SCHEMA_VERSION)) or \
+               self._meta(conn, "embedder") not in (None, self._embedder_key()):
+                conn.close()
+                self._drop_files()
+                return self.conn
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _embedder_key(self) -> str:
+        e = self.store.config.embedder
+        return f"{e['model']}:{e['dim']}"
+
+    @staticmethod
+    def _meta(conn, key, default=None):
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def _drop_files(self) -> None:
+        for p in self.meta_dir.glob("index.db*"):
+            p.unlink(missing_ok=True)
+        vecfiles.remove_generations(self.meta_dir, keep=-1)
+
+    # ----- planning -----------------------------------------------------------------------------
+
+    def _day_sources(self) -> dict[str, tuple[Path | None, Path]]:
+        days = {d: (p, logfmt.segment_day_dir(self.store.root, d)) for d, p in logfmt.list_days(self.store.root).items()}
+        return days
+
+    def _stat_fp(self, log_path: Path | None, seg_dir: Path) -> str:
+        parts = []
+        try:
+            st = os.stat(log_path)
+            parts.append(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
+        except (OSError, TypeError):
+            parts.append("-")
+        try:
+            st = os.stat(seg_dir)
+            parts.append(f"{st.st_mtime_ns}")
+            for name in sorted(os.listdir(seg_dir)):
+                sub = os.stat(seg_dir / name)
+                parts.append(f"{name}:{sub.st_mtime_ns}:{sub.st_nlink}")
+        except OSError:
+            parts.append("-")
+        return "|".join(parts)
+
+    def _content_fp(self, log_bytes: bytes, seg_dir: Path) -> str:
+        h = hashlib.sha1(log_bytes)
+        try:
+            for name in sorted(os.listdir(seg_dir)):
+                shard = seg_dir / name
+                if shard.is_dir():
+                    with os.scandir(shard) as it:
+                        listing = sorted(f"{e.name}:{e.stat().st_size}" for e in it)
+                    h.update(("\n" + name + "\n" + "\n".join(listing)).encode())
+        except OSError:
+            pass
+        return h.hexdigest()
+
+    def plan(self, rebuild: bool = False) -> Plan:
+        conn = self.conn
+        known = {d: (s, c) for d, s, c in conn.execute("SELECT day, stat_fp, content_fp FROM days")}
+        plan = Plan(rebuild=rebuild)
+        sources = self._day_sources()
+        for day, (log_path, seg_dir) in sorted(sources.items()):
+            if rebuild or day not in known:
+                plan.changed.append(day)
+                continue
+            if self._stat_fp(log_path, seg_dir) == known[day][0]:
+                continue
+            data = log_path.read_bytes()
+            if self._content_fp(data, seg_dir) == known[day][1]:
+                plan.touched.append(day)
+            else:
+                plan.changed.append(day)
+        plan.vanished = sorted(d for d in known if d not in sources)
+        return plan
+
+    # ----- updating -----------------------------------------------------------------------------
+
+    def update(self, rebuild: bool = False, quiet: bool = True, progress=None) -> Plan:
+        """Bring the index up to date (or rebuild it); returns what was done."""
+        plan = self.plan(rebuild)
+        if plan.empty:
+            return plan
+        with file_lock(self.meta_dir / "index.lock", timeout=lock_timeout(), what="index"):
+            plan = self.plan(rebuild)  # another process may have done it while we waited
+            if not plan.empty:
+                self._apply(plan, progress)
+        return plan
+
+    def _read_day(self, day: str) -> tuple[DayRows, str, str]:
+        log_path = logfmt.day_path(self.store.root, day)
+        seg_dir = logfmt.segment_day_dir(self.store.root, day)
+        stat_fp = self._stat_fp(log_path, seg_dir)
+        data = log_path.read_bytes()
+        content_fp = self._content_fp(data, seg_dir)
+        out = DayRows(day, [], [], [], [])
+        for ln in logfmt.read_lines(log_path, data):
+            if ln.record is None:
+                out.problems.append(f"{log_path}:{ln.line_no}: {ln.error}")
+                continue
+            rec = ln.record
+            try:
+                ts = from_iso(rec["ts"]).timestamp()
+            except (ValueError, TypeError):
+                out.problems.append(f"{log_path}:{ln.line_no}: bad ts")
+                continue
+            vec, vkey = self._read_vector(rec, out.problems)
+            source = rec.get("source")
+            source_path = source.get("path") if isinstance(source, dict) else (source if isinstance(source, str) else None)
+            out.rows.append((str(rec["id"]), ln.line_no, ln.offset, ln.length, ts, rec.get("actor"), rec.get("role"),
+                             rec.get("type"), rec.get("session"), source_path, vkey, rec["text"]))
+            out.vectors.append(vec)
+            sup = rec.get("supersedes")
+            if isinstance(sup, list):
+                out.supersedes += [str(s) for s in sup]
+        return out, stat_fp, content_fp
+
+    def _read_vector(self, rec: dict, problems: list[str]):
+        seg = rec.get("seg")
+        if not isinstance(seg, dict) or "shard" not in seg or "vec" not in seg:
+            return None, None
+        path = self.store.root / str(seg["shard"]) / segment_name(int(seg["vec"]))
+        try:
+            header, payload = read_segment(path)
+            if header.data_type not in VECTOR_TYPES:
+                raise SegmentError(f"data_type {header.data_type} is not a vector")
+            vec = decode_vector(header, payload)
+            if vec.shape[0] != self.dim:
+                raise SegmentError(f"vector has {vec.shape[0]} dimensions, the store uses {self.dim}")
+        except (OSError, SegmentError, ValueError) as exc:
+            problems.append(f"{path}: {exc}")
+            return None, None
+        return vec, f"{seg['shard']}:{seg['vec']}"
+
+    def _apply(self, plan: Plan, progress=None) -> None:
+        conn = self.conn
+        gen = int(self._meta(conn, "gen", "0"))
+        n_rows = int(self._meta(conn, "n_rows", "0"))
+        if plan.rebuild:
+            gen_new, keep_rows, first_day = gen + 1, 0, ""
+        else:
+            affected = sorted(plan.changed + plan.vanished)
+            first_day = affected[0] if affected else None
+            if first_day is None:
+                gen_new, keep_rows = gen, n_rows
+            else:
+                keep_rows = conn.execute("SELECT COUNT(*) FROM records WHERE day < ? AND vrow >= 0", (first_day,)).fetchone()[0]
+                appending = keep_rows == n_rows
+                gen_new = gen if appending else gen + 1
+
+        day_data = {}
+        for day in plan.changed:
+            day_data[day] = self._read_day(day)
+            if progress:
+                progress(1)
+
+        old_vec, _ = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim) if n_rows else (None, None)
+        with conn:  # one transaction
+            if plan.rebuild:
+                conn.execute("DELETE FROM records")
+                conn.execute("DELETE FROM fts")
+                conn.execute("DELETE FROM supersedes")
+                conn.execute("DELETE FROM days")
+            for day in plan.vanished + [d for d in plan.changed if not plan.rebuild]:
+                conn.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM records WHERE day = ?)", (day,))
+                conn.execute("DELETE FROM records WHERE day = ?", (day,))
+                conn.execute("DELETE FROM supersedes WHERE day = ?", (day,))
+                conn.execute("DELETE FROM days WHERE day = ?", (day,))
+            fresh_vectors: dict[int, np.ndarray] = {}
+            for day, (rows, stat_fp, content_fp) in day_data.items():
+                for row, vec in zip(rows.rows, rows.vectors):
+                    cur = conn.execute(
+                        "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, vkey)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", (row[0], day, *row[1:11]))
+                    rowid = cur.lastrowid
+                    conn.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (rowid, index_text(row[11])))
+                    if vec is not None:
+                        fresh_vectors[rowid] = vec
+                conn.executemany("INSERT INTO supersedes (day, id) VALUES (?, ?)", [(day, s) for s in rows.supersedes])
+                conn.execute("INSERT INTO days (day, stat_fp, content_fp, n, problems) VALUES (?,?,?,?,?)",
+                             (day, stat_fp, content_fp, len(rows.rows), json.dumps(rows.problems[:50])))
+            for day in plan.touched:
+                log_path = logfmt.day_path(self.store.root, day)
+                seg_dir = logfmt.segment_day_dir(self.store.root, day)
+                conn.execute("UPDATE days SET stat_fp = ? WHERE day = ?", (self._stat_fp(log_path, seg_dir), day))
+            if first_day is not None or plan.rebuild:
+                self._renumber(conn, first_day or "", keep_rows, gen, gen_new, old_vec, fresh_vectors)
+            self._mark_hidden(conn)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),))
+        del old_vec
+        vecfiles.remove_generations(self.meta_dir, keep=int(self._meta(conn, "gen", "0")))
+
+    def _renumber(self, conn, first_day: str, keep_rows: int, gen: int, gen_new: int, old_vec, fresh: dict) -> None:
+        """Give rows from `first_day` on their time-ordered vector rows and write those rows."""
+        tail = conn.execute(
+            "SELECT rowid, vrow, ts FROM records WHERE day >= ? AND (vrow >= 0 OR rowid IN (SELECT value FROM json_each(?)))"
+            " ORDER BY day, ts, line_no, id", (first_day, json.dumps(list(fresh)))).fetchall()
+        vecs = np.zeros((len(tail), self.dim), np.float32)
+        times = np.zeros(len(tail), np.float64)
+        updates = []
+        for i, (rowid, vrow, ts) in enumerate(tail):
+            vecs[i] = fresh[rowid] if rowid in fresh else old_vec[vrow]
+            times[i] = ts
+            updates.append((keep_rows + i, rowid))
+        if gen_new != gen and keep_rows:
+            vecfiles.copy_prefix(self.meta_dir, gen, gen_new, keep_rows, self.dim)
+        vecfiles.write_rows(self.meta_dir, gen_new, keep_rows, vecs, times)
+        conn.execute("UPDATE records SET vrow = -1 WHERE day >= ?", (first_day,))
+        conn.executemany("UPDATE records SET vrow = ? WHERE rowid = ?", updates)
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen_new),))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(keep_rows + len(tail)),))
+
+    def _mark_hidden(self, conn) -> None:
+        """Superseded records (1) and repeated ids (2, all but the earliest copy) leave search."""
+        conn.execute("UPDATE records SET hidden = 0 WHERE hidden != 0")
+        conn.execute("UPDATE records SET hidden = 1 WHERE id IN (SELECT id FROM supersedes)")
+        conn.execute("""
+            UPDATE records SET hidden = 2 WHERE rowid IN (
+              SELECT rowid FROM (
+                SELECT rowid, ROW_NUMBER() OVER (PARTITION BY id ORDER BY ts, day, vkey, line_no) AS rn
+                FROM records WHERE id IN (SELECT id FROM records GROUP BY id HAVING COUNT(*) > 1))
+              WHERE rn > 1)""")
+
+    # ----- reading --------------------------------------------------------------------------------
+
+    def matrix(self):
+        """(vectors, times) of the current generation, memory-mapped; retried if an update swaps it."""
+        for _ in range(5):
+            gen = int(self._meta(self.conn, "gen", "0"))
+            n_rows = int(self._meta(self.conn, "n_rows", "0"))
+            try:
+                return vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)
+            except FileNotFoundError:
+                continue
+        raise RuntimeError("the vector index kept changing while it was being opened")
+
+    def known_ids(self, ids: list[str]) -> set[str]:
+        found: set[str] = set()
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            q = f"SELECT id FROM records WHERE id IN ({','.join('?' * len(part))})"
+            found.update(r[0] for r in self.conn.execute(q, part))
+        return found
+
+    def problems(self) -> list[str]:
+        out = []
+        for (p,) in self.conn.execute("SELECT problems FROM days WHERE problems != '[]' ORDER BY day"):
+            out += json.loads(p)
+        return out
+
+    def record_at(self, rowid: int) -> dict:
+        """The full record behind an index row, read from its day log (late dereference)."""
+        day, off, ln = self.conn.execute("SELECT day, off, len FROM records WHERE rowid = ?", (rowid,)).fetchone()
+        return logfmt.read_text_at(logfmt.day_path(self.store.root, day), off, ln)
+
+    def stats(self) -> dict:
+        c = self.conn
+        return {
+            "records": c.execute("SELECT COUNT(*) FROM records").fetchone()[0],
+            "visible": c.execute("SELECT COUNT(*) FROM records WHERE hidden = 0").fetchone()[0],
+            "days": c.execute("SELECT COUNT(*) FROM days").fetchone()[0],
+            "vectors": int(self._meta(c, "n_rows", "0")),
+        }

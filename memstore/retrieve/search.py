@@ -1,0 +1,229 @@
+"""Search: exact (FTS5 BM25), vector (cosine over the time-ordered matrix) and their fusion.
+
+Candidates are index rows; the verbatim text is read from the day logs only for the hits returned.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..index.tokenize import match_expression
+
+RRF_K = 60
+MODES = ("hybrid", "exact", "vector")
+
+
+@dataclass
+class Filters:
+    since: float | None = None   # Unix seconds, inclusive
+    until: float | None = None   # Unix seconds, exclusive
+    role: list[str] = field(default_factory=list)
+    actor: list[str] = field(default_factory=list)
+    type: list[str] = field(default_factory=list)
+    session: list[str] = field(default_factory=list)
+    include_hidden: bool = False
+    exclude_types: list[str] = field(default_factory=list)
+
+    def sql(self) -> tuple[str, list]:
+        clauses, args = [], []
+        if not self.include_hidden:
+            clauses.append("r.hidden = 0")
+        if self.since is not None:
+            clauses.append("r.ts >= ?")
+            args.append(self.since)
+        if self.until is not None:
+            clauses.append("r.ts < ?")
+            args.append(self.until)
+        for col in ("role", "actor", "type", "session"):
+            values = getattr(self, col)
+            if values:
+                clauses.append(f"r.{col} IN ({','.join('?' * len(values))})")
+                args += list(values)
+        if self.exclude_types:
+            clauses.append(f"r.type NOT IN ({','.join('?' * len(self.exclude_types))})")
+            args += list(self.exclude_types)
+        return (" AND ".join(clauses) or "1"), args
+
+    @property
+    def narrows_rows(self) -> bool:
+        return bool(self.role or self.actor or self.type or self.session or self.exclude_types)
+
+
+@dataclass
+class Hit:
+    id: str
+    ts: str
+    actor: str | None
+    role: str
+    type: str
+    text: str
+    score: float
+    session: str | None
+    source: dict | str | None
+    day: str
+    rowid: int
+    store: str | None = None
+    parts: dict = field(default_factory=dict)
+    record: dict = field(default_factory=dict)
+
+    def to_json(self, explain: bool = False) -> dict:
+        out = {"id": self.id, "ts": self.ts, "actor": self.actor, "role": self.role, "type": self.type,
+               "text": self.text, "score": round(self.score, 6), "session": self.session,
+               "source": self.source, "day": self.day, "model": self.record.get("model")}
+        if self.store is not None:
+            out["store"] = self.store
+        if self.record.get("meta"):
+            out["meta"] = self.record["meta"]
+        if explain:
+            out["parts"] = self.parts
+        return out
+
+
+def exact_candidates(index, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+    """(rowid, bm25 score — higher is better) for the best FTS matches."""
+    expr = match_expression(query)
+    if not expr:
+        return []
+    where, args = filters.sql()
+    sql = (f"SELECT r.rowid, -bm25(fts) AS s FROM fts JOIN records r ON r.rowid = fts.rowid "
+           f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts) LIMIT ?")
+    return [(row[0], float(row[1])) for row in index.conn.execute(sql, [expr, *args, limit])]
+
+
+def vector_candidates(index, qvec: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
+    """(rowid, cosine) for the nearest rows; time filters slice the time-ordered matrix."""
+    vecs, times = index.matrix()
+    n = vecs.shape[0]
+    if n == 0:
+        return []
+    lo = bisect.bisect_left(times, filters.since) if filters.since is not None else 0
+    hi = bisect.bisect_left(times, filters.until) if filters.until is not None else n
+    if hi <= lo:
+        return []
+    q = np.asarray(qvec, np.float32)
+    allowed = None
+    if filters.narrows_rows:
+        where, args = filters.sql()
+        rows = index.conn.execute(f"SELECT r.vrow FROM records r WHERE r.vrow >= ? AND r.vrow < ? AND {where}",
+                                  [lo, hi, *args]).fetchall()
+        allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if allowed.size == 0:
+            return []
+        scores = vecs[allowed] @ q
+        rows_idx = allowed
+    else:
+        scores = vecs[lo:hi] @ q
+        rows_idx = None
+    hidden = set()
+    if not filters.include_hidden:
+        hidden = {r[0] for r in index.conn.execute(
+            "SELECT vrow FROM records WHERE hidden != 0 AND vrow >= ? AND vrow < ?", (lo, hi))}
+    want = min(limit + len(hidden), scores.shape[0])
+    top = np.argpartition(-scores, want - 1)[:want] if want < scores.shape[0] else np.arange(scores.shape[0])
+    top = top[np.argsort(-scores[top], kind="stable")]
+    vrows = [int(rows_idx[i]) if rows_idx is not None else lo + int(i) for i in top]
+    pairs = [(v, float(scores[i])) for v, i in zip(vrows, top) if v not in hidden][:limit]
+    if not pairs:
+        return []
+    lookup = dict(index.conn.execute(
+        f"SELECT vrow, rowid FROM records WHERE vrow IN ({','.join('?' * len(pairs))})", [v for v, _ in pairs]))
+    return [(lookup[v], s) for v, s in pairs if v in lookup]
+
+
+def fuse_rrf(lists: dict[str, list[tuple[int, float]]], k: int = RRF_K) -> list[tuple[int, float, dict]]:
+    """Reciprocal-rank fusion: score = Σ 1/(k + rank); robust to the two scales."""
+    scores: dict[int, float] = {}
+    parts: dict[int, dict] = {}
+    for name, ranked in lists.items():
+        for rank, (rowid, raw) in enumerate(ranked, start=1):
+            scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (k + rank)
+            parts.setdefault(rowid, {})[name] = {"rank": rank, "score": round(raw, 6)}
+    order = sorted(scores, key=lambda r: (-scores[r], r))
+    return [(r, scores[r], parts[r]) for r in order]
+
+
+def fuse_alpha(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[int, float]], alpha: float):
+    """ContextTape's blend: alpha·cosine + (1−alpha)·lexical, lexical = BM25 scaled to [0, 1]."""
+    cos = dict(vector)
+    lex_max = max((s for _, s in exact), default=0.0) or 1.0
+    lex = {r: s / lex_max for r, s in exact}
+    missing = [r for r in lex if r not in cos]
+    if missing:
+        vecs, _ = index.matrix()
+        rows = dict(index.conn.execute(
+            f"SELECT rowid, vrow FROM records WHERE rowid IN ({','.join('?' * len(missing))})", missing))
+        for r in missing:
+            v = rows.get(r, -1)
+            cos[r] = float(vecs[v] @ np.asarray(qvec, np.float32)) if v is not None and v >= 0 else 0.0
+    out = []
+    for r in set(cos) | set(lex):
+        c, lx = cos.get(r, 0.0), lex.get(r, 0.0)
+        out.append((r, alpha * c + (1 - alpha) * lx, {"vector": {"cos": round(c, 6)}, "exact": {"lex": round(lx, 6)}}))
+    out.sort(key=lambda t: (-t[1], t[0]))
+    return out
+
+
+def search(store, query: str, k: int = 10, mode: str = "hybrid", filters: Filters | None = None,
+           alpha: float | None = None, qvec=None, pool: int | None = None) -> list[Hit]:
+    """Ranked hits for `query` in one store (the index must be up to date)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    filters = filters or Filters()
+    index = store.index(update=False)
+    pool = pool or max(50, 3 * k)
+    exact = exact_candidates(index, query, filters, pool) if mode in ("hybrid", "exact") else []
+    vector = []
+    if mode in ("hybrid", "vector") and query.strip():
+        if qvec is None:
+            qvec = store.embedder.embed_query(query)
+        vector = vector_candidates(index, qvec, filters, pool)
+    if mode == "exact":
+        ranked = [(r, s, {"exact": {"rank": i, "score": round(s, 6)}}) for i, (r, s) in enumerate(exact, 1)]
+    elif mode == "vector":
+        ranked = [(r, s, {"vector": {"rank": i, "score": round(s, 6)}}) for i, (r, s) in enumerate(vector, 1)]
+    elif alpha is not None:
+        ranked = fuse_alpha(index, qvec, exact, vector, alpha)
+    else:
+        ranked = fuse_rrf({"exact": exact, "vector": vector})
+    return [hydrate(store, index, r, s, p) for r, s, p in ranked[:k]]
+
+
+def hydrate(store, index, rowid: int, score: float, parts: dict) -> Hit:
+    """Read the record behind one hit from its day log."""
+    rec = index.record_at(rowid)
+    day = index.conn.execute("SELECT day FROM records WHERE rowid = ?", (rowid,)).fetchone()[0]
+    return Hit(id=str(rec["id"]), ts=rec["ts"], actor=rec.get("actor"), role=rec.get("role"),
+               type=rec.get("type"), text=rec["text"], score=score, session=rec.get("session"),
+               source=rec.get("source"), day=day, rowid=rowid, parts=parts, record=rec)
+
+
+def search_many(stores: list, query: str, k: int = 10, mode: str = "hybrid", filters: Filters | None = None,
+                alpha: float | None = None) -> list[Hit]:
+    """Several stores at once: each ranks its own, then reciprocal-rank fusion across stores."""
+    if len(stores) == 1:
+        return search(stores[0], query, k, mode, filters, alpha)
+    qvecs: dict[str, np.ndarray] = {}
+    per_store: list[list[Hit]] = []
+    for st in stores:
+        key = st.config.embedder["model"]
+        if mode != "exact" and key not in qvecs:
+            qvecs[key] = st.embedder.embed_query(query)
+        hits = search(st, query, k, mode, filters, alpha, qvec=qvecs.get(key))
+        for h in hits:
+            h.store = str(st.root)
+        per_store.append(hits)
+    fused: list[tuple[float, int, Hit]] = []
+    for hits in per_store:
+        for rank, h in enumerate(hits, start=1):
+            h.parts = {**h.parts, "store_rank": rank}
+            fused.append((1.0 / (RRF_K + rank), -h.score, h))
+    fused.sort(key=lambda t: (-t[0], t[1], t[2].ts))
+    out = []
+    for rrf, _, h in fused[:k]:
+        h.parts["store_score"] = h.score
+        h.score = rrf
+        out.append(h)
+    return out

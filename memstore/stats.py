@@ -1,0 +1,48 @@
+"""stat: what a store holds — records, days, segments, bytes, tokens."""
+
+from __future__ import annotations
+
+import os
+
+
+def stat(store) -> dict:
+    index = store.index()
+    c = index.conn
+    by_type = dict(c.execute("SELECT type, COUNT(*) FROM records GROUP BY type"))
+    by_role = dict(c.execute("SELECT role, COUNT(*) FROM records GROUP BY role"))
+    first, last = c.execute("SELECT MIN(day), MAX(day) FROM records").fetchone()
+    sessions = c.execute("SELECT COUNT(DISTINCT session) FROM records").fetchone()[0]
+    seg_files, seg_bytes = _walk_size(store.root / "segments")
+    log_files, log_bytes = _walk_size(store.root / "log")
+    text_bytes = c.execute("SELECT COALESCE(SUM(len), 0) FROM records").fetchone()[0]
+    s = index.stats()
+    return {
+        "store": str(store.root),
+        "store_id": store.config.store_id,
+        "format_version": store.config.format_version,
+        "timezone": store.config.timezone,
+        "embedder": store.config.embedder,
+        "records": s["records"],
+        "current_records": s["visible"],
+        "vectors": s["vectors"],
+        "days": s["days"],
+        "first_day": first,
+        "last_day": last,
+        "sessions": sessions,
+        "by_type": by_type,
+        "by_role": by_role,
+        "segments": seg_files,
+        "segment_bytes": seg_bytes,
+        "log_files": log_files,
+        "log_bytes": log_bytes,
+        "approx_tokens": int(text_bytes / 4),
+    }
+
+
+def _walk_size(root) -> tuple[int, int]:
+    n = size = 0
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            n += 1
+            size += os.path.getsize(os.path.join(dirpath, f))
+    return n, size

@@ -1,0 +1,281 @@
+"""Store: finding, creating and opening a store, and the one write path that ends in one commit."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import FORMAT_VERSION
+from .errors import EmbedderMismatch, FormatError, MemstoreError, NotAStoreError
+from .format import config as configfmt
+from .format import log as logfmt
+from .format import record as recordfmt
+from .format.segment import ShardWriter
+from .format.timeutil import UTC, from_iso, local_day, zone
+from .locking import file_lock, lock_timeout
+
+META_DIR = ".memstore"
+GITIGNORE = f"/{META_DIR}/\n"
+GITATTRIBUTES = """\
+# memstore (docs/format.md): day logs and markers merge by union, segments are binary,
+# tree.json merges by topic id through the driver that `ct init` / `ct hooks install` registers.
+log/**/*.jsonl merge=union
+markers.jsonl merge=union
+*.is binary
+tree.json merge=memstore-tree
+"""
+
+
+@dataclass
+class WriteResult:
+    """What one write command did: records added, duplicates skipped, the commit made (or None)."""
+
+    added: list[dict] = field(default_factory=list)
+    skipped: int = 0
+    commit: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"added": len(self.added), "skipped": self.skipped, "commit": self.commit,
+                "ids": [r["id"] for r in self.added], "notes": self.notes}
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The store at or above `start` (or MEMSTORE_DIR); NotAStoreError when there is none."""
+    env = os.environ.get("MEMSTORE_DIR")
+    if start is None and env:
+        start = Path(env)
+        if (start / configfmt.FILENAME).is_file():
+            return start.resolve()
+        raise NotAStoreError(start)
+    here = Path(start or Path.cwd()).resolve()
+    for p in [here, *here.parents]:
+        if (p / configfmt.FILENAME).is_file():
+            return p
+    raise NotAStoreError(here)
+
+
+class Store:
+    """A memory store: a git repository of plain files plus a disposable index in `.memstore/`."""
+
+    def __init__(self, root: Path, embedder_override: str | None = None):
+        self.root = Path(root).resolve()
+        if not (self.root / configfmt.FILENAME).is_file():
+            raise NotAStoreError(self.root)
+        self.config = configfmt.read(self.root)
+        self.tz = zone(self.config.timezone)
+        self.meta_dir = self.root / META_DIR
+        self._embedder = None
+        self._git = None
+        self._index = None
+        if embedder_override and embedder_override != self.config.embedder["name"]:
+            raise EmbedderMismatch(
+                f"{self.root}: the store's vectors were made by the {self.config.embedder['name']!r} "
+                f"embedder ({self.config.embedder['model']}), not {embedder_override!r}.",
+                f'Run "ct -C {self.root} reembed --embedder {embedder_override}" to switch (one commit).',
+            )
+
+    # ----- opening and creating -------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path | str | None = None, search_parents: bool = True) -> "Store":
+        root = find_root(Path(path) if path else None) if search_parents else Path(path)
+        return cls(root)
+
+    @classmethod
+    def init(cls, path: Path | str, embedder: str = "minilm", timezone: str | None = None,
+             dtype: str = "float32", embedder_options: dict | None = None) -> "Store":
+        from . import adapters, hooks
+        from .gitrepo import GitRepo
+
+        root = Path(path).resolve()
+        if (root / configfmt.FILENAME).exists():
+            raise MemstoreError(f"{root} is already a memory store.", "Nothing was changed.")
+        if dtype not in ("float32", "int8"):
+            raise MemstoreError(f"--dtype must be float32 or int8, not {dtype!r}")
+        tzname = timezone or _local_timezone_name()
+        zone(tzname)  # validate before touching the disk
+        desc = adapters.describe(embedder, **(embedder_options or {}))
+        root.mkdir(parents=True, exist_ok=True)
+        repo = GitRepo(root) if (root / ".git").exists() else GitRepo.init(root)
+        cfg = configfmt.Config.new(tzname, desc, dtype)
+        cfg.settings["vector_dtype"] = dtype
+        cfg.write(root)
+        (root / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
+        (root / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
+        store = cls(root)
+        hooks.install(store)
+        store.writer_id()
+        repo.commit(f"Initialise memory store (format {FORMAT_VERSION}, embedder {desc['name']}, timezone {tzname})",
+                    [configfmt.FILENAME, ".gitignore", ".gitattributes"])
+        return store
+
+    # ----- parts ------------------------------------------------------------------------------
+
+    @property
+    def git(self):
+        if self._git is None:
+            from .gitrepo import GitRepo
+
+            self._git = GitRepo(self.root)
+        return self._git
+
+    @property
+    def embedder(self):
+        """The store's embedder, loaded on first use (model weights are not loaded by open())."""
+        if self._embedder is None:
+            from . import adapters
+
+            opts = {k: v for k, v in self.config.embedder.items() if k not in ("name", "model", "dtype")}
+            emb = adapters.get_embedder(self.config.embedder["name"], **opts)
+            if emb.dim != int(self.config.embedder["dim"]) or emb.model != self.config.embedder["model"]:
+                raise EmbedderMismatch(
+                    f"{self.root / configfmt.FILENAME}: the store was embedded with "
+                    f"{self.config.embedder['model']} ({self.config.embedder['dim']}-d) but the "
+                    f"embedder gives {emb.model} ({emb.dim}-d).",
+                    f'Run "ct -C {self.root} reembed" to re-embed the store (one commit).',
+                )
+            self._embedder = emb
+        return self._embedder
+
+    def set_embedder(self, embedder) -> None:
+        """Use an already-built embedder object (tests, benchmarks); it must match the store."""
+        if embedder.dim != int(self.config.embedder["dim"]) or embedder.model != self.config.embedder["model"]:
+            raise EmbedderMismatch(f"embedder {embedder.model} does not match the store's {self.config.embedder['model']}")
+        self._embedder = embedder
+
+    def index(self, update: bool = True, quiet: bool = True):
+        """The disposable index, brought up to date first unless `update` is False."""
+        from .index.build import Index
+
+        if self._index is None:
+            self._index = Index(self)
+        if update:
+            self._index.update(quiet=quiet)
+        return self._index
+
+    def writer_id(self) -> str:
+        """This clone's writer folder name; a copied store (other host or path) gets a new one."""
+        path = self.meta_dir / "writer.json"
+        here = {"host": socket.gethostname(), "path": str(self.root)}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("host") == here["host"] and data.get("path") == here["path"] and data.get("id"):
+                return data["id"]
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            pass
+        wid = "w" + os.urandom(4).hex()
+        self.meta_dir.mkdir(exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"id": wid, **here}) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        return wid
+
+    def lock(self, what: str = "write"):
+        return file_lock(self.meta_dir / f"{what}.lock", timeout=lock_timeout(), what=what)
+
+    def rel(self, path: Path) -> str:
+        return Path(path).resolve().relative_to(self.root).as_posix()
+
+    # ----- the one write path ---------------------------------------------------------------
+
+    def normalize(self, raw: dict, defaults: dict | None = None, derive_id: bool = False) -> dict:
+        return recordfmt.normalize(raw, self.tz, defaults=defaults, derive_id=derive_id)
+
+    def write(self, records: list[dict], message: str, embed_inputs: list[str] | None = None,
+              progress=None, extra_paths: list[str] | None = None, dedupe: bool = True) -> WriteResult:
+        """Embed, write segments, append day logs and make one commit — all under the store lock.
+
+        `records` are normalised records (see `normalize`). Records whose id is already in the
+        store (or repeated in the batch) are skipped, which makes imports idempotent.
+        """
+        result = WriteResult()
+        inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
+        with self.lock():
+            if dedupe:
+                records, result.skipped = self._drop_known(records)
+            paths: list[str] = []
+            if records:
+                vectors = self._embed([inputs_by_rec.get(id(r), r["text"]) for r in records], progress)
+                paths = self._write_files(records, vectors)
+                result.added = records
+            paths += extra_paths or []
+            if paths:
+                result.commit = self.git.commit(message, paths)
+        return result
+
+    def _drop_known(self, records: list[dict]) -> tuple[list[dict], int]:
+        seen: set[str] = set()
+        fresh = []
+        for r in records:
+            if r["id"] not in seen:
+                seen.add(r["id"])
+                fresh.append(r)
+        known = self.index().known_ids([r["id"] for r in fresh]) if fresh else set()
+        kept = [r for r in fresh if r["id"] not in known]
+        return kept, len(records) - len(kept)
+
+    def _embed(self, texts: list[str], progress=None):
+        import numpy as np
+
+        from .adapters.cache import embed_cached
+
+        step = 512
+        parts = []
+        for i in range(0, len(texts), step):
+            parts.append(embed_cached(self.embedder, texts[i : i + step], kind="passage"))
+            if progress:
+                progress(min(step, len(texts) - i))
+        return np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), np.float32)
+
+    def _write_files(self, records: list[dict], vectors) -> list[str]:
+        """Segments first (complete files, renamed into place), then the log lines that point at them."""
+        writer = self.writer_id()
+        dtype = self.config.setting("vector_dtype")
+        by_day: dict[str, list[tuple[dict, object]]] = {}
+        for rec, vec in zip(records, vectors):
+            d = from_iso(rec["ts"])
+            by_day.setdefault(local_day(d, self.tz), []).append((rec, vec))
+        touched: list[str] = []
+        for day, items in sorted(by_day.items()):
+            shard = logfmt.segment_day_dir(self.root, day) / writer
+            sw = ShardWriter(shard)
+            for rec, vec in items:
+                rec["hash"] = recordfmt.text_hash(rec["text"])
+                unix = int(from_iso(rec["ts"]).timestamp())
+                tid, vid = sw.write_pair(rec["text"], vec, dtype, unix)
+                rec["seg"] = {"shard": self.rel(shard), "text": tid, "vec": vid}
+            logpath = logfmt.day_path(self.root, day)
+            logfmt.append(logpath, [r for r, _ in items])
+            touched += [self.rel(logpath), self.rel(shard)]
+        return touched
+
+    # ----- helpers for commands -------------------------------------------------------------
+
+    def add(self, text: str, role: str = "user", actor: str | None = None, session: str | None = None,
+            ts=None, type: str = "text", model: str | None = None, meta: dict | None = None) -> WriteResult:
+        from .format.timeutil import now_utc
+
+        raw = {"ts": ts or now_utc(), "role": role, "actor": actor, "session": session, "type": type,
+               "text": text, "model": model}
+        if meta:
+            raw["meta"] = meta
+        rec = self.normalize(raw)
+        preview = " ".join(text.split())[:60]
+        return self.write([rec], f"Add {rec['role']} turn: {preview}")
+
+
+def _local_timezone_name() -> str:
+    env = os.environ.get("TZ")
+    if env and "/" in env:
+        return env
+    try:
+        link = os.readlink("/etc/localtime")
+        if "zoneinfo/" in link:
+            return link.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    return "UTC"
