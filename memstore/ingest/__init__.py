@@ -1,0 +1,1 @@
+"""Getting outside text into memory: walkers, chunkers and importers of other tools' logs."""
