@@ -185,12 +185,13 @@ class Store:
     def normalize(self, raw: dict, defaults: dict | None = None, derive_id: bool = False) -> dict:
         return recordfmt.normalize(raw, self.tz, defaults=defaults, derive_id=derive_id)
 
-    def write(self, records: list[dict], message: str, embed_inputs: list[str] | None = None,
+    def write(self, records: list[dict], message, embed_inputs: list[str] | None = None,
               progress=None, extra_paths: list[str] | None = None, dedupe: bool = True) -> WriteResult:
         """Embed, write segments, append day logs and make one commit — all under the store lock.
 
         `records` are normalised records (see `normalize`). Records whose id is already in the
-        store (or repeated in the batch) are skipped, which makes imports idempotent.
+        store (or repeated in the batch) are skipped, which makes imports idempotent. `message`
+        is the commit message, or a function of the records actually added that returns it.
         """
         result = WriteResult()
         inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
@@ -204,7 +205,8 @@ class Store:
                 result.added = records
             paths += extra_paths or []
             if paths:
-                result.commit = self.git.commit(message, paths)
+                text = message(result.added) if callable(message) else message
+                result.commit = self.git.commit(text, paths)
         return result
 
     def _drop_known(self, records: list[dict]) -> tuple[list[dict], int]:

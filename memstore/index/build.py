@@ -25,20 +25,21 @@ from ..locking import file_lock, lock_timeout
 from . import vectors as vecfiles
 from .tokenize import index_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS days (day TEXT PRIMARY KEY, stat_fp TEXT, content_fp TEXT, n INTEGER, problems TEXT);
 CREATE TABLE IF NOT EXISTS records (
   rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, day TEXT NOT NULL, line_no INTEGER, off INTEGER, len INTEGER,
-  ts REAL, actor TEXT, role TEXT, type TEXT, session TEXT, source TEXT, hidden INTEGER DEFAULT 0,
+  ts REAL, actor TEXT, role TEXT, type TEXT, session TEXT, source TEXT, fsha TEXT, hidden INTEGER DEFAULT 0,
   vrow INTEGER DEFAULT -1, vkey TEXT);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_day ON records(day);
 CREATE INDEX IF NOT EXISTS records_vrow ON records(vrow);
 CREATE INDEX IF NOT EXISTS records_session ON records(session, ts);
 CREATE INDEX IF NOT EXISTS records_ts ON records(ts);
+CREATE INDEX IF NOT EXISTS records_source ON records(source);
 CREATE TABLE IF NOT EXISTS supersedes (day TEXT, id TEXT);
 CREATE INDEX IF NOT EXISTS supersedes_day ON supersedes(day);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');
@@ -66,10 +67,18 @@ class Plan:
 @dataclass
 class DayRows:
     day: str
-    rows: list[tuple]          # (id, line_no, off, len, ts, actor, role, type, session, source, vkey, text)
+    rows: list[tuple]          # (id, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey, text)
     vectors: list              # np.ndarray | None per row
     supersedes: list[str]
     problems: list[str]
+
+
+def safe_path(root: Path, rel: str) -> Path:
+    """`root/rel`, refusing absolute paths and paths that climb out of the store."""
+    p = Path(rel)
+    if p.is_absolute() or ".." in p.parts:
+        raise ValueError(f"path {rel!r} escapes the store")
+    return root / p
 
 
 class Index:
@@ -210,8 +219,9 @@ class Index:
             vec, vkey = self._read_vector(rec, out.problems)
             source = rec.get("source")
             source_path = source.get("path") if isinstance(source, dict) else (source if isinstance(source, str) else None)
+            fsha = source.get("file_sha256") if isinstance(source, dict) else None
             out.rows.append((str(rec["id"]), ln.line_no, ln.offset, ln.length, ts, rec.get("actor"), rec.get("role"),
-                             rec.get("type"), rec.get("session"), source_path, vkey, rec["text"]))
+                             rec.get("type"), rec.get("session"), source_path, fsha, vkey, rec["text"]))
             out.vectors.append(vec)
             sup = rec.get("supersedes")
             if isinstance(sup, list):
@@ -222,7 +232,11 @@ class Index:
         seg = rec.get("seg")
         if not isinstance(seg, dict) or "shard" not in seg or "vec" not in seg:
             return None, None
-        path = self.store.root / str(seg["shard"]) / segment_name(int(seg["vec"]))
+        try:
+            path = safe_path(self.store.root, str(seg["shard"])) / segment_name(int(seg["vec"]))
+        except (ValueError, TypeError) as exc:
+            problems.append(f"record {rec.get('id')}: bad segment reference ({exc})")
+            return None, None
         try:
             header, payload = read_segment(path)
             if header.data_type not in VECTOR_TYPES:
@@ -273,10 +287,10 @@ class Index:
             for day, (rows, stat_fp, content_fp) in day_data.items():
                 for row, vec in zip(rows.rows, rows.vectors):
                     cur = conn.execute(
-                        "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, vkey)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", (row[0], day, *row[1:11]))
+                        "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey)"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", (row[0], day, *row[1:12]))
                     rowid = cur.lastrowid
-                    conn.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (rowid, index_text(row[11])))
+                    conn.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (rowid, index_text(row[12])))
                     if vec is not None:
                         fresh_vectors[rowid] = vec
                 conn.executemany("INSERT INTO supersedes (day, id) VALUES (?, ?)", [(day, s) for s in rows.supersedes])

@@ -1,0 +1,127 @@
+"""`ct import KIND PATH`: read another tool's conversations and write them as records, one commit.
+
+Line-based sources (jsonl, claude-code) are read incrementally from a cursor per file, kept in the
+disposable `.memstore/import-state.json`; the cursor is saved only after the commit. Losing it is
+harmless: the file is read again and records already present (same id) are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..errors import FormatError, SecretsFound, UsageError
+from ..format.record import RecordError
+from ..store import WriteResult
+
+KINDS = ("jsonl", "claude-code", "chatgpt")
+
+
+def import_source(store, kind: str, path, progress=None, allow_secrets: bool = False, **_opts) -> WriteResult:
+    path = Path(path).expanduser().resolve()
+    if kind not in KINDS:
+        raise UsageError(f"unknown import kind {kind!r} (one of {', '.join(KINDS)})")
+    state_path = store.meta_dir / "import-state.json"
+    state = _load_state(state_path)
+    raw, cursors, notes = _read(kind, path, state)
+    records = []
+    for i, (src, rec) in enumerate(raw):
+        try:
+            records.append(store.normalize(rec, derive_id=True))
+        except RecordError as exc:
+            raise FormatError(src, f"record {i + 1}: {exc}", hint="Nothing was imported.") from None
+    if not allow_secrets:
+        _refuse_secrets(raw)
+    def message(added):
+        sessions = len({r["session"] for r in added})
+        return f"Import {len(added)} {kind} records from {path.name} ({sessions} sessions)"
+
+    res = store.write(records, message, progress=progress)
+    state.update(cursors)
+    _save_state(state_path, state)
+    res.notes = notes + res.notes
+    return res
+
+
+def _read(kind: str, path: Path, state: dict):
+    """[(source file, record)], new cursors, notes."""
+    from .importers import Cursor
+
+    notes: list[str] = []
+    out: list[tuple[Path, dict]] = []
+    cursors: dict[str, dict] = {}
+    if kind == "chatgpt":
+        from .import_chatgpt import read_chatgpt
+
+        batch = read_chatgpt(path)
+        for p in batch.problems:
+            notes.append(f"skipped {p}")
+        return [(path, r) for r in batch.records], cursors, notes
+    if kind == "jsonl":
+        from . import import_jsonl as mod
+
+        files = [path]
+    else:
+        from . import import_claude as mod
+
+        files = mod.session_files(path)
+        if not files:
+            raise UsageError(f"{path}: no Claude Code session files (*.jsonl) found")
+    for f in files:
+        key = str(f)
+        cursor = Cursor.from_dict(state[key]) if key in state else None
+        result = mod.read_new(f, cursor, final=_complete_tail(f))
+        if result.problems:
+            if kind == "jsonl":
+                p = result.problems[0]
+                raise FormatError(p.path, p.message, line=p.line, hint="Nothing was imported.")
+            notes += [f"skipped {p}" for p in result.problems]
+        out += [(f, r) for r in result.records]
+        cursors[key] = result.cursor.to_dict()
+    return out, cursors, notes
+
+
+def _complete_tail(path: Path) -> bool:
+    """True when the file's last line lacks a newline but is a whole JSON value (a finished file)."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - (1 << 20)))
+            tail = fh.read()
+    except OSError:
+        return False
+    if not tail or tail.endswith(b"\n"):
+        return False
+    last = tail.rsplit(b"\n", 1)[-1]
+    try:
+        json.loads(last)
+        return True
+    except (ValueError, UnicodeDecodeError):
+        return False
+
+
+def _refuse_secrets(raw) -> None:
+    from . import secrets
+
+    found = []
+    for src, rec in raw:
+        for f in secrets.scan(rec.get("text") or ""):
+            found.append(f"{src}: record {rec.get('id') or ''} line {f.line}: {f.kind} ({f.excerpt_redacted})")
+    if found:
+        raise SecretsFound("Refusing to import what looks like credentials:\n  " + "\n  ".join(found[:50]),
+                           "Nothing was written. Remove them, or pass --allow-secrets.")
+
+
+def _load_state(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def _save_state(path: Path, state: dict) -> None:
+    path.parent.mkdir(exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)

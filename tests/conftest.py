@@ -1,0 +1,62 @@
+"""Shared fixtures: offline, deterministic stores on the hashing embedder, and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# CI has no global git identity; tests must not depend on one.
+for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+    os.environ.pop(key, None)
+
+REPO = Path(__file__).resolve().parent.parent
+CT = [sys.executable, "-m", "memstore"]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory, monkeypatch):
+    cache = tmp_path_factory.getbasetemp() / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.setenv("MEMSTORE_EMBED_CACHE", str(cache / "embeddings.sqlite"))
+    monkeypatch.delenv("MEMSTORE_DIR", raising=False)
+    monkeypatch.setenv("TZ", "UTC")
+
+
+@pytest.fixture
+def store(tmp_path):
+    """An empty store on the hashing embedder, timezone UTC."""
+    from memstore.store import Store
+
+    return Store.init(tmp_path / "store", embedder="hash", timezone="UTC")
+
+
+def make_store(path, timezone="UTC", embedder="hash"):
+    from memstore.store import Store
+
+    return Store.init(path, embedder=embedder, timezone=timezone)
+
+
+def ct(*args, cwd=None, input=None, check=True, env=None):
+    """Run the real `ct` in a subprocess; returns CompletedProcess with text output."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.run([*CT, *map(str, args)], cwd=cwd, input=input, capture_output=True, text=True, env=full_env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"ct {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def git_clean(root) -> bool:
+    out = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True).stdout
+    return out.strip() == ""
+
+
+def commits(root) -> list[str]:
+    out = subprocess.run(["git", "-C", str(root), "log", "--format=%s"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line]

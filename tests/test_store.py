@@ -1,0 +1,175 @@
+"""Foundation: init, add, import jsonl, ingest-path, stat, fsck — through the library and the real CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import commits, ct, git_clean
+
+
+def test_init_creates_a_git_store(tmp_path):
+    ct("init", tmp_path / "s", "--embedder", "hash", "--timezone", "Europe/Berlin")
+    root = tmp_path / "s"
+    toml = (root / "memstore.toml").read_text()
+    assert "format_version = 1" in toml and 'timezone = "Europe/Berlin"' in toml and "dim = 384" in toml
+    assert (root / ".gitignore").read_text().strip() == "/.memstore/"
+    assert "merge=union" in (root / ".gitattributes").read_text()
+    assert (root / ".git" / "hooks" / "post-merge").exists()
+    assert len(commits(root)) == 1 and git_clean(root)
+
+
+def test_outside_a_store_says_so(tmp_path):
+    proc = ct("-C", tmp_path, "stat", check=False)
+    assert proc.returncode == 3
+    assert f'Not a memory store: {tmp_path}. Run "ct init" first.' in proc.stderr
+
+
+def test_store_found_by_env_and_by_searching_upward(tmp_path, store):
+    sub = store.root / "log"
+    sub.mkdir(exist_ok=True)
+    assert ct("stat", "--json", cwd=sub).returncode == 0
+    assert json.loads(ct("stat", "--json", cwd=tmp_path, env={"MEMSTORE_DIR": str(store.root)}).stdout)["records"] == 0
+
+
+def test_git_runs_on_the_store_not_an_enclosing_repo(tmp_path):
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    ct("init", outer / "mem", "--embedder", "hash")
+    ct("-C", outer / "mem", "add", "hello there")
+    assert len(commits(outer / "mem")) == 2
+    assert commits(outer) == []
+
+
+def test_add_writes_record_pair_and_one_commit(store):
+    res = store.add("We decided the budget is 40k.", role="assistant", session="plan", ts="2026-03-03T21:15:00+01:00")
+    assert res.commit and len(res.added) == 1
+    rec = res.added[0]
+    assert list(rec)[:7] == ["ts", "actor", "role", "type", "text", "model", "session"]
+    assert rec["ts"] == "2026-03-03T20:15:00.000000Z"
+    log = store.root / "log/2026/2026-03-03.jsonl"
+    line = json.loads(log.read_text().splitlines()[0])
+    assert line["id"] == rec["id"] and line["seg"]["text"] == 0 and line["seg"]["vec"] == 1
+    assert git_clean(store.root)
+    assert commits(store.root)[0].startswith("Add assistant turn: We decided the budget")
+
+
+def test_day_file_uses_store_timezone(tmp_path):
+    from conftest import make_store
+
+    st = make_store(tmp_path / "tokyo", timezone="Asia/Tokyo")
+    st.add("late night note", ts="2026-03-03T16:30:00Z")  # 01:30 on the 4th in Tokyo
+    assert (st.root / "log/2026/2026-03-04.jsonl").exists()
+
+
+def test_import_jsonl_keeps_ids_and_is_idempotent(tmp_path, store):
+    f = tmp_path / "turns.jsonl"
+    f.write_text("\n".join(json.dumps(x) for x in [
+        {"ts": "2026-01-02T10:00:00Z", "role": "user", "text": "first", "id": "keep-me-1", "mood": "calm"},
+        {"ts": "2026-01-02T10:01:00Z", "role": "ai", "text": "second", "id": "keep-me-2"},
+        {"ts": "2026-01-02T10:02:00Z", "role": "user", "text": "third, no id"},
+    ]) + "\n")
+    out = json.loads(ct("-C", store.root, "import", "jsonl", f, "--json").stdout)
+    assert out["added"] == 3 and out["ids"][:2] == ["keep-me-1", "keep-me-2"]
+    again = json.loads(ct("-C", store.root, "import", "jsonl", f, "--json").stdout)
+    assert again["added"] == 0 and again["commit"] is None
+    lines = [json.loads(x) for x in (store.root / "log/2026/2026-01-02.jsonl").read_text().splitlines()]
+    assert lines[0]["meta"] == {"mood": "calm"} and lines[1]["role"] == "assistant"
+    assert ct("-C", store.root, "fsck").returncode == 0
+    assert git_clean(store.root)
+
+
+def test_import_jsonl_bad_line_names_file_and_line_and_writes_nothing(tmp_path, store):
+    f = tmp_path / "bad.jsonl"
+    f.write_text('{"ts": "2026-01-02T10:00:00Z", "role": "user", "text": "ok"}\n{"ts": oops}\n')
+    proc = ct("-C", store.root, "import", "jsonl", f, check=False)
+    assert proc.returncode == 4 and f"{f}:2" in proc.stderr
+    assert len(commits(store.root)) == 1 and git_clean(store.root)
+
+
+def test_ingest_path_twice_commits_once(tmp_path, store):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Title\n\nSome words about budgets.\n\n## Part\n\nMore words here.\n")
+    (docs / "b.txt").write_text("Plain text paragraph one.\n\nParagraph two.\n")
+    ct("-C", store.root, "ingest-path", docs)
+    n = len(commits(store.root))
+    ct("-C", store.root, "ingest-path", docs)
+    assert len(commits(store.root)) == n and git_clean(store.root)
+    assert commits(store.root)[0].startswith("Ingest 2 files")
+
+
+def test_changed_file_supersedes_old_chunks(tmp_path, store):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    f = docs / "notes.md"
+    f.write_text("# Notes\n\nThe launch is on Monday.\n")
+    ct("-C", store.root, "ingest-path", docs)
+    f.write_text("# Notes\n\nThe launch moved to Thursday.\n")
+    ct("-C", store.root, "ingest-path", docs)
+    hits = json.loads(ct("-C", store.root, "search", "launch", "--mode", "exact", "--json").stdout)["hits"]
+    texts = " ".join(h["text"] for h in hits)
+    assert "Thursday" in texts and "Monday" not in texts
+
+
+def test_fsck_detects_flipped_byte_and_truncated_line(store):
+    store.add("first turn", ts="2026-02-01T10:00:00Z")
+    store.add("second turn", ts="2026-02-01T11:00:00Z")
+    assert ct("-C", store.root, "fsck").returncode == 0
+    seg = sorted((store.root / "segments").rglob("segment_0.is"))[0]
+    data = bytearray(seg.read_bytes())
+    data[-1] ^= 0x01
+    seg.write_bytes(bytes(data))
+    proc = ct("-C", store.root, "fsck", check=False)
+    assert proc.returncode == 1 and "segment_0.is" in proc.stdout
+    subprocess.run(["git", "-C", str(store.root), "checkout", "--", "."], check=True)
+    log = store.root / "log/2026/2026-02-01.jsonl"
+    log.write_bytes(log.read_bytes()[:-10])
+    proc = ct("-C", store.root, "fsck", check=False)
+    assert proc.returncode == 1 and "2026-02-01.jsonl" in proc.stdout
+
+
+def test_stat_counts(store):
+    store.add("one", ts="2026-02-01T10:00:00Z")
+    store.add("two", ts="2026-02-02T10:00:00Z")
+    info = json.loads(ct("-C", store.root, "stat", "--json").stdout)
+    assert info["records"] == 2 and info["days"] == 2 and info["segments"] == 4
+
+
+def test_version_mismatch_is_refused(store):
+    toml = store.root / "memstore.toml"
+    toml.write_text(toml.read_text().replace("format_version = 1", "format_version = 2"))
+    proc = ct("-C", store.root, "stat", check=False)
+    assert proc.returncode == 5 and "format_version 2 is not supported" in proc.stderr
+
+
+def test_other_embedder_names_reembed(store):
+    from memstore.errors import EmbedderMismatch
+    from memstore.store import Store
+
+    with pytest.raises(EmbedderMismatch, match="ct .*reembed"):
+        Store(store.root, embedder_override="minilm")
+
+
+def test_reembed_rewrites_vectors_in_one_commit(store):
+    store.add("alpha beta", ts="2026-02-01T10:00:00Z")
+    proc = ct("-C", store.root, "reembed", "--embedder", "hash", "--dim", "64")
+    assert "Re-embedded 1 records" in proc.stderr
+    assert "dim = 64" in (store.root / "memstore.toml").read_text()
+    assert ct("-C", store.root, "fsck").returncode == 0
+    hits = json.loads(ct("-C", store.root, "search", "alpha", "--mode", "vector", "--json").stdout)["hits"]
+    assert hits and hits[0]["text"] == "alpha beta"
+    assert git_clean(store.root)
+
+
+def test_help_is_light():
+    code = ("import sys, time; t=time.time(); from memstore.cli import cli\n"
+            "try:\n    cli.main(['--help'], standalone_mode=False)\nexcept SystemExit: pass\n"
+            "heavy=[m for m in ('torch','sentence_transformers','onnxruntime','numpy','git','sqlite_utils','transformers') if m in sys.modules]\n"
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert out.strip().endswith("[]"), out
