@@ -34,8 +34,8 @@ def index_text(text: str) -> str:
 def query_terms(query: str, drop_stop_words: bool = True) -> list[str]:
     """FTS5 MATCH terms for free user text; every term is quoted, so no user text is FTS syntax.
 
-    A CJK word becomes a phrase of its bigrams (its characters in order); a single CJK
-    character becomes a prefix query over bigrams.
+    A CJK word becomes a phrase of its bigrams (its characters in order) plus each bigram; a
+    single CJK character becomes a prefix query over bigrams.
     """
     words = _WORD.findall(query)
     terms: list[str] = []
@@ -44,7 +44,12 @@ def query_terms(query: str, drop_stop_words: bool = True) -> list[str]:
             if len(w) == 1:
                 terms.append(f'"{w}"*')
             else:
-                terms.append('"' + " ".join(_bigrams(w)) + '"')
+                # The whole word as a phrase ranks first; its bigrams alone still match
+                # inflected forms (楽しい finds 楽しかった through 楽し).
+                grams = _bigrams(w)
+                terms.append('"' + " ".join(grams) + '"')
+                if len(grams) > 1:
+                    terms += [f'"{g}"' for g in grams]
         else:
             terms.append('"' + w.lower() + '"')
     if drop_stop_words:

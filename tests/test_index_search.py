@@ -1,0 +1,214 @@
+"""Index (make-style updates, -B equals incremental, hooks) and search (modes, filters, fusion, CJK)."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import commits, ct, git_clean, make_store
+
+
+def _turns(store, items):
+    recs = [store.normalize({"ts": ts, "role": role, "text": text, "session": sess, "actor": actor})
+            for ts, role, text, sess, actor in items]
+    return store.write(recs, f"Add {len(recs)} turns")
+
+
+@pytest.fixture
+def filled(store):
+    _turns(store, [
+        ("2026-03-01T09:00:00Z", "user", "The budget for the trip is 2400 euros.", "trip", "ana"),
+        ("2026-03-01T09:01:00Z", "assistant", "Noted: trip budget capped at 2400 euros.", "trip", "bot"),
+        ("2026-03-02T10:00:00Z", "user", "Let us plan the garden: tomatoes and basil.", "garden", "ana"),
+        ("2026-03-03T11:00:00Z", "user", "東京タワーに行きました。とても楽しかった。", "travel", "ken"),
+        ("2026-03-04T12:00:00Z", "user", "我们明天去北京大学参观。", "travel", "li"),
+        ("2026-03-05T08:00:00Z", "tool", "NOT a -problem \"quoted\" * star (paren", "misc", "tool"),
+    ])
+    return store
+
+
+def canonical(store):
+    idx = store.index()
+    rows = idx.conn.execute("SELECT id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, hidden, vrow, vkey "
+                            "FROM records ORDER BY vrow, id").fetchall()
+    vecs, times = idx.matrix()
+    days = idx.conn.execute("SELECT day, content_fp, n FROM days ORDER BY day").fetchall()
+    fts = idx.conn.execute("SELECT r.id, f.body FROM fts f JOIN records r ON r.rowid = f.rowid ORDER BY r.id").fetchall()
+    return rows, np.array(vecs).tobytes(), np.array(times).tobytes(), days, fts
+
+
+def test_modes_return_the_right_hits(filled):
+    from memstore.retrieve.search import search
+
+    filled.index()
+    for mode in ("exact", "vector", "hybrid"):
+        hits = search(filled, "trip budget euros", k=3, mode=mode)
+        assert "budget" in hits[0].text, mode
+        assert hits[0].day == "2026-03-01"
+
+
+def test_filters(filled):
+    from memstore.retrieve.search import Filters, search
+
+    filled.index()
+    f = Filters(role=["assistant"])
+    assert {h.role for h in search(filled, "budget", mode="hybrid", filters=f)} == {"assistant"}
+    f = Filters(actor=["ana"], session=["garden"])
+    hits = search(filled, "plan", mode="hybrid", filters=f)
+    assert hits and all(h.session == "garden" and h.actor == "ana" for h in hits)
+    f = Filters(type=["doc"])
+    assert search(filled, "budget", filters=f) == []
+    proc = ct("-C", filled.root, "search", "budget", "--since", "2026-03-02", "--json")
+    assert all(h["ts"] >= "2026-03-02" for h in json.loads(proc.stdout)["hits"])
+    proc = ct("-C", filled.root, "search", "budget", "--until", "2026-03-02", "--mode", "vector", "--json")
+    hits = json.loads(proc.stdout)["hits"]
+    assert hits and all(h["ts"] < "2026-03-02" for h in hits)
+
+
+def test_cjk_queries_match(filled):
+    from memstore.retrieve.search import search
+
+    filled.index()
+    assert "東京タワー" in search(filled, "東京", mode="exact")[0].text
+    assert "北京大学" in search(filled, "北京", mode="exact")[0].text
+    assert "楽しかった" in search(filled, "楽しい", mode="exact")[0].text  # inflected: shares 楽し
+    assert "東京タワー" in search(filled, "タワー", mode="hybrid")[0].text
+    assert search(filled, "京", mode="exact")  # one character: prefix over bigrams
+
+
+@pytest.mark.parametrize("q", ['NOT', '-problem', '"quoted', '*', 'star (paren', 'AND OR NEAR', '"', "'", "a:b", "^x"])
+def test_fts_syntax_in_user_text_never_errors(filled, q):
+    proc = ct("-C", filled.root, "search", "--mode", "exact", "--json", "--", q)
+    json.loads(proc.stdout)
+
+
+def test_json_shape_explain_and_batch(filled, tmp_path):
+    out = json.loads(ct("-C", filled.root, "search", "budget", "--json", "--explain", "-k", "2").stdout)
+    assert out["query"] == "budget" and len(out["hits"]) == 2
+    for key in ("id", "ts", "actor", "role", "type", "text", "score", "session", "source", "parts"):
+        assert key in out["hits"][0]
+    qf = tmp_path / "q.txt"
+    qf.write_text("budget\ngarden\n東京\n")
+    lines = ct("-C", filled.root, "search", "--queries", qf, "-k", "1").stdout.splitlines()
+    assert [json.loads(x)["query"] for x in lines] == ["budget", "garden", "東京"]
+    assert "garden" in json.loads(lines[1])["hits"][0]["text"]
+
+
+def test_text_output_shows_dates(filled):
+    out = ct("-C", filled.root, "search", "budget").stdout
+    assert "2026-03-01 09:00" in out
+
+
+def test_alpha_blend(filled):
+    out = json.loads(ct("-C", filled.root, "search", "budget euros", "--alpha", "0.7", "--json", "--explain").stdout)
+    assert "budget" in out["hits"][0]["text"] and "lex" in json.dumps(out["hits"][0]["parts"])
+
+
+def test_multi_store_results_are_labelled(tmp_path, filled):
+    other = make_store(tmp_path / "other")
+    _turns(other, [("2026-04-01T09:00:00Z", "user", "Another budget: the office rent.", "office", "bo")])
+    out = json.loads(ct("-C", filled.root, "-C", other.root, "search", "budget", "--json").stdout)
+    stores = {h["store"] for h in out["hits"]}
+    assert stores == {str(filled.root), str(other.root)}
+
+
+def test_index_plan_and_vanished_days(filled):
+    idx = filled.index()
+    assert idx.plan().empty
+    _turns(filled, [("2026-03-09T09:00:00Z", "user", "a new day", "s", "ana")])
+    assert filled.index(update=False).plan().changed == ["2026-03-09"]
+    out = ct("-C", filled.root, "index", "-n").stdout
+    assert "would reindex 2026-03-09" in out
+    ct("-C", filled.root, "index")
+    (filled.root / "log/2026/2026-03-02.jsonl").unlink()
+    plan = filled.index(update=False).plan()
+    assert plan.vanished == ["2026-03-02"]
+    filled.index()
+    assert filled.index().conn.execute("SELECT COUNT(*) FROM records WHERE day='2026-03-02'").fetchone()[0] == 0
+
+
+def test_rewritten_day_is_reindexed(filled):
+    """The library-contamination lesson: a rewritten (not appended) file must replace its rows."""
+    filled.index()
+    log = filled.root / "log/2026/2026-03-01.jsonl"
+    lines = log.read_text().splitlines()
+    log.write_text(lines[1] + "\n")  # same size class, different content
+    filled.index()
+    ids = [r[0] for r in filled.index().conn.execute("SELECT id FROM records WHERE day='2026-03-01'")]
+    assert ids == [json.loads(lines[1])["id"]]
+
+
+def test_rebuild_equals_incremental_after_random_writes_and_deletions(tmp_path):
+    rng = random.Random(7)
+    st = make_store(tmp_path / "r")
+    words = "budget garden tomato rent office trip euro plan basil tower river cake".split()
+    for step in range(12):
+        n = rng.randint(1, 6)
+        items = []
+        for _ in range(n):
+            day = rng.randint(1, 9)
+            items.append((f"2026-05-0{day}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z",
+                          rng.choice(["user", "assistant"]), " ".join(rng.choices(words, k=6)), rng.choice("ab"), "x"))
+        _turns(st, items)
+        if rng.random() < 0.3:
+            days = sorted((st.root / "log/2026").glob("*.jsonl"))
+            if days:
+                victim = rng.choice(days)
+                victim.unlink()
+        if rng.random() < 0.3:
+            days = sorted((st.root / "log/2026").glob("*.jsonl"))
+            if days:
+                victim = rng.choice(days)
+                lines = victim.read_text().splitlines()
+                victim.write_text("\n".join(lines[: max(1, len(lines) // 2)]) + "\n")
+        st.index()
+    incremental = canonical(st)
+    st.index(update=False).update(rebuild=True)
+    assert canonical(st) == incremental
+    # and from nothing at all, as on a fresh copy
+    st.index(update=False).close()
+    for p in st.meta_dir.glob("index.db*"):
+        p.unlink()
+    from memstore.store import Store
+
+    fresh = Store(st.root)
+    assert canonical(fresh) == incremental
+
+
+def test_pull_runs_hook_that_indexes_new_days(tmp_path, filled):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(filled.root), str(remote)], check=True)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True)
+    ct("-C", clone, "hooks", "install")
+    ct("-C", clone, "index")
+    subprocess.run(["git", "-C", str(filled.root), "remote", "add", "origin", str(remote)], check=True)
+    _turns(filled, [("2026-03-20T09:00:00Z", "user", "pulled later", "s", "ana")])
+    subprocess.run(["git", "-C", str(filled.root), "push", "-q", "origin", "main"], check=True)
+    subprocess.run(["git", "-C", str(clone), "pull", "-q", "--no-rebase", "origin", "main"], check=True)
+    from memstore.store import Store
+
+    st = Store(clone)
+    idx = st.index(update=False)
+    assert idx.plan().empty, idx.plan()
+    assert idx.conn.execute("SELECT COUNT(*) FROM records WHERE day='2026-03-20'").fetchone()[0] == 1
+    assert "installed" in ct("-C", clone, "hooks", "status").stdout
+
+
+def test_hook_stub_matches_template():
+    from pathlib import Path
+
+    from memstore import hooks
+
+    for name in hooks.HOOKS:
+        template = (Path(hooks.TEMPLATE_DIR) / name).read_text()
+        assert template.replace("@PYTHON@", "PY") == hooks.stub(name, python="PY")
+
+
+def test_index_never_writes_store_files(filled):
+    ct("-C", filled.root, "index", "-B")
+    assert git_clean(filled.root)
