@@ -26,6 +26,9 @@ COMMANDS = {
     "ingest-path": "write_cmds:ingest_path_cmd",
     "import": "write_cmds:import_cmd",
     "search": "read_cmds:search_cmd",
+    "recall": "recall_cmds:recall_cmd",
+    "mark": "recall_cmds:mark_cmd",
+    "where": "recall_cmds:where_cmd",
     "hook": "internal_cmds:hook_cmd",
     "merge-tree": "internal_cmds:merge_tree_cmd",
 }
@@ -75,6 +78,9 @@ SUMMARIES = {
     "ingest-path": "Ingest files or folders as document chunks.",
     "import": "Import conversations (jsonl, claude-code, chatgpt).",
     "search": "Search the store: exact, vector or hybrid.",
+    "recall": "Recall what was said: a time phrase → verbatim lines in order.",
+    "mark": "Set or close a \"where are we now\" marker (one commit).",
+    "where": "Show where the conversation stands: open markers, latest lines.",
 }
 
 

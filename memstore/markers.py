@@ -1,0 +1,235 @@
+"""Markers and "where are we now": `mark` and `done` (one commit each) and the cheap `where` view.
+
+`where` must answer in well under 100 ms on a large store and its process must not import numpy,
+so it reads the index's SQLite directly when a stat-only freshness check (the same fingerprints
+the index builder stores) says the index is current, and falls back to a normal index update only
+when something changed since the last update.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import FormatError, MemstoreError, UsageError
+from .format import log as logfmt
+from .format import markers as markerfmt
+from .format.timeutil import from_iso, now_utc
+
+# Must match memstore/index/build.py (SCHEMA_VERSION); tests/test_markers.py checks the fast path
+# is taken after a normal update, so a drift shows up as a failing test, never as a wrong answer.
+INDEX_SCHEMA = "2"
+# Harness rows and document chunks are not "where the conversation stands".
+CONVERSATION = "type NOT IN ('doc', 'meta')"
+
+
+# --------------------------------------------------------------------------------------- writing
+
+
+def _checked_lines(store) -> list[markerfmt.MarkerLine]:
+    try:
+        return markerfmt.read_lines(store.root)
+    except FormatError as exc:
+        raise FormatError(exc.path, exc.problem, exc.line,
+                          "Nothing was changed. " + (exc.hint or "")) from None
+
+
+def _append_and_commit(store, line: markerfmt.MarkerLine, message: str) -> str | None:
+    """Append one line and commit it; on a failed commit the file is cut back to its old length."""
+    p = markerfmt.path(store.root)
+    before = p.stat().st_size if p.exists() else None
+    markerfmt.append(store.root, line)
+    try:
+        return store.git.commit(message, [markerfmt.FILENAME])
+    except BaseException:
+        if before is None:
+            p.unlink(missing_ok=True)
+        else:
+            os.truncate(p, before)
+        raise
+
+
+def mark(store, text: str, now=None) -> markerfmt.Marker:
+    """Append an open marker to markers.jsonl and commit it ("Mark: <text>")."""
+    when = now or now_utc()
+    try:
+        line = markerfmt.opening(text, when)
+    except ValueError as exc:
+        raise UsageError(f"cannot mark: {exc}") from None
+    with store.lock():
+        _checked_lines(store)
+        _append_and_commit(store, line, f"Mark: {_subject(line.text)}")
+    return markerfmt.Marker(line.id, line.ts, line.text)
+
+
+def resolve(markers: list[markerfmt.Marker], ref: str) -> markerfmt.Marker:
+    """The marker whose id is `ref` or starts with it (at least 4 characters, unambiguous)."""
+    ref = ref.strip().lower()
+    exact = [m for m in markers if m.id.lower() == ref]
+    if exact:
+        return exact[0]
+    found = [m for m in markers if len(ref) >= 4 and m.id.lower().startswith(ref)]
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        raise UsageError(f"marker id {ref!r} is ambiguous: it starts {len(found)} markers "
+                         f"({', '.join(m.id for m in found[:5])}).", "Give more of the id.")
+    raise MemstoreError(f"no marker with id {ref!r} in {markerfmt.FILENAME}; nothing was changed.",
+                        'Run "ct where" to see the open markers and their ids.')
+
+
+def done(store, ref: str, now=None) -> markerfmt.Marker:
+    """Close an open marker by appending a done line and committing it."""
+    when = now or now_utc()
+    with store.lock():
+        markers = markerfmt.fold(_checked_lines(store))
+        target = resolve(markers, ref)
+        if target.closed_at:
+            raise MemstoreError(f"marker {target.id} ({_subject(target.text)!r}) was already closed at "
+                                f"{target.closed_at}; nothing was changed.")
+        line = markerfmt.closing(target, when)
+        _append_and_commit(store, line, f"Mark done: {_subject(target.text)}")
+    target.closed_at, target.closed_by = line.ts, line.id
+    return target
+
+
+def _subject(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def short_ids(markers: list[markerfmt.Marker], floor: int = 12) -> dict[str, str]:
+    """The shortest prefix (at least `floor` characters) that tells each marker apart from the rest."""
+    ids = sorted(m.id for m in markers)
+    out = {}
+    for i, mid in enumerate(ids):
+        n = floor
+        for other in (ids[i - 1] if i else None, ids[i + 1] if i + 1 < len(ids) else None):
+            if other is not None:
+                common = len(os.path.commonprefix([mid, other]))
+                n = max(n, common + 1)
+        out[mid] = mid[:n]
+    return out
+
+
+# --------------------------------------------------------------------------------------- reading
+
+
+@dataclass
+class Where:
+    """Where the conversation stands: open markers (newest last) and the latest session's last lines."""
+
+    now: str
+    markers: list[markerfmt.Marker] = field(default_factory=list)
+    markers_omitted: int = 0
+    markers_done: int = 0
+    session: str | None = None
+    session_lines: int = 0
+    lines: list[dict] = field(default_factory=list)
+    fast: bool = True  # answered from the index without updating it
+
+    def to_json(self) -> dict:
+        return {
+            "now": self.now,
+            "markers": [m.to_json() for m in self.markers],
+            "markers_omitted": self.markers_omitted,
+            "markers_done": self.markers_done,
+            "session": None if self.session is None else {"name": self.session, "lines": self.session_lines},
+            "lines": [{k: r.get(k) for k in ("id", "ts", "actor", "role", "type", "text", "session")}
+                      for r in self.lines],
+        }
+
+
+def where(store, markers: int = 10, lines: int = 8, now=None) -> Where:
+    """Open markers and the last `lines` lines of the latest session, without importing numpy."""
+    from .format.timeutil import to_iso
+
+    out = Where(now=to_iso(now or now_utc()))
+    all_markers = markerfmt.read(store.root)
+    open_ = [m for m in all_markers if m.status == "open"]
+    out.markers_done = len(all_markers) - len(open_)
+    out.markers = open_[-markers:] if markers > 0 else []
+    out.markers_omitted = len(open_) - len(out.markers)
+    conn = fresh_index_connection(store)
+    if conn is None:
+        out.fast = False
+        conn = store.index().conn
+        _latest_session(store, conn, lines, out)
+    else:
+        try:
+            _latest_session(store, conn, lines, out)
+        finally:
+            conn.close()
+    return out
+
+
+def _latest_session(store, conn, n: int, out: Where) -> None:
+    row = conn.execute(f"SELECT session FROM records WHERE hidden = 0 AND {CONVERSATION} "
+                       "ORDER BY ts DESC, rowid DESC LIMIT 1").fetchone()
+    if row is None:
+        return
+    out.session = row[0]
+    out.session_lines = conn.execute(f"SELECT COUNT(*) FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION}",
+                                     (row[0],)).fetchone()[0]
+    rows = conn.execute(f"SELECT day, off, len FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION} "
+                        "ORDER BY ts DESC, rowid DESC LIMIT ?", (row[0], max(0, n))).fetchall()
+    out.lines = [logfmt.read_text_at(logfmt.day_path(store.root, day), off, ln) for day, off, ln in reversed(rows)]
+
+
+# ------------------------------------------------------------------------- a numpy-free freshness check
+
+
+def stat_fingerprint(log_path: Path | None, seg_dir: Path) -> str:
+    """The index builder's per-day stat fingerprint (memstore/index/build.py, Index._stat_fp)."""
+    parts = []
+    try:
+        st = os.stat(log_path)
+        parts.append(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
+    except (OSError, TypeError):
+        parts.append("-")
+    try:
+        st = os.stat(seg_dir)
+        parts.append(f"{st.st_mtime_ns}")
+        for name in sorted(os.listdir(seg_dir)):
+            sub = os.stat(seg_dir / name)
+            parts.append(f"{name}:{sub.st_mtime_ns}:{sub.st_nlink}")
+    except OSError:
+        parts.append("-")
+    return "|".join(parts)
+
+
+def fresh_index_connection(store) -> sqlite3.Connection | None:
+    """A read connection to the index if no day's files changed since it was built, else None.
+
+    Only stat calls and one small query: the same test the builder's plan starts with. Any doubt
+    (no index yet, another schema or embedder, a new, vanished or touched day) answers None, and
+    the caller takes the normal path that updates the index first.
+    """
+    db = store.meta_dir / "index.db"
+    if not db.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error:
+        return None
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'embedder')"))
+        emb = store.config.embedder
+        if meta.get("schema") != INDEX_SCHEMA or meta.get("embedder") != f"{emb['model']}:{emb['dim']}":
+            conn.close()
+            return None
+        known = dict(conn.execute("SELECT day, stat_fp FROM days"))
+        days = logfmt.list_days(store.root)
+        if set(days) != set(known):
+            conn.close()
+            return None
+        for day, log_path in days.items():
+            if stat_fingerprint(log_path, logfmt.segment_day_dir(store.root, day)) != known[day]:
+                conn.close()
+                return None
+    except sqlite3.Error:
+        conn.close()
+        return None
+    return conn

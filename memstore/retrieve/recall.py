@@ -1,0 +1,319 @@
+"""Recall: a question with a time phrase becomes a window, ranked verbatim lines inside it, in time order.
+
+One entry point, `recall(store, question)`. The time phrase picks the window (timephrase.py); the
+words that remain are ranked inside it by the same engine as `ct search`; with no words left, the
+whole window is listed. The answer always says which of these happened (its `level`), flags hits
+that only resemble the question, and, when nothing in the window matched, says so and shows the
+nearest matches outside it, labelled as such, rather than quietly widening the search.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+from ..format.timeutil import UTC, from_iso, now_utc, parse_ts, to_iso
+from ..index.tokenize import STOP_WORDS, query_terms
+from .search import Filters, Hit, hydrate, search
+
+# Levels: how the answer was found (the `level` of a RecallResult).
+IN_WINDOW = "in_window"            # keyword matches inside the window
+WHOLE_WINDOW = "whole_window"      # no keywords: every line of the window, in order
+OUTSIDE_WINDOW = "outside_window"  # nothing matched inside the window: the nearest matches outside it
+ALL_TIME = "all_time"              # no time phrase: ranked matches over all time
+RECENT = "recent"                  # neither a time phrase nor keywords: the latest lines
+NOTHING = "nothing"                # nothing matched anywhere
+
+# Cosine bands for hits found only by meaning. Above STRONG a line is kept as a match; between WEAK
+# and STRONG it is kept but flagged low-confidence; below WEAK it is dropped, because a vector
+# search always returns *something* and a window's nearest neighbour is not an answer.
+STRONG = 0.5
+WEAK = 0.3
+WINDOW_LIMIT = 200  # lines listed for a whole window (at least k)
+
+# Conversational filler that a question carries but a memory line need not contain.
+FILLER = frozenset("""happened happen happening talk talked talking discuss discussed discussing discussion
+    mention mentioned chat chatted conversation conversations remind recall remember anything something
+    stuff things thing we'd we've i'd i've ok okay please hey again""".split())
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_KANA = re.compile(r"[\u3040-\u309f]+")  # hiragana: Japanese particles and inflections
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+@dataclass
+class RecallHit:
+    """One line of the answer: a hit plus what kind of evidence it is."""
+
+    hit: Hit
+    flags: list[str] = field(default_factory=list)
+
+    def to_json(self, explain: bool = False) -> dict:
+        out = self.hit.to_json(explain)
+        out["flags"] = list(self.flags)
+        return out
+
+
+@dataclass
+class RecallResult:
+    query: str
+    now: str
+    window: object | None          # timephrase.Window
+    keywords: str                  # the words that were searched for ("" when none)
+    occurrence: str | None
+    level: str
+    hits: list[RecallHit] = field(default_factory=list)   # time order
+    notes: list[str] = field(default_factory=list)
+    window_lines: int | None = None                       # conversational lines inside the window
+
+    def to_json(self, explain: bool = False) -> dict:
+        w = self.window
+        return {
+            "query": self.query,
+            "now": self.now,
+            "window": None if w is None else {"start": to_iso(w.start), "end": to_iso(w.end),
+                                               "granularity": w.granularity, "phrase": w.phrase},
+            "level": self.level,
+            "keywords": self.keywords,
+            "occurrence": self.occurrence,
+            "window_lines": self.window_lines,
+            "notes": self.notes,
+            "hits": [h.to_json(explain) for h in self.hits],
+        }
+
+
+def content_words(keywords: str) -> str:
+    """The words worth searching for: no stop words, no conversational filler, no Japanese particles."""
+    out: list[str] = []
+    for w in _WORD.findall(keywords):
+        if w.lower() in STOP_WORDS or w.lower() in FILLER:
+            continue
+        if _CJK.search(w) and _KANA.search(w):
+            # 予算について話した → 予算 話: split at hiragana, keep runs of two or more characters.
+            parts = [p for p in _KANA.split(w) if len(p) >= 2]
+            out += parts or [w]
+        else:
+            out.append(w)
+    seen: set[str] = set()
+    return " ".join(w for w in out if not (w.lower() in seen or seen.add(w.lower())))
+
+
+def _now(now) -> dt.datetime:
+    if now is None:
+        return now_utc()
+    if isinstance(now, str):
+        return parse_ts(now, UTC)
+    return now if now.tzinfo else now.replace(tzinfo=UTC)
+
+
+def recall(store, question: str, now=None, k: int = 10, around: int = 0, docs: bool = False,
+           update_index: bool = True) -> RecallResult:
+    """Answer `question` with verbatim lines in time order; see the module docstring for the levels.
+
+    `now` (datetime or ISO; naive means the store's timezone) anchors relative phrases, `k` caps the
+    ranked hits, `around` adds that many neighbouring lines of the same session to each hit, and
+    `docs` lets document chunks into the answer.
+    """
+    from ..errors import UsageError
+    from .timephrase import parse_time_query
+
+    if not question or not question.strip():
+        raise UsageError("recall needs a question, e.g. ct recall \"what did we say yesterday about the budget\"")
+    if isinstance(now, str):
+        now = parse_ts(now, store.tz)
+    ref = _now(now)
+    tq = parse_time_query(question, ref, store.tz)
+    words = content_words(tq.keywords)
+    index = store.index(update=update_index)
+    res = RecallResult(question, to_iso(ref), tq.window, words, tq.occurrence, NOTHING)
+    base = Filters(exclude_types=[] if docs else ["doc"])
+    ctx = _Ctx(store, index, k, docs, base)
+
+    if tq.window is not None:
+        w = tq.window
+        since, until = w.start.timestamp(), w.end.timestamp()
+        res.window_lines = ctx.count(since, until)
+        if w.start > ref:
+            res.notes.append("That window lies in the future; nothing can have been said in it yet.")
+        elif res.window_lines == 0:
+            res.notes.append(f"Nothing on record in {_describe(w, store.tz)} (the phrase was understood; "
+                             "the window is empty).")
+        if not words:
+            res.level = WHOLE_WINDOW
+            res.hits = ctx.listing(since, until, max(k, WINDOW_LIMIT))
+            if res.window_lines and res.window_lines > len(res.hits):
+                res.notes.append(f"Showing the first {len(res.hits)} of {res.window_lines} lines in the window; "
+                                 "a narrower phrase (\"yesterday evening\") or keywords show fewer.")
+        else:
+            found = ctx.ranked(words, Filters(since=since, until=until, exclude_types=base.exclude_types),
+                               pool_k=_pool(k, tq.occurrence))
+            if found:
+                res.level = IN_WINDOW
+                res.hits = _choose(found, tq.occurrence, k, res.notes, store.tz)
+            else:
+                if res.window_lines:
+                    res.notes.append(f"Nothing in {_describe(w, store.tz)} matched {words!r} "
+                                     f"(the window holds {res.window_lines} other lines: "
+                                     f"ct recall {w.phrase!r} lists them).")
+                else:
+                    res.notes.append(f"Nothing in {_describe(w, store.tz)} matched {words!r}.")
+                outside = [h for h in ctx.ranked(words, base, pool_k=max(50, 5 * k))
+                           if not (since <= from_iso(h.hit.ts).timestamp() < until)]
+                if outside:
+                    res.level = OUTSIDE_WINDOW
+                    outside.sort(key=lambda h: ("low_confidence" in h.flags, _distance(h, since, until)))
+                    res.hits = outside[:k] if tq.occurrence is None else _choose(outside, tq.occurrence, k, res.notes, store.tz)
+                    for h in res.hits:
+                        h.flags.append("outside_window")
+                    res.notes.append(f"The {len(res.hits)} nearest matches OUTSIDE the window follow, labelled as such.")
+                else:
+                    res.notes.append(f"Nothing matched {words!r} anywhere else either.")
+    elif words:
+        found = ctx.ranked(words, base, pool_k=_pool(k, tq.occurrence))
+        if found:
+            res.level = ALL_TIME
+            res.hits = _choose(found, tq.occurrence, k, res.notes, store.tz)
+        else:
+            res.notes.append(f"Nothing on record matched {words!r}. Absence is reported as absence: "
+                             "try another phrasing or a time phrase.")
+    else:
+        res.level = RECENT
+        res.hits = ctx.latest(k)
+        res.notes.append("No time phrase and no keywords: showing the latest lines.")
+    if not res.hits and res.level != NOTHING and res.level != WHOLE_WINDOW:
+        res.level = NOTHING
+    if around > 0 and res.hits:
+        res.hits = ctx.with_context(res.hits, around)
+    res.hits.sort(key=lambda h: (h.hit.ts, h.hit.rowid))
+    if tq.occurrence == "then":
+        res.notes.append('"Back then" names no date here: matches are from all of the time in scope.')
+    return res
+
+
+def _pool(k: int, occurrence: str | None) -> int:
+    # Which occurrence came first is a question about every match, not only the best k.
+    return max(k, 200) if occurrence in ("first", "last") else k
+
+
+def _describe(w, tz) -> str:
+    a, b = w.start.astimezone(tz), w.end.astimezone(tz)
+    same_day = a.date() == (b - dt.timedelta(microseconds=1)).date()
+    end = b.strftime("%H:%M") if same_day else b.strftime("%Y-%m-%d %H:%M")
+    return f"{w.phrase!r} ({a.strftime('%Y-%m-%d %H:%M')} to {end})"
+
+
+def _distance(h: RecallHit, since: float, until: float) -> float:
+    t = from_iso(h.hit.ts).timestamp()
+    return since - t if t < since else t - until
+
+
+def _choose(found: list[RecallHit], occurrence: str | None, k: int, notes: list[str], tz) -> list[RecallHit]:
+    """The best `k` hits, or for "the first/last time" the earliest/latest occurrence and its day."""
+    if occurrence not in ("first", "last"):
+        return found[:k]
+    # The surest evidence decides which occurrence it was: all words > some words > meaning only.
+    for tier in ("all_terms", "exact", None):
+        pool = [h for h in found if tier is None or tier in h.flags]
+        if pool:
+            break
+    pick = min if occurrence == "first" else max
+    chosen = pick(pool, key=lambda h: (h.hit.ts, h.hit.rowid))
+    day = from_iso(chosen.hit.ts).astimezone(tz).date()
+    same = [h for h in pool if h.hit.session == chosen.hit.session
+            and from_iso(h.hit.ts).astimezone(tz).date() == day]
+    same.sort(key=lambda h: (h.hit.ts, h.hit.rowid), reverse=occurrence == "last")
+    others = len(pool) - len(same)
+    notes.append(f"The {occurrence} time: {day.isoformat()}"
+                 + (f" ({others} matching lines on other days or sessions not shown)." if others else "."))
+    return same[:k]
+
+
+class _Ctx:
+    """What the steps of one recall share: the store, its index and the row filters."""
+
+    def __init__(self, store, index, k: int, docs: bool, base: Filters):
+        self.store, self.index, self.k, self.docs, self.base = store, index, k, docs, base
+
+    def _where(self) -> tuple[str, list]:
+        where, args = self.base.sql()
+        if not self.docs:
+            # Our own supersession notes for re-ingested documents are not conversation either.
+            where += " AND NOT (r.type = 'meta' AND r.actor = 'memstore')"
+        return where, args
+
+    def count(self, since: float, until: float) -> int:
+        where, args = self._where()
+        return self.index.conn.execute(f"SELECT COUNT(*) FROM records r WHERE {where} AND r.ts >= ? AND r.ts < ?",
+                                       [*args, since, until]).fetchone()[0]
+
+    def _rows(self, sql_tail: str, args: list) -> list[RecallHit]:
+        where, wargs = self._where()
+        rows = self.index.conn.execute(f"SELECT r.rowid FROM records r WHERE {where} {sql_tail}", [*wargs, *args])
+        return [RecallHit(hydrate(self.store, self.index, rid, 0.0, {})) for (rid,) in rows.fetchall()]
+
+    def listing(self, since: float, until: float, limit: int) -> list[RecallHit]:
+        return self._rows("AND r.ts >= ? AND r.ts < ? ORDER BY r.ts, r.rowid LIMIT ?", [since, until, limit])
+
+    def latest(self, n: int) -> list[RecallHit]:
+        hits = self._rows("AND r.type != 'meta' ORDER BY r.ts DESC, r.rowid DESC LIMIT ?", [n])
+        return hits[::-1]
+
+    def ranked(self, words: str, filters: Filters, pool_k: int | None = None) -> list[RecallHit]:
+        """Search hits judged by their evidence; weak meaning-only hits are dropped, the rest flagged."""
+        hits = search(self.store, words, k=pool_k or self.k, mode="hybrid", filters=filters)
+        kept = []
+        for h in hits:
+            if not self.docs and h.type == "meta" and h.actor == "memstore":
+                continue
+            cos = h.parts.get("vector", {}).get("score")
+            flags = []
+            if "exact" in h.parts:
+                flags.append("exact")
+            if cos is not None:
+                flags.append("vector")
+            if "exact" not in h.parts:
+                if cos is None or cos < WEAK:
+                    continue
+                if cos < STRONG:
+                    flags.append("low_confidence")
+            kept.append(RecallHit(h, flags))
+        self._mark_all_terms(words, kept)
+        return kept
+
+    def _mark_all_terms(self, words: str, kept: list[RecallHit]) -> None:
+        """Flag exact hits that contain every word (FTS AND), the surest evidence of a match."""
+        terms = query_terms(words)
+        exact = [h for h in kept if "exact" in h.flags]
+        if not exact:
+            return
+        if len(terms) <= 1:
+            for h in exact:
+                h.flags.append("all_terms")
+            return
+        ids = [h.hit.rowid for h in exact]
+        rows = self.index.conn.execute(
+            f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
+            [" AND ".join(terms), *ids]).fetchall()
+        full = {r[0] for r in rows}
+        for h in exact:
+            if h.hit.rowid in full:
+                h.flags.append("all_terms")
+
+    def with_context(self, hits: list[RecallHit], n: int) -> list[RecallHit]:
+        """Each hit plus `n` lines before and after it in the same session (by time), once each."""
+        where, wargs = self._where()
+        conn = self.index.conn
+        seen = {h.hit.rowid for h in hits}
+        extra: list[RecallHit] = []
+        for h in hits:
+            ts = from_iso(h.hit.ts).timestamp()
+            for cmp, order in (("<", "DESC"), (">", "ASC")):
+                rows = conn.execute(
+                    f"SELECT r.rowid FROM records r WHERE {where} AND r.session IS ? AND r.rowid != ? AND "
+                    f"(r.ts {cmp} ? OR (r.ts = ? AND r.rowid {cmp} ?)) ORDER BY r.ts {order}, r.rowid {order} LIMIT ?",
+                    [*wargs, h.hit.session, h.hit.rowid, ts, ts, h.hit.rowid, n]).fetchall()
+                for (rid,) in rows:
+                    if rid not in seen:
+                        seen.add(rid)
+                        extra.append(RecallHit(hydrate(self.store, self.index, rid, 0.0, {}), ["context"]))
+        return hits + extra
