@@ -186,12 +186,16 @@ class Store:
         return recordfmt.normalize(raw, self.tz, defaults=defaults, derive_id=derive_id)
 
     def write(self, records: list[dict], message, embed_inputs: list[str] | None = None,
-              progress=None, extra_paths: list[str] | None = None, dedupe: bool = True) -> WriteResult:
+              progress=None, extra_paths: list[str] | None = None, dedupe: bool = True,
+              after_write=None) -> WriteResult:
         """Embed, write segments, append day logs and make one commit — all under the store lock.
 
         `records` are normalised records (see `normalize`). Records whose id is already in the
         store (or repeated in the batch) are skipped, which makes imports idempotent. `message`
         is the commit message, or a function of the records actually added that returns it.
+        `after_write(store, records, vectors)` runs before the commit and returns extra paths to
+        stage; by default conversation records are placed in the topic tree (tree.json), and
+        `after_write=False` skips that.
         """
         result = WriteResult()
         inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
@@ -203,11 +207,30 @@ class Store:
                 vectors = self._embed([inputs_by_rec.get(id(r), r["text"]) for r in records], progress)
                 paths = self._write_files(records, vectors)
                 result.added = records
+                paths += self._after_write(records, vectors, after_write, result)
             paths += extra_paths or []
             if paths:
                 text = message(result.added) if callable(message) else message
                 result.commit = self.git.commit(text, paths)
         return result
+
+    def _after_write(self, records: list[dict], vectors, after_write, result: WriteResult) -> list[str]:
+        """Extra files for the same commit: the caller's, or the topic tree's placement of the records."""
+        if after_write is False:
+            return []
+        if after_write is not None:
+            out = after_write(self, records, vectors)
+            return [out] if isinstance(out, str) else list(out or [])
+        from .tree.assign import assign_records, topics_enabled
+
+        if not topics_enabled(self):
+            return []
+        try:
+            out = assign_records(self, records, vectors)
+        except Exception as exc:  # the verbatim log is the truth; a tree problem must not lose the write
+            result.notes.append(f"topic tree not updated: {exc}")
+            return []
+        return [out] if out else []
 
     def _drop_known(self, records: list[dict]) -> tuple[list[dict], int]:
         seen: set[str] = set()

@@ -1,0 +1,1 @@
+"""The topic tree: assignment, fan-out, reorganization, diff and context synthesis."""

@@ -1,0 +1,217 @@
+"""Topic assignment: place newly written conversation records in the tree, as they arrive.
+
+TRACE's temporal rule decides where a turn may go: it continues the current topic, or opens a new
+topic under the current topic or one of its ancestors (or at the root). Offline, the decision is
+made with the embeddings the write just computed; with an LLM opted in (`[llm] topics = true`)
+the LLM classifies and names, and any failure falls back to the offline rule. Only the user's turn
+decides; the replies and tool calls that follow it join the same topic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..format import tree as treefmt
+from ..format.tree import Topic, Tree
+from . import naming
+from .fanout import rebalance
+from .topicdata import RecordData, normalise, thresholds
+
+CONVERSATION_TYPES = ("text", "action")
+SHORT_TURN_WORDS = 4        # "ok", "yes please", "thanks!" continue whatever is going on
+RECENT_WINDOW = 8           # the current topic is judged by its latest records (drift-tolerant)
+RENAME_UNTIL = 8            # offline names are refined until a topic has this many records
+
+
+def max_children(store) -> int:
+    value = store.config.settings.get("max_children", 5)
+    return int(value) if isinstance(value, int) and value >= 2 else 5
+
+
+def topics_enabled(store) -> bool:
+    value = store.config.settings.get("topics", True)
+    return value is not False and str(value).lower() not in {"false", "0", "no", "off"}
+
+
+def is_conversation(rec: dict) -> bool:
+    return rec.get("type") in CONVERSATION_TYPES
+
+
+class Placer:
+    """Holds the tree while one batch of records is placed; `finish` names, summarises and rebalances."""
+
+    def __init__(self, store, tree: Tree, data: RecordData, llm=None):
+        self.store, self.tree, self.data, self.llm = store, tree, data, llm
+        self.th = thresholds(store)
+        self.touched: set[str] = set()
+        self.created: set[str] = set()
+        self.live_before = tree.live_path()
+        self.last_session: str | None = None
+        if tree.current and tree.topics[tree.current].records:
+            last = data.record(tree.topics[tree.current].records[-1])
+            self.last_session = (last or {}).get("session")
+
+    # ----- one record ------------------------------------------------------------------------
+
+    def place(self, rec: dict, vec: np.ndarray) -> str:
+        rid = rec["id"]
+        self._llm_verdict = None
+        self.data.extra_vecs[rid] = vec
+        self.data.extra_recs[rid] = rec
+        tree = self.tree
+        cur = tree.current if tree.current in tree.topics else None
+        if cur is None:
+            tid = self._new_topic(None, [rec])
+        elif rec.get("role") != "user" or self._continues(cur, rec, vec):
+            tid = cur
+        else:
+            tid = self._branch(cur, rec, vec)
+        t = tree.topics[tid]
+        t.records.append(rid)
+        t.last_active = max(t.last_active, rec["ts"])
+        t.created = min(t.created, rec["ts"]) if t.created else rec["ts"]
+        tree.current = tid
+        self.touched.add(tid)
+        self.last_session = rec.get("session")
+        return tid
+
+    def _continues(self, cur: str, rec: dict, vec: np.ndarray) -> bool:
+        if rec.get("session") != self.last_session:
+            return False  # a new conversation is a natural topic boundary
+        if len(naming.words(rec["text"])) < SHORT_TURN_WORDS and len(rec["text"].split()) < 8:
+            return True
+        if self.llm is not None:
+            verdict = self._llm_classify(cur, rec)
+            if verdict is not None:
+                self._llm_verdict = verdict
+                return verdict["continue"]
+        t = self.tree.topics[cur]
+        centroid = self.data.centroid(t.records, last=RECENT_WINDOW)
+        if centroid is None:
+            return True
+        sim = float(centroid @ vec)
+        shared = naming.term_set([rec["text"]], 12) & naming.term_set(self.data.texts(t.records[-RECENT_WINDOW:])[0], 20)
+        return sim + 0.08 * min(len(shared), 2) >= self.th["continue"]
+
+    def _branch(self, cur: str, rec: dict, vec: np.ndarray) -> str:
+        """A new topic under the current topic, one of its ancestors, or the root (TRACE's temporal rule)."""
+        candidates = self.tree.ancestry(cur)  # top-level first, current last
+        verdict = getattr(self, "_llm_verdict", None)
+        if verdict is not None and verdict.get("parent_index") is not None:
+            idx = verdict["parent_index"]
+            parent = None if idx == 0 else candidates[min(idx, len(candidates)) - 1]
+            return self._new_topic(parent, [rec], verdict.get("name"))
+        parent, best = None, self.th["continue"] * 0.8
+        for tid in candidates:
+            c = self.data.centroid(self.tree.topics[tid].records, last=40)
+            if c is not None and float(c @ vec) >= best:
+                parent, best = tid, float(c @ vec)
+        return self._new_topic(parent, [rec])
+
+    def _new_topic(self, parent: str | None, recs: list[dict], name: str | None = None) -> str:
+        tid = treefmt.new_topic_id()
+        texts = [r["text"] for r in recs]
+        named_by = "llm" if name else "offline"
+        if name is None and self.llm is not None:
+            pname = self.tree.topics[parent].name if parent else None
+            name = naming.llm_name(self.llm, texts, [r.get("role", "user") for r in recs], pname)
+            named_by = "llm" if name else "offline"
+        self.tree.topics[tid] = Topic(id=tid, name=name or naming.offline_name(texts), parent=parent,
+                                      records=[], created=recs[0]["ts"], last_active=recs[0]["ts"],
+                                      named_by=named_by)
+        self.created.add(tid)
+        return tid
+
+    def _llm_classify(self, cur: str, rec: dict) -> dict | None:
+        """TRACE's continue-or-branch question; None when the call fails or the reply is unusable."""
+        from ..adapters.llm import as_bool
+
+        t = self.tree.topics[cur]
+        candidates = self.tree.ancestry(cur)
+        texts, roles = self.data.texts(t.records[-6:], limit=6)
+        recent = "\n".join(f"- {r}: {' '.join(x.split())[:150]}" for x, r in zip(texts, roles))
+        options = "\n".join([f"0. ROOT - start a new top-level topic"] + [
+            f"{i}. {self.tree.topics[c].name} - {self.tree.topics[c].summary[:100]}" for i, c in enumerate(candidates, 1)])
+        prompt = (f"Current topic: {t.name}\nSummary: {t.summary}\nRecent exchanges:\n{recent}\n\n"
+                  f"New message:\n- {rec.get('role')}: {' '.join(rec['text'].split())[:400]}\n\n"
+                  f"Available parent topics:\n{options}\n\n"
+                  "Does the new message continue the current topic? If not, name the new topic (2-5 words) "
+                  "and pick its parent: 0 unless it is genuinely a sub-topic of one listed. Reply with JSON: "
+                  '{"belongs_to_current": true|false, "new_topic_name": "...", "new_topic_parent_index": <int>}')
+        data = self.llm.json([{"role": "system", "content": "You organise a conversation into a topic tree."},
+                              {"role": "user", "content": prompt}])
+        if data is None:
+            return None
+        belongs = as_bool(data.get("belongs_to_current"))
+        if belongs is None:
+            return None
+        idx = data.get("new_topic_parent_index")
+        try:
+            idx = max(0, min(int(idx), len(candidates))) if idx is not None else None
+        except (TypeError, ValueError):
+            idx = None
+        return {"continue": belongs, "parent_index": idx, "name": naming.clean_name(data.get("new_topic_name"))}
+
+    # ----- after the batch -------------------------------------------------------------------
+
+    def finish(self) -> None:
+        tree = self.tree
+        frozen_now = self.live_before - tree.live_path()
+        for tid in sorted((self.touched | frozen_now) & set(tree.topics)):
+            t = tree.topics[tid]
+            if not t.records:
+                continue
+            texts, roles = self.data.texts(t.records)
+            final = tid in frozen_now
+            if t.named_by == "offline" and (len(t.records) <= RENAME_UNTIL or final):
+                t.name = naming.offline_name(texts)
+            summary = None
+            if final and self.llm is not None:
+                summary = naming.llm_summary(self.llm, t.name, texts, roles)
+            t.summary = summary or naming.offline_summary(texts, roles)
+        rebalance(tree, self.data, max_children(self.store), self.llm)
+
+
+def assign_records(store, records: list[dict], vectors) -> str | None:
+    """Place the conversation records of one write in tree.json; returns its path relative to the store.
+
+    Called inside the store's write lock, before the commit, so the tree change is part of the same
+    commit as the records. Document chunks and meta rows are not placed.
+    """
+    pairs = [(r, np.asarray(v, np.float32)) for r, v in zip(records, vectors) if is_conversation(r)]
+    if not pairs:
+        return None
+    from ..adapters.llm import get_llm
+
+    tree = treefmt.read(store.root)
+    known = set(tree.topic_of()) | set(tree.archived)
+    pairs = [(r, v) for r, v in pairs if r["id"] not in known]
+    if not pairs:
+        return None
+    llm = get_llm(store.root)
+    llm = llm if llm is not None and llm.config.topics else None
+    placer = Placer(store, tree, RecordData(store), llm)
+    for rec, vec in sorted(pairs, key=lambda p: p[0]["ts"]):
+        placer.place(rec, normalise(vec))
+    placer.finish()
+    treefmt.write(store.root, tree)
+    return treefmt.FILENAME
+
+
+def place_existing(store) -> tuple[str | None, int]:
+    """Place every indexed conversation record the tree does not hold yet (for stores that predate it)."""
+    index = store.index()
+    tree = treefmt.read(store.root)
+    known = set(tree.topic_of()) | set(tree.archived)
+    vecs, _ = index.matrix()
+    rows = index.conn.execute("SELECT rowid, id, vrow FROM records WHERE type IN ('text','action') AND hidden != 2 "
+                              "ORDER BY ts, rowid").fetchall()
+    records, vectors = [], []
+    for rowid, rid, vrow in rows:
+        if rid in known or vrow is None or vrow < 0:
+            continue
+        records.append(index.record_at(rowid))
+        vectors.append(np.asarray(vecs[vrow], np.float32))
+    if not records:
+        return None, 0
+    return assign_records(store, records, vectors), len(records)

@@ -1,0 +1,167 @@
+"""Topic names and summaries: offline by key-term extraction, by an LLM when one is configured.
+
+Offline names are the topic's most characteristic content words; they are deterministic and cost
+nothing, so the write path never waits for a model. An LLM name or summary is used only when the
+reply parses into something name-like; anything else falls back to the offline text, so a failed
+call can never become a stored name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+
+STOPWORDS = frozenset("""
+a about above actually after again against all almost also although always am an and another any anyone
+anything are aren't around as ask asked at be because been before being below between both but by can
+can't cannot could couldn't did didn't do does doesn't doing don't done down during each either else
+enough even ever every few for from further get gets getting give go goes going gone got had hadn't has
+hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his how how's
+however i i'd i'll i'm i've if in into is isn't it it's its itself just know let let's like likely
+look made make many may maybe me might mine more most much must my myself need needs never new next no
+nor not now of off oh ok okay on once one only or other others our ours ourselves out over own please
+pretty quite rather really right said same say says see seem seems shall shan't she she'd she'll she's
+should shouldn't since so some something still such sure take tell than thank thanks that that's the
+their theirs them themselves then there there's these they they'd they'll they're they've thing things
+think this those though through thus to too try under until up upon us use used using very want wants
+was wasn't way we we'd we'll we're we've well were weren't what what's when when's where where's
+whether which while who who's whom why why's will with within without won't would wouldn't yeah yes
+yet you you'd you'll you're you've your yours yourself yourselves also lot lots good great sounds
+hello hi hey sorry going gonna wanna kind sort mean means means bit able via per etc let's here's
+""".split())
+
+
+def words(text: str) -> list[str]:
+    """Content words of `text` in their original case (stopwords and one- or two-letter words dropped)."""
+    out = []
+    for w in _WORD.findall(text):
+        w = w.strip("'’-")
+        if len(w) >= 3 and w.lower() not in STOPWORDS:
+            out.append(w)
+    return out
+
+
+def _stem(w: str) -> str:
+    """A light plural fold so "cakes" and "cake" count as one term."""
+    w = w.lower()
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
+
+
+def key_terms(texts: list[str], k: int = 8) -> list[str]:
+    """The `k` most characteristic terms: spread over many turns first, then frequency.
+
+    Terms are returned in their most common surface form (so "Sarah" keeps its capital).
+    """
+    tf: Counter = Counter()
+    df: Counter = Counter()
+    forms: dict[str, Counter] = {}
+    first: dict[str, int] = {}
+    pos = 0
+    for text in texts:
+        seen = set()
+        for w in words(text):
+            s = _stem(w)
+            tf[s] += 1
+            forms.setdefault(s, Counter())[w if not w.isupper() or len(w) <= 4 else w.lower()] += 1
+            first.setdefault(s, pos)
+            pos += 1
+            if s not in seen:
+                seen.add(s)
+                df[s] += 1
+    def score(s: str):
+        proper = any(f[:1].isupper() for f in forms[s])
+        return (-(df[s] * 2 + tf[s] + (1.5 if proper else 0)), first[s], s)
+    ranked = sorted(tf, key=score)[:k]
+    return [forms[s].most_common(1)[0][0] for s in ranked]
+
+
+def term_set(texts: list[str], k: int = 12) -> set[str]:
+    """Folded key terms, for comparing two topics (the offline reorganize veto)."""
+    return {_stem(t) for t in key_terms(texts, k)}
+
+
+def offline_name(texts: list[str]) -> str:
+    terms = key_terms(texts, 3)
+    if not terms:
+        return "Untitled topic"
+    name = ", ".join(terms)
+    return name[:1].upper() + name[1:]
+
+
+def offline_summary(texts: list[str], roles: list[str] | None = None) -> str:
+    """"N turns about a, b, c, d, e; opens with: <the first sentence someone asked>" (≤ 220 chars)."""
+    terms = key_terms(texts, 6)
+    n = len(texts)
+    head = f"{n} turn{'s' if n != 1 else ''} about {', '.join(terms)}" if terms else f"{n} turns"
+    opener = ""
+    for i, text in enumerate(texts):
+        if roles and roles[i] != "user":
+            continue
+        flat = " ".join(text.split())
+        if len(words(flat)) >= 2:
+            opener = re.split(r"(?<=[.!?])\s", flat, maxsplit=1)[0]
+            break
+    if opener:
+        if len(opener) > 110:
+            opener = opener[:109].rstrip() + "…"
+        return f"{head}; opens with: {opener}"
+    return head
+
+
+# ----- LLM naming (used only when configured; every failure returns None) ---------------------
+
+def clean_name(reply, max_words: int = 6) -> str | None:
+    """A usable topic name from an LLM reply, or None when it does not look like one."""
+    if not isinstance(reply, str):
+        return None
+    text = reply.strip().splitlines()[0] if reply.strip() else ""
+    text = re.sub(r"^(topic( name)?|name)\s*[:\-]\s*", "", text, flags=re.I).strip(" \"'`*#.")
+    if not text or len(text) > 80 or len(text.split()) > max_words:
+        return None
+    if not re.search(r"\w", text) or text.lower() in {"error", "none", "null", "n/a", "unknown", "topic"}:
+        return None
+    return text
+
+
+def clean_summary(reply) -> str | None:
+    if not isinstance(reply, str):
+        return None
+    text = " ".join(reply.split()).strip(" \"'`")
+    text = re.sub(r"^summary\s*:\s*", "", text, flags=re.I)
+    if len(text) < 8 or text.lower().startswith(("error", "i'm sorry", "i cannot", "as an ai")):
+        return None
+    return text[:400]
+
+
+def excerpt(texts: list[str], roles: list[str], limit: int = 1800) -> str:
+    lines, used = [], 0
+    for role, text in zip(roles, texts):
+        line = f"- {role}: {' '.join(text.split())[:300]}"
+        if used + len(line) > limit:
+            break
+        lines.append(line)
+        used += len(line)
+    return "\n".join(lines)
+
+
+def llm_name(llm, texts: list[str], roles: list[str], parent: str | None = None) -> str | None:
+    ctx = f"It is a sub-topic of \"{parent}\".\n" if parent else ""
+    reply = llm.chat([
+        {"role": "system", "content": "You name conversation topics. Reply with the name only."},
+        {"role": "user", "content": f"{ctx}Give a concise topic name (2-5 words) for this conversation "
+                                    f"segment:\n{excerpt(texts, roles)}"}], temperature=0.3, max_tokens=30)
+    return clean_name(reply)
+
+
+def llm_summary(llm, name: str, texts: list[str], roles: list[str]) -> str | None:
+    reply = llm.chat([
+        {"role": "system", "content": "You summarise conversation segments in 1-2 plain sentences."},
+        {"role": "user", "content": f"Summarise this conversation segment about \"{name}\" in 1-2 "
+                                    f"sentences:\n{excerpt(texts, roles)}"}], temperature=0.3, max_tokens=120)
+    return clean_summary(reply)

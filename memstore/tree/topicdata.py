@@ -1,0 +1,127 @@
+"""What the tree needs from the index: record vectors, texts and times by record id, and topic centroids.
+
+The tree stores record ids only; vectors and text are looked up here, from the disposable index and
+the day logs, so a merged or regrouped topic is always described by the records it holds now.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Per embedder: (continue, recall) cosine thresholds. The hashing embedder's cosines run lower
+# than a sentence model's for the same relatedness, so one number cannot serve both.
+THRESHOLDS = {"hash": {"continue": 0.3, "recall": 0.12, "topic": 0.12},
+              "minilm": {"continue": 0.3, "recall": 0.25, "topic": 0.22}}
+DEFAULT_THRESHOLDS = {"continue": 0.3, "recall": 0.25, "topic": 0.22}
+
+
+def thresholds(store) -> dict:
+    base = dict(THRESHOLDS.get(store.config.embedder["name"], DEFAULT_THRESHOLDS))
+    for key in list(base):
+        value = store.config.settings.get(f"topic_{key}_threshold")
+        if isinstance(value, (int, float)):
+            base[key] = float(value)
+    return base
+
+
+def normalise(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+class RecordData:
+    """Lazy lookups over the index for the records the tree mentions (the index must be up to date)."""
+
+    def __init__(self, store):
+        self.store = store
+        self.index = store.index(update=False)
+        self._rows: dict[str, tuple[int, int, float, str, str]] | None = None
+        self._vecs = None
+        self.extra_vecs: dict[str, np.ndarray] = {}    # records being written now (not indexed yet)
+        self.extra_recs: dict[str, dict] = {}
+
+    def rows(self, ids=None) -> dict[str, tuple[int, int, float, str, str]]:
+        """record id -> (rowid, vrow, unix ts, role, type); all rows when `ids` is None (first copy wins)."""
+        if self._rows is None:
+            self._rows = {}
+            self._complete = False
+        if ids is None:
+            if not self._complete:
+                self._rows = {}
+                for rid, *rest in self.index.conn.execute(
+                        "SELECT id, rowid, vrow, ts, role, type FROM records ORDER BY rowid DESC"):
+                    self._rows[rid] = tuple(rest)
+                self._complete = True
+            return self._rows
+        missing = [i for i in ids if i not in self._rows and i not in self.extra_recs]
+        if missing and not self._complete:
+            for k in range(0, len(missing), 500):
+                part = missing[k : k + 500]
+                for rid, *rest in self.index.conn.execute(
+                        f"SELECT id, rowid, vrow, ts, role, type FROM records WHERE id IN ({','.join('?' * len(part))}) "
+                        "ORDER BY rowid DESC", part):
+                    self._rows[rid] = tuple(rest)
+        return self._rows
+
+    def matrix(self) -> np.ndarray:
+        if self._vecs is None:
+            self._vecs, _ = self.index.matrix()
+        return self._vecs
+
+    def vector(self, rid: str) -> np.ndarray | None:
+        if rid in self.extra_vecs:
+            return self.extra_vecs[rid]
+        row = self.rows([rid]).get(rid)
+        if row is None or row[1] is None or row[1] < 0:
+            return None
+        return np.asarray(self.matrix()[row[1]], np.float32)
+
+    def centroid(self, rids: list[str], last: int | None = None) -> np.ndarray | None:
+        """Normalised mean of the records' vectors (only the `last` ones when given)."""
+        pick = rids[-last:] if last else rids
+        self.rows(pick)
+        vecs = [v for v in (self.vector(r) for r in pick) if v is not None]
+        if not vecs:
+            return None
+        return normalise(np.mean(np.stack(vecs), axis=0))
+
+    def time(self, rid: str) -> float:
+        if rid in self.extra_recs:
+            from ..format.timeutil import from_iso
+
+            return from_iso(self.extra_recs[rid]["ts"]).timestamp()
+        row = self.rows([rid]).get(rid)
+        return row[2] if row else 0.0
+
+    def record(self, rid: str) -> dict | None:
+        if rid in self.extra_recs:
+            return self.extra_recs[rid]
+        row = self.rows([rid]).get(rid)
+        return self.index.record_at(row[0]) if row else None
+
+    def texts(self, rids: list[str], limit: int = 60) -> tuple[list[str], list[str]]:
+        """(texts, roles) of up to `limit` records: the first ones and the most recent ones."""
+        pick = rids if len(rids) <= limit else rids[: limit // 2] + rids[-(limit - limit // 2):]
+        texts, roles = [], []
+        self.rows(pick)
+        for rid in pick:
+            rec = self.record(rid)
+            if rec is not None:
+                texts.append(rec.get("text", ""))
+                roles.append(rec.get("role", "user"))
+        return texts, roles
+
+
+def topic_vector(tree, data: RecordData, tid: str, cache: dict) -> np.ndarray | None:
+    """A topic's centroid; a topic with no records of its own (a group) averages its children."""
+    if tid in cache:
+        return cache[tid]
+    cache[tid] = None  # guards against cycles while computing
+    t = tree.topics[tid]
+    vec = data.centroid(t.records, last=200) if t.records else None
+    if vec is None:
+        kids = [topic_vector(tree, data, k.id, cache) for k in tree.children(tid)]
+        kids = [k for k in kids if k is not None]
+        vec = normalise(np.mean(np.stack(kids), axis=0)) if kids else None
+    cache[tid] = vec
+    return vec
