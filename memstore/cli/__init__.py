@@ -29,6 +29,11 @@ COMMANDS = {
     "recall": "recall_cmds:recall_cmd",
     "mark": "recall_cmds:mark_cmd",
     "where": "recall_cmds:where_cmd",
+    "tree": "tree_cmds:tree_cmd",
+    "context": "tree_cmds:context_cmd",
+    "chat": "tree_cmds:chat_cmd",
+    "reorganize": "tree_cmds:reorganize_cmd",
+    "diff": "tree_cmds:diff_cmd",
     "hook": "internal_cmds:hook_cmd",
     "merge-tree": "internal_cmds:merge_tree_cmd",
 }
@@ -81,6 +86,11 @@ SUMMARIES = {
     "recall": "Recall what was said: a time phrase → verbatim lines in order.",
     "mark": "Set or close a \"where are we now\" marker (one commit).",
     "where": "Show where the conversation stands: open markers, latest lines.",
+    "tree": "Show the topic tree (text, mermaid or dot).",
+    "context": "Build prompt context for a query under a token budget.",
+    "chat": "Chat with memory through an OpenAI-compatible LLM; turns are stored.",
+    "reorganize": "Merge related frozen topics and archive trivial turns (one commit).",
+    "diff": "Explain how the topic tree changed between two versions.",
 }
 
 

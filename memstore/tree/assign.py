@@ -101,11 +101,19 @@ class Placer:
             idx = verdict["parent_index"]
             parent = None if idx == 0 else candidates[min(idx, len(candidates)) - 1]
             return self._new_topic(parent, [rec], verdict.get("name"))
-        parent, best = None, self.th["continue"] * 0.8
+        # A sub-topic must be as close to its parent as a continuation would be to the current topic;
+        # otherwise the new topic starts at the root (TRACE's rule 4: recency alone is no reason to nest).
+        parent, best = None, self.th["continue"]
+        words = naming.term_set([rec["text"]], 12)
         for tid in candidates:
-            c = self.data.centroid(self.tree.topics[tid].records, last=40)
-            if c is not None and float(c @ vec) >= best:
-                parent, best = tid, float(c @ vec)
+            recs = self.tree.topics[tid].records
+            c = self.data.centroid(recs, last=40)
+            if c is None:
+                continue
+            shared = words & naming.term_set(self.data.texts(recs[-20:], limit=20)[0], 20)
+            score = float(c @ vec) + 0.08 * min(len(shared), 2)
+            if score >= best:
+                parent, best = tid, score
         return self._new_topic(parent, [rec])
 
     def _new_topic(self, parent: str | None, recs: list[dict], name: str | None = None) -> str:

@@ -41,8 +41,11 @@ def _cluster(vecs: list[np.ndarray | None], limit: int) -> list[list[int]]:
     return clusters
 
 
-def group_name(tree: Tree, members: list[Topic]) -> tuple[str, str]:
-    texts = [f"{m.name}. {m.summary}" for m in members]
+def group_name(tree: Tree, members: list[Topic], data: RecordData) -> tuple[str, str]:
+    texts: list[str] = []
+    for m in members:
+        recs = m.records or [r for d in sorted(tree.descendants(m.id)) for r in tree.topics[d].records]
+        texts += data.texts(recs, limit=12)[0] or [m.name]
     terms = naming.key_terms(texts, 3)
     name = (", ".join(terms) or "Related topics")
     name = name[:1].upper() + name[1:]
@@ -71,7 +74,7 @@ def rebalance(tree: Tree, data: RecordData, max_children: int, llm=None) -> list
             if len(members_idx) < 2:
                 continue
             members = [kids[i] for i in members_idx]
-            name, summary = group_name(tree, members)
+            name, summary = group_name(tree, members, data)
             named_by = "offline"
             if llm is not None:
                 llm_label = naming.llm_name(llm, [f"{m.name}: {m.summary}" for m in members],

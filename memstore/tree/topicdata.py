@@ -10,9 +10,12 @@ import numpy as np
 
 # Per embedder: (continue, recall) cosine thresholds. The hashing embedder's cosines run lower
 # than a sentence model's for the same relatedness, so one number cannot serve both.
-THRESHOLDS = {"hash": {"continue": 0.3, "recall": 0.12, "topic": 0.12},
-              "minilm": {"continue": 0.3, "recall": 0.25, "topic": 0.22}}
-DEFAULT_THRESHOLDS = {"continue": 0.3, "recall": 0.25, "topic": 0.22}
+# "recall" and "topic" are the cosines a line or topic needs when it shares no content word with
+# the query; a shared word (a name, a thing) counts for more than a cosine can on its own.
+THRESHOLDS = {"hash": {"continue": 0.3, "recall": 0.3, "topic": 0.3},
+              "minilm": {"continue": 0.3, "recall": 0.3, "topic": 0.3}}
+DEFAULT_THRESHOLDS = {"continue": 0.3, "recall": 0.3, "topic": 0.3}
+WORD_WEIGHT = 0.25
 
 
 def thresholds(store) -> dict:

@@ -1,0 +1,147 @@
+"""Semantic diff of two versions of tree.json: which topics were added, merged, moved, renamed, archived.
+
+`git diff tree.json` shows lines; this explains them. Versions come from git (`store.git.show`)
+or from the working file, so `ct diff HEAD~1` explains what the last reorganize did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+from ..format import tree as treefmt
+from ..format.tree import Tree
+
+WORKING = None  # the tree.json in the working folder
+
+
+@dataclass
+class TreeDiff:
+    old_label: str
+    new_label: str
+    added: list[dict] = field(default_factory=list)
+    merged: list[dict] = field(default_factory=list)
+    archived_topics: list[dict] = field(default_factory=list)
+    removed: list[dict] = field(default_factory=list)
+    moved: list[dict] = field(default_factory=list)
+    renamed: list[dict] = field(default_factory=list)
+    grew: list[dict] = field(default_factory=list)
+    archived_records: int = 0
+    current: tuple[str | None, str | None] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.merged or self.archived_topics or self.removed or self.moved
+                    or self.renamed or self.grew or self.archived_records or self.current)
+
+    def to_json(self) -> dict:
+        return {"old": self.old_label, "new": self.new_label, "added": self.added, "merged": self.merged,
+                "archived_topics": self.archived_topics, "removed": self.removed, "moved": self.moved,
+                "renamed": self.renamed, "grew": self.grew, "archived_records": self.archived_records,
+                "current": list(self.current) if self.current else None}
+
+    def lines(self) -> list[str]:
+        out = []
+        for m in self.merged:
+            then = ""
+            if "now_in" in m:
+                then = f", since merged into {m['now_in']}" if m["now_in"] else ", since archived"
+            out.append(f"merged   \"{m['name']}\" ({m['id']}, {m['records']} turns) into \"{m['into_name']}\" ({m['into']}{then})")
+        for a in self.archived_topics:
+            out.append(f"archived \"{a['name']}\" ({a['id']}): all {a['records']} turns were trivial")
+        if self.archived_records:
+            out.append(f"archived {self.archived_records} trivial turn{'s' if self.archived_records != 1 else ''} "
+                       "(still in the logs and the search index)")
+        for m in self.moved:
+            out.append(f"moved    \"{m['name']}\" ({m['id']}): under \"{m['from_name']}\" -> under \"{m['to_name']}\"")
+        for r in self.renamed:
+            out.append(f"renamed  \"{r['from']}\" -> \"{r['to']}\" ({r['id']})")
+        for a in self.added:
+            kind = "group" if a["records"] == 0 else f"{a['records']} turns"
+            out.append(f"added    \"{a['name']}\" ({a['id']}, {kind}) under \"{a['parent_name']}\"")
+        for g in self.grew:
+            out.append(f"grew     \"{g['name']}\" ({g['id']}): +{g['added']} turns")
+        for r in self.removed:
+            out.append(f"removed  \"{r['name']}\" ({r['id']}, {r['records']} turns)")
+        if self.current:
+            out.append(f"current  {self.current[0]} -> {self.current[1]}")
+        return out or ["no topic changes"]
+
+
+def load_version(store, rev: str | None) -> Tree:
+    """tree.json at `rev` (a commit-ish) or in the working folder; an empty tree where it did not exist."""
+    if rev is WORKING:
+        return treefmt.read(store.root)
+    from ..errors import GitError
+
+    try:
+        store.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except GitError:
+        raise UsageError(f"{rev!r} is not a revision of {store.root}", 'See "ct log" for revisions.') from None
+    text = store.git.show(rev, treefmt.FILENAME)
+    if text is None or not text.strip():
+        return Tree()
+    return treefmt.parse(text, f"{rev}:{treefmt.FILENAME}")
+
+
+def _name(tree: Tree, tid: str | None) -> str:
+    if tid is None:
+        return "(root)"
+    t = tree.topics.get(tid)
+    return t.name if t else tid
+
+
+def diff_trees(old: Tree, new: Tree, old_label: str = "old", new_label: str = "new") -> TreeDiff:
+    d = TreeDiff(old_label, new_label)
+    new_owner = new.topic_of()
+    for tid, t in sorted(old.topics.items(), key=lambda p: (p[1].created, p[0])):
+        if tid in new.topics:
+            n = new.topics[tid]
+            if n.name != t.name:
+                d.renamed.append({"id": tid, "from": t.name, "to": n.name})
+            if n.parent != t.parent:
+                d.moved.append({"id": tid, "name": n.name, "from": t.parent, "to": n.parent,
+                                "from_name": _name(old, t.parent), "to_name": _name(new, n.parent)})
+            added = len(set(n.records) - set(t.records))
+            if added:
+                d.grew.append({"id": tid, "name": n.name, "added": added})
+            continue
+        tomb = new.gone.get(tid, {})
+        if tomb.get("why") == "merged" or not tomb:
+            into = tomb.get("into")
+            if into is None:
+                # No tombstone: infer where most of its records went.
+                owners = [new_owner[r] for r in t.records if r in new_owner]
+                into = max(set(owners), key=owners.count) if owners else None
+            if into is not None:
+                final = new.resolve(into)
+                entry = {"id": tid, "name": t.name, "records": len(t.records), "into": into,
+                         "into_name": _name(new, into) if into in new.topics else _name(old, into)}
+                if final != into:
+                    entry["now_in"] = final  # the target was itself merged or archived afterwards
+                d.merged.append(entry)
+                continue
+        if tomb.get("why") == "archived":
+            d.archived_topics.append({"id": tid, "name": t.name, "records": len(t.records)})
+        else:
+            d.removed.append({"id": tid, "name": t.name, "records": len(t.records)})
+    for tid, n in sorted(new.topics.items(), key=lambda p: (p[1].created, p[0])):
+        if tid not in old.topics:
+            d.added.append({"id": tid, "name": n.name, "records": len(n.records), "parent": n.parent,
+                            "parent_name": _name(new, n.parent)})
+    archived_in_gone = sum(a["records"] for a in d.archived_topics)
+    d.archived_records = max(0, len(set(new.archived) - set(old.archived)) - archived_in_gone)
+    if old.current != new.current and old.current is not None and new.resolve(old.current) != new.current:
+        d.current = (old.current, new.current)
+    return d
+
+
+def tree_diff(store, rev_a: str | None = None, rev_b: str | None = None) -> TreeDiff:
+    """`ct diff`: no revision = HEAD vs the working file; one = REV vs the working file; two = A vs B."""
+    if rev_a is None:
+        old_rev, new_rev = ("HEAD" if store.git.head() else None), WORKING
+    else:
+        old_rev, new_rev = rev_a, rev_b
+    old = load_version(store, old_rev) if old_rev is not None else Tree()
+    new = load_version(store, new_rev)
+    return diff_trees(old, new, old_rev or "(empty)", new_rev or "working tree")
