@@ -11,4 +11,10 @@ def __getattr__(name):
         from .store import Store
 
         return Store
+    from .api import RESULT_TYPES
+
+    if name in RESULT_TYPES or name == "Stats":
+        from . import api
+
+        return getattr(api, name)
     raise AttributeError(name)

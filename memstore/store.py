@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import FORMAT_VERSION
+from .api import StoreAPI
 from .errors import EmbedderMismatch, FormatError, MemstoreError, NotAStoreError
 from .format import config as configfmt
 from .format import log as logfmt
@@ -58,7 +59,7 @@ def find_root(start: Path | None = None) -> Path:
     raise NotAStoreError(here)
 
 
-class Store:
+class Store(StoreAPI):
     """A memory store: a git repository of plain files plus a disposable index in `.memstore/`."""
 
     def __init__(self, root: Path, embedder_override: str | None = None):

@@ -1,0 +1,158 @@
+"""`ct mcp`: one store's memory as an MCP server over stdio (tools search, recall, add, mark, where, context, tree).
+
+Every tool calls the same `Store` method as the `ct` command of the same name and returns its
+`to_json()` shape. All store work runs on one dedicated thread: the index's SQLite connection
+belongs to the thread that opened it, and the event loop stays free to answer pings meanwhile.
+stdout carries the protocol, so nothing here prints; notes go to stderr through logging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+log = logging.getLogger("memstore.mcp")
+
+INSTRUCTIONS = """\
+Long-term memory in a git-native store. Use `where` at the start of a task to see open markers and
+the latest lines; `recall` for questions with a time phrase ("what did we decide last Tuesday");
+`search` for words or meaning over all time; `context` for a ready prompt section under a token
+budget; `add` to remember a turn or fact; `mark` to record where the work stands (and `mark` with
+`done` to close it). Every write is one git commit. Text is returned verbatim."""
+
+
+class MemoryServer:
+    """Wraps one Store; each public coroutine is an MCP tool."""
+
+    def __init__(self, root: Path | str):
+        from .store import Store
+
+        self.root = Path(root)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore")
+        self._store = None
+        self._open = Store.open
+
+    def _st(self):
+        if self._store is None:
+            self._store = self._open(self.root)
+        return self._store
+
+    async def _run(self, fn, *args, **kwargs):
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        from .errors import MemstoreError
+
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
+        except MemstoreError as exc:  # the user-facing message, as the CLI would print it
+            raise ToolError(str(exc)) from None
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+
+    # ----- tools -------------------------------------------------------------------------------
+
+    async def search(self, query: str, k: int = 10, mode: str = "hybrid", since: str | None = None,
+                     until: str | None = None, role: list[str] | None = None,
+                     session: list[str] | None = None) -> dict:
+        """Search memory by words and meaning. mode: hybrid (default), exact or vector. since/until: ISO
+        times or phrases like "last week". Returns hits with verbatim text, time, role, session, source."""
+        def run():
+            hits = self._st().search(query, k=k, mode=mode, since=since, until=until, role=role, session=session)
+            return {"query": query, "hits": [h.to_json() for h in hits]}
+
+        return await self._run(run)
+
+    async def recall(self, question: str, k: int = 10, now: str | None = None, around: int = 0,
+                     docs: bool = False) -> dict:
+        """Recall what was said: a question with a time phrase ("what did we decide yesterday evening")
+        becomes a time window; returns verbatim lines in time order and how they were found (level)."""
+        return await self._run(lambda: self._st().recall(question, k=k, now=now, around=around, docs=docs).to_json())
+
+    async def add(self, text: str, role: str = "user", actor: str | None = None, session: str | None = None,
+                  type: str = "text", model: str | None = None) -> dict:
+        """Remember one turn or fact verbatim (one git commit). role: user | assistant | system | tool."""
+        from .format.record import RecordError
+
+        def run():
+            try:
+                return self._st().add(text, role=role, actor=actor, session=session, type=type, model=model).to_json()
+            except RecordError as exc:
+                raise ValueError(f"cannot add: {exc}") from None
+
+        return await self._run(run)
+
+    async def mark(self, text: str | None = None, done: str | None = None) -> dict:
+        """Set a "where are we now" marker with `text`, or close the open marker whose id starts with `done`."""
+        if bool(text) == bool(done):
+            from mcp.server.mcpserver.exceptions import ToolError
+
+            raise ToolError("give either text (a new marker) or done (the id of a marker to close)")
+        st = lambda: self._st()  # noqa: E731
+        return await self._run(lambda: (st().done(done) if done else st().mark(text)).to_json())
+
+    async def where(self, markers: int = 10, lines: int = 8) -> dict:
+        """Where the work stands: open markers (newest last) and the latest session's last lines."""
+        return await self._run(lambda: self._st().where(markers=markers, lines=lines).to_json())
+
+    async def context(self, query: str, budget: int | None = None, k: int = 8, recent: int = 6) -> dict:
+        """Prompt context for `query` within `budget` tokens: open markers, matching topic paths,
+        recalled verbatim lines (oldest first) and recent turns. `text` is ready to paste."""
+        return await self._run(lambda: self._st().context(query, budget=budget, k=k, recent=recent).to_json())
+
+    async def tree(self, depth: int | None = None) -> dict:
+        """The topic tree: nested topics with names, summaries and turn counts, plus an indented text view."""
+        def run():
+            from .tree import render
+
+            st = self._st()
+            t = st.tree()
+            return {**render.as_json(t, depth), "text": render.text(t, st.tz, depth)}
+
+        return await self._run(run)
+
+    async def stats(self) -> str:
+        """The store's counts (records, days, sessions, segments, bytes) as JSON."""
+        return await self._run(lambda: json.dumps(self._st().stat().to_json(), ensure_ascii=False, indent=1))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+
+
+TOOLS = ("search", "recall", "add", "mark", "where", "context", "tree")
+
+
+def build_server(root: Path | str):
+    """An MCPServer with the memory tools and the `memstore://stats` resource."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    from . import __version__
+
+    mem = MemoryServer(root)
+    server = MCPServer(name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    writes = {"add", "mark"}
+    for name in TOOLS:
+        fn = getattr(mem, name)
+        server.add_tool(fn, name=name, description=fn.__doc__.replace("\n        ", " "),
+                        annotations=ToolAnnotations(read_only_hint=name not in writes, destructive_hint=False,
+                                                    idempotent_hint=name not in writes, open_world_hint=False))
+    server.resource("memstore://stats", name="stats", mime_type="application/json",
+                    description="Counts for this store: records, days, sessions, segments, bytes.")(mem.stats)
+    return server, mem
+
+
+def serve(root: Path | str) -> None:
+    """Run the server on stdin/stdout until the client closes the connection."""
+    from .store import Store
+
+    st = Store.open(root)  # fail before the handshake, with the CLI's message, if this is not a store
+    server, mem = build_server(st.root)
+    mem._store = None  # opened again on the worker thread, which owns its SQLite connection
+    try:
+        server.run("stdio")
+    finally:
+        mem.close()
