@@ -1,0 +1,98 @@
+"""Topic assignment on the write path: same commit, temporal rule, bounded fan-out, offline names."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import commits, ct, git_clean
+from memstore.format import tree as treefmt
+from tree_scenarios import BIKE, DISTRACTORS, SARAH_ALLERGY, WEATHER, converse
+
+
+def test_add_places_the_turn_in_the_same_commit(store):
+    res = store.add("My bike tire keeps going flat after every ride.", ts="2026-11-01T10:00:00Z")
+    tree = treefmt.read(store.root)
+    assert tree.topic_of() == {res.added[0]["id"]: tree.current}
+    files = store.git.run("show", "--name-only", "--format=", "HEAD").split()
+    assert "tree.json" in files and any(f.startswith("log/") for f in files)
+    assert len(commits(store.root)) == 2 and git_clean(store.root)
+    name = tree.topics[tree.current].name.lower()
+    assert "bike" in name or "tire" in name or "flat" in name
+    assert "error" not in name
+
+
+def test_continue_then_branch_follows_the_temporal_rule(store):
+    ids = converse(store, [SARAH_ALLERGY, *WEATHER, *BIKE])
+    tree = treefmt.read(store.root)
+    owner = tree.topic_of()
+    weather_topic = owner[ids[1][0]]
+    assert owner[ids[2][0]] == weather_topic, "the umbrella follow-up continues the weather topic"
+    assert owner[ids[3][0]] == owner[ids[4][0]], "the two bike exchanges share a topic"
+    assert owner[ids[0][0]] != weather_topic != owner[ids[3][0]]
+    # replies always join their question's topic
+    for pair in ids:
+        assert owner[pair[0]] == owner[pair[1]]
+    # a new topic only ever hangs off the then-current topic's ancestry or the root
+    for t in tree.topics.values():
+        assert t.parent is None or t.parent in tree.topics
+
+
+def test_short_follow_ups_continue(store):
+    converse(store, [BIKE[0], ("ok thanks", "You're welcome.")])
+    tree = treefmt.read(store.root)
+    assert len(tree.topics) == 1
+
+
+def test_fan_out_stays_bounded(store):
+    converse(store, DISTRACTORS * 2, batch=5)
+    tree = treefmt.read(store.root)
+    cmap = tree.children_map()
+    assert max(len(kids) for kids in cmap.values()) <= 5
+    assert len([t for t in tree.topics.values() if t.records]) >= 6
+    assert sum(len(t.records) for t in tree.topics.values()) == 40
+    depth = max(len(tree.ancestry(t)) for t in tree.topics)
+    assert depth <= 4
+
+
+def test_only_conversation_records_are_placed(store, tmp_path):
+    doc = tmp_path / "notes.md"
+    doc.write_text("# Notes\n\nThe cabin is at the lake.\n")
+    ct("-C", store.root, "ingest-path", doc)
+    assert not (store.root / "tree.json").exists()
+    store.add("Let's plan the lake cabin weekend.", ts="2026-11-01T10:00:00Z")
+    tree = treefmt.read(store.root)
+    assert tree.record_count() == 1
+
+
+def test_topics_can_be_switched_off(store):
+    text = (store.root / "memstore.toml").read_text().replace("[settings]", "[settings]\ntopics = false")
+    (store.root / "memstore.toml").write_text(text)
+    store.git.commit("topics off", ["memstore.toml"])
+    from memstore.store import Store
+
+    st = Store.open(store.root)
+    st.add("hello there, this is a turn", ts="2026-11-01T10:00:00Z")
+    assert not (st.root / "tree.json").exists() and git_clean(st.root)
+
+
+def test_a_broken_tree_never_loses_a_write(store):
+    (store.root / "tree.json").write_text("{broken")
+    store.git.commit("break the tree", ["tree.json"])
+    res = store.add("This turn must be stored anyway.", ts="2026-11-01T10:00:00Z")
+    assert res.commit and any("topic tree not updated" in n for n in res.notes)
+    assert (store.root / "tree.json").read_text() == "{broken"
+    assert git_clean(store.root)
+
+
+def test_place_existing_and_cli_views(store):
+    converse(store, [SARAH_ALLERGY, *WEATHER], batch=5)
+    (store.root / "tree.json").unlink()
+    store.git.commit("drop the tree", ["tree.json"])
+    proc = ct("-C", store.root, "tree", "--place-existing")
+    assert "Sarah" in proc.stdout or "peanut" in proc.stdout.lower()
+    assert treefmt.read(store.root).record_count() == 6 and git_clean(store.root)
+    js = json.loads(ct("-C", store.root, "tree", "--json").stdout)
+    assert js["total_topics"] == len(treefmt.read(store.root).topics)
+    assert ct("-C", store.root, "tree", "--format", "mermaid").stdout.startswith("graph TD")
+    assert "digraph" in ct("-C", store.root, "tree", "--format", "dot").stdout
+    assert len(ct("-C", store.root, "tree", "--depth", "1").stdout.splitlines()) >= 1
