@@ -9,6 +9,7 @@ when something changed since the last update.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,8 +182,12 @@ def _latest_session(store, conn, n: int, out: Where) -> None:
 # ------------------------------------------------------------------------- a numpy-free freshness check
 
 
-def stat_fingerprint(log_path: Path | None, seg_dir: Path) -> str:
-    """The index builder's per-day stat fingerprint (memstore/index/build.py, Index._stat_fp)."""
+def stat_fingerprint(log_path, seg_dir) -> str:
+    """The index builder's per-day stat fingerprint (memstore/index/build.py, Index._stat_fp).
+
+    Plain string paths: on a store with hundreds of days, pathlib's object creation would cost
+    more than the stat calls themselves.
+    """
     parts = []
     try:
         st = os.stat(log_path)
@@ -190,14 +195,38 @@ def stat_fingerprint(log_path: Path | None, seg_dir: Path) -> str:
     except (OSError, TypeError):
         parts.append("-")
     try:
+        seg_dir = os.fspath(seg_dir)
         st = os.stat(seg_dir)
         parts.append(f"{st.st_mtime_ns}")
         for name in sorted(os.listdir(seg_dir)):
-            sub = os.stat(seg_dir / name)
+            sub = os.stat(os.path.join(seg_dir, name))
             parts.append(f"{name}:{sub.st_mtime_ns}:{sub.st_nlink}")
     except OSError:
         parts.append("-")
     return "|".join(parts)
+
+
+def _days_on_disk(root: str) -> dict[str, str]:
+    """{day: log path} for every day log, like format/log.list_days but with string paths."""
+    base = os.path.join(root, "log")
+    out: dict[str, str] = {}
+    try:
+        years = os.listdir(base)
+    except FileNotFoundError:
+        return out
+    for year in years:
+        ydir = os.path.join(base, year)
+        try:
+            names = os.listdir(ydir)
+        except (NotADirectoryError, FileNotFoundError):
+            continue
+        for name in names:
+            if _DAY_FILE.match(name) and name[:4] == year:
+                out[name[:10]] = os.path.join(ydir, name)
+    return out
+
+
+_DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 
 
 def fresh_index_connection(store) -> sqlite3.Connection | None:
@@ -221,12 +250,13 @@ def fresh_index_connection(store) -> sqlite3.Connection | None:
             conn.close()
             return None
         known = dict(conn.execute("SELECT day, stat_fp FROM days"))
-        days = logfmt.list_days(store.root)
-        if set(days) != set(known):
+        root = str(store.root)
+        days = _days_on_disk(root)
+        if days.keys() != known.keys():
             conn.close()
             return None
         for day, log_path in days.items():
-            if stat_fingerprint(log_path, logfmt.segment_day_dir(store.root, day)) != known[day]:
+            if stat_fingerprint(log_path, os.path.join(root, "segments", day[:4], day)) != known[day]:
                 conn.close()
                 return None
     except sqlite3.Error:

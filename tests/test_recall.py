@@ -214,3 +214,11 @@ def test_content_words():
     assert content_words("Budget and budget") == "Budget"
     assert content_words("予算について何を話した") == "予算"
     assert content_words("what did we talk about") == ""
+
+
+def test_now_may_be_a_naive_datetime_on_the_store_clock(berlin):
+    import datetime as dt
+
+    a = recall(berlin, "yesterday evening budget", now=dt.datetime(2026, 11, 30, 10, 0))
+    b = recall(berlin, "yesterday evening budget", now=NOW)
+    assert a.now == b.now == "2026-11-30T09:00:00.000000Z" and a.window == b.window

@@ -99,11 +99,7 @@ def content_words(keywords: str) -> str:
 
 
 def _now(now) -> dt.datetime:
-    if now is None:
-        return now_utc()
-    if isinstance(now, str):
-        return parse_ts(now, UTC)
-    return now if now.tzinfo else now.replace(tzinfo=UTC)
+    return now_utc() if now is None else now.astimezone(UTC)
 
 
 def recall(store, question: str, now=None, k: int = 10, around: int = 0, docs: bool = False,
@@ -121,6 +117,8 @@ def recall(store, question: str, now=None, k: int = 10, around: int = 0, docs: b
         raise UsageError("recall needs a question, e.g. ct recall \"what did we say yesterday about the budget\"")
     if isinstance(now, str):
         now = parse_ts(now, store.tz)
+    elif isinstance(now, dt.datetime) and now.tzinfo is None:
+        now = now.replace(tzinfo=store.tz)  # a naive time is on the store's wall clock, as everywhere
     ref = _now(now)
     tq = parse_time_query(question, ref, store.tz)
     words = content_words(tq.keywords)
