@@ -1,0 +1,459 @@
+"""The speed benchmark: memstore's search, index and ingest timings beside numpy and ContextTape.
+
+Every figure is measured in the same run as the peers it is compared with, because these machines
+are noisy; the report marks each budget of product.md §8 as pass or fail.
+Run: `python -m memstore.bench.speed --out docs/benchmarks.md` (or `ct bench`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import synth
+
+DEFAULT_SIZES = (10_000, 100_000)
+
+
+@dataclass
+class Row:
+    """One line of the report: our figure, the peers', their ratio and the budget verdict."""
+
+    measure: str
+    size: str
+    ours: str
+    numpy: str = ""
+    contexttape: str = ""
+    ratio: str = ""
+    budget: str = ""
+    ok: bool | None = None
+
+
+@dataclass
+class Bench:
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+    per_day: int = 100
+    base: Path = Path(".bench")
+    queries: int = 30
+    repeats: int = 3
+    contexttape: bool = True
+    ct_budget_s: float = 60.0
+    minilm: bool = True
+    ingest_n: int = 256
+    log: object = print
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    raw: dict = field(default_factory=dict)
+
+    def add(self, *args, **kw) -> Row:
+        row = Row(*args, **kw)
+        self.rows.append(row)
+        return row
+
+
+def pct(samples: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation; statistics.quantiles needs ≥ 2 points."""
+    return float(np.percentile(np.asarray(samples), q)) if samples else float("nan")
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:.2f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def timed(fn, *args, **kw) -> tuple[float, object]:
+    t = time.perf_counter()
+    out = fn(*args, **kw)
+    return time.perf_counter() - t, out
+
+
+def sample(fn, inputs: list, repeats: int) -> list[float]:
+    """Seconds per call over `repeats` passes of `inputs`, after one untimed warm-up pass."""
+    for x in inputs:
+        fn(x)
+    out = []
+    for _ in range(repeats):
+        for x in inputs:
+            t = time.perf_counter()
+            fn(x)
+            out.append(time.perf_counter() - t)
+    return out
+
+
+# ----- warm queries --------------------------------------------------------------------------------
+
+
+def bare_scan(matrix: np.ndarray, q: np.ndarray, k: int):
+    """The floor we compare against: one matrix-vector product and a partial sort."""
+    s = matrix @ q
+    top = np.argpartition(-s, k - 1)[:k]
+    return top[np.argsort(-s[top])]
+
+
+def warm_queries(b: Bench, store, n: int, queries: list[str], qvecs: np.ndarray) -> dict:
+    from ..retrieve.search import Filters, search, vector_candidates
+
+    index = store.index(update=False)
+    vecs, _ = index.matrix()
+    matrix = np.asarray(vecs)
+    pool = 50
+    qlist = list(range(len(queries)))
+    res = {}
+    for mode in ("exact", "vector", "hybrid"):
+        res[mode] = sample(lambda i, m=mode: search(store, queries[i], 10, m, qvec=qvecs[i]), qlist, b.repeats)
+    res["vector_part"] = sample(lambda i: vector_candidates(index, qvecs[i], Filters(), pool), qlist, b.repeats)
+    res["numpy"] = sample(lambda i: bare_scan(matrix, qvecs[i], pool), qlist, b.repeats)
+    p = {k: pct(v, 50) for k, v in res.items()}
+    p95 = {k: pct(v, 95) for k, v in res.items()}
+    size = f"{n:,}"
+    np50 = p["numpy"]
+    for mode in ("exact", "vector", "hybrid"):
+        budget, ok = "", None
+        if mode == "hybrid" and n >= 100_000:
+            budget, ok = "p50 ≤ 30 ms @100k", p["hybrid"] <= 0.030
+        vs_numpy = mode != "exact"  # an FTS query has no numpy counterpart
+        b.add(f"warm {mode} query, top 10, text read for hits (p50 / p95)", size, f"{ms(p[mode])} / {ms(p95[mode])}",
+              numpy=ms(np50) if vs_numpy else "", ratio=f"{p[mode] / np50:.1f}× numpy" if vs_numpy else "",
+              budget=budget, ok=ok)
+    vp = p["vector_part"] / np50
+    budget, ok = ("≤ 2× numpy @100k", vp <= 2.0) if n >= 100_000 else ("", None)
+    b.add("vector part of a query (cosine scan + top 50)", size, f"{ms(p['vector_part'])} / {ms(p95['vector_part'])}",
+          numpy=f"{ms(np50)} / {ms(p95['numpy'])}", ratio=f"{vp:.2f}× numpy", budget=budget, ok=ok)
+    res["p50"], res["p95"] = p, p95
+    return res
+
+
+# ----- fresh process -------------------------------------------------------------------------------
+
+
+def ct_command() -> list[str]:
+    exe = Path(sys.executable).parent / "ct"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "memstore"]
+
+
+def fresh_search(b: Bench, store, n: int, queries: list[str]) -> None:
+    import resource
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    walls, cpus = [], []
+    for q in queries[:5]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        proc = subprocess.run([*ct_command(), "-C", str(store.root), "search", q, "-k", "10"],
+                              capture_output=True, text=True, env=env)
+        walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # CPU time shows what the process itself costs when other work shares the cores.
+        cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+        if proc.returncode != 0:
+            raise RuntimeError(f"ct search failed: {proc.stderr.strip()}")
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: sys.stderr.write('HEAVY=' + ','.join(m for m in ('torch', 'sentence_transformers', 'onnxruntime') if m in sys.modules) + '\\n'))\n"
+             "from memstore.cli import main\n"
+             f"main(['-C', {str(store.root)!r}, 'search', {queries[0]!r}, '-k', '10'])\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    heavy = [ln.split("=", 1)[1] for ln in proc.stderr.splitlines() if ln.startswith("HEAVY=")]
+    heavy_mods = heavy[0] if heavy else "?"
+    p50 = statistics.median(walls)
+    budget, ok = ("≤ 1 s @100k, no torch", p50 <= 1.0 and heavy_mods == "") if n >= 100_000 else ("", None)
+    b.add("fresh `ct search` process, wall (hash-embedder store, median of 5)", f"{n:,}", ms(p50),
+          ratio=f"CPU time {ms(statistics.median(cpus))}; heavy imports: {heavy_mods or 'none'}", budget=budget, ok=ok)
+    b.raw.setdefault("fresh_search", {})[n] = walls
+
+
+def fresh_minilm_query(b: Bench) -> float:
+    """A fresh process that loads MiniLM and embeds one query: what a minilm store adds to `ct search`."""
+    code = ("import time; t=time.perf_counter()\n"
+            "from memstore.adapters.minilm import MiniLMEmbedder\n"
+            "MiniLMEmbedder().embed_query('what did we decide about the budget')\n"
+            "print(time.perf_counter()-t)")
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    wall = time.perf_counter() - t
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip())
+    inner = float(out.stdout.strip().splitlines()[-1])
+    b.add("fresh process: load MiniLM + embed one query", "—", ms(wall), ratio=f"in-process {ms(inner)}")
+    return wall
+
+
+# ----- index maintenance ----------------------------------------------------------------------------
+
+
+def rebuild(b: Bench, store, n: int) -> float:
+    index = store.index(update=False)
+    t, _ = timed(index.update, rebuild=True)
+    b.raw.setdefault("rebuild", {})[n] = t
+    return t
+
+
+def one_new_day(b: Bench, store, n: int, minilm_embed) -> None:
+    """Append one day through the real write path, time the incremental update, then undo it."""
+    head = store.git.head()
+    recs = synth.next_day_records(store, b.per_day)
+    try:
+        t_write, res = timed(store.write, recs, f"Add one benchmark day ({len(recs)} records)")
+        index = store.index(update=False)
+        plan = index.plan()
+        t_idx, _ = timed(index.update)
+    finally:
+        store.git.run("reset", "-q", "--hard", head)
+        store.index()
+    embed_s = minilm_embed([r["text"] for r in recs]) if minilm_embed else None
+    extra = f"; MiniLM embedding of the {len(recs)} records: {ms(embed_s)}" if embed_s is not None else ""
+    b.add(f"incremental reindex after one new day ({len(recs)} records)", f"{n:,}", ms(t_idx),
+          ratio=f"days planned: {len(plan.changed)}{extra}",
+          budget="≤ 0.5 s + embedding" if n >= 100_000 else "", ok=(t_idx <= 0.5) if n >= 100_000 else None)
+    b.raw.setdefault("one_day", {})[n] = {"write_s": t_write, "index_s": t_idx, "embed_s": embed_s}
+
+
+# ----- size on disk -----------------------------------------------------------------------------------
+
+
+def bytes_per_record(store, n: int) -> dict:
+    root = store.root
+    out = {"log": 0, "text_seg": 0, "vec_seg": 0, "seg_disk": 0, "index": 0, "git": 0}
+    for p in (root / "log").rglob("*.jsonl"):
+        out["log"] += p.stat().st_size
+    from ..format.segment import VECTOR_TYPES, read_header
+
+    for p in (root / "segments").rglob("segment_*.is"):
+        st = p.stat()
+        key = "vec_seg" if read_header(p).data_type in VECTOR_TYPES else "text_seg"
+        out[key] += st.st_size
+        out["seg_disk"] += st.st_blocks * 512
+    for p in store.meta_dir.iterdir():
+        if p.name in ("index.db",) or p.name.startswith(("vectors-", "times-")):
+            out["index"] += p.stat().st_size
+    for p in (root / ".git" / "objects").rglob("*"):
+        if p.is_file():
+            out["git"] += p.stat().st_size
+    return {k: v / n for k, v in out.items()}
+
+
+def sizes_rows(b: Bench, n: int) -> None:
+    per = {}
+    for dtype in ("float32", "int8"):
+        st, _ = synth.build_store(b.base, n, b.per_day, dtype, log=b.log)
+        st.index()
+        per[dtype] = bytes_per_record(st, n)
+    f, i = per["float32"], per["int8"]
+    for key, label in (("vec_seg", "vector segment"), ("text_seg", "text segment"), ("log", "day-log line"),
+                       ("git", "git objects (compressed)"), ("seg_disk", "segment files on disk (4 KiB blocks)"),
+                       ("index", "disposable index (.memstore)")):
+        b.add(f"bytes per record: {label}, float32 / int8", f"{n:,}", f"{f[key]:,.0f} / {i[key]:,.0f} B",
+              ratio=f"int8 = {i[key] / f[key]:.2f}× float32" if f[key] else "")
+    b.raw["bytes_per_record"] = per
+
+
+# ----- ingest -----------------------------------------------------------------------------------------
+
+
+def ingest_overhead(b: Bench, embedder_name: str) -> None:
+    """store.write for N records against the embedding of the same texts alone (warm model)."""
+    from .. import adapters
+    from ..store import Store
+
+    texts = synth.TextSource(seed=3).texts(b.ingest_n)
+    emb = adapters.get_embedder(embedder_name)
+    emb.embed_batch(texts[:8])  # load weights outside the timings
+    t_embed, _ = timed(emb.embed_batch, texts)
+    tmp = Path(tempfile.mkdtemp(prefix="memstore-bench-"))
+    old_cache = os.environ.get("MEMSTORE_EMBED_CACHE")
+    os.environ["MEMSTORE_EMBED_CACHE"] = str(tmp / "embed-cache.sqlite")  # a cold cache: nothing is skipped
+    try:
+        store = Store.init(tmp / "s", embedder=embedder_name, timezone="UTC")
+        store.set_embedder(emb)
+        recs = [store.normalize({"ts": f"2026-01-0{1 + i % 3}T10:{i // 60 % 60:02d}:{i % 60:02d}Z",
+                                 "role": "user", "text": t}) for i, t in enumerate(texts)]
+        t_write, res = timed(store.write, recs, f"Add {len(recs)} benchmark records")
+        assert len(res.added) == len(recs)
+    finally:
+        if old_cache is None:
+            os.environ.pop("MEMSTORE_EMBED_CACHE", None)
+        else:
+            os.environ["MEMSTORE_EMBED_CACHE"] = old_cache
+        shutil.rmtree(tmp, ignore_errors=True)
+    over = max(0.0, t_write - t_embed)
+    frac = over / t_write
+    real = embedder_name != "hash"
+    b.add(f"ingest overhead beyond embedding ({embedder_name} embedder, {len(texts)} records, one commit)", "—",
+          f"{frac * 100:.1f}% ({ms(over)} of {ms(t_write)})", ratio=f"{over / len(texts) * 1000:.2f} ms/record",
+          budget="≤ 15% of total" if real else "", ok=(frac <= 0.15) if real else None)
+    b.raw.setdefault("ingest", {})[embedder_name] = {"write_s": t_write, "embed_s": t_embed}
+
+
+def minilm_query_time(b: Bench, queries: list[str]):
+    from ..adapters.minilm import MiniLMEmbedder
+
+    emb = MiniLMEmbedder()
+    t_load, _ = timed(emb.embed_query, queries[0])
+    times = sample(emb.embed_query, queries, 1)
+    b.add("MiniLM query embedding, warm (p50 / p95)", "—", f"{ms(pct(times, 50))} / {ms(pct(times, 95))}",
+          ratio=f"first call (loads weights): {ms(t_load)}")
+    return lambda texts: timed(emb.embed_batch, texts)[0]
+
+
+# ----- ContextTape -------------------------------------------------------------------------------------
+
+
+def contexttape_compare(b: Bench, store, n: int, queries: list[str], qvecs: np.ndarray, ours: dict) -> None:
+    """ContextTape's ISStore.search_by_vector over the same vectors, timed inside its own venv."""
+    from ..retrieve.search import search
+
+    venv = (b.base / "ctvenv").resolve()
+    py = venv / "bin" / "python"
+    if not py.exists():
+        script = Path(__file__).resolve().parents[2] / "scripts" / "ct_venv.sh"
+        subprocess.run(["bash", str(script)], check=True, env={**os.environ, "CT_VENV": str(venv)})
+    index = store.index(update=False)
+    work = b.base / f"ct-{n}-{b.per_day}"
+    folder = work / "store"
+    if not (folder / "built.json").exists():
+        work.mkdir(parents=True, exist_ok=True)
+        vecs, _ = index.matrix()
+        rowids = [r for (r,) in index.conn.execute("SELECT rowid FROM records WHERE vrow >= 0 ORDER BY vrow")]
+        np.save(work / "vectors.npy", np.asarray(vecs))
+        (work / "texts.json").write_text(json.dumps([index.record_at(r)["text"] for r in rowids]), encoding="utf-8")
+    np.save(work / "queries.npy", qvecs.astype(np.float32))
+    child = Path(__file__).with_name("ct_child.py")
+    args = [str(py), str(child), "--folder", str(folder), "--queries", str(work / "queries.npy"),
+            "--repeats", "1", "--budget-s", str(b.ct_budget_s)]
+    if not (folder / "built.json").exists():
+        args += ["--build-from", str(work / "vectors.npy"), str(work / "texts.json")]
+        b.log(f"building a {n:,}-pair ContextTape store with its own append API (once)…")
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ContextTape child failed: {proc.stderr.strip()[-2000:]}")
+    res = json.loads(proc.stdout)["search"]
+    times = res["times"]
+    ct50 = pct(times, 50)
+    ours50 = ours["p50"]["vector"]
+    ratio = ct50 / ours50
+    ours_top = [h.text if h else None for h in
+                (next(iter(search(store, q, 1, "vector", qvec=qvecs[i])), None) for i, q in enumerate(queries[:len(res["top_texts"])]))]
+    agree = sum(a == c for a, c in zip(ours_top, res["top_texts"]))
+    budget, ok = ("≥ 50× @10k", ratio >= 50) if n == 10_000 else ("", None)
+    b.add("vector search: memstore `search(mode=vector)` vs ContextTape `ISStore.search_by_vector`",
+          f"{n:,}", ms(ours50), numpy=ms(ours["p50"]["numpy"]), contexttape=f"{ms(ct50)} (p50 of {len(times)})",
+          ratio=f"{ratio:,.0f}× faster; same top hit {agree}/{len(res['top_texts'])}", budget=budget, ok=ok)
+    built = json.loads((folder / "built.json").read_text(encoding="utf-8"))
+    b.raw.setdefault("contexttape", {})[n] = {"times": times, "pairs": res["pairs"], "version": res["version"],
+                                              "build_s": built.get("build_s")}
+
+
+# ----- where (markers) -------------------------------------------------------------------------------
+
+
+def where_timing(b: Bench, store, n: int) -> None:
+    try:
+        from .. import markers
+    except ImportError:
+        b.notes.append("`ct where` not measured: memstore/markers.py is not there yet.")
+        return
+    fn = getattr(markers, "where", None)
+    if fn is None:
+        b.notes.append("`ct where` not measured: memstore.markers has no where().")
+        return
+    times = sample(lambda _: fn(store), [0], 5)
+    b.add("warm `where(store)` (no markers in the synthetic store)", f"{n:,}", ms(pct(times, 50)))
+
+
+# ----- the whole run ---------------------------------------------------------------------------------
+
+
+def run(b: Bench) -> str:
+    from .report import render
+
+    b.base.mkdir(parents=True, exist_ok=True)
+    src = synth.TextSource()
+    queries = src.queries(b.queries)
+    qvecs = synth.embed_hash(queries)
+    minilm_embed = minilm_query_time(b, queries) if b.minilm else None
+    if b.minilm:
+        fresh_minilm_query(b)
+    largest = max(b.sizes)
+    rebuild_rate = {}
+    for n in sorted(b.sizes):
+        b.log(f"— {n:,} records")
+        store, info = synth.build_store(b.base, n, b.per_day, log=b.log)
+        store.index()
+        t_rb = rebuild(b, store, n)
+        rebuild_rate[n] = t_rb / n
+        b.add("full index rebuild (`Index.update(rebuild=True)`)", f"{n:,}", ms(t_rb),
+              ratio=f"{t_rb / n * 1e6:.0f} µs/record")
+        ours = warm_queries(b, store, n, queries, qvecs)
+        fresh_search(b, store, n, queries)
+        if b.contexttape and n == min(b.sizes):
+            contexttape_compare(b, store, n, queries, qvecs, ours)
+        if n == largest:
+            one_new_day(b, store, n, minilm_embed)
+            where_timing(b, store, n)
+        b.raw.setdefault("queries", {})[n] = {k: v for k, v in ours.items() if k in ("p50", "p95")}
+    if len(rebuild_rate) > 1:
+        lo, hi = min(rebuild_rate), max(rebuild_rate)
+        growth = rebuild_rate[hi] / rebuild_rate[lo]
+        b.add("full rebuild is linear in records (time per record, largest / smallest)", f"{lo:,} → {hi:,}",
+              f"{growth:.2f}×", budget="≤ 1.5×", ok=growth <= 1.5)
+    if b.contexttape and largest > min(b.sizes):
+        ct = b.raw.get("contexttape", {}).get(min(b.sizes))
+        if ct:
+            per = pct(ct["times"], 50)
+            b.notes.append(f"ContextTape at {largest:,} was not run: one query at {min(b.sizes):,} pairs takes "
+                           f"{per:.1f} s (it opens every segment header per query), so {largest:,} would take about "
+                           f"{per * largest / min(b.sizes):.0f} s per query, and building its store about "
+                           f"{ct.get('build_s', 0) or 0:.0f}+ s and 2 GB of 4 KiB files.")
+    sizes_rows(b, min(b.sizes))
+    ingest_overhead(b, "hash")
+    if b.minilm:
+        ingest_overhead(b, "minilm")
+    return render(b)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m memstore.bench.speed", description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    args = ap.parse_args(argv)
+    return run_cli(**vars(args))
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--out", type=Path, default=None, help="Write the Markdown report here.")
+    ap.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="Store sizes, comma-separated.")
+    ap.add_argument("--per-day", type=int, default=100, help="Records per day in the synthetic stores.")
+    ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--ingest-n", type=int, default=256)
+    ap.add_argument("--base", type=Path, default=Path(".bench"), help="Where built stores are cached.")
+    ap.add_argument("--no-contexttape", dest="contexttape", action="store_false")
+    ap.add_argument("--no-minilm", dest="minilm", action="store_false")
+
+
+def run_cli(out=None, sizes="10000,100000", per_day=100, queries=30, repeats=3, ingest_n=256,
+            base=Path(".bench"), contexttape=True, minilm=True, command=None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    b = Bench(sizes=tuple(int(s) for s in str(sizes).split(",") if s.strip()), per_day=per_day, base=Path(base),
+              queries=queries, repeats=repeats, contexttape=contexttape, minilm=minilm, ingest_n=ingest_n,
+              log=lambda m: print(m, file=sys.stderr, flush=True))
+    b.raw["command"] = command or " ".join(["python -m memstore.bench.speed", *sys.argv[1:]])
+    text = run(b)
+    print(text)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text, encoding="utf-8")
+    (b.base / "last.json").write_text(json.dumps(b.raw, default=str, indent=1), encoding="utf-8")
+    return 0 if all(r.ok is not False for r in b.rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

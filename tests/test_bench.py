@@ -1,0 +1,63 @@
+"""A tiny run of the speed benchmark, so the harness (and `ct bench`) cannot silently rot."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from conftest import ct, git_clean
+
+
+def test_synthetic_store_is_a_valid_store_and_cached(tmp_path):
+    from memstore.bench import synth
+
+    store, info = synth.build_store(tmp_path, 120, per_day=40, log=lambda m: None)
+    assert info["n"] == 120 and info["days"] == 3
+    assert git_clean(store.root)
+    assert ct("-C", store.root, "fsck").returncode == 0
+    index = store.index()
+    assert index.stats()["records"] == 120 and index.stats()["vectors"] == 120
+    # The second call reuses the folder instead of building again.
+    again, info2 = synth.build_store(tmp_path, 120, per_day=40, log=lambda m: None)
+    assert again.root == store.root and info2 == info
+
+
+def test_synthetic_texts_are_deterministic():
+    from memstore.bench.synth import TextSource, synth_records
+
+    assert TextSource(4).texts(5) == TextSource(4).texts(5)
+    a, b = synth_records(30, 10), synth_records(30, 10)
+    assert [r["id"] for r in a] == [r["id"] for r in b]
+    assert len({r["id"] for r in a}) == 30
+
+
+def test_bare_scan_matches_full_sort():
+    from memstore.bench.speed import bare_scan
+
+    rng = np.random.default_rng(1)
+    m = rng.standard_normal((500, 16)).astype(np.float32)
+    q = rng.standard_normal(16).astype(np.float32)
+    assert bare_scan(m, q, 7).tolist() == np.argsort(-(m @ q))[:7].tolist()
+
+
+def test_ct_bench_tiny_run_writes_report(tmp_path):
+    out = tmp_path / "bench.md"
+    proc = ct("bench", "--sizes", "60,120", "--per-day", "30", "--queries", "3", "--repeats", "1", "--ingest-n", "20",
+              "--base", tmp_path / "cache", "--no-contexttape", "--no-minilm", "--out", out, check=False)
+    assert proc.returncode in (0, 1), proc.stderr  # 1 only when a budget fails on this machine
+    text = out.read_text(encoding="utf-8")
+    assert text == proc.stdout.rstrip("\n") + "\n" or text.strip() == proc.stdout.strip()
+    for needle in ("| measure |", "warm hybrid query", "vector part of a query", "fresh `ct search` process",
+                   "incremental reindex after one new day", "full index rebuild", "bytes per record: vector segment",
+                   "ingest overhead beyond embedding", "Machine:", "Command: `ct bench"):
+        assert needle in text, needle
+    assert "1,568 / 416 B" in text  # 32-byte header + 384 float32s, and + 384 int8s
+    assert "heavy imports: none" in text
+    raw = json.loads((tmp_path / "cache" / "last.json").read_text())
+    assert set(raw["queries"]) == {"60", "120"}
+    # The one-new-day step undoes itself: the cached store is back to its 120 records, git clean.
+    from memstore.store import Store
+
+    st = Store.open(tmp_path / "cache" / "store-120-30-float32")
+    assert st.index().stats()["records"] == 120 and git_clean(st.root)
