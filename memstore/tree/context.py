@@ -159,15 +159,18 @@ def recall_pieces(store, query: str, qvec, tree, th, k: int, data: RecordData) -
     hits = search(store, query, k=k * 3, mode="hybrid", filters=Filters(exclude_types=["meta"]), qvec=qvec)
     archived = set(tree.archived)
     terms = {_fold(t) for t in query_terms(query)}
+    # Relevance is judged on the query's content words alone: "should I …" in the query must not
+    # pull in every line that also says "should I".
+    content = " ".join(query_terms(query))
+    cvec = np.asarray(store.embedder.embed_query(content), np.float32) if content else qvec
     keep = []
     for h in hits:
         if h.id in archived:
             continue
         # FTS matches any word, even "s" from "what's": only shared content words count.
         shared = len(terms & {_fold(w) for w in query_terms(h.text)})
-        cos = h.parts.get("vector", {}).get("score")
-        if cos is None:
-            cos = float(np.asarray(data.vector(h.id) if data.vector(h.id) is not None else np.zeros_like(qvec)) @ qvec)
+        vec = data.vector(h.id)
+        cos = float(vec @ cvec) if vec is not None else 0.0
         if cos + WORD_WEIGHT * min(shared, 2) < th["recall"]:
             continue
         keep.append(h)
