@@ -153,8 +153,6 @@ def recall(store, question: str, now=None, k: int = 10, around: int = 0, docs: b
                     res.notes.append(f"Nothing in {_describe(w, store.tz)} matched {words!r} "
                                      f"(the window holds {res.window_lines} other lines: "
                                      f"ct recall {w.phrase!r} lists them).")
-                else:
-                    res.notes.append(f"Nothing in {_describe(w, store.tz)} matched {words!r}.")
                 outside = [h for h in ctx.ranked(words, base, pool_k=max(50, 5 * k))
                            if not (since <= from_iso(h.hit.ts).timestamp() < until)]
                 if outside:
@@ -195,8 +193,7 @@ def _pool(k: int, occurrence: str | None) -> int:
 
 def _describe(w, tz) -> str:
     a, b = w.start.astimezone(tz), w.end.astimezone(tz)
-    same_day = a.date() == (b - dt.timedelta(microseconds=1)).date()
-    end = b.strftime("%H:%M") if same_day else b.strftime("%Y-%m-%d %H:%M")
+    end = b.strftime("%H:%M") if a.date() == b.date() else b.strftime("%Y-%m-%d %H:%M")
     return f"{w.phrase!r} ({a.strftime('%Y-%m-%d %H:%M')} to {end})"
 
 
