@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .format import log as logfmt
 from .format import record as recordfmt
-from .format.segment import (DT_TEXT, SegmentError, VECTOR_TYPES, read_segment, segment_ids, segment_name)
+from .format.segment import (DT_AUDIO, DT_BLOB, DT_IMAGE, DT_JSON, DT_TEXT, SegmentError, VECTOR_TYPES, read_segment,
+                             segment_ids, segment_name)
 
 
 @dataclass
@@ -64,6 +65,9 @@ def _check_record(store, rec, where, day, dim, rep, referenced) -> None:
         rep.damage.append(f"{where}: ts {rec['ts']} is not on day {day} in {store.config.timezone}")
     if rec.get("hash") and rec["hash"] != recordfmt.text_hash(rec["text"]):
         rep.damage.append(f"{where}: text does not match its hash")
+    src = rec.get("source")
+    if isinstance(src, dict) and "blob" in src:  # ingest-any: the original file, kept whole
+        _check_blob(store, rec, src["blob"], where, rep, referenced)
     seg = rec.get("seg")
     if not isinstance(seg, dict):
         rep.warnings.append(f"{where}: record has no segment reference (not vector-searchable)")
@@ -106,8 +110,48 @@ def _check_orphans(store, rep, referenced) -> None:
                 except (OSError, SegmentError) as exc:
                     rep.damage.append(f"{p}: {exc}")
                     continue
-                if h.data_type in (DT_TEXT, *VECTOR_TYPES):
+                if h.data_type in (DT_TEXT, *VECTOR_TYPES, *BLOB_TYPES, DT_JSON):
                     rep.warnings.append(f"{store.rel(p)}: segment not referenced by any record (orphan)")
         for name in filenames:
             if name.startswith(".") and ".tmp-" in name:
                 rep.warnings.append(f"{store.rel(folder / name)}: temp file left by an interrupted write")
+
+
+BLOB_TYPES = (DT_IMAGE, DT_AUDIO, DT_BLOB)
+
+
+def _check_blob(store, rec, ref, where, rep, referenced) -> None:
+    """A record's `source.blob`: blob and manifest segments exist, link both ways, and the bytes hash right."""
+    import hashlib
+    import json
+
+    from .index.build import safe_path
+
+    try:
+        shard = safe_path(store.root, str(ref.get("shard", "")))
+        bid, mid = int(ref["blob"]), int(ref["manifest"])
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        rep.damage.append(f"{where}: bad blob reference ({exc})")
+        return
+    bpath, mpath = shard / segment_name(bid), shard / segment_name(mid)
+    if bpath in referenced and mpath in referenced:
+        return  # another record (an earlier chunk of the same PDF) had it checked
+    referenced.update((bpath, mpath))
+    try:
+        bh, body = read_segment(bpath)
+        mh, mbody = read_segment(mpath)
+    except (OSError, SegmentError) as exc:
+        rep.damage.append(f"{shard}: {exc} (blob of {where})")
+        return
+    if bh.data_type not in BLOB_TYPES or bh.next_id != mid:
+        rep.damage.append(f"{store.rel(bpath)}: blob segment does not link to its manifest {mid}")
+    if mh.data_type != DT_JSON or mh.prev_id != bid:
+        rep.damage.append(f"{store.rel(mpath)}: manifest does not link back to blob {bid}")
+    try:
+        manifest = json.loads(mbody.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        rep.damage.append(f"{store.rel(mpath)}: manifest is not JSON")
+        return
+    digest = hashlib.sha256(body).hexdigest()
+    if manifest.get("sha256") != digest or rec["source"].get("file_sha256") not in (None, digest):
+        rep.damage.append(f"{store.rel(bpath)}: blob bytes do not match the sha256 in its manifest and record ({where})")

@@ -188,7 +188,7 @@ class Store(StoreAPI):
 
     def write(self, records: list[dict], message, embed_inputs: list[str] | None = None,
               progress=None, extra_paths: list[str] | None = None, dedupe: bool = True,
-              after_write=None) -> WriteResult:
+              after_write=None, before_write=None, given_vectors: dict | None = None) -> WriteResult:
         """Embed, write segments, append day logs and make one commit — all under the store lock.
 
         `records` are normalised records (see `normalize`). Records whose id is already in the
@@ -196,7 +196,10 @@ class Store(StoreAPI):
         is the commit message, or a function of the records actually added that returns it.
         `after_write(store, records, vectors)` runs before the commit and returns extra paths to
         stage; by default conversation records are placed in the topic tree (tree.json), and
-        `after_write=False` skips that.
+        `after_write=False` skips that. `before_write(store, records)` runs under the lock once
+        duplicates are dropped, before anything is embedded: it may write files the records refer to
+        (blobs) and fill in their fields, and returns paths to stage. `given_vectors` maps id(record)
+        to a vector stored as is instead of embedding that record (imports that keep their vectors).
         """
         result = WriteResult()
         inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
@@ -204,9 +207,10 @@ class Store(StoreAPI):
             if dedupe:
                 records, result.skipped = self._drop_known(records)
             paths: list[str] = []
+            blob_paths = list(before_write(self, records) or []) if records and before_write else []
             if records:
-                vectors = self._embed([inputs_by_rec.get(id(r), r["text"]) for r in records], progress)
-                paths = self._write_files(records, vectors)
+                vectors = self._embed_records(records, inputs_by_rec, given_vectors, progress)
+                paths = blob_paths + self._write_files(records, vectors)
                 result.added = records
                 paths += self._after_write(records, vectors, after_write, result)
             paths += extra_paths or []
@@ -243,6 +247,21 @@ class Store(StoreAPI):
         known = self.index().known_ids([r["id"] for r in fresh]) if fresh else set()
         kept = [r for r in fresh if r["id"] not in known]
         return kept, len(records) - len(kept)
+
+    def _embed_records(self, records: list[dict], inputs_by_rec: dict, given: dict | None, progress=None):
+        """One vector per record: the caller's where given (keyed by id(record)), embedded otherwise."""
+        if not given:
+            return self._embed([inputs_by_rec.get(id(r), r["text"]) for r in records], progress)
+        import numpy as np
+
+        out = np.zeros((len(records), self.embedder.dim), np.float32)
+        todo = [i for i, r in enumerate(records) if id(r) not in given]
+        if todo:
+            out[todo] = self._embed([inputs_by_rec.get(id(records[i]), records[i]["text"]) for i in todo], progress)
+        for i, r in enumerate(records):
+            if id(r) in given:
+                out[i] = np.asarray(given[id(r)], np.float32)
+        return out
 
     def _embed(self, texts: list[str], progress=None):
         import numpy as np

@@ -7,6 +7,7 @@ supersedes the chunks that no longer exist; chunks that did not change stay as t
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FormatError, SecretsFound, UsageError
@@ -17,18 +18,12 @@ from ..store import WriteResult
 def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, max_pdf_pages=None,
                 follow_symlinks: bool = False, quantize: bool = False, allow_secrets: bool = False,
                 progress=None, verbose: int = 0) -> WriteResult:
-    from . import secrets
-    from .chunk import chunk, embedding_input
     from .walk import FileItem, walk
 
     root = Path(path).expanduser()
     if not root.exists():
         raise UsageError(f"{root}: no such file or folder")
-    index = store.index()
-    emb = store.embedder
-    max_tokens = int(store.config.setting("chunk_tokens"))
-    overlap = int(store.config.setting("chunk_overlap"))
-    items, notes, found = [], [], []
+    items, notes = [], []
     for item in walk(root, exts=exts, max_bytes=max_bytes, follow_symlinks=follow_symlinks,
                      exclude=[store.root], allow_secrets=allow_secrets, max_pdf_pages=max_pdf_pages):
         if not isinstance(item, FileItem):
@@ -39,9 +34,50 @@ def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, ma
         reason = notes[0].split(": ", 1)[1] if notes else "nothing to read"
         raise FormatError(root, reason, hint="Nothing was written.")
 
-    now = now_utc()
-    records, inputs = [], []
-    files_changed = 0
+    plan = plan_files(store, items, now_utc(), allow_secrets=allow_secrets, verbose=verbose)
+    notes += plan.notes
+    records, inputs, found, files_changed = plan.records, plan.inputs, plan.found, plan.files_changed
+    if found:
+        raise SecretsFound("Refusing to ingest what looks like credentials:\n  " + "\n  ".join(found[:50]),
+                           "Nothing was written. Remove them, or pass --allow-secrets.")
+    n_files = len({r["source"]["path"] for r in records if r["type"] == "doc"})
+    n_chunks = sum(1 for r in records if r["type"] == "doc")
+    msg = f"Ingest {n_files} files ({n_chunks} chunks) from {_display(root)}"
+    if files_changed:
+        msg += f"; {files_changed} changed"
+    if quantize:
+        store.config.settings["vector_dtype"] = "int8"
+    res = store.write(records, msg, embed_inputs=inputs, progress=progress)
+    res.notes = notes + res.notes
+    return res
+
+
+@dataclass
+class Plan:
+    """What ingesting some files would write: records with their embedding inputs, and what was found."""
+
+    records: list[dict] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    found: list[str] = field(default_factory=list)   # secrets, "path:line: kind (redacted)"
+    files_changed: int = 0
+    by_file: dict = field(default_factory=dict)      # FileItem.path -> its new records
+
+
+def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0) -> Plan:
+    """Chunk records for text FileItems (shared by ingest-path and ingest-any): only what is new.
+
+    An unchanged file adds nothing; a changed one adds its new chunks plus a `meta` record that
+    supersedes the chunks that are gone.
+    """
+    from . import secrets
+    from .chunk import chunk, embedding_input
+
+    index = store.index()
+    emb = store.embedder
+    max_tokens = int(store.config.setting("chunk_tokens"))
+    overlap = int(store.config.setting("chunk_overlap"))
+    plan = Plan()
     for item in items:
         key = str(Path(item.path).resolve())
         current = index.conn.execute(
@@ -51,13 +87,13 @@ def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, ma
         try:
             text = item.read_text()
         except (OSError, ValueError) as exc:
-            notes.append(f"skipped {item.path}: {exc}")
+            plan.notes.append(f"skipped {item.path}: {exc}")
             continue
         if not text.strip():
-            notes.append(f"skipped {item.path}: no text")
+            plan.notes.append(f"skipped {item.path}: no text")
             continue
         if not allow_secrets:
-            found += [f"{item.path}:{f.line}: {f.kind} ({f.excerpt_redacted})" for f in secrets.scan(text)]
+            plan.found += [f"{item.path}:{f.line}: {f.kind} ({f.excerpt_redacted})" for f in secrets.scan(text)]
         chunks = chunk(text, item.kind, emb.count_tokens, max_tokens, overlap)
         current_hashes = {}
         for rid, _, rowid in current:
@@ -77,35 +113,29 @@ def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, ma
             if h in current_hashes:
                 continue
             file_records.append(rec)
-            inputs.append(embedding_input(chunks, i, overlap, emb.count_tokens))
+            plan.inputs.append(embedding_input(chunks, i, overlap, emb.count_tokens))
         gone = sorted(rid for h, rid in current_hashes.items() if h not in new_hashes)
         if gone:
-            sup = store.normalize({
-                "ts": now, "actor": "memstore", "role": "system", "type": "meta",
-                "text": f"{item.rel} changed: {len(gone)} chunk(s) superseded",
-                "session": item.rel, "supersedes": gone,
-                "source": {"path": key, "file_sha256": item.sha256},
-            })
+            sup = superseding_record(store, now, item.rel, key, item.sha256, gone)
             file_records.append(sup)
-            inputs.append(sup["text"])
+            plan.inputs.append(sup["text"])
         if current:
-            files_changed += 1
-        records += file_records
+            plan.files_changed += 1
+        plan.records += file_records
+        plan.by_file[item.path] = file_records
         if verbose:
-            notes.append(f"{item.rel}: {len(chunks)} chunks, {len(file_records)} new records")
-    if found:
-        raise SecretsFound("Refusing to ingest what looks like credentials:\n  " + "\n  ".join(found[:50]),
-                           "Nothing was written. Remove them, or pass --allow-secrets.")
-    n_files = len({r["source"]["path"] for r in records if r["type"] == "doc"})
-    n_chunks = sum(1 for r in records if r["type"] == "doc")
-    msg = f"Ingest {n_files} files ({n_chunks} chunks) from {_display(root)}"
-    if files_changed:
-        msg += f"; {files_changed} changed"
-    if quantize:
-        store.config.settings["vector_dtype"] = "int8"
-    res = store.write(records, msg, embed_inputs=inputs, progress=progress)
-    res.notes = notes + res.notes
-    return res
+            plan.notes.append(f"{item.rel}: {len(chunks)} chunks, {len(file_records)} new records")
+    return plan
+
+
+def superseding_record(store, now, rel: str, key: str, sha256: str, gone: list[str]) -> dict:
+    """The `meta` record that retires a changed file's old records (they leave search, never the log)."""
+    return store.normalize({
+        "ts": now, "actor": "memstore", "role": "system", "type": "meta",
+        "text": f"{rel} changed: {len(gone)} chunk(s) superseded",
+        "session": rel, "supersedes": gone,
+        "source": {"path": key, "file_sha256": sha256},
+    })
 
 
 def _hash(text: str) -> str:

@@ -1,0 +1,167 @@
+"""ingest-any: every file becomes memory — text as chunks, everything else kept whole as a blob — in one commit.
+
+Text and code go through ingest-path's planner (same chunks, same ids, same supersession). A PDF
+with text becomes chunks too, and its original bytes are kept as a blob that the chunks point at.
+Images, audio, video, PDFs without text and any other file become a blob segment (ContextTape
+data type 10 image, 11 audio, 12 other) with a JSON manifest segment (type 13) linked to it, plus
+one searchable `doc` record that describes the file in words and points at the pair through
+`source.blob = {"shard", "blob", "manifest"}`. Nothing is truncated: a file over the size limit
+is skipped with a message. Blobs are written under the store lock by `Store.write`'s
+`before_write` hook, so a crash rolls them back like any other uncommitted segment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import FormatError, SecretsFound, UsageError
+from ..format.segment import DT_AUDIO, DT_BLOB, DT_IMAGE, MAX_PAYLOAD
+from ..format.timeutil import from_iso, now_utc, to_iso
+from ..store import WriteResult
+
+DEFAULT_MAX_BYTES = 100 * 1024 * 1024
+DATA_TYPES = {"image": DT_IMAGE, "audio": DT_AUDIO}  # everything else is DT_BLOB
+
+
+@dataclass
+class _BlobJob:
+    """One original file to store as a blob, and the records that will point at it."""
+
+    path: Path
+    rel: str
+    sha256: str
+    size: int
+    info: dict
+    records: list[dict] = field(default_factory=list)
+
+
+def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False,
+               allow_secrets: bool = False, progress=None, verbose: int = 0) -> WriteResult:
+    """Ingest a file or folder of any files (see the module docstring); one commit, none if nothing is new."""
+    from .path import _display, plan_files
+    from .walk import BlobItem, FileItem, walk
+
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise UsageError(f"{root}: no such file or folder")
+    if max_bytes is not None and max_bytes > MAX_PAYLOAD:
+        raise UsageError(f"--max-bytes {max_bytes} is above what one segment holds ({MAX_PAYLOAD} bytes)")
+    texts, blobs, notes = [], [], []
+    for item in walk(root, max_bytes=max_bytes, follow_symlinks=follow_symlinks, exclude=[store.root],
+                     allow_secrets=allow_secrets, blobs=True):
+        if isinstance(item, FileItem):
+            texts.append(item)
+        elif isinstance(item, BlobItem):
+            blobs.append(item)
+        else:
+            notes.append(f"skipped {item.path}: {item.reason}")
+    if not texts and not blobs and root.is_file():
+        reason = notes[0].split(": ", 1)[1] if notes else "nothing to read"
+        raise FormatError(root, reason, hint="Nothing was written.")
+
+    now = now_utc()
+    plan = plan_files(store, texts, now, allow_secrets=allow_secrets, verbose=verbose)
+    if plan.found:
+        raise SecretsFound("Refusing to ingest what looks like credentials:\n  " + "\n  ".join(plan.found[:50]),
+                           "Nothing was written. Remove them, or pass --allow-secrets.")
+    records, inputs, jobs = list(plan.records), list(plan.inputs), []
+    for item in texts:  # a PDF's original is kept beside its text
+        new = [r for r in plan.by_file.get(item.path, []) if r["type"] == "doc"]
+        if item.kind == "pdf" and new:
+            jobs.append(_BlobJob(Path(item.path), item.rel, item.sha256, item.size,
+                                 {"mime": "application/pdf", "kind": "pdf", "pages": item.pages}, new))
+    _plan_blobs(store, blobs, now, records, inputs, jobs, notes)
+
+    def message(added) -> str:
+        docs = [r for r in added if r["type"] == "doc"]
+        n_blobs = sum(1 for r in docs if r["id"].startswith("blob:"))
+        n_chunks = len(docs) - n_blobs
+        n_files = len({r["source"]["path"] for r in docs})
+        return f"Ingest {n_files} files ({n_chunks} chunks, {n_blobs} blobs) from {_display(root)}"
+
+    res = store.write(records, message, embed_inputs=inputs, progress=progress,
+                      before_write=lambda st, added: _write_blobs(st, jobs, added))
+    res.notes = notes + plan.notes + res.notes
+    return res
+
+
+def _plan_blobs(store, blobs, now, records, inputs, jobs, notes) -> None:
+    """A describing record (and a blob job) for each new or changed non-text file."""
+    from .media import describe_media, description
+    from .path import _hash, superseding_record
+
+    index = store.index()
+    for item in blobs:
+        key = str(Path(item.path).resolve())
+        current = index.conn.execute(
+            "SELECT id, fsha FROM records WHERE source = ? AND hidden = 0", (key,)).fetchall()
+        if any(fsha == item.sha256 for _, fsha in current):
+            continue
+        try:
+            data = Path(item.path).read_bytes()
+        except OSError as exc:
+            notes.append(f"skipped {item.path}: cannot read: {exc.strerror or exc}")
+            continue
+        info = describe_media(Path(item.path).name, data)
+        del data
+        text = description(item.rel, item.size, info, item.reason)
+        rec = store.normalize({
+            "ts": now, "actor": "document", "role": "system", "type": "doc", "text": text,
+            "session": item.rel,
+            "source": {"path": key, "rel": item.rel, "chunk": 0, "chunks": 1, "file_sha256": item.sha256,
+                       "size": item.size, "media": info},
+        }, derive_id=False)
+        rec["id"] = f"blob:{_hash(key)[:8]}:{item.sha256[:12]}"
+        records.append(rec)
+        inputs.append(text)
+        jobs.append(_BlobJob(Path(item.path), item.rel, item.sha256, item.size, info, [rec]))
+        if current:
+            sup = superseding_record(store, now, item.rel, key, item.sha256, sorted(rid for rid, _ in current))
+            records.append(sup)
+            inputs.append(sup["text"])
+
+
+def _write_blobs(store, jobs: list[_BlobJob], added: list[dict]) -> list[str]:
+    """Under the store lock: write each needed blob + manifest pair and point its records at it."""
+    from ..format import log as logfmt
+    from ..format.segment import ShardWriter
+    from ..format.timeutil import local_day
+
+    added_ids = {id(r) for r in added}
+    writer = store.writer_id()
+    paths: list[str] = []
+    for job in jobs:
+        recs = [r for r in job.records if id(r) in added_ids]
+        if not recs:
+            continue  # already in the store (same id): its blob was written then
+        data = job.path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != job.sha256:
+            raise FormatError(job.path, "changed while it was being ingested",
+                              hint="Run the ingest again; nothing from it was committed.")
+        when = from_iso(recs[0]["ts"])
+        shard = logfmt.segment_day_dir(store.root, local_day(when, store.tz)) / writer
+        manifest = {"name": job.path.name, "path": job.rel, "source": str(job.path.resolve()),
+                    "size": len(data), "sha256": job.sha256, "ingested": to_iso(when),
+                    "records": [r["id"] for r in recs], **job.info}
+        dtype = DATA_TYPES.get(job.info.get("kind"), DT_BLOB)
+        bid, mid = ShardWriter(shard).write_blob(data, dtype, manifest, int(when.timestamp()))
+        ref = {"shard": store.rel(shard), "blob": bid, "manifest": mid}
+        for r in recs:
+            r["source"]["blob"] = dict(ref)
+        paths.append(store.rel(shard))
+    return paths
+
+
+def read_blob(store, ref: dict) -> tuple[bytes, dict]:
+    """The original bytes and the manifest of a record's `source.blob` reference."""
+    import json
+
+    from ..format.segment import read_segment, segment_name
+    from ..index.build import safe_path
+
+    shard = safe_path(store.root, str(ref["shard"]))
+    _, payload = read_segment(shard / segment_name(int(ref["blob"])))
+    _, manifest = read_segment(shard / segment_name(int(ref["manifest"])))
+    return payload, json.loads(manifest.decode("utf-8"))
