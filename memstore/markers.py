@@ -12,12 +12,11 @@ import os
 import re
 import sqlite3
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .errors import FormatError, MemstoreError, UsageError
 from .format import log as logfmt
 from .format import markers as markerfmt
-from .format.timeutil import from_iso, now_utc
+from .format.timeutil import now_utc
 
 # Must match memstore/index/build.py (SCHEMA_VERSION); tests/test_markers.py checks the fast path
 # is taken after a normal update, so a drift shows up as a failing test, never as a wrong answer.

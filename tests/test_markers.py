@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import commits, ct, git_clean, make_store
+from conftest import commits, ct, git_clean
 from memstore.format import markers as markerfmt
 from memstore.markers import done, mark, stat_fingerprint, where
 
