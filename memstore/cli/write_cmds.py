@@ -75,7 +75,7 @@ def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, 
 
 @click.group("import")
 def import_cmd():
-    """Import conversations: jsonl, claude-code, chatgpt (idempotent and incremental)."""
+    """Import conversations (jsonl, claude-code, chatgpt) or a ContextTape store (idempotent)."""
 
 
 def _import(obj, kind, path, as_json, allow_secrets=False, **opts):
@@ -134,3 +134,23 @@ def import_chatgpt(obj, file, allow_secrets, as_json):
     Example: ct import chatgpt conversations.json
     """
     _import(obj, "chatgpt", file, as_json, allow_secrets)
+
+
+@import_cmd.command("contexttape")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option("--model", default=None,
+              help="The model that made the store's vectors; they are kept when it is this store's model "
+                   "(same dimension). Default: re-embed every text.")
+@_with_common
+@click.pass_obj
+def import_contexttape_cmd(obj, folder, model, allow_secrets, as_json):
+    """A ContextTape store: a folder of segment_<n>.is files, or a folder of such folders.
+
+    Each text/vector pair becomes a record dated by its segment header; orphans are reported.
+
+    Example: ct import contexttape data/ --model sentence-transformers/all-MiniLM-L6-v2
+    """
+    st = obj.store()
+    with progress_for(obj, "Importing contexttape") as bar:
+        res = st.import_("contexttape", folder, model=model, allow_secrets=allow_secrets, progress=bar)
+    report(obj, res, as_json, "import contexttape")
