@@ -39,6 +39,8 @@ COMMANDS = {
     "diff": "tree_cmds:diff_cmd",
     "hook": "internal_cmds:hook_cmd",
     "merge-tree": "internal_cmds:merge_tree_cmd",
+    "build-wiki": "seed_cmds:build_wiki_cmd",
+    "serve": "seed_cmds:serve_cmd",
 }
 HIDDEN = {"hook", "merge-tree"}
 
@@ -97,6 +99,8 @@ SUMMARIES = {
     "chat": "Chat with memory through an OpenAI-compatible LLM; turns are stored.",
     "reorganize": "Merge related frozen topics and archive trivial turns (one commit).",
     "diff": "Explain how the topic tree changed between two versions.",
+    "build-wiki": "Fetch Wikipedia articles and ingest them as documents (one commit).",
+    "serve": "Serve the store as an HTTP JSON API on localhost (OpenAPI at /openapi.json).",
 }
 
 

@@ -79,7 +79,8 @@ def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0)
     overlap = int(store.config.setting("chunk_overlap"))
     plan = Plan()
     for item in items:
-        key = str(Path(item.path).resolve())
+        # An item may name its own key (build-wiki: the page URL); files are keyed by resolved path.
+        key = getattr(item, "key", None) or str(Path(item.path).resolve())
         current = index.conn.execute(
             "SELECT id, fsha, rowid FROM records WHERE source = ? AND hidden = 0", (key,)).fetchall()
         if any(fsha == item.sha256 for _, fsha, _ in current):

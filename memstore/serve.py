@@ -1,0 +1,437 @@
+"""`ct serve`: one store's memory as a small HTTP JSON API on localhost (search, recall, add, context, where, stats).
+
+Each endpoint calls the same `Store` method as the `ct` command of the same name and answers with
+its `to_json()` shape; `/openapi.json` describes them all. Read endpoints take GET query
+parameters or a POST JSON body; `add` is POST only. All store work runs on one dedicated thread,
+because the index's SQLite connection belongs to the thread that opened it.
+
+Safety: the API has no authentication, so it binds only to loopback unless `allow_remote` is set.
+On loopback it also refuses requests whose Host or Origin header is not a loopback name (a web
+page cannot reach it through DNS rebinding) and POST bodies that are not `application/json`
+(a browser cannot send those cross-site without a CORS preflight, which is never granted).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from .errors import LockTimeout, MemstoreError, SecretsFound, UsageError
+
+MAX_BODY = 10 * 1024 * 1024
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+@dataclass(frozen=True)
+class Param:
+    """One endpoint parameter: its name, JSON type ("string", "integer", "boolean", "array"), default, help."""
+
+    name: str
+    type: str
+    help: str
+    required: bool = False
+    default: object = None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A route: which methods it answers, its parameters, and the Store call behind it."""
+
+    path: str
+    summary: str
+    methods: tuple
+    params: tuple = field(default_factory=tuple)
+    call: object = None  # (store, params dict) -> JSON-able dict
+
+
+def _search(st, p):
+    hits = st.search(p["query"], k=p["k"], mode=p["mode"], since=p["since"], until=p["until"],
+                     role=p["role"] or None, actor=p["actor"] or None, type=p["type"] or None,
+                     session=p["session"] or None, now=p["now"])
+    return {"query": p["query"], "hits": [h.to_json() for h in hits]}
+
+
+def _add(st, p):
+    from .format.record import RecordError
+
+    try:
+        return st.add(p["text"], role=p["role"], actor=p["actor"], session=p["session"], ts=p["ts"],
+                      type=p["type"], model=p["model"]).to_json()
+    except RecordError as exc:
+        raise UsageError(f"cannot add: {exc}") from None
+
+
+_READ = ("GET", "POST")
+ENDPOINTS = {e.path: e for e in (
+    Endpoint("/search", "Search memory by words and meaning (hybrid, exact or vector).", _READ, (
+        Param("query", "string", "What to look for.", required=True),
+        Param("k", "integer", "How many hits.", default=10),
+        Param("mode", "string", "hybrid | exact | vector.", default="hybrid"),
+        Param("since", "string", "Only records at or after this time (ISO or a phrase such as 'last week')."),
+        Param("until", "string", "Only records before this time (ISO or a phrase)."),
+        Param("role", "array", "Only these roles (user, assistant, system, tool)."),
+        Param("actor", "array", "Only these actors."),
+        Param("type", "array", "Only these record types (text, action, meta, doc)."),
+        Param("session", "array", "Only these sessions."),
+        Param("now", "string", "Reference time for phrases in since/until (ISO)."),
+    ), _search),
+    Endpoint("/recall", "Verbatim lines for a question with a time phrase, in time order.", _READ, (
+        Param("question", "string", "A question, e.g. 'what did we decide yesterday about the budget'.", required=True),
+        Param("k", "integer", "How many ranked lines at most.", default=10),
+        Param("now", "string", "Reference time for relative phrases (ISO; naive means the store's timezone)."),
+        Param("around", "integer", "Neighbouring lines of the same session to add to each hit.", default=0),
+        Param("docs", "boolean", "Let document chunks into the answer.", default=False),
+    ), lambda st, p: st.recall(p["question"], k=p["k"], now=p["now"], around=p["around"], docs=p["docs"]).to_json()),
+    Endpoint("/add", "Remember one turn or fact verbatim (one git commit).", ("POST",), (
+        Param("text", "string", "The text, stored verbatim.", required=True),
+        Param("role", "string", "user | assistant | system | tool.", default="user"),
+        Param("actor", "string", "Who said it (default: the role)."),
+        Param("session", "string", "Conversation or session name."),
+        Param("ts", "string", "When it was said (ISO; default: now)."),
+        Param("type", "string", "text | action | meta.", default="text"),
+        Param("model", "string", "The model that produced it (assistant turns)."),
+    ), _add),
+    Endpoint("/context", "Prompt context for a query within a token budget.", _READ, (
+        Param("query", "string", "What the prompt is about.", required=True),
+        Param("budget", "integer", "Token budget (default: the store's setting)."),
+        Param("k", "integer", "Recalled lines to consider.", default=8),
+        Param("recent", "integer", "Recent turns to include.", default=6),
+    ), lambda st, p: st.context(p["query"], budget=p["budget"], k=p["k"], recent=p["recent"]).to_json()),
+    Endpoint("/where", "Where the work stands: open markers and the latest session's last lines.", _READ, (
+        Param("markers", "integer", "Open markers to show at most.", default=10),
+        Param("lines", "integer", "Last lines of the latest session.", default=8),
+    ), lambda st, p: st.where(markers=p["markers"], lines=p["lines"]).to_json()),
+    Endpoint("/stats", "Counts: records, days, sessions, segments, bytes.", _READ, (),
+             lambda st, p: st.stat().to_json()),
+)}
+
+
+class HTTPError(Exception):
+    """An error answer: status code and message (sent as {"error": message, "status": code})."""
+
+    def __init__(self, status: int, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers or {}
+
+
+def parse_params(ep: Endpoint, raw: dict, from_query: bool) -> dict:
+    """Checked parameters with defaults filled in; HTTPError 400 naming the first bad one."""
+    known = {p.name: p for p in ep.params}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        expected = ", ".join(known) or "none"
+        raise HTTPError(400, f"unknown parameter {unknown[0]!r} for {ep.path}; expected: {expected}")
+    out = {}
+    for p in ep.params:
+        if p.name not in raw or raw[p.name] is None:
+            if p.required:
+                raise HTTPError(400, f"{ep.path} needs the parameter {p.name!r} ({p.type})")
+            out[p.name] = [] if p.type == "array" and p.default is None else p.default
+            continue
+        out[p.name] = _coerce(p, raw[p.name], from_query)
+    return out
+
+
+def _coerce(p: Param, v, from_query: bool):
+    if from_query:  # parse_qs gives a list of strings for every name
+        if p.type == "array":
+            return list(v)
+        if len(v) > 1:
+            raise HTTPError(400, f"parameter {p.name!r} given {len(v)} times; it takes one value")
+        v = v[0]
+        if p.type == "integer":
+            try:
+                return int(v)
+            except ValueError:
+                raise HTTPError(400, f"parameter {p.name!r} must be an integer, not {v!r}") from None
+        if p.type == "boolean":
+            if v.lower() in ("1", "true", "yes", "on"):
+                return True
+            if v.lower() in ("0", "false", "no", "off", ""):
+                return False
+            raise HTTPError(400, f"parameter {p.name!r} must be true or false, not {v!r}")
+        return v
+    ok = {"string": lambda x: isinstance(x, str),
+          "integer": lambda x: isinstance(x, int) and not isinstance(x, bool),
+          "boolean": lambda x: isinstance(x, bool),
+          "array": lambda x: isinstance(x, str) or (isinstance(x, list) and all(isinstance(i, str) for i in x))}
+    if not ok[p.type](v):
+        want = "a string or a list of strings" if p.type == "array" else f"a JSON {p.type}"
+        raise HTTPError(400, f"parameter {p.name!r} must be {want}, not {json.dumps(v)[:80]}")
+    return [v] if p.type == "array" and isinstance(v, str) else v
+
+
+def status_for(exc: MemstoreError) -> int:
+    """The HTTP status for a library error: the caller's fault is 4xx, the store's state is 5xx."""
+    if isinstance(exc, UsageError):
+        return 400
+    if isinstance(exc, SecretsFound):
+        return 422
+    if isinstance(exc, LockTimeout):
+        return 503
+    return 500
+
+
+def openapi(version: str) -> dict:
+    """The OpenAPI 3.1 description of ENDPOINTS."""
+    error = {"$ref": "#/components/schemas/Error"}
+    paths = {}
+    for ep in ENDPOINTS.values():
+        ops = {}
+        errors = {"400": {"description": "Bad request: the message names the parameter or the body problem.",
+                          "content": {"application/json": {"schema": error}}},
+                  "500": {"description": "The store could not answer.",
+                          "content": {"application/json": {"schema": error}}}}
+        ok = {"200": {"description": "The result, as `ct ... --json` prints it.",
+                      "content": {"application/json": {"schema": {"type": "object"}}}}}
+        props = {p.name: _schema(p) for p in ep.params}
+        required = [p.name for p in ep.params if p.required]
+        if "GET" in ep.methods:
+            ops["get"] = {"summary": ep.summary, "operationId": ep.path.strip("/"),
+                          "parameters": [{"name": p.name, "in": "query", "required": p.required,
+                                          "description": p.help, "schema": _schema(p),
+                                          **({"explode": True} if p.type == "array" else {})}
+                                         for p in ep.params],
+                          "responses": {**ok, **errors}}
+        if "POST" in ep.methods:
+            body = {"type": "object", "properties": props, "additionalProperties": False}
+            if required:
+                body["required"] = required
+            ops["post"] = {"summary": ep.summary, "operationId": ep.path.strip("/") + ("_post" if "GET" in ep.methods else ""),
+                           "requestBody": {"required": bool(required),
+                                           "content": {"application/json": {"schema": body}}},
+                           "responses": {**ok, **errors}}
+        paths[ep.path] = ops
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "memstore", "version": version,
+                 "description": "A git-native memory store: search, recall, add, context, where, stats."},
+        "paths": paths,
+        "components": {"schemas": {"Error": {"type": "object", "required": ["error", "status"], "properties": {
+            "error": {"type": "string"}, "status": {"type": "integer"}}}}},
+    }
+
+
+def _schema(p: Param) -> dict:
+    s = {"type": p.type, "description": p.help}
+    if p.type == "array":
+        s["items"] = {"type": "string"}
+    if p.default is not None:
+        s["default"] = p.default
+    return s
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "memstore"
+    app: "App"  # set on the subclass made per server
+
+    def do_GET(self):
+        self._handle("GET")
+
+    def do_POST(self):
+        self._handle("POST")
+
+    def do_PUT(self):
+        self._handle("PUT")
+
+    def do_DELETE(self):
+        self._handle("DELETE")
+
+    def do_PATCH(self):
+        self._handle("PATCH")
+
+    def _handle(self, method: str):
+        try:
+            status, body = 200, self.app.answer(method, self.path, self.headers, self._body)
+            headers = {}
+        except HTTPError as exc:
+            status, body, headers = exc.status, {"error": exc.message, "status": exc.status}, exc.headers
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding"):
+            raise HTTPError(411, "send the body with a Content-Length (chunked bodies are not read)")
+        try:
+            n = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            raise HTTPError(400, "Content-Length is not a number") from None
+        if n > MAX_BODY:
+            raise HTTPError(413, f"body of {n} bytes is over the {MAX_BODY}-byte limit")
+        return self.rfile.read(n) if n > 0 else b""
+
+    def log_message(self, fmt, *args):
+        if self.app.log:
+            sys.stderr.write(f"{self.address_string()} {fmt % args}\n")
+
+
+class App:
+    """Routes requests to ENDPOINTS and runs the store calls on one worker thread."""
+
+    def __init__(self, root: Path, allow_remote: bool = False, log: bool = True):
+        from . import __version__
+
+        self.root, self.allow_remote, self.log, self.version = Path(root), allow_remote, log, __version__
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore-serve")
+        self._store = None
+
+    def _st(self):
+        if self._store is None:
+            from .store import Store
+
+            self._store = Store.open(self.root)
+        return self._store
+
+    def answer(self, method: str, target: str, headers, read_body) -> dict:
+        """The JSON answer for one request, or HTTPError."""
+        if not self.allow_remote:
+            self._check_local(headers)
+        url = urlsplit(target)
+        path = url.path.rstrip("/") or "/"
+        if path == "/openapi.json" or path == "/":
+            if method != "GET":
+                raise HTTPError(405, f"{path} answers GET only", {"Allow": "GET"})
+            if path == "/":
+                return {"name": "memstore", "version": self.version, "store": str(self.root),
+                        "endpoints": sorted(ENDPOINTS), "openapi": "/openapi.json"}
+            return openapi(self.version)
+        ep = ENDPOINTS.get(path)
+        if ep is None:
+            raise HTTPError(404, f"no endpoint {path}; see /openapi.json (endpoints: {', '.join(sorted(ENDPOINTS))})")
+        if method not in ep.methods:
+            raise HTTPError(405, f"{path} answers {' and '.join(ep.methods)}, not {method}",
+                            {"Allow": ", ".join(ep.methods)})
+        if method == "POST":
+            raw, from_query = self._json_body(headers, read_body()), False
+            if url.query:
+                raise HTTPError(400, "give POST parameters in the JSON body, not the query string")
+        else:
+            raw, from_query = parse_qs(url.query, keep_blank_values=True), True
+        params = parse_params(ep, raw, from_query)
+        return self._call(ep, params)
+
+    def _check_local(self, headers) -> None:
+        host = (headers.get("Host") or "").strip()
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
+        if name.lower() not in LOOPBACK_NAMES:
+            raise HTTPError(403, f"Host {host!r} is not a loopback name; this server answers localhost only")
+        origin = headers.get("Origin")
+        if origin and origin != "null":
+            oname = urlsplit(origin).hostname or ""
+            if oname.lower() not in LOOPBACK_NAMES:
+                raise HTTPError(403, f"requests from the web origin {origin!r} are not allowed")
+
+    @staticmethod
+    def _json_body(headers, body: bytes) -> dict:
+        ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if body and ctype != "application/json":
+            raise HTTPError(415, f"send the body as application/json, not {ctype or 'no Content-Type'}")
+        if not body.strip():
+            return {}
+        try:
+            raw = json.loads(body.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise HTTPError(400, f"body is not UTF-8 (byte {exc.start})") from None
+        except json.JSONDecodeError as exc:
+            raise HTTPError(400, f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        if not isinstance(raw, dict):
+            raise HTTPError(400, f"body must be a JSON object, not {type(raw).__name__ if raw is not None else 'null'}")
+        return raw
+
+    def _call(self, ep: Endpoint, params: dict) -> dict:
+        def run():
+            try:
+                return ep.call(self._st(), params)
+            except MemstoreError as exc:
+                raise HTTPError(status_for(exc), str(exc)) from None
+            except ValueError as exc:  # bad values the library rejects (a malformed time, an empty query)
+                raise HTTPError(400, str(exc)) from None
+
+        try:
+            return self.pool.submit(run).result()
+        except HTTPError:
+            raise
+        except Exception as exc:  # a bug: say so in JSON, keep serving, and leave a trace for the operator
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            raise HTTPError(500, f"internal error: {type(exc).__name__}: {exc}") from None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)  # let a write in progress finish its commit
+
+
+def bind_address(host: str, port: int, allow_remote: bool) -> tuple[int, tuple]:
+    """(address family, socket address) for host:port; UsageError for a non-loopback host without allow_remote."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UsageError(f"cannot resolve --host {host!r}: {exc.strerror}") from None
+    family, _, _, _, sockaddr = infos[0]
+    if not allow_remote:
+        for info in infos:
+            addr = ipaddress.ip_address(info[4][0].split("%")[0])
+            if not addr.is_loopback:
+                raise UsageError(f"refusing to serve on {host or '*'} ({addr}): not a loopback address, and the "
+                                 "API has no authentication", "Use --host 127.0.0.1, or pass --allow-remote "
+                                 "to serve other machines anyway.")
+    return family, sockaddr
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, family, addr, handler):
+        self.address_family = family
+        super().__init__(addr, handler)
+
+
+def make_server(root, host: str = "127.0.0.1", port: int = 8765, allow_remote: bool = False,
+                log: bool = True) -> ThreadingHTTPServer:
+    """A bound, not yet serving, HTTP server for the store at `root` (`server.app` holds the App)."""
+    family, addr = bind_address(host, port, allow_remote)
+    app = App(root, allow_remote=allow_remote, log=log)
+    handler = type("Handler", (_Handler,), {"app": app})
+    try:
+        server = _Server(family, addr, handler)
+    except OSError as exc:
+        app.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    server.app = app
+    return server
+
+
+def url_of(server) -> str:
+    host, port = server.server_address[:2]
+    return f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+
+def serve(server) -> None:
+    """Serve until SIGINT or SIGTERM; a write in progress finishes before the process exits."""
+    import signal
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.server_close()
+        server.app.close()
