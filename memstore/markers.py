@@ -9,18 +9,14 @@ when something changed since the last update.
 from __future__ import annotations
 
 import os
-import re
-import sqlite3
 from dataclasses import dataclass, field
 
 from .errors import FormatError, MemstoreError, UsageError
 from .format import log as logfmt
 from .format import markers as markerfmt
 from .format.timeutil import now_utc
+from .index.fresh import fresh_index_connection
 
-# Must match memstore/index/build.py (SCHEMA_VERSION); tests/test_markers.py checks the fast path
-# is taken after a normal update, so a drift shows up as a failing test, never as a wrong answer.
-INDEX_SCHEMA = "2"
 # Harness rows and document chunks are not "where the conversation stands".
 CONVERSATION = "type NOT IN ('doc', 'meta')"
 
@@ -178,87 +174,3 @@ def _latest_session(store, conn, n: int, out: Where) -> None:
     out.lines = [logfmt.read_text_at(logfmt.day_path(store.root, day), off, ln) for day, off, ln in reversed(rows)]
 
 
-# ------------------------------------------------------------------------- a numpy-free freshness check
-
-
-def stat_fingerprint(log_path, seg_dir) -> str:
-    """The index builder's per-day stat fingerprint (memstore/index/build.py, Index._stat_fp).
-
-    Plain string paths: on a store with hundreds of days, pathlib's object creation would cost
-    more than the stat calls themselves.
-    """
-    parts = []
-    try:
-        st = os.stat(log_path)
-        parts.append(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
-    except (OSError, TypeError):
-        parts.append("-")
-    try:
-        seg_dir = os.fspath(seg_dir)
-        st = os.stat(seg_dir)
-        parts.append(f"{st.st_mtime_ns}")
-        for name in sorted(os.listdir(seg_dir)):
-            sub = os.stat(os.path.join(seg_dir, name))
-            parts.append(f"{name}:{sub.st_mtime_ns}:{sub.st_nlink}")
-    except OSError:
-        parts.append("-")
-    return "|".join(parts)
-
-
-def _days_on_disk(root: str) -> dict[str, str]:
-    """{day: log path} for every day log, like format/log.list_days but with string paths."""
-    base = os.path.join(root, "log")
-    out: dict[str, str] = {}
-    try:
-        years = os.listdir(base)
-    except FileNotFoundError:
-        return out
-    for year in years:
-        ydir = os.path.join(base, year)
-        try:
-            names = os.listdir(ydir)
-        except (NotADirectoryError, FileNotFoundError):
-            continue
-        for name in names:
-            if _DAY_FILE.match(name) and name[:4] == year:
-                out[name[:10]] = os.path.join(ydir, name)
-    return out
-
-
-_DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
-
-
-def fresh_index_connection(store) -> sqlite3.Connection | None:
-    """A read connection to the index if no day's files changed since it was built, else None.
-
-    Only stat calls and one small query: the same test the builder's plan starts with. Any doubt
-    (no index yet, another schema or embedder, a new, vanished or touched day) answers None, and
-    the caller takes the normal path that updates the index first.
-    """
-    db = store.meta_dir / "index.db"
-    if not db.is_file():
-        return None
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error:
-        return None
-    try:
-        meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'embedder')"))
-        emb = store.config.embedder
-        if meta.get("schema") != INDEX_SCHEMA or meta.get("embedder") != f"{emb['model']}:{emb['dim']}":
-            conn.close()
-            return None
-        known = dict(conn.execute("SELECT day, stat_fp FROM days"))
-        root = str(store.root)
-        days = _days_on_disk(root)
-        if days.keys() != known.keys():
-            conn.close()
-            return None
-        for day, log_path in days.items():
-            if stat_fingerprint(log_path, os.path.join(root, "segments", day[:4], day)) != known[day]:
-                conn.close()
-                return None
-    except sqlite3.Error:
-        conn.close()
-        return None
-    return conn

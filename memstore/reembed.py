@@ -7,7 +7,7 @@ import os
 from . import adapters
 from .format import config as configfmt
 from .format import log as logfmt
-from .format.segment import Header, encode_vector, read_segment, segment_name, HEADER_SIZE
+from .format.segment import Header, encode_vector, read_segment, segment_name
 
 
 def reembed(store, embedder_name: str | None = None, options: dict | None = None, batch: int = 256) -> dict:

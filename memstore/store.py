@@ -10,12 +10,12 @@ from pathlib import Path
 
 from . import FORMAT_VERSION
 from .api import StoreAPI
-from .errors import EmbedderMismatch, FormatError, MemstoreError, NotAStoreError
+from .errors import EmbedderMismatch, MemstoreError, NotAStoreError
 from .format import config as configfmt
 from .format import log as logfmt
 from .format import record as recordfmt
 from .format.segment import ShardWriter
-from .format.timeutil import UTC, from_iso, local_day, zone
+from .format.timeutil import from_iso, local_day, zone
 from .locking import file_lock, lock_timeout
 
 META_DIR = ".memstore"
@@ -155,6 +155,9 @@ class Store(StoreAPI):
         if self._index is None:
             self._index = Index(self)
         if update:
+            from .repair import recover_if_crashed
+
+            recover_if_crashed(self)  # one stat unless a writer died mid-write
             self._index.update(quiet=quiet)
         return self._index
 
@@ -204,6 +207,9 @@ class Store(StoreAPI):
         result = WriteResult()
         inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
         with self.lock():
+            from .repair import begin_write, end_write
+
+            result.notes += begin_write(self)  # roll back a crashed writer's leftovers first (docs/reliability.md)
             if dedupe:
                 records, result.skipped = self._drop_known(records)
             paths: list[str] = []
@@ -217,6 +223,7 @@ class Store(StoreAPI):
             if paths:
                 text = message(result.added) if callable(message) else message
                 result.commit = self.git.commit(text, paths)
+            end_write(self)
         return result
 
     def _after_write(self, records: list[dict], vectors, after_write, result: WriteResult) -> list[str]:

@@ -11,7 +11,8 @@ import pytest
 
 from conftest import commits, ct, git_clean
 from memstore.format import markers as markerfmt
-from memstore.markers import done, mark, stat_fingerprint, where
+from memstore.index.fresh import stat_fingerprint
+from memstore.markers import done, mark, where
 
 NOW = "2026-11-30T10:00:00"
 

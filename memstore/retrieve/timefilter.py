@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from ..errors import UsageError
-from ..format.timeutil import UTC, now_utc, parse_ts
+from ..format.timeutil import now_utc, parse_ts
 
 
 def reference_now(now: str | None, tz) -> dt.datetime:

@@ -1,0 +1,99 @@
+"""A numpy-free view of the index's freshness: per-day stat fingerprints and the quick check.
+
+Both the builder (memstore/index/build.py) and light readers such as `ct where` use these, so
+the fingerprint is defined once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+
+SCHEMA_VERSION = 2
+
+_DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
+
+
+def stat_fingerprint(log_path, seg_dir) -> str:
+    """Size, mtime and inode of the day log plus the mtimes of the day's segment folders.
+
+    Plain string paths: on a store with hundreds of days, pathlib's object creation would cost
+    more than the stat calls themselves.
+    """
+    parts = []
+    try:
+        st = os.stat(log_path)
+        parts.append(f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
+    except (OSError, TypeError):
+        parts.append("-")
+    try:
+        seg_dir = os.fspath(seg_dir)
+        st = os.stat(seg_dir)
+        parts.append(f"{st.st_mtime_ns}")
+        for name in sorted(os.listdir(seg_dir)):
+            sub = os.stat(os.path.join(seg_dir, name))
+            parts.append(f"{name}:{sub.st_mtime_ns}:{sub.st_nlink}")
+    except OSError:
+        parts.append("-")
+    return "|".join(parts)
+
+
+def days_on_disk(root: str) -> dict[str, str]:
+    """{day: log path} for every day log (string paths)."""
+    base = os.path.join(root, "log")
+    out: dict[str, str] = {}
+    try:
+        years = os.listdir(base)
+    except FileNotFoundError:
+        return out
+    for year in years:
+        ydir = os.path.join(base, year)
+        try:
+            names = os.listdir(ydir)
+        except (NotADirectoryError, FileNotFoundError):
+            continue
+        for name in names:
+            if _DAY_FILE.match(name) and name[:4] == year:
+                out[name[:10]] = os.path.join(ydir, name)
+    return out
+
+
+def segment_dir(root: str, day: str) -> str:
+    return os.path.join(root, "segments", day[:4], day)
+
+
+def fresh_index_connection(store) -> sqlite3.Connection | None:
+    """A read connection to the index if no day's files changed since it was built, else None.
+
+    Only stat calls and one small query: the same test the builder's plan starts with. Any doubt
+    (no index yet, another schema or embedder, a new, vanished or touched day) answers None, and
+    the caller takes the normal path that updates the index first.
+    """
+    db = store.meta_dir / "index.db"
+    if not db.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error:
+        return None
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'embedder')"))
+        emb = store.config.embedder
+        if meta.get("schema") != str(SCHEMA_VERSION) or meta.get("embedder") != f"{emb['model']}:{emb['dim']}":
+            conn.close()
+            return None
+        known = dict(conn.execute("SELECT day, stat_fp FROM days"))
+        root = str(store.root)
+        days = days_on_disk(root)
+        if days.keys() != known.keys():
+            conn.close()
+            return None
+        for day, log_path in days.items():
+            if stat_fingerprint(log_path, segment_dir(root, day)) != known[day]:
+                conn.close()
+                return None
+    except sqlite3.Error:
+        conn.close()
+        return None
+    return conn
