@@ -212,3 +212,31 @@ def test_python_api(tmp_path, store):
     rec = [r for r in res.added if r["source"]["rel"] == "standup-recording.wav"][0]
     body, manifest = read_blob(store, rec["source"]["blob"])
     assert body == (d / "standup-recording.wav").read_bytes() and manifest["channels"] == 1
+
+
+def mp4(seconds: float, w: int, h: int, created_unix: int) -> bytes:
+    """ftyp + moov(mvhd v0, trak(tkhd v0)) — the boxes a reader needs for duration, date and frame size."""
+    def box(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", 8 + len(body)) + kind + body
+
+    scale = 1000
+    created = created_unix + 2082844800
+    mvhd = b"\x00\x00\x00\x00" + struct.pack(">IIII", created, created, scale, int(seconds * scale)) + b"\x00" * 80
+    tkhd = (b"\x00\x00\x00\x07" + struct.pack(">IIIII", created, created, 1, 0, int(seconds * scale)) + b"\x00" * 8
+            + b"\x00" * 8 + b"\x00" * 36 + struct.pack(">II", w << 16, h << 16))
+    return box(b"ftyp", b"isom\x00\x00\x02\x00isomiso2mp41") + box(b"moov", box(b"mvhd", mvhd) + box(b"trak", box(b"tkhd", tkhd)))
+
+
+def test_media_facts_read_from_headers():
+    from memstore.ingest.media import describe_media, description
+
+    info = describe_media("clip.mp4", mp4(12.5, 1920, 1080, 1700000000) + b"\x00" * 100)
+    assert info == {"mime": "video/mp4", "kind": "video", "duration_s": 12.5, "taken": "2023-11-14 22:13:20",
+                    "width": 1920, "height": 1080}
+    assert description("clips/clip.mp4", 2_000_000, info).startswith(
+        "Video clips/clip.mp4: MP4 video, 1920×1080 pixels, taken 2023-11-14 22:13:20, 12.5 seconds, 1.9 MB")
+    assert describe_media("a.gif", b"GIF89a\x10\x00\x20\x00")["height"] == 32
+    assert describe_media("x.png", png(3, 5))["width"] == 3
+    assert describe_media("noise.jpg", b"\xff\xd8\xff\xe0garbage") == {"mime": "image/jpeg", "kind": "image"}
+    assert describe_media("song.wav", wav(0.5))["duration_s"] == 0.5
+    assert describe_media("mystery", b"\x00\x01\x02")["kind"] == "binary"

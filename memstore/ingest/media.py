@@ -62,6 +62,8 @@ def describe_media(name: str, data: bytes) -> dict:
             info.update(_image_info(data))
         elif info["kind"] == "audio":
             info.update(_audio_info(data))
+        if info["kind"] in ("audio", "video") and data[4:8] == b"ftyp":
+            info.update(_mp4_info(data))
     except (struct.error, ValueError, IndexError, EOFError, wave.Error):
         pass  # a damaged header gives fewer facts; the bytes are kept regardless
     return info
@@ -204,6 +206,59 @@ def _audio_info(data: bytes) -> dict:
             out["duration_s"] = round(total / rate, 3)
         return out
     return {}
+
+
+# ----- MP4 / QuickTime ---------------------------------------------------------------------------
+
+_MP4_EPOCH = 2082844800  # seconds from 1904-01-01 (the format's epoch) to 1970-01-01
+
+
+def _boxes(data: bytes, start: int, end: int):
+    """(type, body start, body end) of each box between start and end."""
+    pos = start
+    while pos + 8 <= end:
+        size, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        head = 8
+        if size == 1:
+            size = struct.unpack(">Q", data[pos + 8:pos + 16])[0]
+            head = 16
+        elif size == 0:
+            size = end - pos
+        if size < head:
+            return
+        yield kind, pos + head, min(pos + size, end)
+        pos += size
+
+
+def _mp4_info(data: bytes) -> dict:
+    """Duration and creation time from `moov/mvhd`, frame size from the first video track's `tkhd`."""
+    import datetime as dt
+
+    out: dict = {}
+    for kind, b, e in _boxes(data, 0, len(data)):
+        if kind != b"moov":
+            continue
+        for sub, sb, se in _boxes(data, b, e):
+            if sub == b"mvhd":
+                v = data[sb]
+                if v == 1:
+                    created, _, scale, dur = struct.unpack(">QQIQ", data[sb + 4:sb + 32])
+                else:
+                    created, _, scale, dur = struct.unpack(">IIII", data[sb + 4:sb + 20])
+                if scale:
+                    out["duration_s"] = round(dur / scale, 3)
+                if created > _MP4_EPOCH:
+                    when = dt.datetime.fromtimestamp(created - _MP4_EPOCH, dt.timezone.utc)
+                    out["taken"] = when.strftime("%Y-%m-%d %H:%M:%S")
+            elif sub == b"trak" and "width" not in out:
+                for tk, tb, te in _boxes(data, sb, se):
+                    if tk == b"tkhd":
+                        off = tb + (88 if data[tb] == 1 else 76)
+                        w, h = struct.unpack(">II", data[off:off + 8])
+                        if w >> 16 and h >> 16:
+                            out.update(width=w >> 16, height=h >> 16)
+        break
+    return out
 
 
 # ----- words -------------------------------------------------------------------------------------
