@@ -75,7 +75,7 @@ def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, 
 
 @click.group("import")
 def import_cmd():
-    """Import conversations (jsonl, claude-code, chatgpt) or a ContextTape store (idempotent)."""
+    """Import conversations (jsonl, claude-code, chatgpt, trace, lossless-memory) or a ContextTape store (idempotent)."""
 
 
 def _import(obj, kind, path, as_json, allow_secrets=False, **opts):
@@ -134,6 +134,33 @@ def import_chatgpt(obj, file, allow_secrets, as_json):
     Example: ct import chatgpt conversations.json
     """
     _import(obj, "chatgpt", file, as_json, allow_secrets)
+
+
+@import_cmd.command("trace")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@_with_common
+@click.pass_obj
+def import_trace_cmd(obj, file, allow_secrets, as_json):
+    """A TRACE (trace-memory) tree saved with its conversation: the turns as records, its topics into tree.json.
+
+    Example: ct import trace session.json
+    """
+    _import(obj, "trace", file, as_json, allow_secrets)
+
+
+@import_cmd.command("lossless-memory")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option("--source-timezone", default=None, metavar="TZ",
+              help="Timezone of times written without an offset (older lossless-memory data: Asia/Tokyo). "
+                   "Default: the store's.")
+@_with_common
+@click.pass_obj
+def import_lossless_cmd(obj, folder, source_timezone, allow_secrets, as_json):
+    """lossless-memory's data folder: main/YYYY-MM-DD.jsonl and corpus/<name>/*.jsonl.
+
+    Example: ct import lossless-memory ~/lossless-memory/data --source-timezone Asia/Tokyo
+    """
+    _import(obj, "lossless-memory", folder, as_json, allow_secrets, source_timezone=source_timezone)
 
 
 @import_cmd.command("contexttape")

@@ -15,16 +15,31 @@ from ..errors import FormatError, SecretsFound, UsageError
 from ..format.record import RecordError
 from ..store import WriteResult
 
-KINDS = ("jsonl", "claude-code", "chatgpt")
+KINDS = ("jsonl", "claude-code", "chatgpt", "trace", "lossless-memory")
 
 
 def import_source(store, kind: str, path, progress=None, allow_secrets: bool = False, **_opts) -> WriteResult:
-    path = Path(path).expanduser().resolve()
+    """Import one source, or a list of sources of one kind (`ct watch`'s batch), in one commit."""
+    paths = [Path(p).expanduser().resolve() for p in (path if isinstance(path, (list, tuple)) else [path])]
+    path = paths[0]
     if kind not in KINDS:
         raise UsageError(f"unknown import kind {kind!r} (one of {', '.join(KINDS)})")
+    if kind == "trace":  # one whole JSON file whose topic structure goes into tree.json
+        from .import_trace import import_trace
+
+        return import_trace(store, path, progress=progress, allow_secrets=allow_secrets)
+    if kind == "lossless-memory":
+        from .import_lossless import check_timezone
+
+        _opts["source_timezone"] = check_timezone(_opts.get("source_timezone") or store.config.timezone)
     state_path = store.meta_dir / "import-state.json"
     state = _load_state(state_path)
-    raw, cursors, notes = _read(kind, path, state)
+    raw, cursors, notes = [], {}, []
+    for p in paths:
+        r, c, n = _read(kind, p, state, _opts)
+        raw += r
+        cursors.update(c)
+        notes += n
     records = []
     for i, (src, rec) in enumerate(raw):
         try:
@@ -35,7 +50,8 @@ def import_source(store, kind: str, path, progress=None, allow_secrets: bool = F
         _refuse_secrets(raw)
     def message(added):
         sessions = len({r["session"] for r in added})
-        return f"Import {len(added)} {kind} records from {path.name} ({sessions} sessions)"
+        where = path.name if len(paths) == 1 else f"{len(paths)} paths"
+        return f"Import {len(added)} {kind} records from {where} ({sessions} sessions)"
 
     res = store.write(records, message, progress=progress)
     state.update(cursors)
@@ -44,7 +60,7 @@ def import_source(store, kind: str, path, progress=None, allow_secrets: bool = F
     return res
 
 
-def _read(kind: str, path: Path, state: dict):
+def _read(kind: str, path: Path, state: dict, opts: dict | None = None):
     """[(source file, record)], new cursors, notes."""
     from .importers import Cursor
 
@@ -58,10 +74,17 @@ def _read(kind: str, path: Path, state: dict):
         for p in batch.problems:
             notes.append(f"skipped {p}")
         return [(path, r) for r in batch.records], cursors, notes
+    read_opts: dict = {}
     if kind == "jsonl":
         from . import import_jsonl as mod
+        from .import_claude import session_files
 
-        files = [path]
+        files = [path] if path.is_file() else session_files(path)  # a folder of logs (ct watch)
+    elif kind == "lossless-memory":
+        from . import import_lossless as mod
+
+        files = mod.data_files(path)
+        read_opts["source_timezone"] = (opts or {}).get("source_timezone")
     else:
         from . import import_claude as mod
 
@@ -71,9 +94,9 @@ def _read(kind: str, path: Path, state: dict):
     for f in files:
         key = str(f)
         cursor = Cursor.from_dict(state[key]) if key in state else None
-        result = mod.read_new(f, cursor, final=_complete_tail(f))
+        result = mod.read_new(f, cursor, final=_complete_tail(f), **read_opts)
         if result.problems:
-            if kind == "jsonl":
+            if kind in ("jsonl", "lossless-memory"):
                 p = result.problems[0]
                 raise FormatError(p.path, p.message, line=p.line, hint="Nothing was imported.")
             notes += [f"skipped {p}" for p in result.problems]
