@@ -18,7 +18,7 @@ from .fanout import rebalance
 from .topicdata import RecordData, normalise, thresholds
 
 CONVERSATION_TYPES = ("text", "action")
-SHORT_TURN_WORDS = 4        # "ok", "yes please", "thanks!" continue whatever is going on
+SHORT_TURN_WORDS = 2        # "ok", "yes please", "why?" (under 2 content words) continue whatever is going on
 RECENT_WINDOW = 8           # the current topic is judged by its latest records (drift-tolerant)
 RENAME_UNTIL = 8            # offline names are refined until a topic has this many records
 
@@ -47,6 +47,7 @@ class Placer:
         self.created: set[str] = set()
         self.live_before = tree.live_path()
         self.last_session: str | None = None
+        self.content_vecs: dict[str, np.ndarray] = {}
         if tree.current and tree.topics[tree.current].records:
             last = data.record(tree.topics[tree.current].records[-1])
             self.last_session = (last or {}).get("session")
@@ -62,10 +63,10 @@ class Placer:
         cur = tree.current if tree.current in tree.topics else None
         if cur is None:
             tid = self._new_topic(None, [rec])
-        elif rec.get("role") != "user" or self._continues(cur, rec, vec):
+        elif rec.get("role") != "user" or self._continues(cur, rec, self.content_vecs.get(rid, vec)):
             tid = cur
         else:
-            tid = self._branch(cur, rec, vec)
+            tid = self._branch(cur, rec, self.content_vecs.get(rid, vec))
         t = tree.topics[tid]
         t.records.append(rid)
         t.last_active = max(t.last_active, rec["ts"])
@@ -78,7 +79,7 @@ class Placer:
     def _continues(self, cur: str, rec: dict, vec: np.ndarray) -> bool:
         if rec.get("session") != self.last_session:
             return False  # a new conversation is a natural topic boundary
-        if len(naming.words(rec["text"])) < SHORT_TURN_WORDS and len(rec["text"].split()) < 8:
+        if len(naming.words(rec["text"])) < SHORT_TURN_WORDS:
             return True
         if self.llm is not None:
             verdict = self._llm_classify(cur, rec)
@@ -180,6 +181,22 @@ class Placer:
         rebalance(tree, self.data, max_children(self.store), self.llm)
 
 
+def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
+    """Vectors of the user turns' content words only, for the continue-or-branch decision.
+
+    Filler shared by unrelated questions ("how do I …", "should I …") otherwise counts as
+    similarity; judging the content words against the topic's stored vectors removes it. One
+    batch per write, so a sentence model pays one extra call, not one per record.
+    """
+    users = [r for r in records if r.get("role") == "user"]
+    texts = [" ".join(naming.words(r["text"])) for r in users]
+    pick = [(r, t) for r, t in zip(users, texts) if t]
+    if not pick:
+        return {}
+    vecs = store.embedder.embed_batch([t for _, t in pick], kind="query")
+    return {r["id"]: normalise(np.asarray(v, np.float32)) for (r, _), v in zip(pick, vecs)}
+
+
 def assign_records(store, records: list[dict], vectors) -> str | None:
     """Place the conversation records of one write in tree.json; returns its path relative to the store.
 
@@ -199,6 +216,7 @@ def assign_records(store, records: list[dict], vectors) -> str | None:
     llm = get_llm(store.root)
     llm = llm if llm is not None and llm.config.topics else None
     placer = Placer(store, tree, RecordData(store), llm)
+    placer.content_vecs = content_vectors(store, [r for r, _ in pairs])
     for rec, vec in sorted(pairs, key=lambda p: p[0]["ts"]):
         placer.place(rec, normalise(vec))
     placer.finish()

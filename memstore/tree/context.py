@@ -192,14 +192,22 @@ def marker_and_recent_pieces(store, recent: int) -> list[Piece]:
         from ..markers import where
     except ImportError:  # markers are optional in older checkouts
         where = None
+    w = None
     if where is not None:
-        w = where(store, markers=5, lines=recent)
+        try:
+            w = where(store, markers=5, lines=recent)
+        except Exception:  # markers are an optional section: a broken markers.jsonl must not cost the context
+            w = None
+    if w is not None:
         for i, m in enumerate(w.markers):
             when = from_iso(m.ts).astimezone(store.tz).strftime("%Y-%m-%d")
             pieces.append(Piece("markers", 0 + i / 100, i, f"- {m.text} (open since {when})", m.to_json()))
         lines = w.lines
     else:
-        lines = []
+        index = store.index(update=False)
+        rows = index.conn.execute("SELECT rowid FROM records WHERE hidden = 0 AND type IN ('text', 'action') "
+                                  "ORDER BY ts DESC, rowid DESC LIMIT ?", (recent,)).fetchall()
+        lines = [index.record_at(r[0]) for r in reversed(rows)]
     n = len(lines)
     for i, rec in enumerate(lines):
         pieces.append(Piece("recent", 4 + (n - i) / 100, i, _line(rec["ts"], rec.get("role", "user"), rec["text"], store.tz),

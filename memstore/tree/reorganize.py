@@ -30,7 +30,7 @@ TRIVIAL_WORDS = 20
 # TRACE's rule alone (both sides under 20 words) would archive "Sarah is allergic to peanuts." /
 # "Noted." — a short fact is not small talk. So the user's side must also carry almost no
 # content words ("ok thanks", "hi!", "sounds good").
-TRIVIAL_CONTENT_WORDS = 3
+TRIVIAL_CONTENT_WORDS = 1
 MIN_SHARED_TERMS = 2
 
 
