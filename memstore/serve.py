@@ -419,8 +419,12 @@ def url_of(server) -> str:
     return f"http://{'[' + host + ']' if ':' in host else host}:{port}"
 
 
-def serve(server) -> None:
-    """Serve until SIGINT or SIGTERM; a write in progress finishes before the process exits."""
+def serve(server, ready=None) -> None:
+    """Serve until SIGINT or SIGTERM; a write in progress finishes before the process exits.
+
+    `ready()` runs once the signals are handled here, so a caller that announces the address in
+    it can be stopped cleanly the moment it has read that line.
+    """
     import signal
 
     def stop(signum, frame):
@@ -428,6 +432,8 @@ def serve(server) -> None:
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
+        if ready is not None:
+            ready()
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass

@@ -48,13 +48,16 @@ def serve_cmd(obj, host, port, allow_remote):
 
     Example: ct -C ~/memory serve --port 8765
     """
+    import sys
+
     from ..serve import make_server, serve, url_of
 
     st = obj.store()
     server = make_server(st.root, host=host, port=port, allow_remote=allow_remote, log=not obj.quiet)
-    # stdout, flushed: scripts (and the tests) read the bound port from this line when --port 0
-    click.echo(f"Serving {st.root} at {url_of(server)}/ (API description: {url_of(server)}/openapi.json)")
-    import sys
 
-    sys.stdout.flush()
-    serve(server)
+    def announce():
+        # stdout, flushed: scripts (and the tests) read the bound port from this line when --port 0
+        click.echo(f"Serving {st.root} at {url_of(server)}/ (API description: {url_of(server)}/openapi.json)")
+        sys.stdout.flush()
+
+    serve(server, ready=announce)
