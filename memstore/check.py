@@ -51,6 +51,12 @@ def fsck(store) -> Report:
                 rep.warnings.append(f"{where}: id {rec['id']} also at {ids[rec['id']]} (the earlier copy is used)")
             ids.setdefault(rec["id"], where)
     _check_orphans(store, rep, referenced)
+    from .repair import crashed_journal
+
+    journal = crashed_journal(store)
+    if journal is not None:
+        rep.warnings.append(f".memstore/write-journal.json: a write (pid {journal.get('pid')}) did not finish; "
+                            '"ct fsck --repair" rolls back what it left')
     return rep
 
 
@@ -72,8 +78,14 @@ def _check_record(store, rec, where, day, dim, rep, referenced) -> None:
     if not isinstance(seg, dict):
         rep.warnings.append(f"{where}: record has no segment reference (not vector-searchable)")
         return
-    shard = store.root / str(seg.get("shard", ""))
-    tpath, vpath = shard / segment_name(int(seg.get("text", -1))), shard / segment_name(int(seg.get("vec", -1)))
+    from .index.build import safe_path
+
+    try:  # a reference that climbs out of the store (e.g. "../../etc") is damage, never a file to open
+        shard = safe_path(store.root, str(seg.get("shard", "")))
+        tpath, vpath = shard / segment_name(int(seg.get("text", -1))), shard / segment_name(int(seg.get("vec", -1)))
+    except (ValueError, TypeError) as exc:
+        rep.damage.append(f"{where}: bad segment reference ({exc})")
+        return
     referenced.update((tpath, vpath))
     try:
         th, tbody = read_segment(tpath)

@@ -50,18 +50,34 @@ def stat_cmd(obj, as_json):
 
 
 @click.command("fsck")
+@click.option("--repair", "do_repair", is_flag=True,
+              help="First roll back what an interrupted write left (uncommitted lines, orphan segments, "
+                   "temp files) and bring the index up to date; committed data is never changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
-def fsck_cmd(obj, as_json):
+def fsck_cmd(obj, do_repair, as_json):
     """Verify every invariant of the store format; exit 1 naming each damaged file.
 
-    Example: ct fsck
+    Example: ct fsck --repair
     """
     from ..check import fsck
 
+    fixed = None
+    if do_repair:
+        from ..repair import repair
+
+        fixed = repair(obj.store())
+        if not as_json:
+            for line in fixed.notes() or ["repair: nothing to roll back"]:
+                click.echo(line)
+            for line in fixed.untouched:
+                click.echo(f"left alone: {line}")
+            if fixed.index and (fixed.index["reindexed"] or fixed.index["rebuilt"]):
+                click.echo(f"index: {'rebuilt' if fixed.index['rebuilt'] else 'reindexed'} "
+                           f"{len(fixed.index['reindexed'])} days")
     rep = fsck(obj.store())
     if as_json:
-        emit_json(rep.to_json())
+        emit_json({**rep.to_json(), **({"repair": fixed.to_json()} if fixed else {})})
     else:
         for line in rep.damage:
             click.echo(f"DAMAGE  {line}")

@@ -1,0 +1,429 @@
+"""Crash recovery: roll back what an interrupted writer left behind, and `ct fsck --repair`.
+
+The commit is the unit of a write. Every `Store.write` leaves a journal in `.memstore/` while it
+works and removes it after its commit; a journal found by someone who can take the write lock
+means a writer died. What it left (temp files, segments no commit refers to, day-log lines that
+were never committed, a half-written last line, a git lock file) is rolled back to the last commit:
+appended log lines are saved first under `.memstore/rolled-back/` so nothing is thrown away
+unseen, and committed data is never changed. We roll back rather than commit the leftovers because
+a killed command never told its caller it succeeded, and a partial import or ingest committed under
+another message would hide that it was cut short (re-running it adds exactly what is missing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import MemstoreError
+
+JOURNAL = "write-journal.json"
+BACKUP_DIR = "rolled-back"
+APPEND_ONLY = ("markers.jsonl",)  # besides log/**.jsonl: files a writer only ever appends to
+OTHER_DATA = ("tree.json", "memstore.toml", ".gitattributes", ".gitignore")  # rewritten whole, not appended
+# Git lock files a killed git child can leave; only removed when a crashed writer's journal is older.
+GIT_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "packed-refs.lock")
+
+
+@dataclass
+class Repair:
+    """What a rollback or repair did (counts), what it left alone, and where the rolled-back lines went."""
+
+    crashed: dict | None = None
+    records: int = 0            # complete log lines that were never committed
+    partial_lines: int = 0      # unfinished last lines
+    segments: int = 0           # uncommitted segment files removed
+    temp_files: int = 0
+    git_locks: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)   # tracked files put back to their committed version
+    untouched: list[str] = field(default_factory=list)  # uncommitted changes we did not make and left alone
+    backup: str | None = None
+    index: dict | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.records or self.partial_lines or self.segments or self.temp_files
+                    or self.git_locks or self.restored)
+
+    def notes(self) -> list[str]:
+        if not self.changed:
+            return []
+        who = f" (pid {self.crashed['pid']})" if self.crashed and self.crashed.get("pid") else ""
+        parts = [f"{self.records} uncommitted records"] if self.records else []
+        if self.partial_lines:
+            parts.append(f"{self.partial_lines} unfinished lines")
+        if self.segments:
+            parts.append(f"{self.segments} orphan segments")
+        if self.temp_files:
+            parts.append(f"{self.temp_files} temp files")
+        if self.git_locks:
+            parts.append(f"stale git locks ({', '.join(self.git_locks)})")
+        if self.restored:
+            parts.append(f"{len(self.restored)} files restored from HEAD")
+        out = [f"Rolled back an interrupted write{who}: " + ", ".join(parts) + "."]
+        if self.backup:
+            out.append(f"The rolled-back lines are kept in {self.backup}.")
+        return out
+
+    def to_json(self) -> dict:
+        return {"crashed": self.crashed, "records": self.records, "partial_lines": self.partial_lines,
+                "segments": self.segments, "temp_files": self.temp_files, "git_locks": self.git_locks,
+                "restored": self.restored, "untouched": self.untouched, "backup": self.backup,
+                "index": self.index}
+
+
+# ----- the writer's side ------------------------------------------------------------------------
+
+
+def begin_write(store) -> list[str]:
+    """Called by `Store.write` holding the write lock: recover from a crashed writer, then journal.
+
+    Without a journal, uncommitted day-log changes cannot be ours to roll back silently (a person
+    may have edited a log), so the writer refuses and names `ct fsck --repair`.
+    """
+    notes: list[str] = []
+    journal = read_journal(store)
+    if journal is not None:
+        notes = rollback(store, journal).notes()
+    else:
+        dirty = [p for _, p in _status(store, "log") if p.endswith(".jsonl")]
+        if dirty:
+            raise MemstoreError(
+                f"{store.root / dirty[0]} has uncommitted changes" + (f" (and {len(dirty) - 1} more day logs)" if len(dirty) > 1 else "")
+                + "; a write now would commit them.",
+                f'Run "ct -C {store.root} fsck --repair" to roll them back (the lines are kept in '
+                f".memstore/{BACKUP_DIR}/), or commit them with git. Nothing was written.")
+    _write_journal(store)
+    store._writing = True
+    return notes
+
+
+def end_write(store) -> None:
+    """Called after the write's commit: the write is complete, so the journal goes."""
+    try:
+        (store.meta_dir / JOURNAL).unlink()
+    except FileNotFoundError:
+        pass
+    store._writing = False
+
+
+def recover_if_crashed(store) -> Repair | None:
+    """For readers: if a writer died (journal present, lock free), roll back before indexing.
+
+    Costs one stat when nothing is wrong. A live writer holds the lock, so it is never disturbed.
+    """
+    if getattr(store, "_writing", False) or not (store.meta_dir / JOURNAL).exists():
+        return None
+    from .errors import LockTimeout
+    from .locking import file_lock
+
+    try:
+        with file_lock(store.meta_dir / "write.lock", timeout=0, what="write"):
+            journal = read_journal(store)
+            return rollback(store, journal) if journal is not None else None
+    except LockTimeout:
+        return None
+
+
+def crashed_journal(store) -> dict | None:
+    """The journal of a writer that died (present while nobody holds the write lock), else None."""
+    if not (store.meta_dir / JOURNAL).exists():
+        return None
+    from .errors import LockTimeout
+    from .locking import file_lock
+
+    try:
+        with file_lock(store.meta_dir / "write.lock", timeout=0, what="write"):
+            return read_journal(store)
+    except LockTimeout:
+        return None
+
+
+def read_journal(store) -> dict | None:
+    path = store.meta_dir / JOURNAL
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (ValueError, UnicodeDecodeError):
+        data = None  # a torn journal still means a writer died
+    if not isinstance(data, dict) or not isinstance(data.get("started"), (int, float)):
+        try:  # the journal was written as the write began, so its mtime bounds what the writer made
+            data = {**(data if isinstance(data, dict) else {}), "started": path.stat().st_mtime}
+        except FileNotFoundError:
+            return None
+    return data
+
+
+def _write_journal(store) -> None:
+    store.meta_dir.mkdir(exist_ok=True)
+    path = store.meta_dir / JOURNAL
+    tmp = path.with_name(f".{JOURNAL}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps({"pid": os.getpid(), "started": time.time(), "head": store.git.head()}),
+                   encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ----- rolling back ------------------------------------------------------------------------------
+
+
+def rollback(store, journal: dict | None) -> Repair:
+    """Put every store file back to HEAD except changes a crashed writer did not make.
+
+    `journal` is the crashed writer's journal (None for `ct fsck --repair` without one: then
+    tree.json and memstore.toml edits are left alone, because they may be a person's work).
+    Caller holds the write lock.
+    """
+    rep = Repair(crashed=journal)
+    if journal is not None:
+        _clear_git_locks(store, float(journal.get("started") or 0), rep)
+    entries = _status(store)
+    staged = [p for xy, p in entries if xy[0] not in " ?" and _is_data(p)]
+    if staged:
+        store.git.run("reset", "-q", "--", *staged)
+        entries = _status(store)
+    backup = _Backup(store)
+    logs = [(xy, p) for xy, p in entries if _is_append_only(p)]
+    segs = [(xy, p) for xy, p in entries if p.startswith("segments/")]
+    others = [(xy, p) for xy, p in entries if not _is_append_only(p) and not p.startswith("segments/")]
+    for xy, p in logs:
+        _rollback_appended(store, xy, p, rep, backup)
+    for xy, p in segs:
+        _rollback_segment(store, xy, p, rep, backup)
+    started = float(journal.get("started") or 0) if journal is not None else None
+    for xy, p in others:
+        _rollback_other(store, xy, p, rep, backup, started)
+    _prune_empty_dirs(store, [p for _, p in segs + logs])
+    rep.backup = backup.where
+    if journal is not None:
+        try:
+            (store.meta_dir / JOURNAL).unlink()
+        except FileNotFoundError:
+            pass
+    return rep
+
+
+def _is_data(p: str) -> bool:
+    return p.startswith(("log/", "segments/")) or p in (*APPEND_ONLY, *OTHER_DATA)
+
+
+def _is_append_only(p: str) -> bool:
+    return (p.startswith("log/") and p.endswith(".jsonl")) or p in APPEND_ONLY
+
+
+def _status(store, *pathspec: str) -> list[tuple[str, str]]:
+    out = store.git.run("status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
+                        "--", *pathspec, strip_newline_in_stdout=False)
+    entries = []
+    for item in out.split("\0"):
+        if len(item) > 3:
+            entries.append((item[:2], item[3:]))
+    return entries
+
+
+def _committed_bytes(store, p: str) -> bytes | None:
+    from .errors import GitError
+
+    try:
+        return store.git.run("cat-file", "blob", f"HEAD:{p}", stdout_as_string=False,
+                             strip_newline_in_stdout=False)
+    except GitError:
+        return None
+
+
+def _rollback_appended(store, xy: str, p: str, rep: Repair, backup: "_Backup") -> None:
+    """A day log or markers.jsonl: cut back to its committed bytes, keeping the cut lines."""
+    path = store.root / p
+    head = _committed_bytes(store, p)
+    if not path.exists():
+        if head is not None:  # a tracked file went missing: bring the committed one back
+            store.git.run("checkout", "HEAD", "--", p)
+            rep.restored.append(p)
+        return
+    data = path.read_bytes()
+    if head is None:
+        tail, keep = data, None
+    elif data.startswith(head):
+        tail, keep = data[len(head):], len(head)
+    else:
+        rep.untouched.append(f"{p}: differs from its committed version other than by appended lines")
+        return
+    _count_lines(tail, rep)
+    backup.save(p, tail)
+    if keep is None:
+        path.unlink()
+    else:
+        os.truncate(path, keep)
+
+
+def _count_lines(tail: bytes, rep: Repair) -> None:
+    lines = tail.split(b"\n")
+    complete, last = lines[:-1], lines[-1]
+    rep.records += sum(1 for ln in complete if ln.strip())
+    if last.strip():
+        rep.partial_lines += 1
+
+
+def _rollback_segment(store, xy: str, p: str, rep: Repair, backup: "_Backup") -> None:
+    path = store.root / p
+    name = path.name
+    if xy == "??":
+        if name.startswith(".segment_") and ".tmp-" in name:
+            path.unlink(missing_ok=True)
+            rep.temp_files += 1
+        elif name.startswith("segment_") and name.endswith(".is"):
+            if _referenced_by_committed(store, p):
+                rep.untouched.append(f"{p}: not committed but a committed record refers to it (git add it)")
+                return
+            path.unlink(missing_ok=True)
+            rep.segments += 1
+        else:
+            rep.untouched.append(f"{p}: unknown untracked file in segments/")
+        return
+    # A tracked segment changed or vanished: only reembed rewrites segments, and only inside its
+    # own commit, so the committed version is the truth.
+    if path.exists():
+        backup.save(p, path.read_bytes())
+    store.git.run("checkout", "HEAD", "--", p)
+    rep.restored.append(p)
+
+
+def _referenced_by_committed(store, p: str) -> bool:
+    """Does a record in the (already rolled back) day log point at this segment file?"""
+    from .format import log as logfmt
+    from .format.segment import segment_name
+
+    parts = Path(p).parts  # segments/YYYY/YYYY-MM-DD/<writer>/segment_<n>.is
+    if len(parts) != 5:
+        return False
+    shard, day = "/".join(parts[:4]), parts[2]
+    path = logfmt.day_path(store.root, day)
+    if not path.exists():
+        return False
+    for ln in logfmt.read_lines(path):
+        seg = ln.record.get("seg") if ln.record else None
+        if isinstance(seg, dict) and seg.get("shard") == shard:
+            try:
+                if parts[4] in (segment_name(int(seg.get("text", -1))), segment_name(int(seg.get("vec", -1)))):
+                    return True
+            except (TypeError, ValueError):
+                continue
+    return False
+
+
+def _rollback_other(store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None) -> None:
+    """tree.json, memstore.toml and the like: only undone when a crashed writer changed them."""
+    if p not in OTHER_DATA:
+        return  # not store data: the user's own files are none of our business
+    path = store.root / p
+    try:
+        mtime = path.stat().st_mtime
+    except FileNotFoundError:
+        mtime = None
+    ours = started is not None and (mtime is None or mtime >= started - 1)
+    if not ours:
+        rep.untouched.append(f"{p}: uncommitted change left alone (commit it, or restore it with git checkout)")
+        return
+    if mtime is not None:
+        backup.save(p, path.read_bytes())
+    if xy == "??":
+        path.unlink()
+    else:
+        store.git.run("checkout", "HEAD", "--", p)
+    rep.restored.append(p)
+
+
+def _clear_git_locks(store, started: float, rep: Repair) -> None:
+    """Lock files a killed git child left; an orphaned git that is still finishing gets a moment."""
+    git_dir = Path(store.git.run("rev-parse", "--absolute-git-dir"))
+    candidates = [git_dir / n for n in GIT_LOCKS]
+    heads = git_dir / "refs" / "heads"
+    if heads.exists():
+        candidates += list(heads.rglob("*.lock"))
+    deadline = time.monotonic() + 2.0
+    for lock in candidates:
+        while lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            if lock.stat().st_mtime >= started - 1:
+                lock.unlink()
+                rep.git_locks.append(lock.name)
+        except FileNotFoundError:
+            pass
+
+
+def _prune_empty_dirs(store, paths: list[str]) -> None:
+    for p in paths:
+        folder = (store.root / p).parent
+        while folder != store.root and folder.name not in ("segments", "log"):
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+            folder = folder.parent
+
+
+class _Backup:
+    """Copies of what a rollback removes, under .memstore/rolled-back/<time>-<pid>/<path>."""
+
+    def __init__(self, store):
+        self.store = store
+        self.folder: Path | None = None
+
+    @property
+    def where(self) -> str | None:
+        return str(self.folder) if self.folder else None
+
+    def save(self, rel: str, data: bytes) -> None:
+        if not data:
+            return
+        if self.folder is None:
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+            self.folder = self.store.meta_dir / BACKUP_DIR / f"{stamp}-{os.getpid()}"
+        target = self.folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "ab") as fh:
+            fh.write(data)
+
+
+# ----- ct fsck --repair --------------------------------------------------------------------------
+
+
+def repair(store) -> Repair:
+    """Roll back uncommitted leftovers, drop a temp journal, and bring (or rebuild) the index.
+
+    Never changes committed data: a committed record, segment or tree is only ever restored to
+    its committed version, never edited.
+    """
+    import sqlite3
+
+    with store.lock():
+        rep = rollback(store, read_journal(store))
+        _remove_stray_temps(store, rep)
+        try:
+            plan = store.index(update=False).update()
+            rep.index = {"reindexed": plan.changed, "dropped": plan.vanished, "rebuilt": False}
+        except sqlite3.DatabaseError:
+            # A damaged index is only a cache: throw it away and build it again from the files.
+            idx = store.index(update=False)
+            idx.close()
+            idx._drop_files()
+            store._index = None
+            plan = store.index(update=False).update(rebuild=True)
+            rep.index = {"reindexed": plan.changed, "dropped": [], "rebuilt": True}
+    return rep
+
+
+def _remove_stray_temps(store, rep: Repair) -> None:
+    """Temp files inside committed-but-ignored places git status cannot see (none are expected)."""
+    seg_root = store.root / "segments"
+    if not seg_root.exists():
+        return
+    for dirpath, _dirs, files in os.walk(seg_root):
+        for name in files:
+            if name.startswith(".segment_") and ".tmp-" in name:
+                (Path(dirpath) / name).unlink(missing_ok=True)
+                rep.temp_files += 1

@@ -1,0 +1,240 @@
+"""Many writers through git: two clones and a bare remote merge with zero conflicts and lose nothing.
+
+Everything is real: a bare repository in a folder, `git clone`, `ct sync`, plain `git pull`/`git push`
+with memstore's hooks keeping the index fresh, and a store copied with `cp -r`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import commits, ct, git_clean, make_store
+
+
+def git(root, *args, check=True):
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    if check and proc.returncode:
+        raise AssertionError(f"git {' '.join(args)} failed:\n{proc.stderr}")
+    return proc
+
+
+def head_ids(root) -> Counter:
+    """Record ids in every committed day log (HEAD), with how often each occurs."""
+    ids = Counter()
+    for path in git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", "log").stdout.split():
+        for line in git(root, "show", f"HEAD:{path}").stdout.splitlines():
+            ids[json.loads(line)["id"]] += 1
+    return ids
+
+
+def head_markers(root) -> list[str]:
+    proc = git(root, "show", "HEAD:markers.jsonl", check=False)
+    return [json.loads(x)["id"] for x in proc.stdout.splitlines()] if proc.returncode == 0 else []
+
+
+@pytest.fixture
+def clones(tmp_path):
+    """(a, b, remote): store a pushed to a bare remote, b a plain `git clone` of it."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    a = make_store(tmp_path / "a").root
+    git(a, "remote", "add", "origin", str(remote))
+    out = ct("-C", a, "sync", "--set-upstream", "origin")
+    assert "main now tracks origin/main" in out.stderr
+    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
+    return a, tmp_path / "b", remote
+
+
+class Writer:
+    """One clone's writes through the real CLI, remembering every id it was told it wrote."""
+
+    def __init__(self, root: Path, name: str, day: str, work: Path):
+        self.root, self.name, self.day, self.work = root, name, day, work
+        self.ids: set[str] = set()
+        self.markers: set[str] = set()
+        self.n = 0
+
+    def _ids(self, *args):
+        out = json.loads(ct("-C", self.root, *args, "--json").stdout)
+        self.ids.update(out["ids"])
+
+    def everything(self, full: bool = True) -> None:
+        """add, import, ingest-path and mark, all on the same day as the other clone."""
+        self.n += 1
+        tag = f"{self.name}{self.n}"
+        self._ids("add", f"{tag}: the budget stays at 2400", "--ts", f"{self.day}T09:{self.n:02d}:00Z")
+        turns = self.work / f"{tag}.jsonl"
+        turns.write_text("".join(json.dumps({"ts": f"{self.day}T1{k}:00:00Z", "role": "user", "session": tag,
+                                             "text": f"{tag} turn {k} about the Kyoto trip"}) + "\n" for k in range(4)))
+        self._ids("import", "jsonl", turns)
+        if not full:
+            return
+        docs = self.work / f"{tag}-docs"
+        docs.mkdir()
+        (docs / "plan.md").write_text(f"# Plan {tag}\n\nTrain to Kyoto, then the hotel near the river.\n")
+        self._ids("ingest-path", docs)
+        out = json.loads(ct("-C", self.root, "mark", f"{tag}: waiting for the hotel", "--json").stdout)
+        self.markers.add(out["id"])
+
+
+def _assert_same_and_complete(writers, *roots) -> None:
+    expected = set().union(*(w.ids for w in writers))
+    markers = set().union(*(w.markers for w in writers))
+    heads = {git(r, "rev-parse", "HEAD").stdout for r in roots}
+    assert len(heads) == 1, "clones did not converge"
+    for root in roots:
+        ids = head_ids(root)
+        assert set(ids) == expected, f"{root}: lost {expected - set(ids)}, extra {set(ids) - expected}"
+        assert max(ids.values()) == 1, f"{root}: duplicated {[i for i, n in ids.items() if n > 1]}"
+        assert set(head_markers(root)) == markers and len(head_markers(root)) == len(markers)
+        rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+        assert rep["ok"] and rep["warnings"] == [], rep
+        assert git_clean(root)
+
+
+def test_two_clones_write_the_same_day_and_merge_in_both_orders(clones, tmp_path):
+    a, b, _ = clones
+    work = tmp_path / "work"
+    work.mkdir()
+    wa, wb = Writer(a, "a", "2026-11-30", work), Writer(b, "b", "2026-11-30", work)
+    # Round 1: a pushes first, b merges and pushes, a pulls.
+    wa.everything()
+    wb.everything()
+    ct("-C", a, "sync")
+    out = ct("-C", b, "sync")
+    assert "installed the git hooks" in out.stderr  # a plain clone gets its hooks at its first sync
+    assert "origin/main had" in out.stderr and "merged (merge commit" in out.stderr
+    ct("-C", a, "sync")
+    _assert_same_and_complete([wa, wb], a, b)
+    # Round 2: the other order.
+    wa.everything()
+    wb.everything(full=False)
+    ct("-C", b, "sync")
+    ct("-C", a, "sync")
+    ct("-C", b, "sync")
+    _assert_same_and_complete([wa, wb], a, b)
+    # The two writers never wrote into the same folder.
+    shards_a = {p.name for p in (a / "segments/2026/2026-11-30").iterdir()}
+    assert len(shards_a) == 2
+    merges = git(a, "log", "--merges", "--format=%s").stdout.splitlines()
+    assert len(merges) == 2 and all(m.startswith("Sync: merge ") for m in merges)
+    # And the index of each clone finds the other clone's words.
+    hit = json.loads(ct("-C", a, "search", "b2 turn 2", "--mode", "exact", "--json").stdout)["hits"]
+    assert any("b2 turn 2" in h["text"] for h in hit)
+
+
+def test_plain_git_pull_and_push_keep_the_index_fresh_through_hooks(clones, tmp_path):
+    from memstore.store import Store
+
+    a, b, _ = clones
+    ct("-C", b, "hooks", "install")
+    work = tmp_path / "work"
+    work.mkdir()
+    wa, wb = Writer(a, "a", "2026-11-29", work), Writer(b, "b", "2026-11-29", work)
+    wa.everything(full=False)
+    wb.everything(full=False)
+    ct("-C", a, "index")
+    ct("-C", b, "index")
+    git(a, "push", "-q")
+    pull = git(b, "pull", "-q", "--no-rebase", "--no-edit")  # a real merge: b has its own commits
+    assert "CONFLICT" not in pull.stdout + pull.stderr
+    changed = git(b, "diff", "--name-only", "HEAD^1", "HEAD").stdout
+    assert "log/2026/2026-11-29.jsonl" in changed
+    # No ct read command has run since the pull: only the post-merge hook can have indexed a's lines.
+    idx = Store.open(b).index(update=False)
+    assert idx.plan().empty
+    assert wa.ids <= idx.known_ids(sorted(wa.ids))
+    git(b, "push", "-q")
+    git(a, "pull", "-q", "--no-rebase")  # a fast-forward also runs post-merge
+    idx = Store.open(a).index(update=False)
+    assert idx.plan().empty and wb.ids <= idx.known_ids(sorted(wb.ids))
+    _assert_same_and_complete([wa, wb], a, b)
+
+
+def test_sync_when_nothing_to_do_and_with_no_push(clones):
+    a, b, _ = clones
+    out = ct("-C", a, "sync", "--json")
+    res = json.loads(out.stdout)
+    assert res["merged"] == 0 and res["pushed"] == 0 and res["upstream"] == "origin/main"
+    ct("-C", a, "add", "only local")
+    n = len(commits(a))
+    res = json.loads(ct("-C", a, "sync", "--no-push", "--json").stdout)
+    assert res["pushed"] == 0 and len(commits(a)) == n
+    assert git(a, "rev-list", "--count", "origin/main..HEAD").stdout.strip() == "1"
+
+
+def test_sync_messages_no_upstream_no_remote_unreachable(tmp_path, clones):
+    a, b, remote = clones
+    lone = make_store(tmp_path / "lone").root
+    out = ct("-C", lone, "sync", check=False)
+    assert out.returncode == 1 and "has no remote to sync with" in out.stderr
+    assert "remote add origin URL" in out.stderr and "sync --set-upstream origin" in out.stderr
+    git(lone, "remote", "add", "origin", str(remote))
+    out = ct("-C", lone, "sync", check=False)
+    assert out.returncode == 1 and "Branch main of" in out.stderr and "has no upstream" in out.stderr
+    assert "sync --set-upstream origin" in out.stderr
+    # Unreachable: nothing changes, the commits stay, exit code 8 (git failed).
+    ct("-C", a, "add", "written while offline")
+    head = git(a, "rev-parse", "HEAD").stdout
+    git(a, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    out = ct("-C", a, "sync", check=False)
+    assert out.returncode == 8
+    assert f"Cannot reach remote 'origin' ({tmp_path / 'gone.git'})" in out.stderr
+    assert "Nothing was changed" in out.stderr
+    assert git(a, "rev-parse", "HEAD").stdout == head and git_clean(a)
+
+
+def test_a_copied_store_works_at_once_with_a_new_writer(clones, tmp_path):
+    a, _, _ = clones
+    ct("-C", a, "add", "before the copy", "--ts", "2026-11-30T08:00:00Z")
+    ct("-C", a, "search", "copy")  # the original has an index and a writer id
+    copy = tmp_path / "usb" / "a"
+    copy.parent.mkdir()
+    subprocess.run(["cp", "-r", str(a), str(copy)], check=True)
+    hits = json.loads(ct("-C", copy, "search", "before the copy", "--mode", "exact", "--json").stdout)["hits"]
+    assert hits and hits[0]["text"] == "before the copy"
+    ct("-C", copy, "add", "written on the copy", "--ts", "2026-11-30T09:00:00Z")
+    shards = sorted(p.name for p in (copy / "segments/2026/2026-11-30").iterdir())
+    original = json.loads((a / ".memstore/writer.json").read_text())
+    copied = json.loads((copy / ".memstore/writer.json").read_text())
+    assert len(shards) == 2 and original["id"] in shards and copied["id"] in shards
+    assert copied["id"] != original["id"] and copied["path"] == str(copy)
+    assert json.loads(ct("-C", copy, "fsck", "--json").stdout)["ok"] and git_clean(copy)
+    # The copy can join the same remote as another writer without conflicts.
+    ct("-C", a, "add", "written on the original", "--ts", "2026-11-30T09:30:00Z")
+    ct("-C", a, "sync")
+    ct("-C", copy, "sync")
+    ids = head_ids(copy)
+    assert len(ids) == 3 and max(ids.values()) == 1
+
+
+@pytest.mark.slow
+def test_many_rounds_of_merges(tmp_path, clones):
+    """Larger: three clones, ten rounds in shifting orders; every id exactly once everywhere."""
+    a, b, remote = clones
+    c = tmp_path / "c"
+    git(tmp_path, "clone", "-q", str(remote), str(c))
+    work = tmp_path / "work"
+    work.mkdir()
+    writers = [Writer(r, n, "2026-11-28", work) for r, n in ((a, "a"), (b, "b"), (c, "c"))]
+    rounds = int(os.environ.get("MEMSTORE_SYNC_ROUNDS", "10"))
+    merges = 0
+    for i in range(rounds):
+        for w in writers:
+            w.everything()
+        order = writers[i % 3:] + writers[: i % 3]
+        for w in order + order[:2]:
+            res = json.loads(ct("-C", w.root, "sync", "--json").stdout)
+            merges += 1 if res["merge_commit"] and not res["fast_forward"] else 0
+    _assert_same_and_complete(writers, a, b, c)
+    report = os.environ.get("MEMSTORE_SYNC_REPORT")
+    if report:
+        Path(report).write_text(json.dumps({"rounds": rounds, "merge_commits": merges,
+                                            "records": sum(head_ids(a).values())}))
