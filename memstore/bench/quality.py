@@ -1,0 +1,257 @@
+"""The retrieval-quality harness: public benchmarks loaded into real stores, scored through search and recall.
+
+Run: `python -m memstore.bench.quality --data ../shared/bench-data --out docs/quality.md` (or
+`make bench-quality`). LongMemEval_S gets one store per question (every turn a record, dated by its
+session); SciFact one store of all abstracts. Each mode's ranking is the output of the library's
+`search` (exact, vector, hybrid) or `recall` (hybrid+time); metrics are computed from those hits.
+The report in --out is written by `quality_report.render` from the same results, which are also
+kept as JSON next to the embedding cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import lme, scifact
+
+MODES = ("exact", "vector", "hybrid", "hybrid+time")
+SEARCH_MODES = ("exact", "vector", "hybrid")
+BENCHMARKS = ("longmemeval", "scifact")
+SCIFACT_K = (10, 100)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m memstore.bench.quality", description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, default=Path("../shared/bench-data"),
+                   help="folder holding longmemeval/ and scifact/ (default ../shared/bench-data)")
+    p.add_argument("--lme", type=Path, help="LongMemEval file or folder (default DATA/longmemeval)")
+    p.add_argument("--scifact", type=Path, help="SciFact folder (default DATA/scifact)")
+    p.add_argument("--out", type=Path, default=Path("docs/quality.md"), help="the Markdown report to write")
+    p.add_argument("--limit", type=int, help="quick run: N LongMemEval questions per type, the first N SciFact claims")
+    p.add_argument("--only", choices=BENCHMARKS, help="run one benchmark")
+    p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
+    p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"), help="the stores' embedder")
+    p.add_argument("--work", type=Path, help="where the temporary stores go (default: a new temp folder)")
+    p.add_argument("--keep", action="store_true", help="keep the stores after the run")
+    p.add_argument("--cache", type=Path, default=Path(".bench/quality-embeddings.sqlite"),
+                   help="embedding cache file (repeated turns and re-runs are not embedded again)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="write the report even when benchmark data is absent (those sections say so) and exit 0")
+    p.add_argument("--quiet", action="store_true")
+    args = p.parse_args(argv)
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    bad = [m for m in args.modes if m not in MODES]
+    if bad or not args.modes:
+        p.error(f"--modes: unknown {', '.join(bad) or '(none given)'}; choose from {', '.join(MODES)}")
+    if args.limit is not None and args.limit < 1:
+        p.error("--limit must be at least 1")
+    return args
+
+
+def locate(args) -> tuple[dict[str, Path], list[dict]]:
+    """The data path of each benchmark to run, and the ones whose data is absent (path and reason)."""
+    wanted = [args.only] if args.only else list(BENCHMARKS)
+    paths = {"longmemeval": args.lme or args.data / "longmemeval", "scifact": args.scifact or args.data / "scifact"}
+    found, missing = {}, []
+    from ..errors import UsageError
+
+    for name in wanted:
+        try:
+            found[name] = lme.find_file(paths[name]) if name == "longmemeval" else scifact.find_root(paths[name])
+        except UsageError as exc:
+            missing.append({"benchmark": name, "path": str(paths[name]), "reason": exc.message})
+    return found, missing
+
+
+# ----- LongMemEval -----------------------------------------------------------------------------
+
+
+def build_store(root: Path, embedder, records: list[dict], message: str):
+    """A fresh store at `root` holding `records` (one commit), its index built."""
+    from ..store import Store
+
+    store = Store.init(root, embedder=embedder.name, timezone="UTC")
+    store.set_embedder(embedder)
+    store.write([store.normalize(r) for r in records], message, after_write=False)
+    store.index()
+    return store
+
+
+def lme_ranking(store, q: lme.Question, mode: str, n: int) -> tuple[list[str], str | None]:
+    """Record ids best first for one mode, plus recall's level for hybrid+time."""
+    from ..retrieve.recall import recall
+    from ..retrieve.search import search
+
+    if mode in SEARCH_MODES:
+        return [h.id for h in search(store, q.question, k=n, mode=mode)], None
+    res = recall(store, q.question, now=q.date, k=n, update_index=False)
+    # recall prints in time order; its hits keep the search score they were chosen by, which
+    # restores their rank. Below them comes the rest of the plain hybrid ranking, as an agent
+    # would fall back to `ct search` when the window's answer is not enough.
+    chosen = sorted((rh.hit for rh in res.hits), key=lambda h: (-h.score, h.ts))
+    rest = search(store, q.question, k=n, mode="hybrid")
+    return lme.dedupe([h.id for h in chosen] + [h.id for h in rest]), res.level
+
+
+def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
+    file, questions = lme.load(path)
+    abstention = sum(q.abstention for q in questions)
+    chosen = lme.stratified(questions, args.limit)
+    log(f"LongMemEval: {len(chosen)} questions from {file} ({abstention} abstention questions skipped)")
+    rows = []
+    for i, q in enumerate(chosen, start=1):
+        hs = lme.haystack(q)
+        t0 = time.perf_counter()
+        root = work / "lme" / f"q{i:04d}"
+        store = build_store(root, embedder, hs.records, f"Import {len(hs.records)} LongMemEval turns ({q.qid})")
+        row = {"qid": q.qid, "qtype": q.qtype, "records": len(hs.records), "build_s": time.perf_counter() - t0,
+               "metrics": {}, "query_s": {}, "level": None}
+        for mode in args.modes:
+            t1 = time.perf_counter()
+            ids, level = lme_ranking(store, q, mode, len(hs.records))
+            row["query_s"][mode] = time.perf_counter() - t1
+            row["metrics"][mode] = lme.score(ids, hs, q.gold_sessions)
+            if level:
+                row["level"] = level
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        rows.append(row)
+        if i % 10 == 0 or i == len(chosen):
+            log(f"  {i}/{len(chosen)} questions ({row['build_s']:.1f} s to build the last store)")
+    summary = {m: lme.summarize([{"qtype": r["qtype"], "metrics": r["metrics"][m]} for r in rows]) for m in args.modes}
+    levels: dict[str, dict[str, int]] = {}
+    for r in rows:
+        if r["level"]:
+            levels.setdefault(r["qtype"], {}).setdefault(r["level"], 0)
+            levels[r["qtype"]][r["level"]] += 1
+    return {"file": str(file), "questions_total": len(questions), "abstention_skipped": abstention,
+            "limit": args.limit, "scored": len(rows), "summary": summary, "recall_levels": levels,
+            "timing": _timing(rows, args.modes), "rows": rows}
+
+
+def _timing(rows: list[dict], modes: list[str]) -> dict:
+    builds = [r["build_s"] for r in rows]
+    out = {"records_mean": statistics.fmean(r["records"] for r in rows) if rows else 0,
+           "build_s_mean": statistics.fmean(builds) if builds else 0.0,
+           "build_s_max": max(builds, default=0.0),
+           "query_ms_mean": {m: 1000 * statistics.fmean(r["query_s"][m] for r in rows) if rows else 0.0 for m in modes}}
+    out["question_s_mean"] = out["build_s_mean"] + sum(out["query_ms_mean"].values()) / 1000
+    return out
+
+
+# ----- SciFact ---------------------------------------------------------------------------------
+
+
+def run_scifact(path: Path, args, embedder, work: Path, log) -> dict:
+    sf = scifact.load(path)
+    claims = sorted(sf.qrels, key=lambda q: (len(q), q))  # numeric ids in numeric order
+    if args.limit:
+        claims = claims[: args.limit]
+    base = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
+    records = [{"id": f"scifact-{d}", "ts": base + dt.timedelta(seconds=i), "role": "system", "actor": "document",
+                "type": "doc", "text": sf.document_text(d), "session": "scifact",
+                "source": {"path": f"corpus.jsonl#{d}", "chunk": 0, "chunks": 1, "doc_id": d}}
+               for i, d in enumerate(sf.docs)]
+    log(f"SciFact ({sf.layout} layout): {len(records)} abstracts, {len(claims)} judged claims from {sf.root}")
+    t0 = time.perf_counter()
+    store = build_store(work / "scifact", embedder, records, f"Ingest {len(records)} SciFact abstracts")
+    build_s = time.perf_counter() - t0
+    from ..retrieve.search import search
+
+    modes = [m for m in args.modes if m in SEARCH_MODES]
+    summary, query_ms = {}, {}
+    for mode in modes:
+        per_claim = []
+        t1 = time.perf_counter()
+        for qid in claims:
+            hits = search(store, sf.queries[qid], k=max(SCIFACT_K), mode=mode)
+            ranked = [h.source["doc_id"] for h in hits]
+            per_claim.append((scifact.ndcg(ranked, sf.qrels[qid], 10), scifact.recall(ranked, sf.qrels[qid], 100)))
+        query_ms[mode] = 1000 * (time.perf_counter() - t1) / max(1, len(claims))
+        summary[mode] = {"ndcg@10": statistics.fmean(a for a, _ in per_claim),
+                         "recall@100": statistics.fmean(b for _, b in per_claim), "n": len(per_claim)}
+        log(f"  {mode}: nDCG@10 {summary[mode]['ndcg@10']:.3f}, Recall@100 {summary[mode]['recall@100']:.3f}")
+    if not args.keep:
+        shutil.rmtree(work / "scifact", ignore_errors=True)
+    return {"root": str(sf.root), "layout": sf.layout, "notes": sf.notes, "docs": len(records),
+            "claims": len(claims), "limit": args.limit, "summary": summary,
+            "timing": {"build_s": build_s, "query_ms_mean": query_ms}}
+
+
+# ----- the run ---------------------------------------------------------------------------------
+
+
+def run(args, log=None) -> dict:
+    """Run the chosen benchmarks; raises UsageError naming every absent data path unless allowed."""
+    from ..adapters import get_embedder
+    from ..errors import UsageError
+
+    log = log or (lambda m: None if args.quiet else print(m, file=sys.stderr, flush=True))
+    found, missing = locate(args)
+    if missing and not args.allow_missing:
+        lines = [f"{m['benchmark']}: {m['reason']}" for m in missing]
+        raise UsageError("quality benchmark data is missing:\n  " + "\n  ".join(lines),
+                         "Nothing was measured and the report was left as it was. Pass --data DIR (the folder "
+                         "holding longmemeval/ and scifact/), or --allow-missing to write a report that says so.")
+    args.cache.parent.mkdir(parents=True, exist_ok=True)
+    os.environ["MEMSTORE_EMBED_CACHE"] = str(args.cache.resolve())  # the harness's own cache file
+    report = {"command": " ".join(["python -m memstore.bench.quality", *sys.argv[1:]]) if args.command is None
+              else args.command, "embedder": args.embedder, "modes": args.modes, "missing": missing,
+              "started": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    embedder = get_embedder(args.embedder)
+    report["embedder_model"] = embedder.model
+    if args.work:
+        args.work.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="memstore-quality-", dir=args.work))
+    t0 = time.perf_counter()
+    try:
+        if "longmemeval" in found:
+            report["longmemeval"] = run_longmemeval(found["longmemeval"], args, embedder, work, log)
+        if "scifact" in found:
+            report["scifact"] = run_scifact(found["scifact"], args, embedder, work, log)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    report["wall_s"] = time.perf_counter() - t0
+    report["work"] = str(work) if args.keep else None
+    return report
+
+
+def write_report(report: dict, out: Path, raw: Path) -> None:
+    from .quality_report import render
+
+    for path, text in ((out, render(report)), (raw, json.dumps(report, indent=1, default=str) + "\n")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def main(argv=None) -> int:
+    from ..errors import MemstoreError
+
+    args = parse_args(argv)
+    args.command = None if argv is None else " ".join(["python -m memstore.bench.quality", *argv])
+    try:
+        report = run(args)
+    except MemstoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    raw = args.cache.with_name("quality-last.json")
+    write_report(report, args.out, raw)
+    if not args.quiet:
+        print(f"wrote {args.out} (raw results: {raw})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
