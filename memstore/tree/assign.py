@@ -115,7 +115,7 @@ class Placer:
             score = float(c @ vec) + 0.08 * min(len(shared), 2)
             if score >= best:
                 parent, best = tid, score
-        return self._new_topic(parent, [rec])
+        return self._new_topic(parent, [rec], verdict.get("name") if verdict else None)
 
     def _new_topic(self, parent: str | None, recs: list[dict], name: str | None = None) -> str:
         tid = treefmt.new_topic_id()
