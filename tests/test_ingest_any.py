@@ -240,3 +240,15 @@ def test_media_facts_read_from_headers():
     assert describe_media("noise.jpg", b"\xff\xd8\xff\xe0garbage") == {"mime": "image/jpeg", "kind": "image"}
     assert describe_media("song.wav", wav(0.5))["duration_s"] == 0.5
     assert describe_media("mystery", b"\x00\x01\x02")["kind"] == "binary"
+
+
+def test_a_pdf_without_text_is_kept_as_a_blob(tmp_path, store):
+    f = tmp_path / "scan.pdf"
+    f.write_bytes(pdf(""))
+    res = store.ingest_any(f)
+    (rec,) = res.added
+    assert rec["id"].startswith("blob:") and rec["text"].startswith("PDF scan.pdf: PDF document")
+    assert "No text was extracted (PDF has no extractable text" in rec["text"]
+    bh, body, _, manifest = _blob(store.root, rec)
+    assert bh.data_type == DT_BLOB and body == f.read_bytes() and manifest["kind"] == "pdf"
+    assert git_clean(store.root)

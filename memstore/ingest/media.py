@@ -278,7 +278,8 @@ def description(rel: str, size: int, info: dict, reason: str | None = None) -> s
     subtype = info.get("mime", "application/octet-stream").split("/", 1)[1].upper()
     what = {"image": f"{subtype} image", "audio": f"{subtype} audio", "video": f"{subtype} video",
             "pdf": "PDF document"}.get(kind, f"file of type {info.get('mime')}")
-    parts = [f"{kind.capitalize() if kind != 'binary' else 'File'} {rel}: {what}"]
+    label = {"image": "Image", "audio": "Audio", "video": "Video", "pdf": "PDF"}.get(kind, "File")
+    parts = [f"{label} {rel}: {what}"]
     if info.get("width") and info.get("height"):
         parts.append(f"{info['width']}×{info['height']} pixels")
     if info.get("taken"):
