@@ -252,3 +252,26 @@ def test_a_pdf_without_text_is_kept_as_a_blob(tmp_path, store):
     bh, body, _, manifest = _blob(store.root, rec)
     assert bh.data_type == DT_BLOB and body == f.read_bytes() and manifest["kind"] == "pdf"
     assert git_clean(store.root)
+
+
+def test_blobs_of_an_interrupted_write_are_orphans_and_rolled_back(tmp_path, store):
+    from memstore.store import Store
+
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.png").write_bytes(png(4, 4))
+
+    def killed(*_a, **_k):  # dies after the blob pair is on disk, before any record is
+        raise KeyboardInterrupt
+
+    store._write_files = killed
+    try:
+        store.ingest_any(d)
+    except KeyboardInterrupt:
+        pass
+    report = Store.open(store.root).fsck()
+    assert report.ok and sum("not referenced by any record (orphan)" in w for w in report.warnings) == 2
+    again = Store.open(store.root)
+    again.index()  # a reader rolls back what the dead writer left
+    assert git_clean(store.root) and len(commits(store.root)) == 1
+    assert len(again.ingest_any(d).added) == 1 and again.fsck().ok and git_clean(store.root)
