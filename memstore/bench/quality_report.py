@@ -29,7 +29,8 @@ def render(r: dict) -> str:
            f"Command: `{r['command']}`", "",
            f"Embedder: `{r['embedder']}` ({r.get('embedder_model', '?')}). Modes: {', '.join(r['modes'])}. "
            f"Machine: {m['cpu']}, {m['cores']} cores, Python {m['python']}, SQLite {m['sqlite']}; run {r['started']}"
-           + (f", {r['wall_s']:.0f} s in all." if "wall_s" in r else "."), ""]
+           + (f", {r['wall_s']:.0f} s in all; stores built under {r['work_dir']}."
+              if r.get("longmemeval") or r.get("scifact") else "; nothing was measured."), ""]
     out += _status(r)
     out += _lme(r)
     out += _scifact(r)
@@ -53,7 +54,7 @@ def _lme(r: dict) -> list[str]:
     out = ["## LongMemEval_S", ""]
     lm = r.get("longmemeval")
     if not lm:
-        return out + ["Not run in this report.", ""]
+        return out + [_absent(r, "longmemeval"), ""]
     t = lm["timing"]
     out += [f"Data: `{lm['file']}` — {lm['questions_total']} questions, {lm['abstention_skipped']} abstention "
             f"questions skipped, {lm['scored']} scored"
@@ -85,7 +86,7 @@ def _scifact(r: dict) -> list[str]:
     out = ["## SciFact", ""]
     sf = r.get("scifact")
     if not sf:
-        return out + ["Not run in this report.", ""]
+        return out + [_absent(r, "scifact"), ""]
     out += [f"Data: `{sf['root']}` ({sf['layout']} layout) — {sf['docs']} abstracts in one store, "
             f"{sf['claims']} judged claims" + (f" (the first {sf['limit']})" if sf["limit"] else "")
             + ". " + "; ".join(sf["notes"]) + ".", "",
@@ -95,6 +96,12 @@ def _scifact(r: dict) -> list[str]:
         out.append(_row([mode, str(s["n"]), f3(s["ndcg@10"]), f3(s["recall@100"]),
                          f"{sf['timing']['query_ms_mean'][mode]:.1f}"]))
     return out + [""]
+
+
+def _absent(r: dict, name: str) -> str:
+    gone = [x for x in r["missing"] if x["benchmark"] == name]
+    return (f"Not measured: no data at `{gone[0]['path']}`." if gone else
+            "Not run in this report (another benchmark was chosen with --only).")
 
 
 def _lme_get(r, mode, qtype, metric):
@@ -127,7 +134,10 @@ def _ablation(r: dict) -> list[str]:
     for name, value in LME_ANCHORS:
         out.append(_row([name, value, "", "", "", "", ""]))
     for name, value in SCIFACT_ANCHORS:
-        out.append(_row([f"{name} (BEIR paper / leaderboard figure, as quoted in issue 7)", "", "", "", "", value, ""]))
+        out.append(_row([f"{name} (BEIR SciFact, as quoted in issue 7)", "", "", "", "", value, ""]))
+    out += ["", "Not in the harness yet: the \"+ topic context\" ablation of issue 7, and the default-tuning "
+            "experiments (fusion weights, chunking, embedded text, tokenizer, query cleaning, time window as "
+            "filter or boost) that would use these tables."]
     return out + [""]
 
 
@@ -205,7 +215,10 @@ PROTOCOL = """## How the numbers are computed
   log₂(rank + 1), as trec_eval/BEIR) and Recall@100, averaged over judged claims.
 - **Speed**: embeddings go through the content-hash embedding cache (`--cache`, default
   `.bench/quality-embeddings.sqlite`), so a turn repeated across questions, or a second run, is not
-  embedded again. Times include git and SQLite work for every store.
+  embedded again. The throw-away stores live on a RAM disk (`/dev/shm`) when there is one, because
+  the write path fsyncs each of a store's ~1,000 segment files; `--work DIR` puts them elsewhere.
+  Times include init, git and SQLite work for every store. Each mode asks for 50 hits, then twice as
+  many until its ranking holds 10 distinct sessions (or the mode has no more hits).
 """
 
 HOW_TO_RUN = """## How to run
