@@ -247,6 +247,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PATCH(self):
         self._handle("PATCH")
 
+    def do_OPTIONS(self):  # a CORS preflight gets a JSON 405 and no Access-Control-Allow-* headers
+        self._handle("OPTIONS")
+
     def _handle(self, method: str):
         try:
             status, body = 200, self.app.answer(method, self.path, self.headers, self._body)

@@ -128,6 +128,17 @@ def test_add_writes_one_commit_and_leaves_git_clean(served):
     assert hits["hits"][0]["id"] == out["ids"][0]
 
 
+def test_records_written_by_another_process_are_found(served):
+    base, st = served
+    call(base, "/stats")  # the worker thread has opened the index before the outside write
+    ct("-C", st.root, "add", "--session", "elsewhere", "Zanzibar ferry leaves at noon.")
+    _, _, out = call(base, "/search?query=Zanzibar&mode=exact")
+    assert [h["session"] for h in out["hits"]] == ["elsewhere"]
+    _, _, where = call(base, "/where")
+    assert where["session"]["name"] == "elsewhere"
+    assert git_clean(st.root)
+
+
 @pytest.mark.parametrize("path,kwargs,status,message", [
     ("/add", {"raw": b'{"text": "x",'}, 400, "body is not valid JSON: Expecting"),
     ("/add", {"raw": b"\xff\xfe"}, 400, "not UTF-8"),
@@ -136,7 +147,8 @@ def test_add_writes_one_commit_and_leaves_git_clean(served):
     ("/add", {"body": {"text": "hi", "colour": "red"}}, 400, "unknown parameter 'colour' for /add"),
     ("/add", {"body": {"text": 5}}, 400, "parameter 'text' must be a JSON string, not 5"),
     ("/add", {"body": {"text": "hi", "role": "wizard"}}, 400, "cannot add:"),
-    ("/add", {"method": "GET"}, 405, "/add answers POST only"[:10]),
+    ("/add", {"method": "GET"}, 405, "/add answers POST, not GET"),
+    ("/add", {"method": "OPTIONS", "headers": {"Origin": "http://localhost:3000"}}, 405, "not OPTIONS"),
     ("/search?query=a&k=ten", {}, 400, "parameter 'k' must be an integer, not 'ten'"),
     ("/search?query=a&query=b", {}, 400, "given 2 times"),
     ("/search", {"body": {"query": "a", "k": True}}, 400, "must be a JSON integer"),
