@@ -124,6 +124,8 @@ class Watcher:
     def import_files(self, files: list[str], snap: dict, now: float | None = None) -> Batch:
         """Import `files` in one commit; a batch that fails on one file's input is split per file."""
         batch = Batch(time.time() if now is None else now, list(files))
+        if not files:
+            return batch
         try:
             self._one(files, batch)
             done = list(files)
