@@ -119,8 +119,14 @@ def test_a_few_hundred_turns_acceptance(tmp_path):
             row = st.index().conn.execute("SELECT rowid FROM records WHERE id=?", (rid,)).fetchone()[0]
             text = st.index().record_at(row)["text"]
             assert rid in {h.id for h in search(st, text, k=10)}
-            hits = json.loads(ct("-C", st.root, "context", text, "--json", "--recent", "0").stdout)
-            assert text in {h["text"] for h in hits["sections"]["recall"]}
+            ctx = build_context(st, text, recent=0)
+            assert text in {h["text"] for h in ctx.sections["recall"]}
+            assert owner[rid] in {n["id"] for p in ctx.sections["topics"] for n in p["path"]}
+    first = before.topics[diff["merged"][0]["id"]].records[0]
+    row = st.index().conn.execute("SELECT rowid FROM records WHERE id=?", (first,)).fetchone()[0]
+    text = st.index().record_at(row)["text"]
+    hits = json.loads(ct("-C", st.root, "context", text, "--json", "--recent", "0", "--budget", "800").stdout)
+    assert text in {h["text"] for h in hits["sections"]["recall"]} and hits["tokens"] <= 800
     assert ct("-C", st.root, "reorganize", "--threshold", "0.5").stdout.startswith("Nothing to reorganize") or \
         len(commits(st.root)) == n + 2
 

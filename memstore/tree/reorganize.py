@@ -183,10 +183,8 @@ def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_
         if len(ok) >= 2:
             mat = np.stack([vecs[i] for i in ok])
             sims = mat @ mat.T
-            for x in range(len(ok)):
-                for y in range(x + 1, len(ok)):
-                    if sims[x, y] >= threshold:
-                        pairs.append((float(sims[x, y]), frozen[ok[x]].id, frozen[ok[y]].id))
+            xs, ys = np.nonzero(np.triu(sims >= threshold, k=1))  # all pairs at once, not O(n²) Python
+            pairs = [(float(sims[x, y]), frozen[ok[x]].id, frozen[ok[y]].id) for x, y in zip(xs, ys)]
         pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
         res.pairs = len(pairs)
         terms: dict[str, set[str]] = {}
