@@ -275,3 +275,24 @@ def test_missing_data_fails_naming_the_path_and_keeps_the_report(tmp_path, capsy
 def test_bad_modes_are_refused():
     with pytest.raises(SystemExit):
         quality.parse_args(["--modes", "hybrid,bogus"])
+
+
+@pytest.mark.model
+def test_minilm_run_fills_the_cache_once_and_repeats_its_numbers(tmp_path, bench_data):
+    """With the real model every distinct turn is embedded once into the harness's cache file."""
+    import sqlite3
+
+    args = ["--embedder", "minilm", "--only", "longmemeval", "--modes", "vector,hybrid", "--data", bench_data]
+    code, _ = run_harness(tmp_path, *args)
+    assert code == 0
+    raw = tmp_path / "c" / "quality-last.json"
+    first = json.loads(raw.read_text())
+    _, qs = lme.load(bench_data / "longmemeval")
+    distinct = {r["text"] for q in lme.stratified(qs, None) for r in lme.haystack(q).records}
+    assert first["longmemeval"]["embedding"]["distinct_texts"] == len(distinct)
+    with sqlite3.connect(tmp_path / "c" / "emb.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM vectors WHERE kind = 'passage'").fetchone()[0] == len(distinct)
+    code, _ = run_harness(tmp_path, *args)
+    again = json.loads(raw.read_text())
+    assert code == 0 and [r["metrics"] for r in again["longmemeval"]["rows"]] == [r["metrics"] for r in first["longmemeval"]["rows"]]
+    assert first["longmemeval"]["rows"][0]["metrics"]["hybrid"]["recall_any@1"] == 1.0   # the beagle turns
