@@ -195,3 +195,20 @@ def test_usage_errors(store, tmp_path):
     proc = ct("-C", store.root, "watch", tmp_path, "--debounce", "5", "--max-delay", "1", "--once", check=False)
     assert proc.returncode == 0  # max-delay is raised to the debounce, not an error
     assert len(commits(store.root)) == 1 and git_clean(store.root)
+
+
+def test_a_whole_line_whose_newline_comes_later_is_neither_lost_nor_doubled(store, tmp_path):
+    # A writer that writes the object and its "\n" separately: the object alone already parses,
+    # so it is taken; when the newline and more lines follow, the cursor no longer ends at a line
+    # end, the file is read again from the start and the store skips what it has.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    f = logs / "a.jsonl"
+    f.write_text(jline(0) + jline(1).rstrip("\n"), encoding="utf-8")
+    w = Watcher(store, [logs], kind="jsonl", interval=1, debounce=0, max_delay=0)
+    assert w.once().added == 2
+    with open(f, "a", encoding="utf-8") as fh:
+        fh.write("\n" + jline(2))
+    batch = w.once()
+    assert batch.added == 1 and batch.skipped == 2
+    assert texts(store) == ["line 0 of s", "line 1 of s", "line 2 of s"] and git_clean(store.root)
