@@ -89,7 +89,7 @@ SUMMARIES = {
     "reembed": "Re-embed every record with another embedder (one commit).",
     "add": "Add one conversation turn.",
     "ingest-path": "Ingest files or folders as document chunks.",
-    "import": "Import conversations (jsonl, claude-code, chatgpt, trace, lossless-memory) or a ContextTape store.",
+    "import": "Import conversations (claude-code, chatgpt, jsonl, trace, ...) or a ContextTape store.",
     "watch": "Follow growing transcripts; import new lines in batches (one commit each).",
     "search": "Search the store: exact, vector or hybrid.",
     "bench": "Measure search, index and ingest speed against numpy and ContextTape.",

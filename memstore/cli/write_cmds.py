@@ -75,7 +75,10 @@ def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, 
 
 @click.group("import")
 def import_cmd():
-    """Import conversations (jsonl, claude-code, chatgpt, trace, lossless-memory) or a ContextTape store (idempotent)."""
+    """Import conversations (jsonl, claude-code, chatgpt, trace, lossless-memory) or a ContextTape store.
+
+    Every import is idempotent: records already in the store are skipped.
+    """
 
 
 def _import(obj, kind, path, as_json, allow_secrets=False, **opts):
@@ -141,7 +144,10 @@ def import_chatgpt(obj, file, allow_secrets, as_json):
 @_with_common
 @click.pass_obj
 def import_trace_cmd(obj, file, allow_secrets, as_json):
-    """A TRACE (trace-memory) tree saved with its conversation: the turns as records, its topics into tree.json.
+    """A TRACE save (trace-memory): its turns as records, its topic tree into tree.json.
+
+    The file must have been saved with its conversation (save_conversation=True); messages are
+    dated by their topic's creation time (TRACE keeps no per-message time) and marked ts_approx.
 
     Example: ct import trace session.json
     """
