@@ -34,6 +34,22 @@ def call(base, path, body=None, method=None, headers=None, raw: bytes | None = N
 @pytest.fixture
 def served(tmp_path):
     """A store with three turns, served from a thread on a free loopback port; yields (base URL, store)."""
+    yield from _serve(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def served_ro(tmp_path_factory):
+    """Like `served`, shared by the tests that never write (setting a store up costs a second or two)."""
+    cache = tmp_path_factory.getbasetemp() / "cache"
+    with pytest.MonkeyPatch.context() as mp:  # what conftest's per-test isolation sets, for this longer life
+        mp.setenv("XDG_CACHE_HOME", str(cache))
+        mp.setenv("MEMSTORE_EMBED_CACHE", str(cache / "embeddings.sqlite"))
+        mp.delenv("MEMSTORE_DIR", raising=False)
+        mp.setenv("TZ", "UTC")
+        yield from _serve(tmp_path_factory.mktemp("ro"))
+
+
+def _serve(tmp_path):
     st = make_store(tmp_path / "s")
     st.add("We settled on a 40k budget for the offsite.", role="assistant", session="plan",
            ts="2026-03-10T18:00:00Z")
@@ -102,8 +118,8 @@ def _first_line(proc, timeout: float) -> str:
     return box[0]
 
 
-def test_read_endpoints_take_query_or_json(served):
-    base, st = served
+def test_read_endpoints_take_query_or_json(served_ro):
+    base, st = served_ro
     status, _, get = call(base, "/search?query=venue&mode=exact&role=user&role=assistant")
     status2, _, post = call(base, "/search", {"query": "venue", "mode": "exact", "role": ["user", "assistant"]})
     assert status == status2 == 200
@@ -162,8 +178,8 @@ def test_records_written_by_another_process_are_found(served):
     ("/stats", {"headers": {"Host": "attacker.example"}}, 403, "not a loopback name"),
     ("/stats", {"headers": {"Origin": "https://attacker.example"}}, 403, "web origin"),
 ])
-def test_errors_are_json_with_status_codes(served, path, kwargs, status, message):
-    base, st = served
+def test_errors_are_json_with_status_codes(served_ro, path, kwargs, status, message):
+    base, st = served_ro
     before = commits(st.root)
     got, headers, out = call(base, path, **kwargs)
     assert got == status, out
@@ -174,8 +190,8 @@ def test_errors_are_json_with_status_codes(served, path, kwargs, status, message
     assert commits(st.root) == before and git_clean(st.root)
 
 
-def test_concurrent_requests_share_one_store_thread(served):
-    base, _ = served
+def test_concurrent_requests_share_one_store_thread(served_ro):
+    base, _ = served_ro
     queries = ["budget", "venue", "plant", "Lisbon"] * 5
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda q: call(base, f"/search?query={q}&mode=exact"), queries))
@@ -184,9 +200,9 @@ def test_concurrent_requests_share_one_store_thread(served):
                for q, (_, _, out) in zip(queries, results))
 
 
-def test_openapi_describes_every_endpoint_and_its_schemas_are_valid(served):
+def test_openapi_describes_every_endpoint_and_its_schemas_are_valid(served_ro):
     jsonschema = pytest.importorskip("jsonschema")
-    base, _ = served
+    base, _ = served_ro
     _, _, doc = call(base, "/openapi.json")
     assert doc["openapi"].startswith("3.")
     for path, ep in ENDPOINTS.items():
