@@ -51,6 +51,7 @@ def fsck(store) -> Report:
                 rep.warnings.append(f"{where}: id {rec['id']} also at {ids[rec['id']]} (the earlier copy is used)")
             ids.setdefault(rec["id"], where)
     _check_orphans(store, rep, referenced)
+    _check_tree(store, rep)
     from .repair import crashed_journal
 
     journal = crashed_journal(store)
@@ -105,6 +106,19 @@ def _check_record(store, rec, where, day, dim, rep, referenced) -> None:
         rep.damage.append(f"{vpath}: vector has {vh.dim} dimensions, the store uses {dim}")
     if tbody != rec["text"].encode("utf-8"):
         rep.damage.append(f"{tpath}: text differs from the log record at {where}")
+
+
+def _check_tree(store, rep) -> None:
+    """tree.json must parse as a topic tree (it refers to records by id; it never holds their text)."""
+    from .errors import FormatError
+    from .format import tree as treefmt
+
+    if not treefmt.path_of(store.root).exists():
+        return
+    try:
+        treefmt.read(store.root)
+    except FormatError as exc:
+        rep.damage.append(str(exc).splitlines()[0])
 
 
 def _check_orphans(store, rep, referenced) -> None:

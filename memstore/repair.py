@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,6 +100,30 @@ def begin_write(store) -> list[str]:
     _write_journal(store)
     store._writing = True
     return notes
+
+
+@contextmanager
+def write_lock(store):
+    """The store's write lock, journalled: what `Store.lock()` gives every writer.
+
+    On entry a crashed writer's leftovers are rolled back (their notes land in
+    `store.recovery_notes`) and a journal is written; a clean exit removes it; an exception rolls
+    the failed write back at once, while the lock is still held.
+    """
+    from .locking import file_lock, lock_timeout
+
+    with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
+        store.recovery_notes = begin_write(store)
+        try:
+            yield
+        except BaseException:
+            store._writing = False
+            try:
+                rollback(store, read_journal(store))
+            except Exception:  # the journal stays; the next writer rolls back instead
+                pass
+            raise
+        end_write(store)
 
 
 def end_write(store) -> None:
@@ -284,9 +309,7 @@ def _rollback_segment(store, xy: str, p: str, rep: Repair, backup: "_Backup") ->
             rep.untouched.append(f"{p}: unknown untracked file in segments/")
         return
     # A tracked segment changed or vanished: only reembed rewrites segments, and only inside its
-    # own commit, so the committed version is the truth.
-    if path.exists():
-        backup.save(p, path.read_bytes())
+    # own commit, so the committed version is the truth (and a vector is derived data: no backup).
     store.git.run("checkout", "HEAD", "--", p)
     rep.restored.append(p)
 
@@ -316,6 +339,10 @@ def _referenced_by_committed(store, p: str) -> bool:
 
 def _rollback_other(store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None) -> None:
     """tree.json, memstore.toml and the like: only undone when a crashed writer changed them."""
+    if xy == "??" and p.startswith(".") and ".tmp-" in p and p[1:].split(".tmp-")[0] in OTHER_DATA:
+        (store.root / p).unlink(missing_ok=True)  # e.g. .tree.json.tmp-<pid>: a rename that never happened
+        rep.temp_files += 1
+        return
     if p not in OTHER_DATA:
         return  # not store data: the user's own files are none of our business
     path = store.root / p
@@ -400,7 +427,11 @@ def repair(store) -> Repair:
     """
     import sqlite3
 
-    with store.lock():
+    from .locking import file_lock, lock_timeout
+
+    # The bare lock, not Store.lock(): a journalled lock would refuse to start on the very
+    # uncommitted lines this is here to roll back.
+    with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
         rep = rollback(store, read_journal(store))
         _remove_stray_temps(store, rep)
         try:

@@ -179,6 +179,10 @@ class Store(StoreAPI):
         return wid
 
     def lock(self, what: str = "write"):
+        if what == "write":  # journalled, so a crashed writer is rolled back (memstore/repair.py)
+            from .repair import write_lock
+
+            return write_lock(self)
         return file_lock(self.meta_dir / f"{what}.lock", timeout=lock_timeout(), what=what)
 
     def rel(self, path: Path) -> str:
@@ -207,9 +211,7 @@ class Store(StoreAPI):
         result = WriteResult()
         inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
         with self.lock():
-            from .repair import begin_write, end_write
-
-            result.notes += begin_write(self)  # roll back a crashed writer's leftovers first (docs/reliability.md)
+            result.notes += self.recovery_notes  # what a crashed writer left was rolled back first
             if dedupe:
                 records, result.skipped = self._drop_known(records)
             paths: list[str] = []
@@ -223,7 +225,6 @@ class Store(StoreAPI):
             if paths:
                 text = message(result.added) if callable(message) else message
                 result.commit = self.git.commit(text, paths)
-            end_write(self)
         return result
 
     def _after_write(self, records: list[dict], vectors, after_write, result: WriteResult) -> list[str]:

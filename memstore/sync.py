@@ -36,24 +36,19 @@ class SyncResult:
 def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResult:
     """Fetch, merge the upstream branch, bring the index up to date, push what the remote lacks."""
     from . import hooks
-    from .repair import begin_write, end_write
 
-    git = store.git
-    with store.lock():
-        notes = begin_write(store)  # a crashed writer's leftovers must not ride along into the merge
-        try:
-            if any(state != "installed" for state in hooks.status(store).values()) or not _has_driver(store):
-                hooks.install(store)
-                notes.append("installed the git hooks and the tree.json merge driver in this clone")
-            branch = _branch(store)
-            remote, upstream = _upstream(store, branch, set_upstream)
-            res = SyncResult(remote=remote, branch=branch, upstream=upstream, notes=notes)
-            _fetch(store, remote)
-            _merge(store, res)
-            if push:
-                _push(store, res, first=set_upstream is not None)
-        finally:
-            end_write(store)
+    with store.lock():  # journalled: a crashed writer's leftovers are rolled back before the merge
+        notes = list(store.recovery_notes)
+        if any(state != "installed" for state in hooks.status(store).values()) or not _has_driver(store):
+            hooks.install(store)
+            notes.append("installed the git hooks and the tree.json merge driver in this clone")
+        branch = _branch(store)
+        remote, upstream = _upstream(store, branch, set_upstream)
+        res = SyncResult(remote=remote, branch=branch, upstream=upstream, notes=notes)
+        _fetch(store, remote)
+        _merge(store, res)
+        if push:
+            _push(store, res, first=set_upstream is not None)
         plan = store.index(update=False).update()
         res.reindexed = plan.changed
     return res

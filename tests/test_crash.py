@@ -1,6 +1,6 @@
 """Crashes: `ct` killed with SIGKILL at random moments loses no committed record and commits no half record.
 
-The loop runs real `ct` processes (ingest-path, import jsonl, add) in their own process group and
+The loop runs real `ct` processes (ingest-path, import jsonl, add, reorganize) in their own process group and
 kills the whole group (git children included) after a random delay. After every kill it checks that
 every record committed before is still committed byte for byte, that every committed line is whole,
 and then lets either `ct fsck --repair` or the next writer clean up. At the end every interrupted
@@ -62,6 +62,8 @@ def leftovers(root) -> Counter:
             found["temp file"] += 1
         elif p.startswith("segments/"):
             found["uncommitted segment"] += 1
+        elif p == "tree.json":
+            found["uncommitted tree.json"] += 1
         elif p.startswith("log/"):
             found["uncommitted log"] += 1
             data = (root / p).read_bytes()
@@ -122,9 +124,11 @@ def crash_loop(tmp_path: Path, kills: int, seed: int, batch: int = 40) -> dict:
     committed = committed_lines(root)
     seen = Counter()
     figures = Counter()
-    window = {"import": 0.6 + batch / 25, "ingest": 0.6 + batch / 25, "add": 1.0}
+    # Kill delays are drawn up to a little past how long each command last took, so that most
+    # runs die somewhere inside (start-up, embedding, segments, log append, tree, git commit).
+    window = {"import": 4.0, "ingest": 4.0, "add": 2.0, "reorganize": 2.0}
     while figures["kills"] < kills:
-        op = rng.choice(["import", "ingest", "add"])
+        op = rng.choice(["import", "ingest", "add", "import", "ingest", "add", "reorganize"])
         if pending and rng.random() < 0.3:
             kind, args, expected = pending.pop(rng.randrange(len(pending)))
             op = kind
@@ -134,13 +138,17 @@ def crash_loop(tmp_path: Path, kills: int, seed: int, batch: int = 40) -> dict:
         elif op == "ingest":
             folder = corpus.docs(max(2, batch // 8))
             args, expected = ["ingest-path", str(folder)], folder
+        elif op == "reorganize":
+            args, expected = ["reorganize", "--prune-trivial"], None
         else:
             args, expected = ["add", "--json", f"crash-add {figures['runs']} {corpus.words(12)}"], None
         figures["runs"] += 1
         proc = _start(root, args)
+        t0 = time.monotonic()
         try:
             out, err = proc.communicate(timeout=rng.uniform(0.15, window[op]))
             assert proc.returncode == 0, f"ct {' '.join(args)} failed:\n{err}"
+            window[op] = 1.15 * (time.monotonic() - t0)
             if op == "add":
                 added_ids.update(json.loads(out)["ids"])
             figures["completed"] += 1
@@ -149,7 +157,7 @@ def crash_loop(tmp_path: Path, kills: int, seed: int, batch: int = 40) -> dict:
             proc.communicate()
             figures["kills"] += 1
             seen.update(leftovers(root))
-            if op != "add":
+            if op in ("import", "ingest"):
                 pending.append((op, args, expected))
         # Nothing committed before may be lost or changed, and nothing half-written is committed.
         now = committed_lines(root)

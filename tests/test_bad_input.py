@@ -1,0 +1,225 @@
+"""Bad input: every malformed, corrupt, huge or hostile input gives a clear error naming the file and
+changes nothing (git stays clean, no commit is made); damage inside a store is named by `ct fsck`."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from conftest import commits, ct, git_clean
+
+SECRET_FREE_WORDS = "The train to Kyoto leaves at nine; the hotel is by the river."
+
+
+@contextmanager
+def unchanged(root):
+    """Assert that the block leaves the store's history and working tree exactly as they were."""
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    n = len(commits(root))
+    yield
+    assert subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout == head
+    assert len(commits(root)) == n
+    assert git_clean(root)
+
+
+def _line(**kw) -> str:
+    rec = {"ts": "2026-11-30T10:00:00Z", "role": "user", "text": SECRET_FREE_WORDS}
+    rec.update(kw)
+    return json.dumps(rec, ensure_ascii=False) + "\n"
+
+
+# ----- input files ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content, where, words", [
+    (_line() + '{"ts": "2026-11-30T10:01:00Z", "role": broken\n', ":2:", "not valid JSON"),
+    (_line() + "[1, 2, 3]\n", ":2:", "object"),
+    (_line(text=42), ":1:", "text"),
+    (_line(role="wizard"), ":1:", "role"),
+    (_line(ts="the day after never"), ":1:", "ts"),
+    (_line().encode() + b'{"ts":"2026-11-30T10:00:00Z","role":"user","text":"caf\xe9"}\n', ":2:", "UTF-8"),
+    ('{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "' + "x" * 3_000_000 + "\n", ":1:", "JSON"),
+])
+def test_bad_jsonl_is_refused_naming_file_and_line(store, tmp_path, content, where, words):
+    f = tmp_path / "in.jsonl"
+    f.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with unchanged(store.root):
+        t0 = time.monotonic()
+        proc = ct("-C", store.root, "import", "jsonl", f, check=False)
+        assert time.monotonic() - t0 < 30
+    assert proc.returncode == 4, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert f"{f}{where}" in first and words in first, first
+    assert "Nothing was imported." in proc.stderr
+
+
+def test_large_valid_line_is_kept_verbatim(store, tmp_path):
+    text = ("Section %d: " + SECRET_FREE_WORDS + " ") * 1 + "".join(f"paragraph {i} of the long note. " for i in range(3000))
+    f = tmp_path / "big.jsonl"
+    f.write_text(_line(text=text, id="big-1"))
+    ct("-C", store.root, "import", "jsonl", f)
+    line = (store.root / "log/2026/2026-11-30.jsonl").read_text().splitlines()[0]
+    assert json.loads(line)["text"] == text and git_clean(store.root)
+
+
+def test_an_input_record_cannot_point_its_segment_outside_the_store(store, tmp_path):
+    f = tmp_path / "evil.jsonl"
+    f.write_text(_line(id="evil-1", seg={"shard": "../../etc", "text": 0, "vec": 1}, hash="0" * 64))
+    ct("-C", store.root, "import", "jsonl", f)
+    rec = json.loads((store.root / "log/2026/2026-11-30.jsonl").read_text())
+    assert rec["seg"]["shard"].startswith("segments/2026/2026-11-30/w")
+    assert rec["hash"] != "0" * 64
+    assert json.loads(ct("-C", store.root, "fsck", "--json").stdout)["ok"]
+
+
+def test_binary_and_giant_files_are_refused_or_skipped_never_truncated(store, tmp_path):
+    binary = tmp_path / "blob.md"
+    binary.write_bytes(os.urandom(4096) + b"\x00" * 100)
+    giant = tmp_path / "giant.txt"
+    with open(giant, "wb") as fh:
+        fh.truncate(11 * 1024 * 1024)  # sparse: 11 MiB of NULs, over the 10 MiB default
+    with unchanged(store.root):
+        for f in (binary, giant):
+            proc = ct("-C", store.root, "ingest-path", f, check=False)
+            assert proc.returncode == 4 and str(f) in proc.stderr, proc.stderr
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\n" + SECRET_FREE_WORDS + "\n")
+    os.rename(binary, folder / "blob.md")
+    proc = ct("-C", store.root, "ingest-path", folder, "--json")
+    out = json.loads(proc.stdout)
+    assert out["added"] == 1
+    assert any("blob.md" in n for n in out["notes"])
+    assert git_clean(store.root)
+
+
+def test_symlink_loop_is_reported_not_followed_forever(store, tmp_path):
+    folder = tmp_path / "loop"
+    (folder / "a").mkdir(parents=True)
+    (folder / "a" / "note.md").write_text("# Loop\n\n" + SECRET_FREE_WORDS + "\n")
+    os.symlink("..", folder / "a" / "up")
+    os.symlink("self", folder / "self")
+    proc = subprocess.run([*__import__("conftest").CT, "-C", str(store.root), "ingest-path", str(folder),
+                           "--follow-symlinks", "--json"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["added"] == 1 and git_clean(store.root)
+
+
+def test_garbage_memstore_toml_names_the_file(store):
+    (store.root / "memstore.toml").write_text("format_version = [[[ nonsense\n")
+    subprocess.run(["git", "-C", str(store.root), "commit", "-qam", "break the config"], check=True)
+    with unchanged(store.root):
+        proc = ct("-C", store.root, "add", "hello", check=False)
+    assert proc.returncode == 4 and "memstore.toml" in proc.stderr.splitlines()[0], proc.stderr
+
+
+# ----- damage inside a store: named by fsck, survived by readers, nothing rewritten -------------------
+
+
+def _store_with_two_records(store):
+    store.add("first note about the budget", ts="2026-11-30T08:00:00Z")
+    store.add("second note about the river", ts="2026-11-30T09:00:00Z")
+    log = store.root / "log/2026/2026-11-30.jsonl"
+    recs = [json.loads(x) for x in log.read_text().splitlines()]
+    return log, recs
+
+
+def _commit_all(root, msg):
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", msg], check=True,
+                   env={**os.environ, "MEMSTORE_COMMITTING": "1"})
+
+
+def _seg_path(store, rec, which):
+    return store.root / rec["seg"]["shard"] / f"segment_{rec['seg'][which]}.is"
+
+
+def _fsck_and_search_name(store, needle):
+    """fsck exits 1 naming `needle`; search still answers; neither changes anything."""
+    with unchanged(store.root):
+        proc = ct("-C", store.root, "fsck", check=False)
+        assert proc.returncode == 1 and needle in proc.stdout, proc.stdout
+        found = ct("-C", store.root, "search", "note", "--mode", "exact", "--json", check=False)
+        assert found.returncode == 0, found.stderr
+    return proc.stdout
+
+
+def test_truncated_text_segment(store):
+    log, recs = _store_with_two_records(store)
+    p = _seg_path(store, recs[0], "text")
+    p.write_bytes(p.read_bytes()[:-5])
+    _commit_all(store.root, "truncate a segment")
+    out = _fsck_and_search_name(store, str(p.name))
+    assert "payload is" in out
+
+
+def test_garbage_segment_header(store):
+    log, recs = _store_with_two_records(store)
+    p = _seg_path(store, recs[1], "vec")
+    p.write_bytes(b"\xff" * 10)
+    _commit_all(store.root, "garbage segment")
+    _fsck_and_search_name(store, "header is 10 bytes")
+
+
+def test_wrong_vector_dimension(store):
+    log, recs = _store_with_two_records(store)
+    p = _seg_path(store, recs[0], "vec")
+    raw = p.read_bytes()
+    nxt, prev, _, dtype, _, scale, res = struct.unpack("<iiiiif8s", raw[:32])
+    p.write_bytes(struct.pack("<iiiiif8s", nxt, prev, 12, dtype, 3, scale, res) + b"\x00" * 12)
+    _commit_all(store.root, "wrong dimension")
+    _fsck_and_search_name(store, "vector has 3 dimensions, the store uses 384")
+
+
+def test_segment_reference_escaping_the_store(store):
+    log, recs = _store_with_two_records(store)
+    recs[1]["seg"]["shard"] = "../../etc"
+    log.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs))
+    _commit_all(store.root, "hostile reference")
+    out = _fsck_and_search_name(store, "log/2026/2026-11-30.jsonl:2: bad segment reference")
+    assert "escapes the store" in out
+
+
+def test_malformed_and_invalid_utf8_log_lines(store):
+    log, recs = _store_with_two_records(store)
+    with open(log, "ab") as fh:
+        fh.write(b'{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "caf\xe9 cr\xe8me", "id": "x"}\n')
+        fh.write(b"this is not json\n")
+    _commit_all(store.root, "damaged lines")
+    out = _fsck_and_search_name(store, "log/2026/2026-11-30.jsonl:3: invalid UTF-8")
+    assert "log/2026/2026-11-30.jsonl:4: not valid JSON" in out
+
+
+def test_tree_json_edited_into_nonsense(store):
+    _store_with_two_records(store)
+    for junk in ('{"format": 1, "topics": [1, 2, 3]}', "not json at all {", '{"format": 99}'):
+        (store.root / "tree.json").write_text(junk)
+        _commit_all(store.root, "nonsense tree")
+        with unchanged(store.root):
+            proc = ct("-C", store.root, "tree", check=False)
+            assert proc.returncode == 4 and "tree.json" in proc.stderr.splitlines()[0], proc.stderr
+            fs = ct("-C", store.root, "fsck", check=False)
+            assert fs.returncode == 1 and "tree.json" in fs.stdout
+
+
+def test_write_into_a_store_with_damage_changes_only_its_own_files(store):
+    """A writer meeting committed damage adds its record and touches nothing else."""
+    log, recs = _store_with_two_records(store)
+    p = _seg_path(store, recs[0], "text")
+    p.write_bytes(p.read_bytes()[:-3])
+    _commit_all(store.root, "damage")
+    before = p.read_bytes()
+    ct("-C", store.root, "add", "third note", "--ts", "2026-11-30T11:00:00Z")
+    changed = subprocess.run(["git", "-C", str(store.root), "diff", "--name-only", "HEAD~1", "HEAD"],
+                             capture_output=True, text=True).stdout.split()
+    assert p.read_bytes() == before
+    assert "log/2026/2026-11-30.jsonl" in changed
+    assert all(c.startswith(("log/", "segments/", "tree.json")) for c in changed)
+    assert not any(c.endswith(p.name) and recs[0]["seg"]["shard"] in c for c in changed)
