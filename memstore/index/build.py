@@ -96,17 +96,14 @@ class Index:
 
     @property
     def conn(self) -> sqlite3.Connection:
+        """The index database; created on first use. Reads go through the stdlib driver so a
+        search does not pay for importing sqlite-utils, which creates the schema."""
         if self._conn is None:
             self.meta_dir.mkdir(exist_ok=True)
-            import sqlite_utils
-
-            db = sqlite_utils.Database(self.path)
-            db.execute("PRAGMA busy_timeout = 30000")
-            if db.journal_mode != "wal":
-                db.enable_wal()
-            self.db = db
-            conn = db.conn
-            conn.executescript(SCHEMA)
+            conn = sqlite3.connect(self.path, timeout=30)
+            conn.execute("PRAGMA busy_timeout = 30000")
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                self._create(conn)
             if self._meta(conn, "schema") not in (None, str(SCHEMA_VERSION)) or \
                self._meta(conn, "embedder") not in (None, self._embedder_key()):
                 conn.close()
@@ -114,6 +111,15 @@ class Index:
                 return self.conn
             self._conn = conn
         return self._conn
+
+    @staticmethod
+    def _create(conn: sqlite3.Connection) -> None:
+        import sqlite_utils
+
+        db = sqlite_utils.Database(conn)
+        if db.journal_mode != "wal":
+            db.enable_wal()
+        conn.executescript(SCHEMA)
 
     def close(self) -> None:
         if self._conn is not None:
