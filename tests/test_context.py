@@ -103,3 +103,20 @@ def test_markers_and_recent_turns_appear(store):
     assert ctx.sections["recent"][-1]["text"] == SARAH_CAKE[1]
     none = build_context(store, "cake recipe", recent=0)
     assert none.sections["recent"] == []
+
+
+@pytest.mark.model
+def test_cross_branch_synthesis_with_the_real_model(tmp_path):
+    st = make_store(tmp_path / "s", embedder="minilm")
+    ids = dict(zip(SARAH_SCENARIO, converse(st, SARAH_SCENARIO, batch=10)))
+    owner = treefmt.read(st.root).topic_of()
+    sarah_topics = {owner[ids[x][0]] for x in (SARAH_ALLERGY, SARAH_CAKE, SARAH_THAI)}
+    noise_topics = {owner[ids[x][0]] for x in (*WEATHER, *BIKE, *WINDY)}
+    assert not sarah_topics & noise_topics
+    ctx = build_context(st, "What cake should I bake for Sarah's party?", recent=0, budget=800)
+    assert _topics_in(ctx) == sarah_topics
+    recalled = {h["text"] for h in ctx.sections["recall"]}
+    assert {SARAH_ALLERGY[0], SARAH_CAKE[0], SARAH_THAI[0]} <= recalled
+    assert "Boston" not in ctx.text and "tire" not in ctx.text
+    newer = build_context(st, "Is Sarah allergic to anything?", recent=0)
+    assert SARAH_ALLERGY[0] in {h["text"] for h in newer.sections["recall"]}

@@ -62,7 +62,8 @@ class TreeDiff:
         for g in self.grew:
             out.append(f"grew     \"{g['name']}\" ({g['id']}): +{g['added']} turns")
         for r in self.removed:
-            out.append(f"removed  \"{r['name']}\" ({r['id']}, {r['records']} turns)")
+            why = f", {r['why']}" if r.get("why") else ""
+            out.append(f"removed  \"{r['name']}\" ({r['id']}, {r['records']} turns{why})")
         if self.current:
             out.append(f"current  {self.current[0]} -> {self.current[1]}")
         return out or ["no topic changes"]
@@ -108,6 +109,7 @@ def diff_trees(old: Tree, new: Tree, old_label: str = "old", new_label: str = "n
             continue
         tomb = new.gone.get(tid, {})
         if tomb.get("why") == "merged" or not tomb:
+            # (a dissolved group is reported below, not as a merge)
             into = tomb.get("into")
             if into is None:
                 # No tombstone: infer where most of its records went.
@@ -121,6 +123,9 @@ def diff_trees(old: Tree, new: Tree, old_label: str = "old", new_label: str = "n
                     entry["now_in"] = final  # the target was itself merged or archived afterwards
                 d.merged.append(entry)
                 continue
+        if tomb.get("why") == "regrouped":
+            d.removed.append({"id": tid, "name": t.name, "records": len(t.records), "why": "group dissolved"})
+            continue
         if tomb.get("why") == "archived":
             d.archived_topics.append({"id": tid, "name": t.name, "records": len(t.records)})
         else:

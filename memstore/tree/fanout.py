@@ -90,3 +90,29 @@ def rebalance(tree: Tree, data: RecordData, max_children: int, llm=None) -> list
             cache.pop(gid, None)
             made.append(gid)
     return made
+
+
+def tidy_groups(tree: Tree, at: str) -> list[str]:
+    """Drop groups left empty by merges and dissolve groups with a single child; returns their ids.
+
+    Each removal leaves a tombstone, so a clone that still has the group merges cleanly.
+    """
+    removed: list[str] = []
+    changed = True
+    while changed:
+        changed = False
+        cmap = tree.children_map()
+        for tid in sorted(tree.topics):
+            t = tree.topics[tid]
+            kids = cmap.get(tid, [])
+            if t.records or tid == tree.current or len(kids) > 1:
+                continue
+            into = kids[0].id if kids else t.parent
+            for k in kids:
+                k.parent = t.parent
+            del tree.topics[tid]
+            tree.gone[tid] = {"into": into, "why": "regrouped", "at": at}
+            removed.append(tid)
+            changed = True
+            break
+    return removed

@@ -11,14 +11,22 @@ def _day(ts: str, tz) -> str:
     return from_iso(ts).astimezone(tz).strftime("%Y-%m-%d") if ts else "?"
 
 
-def _count(tree, tid: str) -> int:
-    return len(tree.topics[tid].records) + sum(len(tree.topics[d].records) for d in tree.descendants(tid))
+def _counts(tree) -> dict[str, int]:
+    """Records under each topic, its descendants included, in one pass (children before parents)."""
+    order = [t.id for _, t in tree.walk()]
+    total = {tid: len(tree.topics[tid].records) for tid in tree.topics}
+    for tid in reversed(order):
+        parent = tree.topics[tid].parent
+        if parent in total:
+            total[parent] += total[tid]
+    return total
 
 
 def text(tree, tz, depth: int | None = None, summaries: bool = True) -> str:
     if not tree.topics:
         return "(no topics yet)"
     lines = []
+    counts = _counts(tree)
     live = tree.live_path()
     for d, t in tree.walk(depth):
         mark = "*" if t.id == tree.current else ("+" if t.id in live else " ")
@@ -26,7 +34,7 @@ def text(tree, tz, depth: int | None = None, summaries: bool = True) -> str:
         end = _day(t.last_active, tz)
         if end != span:
             span += f"..{end}"
-        n = _count(tree, t.id)
+        n = counts[t.id]
         lines.append(f"{'  ' * d}{mark} {t.name}  [{n} turn{'s' if n != 1 else ''}, {span}]  {t.id}")
         if summaries and t.summary and d < 3:
             lines.append(f"{'  ' * d}    {t.summary[:120]}")
@@ -41,8 +49,9 @@ def _label(s: str) -> str:
 
 def mermaid(tree, depth: int | None = None) -> str:
     out = ["graph TD", '  root(("memory"))']
+    counts = _counts(tree)
     for _, t in tree.walk(depth):
-        out.append(f'  {t.id}["{_label(t.name)} ({_count(tree, t.id)})"]')
+        out.append(f'  {t.id}["{_label(t.name)} ({counts[t.id]})"]')
         out.append(f"  {t.parent or 'root'} --> {t.id}")
     if tree.current in tree.topics:
         out.append(f"  style {tree.current} stroke-width:3px")
@@ -51,9 +60,10 @@ def mermaid(tree, depth: int | None = None) -> str:
 
 def dot(tree, depth: int | None = None) -> str:
     out = ["digraph topics {", "  rankdir=LR;", '  root [label="memory", shape=circle];']
+    counts = _counts(tree)
     for _, t in tree.walk(depth):
         bold = ", penwidth=3" if t.id == tree.current else ""
-        out.append(f'  "{t.id}" [label="{_label(t.name)} ({_count(tree, t.id)})", shape=box{bold}];')
+        out.append(f'  "{t.id}" [label="{_label(t.name)} ({counts[t.id]})", shape=box{bold}];')
         out.append(f'  "{t.parent or "root"}" -> "{t.id}";')
     out.append("}")
     return "\n".join(out)
@@ -63,9 +73,10 @@ def as_json(tree, depth: int | None = None) -> dict:
     """Nested topics (children inline) plus the current topic and the archived count."""
     nodes: dict[str, dict] = {}
     roots: list[dict] = []
+    counts = _counts(tree)
     for d, t in tree.walk(depth):
         node = {"id": t.id, "name": t.name, "summary": t.summary, "records": len(t.records),
-                "turns": _count(tree, t.id), "created": t.created, "last_active": t.last_active,
+                "turns": counts[t.id], "created": t.created, "last_active": t.last_active,
                 "depth": d, "current": t.id == tree.current, "children": []}
         nodes[t.id] = node
         (nodes[t.parent]["children"] if t.parent in nodes else roots).append(node)

@@ -23,10 +23,12 @@ from ..format import tree as treefmt
 from ..format.timeutil import now_utc, to_iso
 from . import naming
 from .assign import max_children
-from .fanout import rebalance
+from .fanout import rebalance, tidy_groups
 from .topicdata import RecordData, topic_vector
 
 TRIVIAL_WORDS = 20
+# TRACE asked the LLM about every pair (O(n²) calls); past this many calls the offline veto decides.
+MAX_LLM_VETOES = 200
 # TRACE's rule alone (both sides under 20 words) would archive "Sarah is allergic to peanuts." /
 # "Noted." — a short fact is not small talk. So the user's side must also carry almost no
 # content words ("ok thanks", "hi!", "sounds good").
@@ -46,6 +48,7 @@ class ReorgResult:
     archived: list[str] = field(default_factory=list)
     emptied: list[str] = field(default_factory=list)
     regrouped: list[str] = field(default_factory=list)
+    dissolved: list[str] = field(default_factory=list)     # empty or single-child groups removed
     commit: str | None = None
     dry_run: bool = False
     seconds: float = 0.0
@@ -54,7 +57,7 @@ class ReorgResult:
 
     @property
     def changed(self) -> bool:
-        return bool(self.merges or self.archived or self.emptied or self.regrouped)
+        return bool(self.merges or self.archived or self.emptied or self.regrouped or self.dissolved)
 
     def subject(self) -> str:
         parts = [f"merge {len(self.merges)}", f"archive {len(self.archived)} trivial turn{'s' if len(self.archived) != 1 else ''}"]
@@ -78,6 +81,7 @@ class ReorgResult:
         return {"threshold": self.threshold, "veto": self.veto, "candidates": self.candidates, "pairs": self.pairs,
                 "merged": len(self.merges), "merges": self.merges, "vetoed": self.vetoed, "skipped": self.skipped,
                 "archived": len(self.archived), "emptied": self.emptied, "regrouped": self.regrouped,
+                "dissolved": self.dissolved,
                 "commit": self.commit, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
                 "llm_calls": self.llm_calls, "llm_failures": self.llm_failures}
 
@@ -204,7 +208,7 @@ def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_
                 continue
             ta, tb = tree.topics[a], tree.topics[b]
             verdict, by = None, "offline"
-            if llm is not None:
+            if llm is not None and llm.calls < MAX_LLM_VETOES:
                 verdict = llm_veto(llm, ta, tb)
                 by = "llm" if verdict is not None else "offline (llm failed)"
             if verdict is None:
@@ -224,6 +228,7 @@ def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_
         if prune_trivial:
             _prune(tree, data, live, res, at)
         _refresh(tree, data, changed, llm)
+        res.dissolved = tidy_groups(tree, at)
         res.regrouped = rebalance(tree, data, max_children(store), llm)
         if llm is not None:
             res.llm_calls, res.llm_failures = llm.calls, llm.failures
