@@ -223,3 +223,56 @@ def test_write_into_a_store_with_damage_changes_only_its_own_files(store):
     assert "log/2026/2026-11-30.jsonl" in changed
     assert all(c.startswith(("log/", "segments/", "tree.json")) for c in changed)
     assert not any(c.endswith(p.name) and recs[0]["seg"]["shard"] in c for c in changed)
+
+
+# ----- secrets: refused end to end unless --allow-secrets -----------------------------------------
+
+# Assembled at run time so this file never holds a literal that looks like a key.
+_RANDOM = "q8Zr2LmX4vTn7KpW1sYd9FhB3cJg6NtA5eUo0iRk"
+AWS_ID = "AKIA" + "Q7ZR2LMX4VTN7KPW"
+OPENAI = "sk-" + "proj-" + _RANDOM + "_x-Y9"
+GITHUB = "ghp_" + _RANDOM[:36]
+PRIVATE_KEY = "-----BEGIN " + "OPENSSH PRIVATE KEY-----\n" + _RANDOM * 2 + "\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
+def test_ingest_refuses_keys_listing_file_and_line(store, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "setup.md").write_text(f"# Setup\n\nFirst install.\n\nexport OPENAI_API_KEY={OPENAI}\n")
+    (docs / "notes.md").write_text(f"# Notes\n\n{SECRET_FREE_WORDS}\n\ntoken: {GITHUB}\n")
+    with unchanged(store.root):
+        proc = ct("-C", store.root, "ingest-path", docs, check=False)
+    assert proc.returncode == 9, proc.stderr
+    assert f"{docs / 'setup.md'}:5: openai" in proc.stderr and f"{docs / 'notes.md'}:5: github" in proc.stderr
+    assert OPENAI not in proc.stderr and GITHUB not in proc.stderr  # listed, never echoed
+    assert "--allow-secrets" in proc.stderr
+    out = json.loads(ct("-C", store.root, "ingest-path", docs, "--allow-secrets", "--json").stdout)
+    assert out["added"] >= 2 and git_clean(store.root)
+
+
+def test_import_refuses_keys_unless_allowed(store, tmp_path):
+    f = tmp_path / "chat.jsonl"
+    f.write_text(_line(id="ok-1") + _line(id="leak-1", text=f"my key is {AWS_ID} and\n{PRIVATE_KEY}"))
+    with unchanged(store.root):
+        proc = ct("-C", store.root, "import", "jsonl", f, check=False)
+    assert proc.returncode == 9
+    assert str(f) in proc.stderr and "leak-1" in proc.stderr and "line 1: aws" in proc.stderr
+    assert "private-key" in proc.stderr and AWS_ID not in proc.stderr
+    out = json.loads(ct("-C", store.root, "import", "jsonl", f, "--allow-secrets", "--json").stdout)
+    assert out["added"] == 2 and git_clean(store.root)
+
+
+def test_env_and_key_files_are_skipped_by_default(store, tmp_path):
+    docs = tmp_path / "project"
+    docs.mkdir()
+    (docs / "README.md").write_text("# Project\n\n" + SECRET_FREE_WORDS + "\n")
+    (docs / ".env").write_text(f"OPENAI_API_KEY={OPENAI}\n")
+    (docs / "id_ed25519").write_text(PRIVATE_KEY)
+    (docs / "server.pem").write_text(PRIVATE_KEY)
+    out = json.loads(ct("-C", store.root, "ingest-path", docs, "--exts", ".md,.txt,.pem,.env,", "--json").stdout)
+    assert out["added"] == 1
+    sources = [json.loads(x)["source"]["path"] for x in (store.root / "log/2026").glob("*.jsonl").__next__().read_text().splitlines()]
+    assert sources == [str((docs / "README.md").resolve())]
+    skipped = " ".join(out["notes"])
+    assert ".env" in skipped and "server.pem" in skipped
+    assert git_clean(store.root)

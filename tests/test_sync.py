@@ -238,3 +238,24 @@ def test_many_rounds_of_merges(tmp_path, clones):
     if report:
         Path(report).write_text(json.dumps({"rounds": rounds, "merge_commits": merges,
                                             "records": sum(head_ids(a).values())}))
+
+
+def test_ct_log_shows_history_with_counts(clones, tmp_path):
+    a, b, _ = clones
+    f = tmp_path / "three.jsonl"
+    f.write_text("".join(json.dumps({"ts": f"2026-11-27T10:0{k}:00Z", "role": "user", "text": f"line {k}"}) + "\n"
+                         for k in range(3)))
+    ct("-C", b, "import", "jsonl", f)
+    ct("-C", b, "sync")
+    ct("-C", a, "add", "one more", "--ts", "2026-11-27T12:00:00Z")
+    ct("-C", a, "sync")
+    entries = json.loads(ct("-C", a, "log", "--json", "-n", "5").stdout)
+    subjects = [e["subject"] for e in entries]
+    assert subjects[0].startswith("Sync: merge 1 commit from origin/main")
+    add = next(e for e in entries if e["subject"].startswith("Add user turn: one more"))
+    imp = next(e for e in entries if e["subject"].startswith("Import 3 jsonl records"))
+    assert add["counts"]["records"] == 1 and imp["counts"]["records"] == 3
+    assert imp["counts"]["segments"] == 6 and len(imp["sha"]) == 40 and imp["date"].startswith("20")
+    text = ct("-C", a, "log", "-n", "3").stdout.splitlines()
+    assert len(text) == 3 and "records +1" in next(x for x in text if "one more" in x)
+    assert git_clean(a)
