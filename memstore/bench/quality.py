@@ -123,10 +123,10 @@ def warm_cache(embedder, texts: list[str], log, label: str, step: int = 2048) ->
     Store.write would do the same per store through the cache; doing it up front batches across
     stores, shows progress on the slow part, and keeps embedding out of the per-store build times.
     """
-    from ..adapters.cache import _worth_caching, embed_cached
+    from ..adapters.cache import UNCACHED, embed_cached
 
     texts = lme.dedupe(texts)
-    if not _worth_caching(embedder):  # e.g. the hash embedder: recomputing is cheaper than a lookup
+    if not getattr(embedder, "cacheable", embedder.name not in UNCACHED):  # hash: recomputing beats a lookup
         return {"distinct_texts": len(texts), "seconds": 0.0, "cached": False}
     t0 = time.perf_counter()
     for i in range(0, len(texts), step):

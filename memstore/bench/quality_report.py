@@ -60,8 +60,8 @@ def _lme(r: dict) -> list[str]:
             f"questions skipped, {lm['scored']} scored"
             + (f" (a stratified subset: the first {lm['limit']} of each question type)." if lm["limit"] else "."), "",
             _embedding(lm.get("embedding"), "turns"),
-            f"Per question: one fresh store of {t['records_mean']:.0f} records on average, built (init, vectors "
-            f"from the cache, write, one commit, index) in {t['build_s_mean']:.2f} s on average (slowest "
+            f"Per question: one fresh store of {t['records_mean']:.0f} records on average, built (init, "
+            f"{_vectors(lm)}, write, one commit, index) in {t['build_s_mean']:.2f} s on average (slowest "
             f"{t['build_s_max']:.2f} s); "
             "queries per mode: " + ", ".join(f"{k} {v:.1f} ms" for k, v in t["query_ms_mean"].items())
             + f"; {t['question_s_mean']:.2f} s per question in all.", ""]
@@ -84,6 +84,10 @@ def _lme(r: dict) -> list[str]:
     return out
 
 
+def _vectors(section: dict) -> str:
+    return "vectors from the cache" if (section.get("embedding") or {}).get("cached") else "embedding"
+
+
 def _embedding(e: dict | None, what: str) -> str:
     if not e:
         return ""
@@ -102,7 +106,7 @@ def _scifact(r: dict) -> list[str]:
             f"{sf['claims']} judged claims" + (f" (the first {sf['limit']})" if sf["limit"] else "")
             + ". " + "; ".join(sf["notes"]) + ".", "",
             _embedding(sf.get("embedding"), "abstracts"),
-            f"Store built (init, vectors from the cache, write, one commit, index) in {sf['timing']['build_s']:.1f} s.", "",
+            f"Store built (init, {_vectors(sf)}, write, one commit, index) in {sf['timing']['build_s']:.1f} s.", "",
             "| mode | claims | nDCG@10 | Recall@100 | ms per query |", "|---|---|---|---|---|"]
     for mode, s in sf["summary"].items():
         out.append(_row([mode, str(s["n"]), f3(s["ndcg@10"]), f3(s["recall@100"]),
