@@ -57,7 +57,8 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
     raw = json.loads((tmp_path / "cache" / "last.json").read_text())
     assert set(raw["queries"]) == {"60", "120"}
     # The one-new-day step undoes itself: the cached store is back to its 120 records, git clean.
+    from memstore.bench import synth
     from memstore.store import Store
 
-    st = Store.open(tmp_path / "cache" / "store-120-30-float32")
+    st = Store.open(tmp_path / "cache" / f"store-v{synth.SYNTH_VERSION}-120-30-float32")
     assert st.index().stats()["records"] == 120 and git_clean(st.root)
