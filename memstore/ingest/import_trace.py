@@ -38,6 +38,7 @@ ROLES = {"user", "assistant", "system", "tool"}
 RECORD_KEYS = {"ts", "actor", "role", "type", "text", "model", "session", "id", "hash", "seg", "source",
                "supersedes", "meta"}
 HINT = "Nothing was imported."
+UNPLACED = {"unplaced": True}  # the owner of messages that hang directly under ROOT: no topic
 
 
 class TraceFile:
@@ -62,9 +63,8 @@ class TraceFile:
         self.root_id = str(root.get("node_id") or "") or hashlib.sha256(path.name.encode()).hexdigest()[:16]
         # (topic node, parent topic node or None for ROOT's children), parents before children
         self.topics: list[tuple[dict, dict | None]] = []
-        self.owner: dict[int, dict | None] = {}  # message_index -> owning topic node (None: archived)
+        self.owner: dict[int, dict | None] = {}  # message_index -> topic node, UNPLACED, or None (archived)
         self._walk()
-        self.archived_starts = {i for i, t in self.owner.items() if t is None}
 
     def _walk(self) -> None:
         # Iterative: TRACE deepens the tree by one level per continuation, so a long talk is deep.
@@ -93,13 +93,12 @@ class TraceFile:
         idx = msg.get("message_index")
         if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
             raise FormatError(self.path, f"message node with message_index {idx!r}", hint=HINT)
-        # A message directly under ROOT has no topic; keep it unplaced rather than call it archived.
-        self.owner.setdefault(idx, topic if (topic is not None or archived) else {"_root": True})
+        self.owner.setdefault(idx, None if archived else (topic or UNPLACED))
 
     def owners(self) -> list[dict | None]:
         """For each conversation index, the topic node of the exchange that holds it (None: archived)."""
         starts = sorted(i for i in self.owner if i < len(self.conversation))
-        out: list[dict | None] = [{"_root": True}] * len(self.conversation)
+        out: list[dict | None] = [UNPLACED] * len(self.conversation)
         for n, start in enumerate(starts):
             end = starts[n + 1] if n + 1 < len(starts) else len(self.conversation)
             for i in range(start, end):
@@ -107,17 +106,15 @@ class TraceFile:
         return out
 
     def current(self) -> dict | None:
-        """TRACE's current node: follow the last child from ROOT to a topic whose last child is a message."""
-        node, found = self.root, None
+        """TRACE's current node: follow the last child from ROOT while it is a topic."""
+        node = self.root
         while True:
             kids = node.get("children") or []
-            if not kids:
-                return found
-            last = kids[-1]
-            if last.get("type") == "topic":
-                node = found = last
-            else:
-                return None if node is self.root else node
+            last = kids[-1] if kids else None
+            if isinstance(last, dict) and last.get("type") == "topic":
+                node = last
+                continue
+            return None if node is self.root else node
 
 
 def load(path: Path) -> TraceFile:
@@ -212,7 +209,7 @@ def build_tree(store, tf: TraceFile, ids: list[str | None], keep: set[str], time
             continue
         if owner is None:
             archived.append(rid)
-        elif "_root" not in owner:
+        elif owner is not UNPLACED:
             by_node.setdefault(id(owner), []).append(rid)
     texts = {rid: tf.conversation[i] for i, rid in enumerate(ids) if rid}
     for node, parent in tf.topics:
