@@ -40,7 +40,10 @@ def install(store) -> list[str]:
 
 
 def register_merge_driver(store) -> None:
+    """The tree.json merge driver, and git fsyncing what it commits (memstore's files rely on it)."""
     py = shlex.quote(sys.executable)
+    store.git.config_set("core.fsync", "committed")
+    store.git.config_set("core.fsyncMethod", "batch")
     store.git.config_set("merge.memstore-tree.name", "memstore tree.json merge by topic id")
     store.git.config_set("merge.memstore-tree.driver", f"{py} -m memstore merge-tree %O %A %B")
 

@@ -285,7 +285,12 @@ class Store(StoreAPI):
         return np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), np.float32)
 
     def _write_files(self, records: list[dict], vectors) -> list[str]:
-        """Segments first (complete files, renamed into place), then the log lines that point at them."""
+        """Segments first (complete files, renamed into place), then the log lines that point at them.
+
+        No fsync per file: a killed process leaves the page cache intact, and durability against
+        power loss comes from git, which fsyncs the committed objects (core.fsync=committed, set
+        with the hooks) — so a commit never points at data the disk does not have.
+        """
         writer = self.writer_id()
         dtype = self.config.setting("vector_dtype")
         by_day: dict[str, list[tuple[dict, object]]] = {}
@@ -299,10 +304,10 @@ class Store(StoreAPI):
             for rec, vec in items:
                 rec["hash"] = recordfmt.text_hash(rec["text"])
                 unix = int(from_iso(rec["ts"]).timestamp())
-                tid, vid = sw.write_pair(rec["text"], vec, dtype, unix)
+                tid, vid = sw.write_pair(rec["text"], vec, dtype, unix, fsync=False)
                 rec["seg"] = {"shard": self.rel(shard), "text": tid, "vec": vid}
             logpath = logfmt.day_path(self.root, day)
-            logfmt.append(logpath, [r for r, _ in items])
+            logfmt.append(logpath, [r for r, _ in items], fsync=False)
             touched += [self.rel(logpath), self.rel(shard)]
         return touched
 
