@@ -117,6 +117,8 @@ def test_every_kind_of_file_in_one_commit(tmp_path, store):
     assert bh.next_id == img["source"]["blob"]["manifest"] and mh.prev_id == img["source"]["blob"]["blob"]
     assert body == (d / "holiday_photo.jpg").read_bytes()  # kept whole, byte for byte
     assert manifest["width"] == 4032 and manifest["height"] == 3024 and manifest["mime"] == "image/jpeg"
+    assert manifest["type"] == "image" and manifest["filename"] == "holiday_photo.jpg"  # ContextTape's keys
+    assert manifest["ref_blob_id"] == img["source"]["blob"]["blob"]
     assert manifest["sha256"] == hashlib.sha256(body).hexdigest() == img["source"]["file_sha256"]
 
     png_rec = recs["whiteboard.png"]

@@ -142,11 +142,13 @@ def _write_blobs(store, jobs: list[_BlobJob], added: list[dict]) -> list[str]:
                               hint="Run the ingest again; nothing from it was committed.")
         when = from_iso(recs[0]["ts"])
         shard = logfmt.segment_day_dir(store.root, local_day(when, store.tz)) / writer
-        manifest = {"name": job.path.name, "path": job.rel, "source": str(job.path.resolve()),
-                    "size": len(data), "sha256": job.sha256, "ingested": to_iso(when),
-                    "records": [r["id"] for r in recs], **job.info}
+        sw = ShardWriter(shard)
+        # ContextTape's own manifest keys (type, ref_blob_id, filename) as well, so its readers understand it
+        manifest = {"type": job.info.get("kind"), "ref_blob_id": sw.next_id, "filename": job.path.name,
+                    "path": job.rel, "source": str(job.path.resolve()), "size": len(data),
+                    "sha256": job.sha256, "ingested": to_iso(when), "records": [r["id"] for r in recs], **job.info}
         dtype = DATA_TYPES.get(job.info.get("kind"), DT_BLOB)
-        bid, mid = ShardWriter(shard).write_blob(data, dtype, manifest, int(when.timestamp()))
+        bid, mid = sw.write_blob(data, dtype, manifest, int(when.timestamp()))
         ref = {"shard": store.rel(shard), "blob": bid, "manifest": mid}
         for r in recs:
             r["source"]["blob"] = dict(ref)
