@@ -95,6 +95,8 @@ class Watcher:
         """file -> (size, mtime_ns, mtime) for every watched file that exists now."""
         out = {}
         for f in watched_files(self.paths):
+            if f.is_relative_to(self.store.root):
+                continue  # the store's own day logs: importing them would chase our own writes
             try:
                 s = f.stat()
             except OSError:

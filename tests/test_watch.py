@@ -200,9 +200,13 @@ def test_a_bad_file_does_not_hold_back_the_good_ones(tmp_path):
 def test_usage_errors(store, tmp_path):
     proc = ct("-C", store.root, "watch", tmp_path / "nowhere", check=False)
     assert proc.returncode == 2 and "nowhere" in proc.stderr
-    proc = ct("-C", store.root, "watch", tmp_path, "--debounce", "5", "--max-delay", "1", "--once", check=False)
+    store.add("A line in the store's own day log.")
+    # tmp_path holds the store itself: its own day logs are never watched.
+    proc = ct("-C", store.root, "watch", tmp_path, "--kind", "jsonl", "--debounce", "5", "--max-delay", "1",
+              "--once", "--json", check=False)
     assert proc.returncode == 0  # max-delay is raised to the debounce, not an error
-    assert len(commits(store.root)) == 1 and git_clean(store.root)
+    assert json.loads(proc.stdout)["files"] == []
+    assert len(commits(store.root)) == 2 and git_clean(store.root)
 
 
 def test_a_whole_line_whose_newline_comes_later_is_neither_lost_nor_doubled(store, tmp_path):
