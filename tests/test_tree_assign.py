@@ -96,3 +96,18 @@ def test_place_existing_and_cli_views(store):
     assert ct("-C", store.root, "tree", "--format", "mermaid").stdout.startswith("graph TD")
     assert "digraph" in ct("-C", store.root, "tree", "--format", "dot").stdout
     assert len(ct("-C", store.root, "tree", "--depth", "1").stdout.splitlines()) >= 1
+
+
+def test_imports_place_their_conversation_records(store):
+    from pathlib import Path
+
+    fixtures = Path(__file__).parent / "fixtures" / "importers"
+    ct("-C", store.root, "import", "chatgpt", fixtures / "chatgpt_conversations.json")
+    ct("-C", store.root, "import", "claude-code", fixtures / "5f0c1a2e-7b3d-4c8e-9a61-2d4e8f1b3c70.jsonl")
+    store.index()
+    conv = {r[0] for r in store.index().conn.execute("SELECT id FROM records WHERE type IN ('text', 'action')")}
+    tree = treefmt.read(store.root)
+    assert conv and set(tree.topic_of()) == conv
+    assert git_clean(store.root)
+    again = ct("-C", store.root, "import", "chatgpt", fixtures / "chatgpt_conversations.json")  # nothing new
+    assert treefmt.read(store.root).dumps() == tree.dumps() and git_clean(store.root), again.stdout
