@@ -104,15 +104,14 @@ def _with_common(f):
 
 @import_cmd.command("jsonl")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--session", default=None, help="Session for lines that have none (default: the file name).")
 @_with_common
 @click.pass_obj
-def import_jsonl(obj, file, session, allow_secrets, as_json):
+def import_jsonl(obj, file, allow_secrets, as_json):
     """One JSON object per line with ts, role, text (+ actor, session, id, model, type, anything else).
 
     Example: ct import jsonl turns.jsonl
     """
-    _import(obj, "jsonl", file, as_json, allow_secrets, session=session)
+    _import(obj, "jsonl", file, as_json, allow_secrets)
 
 
 @import_cmd.command("claude-code")
