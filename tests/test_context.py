@@ -120,3 +120,13 @@ def test_cross_branch_synthesis_with_the_real_model(tmp_path):
     assert "Boston" not in ctx.text and "tire" not in ctx.text
     newer = build_context(st, "Is Sarah allergic to anything?", recent=0)
     assert SARAH_ALLERGY[0] in {h["text"] for h in newer.sections["recall"]}
+
+
+def test_document_chunks_are_recalled_by_their_file(store, tmp_path):
+    doc = tmp_path / "cabin.md"
+    doc.write_text("# Lake cabin\n\nThe lake cabin key is under the blue flower pot by the door.\n")
+    ct("-C", store.root, "ingest-path", doc)
+    converse(store, [SARAH_ALLERGY])
+    ctx = build_context(store, "where is the lake cabin key?", recent=0)
+    assert any(h["type"] == "doc" for h in ctx.sections["recall"])
+    assert "document " in ctx.text and "blue flower pot" in ctx.text

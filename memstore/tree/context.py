@@ -182,7 +182,10 @@ def recall_pieces(store, query: str, qvec, tree, th, k: int, data: RecordData) -
         ts = from_iso(h.ts).timestamp()
         data = h.to_json()
         data["topic"] = topic_of.get(h.id)
-        pieces.append(Piece("recall", 2 + rank / 100, ts, _line(h.ts, h.role, h.text, store.tz), data))
+        who = h.role
+        if h.type == "doc" and isinstance(h.source, dict) and h.source.get("path"):
+            who = f"document {h.source['path']}"  # a chunk is known by its file, not by a speaker
+        pieces.append(Piece("recall", 2 + rank / 100, ts, _line(h.ts, who, h.text, store.tz), data))
     return pieces
 
 
