@@ -6,7 +6,8 @@ modules are imported inside the methods: `import memstore` stays instant.
 
 Result types (all dataclasses): `WriteResult` (add, ingest_path, ingest_any, import_), `Hit`
 (search), `RecallResult` (recall), `Marker` (mark, done), `Where` (where), `Stats` (stat),
-`Report` (fsck), `Context` (context), `Tree` (tree).
+`Report` (fsck), `Context` (context), `Tree` (tree), `TreeDiff` (diff), `ReorgResult`
+(reorganize), `SyncResult` (sync).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ RESULT_TYPES = {
     "Report": "memstore.check",
     "Context": "memstore.tree.context",
     "Tree": "memstore.format.tree",
+    "TreeDiff": "memstore.tree.diff",
+    "ReorgResult": "memstore.tree.reorganize",
+    "SyncResult": "memstore.sync",
 }
 
 
@@ -182,6 +186,31 @@ class StoreAPI:
         from .check import fsck
 
         return fsck(self)
+
+    def diff(self, rev_a: str | None = None, rev_b: str | None = None):
+        """How the topic tree changed between two git revisions (`ct diff`) → TreeDiff."""
+        from .tree.diff import tree_diff
+
+        return tree_diff(self, rev_a, rev_b)
+
+    def reorganize(self, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False,
+                   offline: bool = False):
+        """Merge related topics and archive trivial turns, one commit unless `dry_run` (`ct reorganize`) → ReorgResult."""
+        from .tree.reorganize import reorganize
+
+        return reorganize(self, threshold=threshold, prune_trivial=prune_trivial, dry_run=dry_run, offline=offline)
+
+    def sync(self, push: bool = True, set_upstream: str | None = None):
+        """Merge the remote's memory, reindex, push (`ct sync`) → SyncResult."""
+        from .sync import sync
+
+        return sync(self, push=push, set_upstream=set_upstream)
+
+    def reembed(self, embedder: str | None = None, options: dict | None = None) -> dict:
+        """Re-embed every record, e.g. with another embedder; one commit (`ct reembed`)."""
+        from .reembed import reembed
+
+        return reembed(self, embedder, options)
 
     def history(self, max_count: int = 20) -> list[dict]:
         """The memory's history from git, newest first (`ct log`)."""

@@ -91,3 +91,16 @@ def test_import_memstore_stays_light():
     code = ("import sys, memstore; from memstore import Store; "
             "assert 'numpy' not in sys.modules and 'memstore.retrieve.search' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_tree_verbs(store):
+    from memstore import ReorgResult, TreeDiff
+
+    store.add("Let's plan the garden: tomatoes along the south fence.", session="garden", ts="2026-11-20T10:00:00Z")
+    store.add("The tomatoes need staking in June.", session="garden", ts="2026-11-20T10:01:00Z")
+    d = store.diff("HEAD~1", "HEAD")  # the second turn joined the topic the first one opened
+    assert isinstance(d, TreeDiff) and not d.empty and d.grew
+    n = len(commits(store.root))
+    r = store.reorganize(dry_run=True, offline=True)
+    assert isinstance(r, ReorgResult) and r.dry_run and r.commit is None and len(commits(store.root)) == n
+    assert git_clean(store.root)
