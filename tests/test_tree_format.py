@@ -109,3 +109,15 @@ def test_merge_files_refuses_garbage(tmp_path):
     before = good.read_text()
     assert treefmt.merge_files(str(tmp_path / "missing"), str(good), str(bad)) is False
     assert good.read_text() == before
+
+
+def test_problems_for_fsck(tmp_path):
+    t = _tree(a=(None, ["r1", "r2"], "1"), b=(None, ["r2"], "1"))
+    t.archived = ["r1"]
+    treefmt.write(tmp_path, t)
+    found = treefmt.problems(tmp_path, known_ids={"r1"})
+    assert any("r2 is in topics a and b" in p for p in found)
+    assert any("r2, which is not in any day log" in p for p in found)
+    assert any("r1 is both archived" in p for p in found)
+    (tmp_path / "tree.json").write_text("[]")
+    assert "top level must be a JSON object" in treefmt.problems(tmp_path)[0]

@@ -320,3 +320,24 @@ def merge_files(base: str, ours: str, theirs: str) -> bool:
     tmp.write_text(merged.dumps(), encoding="utf-8")
     os.replace(tmp, p)
     return True
+
+
+def problems(root: Path, known_ids: set[str] | None = None) -> list[str]:
+    """What `ct fsck` should report about tree.json: unreadable, or ids that break the should-rules."""
+    path = path_of(root)
+    try:
+        tree = read(root)
+    except FormatError as exc:
+        return [str(exc)]
+    out: list[str] = []
+    seen: dict[str, str] = {}
+    for t in sorted(tree.topics.values(), key=lambda t: t.id):
+        for rid in t.records:
+            if rid in seen:
+                out.append(f"{path}: record {rid} is in topics {seen[rid]} and {t.id}")
+            seen[rid] = t.id
+            if known_ids is not None and rid not in known_ids:
+                out.append(f"{path}: topic {t.id} names record {rid}, which is not in any day log")
+    for rid in set(tree.archived) & set(seen):
+        out.append(f"{path}: record {rid} is both archived and in topic {seen[rid]}")
+    return out
