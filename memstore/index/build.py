@@ -91,6 +91,7 @@ class Index:
         self.path = self.meta_dir / "index.db"
         self.dim = int(store.config.embedder["dim"])
         self._conn: sqlite3.Connection | None = None
+        self._matrix: tuple | None = None  # ((gen, n_rows), (vectors, times)) while that generation is current
 
     # ----- connection ---------------------------------------------------------------------------
 
@@ -338,14 +339,23 @@ class Index:
     # ----- reading --------------------------------------------------------------------------------
 
     def matrix(self):
-        """(vectors, times) of the current generation, memory-mapped; retried if an update swaps it."""
+        """(vectors, times) of the current generation, memory-mapped; retried if an update swaps it.
+
+        The mapping is reused while (generation, rows) is unchanged: mapping the file anew for every
+        query makes each query fault every page of the matrix in again (~20 ms at 100k rows).
+        Rows are only ever appended to a current generation, so a kept mapping stays valid.
+        """
         for _ in range(5):
             gen = int(self._meta(self.conn, "gen", "0"))
             n_rows = int(self._meta(self.conn, "n_rows", "0"))
+            if self._matrix is not None and self._matrix[0] == (gen, n_rows):
+                return self._matrix[1]
             try:
-                return vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)
+                arrays = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)
             except FileNotFoundError:
                 continue
+            self._matrix = ((gen, n_rows), arrays)
+            return arrays
         raise RuntimeError("the vector index kept changing while it was being opened")
 
     def known_ids(self, ids: list[str]) -> set[str]:
