@@ -382,6 +382,9 @@ def contexttape_compare(b: Bench, store, n: int, queries: list[str], qvecs: np.n
     py = venv / "bin" / "python"
     if not py.exists():
         script = Path(__file__).resolve().parents[2] / "scripts" / "ct_venv.sh"
+        if not script.exists():
+            raise RuntimeError(f"ContextTape's virtualenv {venv} is missing and {script} is not here to create it; "
+                               "run from a source checkout or pass --no-contexttape")
         subprocess.run(["bash", str(script)], check=True, env={**os.environ, "CT_VENV": str(venv)})
     index = store.index(update=False)
     work = b.base / f"ct-v{synth.SYNTH_VERSION}-{n}-{b.per_day}"

@@ -32,6 +32,9 @@ def bench_cmd(out, sizes, per_day, queries, repeats, ingest_n, base, contexttape
     from ..bench.speed import run_cli
 
     command = "ct bench" + (f" --sizes {sizes}" if sizes != "10000,100000" else "") + (f" --out {out}" if out else "")
-    code = run_cli(out=out, sizes=sizes, per_day=per_day, queries=queries, repeats=repeats, ingest_n=ingest_n, base=base,
-                   contexttape=contexttape, minilm=minilm, command=command)
+    try:
+        code = run_cli(out=out, sizes=sizes, per_day=per_day, queries=queries, repeats=repeats, ingest_n=ingest_n,
+                       base=base, contexttape=contexttape, minilm=minilm, command=command)
+    except (RuntimeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
     raise SystemExit(code)
