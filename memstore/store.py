@@ -83,7 +83,8 @@ class Store(StoreAPI):
 
     @classmethod
     def open(cls, path: Path | str | None = None, search_parents: bool = True) -> "Store":
-        root = find_root(Path(path) if path else None) if search_parents else Path(path)
+        start = Path(path).expanduser() if path else None
+        root = find_root(start) if search_parents else start
         return cls(root)
 
     @classmethod
@@ -92,7 +93,7 @@ class Store(StoreAPI):
         from . import adapters, hooks
         from .gitrepo import GitRepo
 
-        root = Path(path).resolve()
+        root = Path(path).expanduser().resolve()
         if (root / configfmt.FILENAME).exists():
             raise MemstoreError(f"{root} is already a memory store.", "Nothing was changed.")
         if dtype not in ("float32", "int8"):
