@@ -89,16 +89,19 @@ def begin_write(store) -> list[str]:
     journal = read_journal(store)
     if journal is not None:
         notes = rollback(store, journal).notes()
-    else:
+    # The journal goes down before this writer runs any git command: even `git status` takes
+    # .git/index.lock, and a kill during it must leave a journal that dates the stale lock.
+    _write_journal(store)
+    store._writing = True
+    if journal is None:
         dirty = [p for _, p in _status(store, "log") if p.endswith(".jsonl")]
         if dirty:
+            end_write(store)
             raise MemstoreError(
                 f"{store.root / dirty[0]} has uncommitted changes" + (f" (and {len(dirty) - 1} more day logs)" if len(dirty) > 1 else "")
                 + "; a write now would commit them.",
                 f'Run "ct -C {store.root} fsck --repair" to roll them back (the lines are kept in '
                 f".memstore/{BACKUP_DIR}/), or commit them with git. Nothing was written.")
-    _write_journal(store)
-    store._writing = True
     return notes
 
 
@@ -432,7 +435,11 @@ def repair(store) -> Repair:
     # The bare lock, not Store.lock(): a journalled lock would refuse to start on the very
     # uncommitted lines this is here to roll back.
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
-        rep = rollback(store, read_journal(store))
+        journal = read_journal(store)
+        if journal is None:
+            _write_journal(store)  # so that a repair killed inside git is itself rolled back later
+        rep = rollback(store, journal)
+        (store.meta_dir / JOURNAL).unlink(missing_ok=True)
         _remove_stray_temps(store, rep)
         try:
             plan = store.index(update=False).update()
