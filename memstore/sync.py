@@ -166,7 +166,7 @@ def _push(store, res: SyncResult, first: bool) -> None:
             return
         except GitError as exc:
             words = _git_words(exc)
-            if not any(k in words for k in ("fetch first", "non-fast-forward")):
+            if not any(k in words for k in ("fetch first", "non-fast-forward", "failed to update ref", "stale info")):
                 raise GitError(f"Cannot push to {res.remote!r} ({_url(store, res.remote)}): {words}",
                                "Your commits (and any merge) are kept here; run ct sync again when the "
                                "remote is reachable.") from None

@@ -259,3 +259,26 @@ def test_ct_log_shows_history_with_counts(clones, tmp_path):
     text = ct("-C", a, "log", "-n", "3").stdout.splitlines()
     assert len(text) == 3 and "records +1" in next(x for x in text if "one more" in x)
     assert git_clean(a)
+
+
+def test_sync_merges_again_when_the_remote_moves_during_the_push(clones, tmp_path):
+    """b pushes while a is pushing (from a's pre-push hook): a's push is rejected, a merges and retries."""
+    a, b, remote = clones
+    ct("-C", b, "sync")
+    ct("-C", b, "add", "b was quicker", "--ts", "2026-11-30T10:00:00Z")
+    ct("-C", a, "add", "a pushes second", "--ts", "2026-11-30T10:05:00Z")
+    marker = tmp_path / "raced"
+    hook = a / ".git" / "hooks" / "pre-push"
+    hook.write_text("#!/bin/sh\nunset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE\n"
+                    f'[ -e "{marker}" ] && exit 0\ntouch "{marker}"\n'
+                    f'git -C "{b}" push -q origin main >/dev/null 2>&1\nexit 0\n')
+    hook.chmod(0o755)
+    out = ct("-C", a, "sync", "--json")
+    res = json.loads(out.stdout)
+    assert marker.exists()
+    assert any("moved while syncing" in n for n in res["notes"]), res
+    assert res["merged"] == 1 and res["pushed"] >= 1
+    ct("-C", b, "sync")
+    ids = head_ids(b)
+    assert len(ids) == 2 and max(ids.values()) == 1
+    assert git(a, "rev-parse", "HEAD").stdout == git(b, "rev-parse", "HEAD").stdout
