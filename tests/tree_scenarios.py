@@ -70,34 +70,76 @@ DISTRACTORS = [
 NEEDLE = ("By the way, the wifi password at the lake cabin is blue-heron-42.",
           "Got it: the lake cabin wifi password is blue-heron-42.")
 
+# Eight subjects, each with its own wording, so that topics differ the way real conversations do.
 SUBJECTS = {
-    "garden": ["tomatoes", "compost", "seedlings", "mulch", "raised beds", "aphids"],
-    "coffee": ["espresso", "grinder", "roast", "crema", "milk frothing", "beans"],
-    "chess": ["openings", "endgames", "tactics", "the sicilian", "rooks", "pawn structure"],
-    "running": ["intervals", "marathon pace", "shoes", "shin splints", "tempo runs", "stretching"],
-    "guitar": ["chords", "strings", "scales", "fingerpicking", "capo", "tuning"],
-    "astronomy": ["telescopes", "saturn", "nebulae", "star charts", "eclipses", "jupiter moons"],
-    "taxes": ["deductions", "receipts", "quarterly payments", "the filing deadline", "invoices", "refunds"],
-    "travel": ["train tickets", "hostels", "the itinerary", "packing lists", "visas", "the budget"],
+    "garden": [("My tomato seedlings look leggy, what went wrong?", "Leggy tomato seedlings lack light; move them closer to a grow lamp."),
+               ("Is compost ready when it smells earthy?", "Yes, earthy, crumbly compost with no recognisable scraps is ready for the beds."),
+               ("Aphids cover my roses again.", "Spray the aphids off the roses with water, then encourage ladybirds."),
+               ("How deep should mulch be around shrubs?", "Spread mulch five to eight centimetres deep, away from the shrub stems."),
+               ("When do I plant garlic cloves?", "Plant garlic cloves in autumn, pointy end up, a hand's depth in the soil."),
+               ("Raised beds or in-ground beds for carrots?", "Raised beds with loose sandy soil grow straighter carrots.")],
+    "coffee": [("My espresso tastes sour.", "Sour espresso is under-extracted: grind finer or raise the brew temperature."),
+               ("Burr grinder or blade grinder for coffee?", "A burr grinder gives an even coffee grind; blade grinders make dust and boulders."),
+               ("How do I steam milk for a flat white?", "Stretch the milk briefly, then swirl it into a glossy microfoam for the flat white."),
+               ("Light roast or dark roast beans for filter coffee?", "Light roast beans keep fruity notes in filter coffee; dark roasts taste bitter."),
+               ("Why is there no crema on my espresso shot?", "Stale beans or a coarse grind kill the crema; use beans roasted within a month."),
+               ("How much coffee per cup for a pour-over?", "Use about 15 grams of coffee for 250 grams of water in a pour-over.")],
+    "chess": [("Which chess opening should I learn first?", "Learn the Italian Game first: it develops pieces fast and fights for the centre."),
+              ("How do I checkmate with king and rook?", "Box the enemy king toward the edge with the rook, then bring your king up for mate."),
+              ("I keep blundering my queen in blitz.", "Before each blitz move, check which of your pieces are attacked, queen first."),
+              ("What is the Sicilian Defence about?", "The Sicilian Defence answers 1.e4 with c5, trading a wing pawn for the centre."),
+              ("How do I improve my chess endgames?", "Study king activity and pawn races; rook endgames come up most often."),
+              ("What does a pawn structure tell me?", "The pawn structure shows which files open and where your pieces belong.")],
+    "running": [("How fast should my easy runs be?", "Easy runs should feel conversational, about a minute per kilometre slower than race pace."),
+                ("My shins hurt after running.", "Shin splints come from ramping mileage too fast; rest, then build slowly."),
+                ("How often should I replace running shoes?", "Replace running shoes every 600 to 800 kilometres, when the foam feels flat."),
+                ("What are interval sessions for?", "Interval sessions raise your speed: six 800-metre repeats with equal jog recovery."),
+                ("How do I pace a marathon?", "Start the marathon slightly slower than goal pace and hold back until kilometre 30."),
+                ("Should I stretch before a run?", "Warm up with drills and leg swings before a run; save static stretching for after.")],
+    "guitar": [("My guitar strings buzz on the third fret.", "Fret buzz usually means low action or a high fret; raise the saddle slightly."),
+               ("Which chords should a guitar beginner learn?", "Learn G, C, D, E minor and A minor; they cover hundreds of songs."),
+               ("How do I tune a guitar to drop D?", "Lower the low E string a whole step until it matches the open D string."),
+               ("What does a capo do?", "A capo clamps the guitar neck, raising every open string so chord shapes change key."),
+               ("How do I practise fingerpicking patterns?", "Practise fingerpicking slowly with a metronome, thumb on the bass strings."),
+               ("How often should I change guitar strings?", "Change guitar strings every two or three months, sooner if they sound dull.")],
+    "astronomy": [("What can I see through a small telescope?", "A small telescope shows lunar craters, Saturn's rings and Jupiter's moons."),
+                  ("When is the next lunar eclipse?", "Check an eclipse calendar; a total lunar eclipse turns the Moon copper red."),
+                  ("How do I find the Andromeda galaxy?", "Star-hop from Cassiopeia; Andromeda looks like a faint smudge in binoculars."),
+                  ("Why do stars twinkle?", "Stars twinkle because turbulent air bends their light; planets twinkle less."),
+                  ("What is a nebula?", "A nebula is a cloud of gas and dust where new stars form, like Orion's nebula."),
+                  ("How do I photograph the Milky Way?", "Use a wide lens, high ISO and a 20-second exposure under dark skies.")],
+    "taxes": [("Which receipts do I keep for my tax return?", "Keep receipts for deductible expenses, invoices and donations for seven years."),
+              ("When is the tax filing deadline?", "The tax filing deadline is 31 July unless an adviser files for you."),
+              ("Can I deduct my home office?", "A home office is deductible when it is the centre of your self-employed work."),
+              ("How do quarterly tax prepayments work?", "The tax office sets quarterly prepayments from last year's income."),
+              ("Why is my tax refund late?", "Tax refunds are late when the office asks for documents; check your letters."),
+              ("Do freelancers charge VAT on invoices?", "Freelancers charge VAT on invoices unless they use the small-business exemption.")],
+    "travel": [("Which train pass is best for Italy?", "A regional train pass suits Italy if you hop between nearby towns."),
+               ("Do I need a visa for Japan?", "Many passports get 90 visa-free days in Japan; check your passport's rules."),
+               ("How do I pack light for two weeks of travel?", "Pack light: three outfits, laundry stops and one pair of travel shoes."),
+               ("Are hostels safe for solo travel?", "Most hostels are safe for solo travel; use lockers and read recent reviews."),
+               ("How do I plan a travel itinerary without rushing?", "Plan two nights minimum per stop and leave a free day in the itinerary."),
+               ("What travel budget per day for Portugal?", "Budget about 70 euros a day in Portugal for hostels, food and trains.")],
 }
-TEMPLATES_Q = ["Tell me more about {t} for my {s} hobby.", "What mistakes do people make with {t} in {s}?",
-               "How should a beginner approach {t} in {s}?", "Any advice on {t}? It's for {s}."]
-TEMPLATES_A = ["For {s}, {t} matters most early on; practise {t} a little every week.",
-               "In {s}, people often rush {t}; slow down and keep notes about {t}.",
-               "Start {t} simply: {s} rewards patience, and {t} improves with repetition."]
 
 
 def filler(n_exchanges: int, seed: int = 7) -> list[tuple[str, str]]:
-    """Deterministic chit-chat in runs of a few exchanges per subject (so topics form)."""
+    """Deterministic conversation in runs of a few exchanges per subject (so topics form)."""
     rng = random.Random(seed)
     out: list[tuple[str, str]] = []
     names = sorted(SUBJECTS)
     while len(out) < n_exchanges:
         s = rng.choice(names)
-        for _ in range(rng.randint(2, 5)):
-            t = rng.choice(SUBJECTS[s])
-            out.append((rng.choice(TEMPLATES_Q).format(t=t, s=s), rng.choice(TEMPLATES_A).format(t=t, s=s)))
+        out += rng.sample(SUBJECTS[s], rng.randint(2, 4))
     return out[:n_exchanges]
+
+
+def subject_of(text: str) -> str | None:
+    """Which filler subject a line came from (None for scenario lines)."""
+    for name, pairs in SUBJECTS.items():
+        if any(text in pair for pair in pairs):
+            return name
+    return None
 
 
 def converse(store, exchanges, start: str = "2026-11-01T09:00:00", step_minutes: int = 5, session: str = "main",

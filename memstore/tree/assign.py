@@ -20,6 +20,8 @@ from .topicdata import RecordData, normalise, thresholds
 CONVERSATION_TYPES = ("text", "action")
 SHORT_TURN_WORDS = 2        # "ok", "yes please", "why?" (under 2 content words) continue whatever is going on
 RECENT_WINDOW = 8           # the current topic is judged by its latest records (drift-tolerant)
+MAX_DEPTH = 6               # sub-topics are not opened below this depth
+NEAR_TIE = 0.05
 RENAME_UNTIL = 8            # offline names are refined until a topic has this many records
 
 
@@ -104,17 +106,24 @@ class Placer:
             return self._new_topic(parent, [rec], verdict.get("name"))
         # A sub-topic must be as close to its parent as a continuation would be to the current topic;
         # otherwise the new topic starts at the root (TRACE's rule 4: recency alone is no reason to nest).
-        parent, best = None, self.th["continue"]
         words = naming.term_set([rec["text"]], 12)
-        for tid in candidates:
+        scored = []
+        for depth, tid in enumerate(candidates, 1):
+            if depth >= MAX_DEPTH:
+                break  # keep the tree shallow: no sub-topic below MAX_DEPTH levels
             recs = self.tree.topics[tid].records
             c = self.data.centroid(recs, last=40)
             if c is None:
                 continue
             shared = words & naming.term_set(self.data.texts(recs[-20:], limit=20)[0], 20)
             score = float(c @ vec) + 0.08 * min(len(shared), 2)
-            if score >= best:
-                parent, best = tid, score
+            if score >= self.th["continue"]:
+                scored.append((score, depth, tid))
+        parent = None
+        if scored:
+            best = max(s for s, _, _ in scored)
+            # On a near tie the shallower ancestor wins: chains of sub-sub-topics are TRACE's failure.
+            parent = min((d, tid) for s, d, tid in scored if s >= best - NEAR_TIE)[1]
         return self._new_topic(parent, [rec], verdict.get("name") if verdict else None)
 
     def _new_topic(self, parent: str | None, recs: list[dict], name: str | None = None) -> str:
@@ -173,11 +182,11 @@ class Placer:
             texts, roles = self.data.texts(t.records)
             final = tid in frozen_now
             if t.named_by == "offline" and (len(t.records) <= RENAME_UNTIL or final):
-                t.name = naming.offline_name(texts)
+                t.name = naming.offline_name(texts, self.data.rarity)
             summary = None
             if final and self.llm is not None:
                 summary = naming.llm_summary(self.llm, t.name, texts, roles)
-            t.summary = summary or naming.offline_summary(texts, roles)
+            t.summary = summary or naming.offline_summary(texts, roles, self.data.rarity)
         rebalance(tree, self.data, max_children(self.store), self.llm)
 
 

@@ -130,6 +130,8 @@ def topic_pieces(store, tree, data, qvec, th, query) -> list[Piece]:
         if len(chosen) >= MAX_PATHS:
             break
     pieces, detailed = [], set()
+    # Groups made only to bound fan-out carry no meaning of their own: the paths show real topics.
+    chosen = [(s, [p for p in path if tree.topics[p].records] or path[-1:]) for s, path in chosen]
     for i, (s, path) in enumerate(chosen, 1):
         names = " → ".join(tree.topics[p].name for p in path)
         info = {"score": round(s, 4), "path": [{"id": p, "name": tree.topics[p].name,

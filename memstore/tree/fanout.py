@@ -16,79 +16,114 @@ from . import naming
 from .topicdata import RecordData, topic_vector
 
 
-def _cluster(vecs: list[np.ndarray | None], limit: int) -> list[list[int]]:
-    """Greedy average-link clustering to ≤ `limit` clusters, each of ≤ `limit` members, where possible."""
-    clusters = [[i] for i in range(len(vecs))]
-    dim = next((v.shape[0] for v in vecs if v is not None), 1)
-    mat = np.stack([v if v is not None else np.zeros(dim, np.float32) for v in vecs])
-    sims = mat @ mat.T
-    while len(clusters) > limit:
-        best = None
-        for a in range(len(clusters)):
-            for b in range(a + 1, len(clusters)):
-                if len(clusters[a]) + len(clusters[b]) > limit:
-                    continue
-                s = float(np.mean(sims[np.ix_(clusters[a], clusters[b])]))
-                # prefer the most similar pair; on ties, neighbours in time (lower indices)
-                key = (s, -b, -a)
-                if best is None or key > best[0]:
-                    best = (key, a, b)
-        if best is None:
-            break
-        _, a, b = best
-        clusters[a] = sorted(clusters[a] + clusters[b])
-        del clusters[b]
-    return clusters
-
-
 def group_name(tree: Tree, members: list[Topic], data: RecordData) -> tuple[str, str]:
     texts: list[str] = []
     for m in members:
         recs = m.records or [r for d in sorted(tree.descendants(m.id)) for r in tree.topics[d].records]
         texts += data.texts(recs, limit=12)[0] or [m.name]
-    terms = naming.key_terms(texts, 3)
+    terms = naming.key_terms(texts, 3, data.rarity)
     name = (", ".join(terms) or "Related topics")
     name = name[:1].upper() + name[1:]
     return name, f"{len(members)} related topics: " + "; ".join(m.name for m in members)
 
 
-def rebalance(tree: Tree, data: RecordData, max_children: int, llm=None) -> list[str]:
-    """Group crowded children until no topic has more than `max_children`; returns new group ids."""
+def _sim(a: np.ndarray | None, b: np.ndarray | None) -> float:
+    return float(a @ b) if a is not None and b is not None else -1.0
+
+
+def _make_group(tree: Tree, data: RecordData, parent: str | None, members: list[Topic], llm) -> str:
+    name, summary = group_name(tree, members, data)
+    named_by = "offline"
+    if llm is not None:
+        label = naming.llm_name(llm, [f"{m.name}: {m.summary}" for m in members], ["topic"] * len(members))
+        if label:
+            name, named_by = label, "llm"
+    gid = new_topic_id()
+    tree.topics[gid] = Topic(id=gid, name=name, summary=summary, parent=parent, records=[],
+                             created=min(m.created for m in members),
+                             last_active=max(m.last_active for m in members), named_by=named_by)
+    for m in members:
+        m.parent = gid
+    return gid
+
+
+def _halves(kids: list[Topic], vec: dict) -> tuple[list[Topic], list[Topic]]:
+    """Split topics into two similar-sized halves around the two least similar of them."""
+    pairs = [(_sim(vec[a.id], vec[b.id]), i, j) for i, a in enumerate(kids) for j, b in enumerate(kids) if i < j]
+    _, i, j = min(pairs, key=lambda p: (p[0], p[1], p[2]))
+    left, right = [kids[i]], [kids[j]]
+    cap = (len(kids) + 1) // 2
+    for k in sorted((k for n, k in enumerate(kids) if n not in (i, j)), key=lambda k: (k.created, k.id)):
+        prefer_left = _sim(vec[k.id], vec[left[0].id]) >= _sim(vec[k.id], vec[right[0].id])
+        if (prefer_left and len(left) < cap) or len(right) >= cap:
+            left.append(k)
+        else:
+            right.append(k)
+    return left, right
+
+
+def rebalance(tree: Tree, data: RecordData, max_children: int, llm=None, join: float = -1.0) -> list[str]:
+    """Fix every topic (and the root) with more than `max_children` children, the way a B-tree does.
+
+    Each step lowers the crowded parent's child count by at least one:
+    1. a topic moves into the most similar group beside it (like a B-tree insert, whatever the
+       similarity unless `join` asks for one); a group that overflows by it is fixed next, so
+       inserts descend;
+    2. under the root or a real topic, the most similar loose topics (a seed pair plus the
+       closest, up to half the limit) become a new group;
+    3. otherwise the parent is split in two: a group gets a sibling (its parent is fixed next if
+       that crowds it), the root or a real topic gets its children in two groups (the only step
+       that deepens the tree). Depth therefore grows with the logarithm of the topic count.
+    Returns the ids of the groups made.
+    """
     if max_children < 2:
         return []
     made: list[str] = []
     cache: dict = {}
-    for _ in range(10_000):  # each pass strictly reduces one parent's child count
+    for _ in range(100_000):
         cmap = tree.children_map()
-        crowded = sorted((p for p, kids in cmap.items() if len(kids) > max_children), key=lambda p: (p is not None, p or ""))
+        crowded = sorted((p for p, kids in cmap.items() if len(kids) > max_children),
+                         key=lambda p: (p is not None, p or ""))
         if not crowded:
             break
         parent = crowded[0]
         kids = cmap[parent]
-        vecs = [topic_vector(tree, data, k.id, cache) for k in kids]
-        clusters = _cluster(vecs, max_children)
-        if all(len(c) == 1 for c in clusters):
-            # Nothing could merge under the size cap: group consecutive runs of max_children.
-            clusters = [list(range(i, min(i + max_children, len(kids)))) for i in range(0, len(kids), max_children)]
-        for members_idx in clusters:
-            if len(members_idx) < 2:
+        vec = {k.id: topic_vector(tree, data, k.id, cache) for k in kids}
+        groups = [k for k in kids if not k.records and k.id != tree.current and cmap.get(k.id)]
+        leaves = [k for k in kids if k not in groups]
+        if leaves and groups:
+            s, leaf, g = max(((_sim(vec[lf.id], vec[g.id]), lf, g) for lf in leaves for g in groups),
+                             key=lambda t: (t[0], t[1].created, t[2].created))
+            if s >= join or len(leaves) < 2:
+                leaf.parent = g.id
+                for tid in tree.ancestry(g.id):
+                    cache.pop(tid, None)
                 continue
-            members = [kids[i] for i in members_idx]
-            name, summary = group_name(tree, members, data)
-            named_by = "offline"
-            if llm is not None:
-                llm_label = naming.llm_name(llm, [f"{m.name}: {m.summary}" for m in members],
-                                            ["topic"] * len(members))
-                if llm_label:
-                    name, named_by = llm_label, "llm"
-            gid = new_topic_id()
-            tree.topics[gid] = Topic(id=gid, name=name, summary=summary, parent=parent, records=[],
-                                     created=min(m.created for m in members),
-                                     last_active=max(m.last_active for m in members), named_by=named_by)
-            for m in members:
-                m.parent = gid
-            cache.pop(gid, None)
-            made.append(gid)
+        is_group = parent is not None and not tree.topics[parent].records and parent != tree.current
+        if len(leaves) >= 2 and not is_group:
+            size = max(2, min(len(leaves), max_children // 2 + 1))
+            pairs = [(_sim(vec[a.id], vec[b.id]), i, j) for i, a in enumerate(leaves) for j, b in enumerate(leaves) if i < j]
+            _, i, j = max(pairs, key=lambda p: (p[0], -p[1], -p[2]))
+            members = [leaves[i], leaves[j]]
+            rest = [k for k in leaves if k not in members]
+            while len(members) < size and rest:
+                centre = [vec[m.id] for m in members if vec[m.id] is not None]
+                c = np.mean(np.stack(centre), axis=0) if centre else None
+                nxt = max(rest, key=lambda k: (_sim(vec[k.id], c), k.created))
+                members.append(nxt)
+                rest.remove(nxt)
+            made.append(_make_group(tree, data, parent, members, llm))
+            continue
+        left, right = _halves(kids, vec)
+        if not is_group:  # the root or a real topic: its children go one level down, in two groups
+            made.append(_make_group(tree, data, parent, left, llm))
+            made.append(_make_group(tree, data, parent, right, llm))
+        else:  # a group splits sideways, like a B-tree node; its parent is fixed next if crowded
+            p = tree.topics[parent]
+            sibling = _make_group(tree, data, p.parent, right, llm)
+            p.name, p.summary = group_name(tree, left, data)
+            made.append(sibling)
+        cache.clear()
     return made
 
 

@@ -53,10 +53,13 @@ def _stem(w: str) -> str:
     return w
 
 
-def key_terms(texts: list[str], k: int = 8) -> list[str]:
+def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
     """The `k` most characteristic terms: spread over many turns first, then frequency.
 
-    Terms are returned in their most common surface form (so "Sarah" keeps its capital).
+    `rarity(folded_terms) -> {term: weight}` (weights in (0, 1], from the store's index) scales
+    each score down for words that occur everywhere in the store ("beginner", "advice"), so names
+    and the reorganize veto rest on what sets a topic apart. Terms are returned in their most
+    common surface form (so "Sarah" keeps its capital).
     """
     tf: Counter = Counter()
     df: Counter = Counter()
@@ -74,29 +77,35 @@ def key_terms(texts: list[str], k: int = 8) -> list[str]:
             if s not in seen:
                 seen.add(s)
                 df[s] += 1
-    def score(s: str):
+
+    def base(s: str) -> float:
         proper = any(f[:1].isupper() for f in forms[s])
-        return (-(df[s] * 2 + tf[s] + (1.5 if proper else 0)), first[s], s)
-    ranked = sorted(tf, key=score)[:k]
-    return [forms[s].most_common(1)[0][0] for s in ranked]
+        return df[s] * 2 + tf[s] + (1.5 if proper else 0)
+
+    ranked = sorted(tf, key=lambda s: (-base(s), first[s], s))
+    if rarity is not None and ranked:
+        pool = ranked[: max(4 * k, 24)]
+        weight = rarity(pool)
+        ranked = sorted(pool, key=lambda s: (-base(s) * weight.get(s, 1.0), first[s], s))
+    return [forms[s].most_common(1)[0][0] for s in ranked[:k]]
 
 
-def term_set(texts: list[str], k: int = 12) -> set[str]:
+def term_set(texts: list[str], k: int = 12, rarity=None) -> set[str]:
     """Folded key terms, for comparing two topics (the offline reorganize veto)."""
-    return {_stem(t) for t in key_terms(texts, k)}
+    return {_stem(t) for t in key_terms(texts, k, rarity)}
 
 
-def offline_name(texts: list[str]) -> str:
-    terms = key_terms(texts, 3)
+def offline_name(texts: list[str], rarity=None) -> str:
+    terms = key_terms(texts, 3, rarity)
     if not terms:
         return "Untitled topic"
     name = ", ".join(terms)
     return name[:1].upper() + name[1:]
 
 
-def offline_summary(texts: list[str], roles: list[str] | None = None) -> str:
+def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=None) -> str:
     """"N turns about a, b, c, d, e; opens with: <the first sentence someone asked>" (≤ 220 chars)."""
-    terms = key_terms(texts, 6)
+    terms = key_terms(texts, 6, rarity)
     n = len(texts)
     head = f"{n} turn{'s' if n != 1 else ''} about {', '.join(terms)}" if terms else f"{n} turns"
     opener = ""

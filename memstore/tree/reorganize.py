@@ -159,7 +159,7 @@ def _refresh(tree, data: RecordData, tids, llm) -> None:
             continue
         texts, roles = data.texts(t.records)
         summary = naming.llm_summary(llm, t.name, texts, roles) if llm is not None else None
-        t.summary = summary or naming.offline_summary(texts, roles)
+        t.summary = summary or naming.offline_summary(texts, roles, data.rarity)
 
 
 def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False,
@@ -195,7 +195,7 @@ def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_
 
         def term_set(tid):
             if tid not in terms:
-                terms[tid] = naming.term_set(data.texts(tree.topics[tid].records, limit=40)[0], 12)
+                terms[tid] = naming.term_set(data.texts(tree.topics[tid].records, limit=40)[0], 12, data.rarity)
             return terms[tid]
 
         changed: set[str] = set()

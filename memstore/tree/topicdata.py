@@ -6,6 +6,8 @@ the day logs, so a merged or regrouped topic is always described by the records 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 # Per embedder: (continue, recall) cosine thresholds. The hashing embedder's cosines run lower
@@ -67,6 +69,26 @@ class RecordData:
                         "ORDER BY rowid DESC", part):
                     self._rows[rid] = tuple(rest)
         return self._rows
+
+    def rarity(self, terms: list[str]) -> dict[str, float]:
+        """term -> weight in (0, 1]: 1 for a word few records use, near 0 for one nearly all use.
+
+        Document frequencies come from the FTS index (so "cake" also counts "cakes"); cached.
+        """
+        if not hasattr(self, "_rarity"):
+            self._rarity: dict[str, float] = {}
+            self._n = self.index.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+        n = max(self._n, 1)
+        for t in terms:
+            if t in self._rarity:
+                continue
+            try:
+                df = self.index.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?",
+                                             ['"' + t.replace('"', "") + '"']).fetchone()[0]
+            except Exception:  # an odd token FTS rejects: treat it as rare rather than fail a write
+                df = 0
+            self._rarity[t] = math.log(1 + n / (1 + df)) / math.log(1 + n) if n > 1 else 1.0
+        return {t: self._rarity[t] for t in terms}
 
     def matrix(self) -> np.ndarray:
         if self._vecs is None:
