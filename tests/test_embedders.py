@@ -104,11 +104,15 @@ def test_minilm_matches_sentence_transformers():
 
 @pytest.mark.model
 @needs_weights
-def test_minilm_row_does_not_depend_on_its_batch():
+def test_minilm_row_does_not_depend_on_its_batch(monkeypatch):
+    from memstore.adapters import minilm
+
     emb = get_embedder("minilm")
-    together = emb.embed_batch(TEXTS)
+    together = emb.embed_batch(TEXTS)  # several batches, run in parallel threads
     alone = np.stack([emb.embed_query(t) for t in TEXTS])
     assert float(np.abs(together - alone).max()) < 1e-6
+    monkeypatch.setattr(minilm, "_one_blas_thread", lambda: None)  # as without threadpoolctl: serial
+    assert float(np.abs(emb.embed_batch(TEXTS) - together).max()) < 1e-6
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-6)
     assert emb.embed_batch([]).shape == (0, 384)
 

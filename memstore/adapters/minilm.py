@@ -85,11 +85,14 @@ class MiniLMEmbedder(Embedder):
         def run(batch):
             return bert.embed([ids[i] for i in batch])
 
-        # BLAS threads stay at one: waking them costs more than a query's matmuls, and numpy's own
-        # element-wise work is single-threaded. Instead, whole batches run in parallel threads
-        # (numpy releases the GIL), which keeps every core busy on the element-wise parts too.
-        workers = min(len(batches), _cpus())
-        with _one_blas_thread():
+        # One BLAS thread: on a busy 2-core machine, waking OpenBLAS's workers for every small
+        # matmul made a warm query 5-10x slower (measured), and numpy's element-wise work is
+        # single-threaded anyway. Instead whole batches run in parallel threads (numpy releases the
+        # GIL), keeping every core busy on the element-wise parts too. Without threadpoolctl we
+        # cannot limit BLAS, so we run batches one by one rather than oversubscribe the cores.
+        limiter = _one_blas_thread()
+        workers = min(len(batches), _cpus()) if limiter else 1
+        with limiter or nullcontext():
             if workers == 1:
                 vecs = [run(batch) for batch in batches]
             else:
@@ -150,6 +153,7 @@ def _cpus() -> int:
 
 
 def _one_blas_thread():
+    """A context limiting BLAS to one thread (threadpoolctl), or None if threadpoolctl is missing."""
     global _blas
     try:
         if _blas is None:
@@ -158,7 +162,7 @@ def _one_blas_thread():
             _blas = ThreadpoolController()
         return _blas.limit(limits=1, user_api="blas")
     except ImportError:
-        return nullcontext()  # slower on small inputs, same numbers
+        return None
 
 
 # --- the network: BERT encoder (6 layers, 12 heads, hidden 384, FFN 1536), float32 throughout ---
