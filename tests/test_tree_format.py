@@ -121,3 +121,12 @@ def test_problems_for_fsck(tmp_path):
     assert any("r1 is both archived" in p for p in found)
     (tmp_path / "tree.json").write_text("[]")
     assert "top level must be a JSON object" in treefmt.problems(tmp_path)[0]
+
+
+def test_merge_drops_groups_left_empty():
+    base = _tree(g=(None, [], "1"), a=("g", ["r1"], "1"))
+    ours = _tree(g=(None, [], "1"), a=(None, ["r1"], "2"))      # ours moved "a" out of the group
+    theirs = _tree(g=(None, [], "1"), a=("g", ["r1", "r2"], "1"))
+    m = treefmt.merge(base, ours, theirs)
+    assert m.topics["a"].parent is None and "g" not in m.topics and m.gone["g"]["why"] == "regrouped"
+    assert m.topics["a"].records == ["r1", "r2"]

@@ -289,6 +289,12 @@ def _repair(tree: Tree) -> None:
     for t in sorted(tree.topics.values(), key=lambda t: t.id):
         if _in_cycle(tree, t.id):
             t.parent = None
+    # A fan-out group (no records) left without children by the merge is dropped, with a tombstone.
+    cmap = tree.children_map()
+    for t in sorted(tree.topics.values(), key=lambda t: t.id):
+        if not t.records and not cmap.get(t.id) and t.id != tree.current:
+            del tree.topics[t.id]
+            tree.gone.setdefault(t.id, {"into": t.parent, "why": "regrouped", "at": t.last_active})
     archived = set(tree.archived)
     owner: set[str] = set()
     for t in sorted(tree.topics.values(), key=lambda t: (t.created, t.id)):
