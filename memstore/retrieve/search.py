@@ -87,10 +87,33 @@ def exact_candidates(index, query: str, filters: Filters, limit: int) -> list[tu
     expr = match_expression(query)
     if not expr:
         return []
+    if filters.since is None and filters.until is None and not filters.narrows_rows:
+        fast = _exact_unfiltered(index, expr, filters, limit)
+        if fast is not None:
+            return fast
     where, args = filters.sql()
     sql = (f"SELECT r.rowid, -bm25(fts) AS s FROM fts JOIN records r ON r.rowid = fts.rowid "
            f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts) LIMIT ?")
     return [(row[0], float(row[1])) for row in index.conn.execute(sql, [expr, *args, limit])]
+
+
+def _exact_unfiltered(index, expr: str, filters: Filters, limit: int) -> list[tuple[int, float]] | None:
+    """FTS5 ranking on its own, hidden rows dropped afterwards; None when too many rows are hidden.
+
+    Joining every match to `records` just to test `hidden` about doubles the cost of a keyword
+    query on a large store, and hidden rows are few, so a list longer by their number suffices.
+    """
+    conn = index.conn
+    n_hidden = 0 if filters.include_hidden else conn.execute("SELECT COUNT(*) FROM records WHERE hidden != 0").fetchone()[0]
+    if n_hidden > 1000:
+        return None
+    rows = conn.execute("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?",
+                        (expr, limit + n_hidden)).fetchall()
+    if n_hidden and rows:
+        hidden = {r for (r,) in conn.execute(
+            f"SELECT rowid FROM records WHERE hidden != 0 AND rowid IN ({','.join('?' * len(rows))})", [r for r, _ in rows])}
+        rows = [row for row in rows if row[0] not in hidden]
+    return [(r, float(s)) for r, s in rows[:limit]]
 
 
 def vector_candidates(index, qvec: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
