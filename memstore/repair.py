@@ -25,6 +25,8 @@ JOURNAL = "write-journal.json"
 BACKUP_DIR = "rolled-back"
 APPEND_ONLY = ("markers.jsonl",)  # besides log/**.jsonl: files a writer only ever appends to
 OTHER_DATA = ("tree.json", "memstore.toml", ".gitattributes", ".gitignore")  # rewritten whole, not appended
+# File times come from the kernel's coarse clock, which can lag time.time() by a tick.
+MTIME_SLACK = 0.05
 # Git lock files a killed git child can leave; only removed when a crashed writer's journal is older.
 GIT_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "packed-refs.lock")
 
@@ -217,11 +219,11 @@ def rollback(store, journal: dict | None) -> Repair:
     logs = [(xy, p) for xy, p in entries if _is_append_only(p)]
     segs = [(xy, p) for xy, p in entries if p.startswith("segments/")]
     others = [(xy, p) for xy, p in entries if not _is_append_only(p) and not p.startswith("segments/")]
+    started = float(journal.get("started") or 0) if journal is not None else None
     for xy, p in logs:
-        _rollback_appended(store, xy, p, rep, backup)
+        _rollback_appended(store, xy, p, rep, backup, started)
     for xy, p in segs:
         _rollback_segment(store, xy, p, rep, backup)
-    started = float(journal.get("started") or 0) if journal is not None else None
     for xy, p in others:
         _rollback_other(store, xy, p, rep, backup, started)
     _prune_empty_dirs(store, [p for _, p in segs + logs])
@@ -262,9 +264,23 @@ def _committed_bytes(store, p: str) -> bytes | None:
         return None
 
 
-def _rollback_appended(store, xy: str, p: str, rep: Repair, backup: "_Backup") -> None:
+def _changed_since(path: Path, started: float | None) -> bool:
+    """Was the file changed by the writer whose journal began at `started` (None: by anyone)?"""
+    if started is None:
+        return True
+    try:
+        return path.stat().st_mtime >= started - MTIME_SLACK
+    except FileNotFoundError:
+        return True
+
+
+def _rollback_appended(store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None) -> None:
     """A day log or markers.jsonl: cut back to its committed bytes, keeping the cut lines."""
     path = store.root / p
+    if not _changed_since(path, started):
+        # Lines a person appended before the writer began are theirs (fsck names any damage).
+        rep.untouched.append(f"{p}: uncommitted lines older than the interrupted write left alone")
+        return
     head = _committed_bytes(store, p)
     if not path.exists():
         if head is not None:  # a tracked file went missing: bring the committed one back
@@ -353,7 +369,7 @@ def _rollback_other(store, xy: str, p: str, rep: Repair, backup: "_Backup", star
         mtime = path.stat().st_mtime
     except FileNotFoundError:
         mtime = None
-    ours = started is not None and (mtime is None or mtime >= started - 1)
+    ours = started is not None and _changed_since(path, started)
     if not ours:
         rep.untouched.append(f"{p}: uncommitted change left alone (commit it, or restore it with git checkout)")
         return
@@ -378,7 +394,7 @@ def _clear_git_locks(store, started: float, rep: Repair) -> None:
         while lock.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         try:
-            if lock.stat().st_mtime >= started - 1:
+            if lock.stat().st_mtime >= started - MTIME_SLACK:
                 lock.unlink()
                 rep.git_locks.append(lock.name)
         except FileNotFoundError:
