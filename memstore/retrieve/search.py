@@ -6,6 +6,7 @@ Candidates are index rows; the verbatim text is read from the day logs only for 
 from __future__ import annotations
 
 import bisect
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -116,44 +117,83 @@ def _exact_unfiltered(index, expr: str, filters: Filters, limit: int) -> list[tu
     return [(r, float(s)) for r, s in rows[:limit]]
 
 
+class _VectorScan:
+    """One vector query in three steps, so the numpy scan can run beside the FTS query.
+
+    `prepare` and `finish` use the SQLite connection (owned by the caller's thread); `scan` is
+    pure numpy, releases the GIL, and may run in another thread.
+    """
+
+    def __init__(self, index, qvec, filters: Filters, limit: int):
+        self.index, self.limit = index, limit
+        self.q = np.asarray(qvec, np.float32)
+        self.view = None
+        self.rows_idx = None
+        self.hidden: set[int] = set()
+        self.top = self.scores = None
+        vecs, times = index.matrix()
+        n = vecs.shape[0]
+        if n == 0:
+            return
+        lo = bisect.bisect_left(times, filters.since) if filters.since is not None else 0
+        hi = bisect.bisect_left(times, filters.until) if filters.until is not None else n
+        if hi <= lo:
+            return
+        self.lo = lo
+        if filters.narrows_rows:
+            where, args = filters.sql()
+            rows = index.conn.execute(f"SELECT r.vrow FROM records r WHERE r.vrow >= ? AND r.vrow < ? AND {where}",
+                                      [lo, hi, *args]).fetchall()
+            allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            if allowed.size == 0:
+                return
+            self.view, self.rows_idx = vecs[allowed], allowed
+        else:
+            self.view = vecs[lo:hi]
+        if not filters.include_hidden:
+            self.hidden = {r[0] for r in index.conn.execute(
+                "SELECT vrow FROM records WHERE hidden != 0 AND vrow >= ? AND vrow < ?", (lo, hi))}
+
+    def scan(self) -> None:
+        if self.view is None:
+            return
+        scores = self.view @ self.q
+        want = min(self.limit + len(self.hidden), scores.shape[0])
+        top = np.argpartition(-scores, want - 1)[:want] if want < scores.shape[0] else np.arange(scores.shape[0])
+        self.top, self.scores = top[np.argsort(-scores[top], kind="stable")], scores
+
+    def finish(self) -> list[tuple[int, float]]:
+        if self.top is None:
+            return []
+        vrows = [int(self.rows_idx[i]) if self.rows_idx is not None else self.lo + int(i) for i in self.top]
+        pairs = [(v, float(self.scores[i])) for v, i in zip(vrows, self.top) if v not in self.hidden][: self.limit]
+        if not pairs:
+            return []
+        lookup = dict(self.index.conn.execute(
+            f"SELECT vrow, rowid FROM records WHERE vrow IN ({','.join('?' * len(pairs))})", [v for v, _ in pairs]))
+        return [(lookup[v], sc) for v, sc in pairs if v in lookup]
+
+
 def vector_candidates(index, qvec: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
     """(rowid, cosine) for the nearest rows; time filters slice the time-ordered matrix."""
-    vecs, times = index.matrix()
-    n = vecs.shape[0]
-    if n == 0:
-        return []
-    lo = bisect.bisect_left(times, filters.since) if filters.since is not None else 0
-    hi = bisect.bisect_left(times, filters.until) if filters.until is not None else n
-    if hi <= lo:
-        return []
-    q = np.asarray(qvec, np.float32)
-    allowed = None
-    if filters.narrows_rows:
-        where, args = filters.sql()
-        rows = index.conn.execute(f"SELECT r.vrow FROM records r WHERE r.vrow >= ? AND r.vrow < ? AND {where}",
-                                  [lo, hi, *args]).fetchall()
-        allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        if allowed.size == 0:
-            return []
-        scores = vecs[allowed] @ q
-        rows_idx = allowed
+    job = _VectorScan(index, qvec, filters, limit)
+    job.scan()
+    return job.finish()
+
+
+def hybrid_candidates(index, query: str, qvec, filters: Filters, limit: int):
+    """Exact and vector candidates, the numpy scan running in a thread while FTS5 ranks."""
+    job = _VectorScan(index, qvec, filters, limit)
+    worker = None
+    if job.view is not None and job.view.shape[0] >= 20_000:  # below that a thread costs more than it saves
+        worker = threading.Thread(target=job.scan, daemon=True)
+        worker.start()
     else:
-        scores = vecs[lo:hi] @ q
-        rows_idx = None
-    hidden = set()
-    if not filters.include_hidden:
-        hidden = {r[0] for r in index.conn.execute(
-            "SELECT vrow FROM records WHERE hidden != 0 AND vrow >= ? AND vrow < ?", (lo, hi))}
-    want = min(limit + len(hidden), scores.shape[0])
-    top = np.argpartition(-scores, want - 1)[:want] if want < scores.shape[0] else np.arange(scores.shape[0])
-    top = top[np.argsort(-scores[top], kind="stable")]
-    vrows = [int(rows_idx[i]) if rows_idx is not None else lo + int(i) for i in top]
-    pairs = [(v, float(scores[i])) for v, i in zip(vrows, top) if v not in hidden][:limit]
-    if not pairs:
-        return []
-    lookup = dict(index.conn.execute(
-        f"SELECT vrow, rowid FROM records WHERE vrow IN ({','.join('?' * len(pairs))})", [v for v, _ in pairs]))
-    return [(lookup[v], s) for v, s in pairs if v in lookup]
+        job.scan()
+    exact = exact_candidates(index, query, filters, limit)
+    if worker is not None:
+        worker.join()
+    return exact, job.finish()
 
 
 def fuse_rrf(lists: dict[str, list[tuple[int, float]]], k: int = RRF_K) -> list[tuple[int, float, dict]]:
@@ -197,12 +237,15 @@ def search(store, query: str, k: int = 10, mode: str = "hybrid", filters: Filter
     filters = filters or Filters()
     index = store.index(update=False)
     pool = pool or max(50, 3 * k)
-    exact = exact_candidates(index, query, filters, pool) if mode in ("hybrid", "exact") else []
-    vector = []
-    if mode in ("hybrid", "vector") and query.strip():
-        if qvec is None:
-            qvec = store.embedder.embed_query(query)
+    exact, vector = [], []
+    if mode in ("hybrid", "vector") and query.strip() and qvec is None:
+        qvec = store.embedder.embed_query(query)
+    if mode == "exact" or (mode == "hybrid" and qvec is None):
+        exact = exact_candidates(index, query, filters, pool)
+    elif mode == "vector":
         vector = vector_candidates(index, qvec, filters, pool)
+    else:
+        exact, vector = hybrid_candidates(index, query, qvec, filters, pool)
     if mode == "exact":
         ranked = [(r, s, {"exact": {"rank": i, "score": round(s, 6)}}) for i, (r, s) in enumerate(exact, 1)]
     elif mode == "vector":
