@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import commits, ct, git_clean, make_store
+from memstore.check import fsck
+from memstore.store import Store
 
 
 def git(root, *args, check=True):
@@ -94,8 +96,8 @@ def _assert_same_and_complete(writers, *roots) -> None:
         assert set(ids) == expected, f"{root}: lost {expected - set(ids)}, extra {set(ids) - expected}"
         assert max(ids.values()) == 1, f"{root}: duplicated {[i for i, n in ids.items() if n > 1]}"
         assert set(head_markers(root)) == markers and len(head_markers(root)) == len(markers)
-        rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
-        assert rep["ok"] and rep["warnings"] == [], rep
+        rep = fsck(Store.open(root))  # in-process: the CLI's fsck is covered in test_crash
+        assert rep.ok and rep.warnings == [], rep.to_json()
         assert git_clean(root)
 
 
@@ -131,8 +133,6 @@ def test_two_clones_write_the_same_day_and_merge_in_both_orders(clones, tmp_path
 
 
 def test_plain_git_pull_and_push_keep_the_index_fresh_through_hooks(clones, tmp_path):
-    from memstore.store import Store
-
     a, b, _ = clones
     ct("-C", b, "hooks", "install")
     work = tmp_path / "work"
@@ -140,8 +140,8 @@ def test_plain_git_pull_and_push_keep_the_index_fresh_through_hooks(clones, tmp_
     wa, wb = Writer(a, "a", "2026-11-29", work), Writer(b, "b", "2026-11-29", work)
     wa.everything(full=False)
     wb.everything(full=False)
-    ct("-C", a, "index")
-    ct("-C", b, "index")
+    Store.open(a).index()
+    Store.open(b).index()
     git(a, "push", "-q")
     pull = git(b, "pull", "-q", "--no-rebase", "--no-edit")  # a real merge: b has its own commits
     assert "CONFLICT" not in pull.stdout + pull.stderr
@@ -194,7 +194,7 @@ def test_sync_messages_no_upstream_no_remote_unreachable(tmp_path, clones):
 def test_a_copied_store_works_at_once_with_a_new_writer(clones, tmp_path):
     a, _, _ = clones
     ct("-C", a, "add", "before the copy", "--ts", "2026-11-30T08:00:00Z")
-    ct("-C", a, "search", "copy")  # the original has an index and a writer id
+    Store.open(a).index()  # the original has an index and a writer id
     copy = tmp_path / "usb" / "a"
     copy.parent.mkdir()
     subprocess.run(["cp", "-r", str(a), str(copy)], check=True)
@@ -206,7 +206,7 @@ def test_a_copied_store_works_at_once_with_a_new_writer(clones, tmp_path):
     copied = json.loads((copy / ".memstore/writer.json").read_text())
     assert len(shards) == 2 and original["id"] in shards and copied["id"] in shards
     assert copied["id"] != original["id"] and copied["path"] == str(copy)
-    assert json.loads(ct("-C", copy, "fsck", "--json").stdout)["ok"] and git_clean(copy)
+    assert fsck(Store.open(copy)).ok and git_clean(copy)
     # The copy can join the same remote as another writer without conflicts.
     ct("-C", a, "add", "written on the original", "--ts", "2026-11-30T09:30:00Z")
     ct("-C", a, "sync")
