@@ -216,3 +216,13 @@ def test_hook_stub_matches_template():
 def test_index_never_writes_store_files(filled):
     ct("-C", filled.root, "index", "-B")
     assert git_clean(filled.root)
+
+
+def test_a_garbage_index_is_rebuilt_not_a_traceback(filled):
+    filled.index().close()
+    db = filled.meta_dir / "index.db"
+    for p in filled.meta_dir.glob("index.db-*"):
+        p.unlink()
+    db.write_bytes(b"this is not an sqlite database" * 100)
+    out = json.loads(ct("-C", filled.root, "search", "budget", "--json").stdout)
+    assert out["hits"] and "budget" in out["hits"][0]["text"]

@@ -102,11 +102,15 @@ class Index:
         if self._conn is None:
             self.meta_dir.mkdir(exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=30)
-            conn.execute("PRAGMA busy_timeout = 30000")
-            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-                self._create(conn)
-            if self._meta(conn, "schema") not in (None, str(SCHEMA_VERSION)) or \
-               self._meta(conn, "embedder") not in (None, self._embedder_key()):
+            try:
+                conn.execute("PRAGMA busy_timeout = 30000")
+                if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+                    self._create(conn)
+                stale = self._meta(conn, "schema") not in (None, str(SCHEMA_VERSION)) or \
+                    self._meta(conn, "embedder") not in (None, self._embedder_key())
+            except sqlite3.DatabaseError:  # not a database (damaged, truncated): it is only a cache
+                stale = True
+            if stale:
                 conn.close()
                 self._drop_files()
                 return self.conn
