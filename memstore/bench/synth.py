@@ -1,8 +1,8 @@
 """Synthetic stores for the speed benchmark: deterministic chat-like records written in store format.
 
-A 100k-record store built through `Store.write` spends minutes on fsyncs, so the builder writes the
-same files through memstore's own format modules (ShardWriter pairs, day-log appends) without
-fsync and makes one git commit — the write path minus embedding and durability. Built stores are
+Building a 100k-record store through `Store.write` would embed and place every record in the topic
+tree, so the builder writes the same files through the store's own file writer (pairs and day-log
+appends) with precomputed vectors and makes one git commit — the write path minus embedding. Built stores are
 cached under `.bench/` keyed by size, records per day and vector dtype, so reruns are fast.
 """
 
@@ -18,7 +18,6 @@ import numpy as np
 
 from ..format import log as logfmt
 from ..format import record as recordfmt
-from ..format.segment import ShardWriter
 
 # Words a person and an assistant might use; the rest of the vocabulary is made of syllables so
 # that the word-frequency tail is long (Zipf), as in real conversation.
@@ -117,31 +116,12 @@ def synth_records(n: int, per_day: int, start: str = "2023-01-01", seed: int = 1
     return recs
 
 
-def write_records(store, records: list[dict], vectors: np.ndarray, fsync: bool = False) -> list[str]:
-    """Write pairs and day-log lines exactly as Store._write_files does (optionally without fsync).
+def write_records(store, records: list[dict], vectors: np.ndarray) -> list[str]:
+    """Write pairs and day-log lines through the store's own file writer (no embedding, no commit).
 
     Returns the store-relative paths touched, for one commit.
     """
-    from ..format.timeutil import from_iso, local_day
-
-    writer = store.writer_id()
-    dtype = store.config.setting("vector_dtype")
-    by_day: dict[str, list[tuple[dict, np.ndarray]]] = {}
-    for rec, vec in zip(records, vectors):
-        by_day.setdefault(local_day(from_iso(rec["ts"]), store.tz), []).append((rec, vec))
-    touched: list[str] = []
-    for day, items in sorted(by_day.items()):
-        shard = logfmt.segment_day_dir(store.root, day) / writer
-        sw = ShardWriter(shard)
-        for rec, vec in items:
-            rec["hash"] = recordfmt.text_hash(rec["text"])
-            unix = int(from_iso(rec["ts"]).timestamp())
-            tid, vid = sw.write_pair(rec["text"], vec, dtype, unix, fsync=fsync)
-            rec["seg"] = {"shard": store.rel(shard), "text": tid, "vec": vid}
-        logpath = logfmt.day_path(store.root, day)
-        logfmt.append(logpath, [r for r, _ in items], fsync=fsync)
-        touched += [store.rel(logpath), store.rel(shard)]
-    return touched
+    return store._write_files(records, vectors)
 
 
 def embed_hash(texts: list[str], dim: int = 384) -> np.ndarray:

@@ -90,11 +90,17 @@ def read_text_at(path: Path, offset: int, length: int) -> dict:
 def append(path: Path, records: list[dict], fsync: bool = True) -> None:
     """Append complete lines in one write, so a killed process leaves whole lines or nothing new."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = "".join(recordfmt.dumps(r) + "\n" for r in records).encode("utf-8")
+    append_lines(path, "".join(recordfmt.dumps(r) + "\n" for r in records).encode("utf-8"), fsync)
+
+
+def append_lines(path: Path, payload: bytes, fsync: bool = True) -> None:
+    """Append `payload` (whole lines) in one write to an append-only JSONL file.
+
+    A file whose last write was cut short gets a newline first, so the damaged line stays on its
+    own and the new lines stay parseable.
+    """
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        # A file whose last write was cut short gets a newline first, so the damaged line stays
-        # on its own and our records stay parseable.
         if os.fstat(fd).st_size > 0:
             with open(path, "rb") as f:
                 f.seek(-1, os.SEEK_END)

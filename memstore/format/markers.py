@@ -9,11 +9,11 @@ never collide, and readers sort by (ts, id) rather than trusting line order afte
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FormatError
+from . import log as logfmt
 from .record import new_id
 from .timeutil import from_iso, to_iso
 
@@ -141,18 +141,5 @@ def closing(marker: Marker, when) -> MarkerLine:
 
 def append(root: Path, line: MarkerLine) -> None:
     """Append one complete line in one write (after a newline if the last write was cut short)."""
-    p = path(root)
     payload = (json.dumps(line.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        if os.fstat(fd).st_size > 0:
-            with open(p, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":
-                    payload = b"\n" + payload
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    logfmt.append_lines(path(root), payload)

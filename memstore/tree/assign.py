@@ -148,7 +148,7 @@ class Placer:
         candidates = self.tree.ancestry(cur)
         texts, roles = self.data.texts(t.records[-6:], limit=6)
         recent = "\n".join(f"- {r}: {' '.join(x.split())[:150]}" for x, r in zip(texts, roles))
-        options = "\n".join([f"0. ROOT - start a new top-level topic"] + [
+        options = "\n".join(["0. ROOT - start a new top-level topic"] + [
             f"{i}. {self.tree.topics[c].name} - {self.tree.topics[c].summary[:100]}" for i, c in enumerate(candidates, 1)])
         prompt = (f"Current topic: {t.name}\nSummary: {t.summary}\nRecent exchanges:\n{recent}\n\n"
                   f"New message:\n- {rec.get('role')}: {' '.join(rec['text'].split())[:400]}\n\n"
