@@ -444,8 +444,6 @@ def repair(store) -> Repair:
     Never changes committed data: a committed record, segment or tree is only ever restored to
     its committed version, never edited.
     """
-    import sqlite3
-
     from .locking import file_lock, lock_timeout
 
     # The bare lock, not Store.lock(): a journalled lock would refuse to start on the very
@@ -457,17 +455,10 @@ def repair(store) -> Repair:
         rep = rollback(store, journal)
         (store.meta_dir / JOURNAL).unlink(missing_ok=True)
         _remove_stray_temps(store, rep)
-        try:
-            plan = store.index(update=False).update()
-            rep.index = {"reindexed": plan.changed, "dropped": plan.vanished, "rebuilt": False}
-        except sqlite3.DatabaseError:
-            # A damaged index is only a cache: throw it away and build it again from the files.
-            idx = store.index(update=False)
-            idx.close()
-            idx._drop_files()
-            store._index = None
-            plan = store.index(update=False).update(rebuild=True)
-            rep.index = {"reindexed": plan.changed, "dropped": [], "rebuilt": True}
+        # A damaged index is only a cache: Index throws it away and builds it again from the files.
+        idx = store.index(update=False)
+        plan = idx.update()
+        rep.index = {"reindexed": plan.changed, "dropped": plan.vanished, "rebuilt": idx.dropped}
     return rep
 
 

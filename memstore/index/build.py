@@ -91,6 +91,7 @@ class Index:
         self.path = self.meta_dir / "index.db"
         self.dim = int(store.config.embedder["dim"])
         self._conn: sqlite3.Connection | None = None
+        self.dropped = False  # set when a damaged or outdated index.db was thrown away
         self._matrix: tuple | None = None  # ((gen, n_rows), (vectors, times)) while that generation is current
 
     # ----- connection ---------------------------------------------------------------------------
@@ -113,6 +114,7 @@ class Index:
             if stale:
                 conn.close()
                 self._drop_files()
+                self.dropped = True  # the next update rebuilds every day from the files
                 return self.conn
             self._conn = conn
         return self._conn
