@@ -42,6 +42,12 @@ def make_store(path, timezone="UTC", embedder="hash"):
     return Store.init(path, embedder=embedder, timezone=timezone)
 
 
+def write_turns(store, rows, fields=("ts", "role", "text", "session", "actor"), **extra):
+    """Write tuples as conversation turns in one commit; `fields` names each tuple's columns."""
+    recs = [store.normalize({**dict(zip(fields, row)), **extra}) for row in rows]
+    return store.write(recs, f"Add {len(recs)} test turns")
+
+
 def ct(*args, cwd=None, input=None, check=True, env=None):
     """Run the real `ct` in a subprocess; returns CompletedProcess with text output."""
     full_env = dict(os.environ)

@@ -9,18 +9,12 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import commits, ct, git_clean, make_store
-
-
-def _turns(store, items):
-    recs = [store.normalize({"ts": ts, "role": role, "text": text, "session": sess, "actor": actor})
-            for ts, role, text, sess, actor in items]
-    return store.write(recs, f"Add {len(recs)} turns")
+from conftest import ct, git_clean, make_store, write_turns
 
 
 @pytest.fixture
 def filled(store):
-    _turns(store, [
+    write_turns(store, [
         ("2026-03-01T09:00:00Z", "user", "The budget for the trip is 2400 euros.", "trip", "ana"),
         ("2026-03-01T09:01:00Z", "assistant", "Noted: trip budget capped at 2400 euros.", "trip", "bot"),
         ("2026-03-02T10:00:00Z", "user", "Let us plan the garden: tomatoes and basil.", "garden", "ana"),
@@ -110,7 +104,7 @@ def test_alpha_blend(filled):
 
 def test_multi_store_results_are_labelled(tmp_path, filled):
     other = make_store(tmp_path / "other")
-    _turns(other, [("2026-04-01T09:00:00Z", "user", "Another budget: the office rent.", "office", "bo")])
+    write_turns(other, [("2026-04-01T09:00:00Z", "user", "Another budget: the office rent.", "office", "bo")])
     out = json.loads(ct("-C", filled.root, "-C", other.root, "search", "budget", "--json").stdout)
     stores = {h["store"] for h in out["hits"]}
     assert stores == {str(filled.root), str(other.root)}
@@ -119,7 +113,7 @@ def test_multi_store_results_are_labelled(tmp_path, filled):
 def test_index_plan_and_vanished_days(filled):
     idx = filled.index()
     assert idx.plan().empty
-    _turns(filled, [("2026-03-09T09:00:00Z", "user", "a new day", "s", "ana")])
+    write_turns(filled, [("2026-03-09T09:00:00Z", "user", "a new day", "s", "ana")])
     assert filled.index(update=False).plan().changed == ["2026-03-09"]
     out = ct("-C", filled.root, "index", "-n").stdout
     assert "would reindex 2026-03-09" in out
@@ -153,7 +147,7 @@ def test_rebuild_equals_incremental_after_random_writes_and_deletions(tmp_path):
             day = rng.randint(1, 9)
             items.append((f"2026-05-0{day}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z",
                           rng.choice(["user", "assistant"]), " ".join(rng.choices(words, k=6)), rng.choice("ab"), "x"))
-        _turns(st, items)
+        write_turns(st, items)
         if rng.random() < 0.3:
             days = sorted((st.root / "log/2026").glob("*.jsonl"))
             if days:
@@ -191,7 +185,7 @@ def test_pull_runs_hook_that_indexes_new_days(tmp_path, filled):
     ct("-C", clone, "hooks", "install")
     ct("-C", clone, "index")
     subprocess.run(["git", "-C", str(filled.root), "remote", "add", "origin", str(remote)], check=True)
-    _turns(filled, [("2026-03-20T09:00:00Z", "user", "pulled later", "s", "ana")])
+    write_turns(filled, [("2026-03-20T09:00:00Z", "user", "pulled later", "s", "ana")])
     subprocess.run(["git", "-C", str(filled.root), "push", "-q", "origin", "main"], check=True)
     subprocess.run(["git", "-C", str(clone), "pull", "-q", "--no-rebase", "origin", "main"], check=True)
     from memstore.store import Store

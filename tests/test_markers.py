@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import commits, ct, git_clean
+from conftest import commits, ct, git_clean, write_turns
 from memstore.format import markers as markerfmt
 from memstore.index.fresh import stat_fingerprint
 from memstore.markers import done, mark, where
@@ -18,9 +18,7 @@ NOW = "2026-11-30T10:00:00"
 
 
 def _turns(store, rows):
-    recs = [store.normalize({"ts": ts, "role": role, "session": session, "text": text, "type": typ})
-            for ts, role, session, text, typ in rows]
-    store.write(recs, f"Add {len(recs)} test turns")
+    write_turns(store, rows, fields=("ts", "role", "session", "text", "type"))
 
 
 def _lines(root):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import ct, git_clean, make_store
+from conftest import ct, git_clean, make_store, write_turns
 from memstore.retrieve.recall import (ALL_TIME, IN_WINDOW, NOTHING, OUTSIDE_WINDOW, RECENT, WHOLE_WINDOW,
                                       content_words, recall)
 
@@ -35,9 +35,7 @@ EVENING_BUDGET = [
 
 
 def _write(store, turns, **extra):
-    recs = [store.normalize({"ts": ts, "role": role, "actor": actor, "session": session, "text": text, **extra})
-            for ts, role, actor, session, text in turns]
-    store.write(recs, f"Add {len(recs)} test turns")
+    write_turns(store, turns, fields=("ts", "role", "actor", "session", "text"), **extra)
 
 
 @pytest.fixture

@@ -115,11 +115,16 @@ def test_page_url_and_topics_file(tmp_path):
         read_topics(f)
 
 
+def _store_and_topics(tmp_path, *titles):
+    """A fresh store and a topics file listing `titles`, one per line."""
+    topics = tmp_path / "topics.txt"
+    topics.write_text("".join(t + "\n" for t in titles), encoding="utf-8")
+    return make_store(tmp_path / "s"), topics
+
+
 def test_build_wiki_ingests_pages_skips_failures_and_commits_once(tmp_path, wiki_server):
     base, handler = wiki_server
-    st = make_store(tmp_path / "s")
-    topics = tmp_path / "topics.txt"
-    topics.write_text("Photosynthesis\nQuantum computing\nNo such article\nSearch page\n", encoding="utf-8")
+    st, topics = _store_and_topics(tmp_path, "Photosynthesis", "Quantum computing", "No such article", "Search page")
     before = len(commits(st.root))
     proc = ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base)
     assert "skipped No such article: HTTP 404" in proc.stderr
@@ -151,9 +156,7 @@ def test_build_wiki_ingests_pages_skips_failures_and_commits_once(tmp_path, wiki
 
 def test_changed_page_supersedes_its_old_chunks(tmp_path, wiki_server):
     base, handler = wiki_server
-    st = make_store(tmp_path / "s")
-    topics = tmp_path / "t.txt"
-    topics.write_text("Quantum computing\n", encoding="utf-8")
+    st, topics = _store_and_topics(tmp_path, "Quantum computing")
     ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base)
     handler.pages["Quantum_computing"] = QUANTUM.replace("Shor's algorithm", "Grover's algorithm")
     ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base)
@@ -166,9 +169,7 @@ def test_changed_page_supersedes_its_old_chunks(tmp_path, wiki_server):
 
 def test_limit_and_min_chars(tmp_path, wiki_server):
     base, handler = wiki_server
-    st = make_store(tmp_path / "s")
-    topics = tmp_path / "t.txt"
-    topics.write_text("Stub page\nQuantum computing\nPhotosynthesis\n", encoding="utf-8")
+    st, topics = _store_and_topics(tmp_path, "Stub page", "Quantum computing", "Photosynthesis")
     proc = ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base,
               "--limit", "2", "--min-chars", "50")
     assert "skipped Stub page: 8 characters, under --min-chars 50" in proc.stderr
@@ -180,12 +181,10 @@ def test_limit_and_min_chars(tmp_path, wiki_server):
 def test_nothing_fetched_is_an_error_and_writes_nothing(tmp_path):
     import socket
 
-    st = make_store(tmp_path / "s")
+    st, topics = _store_and_topics(tmp_path, "Photosynthesis")
     with socket.socket() as s:  # a port that nothing listens on: bound, never listening
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-        topics = tmp_path / "t.txt"
-        topics.write_text("Photosynthesis\n", encoding="utf-8")
         before = commits(st.root)
         proc = ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url",
                   f"http://127.0.0.1:{port}/wiki/", "--timeout", "5", check=False)
@@ -201,7 +200,7 @@ def test_bad_arguments_name_the_problem(tmp_path):
     proc = ct("-C", st.root, "build-wiki", "--topics-file", tmp_path / "missing.txt", check=False)
     assert proc.returncode == 2 and "missing.txt: no such topics file" in proc.stderr
     topics = tmp_path / "t.txt"
-    topics.write_text("X\n", encoding="utf-8")
+    topics.write_text("X\n", encoding="utf-8")  # a valid topics file, so only --base-url is wrong
     proc = ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", "ftp://x/", check=False)
     assert proc.returncode == 2 and "--base-url" in proc.stderr
     assert git_clean(st.root)

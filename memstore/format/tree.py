@@ -200,14 +200,18 @@ def _in_cycle(tree: Tree, tid: str) -> bool:
 
 def read(root: Path) -> Tree:
     """The store's tree; an empty tree when the file does not exist yet."""
-    path = path_of(root)
+    return read_file(path_of(root))
+
+
+def read_file(path: Path, empty_ok: bool = False) -> Tree:
+    """A tree from `path`: empty when the file is missing (or, with `empty_ok`, blank)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return Tree()
     except UnicodeDecodeError:
         raise FormatError(path, "not UTF-8 text") from None
-    return parse(text, path)
+    return Tree() if empty_ok and not text.strip() else parse(text, path)
 
 
 def write(root: Path, tree: Tree) -> Path:
@@ -306,19 +310,10 @@ def _repair(tree: Tree) -> None:
         t.records = kept
 
 
-def _read_side(path: str) -> Tree:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return Tree()
-    return Tree() if not text.strip() else parse(text, p)
-
-
 def merge_files(base: str, ours: str, theirs: str) -> bool:
     """The git merge driver: merge the three versions, write the result into OURS; False on failure."""
     try:
-        merged = merge(_read_side(base), _read_side(ours), _read_side(theirs))
+        merged = merge(*(read_file(Path(p), empty_ok=True) for p in (base, ours, theirs)))
     except (FormatError, UnicodeDecodeError, OSError):
         return False  # git then reports a conflict and keeps OURS untouched
     p = Path(ours)
