@@ -230,9 +230,12 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
                 continue
             rep.packs += 1
             try:
-                pk = packfmt.read(path, verify=True)
+                data = path.read_bytes()
+                if packfmt.pack_name(data) != name:
+                    rep.damage.append(f"{rel}: bytes do not hash to the file name (the pack is damaged)")
+                pk = packfmt.parse(data, rel)  # still read, so the damage can be named more closely
             except (OSError, ValueError) as exc:
-                rep.damage.append(f"{rel}: {str(exc).replace(str(path) + ': ', '')}")
+                rep.damage.append(f"{rel}: {str(exc).replace(rel + ': ', '')}")
                 continue
             day = parts[2]
             if pk.manifest.get("day") != day:
@@ -301,6 +304,9 @@ def _check_pack_orphans(store, rep, packed: dict[str, DayPacks], claimed: dict[s
             if rid not in mine:
                 for rel in entries.values():
                     by_pack.setdefault(rel, []).append(rid)
+        for rid, rel, _body, manifest in got.blobs:
+            if rid not in mine and not mine & set(manifest.get("records") or []):
+                by_pack.setdefault(rel, []).append(f"blob of {rid}")
         for rel, rids in sorted(by_pack.items()):
-            rep.warnings.append(f"{rel}: {len(rids)} vectors for no record of {day} (orphan: {', '.join(sorted(rids)[:3])}"
+            rep.warnings.append(f"{rel}: {len(rids)} vectors or blobs for no record of {day} (orphan: {', '.join(sorted(rids)[:3])}"
                                 + (", …)" if len(rids) > 3 else ")"))

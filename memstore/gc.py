@@ -12,6 +12,7 @@ class GcResult:
     """Days consolidated and pack counts before and after (planned only, with `dry_run`)."""
 
     days: list[str] = field(default_factory=list)
+    damaged: list[str] = field(default_factory=list)  # days left alone: a pack there is damaged (see fsck)
     packs_before: int = 0
     packs_after: int = 0
     commit: str | None = None
@@ -22,7 +23,7 @@ class GcResult:
                 f"for {len(self.days)} day{'s' if len(self.days) != 1 else ''}")
 
     def to_json(self) -> dict:
-        return {"days": self.days, "packs_before": self.packs_before, "packs_after": self.packs_after,
+        return {"days": self.days, "damaged": self.damaged, "packs_before": self.packs_before, "packs_after": self.packs_after,
                 "commit": self.commit, "dry_run": self.dry_run}
 
 
@@ -40,12 +41,16 @@ def gc(store, dry_run: bool = False) -> GcResult:
             n = len(packfmt.pack_files(folder))
             if n < 2:
                 continue
-            res.days.append(day)
             if dry_run:
+                res.days.append(day)
                 res.packs_before += n
                 res.packs_after += 1
                 continue
             before, after = consolidate_day(store, day)
+            if after == before:
+                res.damaged.append(day)
+                continue
+            res.days.append(day)
             res.packs_before += before
             res.packs_after += after
             tx.stage(store.rel(folder))

@@ -329,13 +329,18 @@ class Store(StoreAPI):
 def consolidate_day(store, day: str) -> tuple[int, int]:
     """Replace a day's packs by one deterministic pack (old ones deleted); (packs before, after).
 
+    A day with a damaged pack is not consolidated (before == after).
     The caller stages the day's pack folder in its transaction, so the deletions and the new pack
     go into one commit.
     """
     before = len(packfmt.pack_files(packfmt.day_dir(store.root, day)))
     if before < 2:
         return before, before
-    new, old = packfmt.consolidate(store.root, day, int(store.config.embedder["dim"]))
+    try:
+        new, old = packfmt.consolidate(store.root, day, int(store.config.embedder["dim"]))
+    except (OSError, packfmt.PackError):
+        # A damaged pack is left as it is for fsck to name; a repack must never drop what it holds.
+        return before, before
     for p in old:
         p.unlink()
     return before, 1 if new else 0

@@ -213,8 +213,10 @@ def gc_cmd(obj, dry_run, as_json):
     res = gc(obj.store(), dry_run=dry_run)
     if as_json:
         emit_json(res.to_json())
-    elif not res.days:
+    elif not res.days and not res.damaged:
         click.echo("Nothing to consolidate: every day has at most one pack.")
     else:
         click.echo(("Would consolidate" if dry_run else "Consolidated") + res.message()[len("Consolidate"):]
                    + (f"; commit {res.commit[:10]}" if res.commit else ""))
+    for day in res.damaged:
+        click.echo(f"left {day} as it is: one of its packs is damaged (run ct fsck)", err=True)
