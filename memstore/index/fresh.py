@@ -17,7 +17,7 @@ _DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 
 def stat_fingerprint(log_path, seg_dir, pack_dir=None) -> str:
     """Size, mtime and inode of the day log, the mtimes of the day's segment folders (format 1)
-    and, where the day has one, of its pack folder and packs (format 2).
+    and, where the day has one, the mtime and inode of its pack folder (format 2).
 
     Plain string paths: on a store with hundreds of days, pathlib's object creation would cost
     more than the stat calls themselves.
@@ -38,12 +38,12 @@ def stat_fingerprint(log_path, seg_dir, pack_dir=None) -> str:
     except OSError:
         parts.append("-")
     if pack_dir is not None:
-        try:  # absent on format-1 stores: nothing added, so their fingerprints stay as they were
-            pack_dir = os.fspath(pack_dir)
-            parts.append(f"p{os.stat(pack_dir).st_mtime_ns}")
-            for name in sorted(os.listdir(pack_dir)):
-                sub = os.stat(os.path.join(pack_dir, name))
-                parts.append(f"{name[:16]}:{sub.st_mtime_ns}:{sub.st_size}")
+        # One stat, no listing: packs are only ever added (renamed in) or removed, never changed in
+        # place, and either changes the folder's mtime. Absent on format-1 stores: nothing is added,
+        # so their fingerprints stay as they were.
+        try:
+            st = os.stat(pack_dir)
+            parts.append(f"p{st.st_mtime_ns}:{st.st_ino}")
         except OSError:
             pass
     return "|".join(parts)
