@@ -96,7 +96,10 @@ async function route() {
     else if (r.view === "tree") await showTree(r);
     else await showHistory(r);
   } catch (err) { showError(err); }
-  if (changedView && state.navigated) $(`h-${r.view}`).focus();
+  // Focus follows a keyboard or menu move: the field asked for ("/" asks for the query), else the heading.
+  const focus = state.focus || (changedView && state.navigated ? `h-${r.view}` : null);
+  state.focus = null;
+  if (focus) $(focus).focus();
   document.body.dataset.ready = r.view;  // tests and screenshots wait for this
 }
 
@@ -141,7 +144,6 @@ async function showSearch(r) {
   if (!q) {
     fill(list);
     $("search-summary").textContent = "Words, meaning, or both (hybrid). Since/until take dates or phrases such as “last week”.";
-    if (state.navigated) $("q").focus();
     return;
   }
   $("search-summary").textContent = "Searching…";
@@ -432,7 +434,10 @@ function typing(ev) {
 document.addEventListener("keydown", (ev) => {
   if (ev.altKey || ev.ctrlKey || ev.metaKey || typing(ev)) return;
   const views = { "1": "#/search", "2": "#/timeline", "3": "#/tree", "4": "#/history" };
-  if (ev.key === "/") { ev.preventDefault(); state.navigated = true; if (state.route.view !== "search") go("#/search"); $("q").focus(); }
+  if (ev.key === "/") {
+    ev.preventDefault();
+    if (state.route.view !== "search") { state.focus = "q"; go("#/search"); } else $("q").focus();
+  }
   else if (views[ev.key]) { ev.preventDefault(); state.navigated = true; go(views[ev.key]); }
 });
 
