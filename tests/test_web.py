@@ -72,7 +72,7 @@ def site(tmp_path_factory):
         mp.setenv("MEMSTORE_EMBED_CACHE", str(cache / "embeddings.sqlite"))
         mp.delenv("MEMSTORE_DIR", raising=False)
         mp.setenv("TZ", "UTC")
-        st, expected = build(tmp_path_factory.mktemp("web") / "s")
+        st, expected = build(tmp_path_factory.mktemp("web") / "memory")
         proc = subprocess.Popen([*CT, "-C", str(st.root), "serve", "--port", "0"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=dict(os.environ))
         try:
@@ -121,9 +121,13 @@ def wait_ready(drv, view: str):
     assert not error.is_displayed(), error.text
 
 
-def shoot(drv, name: str) -> None:
+def shoot(drv, name: str, show: str | None = None) -> None:
+    """Save the window as SHOTS/name.png, scrolled to the top or to the element `show` (a CSS selector)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    drv.execute_script("window.scrollTo(0, 0)")
+    if show:
+        drv.execute_script("document.querySelector(arguments[0]).scrollIntoView({block: 'start'})", show)
+    else:
+        drv.execute_script("window.scrollTo(0, 0)")
     assert drv.save_screenshot(str(SHOTS / f"{name}.png"))
 
 
@@ -222,7 +226,7 @@ def test_history_draws_a_reorganization_with_its_merges(site, browser):
     assert len(before.find_elements("css selector", ".badge.merged")) == exp["merges"]
     assert after.find_elements("css selector", ".badge.absorbed")
     assert not after.find_elements("css selector", ".badge.merged")
-    shoot(browser, "history")
+    shoot(browser, "history", "#commit-title")
 
 
 def test_keyboard_reaches_every_view(site, browser):

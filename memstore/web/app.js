@@ -311,7 +311,20 @@ function treeList(topics, opts) {
     if (hasKids) li.append(el("ul", { role: "group" }, children.map(build), ghosts));
     return li;
   };
-  return el("ul", { class: "tree" }, roots.map(build));
+  const root = el("ul", { class: "tree" }, roots.map(build));
+  if (opts.collapseUnmarked) {
+    // In a before/after drawing, branches where nothing changed fold away so the changes stand out.
+    root.querySelectorAll("li").forEach((li) => {
+      const ul = li.querySelector(":scope > ul");
+      if (ul && !ul.querySelector(".badge:not(.current)")) {
+        li.classList.add("collapsed");
+        const b = li.querySelector(":scope > .node > .toggle");
+        b.textContent = "▸";
+        b.setAttribute("aria-expanded", "false");
+      }
+    });
+  }
+  return root;
 }
 
 function ghostItem(name, id, badges) {
@@ -412,7 +425,7 @@ async function showHistory(r) {
   const counts = [["merged", d.merged.length], ["archived", d.archived_topics.length], ["moved", d.moved.length],
                   ["renamed", d.renamed.length], ["added", d.added.length], ["grew", d.grew.length], ["removed", d.removed.length]];
   const side = (title, topics, marks) => el("div", {}, el("h3", { text: title }),
-    topics.length ? treeList(topics, { mark: (t) => marks.get(t.id) || [] }) : el("p", { class: "hint", text: "(no topics)" }));
+    topics.length ? treeList(topics, { mark: (t) => marks.get(t.id) || [], collapseUnmarked: true }) : el("p", { class: "hint", text: "(no topics)" }));
   const c = out.commit;
   fill(box,
     el("h3", { id: "commit-title", text: c ? c.subject : out.rev }),
