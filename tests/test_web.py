@@ -1,8 +1,10 @@
 """The web page of `ct serve`, in a real headless Chromium (Debian's chromium + chromedriver, driven by
 selenium) against a real `ct serve` subprocess on a real store: search, timeline, topic tree, history.
 
-Each view's screenshot is written to docs/screenshots/ (or $MEMSTORE_SCREENSHOTS); the README links
-there, and docs/img/ holds committed copies. The tests skip, saying why, only when no browser is found.
+The views are checked in one test, so that a suite spread over pytest-xdist workers still starts one
+server and one browser. Each view's screenshot is written to docs/screenshots/ (or
+$MEMSTORE_SCREENSHOTS); the README links there, and docs/img/ holds committed copies. The test
+skips, saying why, only when no browser is found.
 """
 
 from __future__ import annotations
@@ -135,7 +137,7 @@ def css(drv, selector):
     return drv.find_elements("css selector", selector)
 
 
-def test_search_returns_the_expected_record_and_opens_it_in_its_day(site, browser):
+def check_search_returns_the_expected_record_and_opens_it_in_its_day(site, browser):
     from selenium.webdriver.common.keys import Keys
 
     base, st, exp = site
@@ -164,7 +166,7 @@ def test_search_returns_the_expected_record_and_opens_it_in_its_day(site, browse
     assert browser.find_element("id", "mode").get_attribute("value") == "exact"
 
 
-def test_timeline_shows_the_day_counts_markers_and_a_day_verbatim(site, browser):
+def check_timeline_shows_the_day_counts_markers_and_a_day_verbatim(site, browser):
     from selenium.webdriver.common.keys import Keys
 
     base, st, exp = site
@@ -191,7 +193,7 @@ def test_timeline_shows_the_day_counts_markers_and_a_day_verbatim(site, browser)
     shoot(browser, "timeline")
 
 
-def test_topic_tree_renders_collapses_and_lists_a_topics_records(site, browser):
+def check_topic_tree_renders_collapses_and_lists_a_topics_records(site, browser):
     base, st, exp = site
     tree = exp["tree"]
     visit(browser, base, "tree")
@@ -214,7 +216,7 @@ def test_topic_tree_renders_collapses_and_lists_a_topics_records(site, browser):
     assert child.is_displayed()
 
 
-def test_history_draws_a_reorganization_with_its_merges(site, browser):
+def check_history_draws_a_reorganization_with_its_merges(site, browser):
     base, st, exp = site
     visit(browser, base, "history")
     links = [a for a in css(browser, "#commits a") if a.text.startswith(f"Reorganize topics: merge {exp['merges']}")]
@@ -229,7 +231,7 @@ def test_history_draws_a_reorganization_with_its_merges(site, browser):
     shoot(browser, "history", "#commit-title")
 
 
-def test_keyboard_reaches_every_view(site, browser):
+def check_keyboard_reaches_every_view(site, browser):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
@@ -251,3 +253,12 @@ def test_keyboard_reaches_every_view(site, browser):
     then(browser, "timeline", ActionChains(browser).send_keys(Keys.ENTER).perform)
     assert len(css(browser, "#day li.target")) == 1
     then(browser, "history", ActionChains(browser).send_keys("4").perform)
+
+
+def test_the_page_in_a_browser(browser, site):
+    """One server and one browser session for every view, also when pytest-xdist spreads the suite."""
+    check_search_returns_the_expected_record_and_opens_it_in_its_day(site, browser)
+    check_timeline_shows_the_day_counts_markers_and_a_day_verbatim(site, browser)
+    check_topic_tree_renders_collapses_and_lists_a_topics_records(site, browser)
+    check_history_draws_a_reorganization_with_its_merges(site, browser)
+    check_keyboard_reaches_every_view(site, browser)
