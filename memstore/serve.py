@@ -85,7 +85,8 @@ def _view(name):
 _READ = ("GET", "POST")
 _PAGE = ("GET",)
 VIEW_ENDPOINTS = (
-    Endpoint("/view/overview", "For the page: the store's name and counts.", _PAGE, (), _view("overview")),
+    Endpoint("/view/overview", "For the page: the store's name and totals, current records per day, every marker.",
+             _PAGE, (), _view("overview")),
     Endpoint("/view/search", "For the page: search hits with days and score parts, secrets masked.", _PAGE, (
         Param("query", "string", "What to look for.", required=True),
         Param("k", "integer", "How many hits.", default=20),
@@ -96,8 +97,6 @@ VIEW_ENDPOINTS = (
         Param("session", "array", "Only these sessions."),
         Param("now", "string", "Reference time for phrases (ISO)."),
     ), _view("search")),
-    Endpoint("/view/days", "For the page: current records per day, and every marker with its day.", _PAGE, (),
-             _view("days")),
     Endpoint("/view/day", "For the page: one day's records verbatim in time order (secrets masked), its markers.",
              _PAGE, (Param("day", "string", "The day, YYYY-MM-DD.", required=True),), _view("day")),
     Endpoint("/view/tree", "For the page: the topic tree, and topics that left it (merged, archived).", _PAGE, (),

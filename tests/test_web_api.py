@@ -85,12 +85,13 @@ def test_read_only_unless_writable(served, tmp_path):
     assert commits(st.root) == before and git_clean(st.root)
 
 
-def test_days_count_current_records_and_list_markers(served):
+def test_overview_counts_current_records_per_day_and_lists_markers(served):
     base, st, exp = served
-    status, out = js(base, "/view/days")
-    assert status == 200
+    status, out = js(base, "/view/overview")
+    assert status == 200 and out["store"] == st.root.name and out["timezone"] == "UTC"
     assert {d["day"]: d["records"] for d in out["days"]} == exp["counts"]
-    assert out["total"] == sum(exp["counts"].values())
+    assert out["records"] == sum(exp["counts"].values()) and out["day_count"] == 3
+    assert (out["first_day"], out["last_day"]) == (DAYS[0], DAYS[2])
     assert [(m["day"], m["status"]) for m in out["markers"]] == [(DAYS[1], "open")]
     assert st.days() == out["days"]
 

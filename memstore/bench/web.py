@@ -1,7 +1,7 @@
 """Times a load of the web page `ct serve` shows: the requests a browser makes to open it, server side.
 
-A page load is the page, its two files, the overview, the per-day counts and the last day's lines
-(the timeline opens on it). They are fetched one after another from a real server on loopback, so
+A page load is the page, its two files, the overview (totals, per-day counts, markers) and the last
+day's lines (the timeline opens on it). They are fetched one after another from a real server on loopback, so
 the figure is an upper bound on the server's work (a browser fetches the files in parallel).
 Run alone: `python -m memstore.bench.web --store PATH`; `page_load_timing` adds the row to `make bench`.
 """
@@ -33,11 +33,11 @@ def load_once(base: str) -> tuple[float, dict]:
     parts = {}
     t0 = time.perf_counter()
     for path, accept in (("/", "text/html"), ("/assets/app.css", "text/css"), ("/assets/app.js", "*/*"),
-                         ("/view/overview", None), ("/view/days", None)):
+                         ("/view/overview", None)):
         t = time.perf_counter()
         body = _get(base, path, accept or "application/json")
         parts[path] = time.perf_counter() - t
-        if path == "/view/days":
+        if path == "/view/overview":
             days = json.loads(body)["days"]
     if days:
         t = time.perf_counter()
@@ -76,7 +76,7 @@ def page_load_timing(b, store, n: int) -> dict:
     res = page_load(store.root)
     worst = max(res["parts"], key=res["parts"].get)
     budget, ok = (f"≤ {BUDGET_S * 1000:.0f} ms @100k", res["p50"] <= BUDGET_S) if n >= BUDGET_AT else ("", None)
-    b.add("web page load (`ct serve`: page, files, overview, per-day counts, last day; server side, sequential)",
+    b.add("web page load (`ct serve`: page, files, overview with per-day counts, last day; server side, sequential)",
           f"{n:,}", f"{res['p50'] * 1000:.1f} ms",
           ratio=f"max {res['max'] * 1000:.1f} ms of {res['loads']}; first load {res['first'] * 1000:.0f} ms; "
                 f"slowest request {worst} {res['parts'][worst] * 1000:.1f} ms",

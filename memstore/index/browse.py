@@ -12,9 +12,20 @@ from ..format import record as recordfmt
 
 
 def day_counts(index) -> list[tuple[str, int]]:
-    """(day, current records) for every day that has any, oldest first."""
-    return [(d, n) for d, n in index.conn.execute(
-        "SELECT day, COUNT(*) FROM records WHERE hidden = 0 GROUP BY day ORDER BY day")]
+    """(day, current records) for every day that has any, oldest first.
+
+    `days.n` is the number of rows each day put in `records`; the hidden ones (few) are found
+    through the partial index on hidden rows. Grouping all rows by day instead costs ~40 ms at 100k.
+    """
+    hidden: dict[str, int] = {}
+    for (day,) in index.conn.execute("SELECT day FROM records INDEXED BY records_hidden_vrow WHERE hidden != 0"):
+        hidden[day] = hidden.get(day, 0) + 1
+    out = []
+    for day, n in index.conn.execute("SELECT day, n FROM days ORDER BY day"):
+        current = (n or 0) - hidden.get(day, 0)
+        if current > 0:
+            out.append((day, current))
+    return out
 
 
 def day_records(index, day: str) -> list[dict]:

@@ -167,7 +167,7 @@ async function showSearch(r) {
 
 async function loadDays() {
   if (state.days) return;
-  const out = await api("/view/days");
+  const out = state.overview || await api("/view/overview");
   state.days = out.days;
   state.dayIndex = new Map(out.days.map((d, i) => [d.day, i]));
   state.markersByDay = new Map();
@@ -470,8 +470,8 @@ document.addEventListener("DOMContentLoaded", async () => {
     state.overview = await api("/view/overview");
     const o = state.overview;
     $("store-name").textContent = o.store;
-    $("counts").textContent = `${plural(o.records, "record")} · ${plural(o.days, "day")}` +
-      (o.first_day ? ` (${o.first_day} – ${o.last_day})` : "") + ` · ${plural(o.sessions, "session")}`;
+    $("counts").textContent = `${plural(o.records, "record")} · ${plural(o.day_count, "day")}` +
+      (o.first_day ? ` (${o.first_day} – ${o.last_day})` : "") + ` · ${plural(o.markers.length, "marker")}`;
   } catch (err) { showError(err); }
   await route();
 });

@@ -27,12 +27,13 @@ def record_view(rec: dict) -> dict:
     return mask_fields(out)
 
 
-def overview(st, p, writable: bool = False) -> dict:
-    """The store's name and counts, for the page header."""
-    s = st.stat()
-    return {"store": st.root.name, "timezone": st.config.timezone, "writable": writable,
-            "records": s.current_records, "days": s.days, "first_day": s.first_day, "last_day": s.last_day,
-            "sessions": s.sessions, "roles": sorted(r for r in s.by_role if r)}
+def overview(st, p) -> dict:
+    """What the page needs first: the store's name and totals, current records per day, every marker."""
+    counts = st.days()
+    return {"store": st.root.name, "timezone": st.config.timezone, "records": sum(d["records"] for d in counts),
+            "day_count": len(counts), "first_day": counts[0]["day"] if counts else None,
+            "last_day": counts[-1]["day"] if counts else None, "days": counts,
+            "markers": [_marker_view(m, st.tz) for m in st.markers()]}
 
 
 def search(st, p) -> dict:
@@ -56,13 +57,6 @@ def _marker_view(m, tz) -> dict:
     if m.closed_at:
         j["closed_day"] = from_iso(m.closed_at).astimezone(tz).strftime("%Y-%m-%d")
     return mask_fields(j)
-
-
-def days(st, p) -> dict:
-    """Current records per day and every marker with its day (the timeline's chart)."""
-    counts = st.days()
-    return {"days": counts, "total": sum(d["records"] for d in counts),
-            "markers": [_marker_view(m, st.tz) for m in st.markers()]}
 
 
 def day(st, p) -> dict:
