@@ -187,3 +187,17 @@ def test_mask_leaves_nothing_the_detector_calls_a_secret(text):
 def test_mask_leaves_ordinary_text_alone():
     for text in ("", "The token of our appreciation.", "key: value", "api_key = os.environ['KEY']", None, 5):
         assert mask(text) == text
+
+
+def test_bench_times_a_page_load_and_adds_its_row(served):
+    from memstore.bench.speed import Bench
+    from memstore.bench.web import page_load_timing
+
+    _, st, _ = served
+    b = Bench()
+    res = page_load_timing(b, st, 42)
+    assert set(res["parts"]) == {"/", "/assets/app.css", "/assets/app.js", "/view/overview", "/view/day"}
+    assert 0 < res["p50"] <= res["max"] and res["loads"] == 10
+    row = b.rows[-1]
+    assert row.measure.startswith("web page load") and row.size == "42" and row.ok is None  # budget only @100k
+    assert b.raw["web"][42] is res
