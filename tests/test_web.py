@@ -100,8 +100,8 @@ def visit(drv, base: str, route: str, view: str | None = None):
 
     if drv.current_url.startswith(base):
         drv.execute_script("document.body.dataset.ready = '';"
-                           "if (location.hash === arguments[0]) window.dispatchEvent(new HashChangeEvent('hashchange'));"
-                           "else location.hash = arguments[0];", "#/" + route)
+                           "if (location.hash !== arguments[0]) location.hash = arguments[0];"
+                           "else window.dispatchEvent(new HashChangeEvent('hashchange'));", "#/" + route)
     else:
         drv.get(f"{base}/#/{route}")
     wait_ready(drv, view or route.split("/")[0].split("?")[0])
