@@ -184,8 +184,9 @@ function drawChart(selected) {
   const box = $("chart");
   const days = state.days;
   if (!days.length) { fill(box, el("p", { class: "hint", text: "No records yet." })); return; }
-  const first = dayNumber(days[0].day);
-  const last = Math.max(dayNumber(days[days.length - 1].day), ...[...state.markersByDay.keys()].map(dayNumber));
+  const markerDays = [...state.markersByDay.keys()].map(dayNumber);
+  const first = Math.min(dayNumber(days[0].day), ...markerDays);
+  const last = Math.max(dayNumber(days[days.length - 1].day), ...markerDays);
   const span = last - first + 1;
   const W = Math.max(box.clientWidth - 16, 300), H = 190, top = 18, bottom = 22, left = 34;
   const max = Math.max(...days.map((d) => d.records));
@@ -210,7 +211,7 @@ function drawChart(selected) {
     chart.append(svg("path", { class: "marker", d: `M${x} 4 l5 6 l-5 6 l-5 -6 z`, "data-day": day,
       onclick: () => go(`#/timeline/${day}`) }, svg("title", {}, ms.map((m) => `◆ ${m.text} (${m.status})`).join("\n"))));
   }
-  chart.append(svg("text", { class: "axis", x: left, y: H - 6 }, days[0].day),
+  chart.append(svg("text", { class: "axis", x: left, y: H - 6 }, dayFromNumber(first)),
                svg("text", { class: "axis", x: W, y: H - 6, "text-anchor": "end" }, dayFromNumber(last)));
   fill(box, chart);
 }
