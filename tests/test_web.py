@@ -239,6 +239,16 @@ def check_keyboard_reaches_every_view(site, browser):
     visit(browser, base, "timeline")
     browser.find_element("tag name", "body").click()
     then(browser, "tree", ActionChains(browser).send_keys("3").perform)
+    # in the tree: ↓ moves to the next topic, ← on an open topic folds it, Enter opens a topic
+    names = css(browser, "#tree .name")
+    names[0].send_keys(Keys.ARROW_DOWN)
+    assert browser.switch_to.active_element == names[1]
+    names[0].send_keys(Keys.ARROW_LEFT)
+    assert "collapsed" in browser.find_element("css selector", "#tree > ul > li").get_attribute("class")
+    names[0].send_keys(Keys.ARROW_RIGHT)
+    then(browser, "tree", lambda: names[0].send_keys(Keys.ENTER))
+    assert browser.find_element("id", "topic-title").text == names[0].text
+    assert browser.switch_to.active_element == names[0]  # the tree stays as it was, focus with it
     then(browser, "search", ActionChains(browser).send_keys("/").perform)
     assert browser.switch_to.active_element.get_attribute("id") == "q"
     then(browser, "search", lambda: browser.switch_to.active_element.send_keys("Hobbes twist", Keys.ENTER))

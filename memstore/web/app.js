@@ -337,7 +337,13 @@ function ghostItem(name, id, badges) {
 
 async function showTree(r) {
   if (!state.tree) state.tree = await api("/view/tree");
-  const t = state.tree;
+  if (!state.treeDrawn) { drawTree(state.tree); state.treeDrawn = true; }  // kept as it is (folds, focus) while topics are opened
+  if (r.arg) await showTopic(r.arg, Number(r.params.get("offset") || 0));
+  else fill($("topic"), el("p", { class: "hint", text: "Choose a topic to see its records." }));
+  document.querySelectorAll("#tree .name").forEach((b) => b.classList.toggle("active", b.dataset.topic === r.arg));
+}
+
+function drawTree(t) {
   const box = $("tree");
   $("tree-summary").textContent = `${plural(t.topics.length, "topic")}` +
     (t.gone.length ? `, ${t.gone.length} merged or archived` : "") +
@@ -362,9 +368,6 @@ async function showTree(r) {
     el("ul", { class: "tree" }, archived.map((g) => ghostItem(g.name, g.id,
       [["archived", g.why === "archived" ? `archived ${(g.at || "").slice(0, 10)}` : g.why]])))) : null;
   fill(box, tree, gone);
-  if (r.arg) await showTopic(r.arg, Number(r.params.get("offset") || 0));
-  else fill($("topic"), el("p", { class: "hint", text: "Choose a topic to see its records." }));
-  document.querySelectorAll("#tree .name").forEach((b) => b.classList.toggle("active", b.dataset.topic === r.arg));
 }
 
 async function showTopic(id, offset) {
@@ -385,6 +388,27 @@ async function showTopic(id, offset) {
       el("span", { class: "who" }, roleBadge(rec.role), rec.session ? el("span", { class: "session", text: rec.session }) : null),
       el("p", { class: "text", text: rec.text })))),
     more ? el("p", {}, el("a", { href: `#/tree/${id}?offset=${out.offset + out.records.length}`, text: "Next records →" })) : null);
+}
+
+// Arrow keys in the tree: ↑ ↓ move between visible topics, ← folds (or goes to the parent), → unfolds.
+function treeKeys(ev) {
+  const btn = ev.target.closest && ev.target.closest("#tree .name");
+  if (!btn) return;
+  const li = btn.closest("li");
+  const visible = [...document.querySelectorAll("#tree .name")].filter((b) => b.offsetParent !== null);
+  const i = visible.indexOf(btn);
+  const toggle = li.querySelector(":scope > .node > .toggle");
+  const open = !li.classList.contains("collapsed") && li.querySelector(":scope > ul");
+  let next = null;
+  if (ev.key === "ArrowDown") next = visible[i + 1];
+  else if (ev.key === "ArrowUp") next = visible[i - 1];
+  else if (ev.key === "ArrowRight" && !toggle.disabled) { if (open) next = visible[i + 1]; else toggle.click(); }
+  else if (ev.key === "ArrowLeft") {
+    if (open && !toggle.disabled) toggle.click();
+    else next = li.parentElement.closest("li") && li.parentElement.closest("li").querySelector(":scope > .node > .name");
+  } else return;
+  ev.preventDefault();
+  if (next) next.focus();
 }
 
 // ----- history ---------------------------------------------------------------------------------------
@@ -458,6 +482,7 @@ document.addEventListener("keydown", (ev) => {
 document.addEventListener("DOMContentLoaded", async () => {
   $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); state.navigated = false; go("#/search?" + searchParamsFromForm()); });
   $("chart").addEventListener("keydown", chartKeys);
+  $("tree").addEventListener("keydown", treeKeys);
   $("prev-day").addEventListener("click", () => { const d = neighbour(state.day, -1); if (d) go(`#/timeline/${d}`); });
   $("next-day").addEventListener("click", () => { const d = neighbour(state.day, +1); if (d) go(`#/timeline/${d}`); });
   $("day-input").addEventListener("change", (ev) => { if (ev.target.value) go(`#/timeline/${ev.target.value}`); });
