@@ -62,7 +62,7 @@ def page_load(root, loads: int = 10) -> dict:
         first, _ = load_once(base)
         cpu0 = time.process_time()
         runs = [load_once(base) for _ in range(loads)]
-        cpu = (time.process_time() - cpu0) / loads  # server and client threads: less noisy than wall time on a busy machine
+        cpu = (time.process_time() - cpu0) / loads  # server and client threads; steadier than wall time when busy
     finally:
         server.shutdown()
         server.server_close()
