@@ -106,7 +106,7 @@ SUMMARIES = {
     "reorganize": "Merge related frozen topics and archive trivial turns (one commit).",
     "diff": "Explain how the topic tree changed between two versions.",
     "build-wiki": "Fetch Wikipedia articles and ingest them as documents (one commit).",
-    "serve": "Serve the store as an HTTP JSON API on localhost (OpenAPI at /openapi.json).",
+    "serve": "Serve a web page to look at memory and an HTTP JSON API on localhost.",
 }
 
 
