@@ -166,7 +166,7 @@ class StoreAPI:
         return build_context(self, query, budget=budget, k=k, recent=recent)
 
     def tree(self):
-        """The topic tree as committed in tree.json → Tree."""
+        """The topic tree (its op log replayed; tree.json in a format-1 store) → Tree."""
         from .format import tree as treefmt
 
         return treefmt.read(self.root)
