@@ -157,11 +157,6 @@ def recover_if_crashed(store) -> Repair | None:
 
     Costs one stat when nothing is wrong. A live writer holds the lock, so it is never disturbed.
     """
-    if not getattr(store, "_warned_unfinished", False):
-        from .gitrepo import warn_if_unfinished
-
-        store._warned_unfinished = True
-        warn_if_unfinished(store.root)
     if getattr(store, "_writing", False) or not (store.meta_dir / JOURNAL).exists():
         return None
     from .gitrepo import unfinished_operation
