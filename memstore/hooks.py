@@ -115,9 +115,7 @@ def run_hook(store, name: str, args: list[str]) -> None:
     """What a stub does: bring the index up to date (the changed days are found by fingerprint)."""
     if name == "post-checkout" and len(args) >= 3 and args[2] == "0":
         return  # a file checkout, not a branch switch: the next read catches any change
-    from .gitrepo import unfinished_operation
-
-    if unfinished_operation(store.root):
-        return  # mid-rebase or mid-merge the files are in flux; the next read indexes the result
+    # No check for an unfinished merge here: git still holds MERGE_HEAD while post-merge runs, and
+    # indexing is only a cache update (rolling back is skipped mid-merge by recover_if_crashed).
     store.writer_id()  # a fresh clone or copy gets its own writer id before anything writes
     store.index(update=True)

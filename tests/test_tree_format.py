@@ -344,3 +344,19 @@ def test_branches_that_both_place_turns_merge_with_plain_git(tmp_path):
     ids = [r[0] for r in st.index().conn.execute("SELECT id FROM records")]
     assert sorted(tree.topic_of()) == sorted(ids)
     assert git_clean(st.root)
+
+
+def test_ct_diff_reads_tree_json_at_format1_revisions_and_ops_after(store):
+    """A tree.json committed by format 1, then a write that turns it into ops: ct diff spans both."""
+    store.add("Planning the garden: tomatoes and beans this spring.", ts="2026-03-01T10:00:00Z")
+    tree = treefmt.read(store.root)
+    store.git.run("rm", "-r", "-q", "tree")
+    (store.root / "tree.json").write_text(tree.dumps())
+    store.git.commit("a format-1 tree", ["tree.json"])
+    assert _same(treefmt.read(store.root), tree)
+    store.add("Also plant basil next to the tomatoes in the garden.", ts="2026-03-01T10:05:00Z")
+    assert not (store.root / "tree.json").exists() and (store.root / "tree").is_dir() and git_clean(store.root)
+    js = json.loads(ct("-C", store.root, "diff", "HEAD~1", "HEAD", "--json").stdout)
+    assert js["added"] or js["grew"]
+    assert not any(m for m in js["merged"]) and not js["removed"]
+    assert json.loads(ct("-C", store.root, "diff", "HEAD", "--json").stdout)["grew"] == []
