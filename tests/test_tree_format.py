@@ -360,3 +360,15 @@ def test_ct_diff_reads_tree_json_at_format1_revisions_and_ops_after(store):
     assert js["added"] or js["grew"]
     assert not any(m for m in js["merged"]) and not js["removed"]
     assert json.loads(ct("-C", store.root, "diff", "HEAD", "--json").stdout)["grew"] == []
+
+
+def test_a_line_that_is_not_utf8_is_named_and_the_rest_replays(tmp_path):
+    treefmt.write(tmp_path, _tree(a=(None, ["r1"], "1")), now=T0)
+    shard = treelog.shards(tmp_path)[0]
+    with open(shard, "ab") as fh:
+        fh.write(b'{"at":"2026-05-01T13:00:00.000000Z","op":"current","topic":"\xff"}\n\n')
+        fh.write(treelog.dumps({"at": "2026-05-01T13:00:00.000001Z", "op": "place", "topic": "a",
+                                "records": ["r2"]}).encode() + b"\n")
+    assert treefmt.read(tmp_path).topics["a"].records == ["r1", "r2"]
+    assert [p.split(": ", 1)[0] for p in treefmt.problems(tmp_path)] == [f"{shard}:3"]
+    assert "invalid UTF-8" in treefmt.problems(tmp_path)[0]
