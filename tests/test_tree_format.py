@@ -222,6 +222,8 @@ def test_replay_is_idempotent_and_independent_of_line_and_shard_order(tmp_path_f
 
 @pytest.mark.parametrize("line, words", [
     ("{not json", "not valid JSON"),
+    ("[1, 2]", "must be a JSON object"),
+    ('{"op": "current", "topic": null}', '"at" must be a UTC time'),
     ('{"at": "2026-05-01T12:00:00.000000Z", "op": "teleport"}', "unknown op 'teleport'"),
     ('{"at": "yesterday", "op": "current", "topic": null}', '"at" must be a UTC time'),
     ('{"at": "2026-05-01T12:00:00.000000Z", "op": "place", "topic": "a", "records": "r1"}', "list of record ids"),

@@ -160,7 +160,11 @@ def read_ops(root: Path, strict: bool = False, files: dict[str, bytes] | None = 
                 continue  # a repeated line (a union merge keeps both sides' copies)
             if why is None:
                 try:
-                    ops[text] = Op(obj["at"], text, check(obj)) if obj is not None else parse_line(text)
+                    if obj is None:
+                        ops[text] = parse_line(text)
+                    else:
+                        obj = check(obj)
+                        ops[text] = Op(obj["at"], text, obj)
                     continue
                 except OpError as exc:
                     why = str(exc)
