@@ -166,7 +166,7 @@ class StoreAPI:
         return build_context(self, query, budget=budget, k=k, recent=recent)
 
     def tree(self, rev: str | None = None):
-        """The topic tree in tree.json, or as it was at git revision `rev` (an empty Tree before it existed) → Tree."""
+        """The topic tree (its op log replayed; tree.json in a format-1 store), or as it was at git revision `rev` → Tree."""
         from .format import tree as treefmt
 
         if rev is None:

@@ -41,11 +41,10 @@ COMMANDS = {
     "reorganize": "tree_cmds:reorganize_cmd",
     "diff": "tree_cmds:diff_cmd",
     "hook": "internal_cmds:hook_cmd",
-    "merge-tree": "internal_cmds:merge_tree_cmd",
     "build-wiki": "seed_cmds:build_wiki_cmd",
     "serve": "seed_cmds:serve_cmd",
 }
-HIDDEN = {"hook", "merge-tree"}
+HIDDEN = {"hook"}
 
 
 class LazyGroup(click.Group):
