@@ -8,7 +8,10 @@ export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: install test test-slow demo search-sample bench compat bench-quality docs clean
 
+# ContextTape from PyPI, for the default suite's round trip, lives in its own venv (.bench/ctvenv)
+# because it installs a command named `ct` too; the script returns at once when it is there.
 install: $(BIN)/ct
+	PY=$(PY) bash scripts/ct_venv.sh
 
 $(BIN)/ct: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

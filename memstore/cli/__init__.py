@@ -43,6 +43,8 @@ COMMANDS = {
     "merge-tree": "internal_cmds:merge_tree_cmd",
     "build-wiki": "seed_cmds:build_wiki_cmd",
     "serve": "seed_cmds:serve_cmd",
+    "upgrade": "port_cmds:upgrade_cmd",
+    "export": "port_cmds:export_cmd",
 }
 HIDDEN = {"hook", "merge-tree"}
 
@@ -105,6 +107,8 @@ SUMMARIES = {
     "diff": "Explain how the topic tree changed between two versions.",
     "build-wiki": "Fetch Wikipedia articles and ingest them as documents (one commit).",
     "serve": "Serve the store as an HTTP JSON API on localhost (OpenAPI at /openapi.json).",
+    "upgrade": "Turn a format-1 store into format 2 (one commit, lossless).",
+    "export": "Write the store as a classic ContextTape store (export contexttape DIR).",
 }
 
 
