@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from pathlib import Path
 
 # name -> module, for `memstore.<name>` and `from memstore.api import <name>` without eager imports
 RESULT_TYPES = {
@@ -217,10 +216,3 @@ class StoreAPI:
         from .history import history
 
         return history(self, max_count=max_count)
-
-
-def open_store(path: str | Path | None = None):
-    """Shorthand for `Store.open(path)`."""
-    from .store import Store
-
-    return Store.open(path)

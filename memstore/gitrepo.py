@@ -80,14 +80,6 @@ class GitRepo:
         except ValueError:
             return None
 
-    def status_porcelain(self) -> list[str]:
-        out = self.run("status", "--porcelain", "--untracked-files=all")
-        return [line for line in out.splitlines() if line]
-
-    def changed_files(self, old: str, new: str) -> list[str]:
-        out = self.run("diff", "--name-only", "--no-renames", old, new)
-        return [line for line in out.splitlines() if line]
-
     def log(self, max_count: int | None = None, paths: list[str] | None = None) -> list[dict]:
         """Commits newest first: sha, date, subject, body, and per-file added/removed line counts."""
         args = ["log", "--numstat", "--format=\x1e%H\x1f%aI\x1f%an\x1f%s\x1f%b\x1d"]
@@ -125,12 +117,3 @@ class GitRepo:
 
 def _int(s: str) -> int:
     return int(s) if s.isdigit() else 0
-
-
-
-
-def find_git_root(path: Path) -> Path | None:
-    for p in [path, *path.parents]:
-        if (p / ".git").exists():
-            return p
-    return None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import click
 
@@ -86,6 +85,3 @@ def one_line(text: str, width: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
-
-def path_arg(p) -> Path:
-    return Path(p).expanduser()
