@@ -6,7 +6,7 @@ SHARED ?= ../shared
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install test test-slow demo search-sample bench compat bench-quality docs clean
+.PHONY: install test test-slow demo search-sample bench bench-scale compat bench-quality docs clean
 
 # ContextTape from PyPI, for the default suite's round trip, lives in its own venv (.bench/ctvenv)
 # because it installs a command named `ct` too; the script returns at once when it is there.
@@ -35,6 +35,10 @@ demo: install
 
 bench: install
 	$(BIN)/python -m memstore.bench.speed --out docs/benchmarks.md
+
+# The scale table alone, with the 1M-record store (built once under .bench/, minutes).
+bench-scale: install
+	$(BIN)/python -m memstore.bench.scale --with-1m
 
 compat: install
 	bash scripts/compat.sh
