@@ -81,18 +81,26 @@ def _dir_bytes(path: Path) -> int:
 
 
 def _git_seconds(trace: Path) -> float:
-    """Wall time of the git processes one command started (trace2 `exit` events of top-level processes)."""
+    """Wall time of the git processes one command started (trace2 `exit` events of top-level processes).
+
+    A `cat-file --batch` process lives as long as the command that opened it (gitpython keeps one
+    to answer object queries) and mostly waits, so its lifetime is not git's work and is left out.
+    """
     total = 0.0
     try:
         lines = trace.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return 0.0
+    waiting: set[str] = set()
     for line in lines:
         try:
             ev = json.loads(line)
         except ValueError:
             continue
-        if ev.get("event") == "exit" and "/" not in str(ev.get("sid", "")):
+        sid = str(ev.get("sid", ""))
+        if ev.get("event") == "start" and any(str(a).startswith("--batch") for a in ev.get("argv", [])):
+            waiting.add(sid)
+        elif ev.get("event") == "exit" and "/" not in sid and sid not in waiting:
             total += float(ev.get("t_abs", 0.0))
     return total
 
