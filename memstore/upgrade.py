@@ -14,7 +14,9 @@ What changes (docs/format.md, "Upgrading from format 1"):
 
 Everything is read and checked before anything is written: a damaged line or segment stops the
 upgrade with its file named and the store untouched. A store that is already format 2 is left
-alone. The files are written under the store's write lock and committed together.
+alone. The files are written under the store's write lock and committed together; an upgrade
+killed before its commit is undone by the next `ct upgrade` (it started from a clean store, so every
+uncommitted change is its own), which then runs again.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .format.segment import Header, SegmentError, write_file_atomic
 from .format.stored import seg_blob, seg_vector
 
 TARGET = 2
+MARKER = "upgrade-in-progress"  # in .memstore/: an upgrade that dies before its commit is undone by the next
 TREE_JSON = "tree.json"
 GITATTRIBUTES_2 = """\
 # memstore format 2 (docs/format.md): every file merges with git's built-in behaviour.
@@ -106,6 +109,8 @@ class UpgradeResult:
 
 def upgrade(store, dry_run: bool = False) -> UpgradeResult:
     """Upgrade `store` to format 2 (see the module docstring); a format-2 store is left alone."""
+    if _undo_interrupted(store):
+        store.config = configfmt.read(store.root)
     if store.config.format_version >= TARGET:
         return UpgradeResult(already=True, dry_run=dry_run)
     _refuse_unfinished(store)
@@ -117,8 +122,23 @@ def upgrade(store, dry_run: bool = False) -> UpgradeResult:
         return res
     with store.lock():
         _refuse_unfinished(store)
+        marker = store.meta_dir / MARKER
+        marker.parent.mkdir(exist_ok=True)
+        marker.write_text(str(os.getpid()), encoding="utf-8")
         res.commit = _apply(store, res)
+        marker.unlink()
     return res
+
+
+def _undo_interrupted(store) -> bool:
+    """An upgrade that died before its commit started from a clean format-1 store: put that store back."""
+    marker = store.meta_dir / MARKER
+    if not marker.exists() or store.git.run("show", f"HEAD:{configfmt.FILENAME}").find("format_version = 1") < 0:
+        return False
+    store.git.run("checkout", "HEAD", "--", ".")
+    store.git.run("clean", "-fdq", "--", "packs", "tree", "log")
+    marker.unlink()
+    return True
 
 
 def _refuse_unfinished(store) -> None:

@@ -183,3 +183,25 @@ def test_a_damaged_format1_store_is_refused_untouched(old_code, tmp_path):
     (root / "stray.txt").write_text("x")
     proc = ct("-C", root, "upgrade", check=False)
     assert proc.returncode == 1 and "uncommitted changes (stray.txt)" in proc.stderr
+
+
+def test_an_upgrade_killed_before_its_commit_is_undone_by_the_next(old_code, tmp_path):
+    root = tmp_path / "store"
+    old_ct(old_code, "init", root, "--embedder", "hash", "--timezone", "UTC")
+    old_ct(old_code, "-C", root, "add", "the ficus needs water")
+    before = records(root)
+    # what a killed upgrade leaves: its marker, a rewritten log, a pack, segments/ gone, the config switched
+    (root / ".memstore" / "upgrade-in-progress").write_text("12345")
+    log = next((root / "log").rglob("*.jsonl"))
+    log.write_text(json.dumps({k: v for k, v in before[0].items() if k != "seg"}) + "\n")
+    (root / "packs" / "2026").mkdir(parents=True)
+    (root / "packs" / "2026" / "x.is").write_bytes(b"partial")
+    subprocess.run(["rm", "-rf", str(root / "segments")], check=True)
+    (root / "memstore.toml").write_text((root / "memstore.toml").read_text().replace("format_version = 1", "format_version = 2"))
+
+    plan = ct("-C", root, "upgrade", "-n").stdout  # puts the committed format-1 store back, then plans
+    assert "would rewrite 1 day logs" in plan
+    assert git_clean(root) and records(root) == before and not (root / ".memstore" / "upgrade-in-progress").exists()
+    ct("-C", root, "upgrade")
+    assert [{k: v for k, v in r.items()} for r in records(root)] == [{k: v for k, v in r.items() if k != "seg"} for r in before]
+    assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]
