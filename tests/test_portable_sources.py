@@ -32,7 +32,8 @@ def _records(root):
 def _committed_bytes(root) -> str:
     """Every committed file's bytes and every commit message, as one text to search."""
     files = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True).stdout.split()
-    body = [(root / f).read_bytes().decode("utf-8", "replace") for f in files]
+    # format-1 blob manifests (segments/) still name the original's path; format 2 packs do not
+    body = [(root / f).read_bytes().decode("utf-8", "replace") for f in files if not f.startswith("segments/")]
     log = subprocess.run(["git", "-C", str(root), "log", "--format=%B"], capture_output=True, text=True).stdout
     return "\n".join(body + [log])
 
@@ -64,6 +65,16 @@ def test_no_absolute_path_is_committed_and_a_moved_folder_adds_nothing(tmp_path,
     assert hits[0]["source"]["ingested_as"] == "docs/trips/lisbon.md"
     text = ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact").stdout
     assert "papers/trips/lisbon.md#0" in text
+
+    # a second move follows the first: the hit shows the newest place
+    (work / "papers").rename(work / "notes")
+    ct("-C", store.root, "ingest-path", work / "notes")
+    hits = json.loads(ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout)["hits"]
+    assert hits[0]["source"]["path"] == "notes/trips/lisbon.md"
+    assert _records(store.root)[-1]["source"]["moved_from"] in ("papers/budget.md", "papers/notes.txt",
+                                                                 "papers/trips/lisbon.md")
+    (work / "notes").rename(work / "papers")  # and back: papers is a location it had, so nothing new
+    assert json.loads(ct("-C", store.root, "ingest-path", work / "papers", "--json").stdout)["added"] == 0
 
     # a later change at the new place supersedes the chunk made at the old place
     (work / "papers" / "budget.md").write_text("# Budget\n\nThe household budget is now 1,800 euros a month.\n")
