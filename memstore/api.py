@@ -51,10 +51,11 @@ class Stats:
     first_day: str | None
     last_day: str | None
     sessions: int
-    segments: int
+    segments: int  # format-1 segment files (0 in format 2)
     by_type: dict
     by_role: dict
     embedder: dict
+    packs: int = 0
     data: dict = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict:
@@ -171,14 +172,14 @@ class StoreAPI:
         return treefmt.read(self.root)
 
     def stat(self) -> Stats:
-        """Counts of records, days, sessions, segments and bytes (`ct stat`) → Stats."""
+        """Counts of records, days, sessions, packs and bytes (`ct stat`) → Stats."""
         from .stats import stat
 
         d = stat(self)
         return Stats(records=d["records"], current_records=d["current_records"], days=d["days"],
                      first_day=d["first_day"], last_day=d["last_day"], sessions=d["sessions"],
                      segments=d["segments"], by_type=d["by_type"], by_role=d["by_role"],
-                     embedder=d["embedder"], data=d)
+                     embedder=d["embedder"], packs=d["packs"], data=d)
 
     def fsck(self):
         """Verify every invariant of docs/format.md (`ct fsck`) → Report (`.ok`, `.damage`, `.warnings`)."""

@@ -14,7 +14,7 @@ What changes (docs/format.md, "Upgrading from format 1"):
 
 Everything is read and checked before anything is written: a damaged line or segment stops the
 upgrade with its file named and the store untouched. A store that is already format 2 is left
-alone. The files are written under the store's write lock and committed together; an upgrade
+alone. The files are written in one write transaction (`store.transaction`) and committed together; an upgrade
 killed before its commit is undone by the next `ct upgrade` (it started from a clean store, so every
 uncommitted change is its own), which then runs again.
 """
@@ -120,13 +120,15 @@ def upgrade(store, dry_run: bool = False) -> UpgradeResult:
     res.tree = (store.root / TREE_JSON).is_file()
     if dry_run:
         return res
-    with store.lock():
+    marker = store.meta_dir / MARKER
+    # The one write transaction (lock, journal, one commit), allowed on the format-1 store it converts.
+    with store.transaction(lambda: _message(res), allow_old_format=True) as tx:
         _refuse_unfinished(store)
-        marker = store.meta_dir / MARKER
         marker.parent.mkdir(exist_ok=True)
         marker.write_text(str(os.getpid()), encoding="utf-8")
-        res.commit = _apply(store, res)
-        marker.unlink()
+        tx.stage(_apply(store, res))
+    marker.unlink()
+    res.commit = tx.commit
     return res
 
 
@@ -194,8 +196,14 @@ def _convert_blob(store, rec: dict, writer, packed: set, path: Path, line_no: in
     rec["source"] = {**src, "blob": {"sha256": sha or actual, "bytes": len(body)}}
 
 
-def _apply(store, res: UpgradeResult) -> str | None:
-    """Write packs, logs, config, attributes and tree; remove segments/; one commit."""
+def _message(res: UpgradeResult) -> str:
+    return (f"Upgrade store to format 2: {res.records} records, {res.vectors} vectors and {res.blobs} originals "
+            f"in {sum(1 for d in res.days if d.writer)} day packs (bit for bit); segments/ removed"
+            + ("; tree.json became the tree log" if res.tree else ""))
+
+
+def _apply(store, res: UpgradeResult) -> list[str]:
+    """Write packs, logs, config, attributes and tree; remove segments/; the paths to commit."""
     from .format import tree as treefmt
 
     root = store.root
@@ -223,7 +231,4 @@ def _apply(store, res: UpgradeResult) -> str | None:
     if (root / "segments").exists():
         shutil.rmtree(root / "segments")
         staged.append("segments")
-    msg = (f"Upgrade store to format 2: {res.records} records, {res.vectors} vectors and {res.blobs} originals "
-           f"in {sum(1 for d in res.days if d.writer)} day packs (bit for bit); segments/ removed"
-           + ("; tree.json became the tree log" if res.tree else ""))
-    return store.git.commit(msg, sorted(set(staged)))
+    return sorted(set(staged))

@@ -30,7 +30,10 @@ class Ctx:
             paths = self.store_paths or [None]
             self._stores = [Store.open(p) for p in paths]
         if index:
+            from ..repair import recover_if_crashed
+
             for st in self._stores:
+                recover_if_crashed(st)  # one stat unless a writer died mid-write: then roll back first
                 with progress_for(self, "Indexing") as bar:
                     st.index(update=False).update(progress=bar)
         return self._stores
