@@ -12,6 +12,7 @@ export TRANSFORMERS_OFFLINE := 1
 # because it installs a command named `ct` too; the script returns at once when it is there.
 install: $(BIN)/ct
 	PY=$(PY) bash scripts/ct_venv.sh
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing chromium + chromium-driver for the browser tests (tests/test_web.py)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; fi
 
 $(BIN)/ct: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

@@ -39,15 +39,6 @@ from .format.stored import seg_blob, seg_vector
 TARGET = 2
 MARKER = "upgrade-in-progress"  # in .memstore/: an upgrade that dies before its commit is undone by the next
 TREE_JSON = "tree.json"
-GITATTRIBUTES_2 = """\
-# memstore format 2 (docs/format.md): every file merges with git's built-in behaviour.
-# Append-only logs merge by union; packs are content-named, so two clones never write one path.
-log/**/*.jsonl merge=union
-tree/**/*.jsonl merge=union
-markers.jsonl merge=union
-forgotten.jsonl merge=union
-*.is binary
-"""
 
 
 @dataclass
@@ -218,7 +209,9 @@ def _apply(store, res: UpgradeResult) -> list[str]:
         staged.append(store.rel(d.log))
     store.config.format_version = TARGET
     store.config.write(root)
-    (root / ".gitattributes").write_text(GITATTRIBUTES_2, encoding="utf-8")
+    from .store import GITATTRIBUTES  # a new store's: union merges for the logs, no merge driver
+
+    (root / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
     staged += [configfmt.FILENAME, ".gitattributes"]
     if tree is not None:
         written = treefmt.write(root, tree)

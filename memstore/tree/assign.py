@@ -206,22 +206,22 @@ def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
     return {r["id"]: normalise(np.asarray(v, np.float32)) for (r, _), v in zip(pick, vecs)}
 
 
-def assign_records(store, records: list[dict], vectors) -> str | None:
-    """Place the conversation records of one write in tree.json; returns its path relative to the store.
+def assign_records(store, records: list[dict], vectors) -> list[str]:
+    """Place the conversation records of one write in the topic tree; returns the changed paths.
 
     Called inside the store's write lock, before the commit, so the tree change is part of the same
     commit as the records. Document chunks and meta rows are not placed.
     """
     pairs = [(r, np.asarray(v, np.float32)) for r, v in zip(records, vectors) if is_conversation(r)]
     if not pairs:
-        return None
+        return []
     from ..adapters.llm import get_llm
 
     tree = treefmt.read(store.root)
     known = set(tree.topic_of()) | set(tree.archived)
     pairs = [(r, v) for r, v in pairs if r["id"] not in known]
     if not pairs:
-        return None
+        return []
     llm = get_llm(store.root)
     llm = llm if llm is not None and llm.config.topics else None
     placer = Placer(store, tree, RecordData(store), llm)
@@ -229,11 +229,10 @@ def assign_records(store, records: list[dict], vectors) -> str | None:
     for rec, vec in sorted(pairs, key=lambda p: p[0]["ts"]):
         placer.place(rec, normalise(vec))
     placer.finish()
-    treefmt.write(store.root, tree)
-    return treefmt.FILENAME
+    return treefmt.write(store.root, tree)
 
 
-def place_existing(store) -> tuple[str | None, int]:
+def place_existing(store) -> tuple[list[str], int]:
     """Place every indexed conversation record the tree does not hold yet (for stores that predate it)."""
     index = store.index()
     tree = treefmt.read(store.root)
@@ -248,5 +247,5 @@ def place_existing(store) -> tuple[str | None, int]:
         records.append(index.record_at(rowid))
         vectors.append(np.asarray(vecs[vrow], np.float32))
     if not records:
-        return None, 0
+        return [], 0
     return assign_records(store, records, vectors), len(records)
