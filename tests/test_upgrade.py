@@ -19,8 +19,6 @@ import pytest
 from conftest import commits, ct, git_clean
 
 REPO = Path(__file__).resolve().parent.parent
-# The tree op log (format/treelog.py) replaces tree.json in format 2; until it is merged, tree.json stays.
-TREE_LOG = (REPO / "memstore" / "format" / "treelog.py").exists()
 PREVIOUS_RELEASE = "95c8976"
 QUERIES = ["trip budget", "ficus water", "release thursday", "night train tickets", "car insurance",
            "marathon sunday", "tram old town", "groceries december", "dentist appointment", "passports",
@@ -141,7 +139,8 @@ def test_upgrade_keeps_records_vectors_tree_and_search_results(old_code, tmp_pat
     assert len(commits(root)) == n_commits + 1 and commits(root)[0].startswith("Upgrade store to format 2")
     assert git_clean(root)
     assert "format_version = 2" in (root / "memstore.toml").read_text()
-    assert not (root / "segments").exists() and (root / "tree.json").exists() != TREE_LOG
+    assert not (root / "segments").exists() and not (root / "tree.json").exists()
+    assert list((root / "tree").rglob("*.jsonl"))  # the tree op log
     attrs = (root / ".gitattributes").read_text()
     assert "merge=memstore-tree" not in attrs and "log/**/*.jsonl merge=union" in attrs
 
