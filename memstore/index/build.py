@@ -44,6 +44,8 @@ CREATE INDEX IF NOT EXISTS records_hidden_vrow ON records(vrow) WHERE hidden != 
 CREATE INDEX IF NOT EXISTS records_session ON records(session, ts);
 CREATE INDEX IF NOT EXISTS records_ts ON records(ts);
 CREATE INDEX IF NOT EXISTS records_source ON records(source);
+-- Documents by content: finds a moved document (memstore/ingest/location.py); conversation rows have none.
+CREATE INDEX IF NOT EXISTS records_fsha ON records(fsha) WHERE fsha IS NOT NULL;
 CREATE TABLE IF NOT EXISTS supersedes (day TEXT, id TEXT);
 CREATE INDEX IF NOT EXISTS supersedes_day ON supersedes(day);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');

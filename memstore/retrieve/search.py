@@ -261,9 +261,16 @@ def hydrate(store, index, rowid: int, score: float, parts: dict) -> Hit:
     """Read the record behind one hit from its day log."""
     rec = index.record_at(rowid)
     day = index.conn.execute("SELECT day FROM records WHERE rowid = ?", (rowid,)).fetchone()[0]
+    source = rec.get("source")
+    if isinstance(source, dict) and source.get("file_sha256"):
+        from ..ingest.location import current_location
+
+        moved = current_location(index, source)  # a later ingest found the document elsewhere
+        if moved:
+            source = {**source, "path": moved, "ingested_as": source["path"]}
     return Hit(id=str(rec["id"]), ts=rec["ts"], actor=rec.get("actor"), role=rec.get("role"),
                type=rec.get("type"), text=rec["text"], score=score, session=rec.get("session"),
-               source=rec.get("source"), day=day, rowid=rowid, parts=parts, record=rec)
+               source=source, day=day, rowid=rowid, parts=parts, record=rec)
 
 
 def search_many(stores: list, query: str, k: int = 10, mode: str = "hybrid", filters: Filters | None = None,
