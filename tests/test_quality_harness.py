@@ -219,7 +219,8 @@ def test_harness_runs_end_to_end_and_writes_its_report(tmp_path, bench_data):
     text = out.read_text()
     for needle in ("# Retrieval quality", "## LongMemEval_S", "### hybrid+time", "## SciFact",
                    "## Ablations beside the published anchors", "| **memstore hybrid** |", "0.764", "0.741",
-                   "## Goals of issue 7", "3 scored", "temporal-reasoning", "## How to run"):
+                   "## Goals of issue 14", "3 scored", "temporal-reasoning", "## How to run",
+                   "| **memstore naive-rrf** |", "naive RRF"):
         assert needle in text, needle
     assert "Not measured" not in text
     raw = json.loads((tmp_path / "c" / "quality-last.json").read_text())
@@ -234,6 +235,7 @@ def test_harness_runs_end_to_end_and_writes_its_report(tmp_path, bench_data):
     assert bike["level"] == "in_window" and bike["metrics"]["hybrid+time"]["recall_all@1"] == 1.0
     assert sf["claims"] == 3 and sf["docs"] == 10
     assert sf["summary"]["exact"]["recall@100"] == 1.0 and sf["summary"]["hybrid"]["ndcg@10"] > 0.5
+    assert sf["summary"]["naive-rrf"]["recall@100"] == 1.0  # ten abstracts: every one is in its top 100
     for summary in lm["summary"].values():
         for entry in summary.values():
             assert all(v is None or 0.0 <= v <= 1.0 for k, v in entry.items() if "@" in k)
