@@ -15,6 +15,11 @@ from ..index.tokenize import match_expression
 
 RRF_K = 60
 MODES = ("hybrid", "exact", "vector")
+# Hybrid fusion (tuned on the LongMemEval_S and SciFact dev splits; docs/quality.md has the numbers):
+# each mode's scores are min-max normalised over its own candidate pool, then blended with this
+# weight on meaning. Rank fusion (RRF) ignores how far ahead a leader is, and lost to its own
+# better half on conversations.
+FUSION_WEIGHT = 0.5
 
 
 @dataclass
@@ -206,6 +211,55 @@ def fuse_rrf(lists: dict[str, list[tuple[int, float]]], k: int = RRF_K) -> list[
             parts.setdefault(rowid, {})[name] = {"rank": rank, "score": round(raw, 6)}
     order = sorted(scores, key=lambda r: (-scores[r], r))
     return [(r, scores[r], parts[r]) for r in order]
+
+
+def _cosines(index, qvec, rowids: list[int]) -> dict[int, float]:
+    """Exact cosines for rows that the vector pool did not reach (read from the matrix)."""
+    if not rowids:
+        return {}
+    vecs, _ = index.matrix()
+    q = np.asarray(qvec, np.float32)
+    rows = dict(index.conn.execute(
+        f"SELECT rowid, vrow FROM records WHERE rowid IN ({','.join('?' * len(rowids))})", rowids))
+    return {r: float(vecs[v] @ q) if v is not None and 0 <= v < vecs.shape[0] else 0.0
+            for r, v in ((r, rows.get(r)) for r in rowids)}
+
+
+def _minmax(pairs: list[tuple[int, float]]) -> dict[int, float]:
+    if not pairs:
+        return {}
+    lo, hi = min(s for _, s in pairs), max(s for _, s in pairs)
+    span = hi - lo
+    return {r: (s - lo) / span if span > 0 else 1.0 for r, s in pairs}
+
+
+def fuse_scores(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[int, float]],
+                weight: float = FUSION_WEIGHT) -> list[tuple[int, float, dict]]:
+    """weight·meaning + (1−weight)·words, each min-max normalised over its own candidate pool.
+
+    A row that only the keyword pool holds gets its real cosine, normalised against the vector
+    pool's range (clipped at 0); a row only the vector pool holds matched no query word as well
+    as the keyword pool's last row, so its word score is 0.
+    """
+    cos = dict(vector)
+    lo = min(cos.values(), default=0.0)
+    hi = max(cos.values(), default=0.0)
+    extra = _cosines(index, qvec, [r for r, _ in exact if r not in cos]) if qvec is not None else {}
+    lex = _minmax(exact)
+    vrank = {r: i for i, (r, _) in enumerate(vector, 1)}
+    xrank = {r: i for i, (r, _) in enumerate(exact, 1)}
+    raw_x = dict(exact)
+    out = []
+    for r in set(cos) | set(lex):
+        c = cos.get(r, extra.get(r, lo))
+        vn = min(1.0, max(0.0, (c - lo) / (hi - lo))) if hi > lo else (1.0 if r in cos else 0.0)
+        score = weight * vn + (1 - weight) * lex.get(r, 0.0)
+        parts = {"vector": {"rank": vrank.get(r), "score": round(c, 6), "norm": round(vn, 6)}}
+        if r in lex:
+            parts["exact"] = {"rank": xrank[r], "score": round(raw_x[r], 6), "norm": round(lex[r], 6)}
+        out.append((r, score, parts))
+    out.sort(key=lambda t: (-t[1], t[0]))
+    return out
 
 
 def fuse_alpha(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[int, float]], alpha: float):
