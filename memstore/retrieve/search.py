@@ -19,7 +19,9 @@ MODES = ("hybrid", "exact", "vector")
 # each mode's scores are min-max normalised over its own candidate pool, then blended with this
 # weight on meaning. Rank fusion (RRF) ignores how far ahead a leader is, and lost to its own
 # better half on conversations.
+FUSION = "scores"
 FUSION_WEIGHT = 0.5
+FUSIONS = ("scores", "rrf")
 
 
 @dataclass
@@ -284,10 +286,16 @@ def fuse_alpha(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[i
 
 
 def search(store, query: str, k: int = 10, mode: str = "hybrid", filters: Filters | None = None,
-           alpha: float | None = None, qvec=None, pool: int | None = None) -> list[Hit]:
-    """Ranked hits for `query` in one store (the index must be up to date)."""
+           alpha: float | None = None, qvec=None, pool: int | None = None, fusion: str | None = None) -> list[Hit]:
+    """Ranked hits for `query` in one store (the index must be up to date).
+
+    `fusion` picks how hybrid mode combines its two rankings: "scores" (the default, FUSION) or
+    "rrf" (reciprocal-rank fusion, kept for comparison); `alpha` overrides both with ContextTape's blend.
+    """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    if fusion is not None and fusion not in FUSIONS:
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
     filters = filters or Filters()
     index = store.index(update=False)
     pool = pool or max(50, 3 * k)
@@ -306,8 +314,10 @@ def search(store, query: str, k: int = 10, mode: str = "hybrid", filters: Filter
         ranked = [(r, s, {"vector": {"rank": i, "score": round(s, 6)}}) for i, (r, s) in enumerate(vector, 1)]
     elif alpha is not None:
         ranked = fuse_alpha(index, qvec, exact, vector, alpha)
-    else:
+    elif (fusion or FUSION) == "rrf" or qvec is None:
         ranked = fuse_rrf({"exact": exact, "vector": vector})
+    else:
+        ranked = fuse_scores(index, qvec, exact, vector)
     return [hydrate(store, index, r, s, p) for r, s, p in ranked[:k]]
 
 
