@@ -8,6 +8,7 @@ import math
 import pytest
 
 from memstore.bench import lme, quality, scifact
+from memstore.errors import FormatError
 
 # ----- fixtures written by the tests ----------------------------------------------------------
 
@@ -298,3 +299,31 @@ def test_minilm_run_fills_the_cache_once_and_repeats_its_numbers(tmp_path, bench
     again = json.loads(raw.read_text())
     assert code == 0 and [r["metrics"] for r in again["longmemeval"]["rows"]] == [r["metrics"] for r in first["longmemeval"]["rows"]]
     assert first["longmemeval"]["rows"][0]["metrics"]["hybrid"]["recall_any@1"] == 1.0   # the beagle turns
+
+
+def test_limit_and_claims():
+    assert quality.parse_args(["--limit", "3"]).claims == 3           # --limit alone: both benchmarks
+    assert quality.parse_args(["--limit", "3", "--claims", "0"]).claims is None  # every SciFact claim
+    assert quality.parse_args(["--claims", "50"]).claims == 50 and quality.parse_args([]).claims is None
+    with pytest.raises(SystemExit):
+        quality.parse_args(["--claims", "-1"])
+
+
+def test_the_dev_split_file_names_are_found(tmp_path):
+    """The shared data's names: longmemeval_s_dev.json.xz (xz-compressed) and qrels/train.tsv."""
+    import lzma
+
+    folder = tmp_path / "longmemeval"
+    folder.mkdir()
+    with lzma.open(folder / "longmemeval_s_dev.json.xz", "wt", encoding="utf-8") as fh:
+        json.dump(lme_questions(), fh)
+    file, questions = lme.load(folder)
+    assert file.name == "longmemeval_s_dev.json.xz" and [q.qid for q in questions][:2] == ["q_dog", "q_bike"]
+    (folder / "longmemeval_s_dev.json.xz").write_bytes(b"\xfd7zXZ\x00broken")
+    with pytest.raises(FormatError, match="longmemeval_s_dev.json.xz"):
+        lme.load(folder)
+    root = tmp_path / "scifact"
+    write_scifact_beir(root)
+    (root / "qrels" / "test.tsv").rename(root / "qrels" / "train.tsv")
+    sf = scifact.load(root)
+    assert "qrels/train.tsv" in sf.notes[0] and len(sf.qrels) == 3

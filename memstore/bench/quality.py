@@ -41,6 +41,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--scifact", type=Path, help="SciFact folder (default DATA/scifact)")
     p.add_argument("--out", type=Path, default=Path("docs/quality.md"), help="the Markdown report to write")
     p.add_argument("--limit", type=int, help="quick run: N LongMemEval questions per type, the first N SciFact claims")
+    p.add_argument("--claims", type=int, help="SciFact claims to score (default: --limit when given, else all; 0 = all)")
     p.add_argument("--only", choices=BENCHMARKS, help="run one benchmark")
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
     p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"), help="the stores' embedder")
@@ -58,6 +59,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(f"--modes: unknown {', '.join(bad) or '(none given)'}; choose from {', '.join(MODES)}")
     if args.limit is not None and args.limit < 1:
         p.error("--limit must be at least 1")
+    if args.claims is not None and args.claims < 0:
+        p.error("--claims must be 0 (all) or more")
+    args.claims = args.limit if args.claims is None else (args.claims or None)
     return args
 
 
@@ -148,11 +152,14 @@ def _ranking_at(store, q: lme.Question, mode: str, k: int) -> tuple[list[str], s
     if mode == RRF_MODE:
         return [h.id for h in search(store, q.question, k=k, mode="hybrid", qvec=qvec, fusion="rrf")], None
     res = recall(store, q.question, now=q.date, k=k, update_index=False)
-    # recall prints in time order; its hits keep the search score they were chosen by, which
-    # restores their rank. Below them comes the rest of the plain hybrid ranking, as an agent
-    # would fall back to `ct search` when the window's answer is not enough.
-    chosen = sorted((rh.hit for rh in res.hits), key=lambda h: (-h.score, h.ts))
-    rest = search(store, q.question, k=k, mode="hybrid")
+    # Ranked answers come best first; listings in time order keep the search score they were
+    # chosen by, which restores their rank. Below them comes the rest of the plain hybrid ranking,
+    # as an agent would fall back to `ct search` when the window's answer is not enough.
+    # When recall reports that nothing in the window matched the words (window_only: the window's
+    # lines by closeness; outside_window: the nearest matches in time), its note sends the agent
+    # to search, so those answers do not lead the ranking.
+    chosen = [rh.hit for rh in res.hits] if res.level in ("in_window", "all_time") else []
+    rest = search(store, q.question, k=k, mode="hybrid", qvec=qvec)
     return lme.dedupe([h.id for h in chosen] + [h.id for h in rest])[: max(k, len(chosen))], res.level
 
 
@@ -228,8 +235,8 @@ def _timing(rows: list[dict], modes: list[str]) -> dict:
 def run_scifact(path: Path, args, embedder, work: Path, log) -> dict:
     sf = scifact.load(path)
     claims = sorted(sf.qrels, key=lambda q: (len(q), q))  # numeric ids in numeric order
-    if args.limit:
-        claims = claims[: args.limit]
+    if args.claims:
+        claims = claims[: args.claims]
     base = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
     records = [{"id": f"scifact-{d}", "ts": base + dt.timedelta(seconds=i), "role": "system", "actor": "document",
                 "type": "doc", "text": sf.document_text(d), "session": "scifact",
@@ -265,7 +272,7 @@ def run_scifact(path: Path, args, embedder, work: Path, log) -> dict:
     if not args.keep:
         shutil.rmtree(work / "scifact", ignore_errors=True)
     return {"root": str(sf.root), "layout": sf.layout, "notes": sf.notes, "docs": len(records),
-            "claims": len(claims), "limit": args.limit, "summary": summary,
+            "claims": len(claims), "limit": args.claims, "summary": summary,
             "timing": {"build_s": build_s, "query_ms_mean": query_ms}, "embedding": embedding}
 
 

@@ -218,8 +218,12 @@ PROTOCOL = """## How the numbers are computed
 
 - **Through the product, not a side path.** Every store is a real memstore store (`Store.init`, then
   `Store.write`: embedding, `.is` segments, day logs, one git commit; then the index). Rankings are
-  the hits of `memstore.retrieve.search.search` (modes exact, vector, hybrid) and of
+  the hits of `memstore.retrieve.search.search` (modes exact, vector, hybrid; hybrid-rrf is the same
+  search with the rank fusion that was the default before issue 14) and of
   `memstore.retrieve.recall.recall` (hybrid+time); metrics are computed from those hits' ids.
+- **naive-rrf** is the textbook baseline, computed from the same store's index: FTS5 BM25 over every
+  word of the query (no stop-word removal), cosine over every MiniLM vector, each list cut at 1,000,
+  fused by reciprocal-rank fusion with k = 60.
 - **LongMemEval_S**: one store per question; every non-blank turn (user and assistant) is a record
   dated by its session (turn *j* at the session's time + *j* seconds, so turns keep their order);
   the query is the question, and for hybrid+time `--now` is the question date. The turn ranking
@@ -233,10 +237,12 @@ PROTOCOL = """## How the numbers are computed
   turn-to-session scoring counts every turn of a gold session; we index every turn, as a user's
   store would, and score nDCG on the session ranking.
 - **hybrid+time**: `recall(question, now=question date)` parses the time phrase into a window and
-  ranks matches inside it. recall prints in time order, so its hits are put back in their search
-  score order; after them comes the rest of the plain hybrid ranking (an agent that finds the
-  window's answer insufficient falls back to search). With no time phrase, recall searches the
-  question's content words over all time.
+  ranks the window's lines by hybrid relevance (best first; when no line matches the words, the
+  window's lines still come back, ranked by closeness, with a note that only the window matched).
+  recall's hits lead the ranking when it found matches in the window (level in_window) or searched
+  all time (no time phrase); when its note says nothing in the window matched (window_only,
+  outside_window), the agent turns to search, so the plain hybrid ranking is used. After recall's
+  hits comes the rest of the plain hybrid ranking.
 - **SciFact**: one store of every abstract (title, blank line, abstract; one `doc` record each, the
   document id kept in `source.doc_id`); the query is the claim; nDCG@10 (gain = relevance, discount
   log₂(rank + 1), as trec_eval/BEIR) and Recall@100, averaged over judged claims.
