@@ -149,6 +149,13 @@ def _ablation(r: dict) -> list[str]:
         out.append(_row([name, value, "", "", "", "", ""]))
     for name, value in SCIFACT_ANCHORS:
         out.append(_row([f"{name} (BEIR SciFact test, as quoted in issue 14)", "", "", "", "", value, ""]))
+    out += ["", "hybrid+time is the time-window ablation (recall with `--now` = the question date); it "
+            "differs from hybrid only on questions with a time phrase. \"+ topic context\": the harness "
+            "stores skip the topic tree (a benchmark haystack has no user topics), and on LongMemEval a "
+            "question's natural topic is its session, which the session scoring already uses; adding the "
+            "session's best score to each turn in search (session aggregation) changed nothing on the "
+            "dev questions tried (see below), so there is no separate row. On SciFact every record is its "
+            "own document, so topic context does not apply."]
     return out + [""]
 
 
@@ -239,6 +246,26 @@ per type), where every fusion reached session R_all@5 1.000, so they only ruled 
 | porter stemming off | exact alone 0.670 (−0.031) | — | stemming stays |
 | keeping stop words in the keyword query | exact alone 0.701 (±0) | 0.833 (±0) | stop words stay dropped (cheaper) |
 | dropping question filler too (how many, previous chat, remind, ago, …) | — | exact alone ±0 | no |
+
+Later, with 21 LongMemEval questions cached (three or four per type), the same replica gave
+(session R_all@5 / session nDCG@10 / turn R_any@10):
+
+| setting | LongMemEval, 21 questions |
+|---|---|
+| exact alone | 0.810 / 0.833 / 0.810 |
+| vector alone | 0.952 / 0.942 / 0.905 |
+| naive RRF | 0.905 / 0.909 / 0.857 |
+| old default (RRF k = 60, pools of 3·k) | 0.952 / 0.962 / 0.810 |
+| blend, weight on cosine 0.5 / 0.6 | 0.857 / 0.922 / 0.810; 0.952 / 0.950 / 0.810 |
+| **blend, weight 0.7 (the default now)** | **1.000 / 0.951 / 0.857** |
+| blend, weight 0.8 | 1.000 / 0.954 / 0.857 |
+| blend 0.7 + neighbouring turns' scores (same session) × 0.2 / × 0.5 | 0.952 / 0.946 / 0.857; 0.952 / 0.948 / 0.905 |
+| blend 0.7 + the session's best score × 0.3 / × 1.0 (session aggregation in search) | 1.000 / 0.951 / 0.857 (no change) |
+
+The turn-level misses are single-session-preference questions ("any tips for my guitar
+shopping?"), whose evidence turn states a preference in other words; vector alone finds more of
+them (0.905) than any fusion. Neighbour smoothing and session boosts did not help session recall,
+so search stays per turn.
 
 Not moved, and why: what text is embedded for a turn (neighbouring turns, the session date, user
 and assistant sides), chunk sizes, and a stronger model or reranker each need every turn embedded
