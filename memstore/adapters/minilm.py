@@ -75,6 +75,9 @@ class MiniLMEmbedder(Embedder):
                  **_ignored):
         self._path = Path(model_path) if model_path else None
         self.runtime = runtime or default_runtime()
+        # $MEMSTORE_MINILM_QUANT=int8 lets the quality harness score the int8 graph through real
+        # stores; it is a measuring switch, not a setting (the stored vectors would not be the model's).
+        quant = os.environ.get("MEMSTORE_MINILM_QUANT", quant) if quant == "fp32" else quant
         if self.runtime not in RUNTIMES or quant not in QUANTS or (quant != "fp32" and self.runtime != "onnx"):
             raise ValueError(f"unsupported MiniLM runtime {self.runtime!r} with {quant!r} (runtimes: {RUNTIMES})")
         self.quant = quant
