@@ -114,5 +114,22 @@ def embedding_rows(b) -> dict:
           f"{FLOP_PER_TOKEN * n_query / (gf * 1e9) * 1000:.2f} ms",
           ratio=f"sgemm {gf:.0f} GFLOP/s now; {n_short / len(short):.0f} tokens per short turn, "
                 f"{n_pass / len(passages):.0f} per passage, {n_query:.0f} per query")
+    npy = res.get("numpy forward pass (fallback)")
+    if npy:
+        b.notes.append(
+            "One MiniLM runtime: onnxruntime fp32 runs every store (graph built from the bundled safetensors by "
+            "`memstore/adapters/minilm_graph.py`, cached per user, weights memory-mapped). In this run it embedded "
+            f"a warm query in {base['q50'] * 1000:.1f} ms against {npy['q50'] * 1000:.1f} ms for the numpy forward pass "
+            f"and batches at {npy['short_s'] / base['short_s']:.2f}× (short turns) and {npy['pass_s'] / base['pass_s']:.2f}× "
+            "(passages) its speed, so the numpy pass does not earn a place on speed; it stays only as the fallback "
+            "where onnxruntime has no wheel (it imports numpy alone) and as an independent check of the graph "
+            "(both match sentence-transformers within 1e-5 in tests/test_embedders.py).")
+    q8 = res.get("onnxruntime int8 (dynamic quantisation)")
+    if q8:
+        b.notes.append(
+            f"int8 (onnxruntime dynamic quantisation) embeds at {base['short_s'] / q8['short_s']:.2f}× / "
+            f"{base['pass_s'] / q8['pass_s']:.2f}× fp32's speed, but its vectors are not the model's (cosine to the fp32 "
+            f"vectors mean {q8['cos_mean']:.3f}, min {q8['cos_min']:.3f}); it is not adopted for ingest — the quality "
+            "harness comparison is in docs/embedding-runtime.md.")
     b.raw["embedding"] = {"results": res, "gflops": gf, "tokens": [n_short, n_pass, n_query]}
     return res

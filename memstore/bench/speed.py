@@ -545,6 +545,7 @@ def run(b: Bench) -> str:
     from .report import render
 
     b.base.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
     src = synth.TextSource()
     queries = src.queries(b.queries)
     qvecs = synth.embed_hash(queries)
@@ -593,6 +594,8 @@ def run(b: Bench) -> str:
     if b.million:
         million_rows(b)
     # (a scale table hooks in here: memstore/bench/scale.py)
+    b.notes.append(f"This run took {(time.perf_counter() - started) / 60:.1f} min (stores already built under "
+                   f"{b.base} are reused; building them is part of a first run).")
     return render(b)
 
 
@@ -613,7 +616,7 @@ def million_rows(b: Bench) -> None:
               f"{ann.FP16_MIN_ROWS:,} rows)", f"{n:,}", f"{ms(fp[0])}; CPU {ms(fp[1])}",
               ratio=f"{ex[0] / fp[0]:.2f}× float32 wall, {ex[1] / fp[1]:.2f}× CPU; vector top 10 equal to exact "
                     f"{res['fp16_recall10'] * 100:.0f}%; first query builds the float16 copy: {ms(res['fp16_prepare_s'])}",
-              budget="p50 ≤ 50 ms @1M", ok=fp[0] <= 0.050)
+              budget="p50 ≤ 50 ms @1M" if n >= 1_000_000 else "", ok=(fp[0] <= 0.050) if n >= 1_000_000 else None)
     else:
         b.notes.append("faiss is not installed: the float16 scan and the IVF index were not measured (pip install faiss-cpu).")
         return
