@@ -162,7 +162,7 @@ class _OnnxBert:
     The session uses one intra-op thread: batches already run in parallel threads (session.run is
     thread-safe and releases the GIL), and a single query is fastest without waking a thread pool
     on a busy machine. EXTENDED optimisation fuses LayerNorm, GELU and MatMul+Add; ALL adds layout
-    transforms that cost start-up time for no measured gain here.
+    transforms that are specific to this CPU, so its result could not be cached safely.
     """
 
     def __init__(self, folder: Path, quant: str):
@@ -170,12 +170,41 @@ class _OnnxBert:
 
         from .minilm_graph import ensure_graph
 
+        source = ensure_graph(folder, quant)
+        # The graph as onnxruntime optimised it, saved once (per onnxruntime version): loading it
+        # with optimisation off costs a third of the CPU of optimising again in every process.
+        ready = source.with_name(f"{source.stem}-opt-{ort.__version__}.onnx")
+        level = ort.GraphOptimizationLevel
+        if ready.exists():
+            self.session = self._session(ready, level.ORT_DISABLE_ALL)
+        else:
+            self.session = self._session(source, level.ORT_ENABLE_EXTENDED, save_as=ready)
+
+    @staticmethod
+    def _session(path: Path, level, save_as: Path | None = None):
+        import tempfile
+
+        import onnxruntime as ort
+
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        opts.graph_optimization_level = level
         opts.log_severity_level = 3  # warnings about unused initializers are noise to a CLI user
-        self.session = ort.InferenceSession(str(ensure_graph(folder, quant)), opts, providers=["CPUExecutionProvider"])
+        if save_as is None:
+            return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        data = save_as.with_suffix(".data").name
+        with tempfile.TemporaryDirectory(dir=save_as.parent) as tmp:
+            opts.optimized_model_filepath = str(Path(tmp) / save_as.name)
+            opts.add_session_config_entry("session.optimized_model_external_initializers_file_name", data)
+            opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+            session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            try:  # the data file first, so an existing graph file is always complete
+                os.replace(Path(tmp) / data, save_as.parent / data)
+                os.replace(Path(tmp) / save_as.name, save_as)
+            except OSError:
+                pass  # a cache we could not write only costs the next process the optimisation again
+        return session
 
     def embed(self, seqs: list[list[int]]) -> np.ndarray:
         width = max(len(s) for s in seqs)

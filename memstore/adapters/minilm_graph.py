@@ -199,6 +199,12 @@ def main(argv=None) -> int:
     quants = (argv if argv is not None else sys.argv[1:]) or ["fp32"]
     for quant in quants:
         print(ensure_graph(model_dir(), quant))
+        try:  # one embedding also saves onnxruntime's optimised graph beside it
+            from .minilm import MiniLMEmbedder
+
+            MiniLMEmbedder(runtime="onnx", quant=quant).embed_query("warm up")
+        except ImportError:
+            pass  # no onnxruntime: the numpy fallback will run
     return 0
 
 
