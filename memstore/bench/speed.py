@@ -350,9 +350,13 @@ def bytes_per_record(store, n: int) -> dict:
     for p in store.meta_dir.iterdir():
         if p.name in ("index.db",) or p.name.startswith(("vectors-", "times-")):
             out["index"] += p.stat().st_size
-    for p in (root / ".git" / "objects").rglob("*"):
-        if p.is_file():
-            out["git"] += p.stat().st_size
+    # git's background auto-gc may be packing loose objects right now: count what is there.
+    for folder, _, files in os.walk(root / ".git" / "objects"):
+        for name in files:
+            try:
+                out["git"] += os.stat(os.path.join(folder, name)).st_size
+            except FileNotFoundError:
+                pass
     return {k: v / n for k, v in out.items()}
 
 
