@@ -120,8 +120,8 @@ def embedding_rows(b) -> dict:
             "One MiniLM runtime: onnxruntime fp32 runs every store (graph built from the bundled safetensors by "
             "`memstore/adapters/minilm_graph.py`, cached per user, weights memory-mapped). In this run it embedded "
             f"a warm query in {base['q50'] * 1000:.1f} ms against {npy['q50'] * 1000:.1f} ms for the numpy forward pass "
-            f"and batches at {npy['short_s'] / base['short_s']:.2f}× (short turns) and {npy['pass_s'] / base['pass_s']:.2f}× "
-            "(passages) its speed, so the numpy pass does not earn a place on speed; it stays only as the fallback "
+            f"and took {npy['short_s'] / base['short_s']:.2f}× (short turns) and {npy['pass_s'] / base['pass_s']:.2f}× "
+            "(passages) its time for a batch, so the numpy pass does not earn a place on speed; it stays only as the fallback "
             "where onnxruntime has no wheel (it imports numpy alone) and as an independent check of the graph "
             "(both match sentence-transformers within 1e-5 in tests/test_embedders.py).")
     q8 = res.get("onnxruntime int8 (dynamic quantisation)")
