@@ -18,7 +18,9 @@ $(BIN)/ct: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e '.[test,reference,langchain,llamaindex]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,reference,langchain,llamaindex,ann]'
+	# Build MiniLM's ONNX graph from the installed safetensors now (~2 s, offline), not on the first search.
+	$(BIN)/python -m memstore.adapters.minilm_graph
 	touch $(BIN)/ct
 
 test: install

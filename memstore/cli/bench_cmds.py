@@ -21,7 +21,11 @@ import click
 @click.option("--contexttape/--no-contexttape", default=True, show_default=True,
               help="Compare with ContextTape's ISStore.search_by_vector (needs its own virtualenv; created if missing).")
 @click.option("--minilm/--no-minilm", default=True, show_default=True, help="Also time the MiniLM embedder.")
-def bench_cmd(out, sizes, per_day, queries, repeats, ingest_n, base, contexttape, minilm):
+@click.option("--million", default=1_000_000, show_default=True, type=click.IntRange(0),
+              help="Rows of the directly filled index timed for warm hybrid search at scale (0 skips it).")
+@click.option("--ann-sizes", default="250000,500000,1000000", show_default=True,
+              help="Sizes at which the IVF index is compared with the exact scan, comma-separated.")
+def bench_cmd(out, sizes, per_day, queries, repeats, ingest_n, base, contexttape, minilm, million, ann_sizes):
     """Measure search, index and ingest speed beside a bare numpy scan and ContextTape.
 
     Builds (once, cached under --base) synthetic stores of each size and prints a table with every
@@ -34,7 +38,8 @@ def bench_cmd(out, sizes, per_day, queries, repeats, ingest_n, base, contexttape
     command = "ct bench" + (f" --sizes {sizes}" if sizes != "10000,100000" else "") + (f" --out {out}" if out else "")
     try:
         code = run_cli(out=out, sizes=sizes, per_day=per_day, queries=queries, repeats=repeats, ingest_n=ingest_n,
-                       base=base, contexttape=contexttape, minilm=minilm, command=command)
+                       base=base, contexttape=contexttape, minilm=minilm, command=command, million=million,
+                       ann_sizes=ann_sizes)
     except (RuntimeError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     raise SystemExit(code)

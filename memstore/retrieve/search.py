@@ -124,19 +124,23 @@ def _exact_unfiltered(index, expr: str, filters: Filters, limit: int) -> list[tu
 
 
 class _VectorScan:
-    """One vector query in three steps, so the numpy scan can run beside the FTS query.
+    """One vector query in three steps, so the scan can run beside the FTS query.
 
-    `prepare` and `finish` use the SQLite connection (owned by the caller's thread); `scan` is
-    pure numpy, releases the GIL, and may run in another thread.
+    `prepare` (the constructor) and `finish` use the SQLite connection (owned by the caller's
+    thread); `scan` is numpy or faiss, releases the GIL, and may run in another thread. Large
+    unfiltered or time-sliced scans go through a faiss float16 (or, opted in, IVF) candidate
+    stage that is re-scored in float32 (memstore/index/ann.py); row filters gather their rows and
+    scan them in numpy.
     """
 
-    def __init__(self, index, qvec, filters: Filters, limit: int):
+    def __init__(self, index, qvec, filters: Filters, limit: int, method: str | None = None):
         self.index, self.limit = index, limit
         self.q = np.asarray(qvec, np.float32)
         self.view = None
         self.rows_idx = None
+        self.scanner = None
         self.hidden: set[int] = set()
-        self.top = self.scores = None
+        self.result: tuple[np.ndarray, np.ndarray] | None = None  # (vrows, scores), best first
         vecs, times = index.matrix()
         n = vecs.shape[0]
         if n == 0:
@@ -145,7 +149,7 @@ class _VectorScan:
         hi = bisect.bisect_left(times, filters.until) if filters.until is not None else n
         if hi <= lo:
             return
-        self.lo = lo
+        self.lo, self.hi, self.vecs = lo, hi, vecs
         if filters.narrows_rows:
             where, args = filters.sql()
             rows = index.conn.execute(f"SELECT r.vrow FROM records r WHERE r.vrow >= ? AND r.vrow < ? AND {where}",
@@ -153,9 +157,10 @@ class _VectorScan:
             allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             if allowed.size == 0:
                 return
-            self.view, self.rows_idx = vecs[allowed], allowed
+            self.view, self.rows_idx = vecs[np.sort(allowed)], np.sort(allowed)
         else:
             self.view = vecs[lo:hi]
+            self.scanner = _scanner(index, hi - lo, method)
         if not filters.include_hidden:
             self.hidden = {r[0] for r in index.conn.execute(
                 "SELECT vrow FROM records WHERE hidden != 0 AND vrow >= ? AND vrow < ?", (lo, hi))}
@@ -163,16 +168,23 @@ class _VectorScan:
     def scan(self) -> None:
         if self.view is None:
             return
+        want = min(self.limit + len(self.hidden), self.view.shape[0])
+        if self.scanner is not None:
+            from ..index.ann import rescore
+
+            cand = self.scanner.candidates(self.q, want, self.lo, self.hi)
+            self.result = rescore(self.vecs, self.q, cand, want)
+            return
         scores = self.view @ self.q
-        want = min(self.limit + len(self.hidden), scores.shape[0])
         top = np.argpartition(-scores, want - 1)[:want] if want < scores.shape[0] else np.arange(scores.shape[0])
-        self.top, self.scores = top[np.argsort(-scores[top], kind="stable")], scores
+        top = top[np.argsort(-scores[top], kind="stable")]
+        vrows = self.rows_idx[top] if self.rows_idx is not None else self.lo + top
+        self.result = (vrows, scores[top])
 
     def finish(self) -> list[tuple[int, float]]:
-        if self.top is None:
+        if self.result is None:
             return []
-        vrows = [int(self.rows_idx[i]) if self.rows_idx is not None else self.lo + int(i) for i in self.top]
-        pairs = [(v, float(self.scores[i])) for v, i in zip(vrows, self.top) if v not in self.hidden][: self.limit]
+        pairs = [(int(v), float(sc)) for v, sc in zip(*self.result) if int(v) not in self.hidden][: self.limit]
         if not pairs:
             return []
         lookup = dict(self.index.conn.execute(
@@ -180,16 +192,33 @@ class _VectorScan:
         return [(lookup[v], sc) for v, sc in pairs if v in lookup]
 
 
-def vector_candidates(index, qvec: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
+def _scanner(index, rows: int, method: str | None):
+    """faiss candidate stage for a scan of `rows` rows, or None for the plain numpy scan.
+
+    `method` (else `[settings] vector_index`): "exact" never uses faiss; "auto" (the default) uses
+    the float16 scan from FP16_MIN_ROWS rows when faiss is installed; "ivf" uses the approximate
+    IVF index from that size on.
+    """
+    from ..index import ann
+
+    if method is None:
+        settings = getattr(getattr(index.store, "config", None), "settings", None) or {}
+        method = str(settings.get("vector_index", "auto"))
+    if method == "exact" or rows < ann.FP16_MIN_ROWS:
+        return None
+    return ann.scanner_for(index, "ivf" if method == "ivf" else "fp16")
+
+
+def vector_candidates(index, qvec: np.ndarray, filters: Filters, limit: int, method: str | None = None):
     """(rowid, cosine) for the nearest rows; time filters slice the time-ordered matrix."""
-    job = _VectorScan(index, qvec, filters, limit)
+    job = _VectorScan(index, qvec, filters, limit, method)
     job.scan()
     return job.finish()
 
 
-def hybrid_candidates(index, query: str, qvec, filters: Filters, limit: int):
-    """Exact and vector candidates, the numpy scan running in a thread while FTS5 ranks."""
-    job = _VectorScan(index, qvec, filters, limit)
+def hybrid_candidates(index, query: str, qvec, filters: Filters, limit: int, method: str | None = None):
+    """Exact and vector candidates, the vector scan running in a thread while FTS5 ranks."""
+    job = _VectorScan(index, qvec, filters, limit, method)
     worker = None
     if job.view is not None and job.view.shape[0] >= 20_000:  # below that a thread costs more than it saves
         worker = threading.Thread(target=job.scan, daemon=True)

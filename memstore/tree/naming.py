@@ -8,8 +8,10 @@ call can never become a stored name.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import Counter
+from functools import lru_cache
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 
@@ -53,6 +55,13 @@ def _stem(w: str) -> str:
     return w
 
 
+@lru_cache(maxsize=8192)
+def _terms_of(text: str) -> tuple[tuple[str, str], ...]:
+    """(folded term, surface form) per content word. Cached: placing a batch re-reads each topic's
+    recent turns once per new turn, and the regex and stemming were most of that time."""
+    return tuple((_stem(w), w if not w.isupper() or len(w) <= 4 else w.lower()) for w in words(text))
+
+
 def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
     """The `k` most characteristic terms: spread over many turns first, then frequency.
 
@@ -65,28 +74,29 @@ def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
     df: Counter = Counter()
     forms: dict[str, Counter] = {}
     first: dict[str, int] = {}
+    proper: set[str] = set()
     pos = 0
     for text in texts:
         seen = set()
-        for w in words(text):
-            s = _stem(w)
+        for s, form in _terms_of(text):
             tf[s] += 1
-            forms.setdefault(s, Counter())[w if not w.isupper() or len(w) <= 4 else w.lower()] += 1
-            first.setdefault(s, pos)
+            if s not in forms:
+                forms[s] = Counter()
+                first[s] = pos
+            forms[s][form] += 1
+            if form[:1].isupper():
+                proper.add(s)
             pos += 1
             if s not in seen:
                 seen.add(s)
                 df[s] += 1
 
-    def base(s: str) -> float:
-        proper = any(f[:1].isupper() for f in forms[s])
-        return df[s] * 2 + tf[s] + (1.5 if proper else 0)
-
-    ranked = sorted(tf, key=lambda s: (-base(s), first[s], s))
+    base = {s: df[s] * 2 + tf[s] + (1.5 if s in proper else 0) for s in tf}
+    # nsmallest(n, ..., key) is sorted(...)[:n], without sorting every term of a long topic.
+    ranked = heapq.nsmallest(max(4 * k, 24), tf, key=lambda s: (-base[s], first[s], s))
     if rarity is not None and ranked:
-        pool = ranked[: max(4 * k, 24)]
-        weight = rarity(pool)
-        ranked = sorted(pool, key=lambda s: (-base(s) * weight.get(s, 1.0), first[s], s))
+        weight = rarity(ranked)
+        ranked = sorted(ranked, key=lambda s: (-base[s] * weight.get(s, 1.0), first[s], s))
     return [forms[s].most_common(1)[0][0] for s in ranked[:k]]
 
 
