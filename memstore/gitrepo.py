@@ -119,9 +119,11 @@ class GitRepo:
 
     def files_at(self, rev: str, folder: str) -> dict[str, bytes]:
         """Every file under `folder` at revision `rev`: {path relative to the store: bytes}; {} if none."""
+        import git  # gitpython: its object database reads a whole folder of blobs without a process each
+
         try:
-            tree = self.repo.commit(rev).tree / folder
-        except (KeyError, ValueError, self._git_mod.BadName):
+            tree = git.Repo(self.root).commit(rev).tree / folder
+        except (KeyError, ValueError, git.BadName):
             return {}
         return {b.path: b.data_stream.read() for b in tree.traverse() if b.type == "blob"}
 
