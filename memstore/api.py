@@ -90,21 +90,22 @@ class StoreAPI:
 
     def ingest_path(self, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, max_pdf_pages=None,
                     follow_symlinks: bool = False, quantize: bool = False, allow_secrets: bool = False,
-                    progress=None):
+                    progress=None, secrets: str | None = None):
         """Ingest a file or folder of text, code and PDFs as document chunks (`ct ingest-path`) → WriteResult."""
         from .ingest.path import ingest_path
 
         return ingest_path(self, path, exts=exts, max_bytes=max_bytes, max_pdf_pages=max_pdf_pages,
                            follow_symlinks=follow_symlinks, quantize=quantize, allow_secrets=allow_secrets,
-                           progress=progress)
+                           progress=progress, secrets=secrets)
 
     def ingest_any(self, path, *, max_bytes: int | None = None, follow_symlinks: bool = False,
-                   allow_secrets: bool = False, progress=None):
+                   allow_secrets: bool = False, progress=None, secrets: str | None = None):
         """Ingest any files: text as chunks, PDFs, images, audio and others as blobs (`ct ingest-any`) → WriteResult."""
         from .ingest.any import DEFAULT_MAX_BYTES, ingest_any
 
         return ingest_any(self, path, max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
-                          follow_symlinks=follow_symlinks, allow_secrets=allow_secrets, progress=progress)
+                          follow_symlinks=follow_symlinks, allow_secrets=allow_secrets, progress=progress,
+                          secrets=secrets)
 
     def import_(self, kind: str, path, *, allow_secrets: bool = False, progress=None, **options):
         """Import another tool's data (`ct import KIND PATH`): jsonl, claude-code, chatgpt, contexttape → WriteResult."""

@@ -73,13 +73,16 @@ class MemoryServer:
         return await self._run(lambda: self._st().recall(question, k=k, now=now, around=around, docs=docs).to_json())
 
     async def add(self, text: str, role: str = "user", actor: str | None = None, session: str | None = None,
-                  type: str = "text", model: str | None = None) -> dict:
-        """Remember one turn or fact verbatim (one git commit). role: user | assistant | system | tool."""
+                  type: str = "text", model: str | None = None, secrets: str = "refuse") -> dict:
+        """Remember one turn or fact verbatim (one git commit). role: user | assistant | system | tool.
+        A text holding a detected secret (token, key, password) is refused unless secrets is
+        "redact" (stored with [REDACTED kind] markers) or "allow" (stored verbatim)."""
         from .format.record import RecordError
 
         def run():
             try:
-                return self._st().add(text, role=role, actor=actor, session=session, type=type, model=model).to_json()
+                return self._st().add(text, role=role, actor=actor, session=session, type=type, model=model,
+                                      secrets=secrets).to_json()
             except RecordError as exc:
                 raise ValueError(f"cannot add: {exc}") from None
 

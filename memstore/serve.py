@@ -63,7 +63,7 @@ def _add(st, p):
 
     try:
         return st.add(p["text"], role=p["role"], actor=p["actor"], session=p["session"], ts=p["ts"],
-                      type=p["type"], model=p["model"]).to_json()
+                      type=p["type"], model=p["model"], secrets=p["secrets"]).to_json()
     except RecordError as exc:
         raise UsageError(f"cannot add: {exc}") from None
 
@@ -97,6 +97,7 @@ ENDPOINTS = {e.path: e for e in (
         Param("ts", "string", "When it was said (ISO; default: now)."),
         Param("type", "string", "text | action | meta.", default="text"),
         Param("model", "string", "The model that produced it (assistant turns)."),
+        Param("secrets", "string", "What to do with a detected secret: refuse | redact | allow.", default="refuse"),
     ), _add),
     Endpoint("/context", "Prompt context for a query within a token budget.", _READ, (
         Param("query", "string", "What the prompt is about.", required=True),

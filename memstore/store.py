@@ -196,7 +196,8 @@ class Store(StoreAPI):
 
     def write(self, records: list[dict], message, embed_inputs: list[str] | None = None,
               progress=None, extra_paths: list[str] | None = None, dedupe: bool = True,
-              after_write=None, before_write=None, given_vectors: dict | None = None) -> WriteResult:
+              after_write=None, before_write=None, given_vectors: dict | None = None,
+              secrets: str = "refuse", origins: dict | None = None) -> WriteResult:
         """Embed, write segments, append day logs and make one commit — all under the store lock.
 
         `records` are normalised records (see `normalize`). Records whose id is already in the
@@ -208,11 +209,20 @@ class Store(StoreAPI):
         duplicates are dropped, before anything is embedded: it may write files the records refer to
         (blobs) and fill in their fields, and returns paths to stage. `given_vectors` maps id(record)
         to a vector stored as is instead of embedding that record (imports that keep their vectors).
+        `secrets` says what to do with records holding a detected secret (memstore/secret_policy.py:
+        refuse, skip, redact, allow); `origins` maps id(record) to "file:line" for its messages.
         """
+        from . import secret_policy
+
         result = WriteResult()
         inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
+        records, result.notes = secret_policy.apply(records, secrets, origins)
+        for r in records:  # a redacted record is embedded from its redacted text
+            if "redacted" in (r.get("meta") or {}):
+                inputs_by_rec.pop(id(r), None)
+                (given_vectors or {}).pop(id(r), None)
         with self.lock():
-            result.notes += self.recovery_notes  # what a crashed writer left was rolled back first
+            result.notes[:0] = self.recovery_notes  # what a crashed writer left was rolled back first
             if dedupe:
                 records, result.skipped = self._drop_known(records)
             paths: list[str] = []
@@ -225,7 +235,7 @@ class Store(StoreAPI):
             paths += extra_paths or []
             if paths:
                 text = message(result.added) if callable(message) else message
-                result.commit = self.git.commit(text, paths)
+                result.commit = self.git.commit(secret_policy.scrub(text), paths)
         return result
 
     def _after_write(self, records: list[dict], vectors, after_write, result: WriteResult) -> list[str]:
@@ -315,16 +325,30 @@ class Store(StoreAPI):
     # ----- helpers for commands -------------------------------------------------------------
 
     def add(self, text: str, role: str = "user", actor: str | None = None, session: str | None = None,
-            ts=None, type: str = "text", model: str | None = None, meta: dict | None = None) -> WriteResult:
+            ts=None, type: str = "text", model: str | None = None, meta: dict | None = None,
+            secrets: str = "refuse") -> WriteResult:
+        from .errors import UsageError
         from .format.timeutil import now_utc
 
+        if type not in ("text", "action", "meta"):
+            raise UsageError(f"type must be text, action or meta, not {type!r} (documents come in with ingest-path)")
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError("Refusing to add an empty turn: the text is empty or only whitespace.",
+                             "Nothing was written. Pass the text to remember (or - to read it from stdin).")
         raw = {"ts": ts or now_utc(), "role": role, "actor": actor, "session": session, "type": type,
                "text": text, "model": model}
         if meta:
             raw["meta"] = meta
         rec = self.normalize(raw)
-        preview = " ".join(text.split())[:60]
-        return self.write([rec], f"Add {rec['role']} turn: {preview}")
+        return self.write([rec], lambda added: f"Add {rec['role']} turn: {_preview(added[0]['text'])}",
+                          secrets=secrets)
+
+
+def _preview(text: str, width: int = 60) -> str:
+    """A commit subject's excerpt of a text: one line, secrets already scrubbed before cutting."""
+    from .secret_policy import scrub
+
+    return " ".join(scrub(text).split())[:width]
 
 
 def _local_timezone_name() -> str:

@@ -72,7 +72,7 @@ class Watcher:
     """The pending-batch state machine; `tick(now)` decides and imports, `run()` loops until stopped."""
 
     def __init__(self, store, paths, kind: str = "claude-code", interval: float = 5.0, debounce: float = 2.0,
-                 max_delay: float = 60.0, allow_secrets: bool = False):
+                 max_delay: float = 60.0, allow_secrets: bool = False, secrets: str | None = None):
         if kind not in KINDS:
             raise UsageError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
         if interval <= 0 or debounce < 0 or max_delay < debounce:
@@ -83,7 +83,7 @@ class Watcher:
             if not p.exists():
                 raise UsageError(f"{p}: no such file or folder to watch")
         self.interval, self.debounce, self.max_delay = interval, debounce, max_delay
-        self.allow_secrets = allow_secrets
+        self.secrets = secrets or ("allow" if allow_secrets else "refuse")
         self.imported: dict[str, tuple[int, int]] = {}  # file -> (size, mtime_ns) when last read
         self.pending_since: float | None = None
         self.stop_requested = False
@@ -159,7 +159,7 @@ class Watcher:
     def _one(self, files: list[str], batch: Batch) -> None:
         from .ingest.run import import_source
 
-        res = import_source(self.store, self.kind, files, allow_secrets=self.allow_secrets)
+        res = import_source(self.store, self.kind, files, secrets=self.secrets)
         batch.added += len(res.added)
         batch.skipped += res.skipped
         batch.notes += res.notes
@@ -220,9 +220,9 @@ class Watcher:
 
 def watch(store, paths, kind: str = "claude-code", interval: float = 5.0, debounce: float = 2.0,
           max_delay: float = 60.0, once: bool = False, allow_secrets: bool = False,
-          report: Callable[[Batch], None] | None = None) -> int:
+          report: Callable[[Batch], None] | None = None, secrets: str | None = None) -> int:
     """Follow `paths` (see the module docstring); with `once`, import what is there and return. Returns batches run."""
-    w = Watcher(store, paths, kind, interval, debounce, max_delay, allow_secrets)
+    w = Watcher(store, paths, kind, interval, debounce, max_delay, allow_secrets, secrets)
     if once:
         batch = w.once()
         if report:
