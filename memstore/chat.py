@@ -72,6 +72,10 @@ class ChatSession:
 
         if self.secrets == "refuse":  # before the question leaves the machine, not only before the commit
             secrets_apply([{"text": text}], "refuse")
+        elif self.secrets == "redact":
+            from .secret_policy import scrub
+
+            text = scrub(text)
         asked_at = to_iso(now_utc())
         ctx = build_context(self.store, text, budget=self.budget, recent=0)
         messages = self.prompt(text, ctx)
