@@ -191,7 +191,7 @@ def main() -> None:
     detectors = {
         "hand-written rules (memstore.ingest.secrets.scan_rules)": sec.scan_rules,
         "detect-secrets 1.5.0, all default plugins": sec.scan_detect_secrets,
-        "detect-secrets 1.5.0, specific plugins (no entropy / keyword)": lambda t: sec.scan_detect_secrets(t, specific_only=True),
+        "detect-secrets 1.5.0, specific plugins (no entropy / keyword)": lambda t: sec.scan_detect_secrets(t, specific_only=True, token_lines_only=False),
         "adopted: rules + detect-secrets specific plugins (memstore.ingest.secrets.scan)": sec.scan,
     }
     print("| detector | secrets found | false positives | ms per text | missed kinds |")

@@ -330,7 +330,7 @@ _DS_SPECIFIC = {
 _DS_SKIP = {"Public IP (ipv4)"}
 
 
-def scan_detect_secrets(text: str, specific_only: bool = False) -> list[Finding]:
+def scan_detect_secrets(text: str, specific_only: bool = False, token_lines_only: bool | None = None) -> list[Finding]:
     """What detect-secrets (pinned 1.5.0) reports for the text, scanned as one file with its filters.
 
     With `specific_only`, only lines holding a long token are handed over and only the
@@ -345,7 +345,7 @@ def scan_detect_secrets(text: str, specific_only: bool = False) -> list[Finding]
         offsets.append(offsets[-1] + len(line))
     lines = [line.rstrip("\r\n") for line in lines]
     numbered = list(enumerate(lines, start=1))
-    if specific_only:
+    if specific_only if token_lines_only is None else token_lines_only:
         numbered = [(n, line) for n, line in numbered if _LONG_TOKEN.search(line)]
     out: dict[int, Finding] = {}
     # The line-based scan of a file (with the heuristic filters), minus the file I/O; its name is
