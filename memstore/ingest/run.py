@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from ..errors import FormatError, UsageError
-from ..format.record import RecordError
+from ..format.record import RecordError, UnstorableText
 from ..store import WriteResult
 
 KINDS = ("jsonl", "claude-code", "chatgpt", "trace", "lossless-memory")
@@ -51,6 +51,9 @@ def import_source(store, kind: str, path, progress=None, allow_secrets: bool = F
         line = getattr(rec, "line", None)
         try:
             norm = store.normalize(rec, derive_id=True)
+        except UnstorableText as exc:  # that one record is reported; the rest of the file comes in
+            notes.append(f"skipped {src}:{line if line is not None else f' record {i + 1}'}: {exc}")
+            continue
         except RecordError as exc:
             if line is not None:
                 raise FormatError(src, str(exc), line=line, hint="Nothing was imported.") from None
