@@ -11,7 +11,7 @@ def history(store, max_count: int = 20) -> list[dict]:
             p = f["path"]
             if p.startswith("log/"):
                 counts["records"] += f["added"]
-            elif p.startswith("segments/"):
+            elif p.startswith(("segments/", "packs/")):
                 counts["segments"] += 1
             elif p == "markers.jsonl":
                 counts["markers"] += f["added"]
