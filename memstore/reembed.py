@@ -8,6 +8,7 @@ from . import adapters
 from .format import config as configfmt
 from .format import log as logfmt
 from .format.segment import Header, encode_vector, read_segment, segment_name
+from .store import EMBED_CHARS
 
 
 def reembed(store, embedder_name: str | None = None, options: dict | None = None, batch: int = 256) -> dict:
@@ -29,7 +30,7 @@ def reembed(store, embedder_name: str | None = None, options: dict | None = None
         touched = set()
         for i in range(0, len(refs), batch):
             part = refs[i : i + batch]
-            vecs = embed_cached(emb, [r["text"] for r in part], kind="passage")
+            vecs = embed_cached(emb, [r["text"][:EMBED_CHARS] for r in part], kind="passage")  # as Store.write
             for rec, vec in zip(part, vecs):
                 seg = rec["seg"]
                 vpath = store.root / seg["shard"] / segment_name(int(seg["vec"]))

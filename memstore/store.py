@@ -19,6 +19,7 @@ from .format.timeutil import from_iso, local_day, zone
 from .locking import file_lock, lock_timeout
 
 META_DIR = ".memstore"
+EMBED_CHARS = 32_768
 GITIGNORE = f"/{META_DIR}/\n"
 GITATTRIBUTES = """\
 # memstore (docs/format.md): day logs and markers merge by union, segments are binary,
@@ -268,7 +269,12 @@ class Store(StoreAPI):
         return kept, len(records) - len(kept)
 
     def _embed_records(self, records: list[dict], inputs_by_rec: dict, given: dict | None, progress=None):
-        """One vector per record: the caller's where given (keyed by id(record)), embedded otherwise."""
+        """One vector per record: the caller's where given (keyed by id(record)), embedded otherwise.
+
+        An embedding input is cut at EMBED_CHARS: no model reads further (8k tokens at most), and a
+        50 MB pasted log would otherwise cost minutes of tokenising for nothing.
+        """
+        inputs_by_rec = {id(r): inputs_by_rec.get(id(r), r["text"])[:EMBED_CHARS] for r in records}
         if not given:
             return self._embed([inputs_by_rec.get(id(r), r["text"]) for r in records], progress)
         import numpy as np

@@ -198,7 +198,7 @@ def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
     batch per write, so a sentence model pays one extra call, not one per record.
     """
     users = [r for r in records if r.get("role") == "user"]
-    texts = [" ".join(naming.words(r["text"])) for r in users]
+    texts = [" ".join(naming.words(r["text"][: naming.TEXT_CHARS])) for r in users]
     pick = [(r, t) for r, t in zip(users, texts) if t]
     if not pick:
         return {}

@@ -95,11 +95,15 @@ def term_set(texts: list[str], k: int = 12, rarity=None) -> set[str]:
     return {_stem(t) for t in key_terms(texts, k, rarity)}
 
 
+# A name or summary needs a text's gist, not all of it: a 50 MB pasted log must not cost minutes.
+TEXT_CHARS = 20_000
+
+
 def _scrubbed(texts: list[str]) -> list[str]:
     """Names and summaries are committed derived text: built from texts with their secrets replaced."""
     from ..secret_policy import scrub
 
-    return [scrub(t) for t in texts]
+    return [scrub(t[:TEXT_CHARS]) for t in texts]
 
 
 def offline_name(texts: list[str], rarity=None) -> str:
