@@ -117,6 +117,29 @@ class StoreAPI:
 
         return import_source(self, kind, path, progress=progress, allow_secrets=allow_secrets, **options)
 
+    def forget(self, ids=(), *, match: str | None = None, session: str | None = None, since=None, until=None,
+               now=None, dry_run: bool = False, purge_history: bool = False):
+        """Forget records (`ct forget`): by id, every word of `match`, session or time range → ForgetResult.
+
+        One commit removes their text from every committed file and leaves tombstones; `dry_run`
+        only selects; `purge_history` also rewrites git history (see memstore/forget.py).
+        """
+        from .forget import ForgetResult, forget, forgotten_ids, purge, select, texts_in_history
+
+        ids = list(ids or ())
+        gone = forgotten_ids(self.root)
+        if purge_history and ids and all(i in gone for i in ids) and not (match or session or since or until):
+            # forgotten earlier: only the history is left to clean
+            res = ForgetResult(records=[{"id": i, "text": "", "ts": ""} for i in ids], purged=not dry_run)
+            texts = texts_in_history(self, ids)
+            if not dry_run and texts:
+                res.notes.append(purge(self, texts))
+            return res
+        records = select(self, ids, match=match, session=session, since=since, until=until, now=now)
+        if dry_run:
+            return ForgetResult(records=records)
+        return forget(self, records, purge_history=purge_history)
+
     def mark(self, text: str, now=None):
         """Open a "where are we now" marker (`ct mark TEXT`, one commit) → Marker."""
         from .markers import mark
