@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from pathlib import Path
 
 # name -> module, for `memstore.<name>` and `from memstore.api import <name>` without eager imports
 RESULT_TYPES = {
@@ -52,10 +51,11 @@ class Stats:
     first_day: str | None
     last_day: str | None
     sessions: int
-    segments: int
+    segments: int  # format-1 segment files (0 in format 2)
     by_type: dict
     by_role: dict
     embedder: dict
+    packs: int = 0
     data: dict = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict:
@@ -196,14 +196,14 @@ class StoreAPI:
         return treefmt.read(self.root)
 
     def stat(self) -> Stats:
-        """Counts of records, days, sessions, segments and bytes (`ct stat`) → Stats."""
+        """Counts of records, days, sessions, packs and bytes (`ct stat`) → Stats."""
         from .stats import stat
 
         d = stat(self)
         return Stats(records=d["records"], current_records=d["current_records"], days=d["days"],
                      first_day=d["first_day"], last_day=d["last_day"], sessions=d["sessions"],
                      segments=d["segments"], by_type=d["by_type"], by_role=d["by_role"],
-                     embedder=d["embedder"], data=d)
+                     embedder=d["embedder"], packs=d["packs"], data=d)
 
     def fsck(self):
         """Verify every invariant of docs/format.md (`ct fsck`) → Report (`.ok`, `.damage`, `.warnings`)."""
@@ -241,10 +241,3 @@ class StoreAPI:
         from .history import history
 
         return history(self, max_count=max_count)
-
-
-def open_store(path: str | Path | None = None):
-    """Shorthand for `Store.open(path)`."""
-    from .store import Store
-
-    return Store.open(path)

@@ -1,4 +1,10 @@
-"""fsck: verify every invariant of docs/format.md and report each damaged file."""
+"""fsck: verify every invariant of docs/format.md and report each damaged file.
+
+Format 2: every pack's bytes must hash to its name and parse (manifest, segments, day, dim); every
+record must have a vector in a pack of its day made from its text (hash16); pack entries that no
+record claims are orphans (a warning: harmless, and the next consolidation keeps them). Format 1:
+every record's text/vector segment pair must exist, link both ways and match the log.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     records: int = 0
     segments: int = 0
+    packs: int = 0
 
     @property
     def ok(self) -> bool:
@@ -25,7 +32,7 @@ class Report:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "records": self.records, "segments": self.segments,
-                "damage": self.damage, "warnings": self.warnings}
+                "packs": self.packs, "damage": self.damage, "warnings": self.warnings}
 
 
 def fsck(store) -> Report:
@@ -33,6 +40,8 @@ def fsck(store) -> Report:
     dim = int(store.config.embedder["dim"])
     referenced: set[Path] = set()
     ids: dict[str, str] = {}
+    packed = _check_packs(store, rep, dim)
+    claimed: dict[str, set[str]] = {}
     for day, path in logfmt.list_days(store.root).items():
         try:
             lines = list(logfmt.read_lines(path))
@@ -46,11 +55,13 @@ def fsck(store) -> Report:
                 continue
             rec = ln.record
             rep.records += 1
-            _check_record(store, rec, where, day, dim, rep, referenced)
+            claimed.setdefault(day, set()).add(str(rec["id"]))
+            _check_record(store, rec, where, day, dim, rep, referenced, packed.get(day))
             if rec["id"] in ids and ids[rec["id"]] != where:
                 rep.warnings.append(f"{where}: id {rec['id']} also at {ids[rec['id']]} (the earlier copy is used)")
             ids.setdefault(rec["id"], where)
     _check_orphans(store, rep, referenced)
+    _check_pack_orphans(store, rep, packed, claimed)
     _check_tree(store, rep)
     from .repair import crashed_journal
 
@@ -61,7 +72,7 @@ def fsck(store) -> Report:
     return rep
 
 
-def _check_record(store, rec, where, day, dim, rep, referenced) -> None:
+def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) -> None:
     if rec.get("role") not in recordfmt.ROLES:
         rep.damage.append(f"{where}: role {rec.get('role')!r} is not one of {recordfmt.ROLES}")
     if rec.get("type") not in recordfmt.TYPES:
@@ -73,6 +84,9 @@ def _check_record(store, rec, where, day, dim, rep, referenced) -> None:
     if rec.get("hash") and rec["hash"] != recordfmt.text_hash(rec["text"]):
         rep.damage.append(f"{where}: text does not match its hash")
     src = rec.get("source")
+    if "seg" not in rec:  # format 2: the vector (and any blob) is in a pack of the record's day
+        _check_packed(store, rec, where, day, rep, day_packs)
+        return
     if isinstance(src, dict) and "blob" in src:  # ingest-any: the original file, kept whole
         _check_blob(store, rec, src["blob"], where, rep, referenced)
     seg = rec.get("seg")
@@ -181,3 +195,118 @@ def _check_blob(store, rec, ref, where, rep, referenced) -> None:
     digest = hashlib.sha256(body).hexdigest()
     if manifest.get("sha256") != digest or rec["source"].get("file_sha256") not in (None, digest):
         rep.damage.append(f"{store.rel(bpath)}: blob bytes do not match the sha256 in its manifest and record ({where})")
+
+
+# ----- format 2: packs ----------------------------------------------------------------------------
+
+
+@dataclass
+class DayPacks:
+    """What one day's packs hold: {record id: {hash16: pack path}} and the blobs by record id."""
+
+    vectors: dict[str, dict[str, str]] = field(default_factory=dict)
+    blobs: list[tuple[str, str, bytes, dict]] = field(default_factory=list)  # (record id, pack, bytes, manifest)
+
+
+def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
+    """Verify every file under packs/: name = sha256 of the bytes, parseable, in its day's folder."""
+    import json
+
+    from .format import pack as packfmt
+
+    out: dict[str, DayPacks] = {}
+    top = store.root / packfmt.PACK_ROOT
+    for dirpath, _dirs, files in os.walk(top):
+        folder = Path(dirpath)
+        for name in sorted(files):
+            path = folder / name
+            rel = store.rel(path)
+            if name.startswith(".") and ".tmp-" in name:
+                rep.warnings.append(f"{rel}: temp file left by an interrupted write")
+                continue
+            parts = Path(rel).parts
+            if not packfmt._NAME.match(name) or len(parts) != 4 or not parts[2].startswith(parts[1]):
+                rep.warnings.append(f"{rel}: not a pack (packs are packs/YYYY/YYYY-MM-DD/<sha256>.is)")
+                continue
+            rep.packs += 1
+            try:
+                data = path.read_bytes()
+                if packfmt.pack_name(data) != name:
+                    rep.damage.append(f"{rel}: bytes do not hash to the file name (the pack is damaged)")
+                pk = packfmt.parse(data, rel)  # still read, so the damage can be named more closely
+            except (OSError, ValueError) as exc:
+                rep.damage.append(f"{rel}: {str(exc).replace(rel + ': ', '')}")
+                continue
+            day = parts[2]
+            if pk.manifest.get("day") != day:
+                rep.damage.append(f"{rel}: manifest says day {pk.manifest.get('day')!r}, the pack is in {day}")
+            if pk.manifest.get("dim") != dim:
+                rep.damage.append(f"{rel}: manifest says {pk.manifest.get('dim')} dimensions, the store uses {dim}")
+            got = out.setdefault(day, DayPacks())
+            for rid, h16, seg in pk.manifest.get("records", []):
+                if pk.segments[seg][0].dim != dim:
+                    rep.damage.append(f"{rel}: vector of {rid} has {pk.segments[seg][0].dim} dimensions, the store uses {dim}")
+                got.vectors.setdefault(str(rid), {}).setdefault(str(h16), rel)
+            for rid, bseg, mseg in pk.manifest.get("blobs", []):
+                try:
+                    manifest = json.loads(pk.segments[mseg][1].decode("utf-8"))
+                except (ValueError, UnicodeDecodeError):
+                    rep.damage.append(f"{rel}: blob manifest of {rid} is not JSON")
+                    continue
+                got.blobs.append((str(rid), rel, pk.segments[bseg][1], manifest))
+    return out
+
+
+def _check_packed(store, rec, where, day, rep, day_packs: "DayPacks | None") -> None:
+    """A format-2 record: a vector in a pack of its day made from this text; its blob, if any, intact."""
+    from .format import pack as packfmt
+
+    rid = str(rec["id"])
+    entries = (day_packs.vectors if day_packs else {}).get(rid)
+    if not entries:
+        rep.damage.append(f"{where}: record {rid} has no vector in packs/{day[:4]}/{day}/")
+    elif packfmt.hash16(str(rec.get("hash") or "")) not in entries:
+        rep.damage.append(f"{sorted(entries.values())[0]}: vector of record {rid} was made from other text "
+                          f"than the record at {where} (hash16 differs)")
+    src = rec.get("source")
+    if isinstance(src, dict) and isinstance(src.get("blob"), dict):
+        _check_packed_blob(rec, src["blob"], where, day, rep, day_packs)
+
+
+def _check_packed_blob(rec, ref: dict, where: str, day: str, rep, day_packs: "DayPacks | None") -> None:
+    import hashlib
+
+    found = find_day_blob(day_packs.blobs if day_packs else [], str(rec["id"]), ref.get("sha256"))
+    if found is None:
+        rep.damage.append(f"{where}: its original file (sha256 {str(ref.get('sha256'))[:12]}…) is in no pack of {day}")
+        return
+    pack_rel, body, _manifest = found
+    if hashlib.sha256(body).hexdigest() != ref.get("sha256") or len(body) != ref.get("bytes", len(body)):
+        rep.damage.append(f"{pack_rel}: blob bytes of {rec['id']} do not match the sha256 and size in {where}")
+
+
+def find_day_blob(blobs: list[tuple[str, str, bytes, dict]], record_id: str, sha256: str | None):
+    """(pack, bytes, manifest) of a record's original: its own entry, else the blob that lists it or has its hash."""
+    for rid, rel, body, manifest in blobs:
+        if rid == record_id:
+            return rel, body, manifest
+    for rid, rel, body, manifest in blobs:
+        if record_id in (manifest.get("records") or []) or (sha256 and manifest.get("sha256") == sha256):
+            return rel, body, manifest
+    return None
+
+
+def _check_pack_orphans(store, rep, packed: dict[str, DayPacks], claimed: dict[str, set[str]]) -> None:
+    for day, got in sorted(packed.items()):
+        mine = claimed.get(day, set())
+        by_pack: dict[str, list[str]] = {}
+        for rid, entries in got.vectors.items():
+            if rid not in mine:
+                for rel in entries.values():
+                    by_pack.setdefault(rel, []).append(rid)
+        for rid, rel, _body, manifest in got.blobs:
+            if rid not in mine and not mine & set(manifest.get("records") or []):
+                by_pack.setdefault(rel, []).append(f"blob of {rid}")
+        for rel, rids in sorted(by_pack.items()):
+            rep.warnings.append(f"{rel}: {len(rids)} vectors or blobs for no record of {day} (orphan: {', '.join(sorted(rids)[:3])}"
+                                + (", …)" if len(rids) > 3 else ")"))

@@ -72,9 +72,3 @@ class SecretsFound(MemstoreError):
     """Input looks like it contains credentials; nothing was written."""
 
     exit_code = 9
-
-
-class DamageFound(MemstoreError):
-    """fsck found damage; the report names each damaged file."""
-
-    exit_code = 1

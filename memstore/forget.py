@@ -4,8 +4,8 @@
 Where a record's text lives, and what forgetting does there:
 
     log/YYYY/YYYY-MM-DD.jsonl   the day file is rewritten without the record's line
-    vectors                     format 1: its text and vector segment files are removed;
-                                format 2: the day's packs are consolidated without its vector
+    packs/YYYY/YYYY-MM-DD/      the day's packs are consolidated into one without its vector (and blob);
+                                a format-1 store is refused like every write ("run ct upgrade")
     topic tree                  its id leaves every topic; names and summaries are rebuilt from what
                                 remains (format 2: `memstore.format.tree.forget`)
     markers.jsonl               a marker whose text holds the forgotten text is removed
@@ -141,11 +141,12 @@ def forget(store, records: list[dict], purge_history: bool = False, message: str
     if not records:
         res.notes.append("nothing to forget")
         return res
-    with store.lock():
+    n = len(records)
+    with store.transaction(message or f"Forget {n} record{'s' if n != 1 else ''}") as tx:
         res.paths = _remove_everywhere(store, records)
         res.paths += _append_tombstones(store, records)
-        n = len(records)
-        res.commit = store.git.commit(message or f"Forget {n} record{'s' if n != 1 else ''}", res.paths)
+        tx.stage(res.paths)
+    res.commit = tx.commit
     _scrub_index(store)
     if purge_history:
         res.notes.append(purge(store, [r["text"] for r in records]))
@@ -162,7 +163,7 @@ def _remove_everywhere(store, records: list[dict]) -> list[str]:
     days = sorted({local_day(from_iso(r["ts"]), store.tz) for r in records})
     for day in days:
         paths += _rewrite_day(store, day, ids)
-    paths += _remove_vectors(store, records, days, ids)
+    paths += _remove_vectors(store, days, ids)
     return paths
 
 
@@ -198,44 +199,22 @@ def _rewrite_day(store, day: str, ids: set[str]) -> list[str]:
     return [store.rel(path)]
 
 
-def _remove_vectors(store, records: list[dict], days: list[str], ids: set[str]) -> list[str]:
-    """Format 1: the records' segment files go; format 2: each day's packs are rewritten without them."""
+def _remove_vectors(store, days: list[str], ids: set[str]) -> list[str]:
+    """Each day's packs, consolidated into one without the records' vectors (and blobs)."""
+    from .format import pack
+
+    dim = int(store.config.embedder["dim"])
     paths: list[str] = []
-    for r in records:
-        seg = r.get("seg")
-        if not isinstance(seg, dict) or not isinstance(seg.get("shard"), str):
+    for day in days:
+        if not pack.pack_files(pack.day_dir(store.root, day)):
             continue
-        from .format.segment import segment_name
-        from .index.build import safe_path
-
-        shard = safe_path(store.root, seg["shard"])
-        for key in ("text", "vec"):
-            if isinstance(seg.get(key), int):
-                f = shard / segment_name(seg[key])
-                if f.exists():
-                    f.unlink()
-                paths.append(store.rel(f))
-    packs_root = store.root / "packs"
-    if packs_root.is_dir():
-        try:
-            from .format import pack
-        except ImportError:  # format 2 not in this build
-            return paths
-        dim = int(store.config.embedder["dim"])
-        for day in days:
-            folder = packs_root / day[:4] / day
-            if not folder.is_dir():
-                continue
-            before = {store.rel(p) for p in folder.glob("*.is")}
-            keep = _pack_ids(pack, store.root, day) - ids
-            pack.consolidate(store.root, day, dim, keep=keep)
-            after = {store.rel(p) for p in folder.glob("*.is")}
-            paths += sorted(before | after)
+        new, old = pack.consolidate(store.root, day, dim, keep=lambda rid, _h16: rid not in ids)
+        for p in old:
+            p.unlink()
+            paths.append(store.rel(p))
+        if new is not None:
+            paths.append(store.rel(new))
     return paths
-
-
-def _pack_ids(pack, root: Path, day: str) -> set[str]:
-    return set(pack.day_vectors(root, day))
 
 
 def _forget_in_tree(store, ids: set[str], texts: list[str]) -> list[str]:
@@ -352,10 +331,10 @@ def apply_tombstones(store) -> ForgetResult:
         in_tree = ids & (set(treefmt.read(store.root).topic_of()) if ids else set())
         if not in_tree:
             return ForgetResult()
-        with store.lock():
+        with store.transaction(f"Apply {len(in_tree)} tombstones from {TOMBSTONES} to the topic tree") as tx:
             paths = _forget_in_tree(store, in_tree, [])
-            commit = store.git.commit(f"Apply {len(in_tree)} tombstones from {TOMBSTONES} to the topic tree", paths)
-        return ForgetResult(commit=commit, paths=paths)
+            tx.stage(paths)
+        return ForgetResult(commit=tx.commit, paths=paths)
     n = len(stale)
     return forget(store, stale, message=f"Apply {n} tombstone{'s' if n != 1 else ''} from {TOMBSTONES} "
                                         f"(forgotten on another clone)")

@@ -80,14 +80,6 @@ class GitRepo:
         except ValueError:
             return None
 
-    def status_porcelain(self) -> list[str]:
-        out = self.run("status", "--porcelain", "--untracked-files=all")
-        return [line for line in out.splitlines() if line]
-
-    def changed_files(self, old: str, new: str) -> list[str]:
-        out = self.run("diff", "--name-only", "--no-renames", old, new)
-        return [line for line in out.splitlines() if line]
-
     def log(self, max_count: int | None = None, paths: list[str] | None = None) -> list[dict]:
         """Commits newest first: sha, date, subject, body, and per-file added/removed line counts."""
         # A merge counts what it brought in over the first parent (git shows no diff for merges by default).
@@ -126,12 +118,3 @@ class GitRepo:
 
 def _int(s: str) -> int:
     return int(s) if s.isdigit() else 0
-
-
-
-
-def find_git_root(path: Path) -> Path | None:
-    for p in [path, *path.parents]:
-        if (p / ".git").exists():
-            return p
-    return None

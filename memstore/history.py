@@ -6,12 +6,14 @@ from __future__ import annotations
 def history(store, max_count: int = 20) -> list[dict]:
     out = []
     for c in store.git.log(max_count=max_count):
-        counts = {"records": 0, "segments": 0, "markers": 0, "tree": 0}
+        counts = {"records": 0, "packs": 0, "segments": 0, "markers": 0, "tree": 0}
         for f in c["files"]:
             p = f["path"]
             if p.startswith("log/"):
                 counts["records"] += f["added"]
-            elif p.startswith(("segments/", "packs/")):
+            elif p.startswith("packs/"):
+                counts["packs"] += 1
+            elif p.startswith("segments/"):
                 counts["segments"] += 1
             elif p == "markers.jsonl":
                 counts["markers"] += f["added"]

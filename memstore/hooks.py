@@ -82,5 +82,4 @@ def run_hook(store, name: str, args: list[str]) -> None:
     """What a stub does: bring the index up to date (the changed days are found by fingerprint)."""
     if name == "post-checkout" and len(args) >= 3 and args[2] == "0":
         return  # a file checkout, not a branch switch: the next read catches any change
-    store.writer_id()  # a fresh clone or copy gets its own writer id before anything writes
     store.index(update=True)

@@ -32,21 +32,6 @@ def _checked_lines(store) -> list[markerfmt.MarkerLine]:
                           "Nothing was changed. " + (exc.hint or "")) from None
 
 
-def _append_and_commit(store, line: markerfmt.MarkerLine, message: str) -> str | None:
-    """Append one line and commit it; on a failed commit the file is cut back to its old length."""
-    p = markerfmt.path(store.root)
-    before = p.stat().st_size if p.exists() else None
-    markerfmt.append(store.root, line)
-    try:
-        return store.git.commit(message, [markerfmt.FILENAME])
-    except BaseException:
-        if before is None:
-            p.unlink(missing_ok=True)
-        else:
-            os.truncate(p, before)
-        raise
-
-
 def mark(store, text: str, now=None) -> markerfmt.Marker:
     """Append an open marker to markers.jsonl and commit it ("Mark: <text>")."""
     when = now or now_utc()
@@ -54,9 +39,10 @@ def mark(store, text: str, now=None) -> markerfmt.Marker:
         line = markerfmt.opening(text, when)
     except ValueError as exc:
         raise UsageError(f"cannot mark: {exc}") from None
-    with store.lock():
+    with store.transaction(f"Mark: {_subject(line.text)}") as tx:
         _checked_lines(store)
-        _append_and_commit(store, line, f"Mark: {_subject(line.text)}")
+        markerfmt.append(store.root, line)
+        tx.stage(markerfmt.FILENAME)
     return markerfmt.Marker(line.id, line.ts, line.text)
 
 
@@ -79,14 +65,15 @@ def resolve(markers: list[markerfmt.Marker], ref: str) -> markerfmt.Marker:
 def done(store, ref: str, now=None) -> markerfmt.Marker:
     """Close an open marker by appending a done line and committing it."""
     when = now or now_utc()
-    with store.lock():
+    with store.transaction(lambda: f"Mark done: {_subject(target.text)}") as tx:
         markers = markerfmt.fold(_checked_lines(store))
         target = resolve(markers, ref)
         if target.closed_at:
             raise MemstoreError(f"marker {target.id} ({_subject(target.text)!r}) was already closed at "
                                 f"{target.closed_at}; nothing was changed.")
         line = markerfmt.closing(target, when)
-        _append_and_commit(store, line, f"Mark done: {_subject(target.text)}")
+        markerfmt.append(store.root, line)
+        tx.stage(markerfmt.FILENAME)
     target.closed_at, target.closed_by = line.ts, line.id
     return target
 

@@ -2,8 +2,9 @@
 
 The commit is the unit of a write. Every `Store.write` leaves a journal in `.memstore/` while it
 works and removes it after its commit; a journal found by someone who can take the write lock
-means a writer died. What it left (temp files, segments no commit refers to, day-log lines that
-were never committed, a half-written last line, a git lock file) is rolled back to the last commit:
+means a writer died. What it left (temp files, packs that were never committed, packs a
+consolidation deleted before its commit, segments no commit refers to (format 1), day-log lines
+that were never committed, a half-written last line, a git lock file) is rolled back to the last commit:
 appended log lines are saved first under `.memstore/rolled-back/` so nothing is thrown away
 unseen, and committed data is never changed. We roll back rather than commit the leftovers because
 a killed command never told its caller it succeeded, and a partial import or ingest committed under
@@ -38,7 +39,8 @@ class Repair:
     crashed: dict | None = None
     records: int = 0            # complete log lines that were never committed
     partial_lines: int = 0      # unfinished last lines
-    segments: int = 0           # uncommitted segment files removed
+    segments: int = 0           # uncommitted segment files removed (format 1)
+    packs: int = 0              # uncommitted packs removed (format 2)
     temp_files: int = 0
     git_locks: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)   # tracked files put back to their committed version
@@ -48,7 +50,7 @@ class Repair:
 
     @property
     def changed(self) -> bool:
-        return bool(self.records or self.partial_lines or self.segments or self.temp_files
+        return bool(self.records or self.partial_lines or self.segments or self.packs or self.temp_files
                     or self.git_locks or self.restored)
 
     def notes(self) -> list[str]:
@@ -60,6 +62,8 @@ class Repair:
             parts.append(f"{self.partial_lines} unfinished lines")
         if self.segments:
             parts.append(f"{self.segments} orphan segments")
+        if self.packs:
+            parts.append(f"{self.packs} uncommitted packs")
         if self.temp_files:
             parts.append(f"{self.temp_files} temp files")
         if self.git_locks:
@@ -73,7 +77,7 @@ class Repair:
 
     def to_json(self) -> dict:
         return {"crashed": self.crashed, "records": self.records, "partial_lines": self.partial_lines,
-                "segments": self.segments, "temp_files": self.temp_files, "git_locks": self.git_locks,
+                "segments": self.segments, "packs": self.packs, "temp_files": self.temp_files, "git_locks": self.git_locks,
                 "restored": self.restored, "untouched": self.untouched, "backup": self.backup,
                 "index": self.index}
 
@@ -218,15 +222,17 @@ def rollback(store, journal: dict | None) -> Repair:
     backup = _Backup(store)
     logs = [(xy, p) for xy, p in entries if _is_append_only(p)]
     segs = [(xy, p) for xy, p in entries if p.startswith("segments/")]
-    others = [(xy, p) for xy, p in entries if not _is_append_only(p) and not p.startswith("segments/")]
+    packs = [(xy, p) for xy, p in entries if p.startswith("packs/")]
+    others = [(xy, p) for xy, p in entries if not _is_append_only(p) and not p.startswith(("segments/", "packs/"))]
     started = float(journal.get("started") or 0) if journal is not None else None
     for xy, p in logs:
         _rollback_appended(store, xy, p, rep, backup, started)
     for xy, p in segs:
         _rollback_segment(store, xy, p, rep, backup)
+    _rollback_packs(store, packs, rep)
     for xy, p in others:
         _rollback_other(store, xy, p, rep, backup, started)
-    _prune_empty_dirs(store, [p for _, p in segs + logs])
+    _prune_empty_dirs(store, [p for _, p in segs + logs + packs])
     rep.backup = backup.where
     if journal is not None:
         try:
@@ -237,7 +243,7 @@ def rollback(store, journal: dict | None) -> Repair:
 
 
 def _is_data(p: str) -> bool:
-    return p.startswith(("log/", "segments/")) or p in (*APPEND_ONLY, *OTHER_DATA)
+    return p.startswith(("log/", "segments/", "packs/")) or p in (*APPEND_ONLY, *OTHER_DATA)
 
 
 def _is_append_only(p: str) -> bool:
@@ -333,6 +339,61 @@ def _rollback_segment(store, xy: str, p: str, rep: Repair, backup: "_Backup") ->
     rep.restored.append(p)
 
 
+def _rollback_packs(store, entries: list[tuple[str, str]], rep: Repair) -> None:
+    """Format 2: untracked packs and temp files go; committed packs a consolidation deleted come back.
+
+    A pack is removed only when every vector in it is either in a committed pack of its day or
+    belongs to no committed record: a pack someone forgot to `git add` under committed log lines
+    is left alone and named.
+    """
+    from .format import pack as packfmt
+
+    restore = [p for xy, p in entries if xy != "??"]
+    if restore:  # tracked packs deleted (or damaged) before a commit: the committed bytes are the truth
+        store.git.run("checkout", "HEAD", "--", *restore)
+        rep.restored += restore
+    for xy, p in entries:
+        if xy != "??":
+            continue
+        path = store.root / p
+        name = path.name
+        if name.startswith(".") and ".tmp-" in name:
+            path.unlink(missing_ok=True)
+            rep.temp_files += 1
+        elif packfmt._NAME.match(name) and len(Path(p).parts) == 4:
+            if _pack_needed(store, path, Path(p).parts[2], {store.root / q for x, q in entries if x == "??"}):
+                rep.untouched.append(f"{p}: not committed but holds the only vector of a committed record (git add it)")
+                continue
+            path.unlink(missing_ok=True)
+            rep.packs += 1
+        else:
+            rep.untouched.append(f"{p}: unknown untracked file in packs/")
+
+
+def _pack_needed(store, path: Path, day: str, untracked: set[Path]) -> bool:
+    """Does this uncommitted pack hold a vector that a committed record of its day has nowhere else?"""
+    from .format import log as logfmt
+    from .format import pack as packfmt
+
+    try:
+        ids = set(packfmt.read(path).vectors())
+    except (OSError, ValueError):
+        return False  # unreadable: it cannot be anybody's vector
+    log = logfmt.day_path(store.root, day)
+    if not ids or not log.exists():
+        return False
+    committed = {str(ln.record.get("id")) for ln in logfmt.read_lines(log) if ln.record} & ids
+    if not committed:
+        return False
+    for other in packfmt.pack_files(path.parent):
+        if other != path and other not in untracked:
+            try:
+                committed -= set(packfmt.read(other).vectors())
+            except (OSError, ValueError):
+                continue
+    return bool(committed)
+
+
 def _referenced_by_committed(store, p: str) -> bool:
     """Does a record in the (already rolled back) day log point at this segment file?"""
     from .format import log as logfmt
@@ -404,7 +465,7 @@ def _clear_git_locks(store, started: float, rep: Repair) -> None:
 def _prune_empty_dirs(store, paths: list[str]) -> None:
     for p in paths:
         folder = (store.root / p).parent
-        while folder != store.root and folder.name not in ("segments", "log"):
+        while folder != store.root and folder.name not in ("segments", "log", "packs"):
             try:
                 folder.rmdir()
             except OSError:
@@ -464,11 +525,9 @@ def repair(store) -> Repair:
 
 def _remove_stray_temps(store, rep: Repair) -> None:
     """Temp files inside committed-but-ignored places git status cannot see (none are expected)."""
-    seg_root = store.root / "segments"
-    if not seg_root.exists():
-        return
-    for dirpath, _dirs, files in os.walk(seg_root):
-        for name in files:
-            if name.startswith(".segment_") and ".tmp-" in name:
-                (Path(dirpath) / name).unlink(missing_ok=True)
-                rep.temp_files += 1
+    for top in ("segments", "packs"):
+        for dirpath, _dirs, files in os.walk(store.root / top):
+            for name in files:
+                if name.startswith(".") and ".tmp-" in name and name.split(".tmp-")[0].endswith(".is"):
+                    (Path(dirpath) / name).unlink(missing_ok=True)
+                    rep.temp_files += 1

@@ -1,4 +1,4 @@
-"""stat: what a store holds — records, days, segments, bytes, tokens."""
+"""stat: what a store holds — records, days, packs (or format-1 segments), bytes, tokens."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ def stat(store) -> dict:
     first, last = c.execute("SELECT MIN(day), MAX(day) FROM records").fetchone()
     sessions = c.execute("SELECT COUNT(DISTINCT session) FROM records").fetchone()[0]
     seg_files, seg_bytes = _walk_size(store.root / "segments")
+    pack_files, pack_bytes = _walk_size(store.root / "packs")
     log_files, log_bytes = _walk_size(store.root / "log")
     text_bytes = c.execute("SELECT COALESCE(SUM(len), 0) FROM records").fetchone()[0]
     s = index.stats()
@@ -31,6 +32,8 @@ def stat(store) -> dict:
         "sessions": sessions,
         "by_type": by_type,
         "by_role": by_role,
+        "packs": pack_files,
+        "pack_bytes": pack_bytes,
         "segments": seg_files,
         "segment_bytes": seg_bytes,
         "log_files": log_files,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +12,7 @@ from .errors import EmbedderMismatch, MemstoreError, NotAStoreError
 from .format import config as configfmt
 from .format import log as logfmt
 from .format import record as recordfmt
-from .format.segment import ShardWriter
+from .format import pack as packfmt
 from .format.timeutil import from_iso, local_day, zone
 from .locking import file_lock, lock_timeout
 
@@ -73,6 +71,7 @@ class Store(StoreAPI):
         self._embedder = None
         self._git = None
         self._index = None
+        self._tx = None  # the write transaction in progress (memstore/transaction.py)
         if embedder_override and embedder_override != self.config.embedder["name"]:
             raise EmbedderMismatch(
                 f"{self.root}: the store's vectors were made by the {self.config.embedder['name']!r} "
@@ -111,7 +110,6 @@ class Store(StoreAPI):
         (root / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
         store = cls(root)
         hooks.install(store)
-        store.writer_id()
         repo.commit(f"Initialise memory store (format {FORMAT_VERSION}, embedder {desc['name']}, timezone {tzname})",
                     [configfmt.FILENAME, ".gitignore", ".gitattributes"])
         return store
@@ -163,23 +161,6 @@ class Store(StoreAPI):
             self._index.update(quiet=quiet)
         return self._index
 
-    def writer_id(self) -> str:
-        """This clone's writer folder name; a copied store (other host or path) gets a new one."""
-        path = self.meta_dir / "writer.json"
-        here = {"host": socket.gethostname(), "path": str(self.root)}
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("host") == here["host"] and data.get("path") == here["path"] and data.get("id"):
-                return data["id"]
-        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
-            pass
-        wid = "w" + os.urandom(4).hex()
-        self.meta_dir.mkdir(exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"id": wid, **here}) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-        return wid
-
     def lock(self, what: str = "write"):
         if what == "write":  # journalled, so a crashed writer is rolled back (memstore/repair.py)
             from .repair import write_lock
@@ -195,21 +176,28 @@ class Store(StoreAPI):
     def normalize(self, raw: dict, defaults: dict | None = None, derive_id: bool = False) -> dict:
         return recordfmt.normalize(raw, self.tz, defaults=defaults, derive_id=derive_id)
 
+    def transaction(self, message, allow_old_format: bool = False):
+        """`with store.transaction(msg) as tx:` — lock, journal, files, one commit (memstore/transaction.py)."""
+        from .transaction import transaction
+
+        return transaction(self, message, allow_old_format=allow_old_format)
+
     def write(self, records: list[dict], message, embed_inputs: list[str] | None = None,
               progress=None, extra_paths: list[str] | None = None, dedupe: bool = True,
               after_write=None, before_write=None, given_vectors: dict | None = None,
               secrets: str = "refuse", origins: dict | None = None) -> WriteResult:
-        """Embed, write segments, append day logs and make one commit — all under the store lock.
+        """Embed, write packs, append day logs and make one commit — one transaction.
 
         `records` are normalised records (see `normalize`). Records whose id is already in the
         store (or repeated in the batch) are skipped, which makes imports idempotent. `message`
         is the commit message, or a function of the records actually added that returns it.
         `after_write(store, records, vectors)` runs before the commit and returns extra paths to
-        stage; by default conversation records are placed in the topic tree (tree.json), and
-        `after_write=False` skips that. `before_write(store, records)` runs under the lock once
-        duplicates are dropped, before anything is embedded: it may write files the records refer to
-        (blobs) and fill in their fields, and returns paths to stage. `given_vectors` maps id(record)
-        to a vector stored as is instead of embedding that record (imports that keep their vectors).
+        stage; by default conversation records are placed in the topic tree, and
+        `after_write=False` skips that. `before_write(store, records)` runs in the transaction once
+        duplicates are dropped, before anything is embedded: it may queue blobs for the records'
+        packs (`store._tx.add_blob`) and fill in their fields, and returns paths to stage.
+        `given_vectors` maps id(record) to a vector stored as is instead of embedding that record
+        (imports that keep their vectors).
         `secrets` says what to do with records holding a detected secret (memstore/secret_policy.py:
         refuse, skip, redact, allow); `origins` maps id(record) to "file:line" for its messages.
         """
@@ -222,21 +210,23 @@ class Store(StoreAPI):
             if "redacted" in (r.get("meta") or {}):
                 inputs_by_rec.pop(id(r), None)
                 (given_vectors or {}).pop(id(r), None)
-        with self.lock():
-            result.notes[:0] = self.recovery_notes  # what a crashed writer left was rolled back first
+
+        def subject() -> str:  # derived text: never a detected secret, whatever the mode
+            return secret_policy.scrub(message(result.added) if callable(message) else message)
+
+        with self.transaction(subject) as tx:
+            result.notes[:0] = tx.notes  # what a crashed writer left was rolled back first
             if dedupe:
                 records, result.skipped = self._drop_known(records)
-            paths: list[str] = []
-            blob_paths = list(before_write(self, records) or []) if records and before_write else []
+            if records and before_write:
+                tx.stage(list(before_write(self, records) or []))
             if records:
                 vectors = self._embed_records(records, inputs_by_rec, given_vectors, progress)
-                paths = blob_paths + self._write_files(records, vectors)
+                tx.stage(self._write_files(records, vectors))
                 result.added = records
-                paths += self._after_write(records, vectors, after_write, result)
-            paths += extra_paths or []
-            if paths:
-                text = message(result.added) if callable(message) else message
-                result.commit = self.git.commit(secret_policy.scrub(text), paths)
+                tx.stage(self._after_write(records, vectors, after_write, result))
+            tx.stage(extra_paths or [])
+        result.commit = tx.commit
         return result
 
     def _after_write(self, records: list[dict], vectors, after_write, result: WriteResult) -> list[str]:
@@ -302,30 +292,43 @@ class Store(StoreAPI):
         return np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), np.float32)
 
     def _write_files(self, records: list[dict], vectors) -> list[str]:
-        """Segments first (complete files, renamed into place), then the log lines that point at them.
+        """One pack per day touched (complete file, renamed into place), then the day-log lines.
 
-        No fsync per file: a killed process leaves the page cache intact, and durability against
-        power loss comes from git, which fsyncs the committed objects (core.fsync=committed, set
-        with the hooks) — so a commit never points at data the disk does not have.
+        The pack comes first so that a log line never names a record whose vector is not on disk;
+        the line itself names no file (the vector is found by day and record id), so consolidating
+        packs never touches a log. A day that already had `consolidate_packs` packs is consolidated
+        into one in the same commit. No fsync per file: a killed process leaves the page cache
+        intact, and durability against power loss comes from git, which fsyncs the committed
+        objects (core.fsync=committed, set with the hooks).
         """
-        writer = self.writer_id()
         dtype = self.config.setting("vector_dtype")
+        dim = int(self.config.embedder["dim"])
+        limit = int(self.config.setting("consolidate_packs") or 0)
         by_day: dict[str, list[tuple[dict, object]]] = {}
         for rec, vec in zip(records, vectors):
-            d = from_iso(rec["ts"])
-            by_day.setdefault(local_day(d, self.tz), []).append((rec, vec))
+            by_day.setdefault(local_day(from_iso(rec["ts"]), self.tz), []).append((rec, vec))
+        blobs: dict[str, list[tuple]] = {}
+        for b in (self._tx.blobs if getattr(self, "_tx", None) else []):
+            blobs.setdefault(b[1], []).append(b)
         touched: list[str] = []
-        for day, items in sorted(by_day.items()):
-            shard = logfmt.segment_day_dir(self.root, day) / writer
-            sw = ShardWriter(shard)
-            for rec, vec in items:
+        for day in sorted(set(by_day) | set(blobs)):
+            folder = packfmt.day_dir(self.root, day)
+            had = len(packfmt.pack_files(folder))
+            writer = packfmt.PackWriter(day, dim)
+            for rec, vec in by_day.get(day, []):
+                rec.pop("seg", None)  # format 2: a record names no file
                 rec["hash"] = recordfmt.text_hash(rec["text"])
-                unix = int(from_iso(rec["ts"]).timestamp())
-                tid, vid = sw.write_pair(rec["text"], vec, dtype, unix, fsync=False)
-                rec["seg"] = {"shard": self.rel(shard), "text": tid, "vec": vid}
-            logpath = logfmt.day_path(self.root, day)
-            logfmt.append(logpath, [r for r, _ in items], fsync=False)
-            touched += [self.rel(logpath), self.rel(shard)]
+                writer.add_vector(rec["id"], rec["hash"], vec, dtype, int(from_iso(rec["ts"]).timestamp()))
+            for rid, _day, payload, data_type, manifest, unix in blobs.get(day, []):
+                writer.add_blob(rid, payload, data_type, manifest, unix)
+            writer.write(self.root)
+            if limit and had >= limit:
+                consolidate_day(self, day)
+            touched.append(self.rel(folder))
+            if by_day.get(day):
+                logpath = logfmt.day_path(self.root, day)
+                logfmt.append(logpath, [r for r, _ in by_day[day]], fsync=False)
+                touched.append(self.rel(logpath))
         return touched
 
     # ----- helpers for commands -------------------------------------------------------------
@@ -355,6 +358,26 @@ def _preview(text: str, width: int = 60) -> str:
     from .secret_policy import scrub
 
     return " ".join(scrub(text).split())[:width]
+
+
+def consolidate_day(store, day: str) -> tuple[int, int]:
+    """Replace a day's packs by one deterministic pack (old ones deleted); (packs before, after).
+
+    A day with a damaged pack is not consolidated (before == after).
+    The caller stages the day's pack folder in its transaction, so the deletions and the new pack
+    go into one commit.
+    """
+    before = len(packfmt.pack_files(packfmt.day_dir(store.root, day)))
+    if before < 2:
+        return before, before
+    try:
+        new, old = packfmt.consolidate(store.root, day, int(store.config.embedder["dim"]))
+    except (OSError, packfmt.PackError):
+        # A damaged pack is left as it is for fsck to name; a repack must never drop what it holds.
+        return before, before
+    for p in old:
+        p.unlink()
+    return before, 1 if new else 0
 
 
 def _local_timezone_name() -> str:

@@ -73,7 +73,7 @@ def test_an_input_record_cannot_point_its_segment_outside_the_store(store, tmp_p
     f.write_text(_line(id="evil-1", seg={"shard": "../../etc", "text": 0, "vec": 1}, hash="0" * 64))
     ct("-C", store.root, "import", "jsonl", f)
     rec = json.loads((store.root / "log/2026/2026-11-30.jsonl").read_text())
-    assert rec["seg"]["shard"].startswith("segments/2026/2026-11-30/w")
+    assert "seg" not in rec  # format 2: a record names no file; its vector is found by day and id
     assert rec["hash"] != "0" * 64
     assert json.loads(ct("-C", store.root, "fsck", "--json").stdout)["ok"]
 
@@ -137,8 +137,14 @@ def _commit_all(root, msg):
                    env={**os.environ, "MEMSTORE_COMMITTING": "1"})
 
 
-def _seg_path(store, rec, which):
-    return store.root / rec["seg"]["shard"] / f"segment_{rec['seg'][which]}.is"
+def _pack_of(store, rec):
+    """The pack that holds a record's vector (found by day and id, as readers find it)."""
+    from memstore.format import pack as packfmt
+
+    for p in packfmt.pack_files(packfmt.day_dir(store.root, rec["ts"][:10])):
+        if rec["id"] in packfmt.read(p).vectors():
+            return p
+    raise AssertionError(f"no pack holds {rec['id']}")
 
 
 def _fsck_and_search_name(store, needle):
@@ -151,40 +157,47 @@ def _fsck_and_search_name(store, needle):
     return proc.stdout
 
 
-def test_truncated_text_segment(store):
+def test_truncated_pack(store):
     log, recs = _store_with_two_records(store)
-    p = _seg_path(store, recs[0], "text")
+    p = _pack_of(store, recs[0])
     p.write_bytes(p.read_bytes()[:-5])
-    _commit_all(store.root, "truncate a segment")
+    _commit_all(store.root, "truncate a pack")
     out = _fsck_and_search_name(store, str(p.name))
-    assert "payload is" in out
+    assert "impossible header" in out and "do not hash to the file name" in out
 
 
-def test_garbage_segment_header(store):
+def test_garbage_pack(store):
     log, recs = _store_with_two_records(store)
-    p = _seg_path(store, recs[1], "vec")
+    p = _pack_of(store, recs[1])
     p.write_bytes(b"\xff" * 10)
-    _commit_all(store.root, "garbage segment")
+    _commit_all(store.root, "garbage pack")
     _fsck_and_search_name(store, "header is 10 bytes")
 
 
 def test_wrong_vector_dimension(store):
+    import numpy as np
+
+    from memstore.format import pack as packfmt
+
     log, recs = _store_with_two_records(store)
-    p = _seg_path(store, recs[0], "vec")
-    raw = p.read_bytes()
-    nxt, prev, _, dtype, _, scale, res = struct.unpack("<iiiiif8s", raw[:32])
-    p.write_bytes(struct.pack("<iiiiif8s", nxt, prev, 12, dtype, 3, scale, res) + b"\x00" * 12)
+    w = packfmt.PackWriter("2026-11-30", 3)
+    w.add_vector(recs[0]["id"], recs[0]["hash"], np.ones(3, np.float32), "float32", 0)
+    _pack_of(store, recs[0]).unlink()
+    w.write(store.root)
     _commit_all(store.root, "wrong dimension")
-    _fsck_and_search_name(store, "vector has 3 dimensions, the store uses 384")
+    _fsck_and_search_name(store, "has 3 dimensions, the store uses 384")
 
 
-def test_segment_reference_escaping_the_store(store):
+def test_a_record_whose_text_changed_no_longer_matches_its_vector(store):
+    from memstore.format import record as recordfmt
+
     log, recs = _store_with_two_records(store)
-    recs[1]["seg"]["shard"] = "../../etc"
+    recs[1]["text"] = "second note about the sea"
+    recs[1]["hash"] = recordfmt.text_hash(recs[1]["text"])
     log.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs))
-    _commit_all(store.root, "hostile reference")
-    out = _fsck_and_search_name(store, "log/2026/2026-11-30.jsonl:2: bad segment reference")
-    assert "escapes the store" in out
+    _commit_all(store.root, "edited text")
+    out = _fsck_and_search_name(store, f"vector of record {recs[1]['id']} was made from other text")
+    assert _pack_of(store, recs[1]).name in out
 
 
 def test_malformed_and_invalid_utf8_log_lines(store):
@@ -212,7 +225,7 @@ def test_tree_json_edited_into_nonsense(store):
 def test_write_into_a_store_with_damage_changes_only_its_own_files(store):
     """A writer meeting committed damage adds its record and touches nothing else."""
     log, recs = _store_with_two_records(store)
-    p = _seg_path(store, recs[0], "text")
+    p = _pack_of(store, recs[0])
     p.write_bytes(p.read_bytes()[:-3])
     _commit_all(store.root, "damage")
     before = p.read_bytes()
@@ -221,8 +234,8 @@ def test_write_into_a_store_with_damage_changes_only_its_own_files(store):
                              capture_output=True, text=True).stdout.split()
     assert p.read_bytes() == before
     assert "log/2026/2026-11-30.jsonl" in changed
-    assert all(c.startswith(("log/", "segments/", "tree.json")) for c in changed)
-    assert not any(c.endswith(p.name) and recs[0]["seg"]["shard"] in c for c in changed)
+    assert all(c.startswith(("log/", "packs/", "tree")) for c in changed)
+    assert not any(c.endswith(p.name) for c in changed)
 
 
 # ----- secrets: refused end to end unless --allow-secrets -----------------------------------------

@@ -42,7 +42,7 @@ def committed_lines(root) -> dict[str, bytes]:
         assert data.endswith(b"\n"), f"{path}: committed log does not end with a whole line"
         for line in data.split(b"\n")[:-1]:
             rec = recordfmt.loads(line.decode("utf-8"))  # raises on a half-written record
-            assert isinstance(rec.get("seg"), dict), f"{path}: committed record without segment"
+            assert "seg" not in rec, f"{path}: format-2 record names a segment file"
             out[f"{path}:{rec['id']}"] = line
     return out
 
@@ -61,8 +61,8 @@ def leftovers(root) -> Counter:
         name = p.rsplit("/", 1)[-1]
         if ".tmp-" in name:
             found["temp file"] += 1
-        elif p.startswith("segments/"):
-            found["uncommitted segment"] += 1
+        elif p.startswith("packs/"):
+            found["uncommitted pack" if xy == "??" else "deleted pack"] += 1
         elif p == "tree.json":
             found["uncommitted tree.json"] += 1
         elif p.startswith("log/"):
@@ -234,7 +234,7 @@ def test_kill_loop_long(tmp_path):
 
 
 def _shard(store) -> Path:
-    return next((store.root / "segments").glob("*/*/*"))
+    return next((store.root / "packs").glob("*/*"))
 
 
 def test_next_writer_rolls_back_a_crashed_write(store):
@@ -243,17 +243,17 @@ def test_next_writer_rolls_back_a_crashed_write(store):
     n_commits = len(commits(store.root))
     log = store.root / "log/2026/2026-11-30.jsonl"
     shard = _shard(store)
-    # What a writer killed between its segments and its commit leaves:
+    # What a writer killed between its pack and its commit leaves:
     (store.meta_dir / "write-journal.json").write_text(json.dumps({"pid": 999999, "started": time.time() - 5}))
-    (shard / "segment_2.is").write_bytes(b"\x03" * 40)
-    (shard / ".segment_3.is.tmp-999999").write_bytes(b"\x00" * 10)
+    (shard / ("ab" * 32 + ".is")).write_bytes(b"\x03" * 40)
+    (shard / (".cd" + "ef" * 31 + ".is.tmp-999999")).write_bytes(b"\x00" * 10)
     with open(log, "ab") as fh:
         fh.write(b'{"ts":"2026-11-30T09:00:00.000000Z","role":"user","type":"text","text":"never committed","id":"u1"}\n')
         fh.write(b'{"ts":"2026-11-30T09:01:00.0000')
     (store.root / ".git" / "index.lock").write_bytes(b"")
     proc = ct("-C", store.root, "add", "after the crash", "--ts", "2026-11-30T10:00:00Z")
     assert "Rolled back an interrupted write (pid 999999): 1 uncommitted records, 1 unfinished lines, " \
-           "1 orphan segments, 1 temp files, stale git locks (index.lock)." in proc.stderr
+           "1 uncommitted packs, 1 temp files, stale git locks (index.lock)." in proc.stderr
     assert len(commits(store.root)) == n_commits + 1 and git_clean(store.root)
     after = committed_lines(store.root)
     assert all(after[k] == v for k, v in before.items())
@@ -270,8 +270,8 @@ def test_fsck_reports_then_repair_fixes_only_uncommitted_things(store):
     head = _git(store.root, "rev-parse", "HEAD")
     before = committed_lines(store.root)
     shard = _shard(store)
-    (shard / "segment_9.is").write_bytes(b"")
-    (shard / ".segment_10.is.tmp-4242").write_bytes(b"x")
+    (shard / ("09" * 32 + ".is")).write_bytes(b"")
+    (shard / (".10" * 32 + ".is.tmp-4242")).write_bytes(b"x")
     with open(store.root / "log/2026/2026-11-29.jsonl", "ab") as fh:
         fh.write(b'{"ts":"2026-11-29T09:0')
     (store.meta_dir / "write-journal.json").write_text("{torn")
@@ -280,8 +280,8 @@ def test_fsck_reports_then_repair_fixes_only_uncommitted_things(store):
     assert "log/2026/2026-11-29.jsonl:2" in rep.stdout and "temp file left by an interrupted write" in rep.stdout
     assert "did not finish" in rep.stdout
     fixed = ct("-C", store.root, "fsck", "--repair")
-    assert "1 unfinished lines, 1 orphan segments, 1 temp files" in fixed.stdout
-    assert fixed.stdout.rstrip().endswith("ok: 2 records, 4 segments, 0 problems, 0 warnings")
+    assert "1 unfinished lines, 1 uncommitted packs, 1 temp files" in fixed.stdout
+    assert fixed.stdout.rstrip().endswith("ok: 2 records, 2 packs, 0 problems, 0 warnings")
     assert _git(store.root, "rev-parse", "HEAD") == head and git_clean(store.root)
     assert committed_lines(store.root) == before
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import commits, ct, git_clean
 
-from memstore.format.segment import DT_TEXT, Header, ShardWriter, read_segment, segment_name, write_file_atomic
+from memstore.format.segment import DT_TEXT, Header, ShardWriter, segment_name, write_file_atomic
 
 T0 = 1764500000  # 2025-11-30T10:53:20Z
 
@@ -37,8 +37,11 @@ def _records(root):
 
 
 def _vector(root, rec):
-    h, body = read_segment(root / rec["seg"]["shard"] / segment_name(rec["seg"]["vec"]))
-    return np.frombuffer(body, "<f4")
+    from memstore.format import pack as packfmt
+
+    vec, h16 = packfmt.day_vectors(root, rec["ts"][:10])[rec["id"]]
+    assert h16 == rec["hash"][:16]
+    return vec
 
 
 def test_pairs_come_in_with_their_vectors_when_the_model_matches(tmp_path, store):

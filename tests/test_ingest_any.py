@@ -11,7 +11,8 @@ import zlib
 
 from conftest import commits, ct, git_clean
 
-from memstore.format.segment import DT_AUDIO, DT_BLOB, DT_IMAGE, DT_JSON, read_segment, segment_name
+from memstore.format import pack as packfmt
+from memstore.format.segment import DT_AUDIO, DT_BLOB, DT_IMAGE, DT_JSON
 
 
 # ----- tiny real files, built byte by byte ------------------------------------------------------
@@ -90,11 +91,19 @@ def _records(root):
     return out
 
 
+def _blob_pack(root, rec):
+    """(pack path, blob segment, manifest segment) of a record's original, looked up by record id."""
+    for p in packfmt.pack_files(packfmt.day_dir(root, rec["ts"][:10])):
+        pk = packfmt.read(p)
+        for rid, bseg, mseg in pk.manifest.get("blobs", []):
+            if rid == rec["id"] or rec["id"] in json.loads(pk.segments[mseg][1]).get("records", []):
+                return p, pk.segments[bseg], pk.segments[mseg]
+    raise AssertionError(f"no pack holds the blob of {rec['id']}")
+
+
 def _blob(root, rec):
-    ref = rec["source"]["blob"]
-    shard = root / ref["shard"]
-    bh, body = read_segment(shard / segment_name(ref["blob"]))
-    mh, manifest = read_segment(shard / segment_name(ref["manifest"]))
+    _, (bh, body), (mh, manifest) = _blob_pack(root, rec)
+    assert rec["source"]["blob"] == {"sha256": hashlib.sha256(body).hexdigest(), "bytes": len(body)}
     return bh, body, mh, json.loads(manifest)
 
 
@@ -114,11 +123,10 @@ def test_every_kind_of_file_in_one_commit(tmp_path, store):
     assert "4032×3024 pixels" in img["text"] and "taken 2024-05-03 14:22:10" in img["text"]
     bh, body, mh, manifest = _blob(store.root, img)
     assert bh.data_type == DT_IMAGE and mh.data_type == DT_JSON
-    assert bh.next_id == img["source"]["blob"]["manifest"] and mh.prev_id == img["source"]["blob"]["blob"]
+    assert bh.next_id == mh.prev_id + 1  # blob and manifest segments link to each other inside the pack
     assert body == (d / "holiday_photo.jpg").read_bytes()  # kept whole, byte for byte
     assert manifest["width"] == 4032 and manifest["height"] == 3024 and manifest["mime"] == "image/jpeg"
     assert manifest["type"] == "image" and manifest["filename"] == "holiday_photo.jpg"  # ContextTape's keys
-    assert manifest["ref_blob_id"] == img["source"]["blob"]["blob"]
     assert manifest["sha256"] == hashlib.sha256(body).hexdigest() == img["source"]["file_sha256"]
 
     png_rec = recs["whiteboard.png"]
@@ -192,17 +200,20 @@ def test_fsck_checks_blobs(tmp_path, store):
     d = _folder(tmp_path)
     ct("-C", store.root, "ingest-any", d)
     img = [r for r in _records(store.root) if r["source"]["rel"] == "holiday_photo.jpg"][0]
-    blob_path = store.root / img["source"]["blob"]["shard"] / segment_name(img["source"]["blob"]["blob"])
-    data = bytearray(blob_path.read_bytes())
-    data[-1] ^= 0xFF
-    blob_path.write_bytes(bytes(data))
+    pack_path, (bh, body), _ = _blob_pack(store.root, img)
+    data = bytearray(pack_path.read_bytes())
+    at = data.index(body) + len(body) - 1  # the blob's last byte
+    data[at] ^= 0xFF
+    pack_path.write_bytes(bytes(data))
     proc = ct("-C", store.root, "fsck", "--json", check=False)
     report = json.loads(proc.stdout)
     assert proc.returncode == 1 and not report["ok"]
-    assert any("blob bytes do not match" in p and blob_path.name in p for p in report["damage"])
-    blob_path.unlink()
+    assert any("do not hash to the file name" in p and pack_path.name in p for p in report["damage"])
+    assert any("blob bytes of" in p and pack_path.name in p for p in report["damage"])
+    pack_path.unlink()
     report = json.loads(ct("-C", store.root, "fsck", "--json", check=False).stdout)
-    assert any(blob_path.name in p and "blob of log/" in p for p in report["damage"])
+    assert any("has no vector in packs/" in p for p in report["damage"])
+    assert any("its original file" in p and "is in no pack" in p for p in report["damage"])
 
 
 def test_python_api(tmp_path, store):
@@ -212,7 +223,7 @@ def test_python_api(tmp_path, store):
     from memstore.ingest.any import read_blob
 
     rec = [r for r in res.added if r["source"]["rel"] == "standup-recording.wav"][0]
-    body, manifest = read_blob(store, rec["source"]["blob"])
+    body, manifest = read_blob(store, rec)
     assert body == (d / "standup-recording.wav").read_bytes() and manifest["channels"] == 1
 
 
@@ -263,7 +274,7 @@ def test_blobs_of_an_interrupted_write_are_rolled_back(tmp_path, store):
     d.mkdir()
     (d / "a.png").write_bytes(png(4, 4))
 
-    def killed(*_a, **_k):  # dies after the blob pair is on disk, before any record is
+    def killed(*_a, **_k):  # dies after the blob is queued, before any pack or record is on disk
         raise KeyboardInterrupt
 
     store._write_files = killed
@@ -273,7 +284,7 @@ def test_blobs_of_an_interrupted_write_are_rolled_back(tmp_path, store):
         pass
     again = Store.open(store.root)
     again.index()  # the failed writer, or at the latest the next reader, rolls back what it left
-    assert [p for p in store.root.glob("segments/**/*") if p.is_file()] == []
+    assert [p for p in store.root.glob("packs/**/*") if p.is_file()] == []
     assert git_clean(store.root) and len(commits(store.root)) == 1
     rep = again.fsck()
     assert rep.ok and not rep.warnings
@@ -281,9 +292,11 @@ def test_blobs_of_an_interrupted_write_are_rolled_back(tmp_path, store):
 
 
 def test_an_unreferenced_blob_pair_is_an_orphan(store):
-    from memstore.format.segment import DT_IMAGE, ShardWriter
+    from memstore.format.segment import DT_IMAGE
 
-    shard = store.root / "segments" / "2026" / "2026-11-30" / store.writer_id()
-    ShardWriter(shard).write_blob(png(2, 2), DT_IMAGE, {"filename": "x.png"}, 1764500000)
+    w = packfmt.PackWriter("2026-11-30", 384)
+    w.add_blob("blob:nobody", png(2, 2), DT_IMAGE, {"filename": "x.png"}, 1764500000)
+    path = w.write(store.root)
     rep = store.fsck()
-    assert rep.ok and sum("not referenced by any record (orphan)" in w for w in rep.warnings) == 2
+    assert rep.ok and [w for w in rep.warnings if "orphan" in w] == [
+        f"{store.rel(path)}: 1 vectors or blobs for no record of 2026-11-30 (orphan: blob of blob:nobody)"]

@@ -154,7 +154,10 @@ def test_where_reads_a_fresh_index_directly_and_updates_a_stale_one(store):
     for day, fp in index.conn.execute("SELECT day, stat_fp FROM days"):
         from memstore.format import log as logfmt
 
-        assert stat_fingerprint(logfmt.day_path(store.root, day), logfmt.segment_day_dir(store.root, day)) == fp
+        from memstore.format import pack as packfmt
+
+        assert stat_fingerprint(logfmt.day_path(store.root, day), logfmt.segment_day_dir(store.root, day),
+                                packfmt.day_dir(store.root, day)) == fp
     first = where(store)
     assert first.fast and [r["text"] for r in first.lines] == ["hello"]
     _turns(store, [("2026-11-30T08:05:00Z", "user", "s", "a newer line", "text")])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -15,7 +16,7 @@ def test_init_creates_a_git_store(tmp_path):
     ct("init", tmp_path / "s", "--embedder", "hash", "--timezone", "Europe/Berlin")
     root = tmp_path / "s"
     toml = (root / "memstore.toml").read_text()
-    assert "format_version = 1" in toml and 'timezone = "Europe/Berlin"' in toml and "dim = 384" in toml
+    assert "format_version = 2" in toml and 'timezone = "Europe/Berlin"' in toml and "dim = 384" in toml
     assert (root / ".gitignore").read_text().strip() == "/.memstore/"
     assert "merge=union" in (root / ".gitattributes").read_text()
     assert (root / ".git" / "hooks" / "post-merge").exists()
@@ -45,7 +46,7 @@ def test_git_runs_on_the_store_not_an_enclosing_repo(tmp_path):
     assert commits(outer) == []
 
 
-def test_add_writes_record_pair_and_one_commit(store):
+def test_add_writes_record_pack_and_one_commit(store):
     res = store.add("We decided the budget is 40k.", role="assistant", session="plan", ts="2026-03-03T21:15:00+01:00")
     assert res.commit and len(res.added) == 1
     rec = res.added[0]
@@ -53,7 +54,10 @@ def test_add_writes_record_pair_and_one_commit(store):
     assert rec["ts"] == "2026-03-03T20:15:00.000000Z"
     log = store.root / "log/2026/2026-03-03.jsonl"
     line = json.loads(log.read_text().splitlines()[0])
-    assert line["id"] == rec["id"] and line["seg"]["text"] == 0 and line["seg"]["vec"] == 1
+    assert line["id"] == rec["id"] and "seg" not in line and line["hash"] == rec["hash"]
+    packs = sorted((store.root / "packs/2026/2026-03-03").iterdir())
+    assert len(packs) == 1 and packs[0].name == hashlib.sha256(packs[0].read_bytes()).hexdigest() + ".is"
+    assert not (store.root / "segments").exists() and not (store.root / ".memstore/writer.json").exists()
     assert git_clean(store.root)
     assert commits(store.root)[0].startswith("Add assistant turn: We decided the budget")
 
@@ -120,12 +124,12 @@ def test_fsck_detects_flipped_byte_and_truncated_line(store):
     store.add("first turn", ts="2026-02-01T10:00:00Z")
     store.add("second turn", ts="2026-02-01T11:00:00Z")
     assert ct("-C", store.root, "fsck").returncode == 0
-    seg = sorted((store.root / "segments").rglob("segment_0.is"))[0]
-    data = bytearray(seg.read_bytes())
+    pack = sorted((store.root / "packs").rglob("*.is"))[0]
+    data = bytearray(pack.read_bytes())
     data[-1] ^= 0x01
-    seg.write_bytes(bytes(data))
+    pack.write_bytes(bytes(data))
     proc = ct("-C", store.root, "fsck", check=False)
-    assert proc.returncode == 1 and "segment_0.is" in proc.stdout
+    assert proc.returncode == 1 and pack.name in proc.stdout
     subprocess.run(["git", "-C", str(store.root), "checkout", "--", "."], check=True)
     log = store.root / "log/2026/2026-02-01.jsonl"
     log.write_bytes(log.read_bytes()[:-10])
@@ -137,14 +141,14 @@ def test_stat_counts(store):
     store.add("one", ts="2026-02-01T10:00:00Z")
     store.add("two", ts="2026-02-02T10:00:00Z")
     info = json.loads(ct("-C", store.root, "stat", "--json").stdout)
-    assert info["records"] == 2 and info["days"] == 2 and info["segments"] == 4
+    assert info["records"] == 2 and info["days"] == 2 and info["packs"] == 2 and info["segments"] == 0
 
 
 def test_version_mismatch_is_refused(store):
     toml = store.root / "memstore.toml"
-    toml.write_text(toml.read_text().replace("format_version = 1", "format_version = 2"))
+    toml.write_text(toml.read_text().replace("format_version = 2", "format_version = 3"))
     proc = ct("-C", store.root, "stat", check=False)
-    assert proc.returncode == 5 and "format_version 2 is not supported" in proc.stderr
+    assert proc.returncode == 5 and "format_version 3 is not supported" in proc.stderr
 
 
 def test_other_embedder_names_reembed(store):

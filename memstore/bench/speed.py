@@ -205,12 +205,12 @@ def fresh_minilm_query(b: Bench) -> float:
 
 
 def read_all_files(root: Path) -> tuple[float, int]:
-    """Read every day log and segment once (seconds, bytes), so the rebuild below is timed with the
+    """Read every day log and pack once (seconds, bytes, files), so the rebuild below is timed with the
     files in the page cache at every size: this VM evicts cold pages, and otherwise the largest
     store's rebuild would measure the disk rather than the indexer."""
     t = time.perf_counter()
-    total = 0
-    stack = [str(root / "log"), str(root / "segments")]
+    total = files = 0
+    stack = [str(root / "log"), str(root / "packs"), str(root / "segments")]
     while stack:
         try:
             entries = list(os.scandir(stack.pop()))
@@ -222,14 +222,15 @@ def read_all_files(root: Path) -> tuple[float, int]:
             elif e.is_file(follow_symlinks=False):
                 with open(e.path, "rb") as f:
                     total += len(f.read())
-    return time.perf_counter() - t, total
+                files += 1
+    return time.perf_counter() - t, total, files
 
 
 def rebuild(b: Bench, store, n: int) -> float:
     index = store.index(update=False)
-    t_read, size = read_all_files(store.root)
-    b.add("reading the store's files once (day logs + segments, page cache as found)", f"{n:,}", ms(t_read),
-          ratio=f"{size / 1e6:,.0f} MB in {2 * n + n // b.per_day:,} files")
+    t_read, size, files = read_all_files(store.root)
+    b.add("reading the store's files once (day logs + packs, page cache as found)", f"{n:,}", ms(t_read),
+          ratio=f"{size / 1e6:,.0f} MB in {files:,} files")
     t, _ = timed(index.update, rebuild=True)
     b.raw.setdefault("rebuild", {})[n] = t
     return t
@@ -260,16 +261,18 @@ def one_new_day(b: Bench, store, n: int, minilm_embed) -> None:
 
 def bytes_per_record(store, n: int) -> dict:
     root = store.root
-    out = {"log": 0, "text_seg": 0, "vec_seg": 0, "seg_disk": 0, "index": 0, "git": 0}
+    out = {"log": 0, "pack_rest": 0, "vec_seg": 0, "pack_disk": 0, "index": 0, "git": 0}
     for p in (root / "log").rglob("*.jsonl"):
         out["log"] += p.stat().st_size
-    from ..format.segment import VECTOR_TYPES, read_header
+    from ..format import pack as packfmt
+    from ..format.segment import HEADER_SIZE, VECTOR_TYPES
 
-    for p in (root / "segments").rglob("segment_*.is"):
+    for p in (root / "packs").rglob("*.is"):
         st = p.stat()
-        key = "vec_seg" if read_header(p).data_type in VECTOR_TYPES else "text_seg"
-        out[key] += st.st_size
-        out["seg_disk"] += st.st_blocks * 512
+        vec = sum(HEADER_SIZE + len(body) for h, body in packfmt.read(p).segments if h.data_type in VECTOR_TYPES)
+        out["vec_seg"] += vec
+        out["pack_rest"] += st.st_size - vec  # the manifest segment (ids, hash16s, positions)
+        out["pack_disk"] += st.st_blocks * 512
     for p in store.meta_dir.iterdir():
         if p.name in ("index.db",) or p.name.startswith(("vectors-", "times-")):
             out["index"] += p.stat().st_size
@@ -286,8 +289,8 @@ def sizes_rows(b: Bench, n: int) -> None:
         st.index()
         per[dtype] = bytes_per_record(st, n)
     f, i = per["float32"], per["int8"]
-    for key, label in (("vec_seg", "vector segment"), ("text_seg", "text segment"), ("log", "day-log line"),
-                       ("git", "git objects (compressed)"), ("seg_disk", "segment files on disk (4 KiB blocks)"),
+    for key, label in (("vec_seg", "vector segment"), ("pack_rest", "pack manifest"), ("log", "day-log line"),
+                       ("git", "git objects (compressed)"), ("pack_disk", "pack files on disk (4 KiB blocks)"),
                        ("index", "disposable index (.memstore)")):
         b.add(f"bytes per record: {label}, float32 / int8", f"{n:,}", f"{f[key]:,.0f} / {i[key]:,.0f} B",
               ratio=f"int8 = {i[key] / f[key]:.2f}× float32" if f[key] else "")

@@ -1,7 +1,7 @@
 """Synthetic stores for the speed benchmark: deterministic chat-like records written in store format.
 
 Building a 100k-record store through `Store.write` would embed and place every record in the topic
-tree, so the builder writes the same files through the store's own file writer (pairs and day-log
+tree, so the builder writes the same files through the store's own file writer (one pack per day and day-log
 appends) with precomputed vectors and makes one git commit — the write path minus embedding. Built stores are
 cached under `.bench/` keyed by size, records per day and vector dtype, so reruns are fast.
 """
@@ -35,7 +35,7 @@ photo camera video podcast music playlist movie series book library coffee tea w
 pasta salad soup bread cheese chocolate market grocery pharmacy bank loan mortgage tax refund
 """.split()
 # Bumped whenever generated stores would differ, so that stale caches under .bench/ are not reused.
-SYNTH_VERSION = 2
+SYNTH_VERSION = 3
 _SYL = "ka ri to mo ne su la vi de po an el or um is ba ge fi lo nu ta ke ru ma zo".split()
 
 
@@ -117,7 +117,7 @@ def synth_records(n: int, per_day: int, start: str = "2023-01-01", seed: int = 1
 
 
 def write_records(store, records: list[dict], vectors: np.ndarray) -> list[str]:
-    """Write pairs and day-log lines through the store's own file writer (no embedding, no commit).
+    """Write one pack per day and the day-log lines through the store's own file writer (no embedding, no commit).
 
     Returns the store-relative paths touched, for one commit.
     """
@@ -156,7 +156,7 @@ def build_store(base: Path, n: int, per_day: int = 100, dtype: str = "float32", 
     t2 = time.perf_counter()
     paths = write_records(store, recs, vecs)
     t3 = time.perf_counter()
-    store.git.commit(f"Import {n} synthetic records (benchmark)", ["log", "segments"])
+    store.git.commit(f"Import {n} synthetic records (benchmark)", ["log", "packs"])
     t4 = time.perf_counter()
     info = {"n": n, "per_day": per_day, "dtype": dtype, "days": len(paths) // 2,
             "seconds": {"records": t1 - t0, "embed": t2 - t1, "files": t3 - t2, "commit": t4 - t3}}

@@ -23,6 +23,7 @@ COMMANDS = {
     "log": "store_cmds:log_cmd",
     "sync": "sync_cmds:sync_cmd",
     "reembed": "store_cmds:reembed_cmd",
+    "gc": "store_cmds:gc_cmd",
     "add": "write_cmds:add_cmd",
     "forget": "forget_cmds:forget_cmd",
     "ingest-path": "write_cmds:ingest_path_cmd",
@@ -81,13 +82,14 @@ class LazyGroup(click.Group):
 
 SUMMARIES = {
     "init": "Create a memory store (a git repository) in PATH.",
-    "stat": "Show counts: records, days, segments, bytes, tokens.",
+    "stat": "Show counts: records, days, packs, bytes, tokens.",
     "fsck": "Verify every invariant of the store format.",
     "index": "Bring the disposable search index up to date.",
     "hooks": "Install, remove or inspect the git hooks.",
     "log": "Show the memory's history from git.",
     "sync": "Merge the remote's memory, reindex, push.",
     "reembed": "Re-embed every record with another embedder (one commit).",
+    "gc": "Consolidate each day's packs into one (one commit).",
     "add": "Add one conversation turn.",
     "forget": "Remove records from every committed file (and, asked, from history).",
     "ingest-path": "Ingest files or folders as document chunks.",

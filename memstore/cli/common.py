@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import click
 
@@ -31,7 +30,10 @@ class Ctx:
             paths = self.store_paths or [None]
             self._stores = [Store.open(p) for p in paths]
         if index:
+            from ..repair import recover_if_crashed
+
             for st in self._stores:
+                recover_if_crashed(st)  # one stat unless a writer died mid-write: then roll back first
                 with progress_for(self, "Indexing") as bar:
                     st.index(update=False).update(progress=bar)
         return self._stores
@@ -85,10 +87,6 @@ def short_date(ts: str, tz) -> str:
 def one_line(text: str, width: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def path_arg(p) -> Path:
-    return Path(p).expanduser()
 
 
 def secret_options(what: str = "Write"):

@@ -1,4 +1,4 @@
-"""Store commands: init, stat, fsck, index, hooks, log, reembed."""
+"""Store commands: init, stat, fsck, index, hooks, log, reembed, gc."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .common import emit_json
 @click.option("--embedder", default="minilm", show_default=True, help="minilm | hash | openai")
 @click.option("--timezone", "timezone", default=None, help="IANA timezone for day files (default: this machine's).")
 @click.option("--dtype", type=click.Choice(["float32", "int8"]), default="float32", show_default=True,
-              help="How vectors are stored in segments.")
+              help="How vectors are stored in packs.")
 @click.option("--dim", type=int, default=None, help="Vector size (hash and openai embedders).")
 @click.option("--model", default=None, help="Model name (openai embedder).")
 @click.pass_obj
@@ -33,7 +33,7 @@ def init_cmd(obj, path, embedder, timezone, dtype, dim, model):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def stat_cmd(obj, as_json):
-    """Show counts: records, days, segments, bytes, tokens.
+    """Show counts: records, days, packs, bytes, tokens.
 
     Example: ct stat --json
     """
@@ -51,7 +51,7 @@ def stat_cmd(obj, as_json):
 
 @click.command("fsck")
 @click.option("--repair", "do_repair", is_flag=True,
-              help="First roll back what an interrupted write left (uncommitted lines, orphan segments, "
+              help="First roll back what an interrupted write left (uncommitted lines, packs or segments, "
                    "temp files) and bring the index up to date; committed data is never changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
@@ -83,7 +83,8 @@ def fsck_cmd(obj, do_repair, as_json):
             click.echo(f"DAMAGE  {line}")
         for line in rep.warnings:
             click.echo(f"warning {line}")
-        click.echo(f"{'ok' if rep.ok else 'damaged'}: {rep.records} records, {rep.segments} segments, "
+        files = f"{rep.packs} packs" if rep.packs or not rep.segments else f"{rep.segments} segments"
+        click.echo(f"{'ok' if rep.ok else 'damaged'}: {rep.records} records, {files}, "
                    f"{len(rep.damage)} problems, {len(rep.warnings)} warnings")
     if not rep.ok:
         raise SystemExit(1)
@@ -185,7 +186,7 @@ def log_cmd(obj, max_count, as_json):
 @click.option("--model", default=None, help="Model name (openai embedder).")
 @click.pass_obj
 def reembed_cmd(obj, embedder, dim, model):
-    """Re-embed every record (rewrites vector segments in place; one commit).
+    """Re-embed every record (one new pack per day replaces the old ones; one commit).
 
     Example: ct reembed --embedder hash
     """
@@ -195,3 +196,27 @@ def reembed_cmd(obj, embedder, dim, model):
     res = reembed(obj.store(), embedder, opts)
     obj.say(f"Re-embedded {res['records']} records with {res['model']} ({res['dim']}-d)"
             + (f"; commit {res['commit'][:10]}" if res["commit"] else ""))
+
+
+@click.command("gc")
+@click.option("-n", "--dry-run", is_flag=True, help="Show what would be consolidated; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def gc_cmd(obj, dry_run, as_json):
+    """Consolidate every day that has several packs into one pack (one commit).
+
+    The new pack depends only on what it holds, so clones that consolidate the same day
+    write the same file and merge with plain git. Example: ct gc -n
+    """
+    from ..gc import gc
+
+    res = gc(obj.store(), dry_run=dry_run)
+    if as_json:
+        emit_json(res.to_json())
+    elif not res.days and not res.damaged:
+        click.echo("Nothing to consolidate: every day has at most one pack.")
+    else:
+        click.echo(("Would consolidate" if dry_run else "Consolidated") + res.message()[len("Consolidate"):]
+                   + (f"; commit {res.commit[:10]}" if res.commit else ""))
+    for day in res.damaged:
+        click.echo(f"left {day} as it is: one of its packs is damaged (run ct fsck)", err=True)

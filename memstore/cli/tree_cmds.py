@@ -27,10 +27,11 @@ def tree_cmd(obj, depth, fmt, as_json, no_summaries, place_existing):
     if place_existing:
         from ..tree.assign import place_existing as place
 
-        with store.lock():
-            path, n = place(store)
-            if path:
-                store.git.commit(f"Place {n} existing conversation records in the topic tree", [path])
+        placed = {"n": 0}
+        with store.transaction(lambda: f"Place {placed['n']} existing conversation records in the topic tree") as tx:
+            path, placed["n"] = place(store)
+            tx.stage(path)
+        n = placed["n"]
         obj.say(f"Placed {n} records.")
     tree = treefmt.read(store.root)
     if as_json:

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import FORMAT_VERSION
+from .. import FORMAT_VERSION, READABLE_FORMATS
 from ..errors import FormatError, VersionError
 
 FILENAME = "memstore.toml"
@@ -16,6 +16,8 @@ DEFAULT_SETTINGS = {
     "chunk_tokens": 200,
     "chunk_overlap": 32,
     "vector_dtype": "float32",
+    # A write that finds this many packs in a day it touches consolidates the day into one pack.
+    "consolidate_packs": 8,
 }
 
 
@@ -79,10 +81,10 @@ def read(root: Path) -> Config:
     version = data.get("format_version")
     if not isinstance(version, int):
         raise FormatError(path, "missing integer 'format_version'")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_FORMATS:
         raise VersionError(
             f"{path}: format_version {version} is not supported by this memstore "
-            f"(it reads format {FORMAT_VERSION}).",
+            f"(it reads formats {', '.join(map(str, READABLE_FORMATS))}).",
             "Upgrade memstore to open this store." if version > FORMAT_VERSION else None,
         )
     emb = data.get("embedder")

@@ -224,13 +224,13 @@ def consolidate(root: Path, day: str, dim: int, keep=None) -> tuple[Path | None,
     The result depends only on the set of (record, hash16, vector) entries, sorted, so two clones
     that consolidate the same packs write the same bytes under the same name. `keep(record_id,
     hash16)` may drop entries (forgetting); by default everything is kept. The caller removes the
-    old packs and commits.
+    old packs and commits. A pack whose bytes do not match its name raises PackError.
     """
     old = pack_files(day_dir(root, day))
     entries: dict[tuple[str, str], tuple[Header, bytes]] = {}
     blobs: dict[str, tuple[Header, bytes, bytes]] = {}
     for p in old:
-        pk = read(p)
+        pk = read(p, verify=True)  # never carry a damaged pack's bytes into a new, valid-looking one
         for rid, h16, seg in pk.manifest.get("records", []):
             entries.setdefault((rid, h16), pk.segments[seg])
         for rid, bseg, mseg in pk.manifest.get("blobs", []):

@@ -19,11 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from ..format import log as logfmt
+from ..format import pack as packfmt
 from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_segment, segment_name
 from ..format.timeutil import from_iso
 from ..locking import file_lock, lock_timeout
 from . import vectors as vecfiles
-from .fresh import SCHEMA_VERSION, days_on_disk, segment_dir, stat_fingerprint
+from .fresh import SCHEMA_VERSION, days_on_disk, pack_dir, segment_dir, stat_fingerprint
 from .tokenize import index_text
 
 
@@ -154,10 +155,17 @@ class Index:
         return {d: (p, segment_dir(root, d)) for d, p in sorted(days_on_disk(root).items())}
 
     def _stat_fp(self, log_path, seg_dir) -> str:
-        return stat_fingerprint(log_path, seg_dir)
+        day = os.path.basename(os.fspath(seg_dir))
+        return stat_fingerprint(log_path, seg_dir, pack_dir(str(self.store.root), day))
 
     def _content_fp(self, log_bytes: bytes, seg_dir) -> str:
         h = hashlib.sha1(log_bytes)
+        try:  # format 2: packs are named by their content, so their names are the fingerprint
+            names = [n for n in sorted(os.listdir(pack_dir(str(self.store.root), os.path.basename(os.fspath(seg_dir)))))
+                     if n.endswith(".is")]
+            h.update(("\npacks\n" + "\n".join(names)).encode())
+        except OSError:
+            pass
         try:
             for name in sorted(os.listdir(seg_dir)):
                 shard = os.path.join(seg_dir, name)
@@ -210,6 +218,7 @@ class Index:
         content_fp = self._content_fp(data, seg_dir)
         out = DayRows(day, [], [], [], [])
         gone = self._forgotten()
+        packed = None  # format 2: {record id: (vector, hash16, pack name)}, read on first need
         for ln in logfmt.read_lines(log_path, data):
             if ln.record is None:
                 out.problems.append(f"{log_path}:{ln.line_no}: {ln.error}")
@@ -222,7 +231,12 @@ class Index:
             except (ValueError, TypeError):
                 out.problems.append(f"{log_path}:{ln.line_no}: bad ts")
                 continue
-            vec, vkey = self._read_vector(rec, out.problems)
+            if "seg" in rec:  # format 1: the record names its segment files
+                vec, vkey = self._read_vector(rec, out.problems)
+            else:
+                if packed is None:
+                    packed = self._read_packs(day, out.problems)
+                vec, vkey = self._pack_vector(rec, packed, day, out.problems)
             source = rec.get("source")
             source_path = source.get("path") if isinstance(source, dict) else (source if isinstance(source, str) else None)
             fsha = source.get("file_sha256") if isinstance(source, dict) else None
@@ -267,6 +281,37 @@ class Index:
             problems.append(f"{path}: {exc}")
             return None, None
         return vec, f"{seg['shard']}:{seg['vec']}"
+
+    def _read_packs(self, day: str, problems: list[str]) -> dict:
+        """Every vector in the day's packs; a damaged pack is a problem and is skipped, the rest still count."""
+        out: dict[str, tuple] = {}
+        for p in packfmt.pack_files(packfmt.day_dir(self.store.root, day)):
+            try:
+                vectors = packfmt.read(p).vectors()
+            except (OSError, SegmentError, ValueError) as exc:
+                problems.append(f"{exc}" if str(p) in str(exc) else f"{p}: {exc}")
+                continue
+            for rid, (vec, h16) in vectors.items():
+                out.setdefault(rid, (vec, h16, p.name))
+        return out
+
+    def _pack_vector(self, rec: dict, packed: dict, day: str, problems: list[str]):
+        """A format-2 record's vector: found by (day, id), and it must belong to the record's text."""
+        rid = str(rec.get("id"))
+        hit = packed.get(rid)
+        if hit is None:
+            problems.append(f"record {rid}: no vector in packs/{day[:4]}/{day}/")
+            return None, None
+        vec, h16, name = hit
+        if h16 != packfmt.hash16(str(rec.get("hash") or "")):
+            problems.append(f"packs/{day[:4]}/{day}/{name}: vector of record {rid} was made from other text "
+                            f"(hash16 {h16}, the record's is {packfmt.hash16(str(rec.get('hash') or ''))})")
+            return None, None
+        if vec.shape[0] != self.dim:
+            problems.append(f"packs/{day[:4]}/{day}/{name}: vector of record {rid} has {vec.shape[0]} dimensions, "
+                            f"the store uses {self.dim}")
+            return None, None
+        return vec, f"pack:{rid}"
 
     def _apply(self, plan: Plan, progress=None) -> None:
         conn = self.conn

@@ -15,8 +15,9 @@ SCHEMA_VERSION = 2
 _DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 
 
-def stat_fingerprint(log_path, seg_dir) -> str:
-    """Size, mtime and inode of the day log plus the mtimes of the day's segment folders.
+def stat_fingerprint(log_path, seg_dir, pack_dir=None) -> str:
+    """Size, mtime and inode of the day log, the mtimes of the day's segment folders (format 1)
+    and, where the day has one, the mtime and inode of its pack folder (format 2).
 
     Plain string paths: on a store with hundreds of days, pathlib's object creation would cost
     more than the stat calls themselves.
@@ -36,6 +37,15 @@ def stat_fingerprint(log_path, seg_dir) -> str:
             parts.append(f"{name}:{sub.st_mtime_ns}:{sub.st_nlink}")
     except OSError:
         parts.append("-")
+    if pack_dir is not None:
+        # One stat, no listing: packs are only ever added (renamed in) or removed, never changed in
+        # place, and either changes the folder's mtime. Absent on format-1 stores: nothing is added,
+        # so their fingerprints stay as they were.
+        try:
+            st = os.stat(pack_dir)
+            parts.append(f"p{st.st_mtime_ns}:{st.st_ino}")
+        except OSError:
+            pass
     return "|".join(parts)
 
 
@@ -61,6 +71,10 @@ def days_on_disk(root: str) -> dict[str, str]:
 
 def segment_dir(root: str, day: str) -> str:
     return os.path.join(root, "segments", day[:4], day)
+
+
+def pack_dir(root: str, day: str) -> str:
+    return os.path.join(root, "packs", day[:4], day)
 
 
 def fresh_index_connection(store) -> sqlite3.Connection | None:
@@ -90,7 +104,7 @@ def fresh_index_connection(store) -> sqlite3.Connection | None:
             conn.close()
             return None
         for day, log_path in days.items():
-            if stat_fingerprint(log_path, segment_dir(root, day)) != known[day]:
+            if stat_fingerprint(log_path, segment_dir(root, day), pack_dir(root, day)) != known[day]:
                 conn.close()
                 return None
     except sqlite3.Error:

@@ -4,10 +4,11 @@ Text and code go through ingest-path's planner (same chunks, same ids, same supe
 with text becomes chunks too, and its original bytes are kept as a blob that the chunks point at.
 Images, audio, video, PDFs without text and any other file become a blob segment (ContextTape
 data type 10 image, 11 audio, 12 other) with a JSON manifest segment (type 13) linked to it, plus
-one searchable `doc` record that describes the file in words and points at the pair through
-`source.blob = {"shard", "blob", "manifest"}`. Nothing is truncated: a file over the size limit
-is skipped with a message. Blobs are written under the store lock by `Store.write`'s
-`before_write` hook, so a crash rolls them back like any other uncommitted segment.
+one searchable `doc` record that describes the file in words and names the original by content:
+`source.blob = {"sha256", "bytes"}`. The pair goes into the pack that the same write makes for the
+record's day, where it is found by record id (docs/format.md). Nothing is truncated: a file over
+the size limit is skipped with a message. Blobs are queued inside the write transaction by
+`Store.write`'s `before_write` hook, so a crash rolls them back like any other uncommitted pack.
 """
 
 from __future__ import annotations
@@ -127,14 +128,10 @@ def _plan_blobs(store, blobs, now, records, inputs, jobs, notes) -> None:
 
 
 def _write_blobs(store, jobs: list[_BlobJob], added: list[dict]) -> list[str]:
-    """Under the store lock: write each needed blob + manifest pair and point its records at it."""
-    from ..format import log as logfmt
-    from ..format.segment import ShardWriter
+    """In the write transaction: queue each needed original for its records' pack and point them at it."""
     from ..format.timeutil import local_day
 
     added_ids = {id(r) for r in added}
-    writer = store.writer_id()
-    paths: list[str] = []
     for job in jobs:
         recs = [r for r in job.records if id(r) in added_ids]
         if not recs:
@@ -144,29 +141,40 @@ def _write_blobs(store, jobs: list[_BlobJob], added: list[dict]) -> list[str]:
             raise FormatError(job.path, "changed while it was being ingested",
                               hint="Run the ingest again; nothing from it was committed.")
         when = from_iso(recs[0]["ts"])
-        shard = logfmt.segment_day_dir(store.root, local_day(when, store.tz)) / writer
-        sw = ShardWriter(shard)
-        # ContextTape's own manifest keys (type, ref_blob_id, filename) as well, so its readers understand it
-        manifest = {"type": job.info.get("kind"), "ref_blob_id": sw.next_id, "filename": job.path.name,
-                    "path": job.rel, "source": str(job.path.resolve()), "size": len(data),
+        # ContextTape's own manifest keys (type, filename) as well, so its readers understand it
+        manifest = {"type": job.info.get("kind"), "filename": job.path.name, "path": job.rel, "size": len(data),
                     "sha256": job.sha256, "ingested": to_iso(when), "records": [r["id"] for r in recs], **job.info}
         dtype = DATA_TYPES.get(job.info.get("kind"), DT_BLOB)
-        bid, mid = sw.write_blob(data, dtype, manifest, int(when.timestamp()))
-        ref = {"shard": store.rel(shard), "blob": bid, "manifest": mid}
+        store._tx.add_blob(recs[0]["id"], local_day(when, store.tz), data, dtype, manifest, int(when.timestamp()))
         for r in recs:
-            r["source"]["blob"] = dict(ref)
-        paths.append(store.rel(shard))
-    return paths
+            r["source"]["blob"] = {"sha256": job.sha256, "bytes": len(data)}
+    return []
 
 
-def read_blob(store, ref: dict) -> tuple[bytes, dict]:
-    """The original bytes and the manifest of a record's `source.blob` reference."""
+def read_blob(store, rec: dict) -> tuple[bytes, dict]:
+    """The original bytes and the manifest of a record's `source.blob` (format 2: from its day's packs)."""
     import json
 
-    from ..format.segment import read_segment, segment_name
-    from ..index.build import safe_path
+    ref = rec["source"]["blob"]
+    if "shard" in ref:  # format 1: the record names its blob and manifest segments
+        from ..format.segment import read_segment, segment_name
+        from ..index.build import safe_path
 
-    shard = safe_path(store.root, str(ref["shard"]))
-    _, payload = read_segment(shard / segment_name(int(ref["blob"])))
-    _, manifest = read_segment(shard / segment_name(int(ref["manifest"])))
-    return payload, json.loads(manifest.decode("utf-8"))
+        shard = safe_path(store.root, str(ref["shard"]))
+        _, payload = read_segment(shard / segment_name(int(ref["blob"])))
+        _, manifest = read_segment(shard / segment_name(int(ref["manifest"])))
+        return payload, json.loads(manifest.decode("utf-8"))
+    from ..check import find_day_blob
+    from ..format import pack as packfmt
+    from ..format.timeutil import local_day
+
+    day = local_day(from_iso(rec["ts"]), store.tz)
+    blobs = []
+    for p in packfmt.pack_files(packfmt.day_dir(store.root, day)):
+        pk = packfmt.read(p)
+        for rid, bseg, mseg in pk.manifest.get("blobs", []):
+            blobs.append((rid, p.name, pk.segments[bseg][1], json.loads(pk.segments[mseg][1].decode("utf-8"))))
+    found = find_day_blob(blobs, str(rec["id"]), ref.get("sha256"))
+    if found is None:
+        raise FormatError(packfmt.day_dir(store.root, day), f"no pack holds the original of record {rec['id']}")
+    return found[1], found[2]

@@ -170,7 +170,7 @@ def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_
     started = time.monotonic()
     llm = None if offline else get_llm(store.root)
     res = ReorgResult(threshold=threshold, veto="llm" if llm is not None else "offline", dry_run=dry_run)
-    with store.lock():
+    with store.transaction(res.message, allow_old_format=dry_run) as tx:
         store.index()
         tree = treefmt.read(store.root)
         data = RecordData(store)
@@ -234,8 +234,9 @@ def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_
             res.llm_calls, res.llm_failures = llm.calls, llm.failures
         res.seconds = time.monotonic() - started
         if res.changed and not dry_run:
-            treefmt.write(store.root, tree)
-            res.commit = store.git.commit(res.message(), [treefmt.FILENAME])
+            written = treefmt.write(store.root, tree)
+            tx.stage(written if isinstance(written, list) else [treefmt.FILENAME])
+    res.commit = tx.commit
     return res
 
 
