@@ -47,7 +47,9 @@ class ForgetResult:
 
     def to_json(self) -> dict:
         return {"forgotten": [r["id"] for r in self.records], "commit": self.commit, "paths": self.paths,
-                "purged_history": self.purged, "notes": self.notes}
+                "purged_history": self.purged, "notes": self.notes,
+                "records": [{"id": r["id"], "ts": r.get("ts"), "session": r.get("session"),
+                             "text": (r.get("text") or "")[:200]} for r in self.records]}
 
 
 # ----- tombstones ---------------------------------------------------------------------------------

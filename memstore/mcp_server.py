@@ -97,6 +97,14 @@ class MemoryServer:
         st = lambda: self._st()  # noqa: E731
         return await self._run(lambda: (st().done(done) if done else st().mark(text)).to_json())
 
+    async def forget(self, ids: list[str] | None = None, match: str | None = None, session: str | None = None,
+                     since: str | None = None, until: str | None = None, dry_run: bool = False) -> dict:
+        """Forget records for good (one git commit): by ids, by every word of `match`, by session or
+        time range (all given must hold). Their text leaves the logs, vectors, topic tree and markers;
+        a tombstone keeps other clones from bringing them back. Run with dry_run=true first."""
+        return await self._run(lambda: self._st().forget(ids or (), match=match, session=session, since=since,
+                                                         until=until, dry_run=dry_run).to_json())
+
     async def where(self, markers: int = 10, lines: int = 8) -> dict:
         """Where the work stands: open markers (newest last) and the latest session's last lines."""
         return await self._run(lambda: self._st().where(markers=markers, lines=lines).to_json())
@@ -125,7 +133,7 @@ class MemoryServer:
         self._pool.shutdown(wait=False)
 
 
-TOOLS = ("search", "recall", "add", "mark", "where", "context", "tree")
+TOOLS = ("search", "recall", "add", "mark", "forget", "where", "context", "tree")
 
 
 def build_server(root: Path | str):
@@ -137,11 +145,11 @@ def build_server(root: Path | str):
 
     mem = MemoryServer(root)
     server = MCPServer(name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    writes = {"add", "mark"}
+    writes = {"add", "mark", "forget"}
     for name in TOOLS:
         fn = getattr(mem, name)
         server.add_tool(fn, name=name, description=fn.__doc__.replace("\n        ", " "),
-                        annotations=ToolAnnotations(read_only_hint=name not in writes, destructive_hint=False,
+                        annotations=ToolAnnotations(read_only_hint=name not in writes, destructive_hint=name == "forget",
                                                     idempotent_hint=name not in writes, open_world_hint=False))
     server.resource("memstore://stats", name="stats", mime_type="application/json",
                     description="Counts for this store: records, days, sessions, segments, bytes.")(mem.stats)

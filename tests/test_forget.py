@@ -146,3 +146,47 @@ def test_forget_by_id_session_and_time(tmp_path):
     none = ct("-C", st.root, "forget", check=False)
     assert none.returncode == 2 and "say what to forget" in none.stderr
     assert git_clean(st.root)
+
+
+def test_forget_over_mcp_and_http(tmp_path):
+    import threading
+    import urllib.request
+
+    import anyio
+
+    from memstore.mcp_server import MemoryServer, build_server
+    from memstore.serve import make_server
+
+    st = make_store(tmp_path / "s")
+    st.add("The spare key is under the blue flowerpot by the door", session="home")
+    st.add("Water the ferns on Sunday", session="home")
+
+    async def main():
+        mem = MemoryServer(st.root)
+        preview = await mem.forget(match="spare key flowerpot", dry_run=True)
+        done = await mem.forget(match="spare key flowerpot")
+        return preview, done
+
+    preview, done = anyio.run(main)
+    assert "flowerpot" in preview["records"][0]["text"] and preview["commit"] is None
+    assert done["commit"] and len(done["forgotten"]) == 1
+    _server, mem = build_server(st.root)
+    assert mem is not None
+    assert "flowerpot" not in ct("-C", st.root, "search", "spare key").stdout
+
+    server = make_server(st.root, port=0, log=False)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        req = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/forget", method="POST",
+                                     data=json.dumps({"match": "ferns Sunday"}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            out = json.loads(resp.read())
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    assert out["commit"] and len(out["forgotten"]) == 1
+    assert "ferns" not in ct("-C", st.root, "search", "ferns").stdout
+    assert git_clean(st.root)
