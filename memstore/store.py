@@ -206,6 +206,7 @@ class Store(StoreAPI):
         result = WriteResult()
         inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
         records, result.notes = secret_policy.apply(records, secrets, origins)
+        records = self._drop_forgotten(records, result)
         for r in records:  # a redacted record is embedded from its redacted text
             if "redacted" in (r.get("meta") or {}):
                 inputs_by_rec.pop(id(r), None)
@@ -246,6 +247,16 @@ class Store(StoreAPI):
             result.notes.append(f"topic tree not updated: {exc}")
             return []
         return [out] if out else []
+
+    def _drop_forgotten(self, records: list[dict], result: WriteResult) -> list[dict]:
+        """A forgotten record (tombstone in forgotten.jsonl) does not come back by importing its source again."""
+        from .forget import TOMBSTONES, forgotten_ids
+
+        gone = forgotten_ids(self.root) if records else set()
+        kept = [r for r in records if r["id"] not in gone]
+        if len(kept) < len(records):
+            result.notes.append(f"left out {len(records) - len(kept)} records forgotten earlier ({TOMBSTONES})")
+        return kept
 
     def _drop_known(self, records: list[dict]) -> tuple[list[dict], int]:
         seen: set[str] = set()

@@ -190,3 +190,17 @@ def test_forget_over_mcp_and_http(tmp_path):
     assert out["commit"] and len(out["forgotten"]) == 1
     assert "ferns" not in ct("-C", st.root, "search", "ferns").stdout
     assert git_clean(st.root)
+
+
+def test_a_forgotten_record_does_not_come_back_by_importing_its_source_again(tmp_path):
+    st = make_store(tmp_path / "s")
+    f = tmp_path / "turns.jsonl"
+    f.write_text(json.dumps({"ts": "2026-03-01T10:00:00Z", "role": "user", "text": "my locker is number 4417"}) + "\n"
+                 + json.dumps({"ts": "2026-03-01T10:01:00Z", "role": "user", "text": "buy oat milk"}) + "\n")
+    ct("-C", st.root, "import", "jsonl", f)
+    ct("-C", st.root, "forget", "--match", "locker 4417")
+    (st.root / ".memstore" / "import-state.json").unlink()  # the cursor is disposable: the file is read again
+    proc = ct("-C", st.root, "import", "jsonl", f)
+    assert "forgotten earlier" in proc.stderr
+    assert "4417" not in "".join(p.read_text() for p in (st.root / "log").rglob("*.jsonl"))
+    assert git_clean(st.root)
