@@ -24,14 +24,14 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .errors import MemstoreError, UsageError
 from .format import log as logfmt
+from .format import tombstones as tombfmt
 from .format.timeutil import from_iso, local_day, now_utc, to_iso
 
-TOMBSTONES = "forgotten.jsonl"
-ATTRIBUTE = f"{TOMBSTONES} merge=union"
+TOMBSTONES = tombfmt.FILENAME
+ATTRIBUTE = tombfmt.ATTRIBUTE
 REPLACEMENT = "[forgotten]"
 
 
@@ -54,26 +54,8 @@ class ForgetResult:
 
 # ----- tombstones ---------------------------------------------------------------------------------
 
-def tombstones(root: Path) -> dict[str, dict]:
-    """id -> tombstone for every line of forgotten.jsonl (unreadable lines are skipped)."""
-    path = Path(root) / TOMBSTONES
-    out: dict[str, dict] = {}
-    try:
-        data = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, UnicodeDecodeError):
-        return out
-    for line in data.splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("id"), str):
-            out.setdefault(obj["id"], obj)
-    return out
-
-
-def forgotten_ids(root: Path) -> set[str]:
-    return set(tombstones(root))
+tombstones = tombfmt.read
+forgotten_ids = tombfmt.ids
 
 
 # ----- choosing records ---------------------------------------------------------------------------

@@ -250,12 +250,12 @@ class Store(StoreAPI):
 
     def _drop_forgotten(self, records: list[dict], result: WriteResult) -> list[dict]:
         """A forgotten record (tombstone in forgotten.jsonl) does not come back by importing its source again."""
-        from .forget import TOMBSTONES, forgotten_ids
+        from .format import tombstones
 
-        gone = forgotten_ids(self.root) if records else set()
+        gone = tombstones.ids(self.root) if records else set()
         kept = [r for r in records if r["id"] not in gone]
         if len(kept) < len(records):
-            result.notes.append(f"left out {len(records) - len(kept)} records forgotten earlier ({TOMBSTONES})")
+            result.notes.append(f"left out {len(records) - len(kept)} records forgotten earlier ({tombstones.FILENAME})")
         return kept
 
     def _drop_known(self, records: list[dict]) -> tuple[list[dict], int]:

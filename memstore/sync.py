@@ -35,9 +35,8 @@ class SyncResult:
 
 def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResult:
     """Fetch, merge the upstream branch, bring the index up to date, push what the remote lacks."""
-    from . import hooks
-
     from . import forget as forgetting
+    from . import hooks
 
     with store.lock():  # journalled: a crashed writer's leftovers are rolled back before the merge
         notes = list(store.recovery_notes)

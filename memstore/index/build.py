@@ -250,15 +250,15 @@ class Index:
 
     def _forgotten(self) -> set[str]:
         """Tombstoned ids (forgotten.jsonl), read again only when the file changed."""
-        from ..forget import TOMBSTONES, forgotten_ids
+        from ..format import tombstones
 
         try:
-            st = os.stat(self.store.root / TOMBSTONES)
+            st = os.stat(self.store.root / tombstones.FILENAME)
             key = (st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
             return set()
         if getattr(self, "_gone_key", None) != key:
-            self._gone_key, self._gone = key, forgotten_ids(self.store.root)
+            self._gone_key, self._gone = key, tombstones.ids(self.store.root)
         return self._gone
 
     def _read_vector(self, rec: dict, problems: list[str]):
