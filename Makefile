@@ -9,6 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 .PHONY: install test test-slow demo search-sample bench compat bench-quality docs clean
 
 install: $(BIN)/ct
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing chromium + chromium-driver for the browser tests (tests/test_web.py)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; fi
 
 $(BIN)/ct: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

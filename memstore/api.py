@@ -189,11 +189,44 @@ class StoreAPI:
 
         return build_context(self, query, budget=budget, k=k, recent=recent)
 
-    def tree(self):
-        """The topic tree as committed in tree.json → Tree."""
+    def tree(self, rev: str | None = None):
+        """The topic tree (its op log replayed; tree.json in a format-1 store), or as it was at git revision `rev` → Tree."""
         from .format import tree as treefmt
 
-        return treefmt.read(self.root)
+        if rev is None:
+            return treefmt.read(self.root)
+        from .tree.diff import load_version
+
+        return load_version(self, rev)
+
+    def days(self) -> list[dict]:
+        """Current records per day, oldest first: [{"day": "YYYY-MM-DD", "records": n}]."""
+        from .index.browse import day_counts
+
+        return [{"day": d, "records": n} for d, n in day_counts(self.index())]
+
+    def day(self, day: str) -> list[dict]:
+        """One day's current records, verbatim, in time order (forgotten and superseded ones left out)."""
+        import re
+
+        from .errors import UsageError
+        from .index.browse import day_records
+
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day or ""):
+            raise UsageError(f"a day is written YYYY-MM-DD, not {day!r}")
+        return day_records(self.index(), day)
+
+    def records(self, ids) -> list[dict]:
+        """The current records with these ids, verbatim, in time order (unknown ids are left out)."""
+        from .index.browse import records_by_id
+
+        return records_by_id(self.index(), _list(ids))
+
+    def markers(self) -> list:
+        """Every "where are we now" marker, open and done, oldest first → list[Marker]."""
+        from .format import markers as markerfmt
+
+        return markerfmt.read(self.root)
 
     def stat(self) -> Stats:
         """Counts of records, days, sessions, packs and bytes (`ct stat`) → Stats."""

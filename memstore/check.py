@@ -123,10 +123,14 @@ def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) 
 
 
 def _check_tree(store, rep) -> None:
-    """tree.json must parse as a topic tree (it refers to records by id; it never holds their text)."""
+    """Every tree op line must parse (named file:line), and a format-1 tree.json as a topic tree."""
     from .errors import FormatError
     from .format import tree as treefmt
+    from .format import treelog
 
+    if treelog.exists(store.root):
+        rep.damage += treelog.read_ops(store.root)[1]
+        return
     if not treefmt.path_of(store.root).exists():
         return
     try:

@@ -202,39 +202,10 @@ def _remove_vectors(store, days: list[str], ids: set[str]) -> list[str]:
 
 
 def _forget_in_tree(store, ids: set[str], texts: list[str]) -> list[str]:
+    """The tree's op lines rewritten so none names the records or quotes their text (format/treeforget.py)."""
     from .format import tree as treefmt
 
-    if hasattr(treefmt, "forget"):  # format 2: the op log rewrites its own lines
-        return list(treefmt.forget(store.root, ids, texts))
-    path = treefmt.path_of(store.root)
-    if not path.exists():
-        return []
-    from .tree.assign import remove_records
-    from .tree.topicdata import RecordData
-
-    tree = treefmt.read(store.root)
-    data = RecordData(store)
-    changed = remove_records(tree, data, ids, at=to_iso(now_utc()))
-    # A name or summary elsewhere (a parent group's) may still quote a forgotten text: rebuild it.
-    needles = [_needle(t) for t in texts if _needle(t)]
-    for t in tree.topics.values():
-        if any(n in t.name or n in t.summary for n in needles):
-            from .tree import naming
-
-            own, roles = data.texts(t.records) if t.records else ([], [])
-            t.name = naming.offline_name(own, data.rarity) if own else "Untitled topic"
-            t.summary = naming.offline_summary(own, roles, data.rarity) if own else ""
-            changed = True
-    if not changed:
-        return []
-    treefmt.write(store.root, tree)
-    return [treefmt.FILENAME]
-
-
-def _needle(text: str) -> str:
-    """A forgotten text's recognisable start, as summaries quote it (flattened, 24 characters)."""
-    flat = " ".join(text.split())
-    return flat[:24] if len(flat) >= 12 else ""
+    return list(treefmt.forget(store.root, ids, texts))
 
 
 def _forget_in_markers(store, texts: list[str]) -> list[str]:

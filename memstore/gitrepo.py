@@ -110,6 +110,14 @@ class GitRepo:
         except GitError:
             return None
 
+    def files_at(self, rev: str, folder: str) -> dict[str, bytes]:
+        """Every file under `folder` at revision `rev`: {path relative to the store: bytes}; {} if none."""
+        try:
+            tree = self.repo.commit(rev).tree / folder
+        except (KeyError, ValueError, self._git_mod.BadName):
+            return {}
+        return {b.path: b.data_stream.read() for b in tree.traverse() if b.type == "blob"}
+
     def hooks_dir(self) -> Path:
         out = self.run("rev-parse", "--git-path", "hooks")
         p = Path(out)
@@ -118,3 +126,65 @@ class GitRepo:
 
 def _int(s: str) -> int:
     return int(s) if s.isdigit() else 0
+
+
+# What git leaves in its folder while an operation waits for the user, and how to finish or abort it.
+UNFINISHED = (
+    ("rebase-merge", "a rebase", "git rebase --continue", "git rebase --abort"),
+    ("rebase-apply", "a rebase", "git rebase --continue", "git rebase --abort"),
+    ("MERGE_HEAD", "a merge", "git commit", "git merge --abort"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue", "git cherry-pick --abort"),
+    ("REVERT_HEAD", "a revert", "git revert --continue", "git revert --abort"),
+)
+
+
+def git_dir(root: Path) -> Path | None:
+    """The store's git folder, found without running git (a `.git` file points elsewhere in worktrees)."""
+    dot = Path(root) / ".git"
+    if dot.is_dir():
+        return dot
+    try:
+        text = dot.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if text.startswith("gitdir:"):
+        p = Path(text.split(":", 1)[1].strip())
+        return p if p.is_absolute() else (Path(root) / p).resolve()
+    return None
+
+
+def unfinished_operation(root: Path) -> tuple[str, str, str] | None:
+    """(what, how to finish, how to abort) for a merge, rebase, cherry-pick or revert git is in the
+    middle of, or None. Costs a few stats; no git process."""
+    gdir = git_dir(root)
+    if gdir is None:
+        return None
+    for name, what, finish, abort in UNFINISHED:
+        if (gdir / name).exists():
+            return what, finish, abort
+    return None
+
+
+def refuse_if_unfinished(root: Path, doing: str = "write to the store") -> None:
+    """A write now would commit (or roll back) half of git's operation: stop with what to run instead."""
+    state = unfinished_operation(root)
+    if state is None:
+        return
+    from .errors import MemstoreError
+
+    what, finish, abort = state
+    raise MemstoreError(
+        f"{root}: git is in the middle of {what}, so ct will not {doing} now "
+        "(it would commit or roll back part of it).",
+        f'Finish it with "{finish}" (after resolving any conflicts: git status lists them) or undo it '
+        f'with "{abort}", then run the command again. Nothing was changed.')
+
+
+def warn_if_unfinished(root: Path) -> None:
+    """For readers: results reflect the half-merged files; say so on stderr."""
+    state = unfinished_operation(root)
+    if state is not None:
+        import sys
+
+        print(f"memstore: warning: git is in the middle of {state[0]} in {root}; results show the files as "
+              f'they are now (finish with "{state[1]}" or "{state[2]}")', file=sys.stderr)

@@ -85,12 +85,24 @@ class Repair:
 # ----- the writer's side ------------------------------------------------------------------------
 
 
+def refuse_during_git_operation(store, doing: str = "write to the store") -> None:
+    """No write (and no repair) while git waits in a merge, rebase, cherry-pick or revert.
+
+    The working files then hold the other side's records uncommitted; a write would commit half of
+    the operation and a rollback would throw the other side away (the data loss of issue 12).
+    """
+    from .gitrepo import refuse_if_unfinished
+
+    refuse_if_unfinished(store.root, doing)
+
+
 def begin_write(store) -> list[str]:
     """Called by `Store.write` holding the write lock: recover from a crashed writer, then journal.
 
     Without a journal, uncommitted day-log changes cannot be ours to roll back silently (a person
     may have edited a log), so the writer refuses and names `ct fsck --repair`.
     """
+    refuse_during_git_operation(store)
     notes: list[str] = []
     journal = read_journal(store)
     if journal is not None:
@@ -151,6 +163,10 @@ def recover_if_crashed(store) -> Repair | None:
     """
     if getattr(store, "_writing", False) or not (store.meta_dir / JOURNAL).exists():
         return None
+    from .gitrepo import unfinished_operation
+
+    if unfinished_operation(store.root):
+        return None  # never roll back mid-merge: the uncommitted lines may be the other side's
     from .errors import LockTimeout
     from .locking import file_lock
 
@@ -216,9 +232,16 @@ def rollback(store, journal: dict | None) -> Repair:
         _clear_git_locks(store, float(journal.get("started") or 0), rep)
     entries = _status(store)
     staged = [p for xy, p in entries if xy[0] not in " ?" and _is_data(p)]
-    if staged:
+    if staged and journal is not None:  # the crashed writer's own `git add`: undo it with the rest
         store.git.run("reset", "-q", "--", *staged)
         entries = _status(store)
+    elif staged:
+        # Without a crashed writer, staged changes are a person's (or git's) work: never undone.
+        # Day-log lines beyond the staged version are still rolled back; other staged files are left.
+        keep = set(staged)
+        rep.untouched += [f"{p}: staged changes left alone (commit them, or unstage with git restore --staged)"
+                          for p in staged]
+        entries = [(xy, p) for xy, p in entries if p not in keep or (_is_append_only(p) and xy[1] != " ")]
     backup = _Backup(store)
     logs = [(xy, p) for xy, p in entries if _is_append_only(p)]
     segs = [(xy, p) for xy, p in entries if p.startswith("segments/")]
@@ -226,7 +249,8 @@ def rollback(store, journal: dict | None) -> Repair:
     others = [(xy, p) for xy, p in entries if not _is_append_only(p) and not p.startswith(("segments/", "packs/"))]
     started = float(journal.get("started") or 0) if journal is not None else None
     for xy, p in logs:
-        _rollback_appended(store, xy, p, rep, backup, started)
+        base = ":" if journal is None and xy[0] not in " ?" else "HEAD:"  # staged: the index is the floor
+        _rollback_appended(store, xy, p, rep, backup, started, base)
     for xy, p in segs:
         _rollback_segment(store, xy, p, rep, backup)
     _rollback_packs(store, packs, rep)
@@ -243,11 +267,11 @@ def rollback(store, journal: dict | None) -> Repair:
 
 
 def _is_data(p: str) -> bool:
-    return p.startswith(("log/", "segments/", "packs/")) or p in (*APPEND_ONLY, *OTHER_DATA)
+    return p.startswith(("log/", "segments/", "packs/", "tree/")) or p in (*APPEND_ONLY, *OTHER_DATA)
 
 
 def _is_append_only(p: str) -> bool:
-    return (p.startswith("log/") and p.endswith(".jsonl")) or p in APPEND_ONLY
+    return (p.startswith(("log/", "tree/")) and p.endswith(".jsonl")) or p in APPEND_ONLY
 
 
 def _status(store, *pathspec: str) -> list[tuple[str, str]]:
@@ -260,11 +284,11 @@ def _status(store, *pathspec: str) -> list[tuple[str, str]]:
     return entries
 
 
-def _committed_bytes(store, p: str) -> bytes | None:
+def _committed_bytes(store, p: str, base: str = "HEAD:") -> bytes | None:
     from .errors import GitError
 
     try:
-        return store.git.run("cat-file", "blob", f"HEAD:{p}", stdout_as_string=False,
+        return store.git.run("cat-file", "blob", f"{base}{p}", stdout_as_string=False,
                              strip_newline_in_stdout=False)
     except GitError:
         return None
@@ -280,14 +304,15 @@ def _changed_since(path: Path, started: float | None) -> bool:
         return True
 
 
-def _rollback_appended(store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None) -> None:
+def _rollback_appended(store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None,
+                       base: str = "HEAD:") -> None:
     """A day log or markers.jsonl: cut back to its committed bytes, keeping the cut lines."""
     path = store.root / p
     if not _changed_since(path, started):
         # Lines a person appended before the writer began are theirs (fsck names any damage).
         rep.untouched.append(f"{p}: uncommitted lines older than the interrupted write left alone")
         return
-    head = _committed_bytes(store, p)
+    head = _committed_bytes(store, p, base)
     if not path.exists():
         if head is not None:  # a tracked file went missing: bring the committed one back
             store.git.run("checkout", "HEAD", "--", p)
@@ -419,6 +444,10 @@ def _referenced_by_committed(store, p: str) -> bool:
 
 def _rollback_other(store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None) -> None:
     """tree.json, memstore.toml and the like: only undone when a crashed writer changed them."""
+    if xy == "??" and p.startswith("tree/") and Path(p).name.startswith(".") and ".tmp-" in p:
+        (store.root / p).unlink(missing_ok=True)  # a tree shard rewrite (forget) that never got renamed
+        rep.temp_files += 1
+        return
     if xy == "??" and p.startswith(".") and ".tmp-" in p and p[1:].split(".tmp-")[0] in OTHER_DATA:
         (store.root / p).unlink(missing_ok=True)  # e.g. .tree.json.tmp-<pid>: a rename that never happened
         rep.temp_files += 1
@@ -507,6 +536,7 @@ def repair(store) -> Repair:
     """
     from .locking import file_lock, lock_timeout
 
+    refuse_during_git_operation(store, "repair the store")
     # The bare lock, not Store.lock(): a journalled lock would refuse to start on the very
     # uncommitted lines this is here to roll back.
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):

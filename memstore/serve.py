@@ -1,9 +1,13 @@
-"""`ct serve`: one store's memory as a small HTTP JSON API on localhost (search, recall, add, context, where, stats).
+"""`ct serve`: one store's memory as a small HTTP JSON API on localhost (search, recall, add, context, where,
+stats) and a web page to look at it (search, timeline, topic tree, history).
 
-Each endpoint calls the same `Store` method as the `ct` command of the same name and answers with
-its `to_json()` shape; `/openapi.json` describes them all. Read endpoints take GET query
-parameters or a POST JSON body; `add` is POST only. All store work runs on one dedicated thread,
-because the index's SQLite connection belongs to the thread that opened it.
+Each API endpoint calls the same `Store` method as the `ct` command of the same name and answers
+with its `to_json()` shape; `/openapi.json` describes them all. Read endpoints take GET query
+parameters or a POST JSON body; `add` is POST only and answers only when the server was started
+writable. The page is plain files shipped in `memstore/web/`, served from `/` (to a browser) and
+`/assets/`; it reads the `/view/...` endpoints (memstore/web/views.py), which mask secrets. All
+store work runs on one dedicated thread, because the index's SQLite connection belongs to the
+thread that opened it.
 
 Safety: the API has no authentication, so it binds only to loopback unless `allow_remote` is set.
 On loopback it also refuses requests whose Host or Origin header is not a loopback name (a web
@@ -49,6 +53,7 @@ class Endpoint:
     methods: tuple
     params: tuple = field(default_factory=tuple)
     call: object = None  # (store, params dict) -> JSON-able dict
+    writes: bool = False  # answered only by a server started with writable=True
 
 
 def _search(st, p):
@@ -68,7 +73,46 @@ def _add(st, p):
         raise UsageError(f"cannot add: {exc}") from None
 
 
+def _view(name):
+    """The page's data function `name` from memstore/web/views.py, imported on first use."""
+    def call(st, p):
+        from .web import views
+
+        return getattr(views, name)(st, p)
+    return call
+
+
 _READ = ("GET", "POST")
+_PAGE = ("GET",)
+VIEW_ENDPOINTS = (
+    Endpoint("/view/overview", "For the page: the store's name and totals, current records per day, every marker.",
+             _PAGE, (), _view("overview")),
+    Endpoint("/view/search", "For the page: search hits with days and score parts, secrets masked.", _PAGE, (
+        Param("query", "string", "What to look for.", required=True),
+        Param("k", "integer", "How many hits.", default=20),
+        Param("mode", "string", "hybrid | exact | vector.", default="hybrid"),
+        Param("since", "string", "Only records at or after this time (ISO or a phrase)."),
+        Param("until", "string", "Only records before this time (ISO or a phrase)."),
+        Param("role", "array", "Only these roles."),
+        Param("session", "array", "Only these sessions."),
+        Param("now", "string", "Reference time for phrases (ISO)."),
+    ), _view("search")),
+    Endpoint("/view/day", "For the page: one day's records verbatim in time order (secrets masked), its markers.",
+             _PAGE, (Param("day", "string", "The day, YYYY-MM-DD.", required=True),), _view("day")),
+    Endpoint("/view/tree", "For the page: the topic tree, and topics that left it (merged, archived).", _PAGE, (),
+             _view("tree")),
+    Endpoint("/view/topic", "For the page: a page of one topic's records in time order.", _PAGE, (
+        Param("id", "string", "The topic id.", required=True),
+        Param("offset", "integer", "Records to skip.", default=0),
+        Param("limit", "integer", "Records to return at most.", default=200),
+    ), _view("topic")),
+    Endpoint("/view/history", "For the page: the store's git log as memory history, newest first.", _PAGE, (
+        Param("n", "integer", "Commits at most (up to 500).", default=200),
+    ), _view("history")),
+    Endpoint("/view/commit", "For the page: one commit's topic changes (as `ct diff REV^ REV`) and the tree "
+             "before and after it.", _PAGE, (Param("rev", "string", "A commit id.", required=True),),
+             _view("commit")),
+)
 ENDPOINTS = {e.path: e for e in (
     Endpoint("/search", "Search memory by words and meaning (hybrid, exact or vector).", _READ, (
         Param("query", "string", "What to look for.", required=True),
@@ -98,7 +142,7 @@ ENDPOINTS = {e.path: e for e in (
         Param("type", "string", "text | action | meta.", default="text"),
         Param("model", "string", "The model that produced it (assistant turns)."),
         Param("secrets", "string", "What to do with a detected secret: refuse | redact | allow.", default="refuse"),
-    ), _add),
+    ), _add, writes=True),
     Endpoint("/forget", "Forget records: their text leaves every committed file (one commit, tombstones kept).",
              ("POST",), (
         Param("ids", "array", "Record ids to forget."),
@@ -108,7 +152,7 @@ ENDPOINTS = {e.path: e for e in (
         Param("until", "string", "Up to this time."),
         Param("dry_run", "boolean", "Only list what would be forgotten.", default=False),
     ), lambda st, p: st.forget(p["ids"] or (), match=p["match"], session=p["session"], since=p["since"],
-                               until=p["until"], dry_run=p["dry_run"]).to_json()),
+                               until=p["until"], dry_run=p["dry_run"]).to_json(), writes=True),
     Endpoint("/context", "Prompt context for a query within a token budget.", _READ, (
         Param("query", "string", "What the prompt is about.", required=True),
         Param("budget", "integer", "Token budget (default: the store's setting)."),
@@ -121,7 +165,45 @@ ENDPOINTS = {e.path: e for e in (
     ), lambda st, p: st.where(markers=p["markers"], lines=p["lines"]).to_json()),
     Endpoint("/stats", "Counts: records, days, sessions, segments, bytes.", _READ, (),
              lambda st, p: st.stat().to_json()),
+    *VIEW_ENDPOINTS,
 )}
+
+
+@dataclass(frozen=True)
+class Page:
+    """A non-JSON answer: the page or one of its files, with its content type."""
+
+    body: bytes
+    content_type: str
+
+
+# The page loads nothing from anywhere but this server, and nothing may frame it.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                               "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+ASSET_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
+               ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}
+
+
+def load_assets() -> dict[str, Page]:
+    """The page's files shipped in memstore/web/, by name."""
+    from importlib.resources import files
+
+    out = {}
+    for f in files("memstore.web").iterdir():
+        ctype = ASSET_TYPES.get(Path(f.name).suffix)
+        if ctype and f.is_file():
+            out[f.name] = Page(f.read_bytes(), ctype)
+    return out
+
+
+def wants_html(headers) -> bool:
+    """A browser navigating to / asks for text/html; programs (curl, urllib) do not."""
+    return "text/html" in (headers.get("Accept") or "")
 
 
 class HTTPError(Exception):
@@ -200,6 +282,9 @@ def openapi(version: str) -> dict:
                           "content": {"application/json": {"schema": error}}},
                   "500": {"description": "The store could not answer.",
                           "content": {"application/json": {"schema": error}}}}
+        if ep.writes:
+            errors["403"] = {"description": "The server is read-only (started without --writable).",
+                             "content": {"application/json": {"schema": error}}}
         ok = {"200": {"description": "The result, as `ct ... --json` prints it.",
                       "content": {"application/json": {"schema": {"type": "object"}}}}}
         props = {p.name: _schema(p) for p in ep.params}
@@ -267,9 +352,12 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {}
         except HTTPError as exc:
             status, body, headers = exc.status, {"error": exc.message, "status": exc.status}, exc.headers
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        if isinstance(body, Page):
+            data, ctype, headers = body.body, body.content_type, {**PAGE_HEADERS, **headers}
+        else:
+            data, ctype = json.dumps(body, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8"
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
         for k, v in headers.items():
             self.send_header(k, v)
@@ -295,10 +383,12 @@ class _Handler(BaseHTTPRequestHandler):
 class App:
     """Routes requests to ENDPOINTS and runs the store calls on one worker thread."""
 
-    def __init__(self, root: Path, allow_remote: bool = False, log: bool = True):
+    def __init__(self, root: Path, allow_remote: bool = False, log: bool = True, writable: bool = False):
         from . import __version__
 
         self.root, self.allow_remote, self.log, self.version = Path(root), allow_remote, log, __version__
+        self.writable = writable
+        self.assets = load_assets()
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore-serve")
         self._store = None
 
@@ -309,18 +399,26 @@ class App:
             self._store = Store.open(self.root)
         return self._store
 
-    def answer(self, method: str, target: str, headers, read_body) -> dict:
-        """The JSON answer for one request, or HTTPError."""
+    def answer(self, method: str, target: str, headers, read_body) -> dict | Page:
+        """The JSON answer (or the page, or one of its files) for one request, or HTTPError."""
         if not self.allow_remote:
             self._check_local(headers)
         url = urlsplit(target)
         path = url.path.rstrip("/") or "/"
-        if path == "/openapi.json" or path == "/":
+        if path == "/openapi.json" or path == "/" or path.startswith("/assets/"):
             if method != "GET":
                 raise HTTPError(405, f"{path} answers GET only", {"Allow": "GET"})
             if path == "/":
+                if wants_html(headers):
+                    return self.assets["index.html"]
                 return {"name": "memstore", "version": self.version, "store": str(self.root),
-                        "endpoints": sorted(ENDPOINTS), "openapi": "/openapi.json"}
+                        "endpoints": sorted(ENDPOINTS), "openapi": "/openapi.json", "page": "/",
+                        "writable": self.writable}
+            if path.startswith("/assets/"):
+                asset = self.assets.get(path[len("/assets/"):])
+                if asset is None:
+                    raise HTTPError(404, f"no file {path}; the page's files are {', '.join(sorted(self.assets))}")
+                return asset
             return openapi(self.version)
         ep = ENDPOINTS.get(path)
         if ep is None:
@@ -328,6 +426,9 @@ class App:
         if method not in ep.methods:
             raise HTTPError(405, f"{path} answers {' and '.join(ep.methods)}, not {method}",
                             {"Allow": ", ".join(ep.methods)})
+        if ep.writes and not self.writable:
+            raise HTTPError(403, f"this server is read-only, so {path} does not write; start it with "
+                                 "\"ct serve --writable\" to allow it")
         if method == "POST":
             raw, from_query = self._json_body(headers, read_body()), False
             if url.query:
@@ -414,10 +515,13 @@ class _Server(ThreadingHTTPServer):
 
 
 def make_server(root, host: str = "127.0.0.1", port: int = 8765, allow_remote: bool = False,
-                log: bool = True) -> ThreadingHTTPServer:
-    """A bound, not yet serving, HTTP server for the store at `root` (`server.app` holds the App)."""
+                log: bool = True, writable: bool = False) -> ThreadingHTTPServer:
+    """A bound, not yet serving, HTTP server for the store at `root` (`server.app` holds the App).
+
+    Read-only unless `writable`: then /add may commit to the store.
+    """
     family, addr = bind_address(host, port, allow_remote)
-    app = App(root, allow_remote=allow_remote, log=log)
+    app = App(root, allow_remote=allow_remote, log=log, writable=writable)
     handler = type("Handler", (_Handler,), {"app": app})
     try:
         server = _Server(family, addr, handler)

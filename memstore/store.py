@@ -20,12 +20,13 @@ META_DIR = ".memstore"
 EMBED_CHARS = 32_768
 GITIGNORE = f"/{META_DIR}/\n"
 GITATTRIBUTES = """\
-# memstore (docs/format.md): day logs and markers merge by union, segments are binary,
-# tree.json merges by topic id through the driver that `ct init` / `ct hooks install` registers.
+# memstore (docs/format.md): every file merges with git's built-in rules, no merge driver.
+# Append-only JSONL merges by union (each line stands alone; readers tolerate repeats); .is is binary.
 log/**/*.jsonl merge=union
+tree/**/*.jsonl merge=union
 markers.jsonl merge=union
+forgotten.jsonl merge=union
 *.is binary
-tree.json merge=memstore-tree
 """
 
 
@@ -242,11 +243,10 @@ class Store(StoreAPI):
         if not topics_enabled(self):
             return []
         try:
-            out = assign_records(self, records, vectors)
+            return assign_records(self, records, vectors)
         except Exception as exc:  # the verbatim log is the truth; a tree problem must not lose the write
             result.notes.append(f"topic tree not updated: {exc}")
             return []
-        return [out] if out else []
 
     def _drop_forgotten(self, records: list[dict], result: WriteResult) -> list[dict]:
         """A forgotten record (tombstone in forgotten.jsonl) does not come back by importing its source again."""

@@ -1,7 +1,8 @@
 """`ct sync`: merge the remote's memory into this clone (never rebase), reindex, and push.
 
-Git moves the data; memstore's files are laid out so that merging never conflicts: day logs and
-markers merge by union, segments live in per-writer folders, tree.json has its own merge driver.
+Git moves the data; memstore's files are laid out so that a plain `git merge` never conflicts:
+day logs, tree ops and markers merge by union (.gitattributes), segments are never edited. So sync
+is `git pull` + reindex + `git push` with retries, and a plain `git pull` does the same merge.
 Sync holds the write lock the whole time, so no local write lands between the merge and the push.
 """
 
@@ -40,9 +41,9 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
 
     with store.lock():  # journalled: a crashed writer's leftovers are rolled back before the merge
         notes = list(store.recovery_notes)
-        if any(state != "installed" for state in hooks.status(store).values()) or not _has_driver(store):
-            hooks.install(store)
-            notes.append("installed the git hooks and the tree.json merge driver in this clone")
+        if any(state == "missing" or state.startswith("outdated") for state in hooks.status(store).values()):
+            hooks.install(store)  # an optimisation only: the index is brought up to date below anyway
+            notes.append("installed the git hooks in this clone")
         branch = _branch(store)
         remote, upstream = _upstream(store, branch, set_upstream)
         res = SyncResult(remote=remote, branch=branch, upstream=upstream, notes=notes)
@@ -72,13 +73,6 @@ def _ref(store, ref: str) -> str | None:
         return store.git.run("rev-parse", "-q", "--verify", ref)
     except GitError:
         return None
-
-
-def _has_driver(store) -> bool:
-    try:
-        return bool(store.git.run("config", "--get", "merge.memstore-tree.driver"))
-    except GitError:
-        return False
 
 
 def _branch(store) -> str:

@@ -26,6 +26,8 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MEMSTORE_EMBED_CACHE", str(cache / "embeddings.sqlite"))
     monkeypatch.delenv("MEMSTORE_DIR", raising=False)
     monkeypatch.setenv("TZ", "UTC")
+    # Git hooks find memstore on the PATH (no interpreter path is written into them), as after `pip install`.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
 @pytest.fixture

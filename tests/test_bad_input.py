@@ -210,8 +210,26 @@ def test_malformed_and_invalid_utf8_log_lines(store):
     assert "log/2026/2026-11-30.jsonl:4: not valid JSON" in out
 
 
-def test_tree_json_edited_into_nonsense(store):
+def test_tree_ops_edited_into_nonsense(store):
+    """A damaged op line: readers skip it with a warning naming file and line, fsck names it as damage."""
     _store_with_two_records(store)
+    shard = next((store.root / "tree").rglob("*.jsonl"))
+    rel = shard.relative_to(store.root).as_posix()
+    for junk in ('{"format": 1, "topics": [1, 2, 3]}', "not json at all {", '{"at": "2026-11-30T10:00:00.000000Z", "op": 99}'):
+        with open(shard, "a") as fh:
+            fh.write(junk + "\n")
+        n = len(shard.read_text().splitlines())
+        _commit_all(store.root, "nonsense tree")
+        with unchanged(store.root):
+            proc = ct("-C", store.root, "tree", check=False)
+            assert proc.returncode == 0 and f"{rel}:{n}: " in proc.stderr, proc.stderr
+            fs = ct("-C", store.root, "fsck", check=False)
+            assert fs.returncode == 1 and f"{rel}:{n}: " in fs.stdout, fs.stdout
+
+
+def test_format1_tree_json_edited_into_nonsense(store):
+    _store_with_two_records(store)
+    store.git.run("rm", "-r", "-q", "tree")
     for junk in ('{"format": 1, "topics": [1, 2, 3]}', "not json at all {", '{"format": 99}'):
         (store.root / "tree.json").write_text(junk)
         _commit_all(store.root, "nonsense tree")
@@ -234,7 +252,7 @@ def test_write_into_a_store_with_damage_changes_only_its_own_files(store):
                              capture_output=True, text=True).stdout.split()
     assert p.read_bytes() == before
     assert "log/2026/2026-11-30.jsonl" in changed
-    assert all(c.startswith(("log/", "packs/", "tree")) for c in changed)
+    assert all(c.startswith(("log/", "packs/", "tree/")) for c in changed)
     assert not any(c.endswith(p.name) for c in changed)
 
 

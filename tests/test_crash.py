@@ -63,7 +63,7 @@ def leftovers(root) -> Counter:
             found["temp file"] += 1
         elif p.startswith("packs/"):
             found["uncommitted pack" if xy == "??" else "deleted pack"] += 1
-        elif p == "tree.json":
+        elif p == "tree.json" or p.startswith("tree/"):
             found["uncommitted tree.json"] += 1
         elif p.startswith("log/"):
             found["uncommitted log"] += 1

@@ -134,7 +134,7 @@ def test_save_without_conversation_is_refused(tmp_path):
     proc = ct("-C", st.root, "import", "trace", save, check=False)
     assert proc.returncode == 4
     assert "lisbon.json" in proc.stderr and "save_conversation=True" in proc.stderr
-    assert len(commits(st.root)) == 1 and git_clean(st.root) and not (st.root / "tree.json").exists()
+    assert len(commits(st.root)) == 1 and git_clean(st.root) and not (st.root / "tree").exists()
 
 
 def test_bad_input_changes_nothing(tmp_path):

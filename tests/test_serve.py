@@ -55,7 +55,7 @@ def _serve(tmp_path):
            ts="2026-03-10T18:00:00Z")
     st.add("Book the venue in Lisbon.", role="user", session="plan", ts="2026-03-10T18:05:00Z")
     st.add("The cat knocked over a plant.", role="user", session="home", ts="2026-03-11T09:00:00Z")
-    server = make_server(st.root, port=0, log=False)
+    server = make_server(st.root, port=0, log=False, writable=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
@@ -69,7 +69,7 @@ def _serve(tmp_path):
 
 def test_cli_serve_end_to_end_and_clean_stop(tmp_path):
     st = make_store(tmp_path / "s")
-    proc = subprocess.Popen([*CT, "-C", str(st.root), "serve", "--port", "0"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*CT, "-C", str(st.root), "serve", "--port", "0", "--writable"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     try:
         line = _first_line(proc, timeout=30)

@@ -14,7 +14,7 @@ def test_add_places_the_turn_in_the_same_commit(store):
     tree = treefmt.read(store.root)
     assert tree.topic_of() == {res.added[0]["id"]: tree.current}
     files = store.git.run("show", "--name-only", "--format=", "HEAD").split()
-    assert "tree.json" in files and any(f.startswith("log/") for f in files)
+    assert any(f.startswith("tree/") for f in files) and any(f.startswith("log/") for f in files)
     assert len(commits(store.root)) == 2 and git_clean(store.root)
     name = tree.topics[tree.current].name.lower()
     assert "bike" in name or "tire" in name or "flat" in name
@@ -58,7 +58,7 @@ def test_only_conversation_records_are_placed(store, tmp_path):
     doc = tmp_path / "notes.md"
     doc.write_text("# Notes\n\nThe cabin is at the lake.\n")
     ct("-C", store.root, "ingest-path", doc)
-    assert not (store.root / "tree.json").exists()
+    assert not (store.root / "tree").exists()
     store.add("Let's plan the lake cabin weekend.", ts="2026-11-01T10:00:00Z")
     tree = treefmt.read(store.root)
     assert tree.record_count() == 1
@@ -72,22 +72,27 @@ def test_topics_can_be_switched_off(store):
 
     st = Store.open(store.root)
     st.add("hello there, this is a turn", ts="2026-11-01T10:00:00Z")
-    assert not (st.root / "tree.json").exists() and git_clean(st.root)
+    assert not (st.root / "tree").exists() and git_clean(st.root)
 
 
-def test_a_broken_tree_never_loses_a_write(store):
-    (store.root / "tree.json").write_text("{broken")
-    store.git.commit("break the tree", ["tree.json"])
+def test_a_broken_tree_line_never_loses_a_write(store, capfd):
+    store.add("A first turn about the garden.", ts="2026-11-01T09:00:00Z")
+    shard = next((store.root / "tree").rglob("*.jsonl"))
+    with open(shard, "a") as fh:
+        fh.write("{broken\n")
+    store.git.commit("break the tree", [store.rel(shard)])
     res = store.add("This turn must be stored anyway.", ts="2026-11-01T10:00:00Z")
-    assert res.commit and any("topic tree not updated" in n for n in res.notes)
-    assert (store.root / "tree.json").read_text() == "{broken"
-    assert git_clean(store.root)
+    assert res.commit and res.added[0]["id"] in treefmt.read(store.root).topic_of()
+    assert "{broken" in shard.read_text() and git_clean(store.root)
+    assert f"{shard}:" in capfd.readouterr().err  # readers skip the line and say where it is
+    proc = ct("-C", store.root, "fsck", check=False)
+    assert proc.returncode == 1 and f"{store.rel(shard)}:" in proc.stdout and "not valid JSON" in proc.stdout
 
 
 def test_place_existing_and_cli_views(store):
     converse(store, [SARAH_ALLERGY, *WEATHER], batch=5)
-    (store.root / "tree.json").unlink()
-    store.git.commit("drop the tree", ["tree.json"])
+    store.git.run("rm", "-r", "-q", "tree")
+    store.git.commit("drop the tree", [])
     proc = ct("-C", store.root, "tree", "--place-existing")
     assert "Sarah" in proc.stdout or "peanut" in proc.stdout.lower()
     assert treefmt.read(store.root).record_count() == 6 and git_clean(store.root)

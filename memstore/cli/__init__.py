@@ -42,11 +42,10 @@ COMMANDS = {
     "reorganize": "tree_cmds:reorganize_cmd",
     "diff": "tree_cmds:diff_cmd",
     "hook": "internal_cmds:hook_cmd",
-    "merge-tree": "internal_cmds:merge_tree_cmd",
     "build-wiki": "seed_cmds:build_wiki_cmd",
     "serve": "seed_cmds:serve_cmd",
 }
-HIDDEN = {"hook", "merge-tree"}
+HIDDEN = {"hook"}
 
 
 class LazyGroup(click.Group):
@@ -108,7 +107,7 @@ SUMMARIES = {
     "reorganize": "Merge related frozen topics and archive trivial turns (one commit).",
     "diff": "Explain how the topic tree changed between two versions.",
     "build-wiki": "Fetch Wikipedia articles and ingest them as documents (one commit).",
-    "serve": "Serve the store as an HTTP JSON API on localhost (OpenAPI at /openapi.json).",
+    "serve": "Serve a web page to look at memory and an HTTP JSON API on localhost.",
 }
 
 

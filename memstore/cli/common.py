@@ -29,6 +29,10 @@ class Ctx:
         if not self._stores:
             paths = self.store_paths or [None]
             self._stores = [Store.open(p) for p in paths]
+            from ..gitrepo import warn_if_unfinished
+
+            for st in self._stores:  # reads go on mid-merge (writes refuse), but say what they show
+                warn_if_unfinished(st.root)
         if index:
             from ..repair import recover_if_crashed
 

@@ -1,4 +1,4 @@
-"""Commands git calls, not people: the hook stubs and the tree.json merge driver."""
+"""Commands git calls, not people: the hook stubs."""
 
 from __future__ import annotations
 
@@ -17,15 +17,3 @@ def hook_cmd(name, args):
         run_hook(Store.open(), name, list(args))
     except Exception:  # a hook must never block git
         pass
-
-
-@click.command("merge-tree")
-@click.argument("base")
-@click.argument("ours")
-@click.argument("theirs")
-def merge_tree_cmd(base, ours, theirs):
-    """Git merge driver for tree.json: merges two versions by topic id into OURS."""
-    from ..format.tree import merge_files
-
-    ok = merge_files(base, ours, theirs)
-    raise SystemExit(0 if ok else 1)

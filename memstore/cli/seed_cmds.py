@@ -40,11 +40,15 @@ def build_wiki_cmd(obj, topics_file, limit, min_chars, base_url, timeout, secret
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=int, default=8765, show_default=True, help="Port (0 picks a free one).")
 @click.option("--allow-remote", is_flag=True,
-              help="Allow a non-loopback --host. The API has no authentication: anyone who can reach it can read and add.")
+              help="Allow a non-loopback --host. The API has no authentication: anyone who can reach it can read "
+                   "(and add, with --writable).")
+@click.option("--writable", is_flag=True, help="Let /add write to the store (one commit each). Read-only without it.")
 @click.pass_obj
-def serve_cmd(obj, host, port, allow_remote):
-    """Serve this store as an HTTP JSON API: /search, /recall, /add, /context, /where, /stats,
-    described at /openapi.json. Listens on localhost only unless --allow-remote. Stops on Ctrl-C.
+def serve_cmd(obj, host, port, allow_remote, writable):
+    """Serve this store as a web page to look at memory (open the address in a browser: search,
+    timeline, topic tree, history) and an HTTP JSON API: /search, /recall, /add, /context, /where,
+    /stats, described at /openapi.json. Listens on localhost only unless --allow-remote; read-only
+    unless --writable. Stops on Ctrl-C.
 
     Example: ct -C ~/memory serve --port 8765
     """
@@ -53,11 +57,13 @@ def serve_cmd(obj, host, port, allow_remote):
     from ..serve import make_server, serve, url_of
 
     st = obj.store()
-    server = make_server(st.root, host=host, port=port, allow_remote=allow_remote, log=not obj.quiet)
+    server = make_server(st.root, host=host, port=port, allow_remote=allow_remote, log=not obj.quiet,
+                         writable=writable)
 
     def announce():
         # stdout, flushed: scripts (and the tests) read the bound port from this line when --port 0
-        click.echo(f"Serving {st.root} at {url_of(server)}/ (API description: {url_of(server)}/openapi.json)")
+        click.echo(f"Serving {st.root} at {url_of(server)}/ (API description: {url_of(server)}/openapi.json"
+                   f"{'' if writable else '; read-only'})")
         sys.stdout.flush()
 
     serve(server, ready=announce)

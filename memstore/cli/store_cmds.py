@@ -132,7 +132,7 @@ def hooks_cmd():
 @hooks_cmd.command("install")
 @click.pass_obj
 def hooks_install(obj):
-    """Install the hook stubs and the tree.json merge driver."""
+    """Install the hook stubs (an optional speed-up: they refresh the index after git changes files)."""
     from .. import hooks
 
     names = hooks.install(obj.store())

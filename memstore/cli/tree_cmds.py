@@ -29,8 +29,8 @@ def tree_cmd(obj, depth, fmt, as_json, no_summaries, place_existing):
 
         placed = {"n": 0}
         with store.transaction(lambda: f"Place {placed['n']} existing conversation records in the topic tree") as tx:
-            path, placed["n"] = place(store)
-            tx.stage(path)
+            paths, placed["n"] = place(store)
+            tx.stage(paths)
         n = placed["n"]
         obj.say(f"Placed {n} records.")
     tree = treefmt.read(store.root)
@@ -156,7 +156,7 @@ def reorganize_cmd(obj, dry_run, threshold, prune_trivial, offline, as_json):
 def diff_cmd(obj, revs, as_json):
     """Explain how the topic tree changed: merged, moved, renamed, archived topics.
 
-    No REV: HEAD against the working tree.json; one REV: REV against it; two: the first against the second.
+    No REV: HEAD against the working tree; one REV: REV against it; two: the first against the second.
     Example: ct diff HEAD~1
     """
     from ..tree.diff import tree_diff
@@ -168,6 +168,6 @@ def diff_cmd(obj, revs, as_json):
     if as_json:
         emit_json(d.to_json())
         return
-    click.echo(f"tree.json {d.old_label} -> {d.new_label}")
+    click.echo(f"topic tree {d.old_label} -> {d.new_label}")
     for line in d.lines():
         click.echo("  " + line)

@@ -147,7 +147,7 @@ def import_chatgpt(obj, file, secrets, as_json):
 @_with_common
 @click.pass_obj
 def import_trace_cmd(obj, file, secrets, as_json):
-    """A TRACE save (trace-memory): its turns as records, its topic tree into tree.json.
+    """A TRACE save (trace-memory): its turns as records, its topics into the topic tree.
 
     The file must have been saved with its conversation (save_conversation=True); messages are
     dated by their topic's creation time (TRACE keeps no per-message time) and marked ts_approx.

@@ -1,22 +1,27 @@
-"""`tree.json`: the topic tree's bytes on disk — reading, validating, deterministic writing, merging.
+"""The topic tree (Tree, Topic) and its bytes on disk: the op log `tree/` (format 2) or `tree.json` (format 1).
 
-The tree refers to records by id only. Its JSON is written with sorted keys, two-space indentation
-and one record id per line, so `git diff tree.json` reads as "these records joined that topic".
-Topics that leave the tree (merged into another, or archived as trivial) keep a tombstone in
-`gone`, which is what lets two clones' trees merge by topic id without losing records.
+The tree refers to records by id only. Format 2 keeps it as an append-only log of operations
+(memstore/format/treelog.py) that plain git merges by union; `read` replays it and `write` appends
+the ops that turn the replayed tree into the one given. A format-1 store's `tree.json` is still read
+as before. Topics that leave the tree (merged into another, or archived as trivial) keep a tombstone
+in `gone`, so records another clone placed into them later still find their topic.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FormatError
+from . import treelog
 
-FILENAME = "tree.json"
+FILENAME = "tree.json"          # format 1
+DIR = treelog.DIR               # format 2: tree/YYYY/YYYY-MM-DD.jsonl
+CACHE = "tree-cache.pickle"     # in .memstore/: the replayed tree, keyed by the shards' stat fingerprint
 TREE_FORMAT = 1
 TOPIC_KEYS = ("name", "summary", "parent", "records", "created", "last_active")
 
@@ -199,12 +204,20 @@ def _in_cycle(tree: Tree, tid: str) -> bool:
 
 
 def read(root: Path) -> Tree:
-    """The store's tree; an empty tree when the file does not exist yet."""
+    """The store's tree: the op log replayed (format 2), else tree.json (format 1), else an empty tree.
+
+    A damaged op line is skipped with a warning on stderr (`ct fsck` names it as damage).
+    """
+    root = Path(root)
+    if treelog.exists(root):
+        tree, _last, problems = _replayed(root)
+        treelog.warn(problems)
+        return tree
     return read_file(path_of(root))
 
 
 def read_file(path: Path, empty_ok: bool = False) -> Tree:
-    """A tree from `path`: empty when the file is missing (or, with `empty_ok`, blank)."""
+    """A tree.json tree from `path`: empty when the file is missing (or, with `empty_ok`, blank)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -214,131 +227,150 @@ def read_file(path: Path, empty_ok: bool = False) -> Tree:
     return Tree() if empty_ok and not text.strip() else parse(text, path)
 
 
-def write(root: Path, tree: Tree) -> Path:
-    """Write atomically (temp file then rename); returns the path."""
-    path = path_of(root)
-    tmp = path.with_name(f".{FILENAME}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(tree.dumps())
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    return path
+def from_files(root: Path, files: dict[str, bytes]) -> Tree:
+    """The tree replayed from op shards given as {relative path: bytes} (e.g. read from a git revision)."""
+    ops, problems = treelog.read_ops(root, files=files)
+    treelog.warn(problems)
+    return treelog.replay(ops)
 
 
-# ----- merging by topic id -------------------------------------------------------------------
+def write(root: Path, tree: Tree, now=None) -> list[str]:
+    """Append the ops that turn the stored tree into `tree` to today's shard; the changed paths.
 
-def merge(base: Tree, ours: Tree, theirs: Tree) -> Tree:
-    """Three-way merge by topic id: no record is lost, every record ends in at most one topic.
-
-    Records: union per topic. Name/summary: the side whose topic was active last. Parent: the side
-    that changed it from base (the more recently active side if both did). Tombstones win: a topic
-    one side merged away is gone, and records the other side added to it follow it to its target.
+    Today is the store timezone's date. A format-1 `tree.json` is replaced by ops that build the
+    whole tree (and removed), which is how a store's tree moves to format 2. Returns [] when the
+    tree did not change.
     """
-    out = Tree()
-    out.gone = {**theirs.gone, **ours.gone}
-    ids = (set(ours.topics) | set(theirs.topics)) - set(out.gone)
-    for tid in sorted(ids):
-        a, b, o = ours.topics.get(tid), theirs.topics.get(tid), base.topics.get(tid)
-        if a is None or b is None:
-            if (a or b) is not None and o is not None and _deleted_untracked(o, a, b):
-                continue  # removed on one side without a tombstone and untouched on the other
-            t = a or b
-            out.topics[tid] = Topic(**{**t.__dict__, "records": list(t.records)})
-            continue
-        newer, older = (b, a) if b.last_active > a.last_active else (a, b)
-        parent = a.parent
-        if o is not None and a.parent == o.parent and b.parent != o.parent:
-            parent = b.parent
-        elif o is not None and a.parent != o.parent and b.parent != o.parent:
-            parent = newer.parent
-        out.topics[tid] = Topic(id=tid, name=newer.name, summary=newer.summary, parent=parent,
-                                records=_union(a.records, b.records), created=min(a.created, b.created),
-                                last_active=max(a.last_active, b.last_active), named_by=newer.named_by)
-    out.archived = sorted(set(ours.archived) | set(theirs.archived))
-    # Records that were in topics now gone move to the topic their tombstone points at.
-    for side in (ours, theirs):
-        for tid, t in side.topics.items():
-            if tid in out.topics:
-                continue
-            target = out.resolve(tid)
-            if target is not None:
-                out.topics[target].records = _union(out.topics[target].records, t.records)
-            elif tid in out.gone:
-                out.archived = sorted(set(out.archived) | set(t.records))
-    _repair(out)
-    a_cur, b_cur = out.resolve(ours.current), out.resolve(theirs.current)
-    if a_cur and b_cur:
-        out.current = b_cur if out.topics[b_cur].last_active > out.topics[a_cur].last_active else a_cur
-    else:
-        out.current = a_cur or b_cur
+    from .timeutil import local_day, now_utc
+
+    root = Path(root)
+    legacy = path_of(root).exists()
+    old, last_at, _problems = _replayed(root) if treelog.exists(root) else (Tree(), "", [])
+    now = now or now_utc()
+    ops = treelog.stamp(treelog.diff(old, tree), last_at, now)
+    changed: list[str] = []
+    if ops:
+        shard = treelog.shard_path(root, local_day(now, _store_zone(root)))
+        shard.parent.mkdir(parents=True, exist_ok=True)
+        from .log import append_lines
+
+        append_lines(shard, "".join(treelog.dumps(op) + "\n" for op in ops).encode("utf-8"), fsync=False)
+        changed.append(shard.relative_to(root).as_posix())
+        # The new ops sort after every op already in the log, so applying them to the replayed tree
+        # gives exactly what a full replay would: the cache stays valid without replaying.
+        new = treelog.Replay.of(old).apply_all([treelog.parse_line(treelog.dumps(op)) for op in ops])
+        _save_cache(root, new.result(), ops[-1]["at"])
+    if legacy:
+        path_of(root).unlink()
+        changed.append(FILENAME)
+    return changed
+
+
+def _store_zone(root: Path):
+    """The store's timezone from memstore.toml (UTC where there is none), without the version check."""
+    import tomllib
+
+    from .timeutil import zone
+
+    try:
+        data = tomllib.loads((root / "memstore.toml").read_text(encoding="utf-8"))
+        return zone(str(data.get("timezone", "UTC")))
+    except (OSError, ValueError, Exception):  # an unreadable config is reported by whoever opens the store
+        return zone("UTC")
+
+
+# ----- the replay cache ------------------------------------------------------------------------
+
+def _fingerprint(root: Path) -> list:
+    out = []
+    for p in treelog.shards(root):
+        st = p.stat()
+        out.append((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns, st.st_ino))
     return out
 
 
-def _deleted_untracked(base_t: Topic, a: Topic | None, b: Topic | None) -> bool:
-    kept = a or b
-    return kept is not None and kept.records == base_t.records and kept.name == base_t.name
+def _pack(tree: Tree) -> tuple:
+    """Plain tuples and lists: pickles several times faster than the dataclasses."""
+    return ({tid: (t.name, t.summary, t.parent, t.records, t.created, t.last_active, t.named_by)
+             for tid, t in tree.topics.items()}, tree.current, tree.archived, tree.gone)
 
 
-def _union(first: list[str], second: list[str]) -> list[str]:
-    seen = set(first)
-    return list(first) + [r for r in second if r not in seen and not seen.add(r)]
+def _unpack(packed: tuple) -> Tree:
+    topics, current, archived, gone = packed
+    return Tree(topics={tid: Topic(tid, *fields) for tid, fields in topics.items()}, current=current,
+                archived=archived, gone=gone)
 
 
-def _repair(tree: Tree) -> None:
-    """Make a merged tree valid again: parents exist, no cycles, each record in one topic only."""
-    for t in sorted(tree.topics.values(), key=lambda t: t.id):
-        if t.parent is not None and t.parent not in tree.topics:
-            t.parent = tree.resolve(t.parent)
-    for t in sorted(tree.topics.values(), key=lambda t: t.id):
-        if _in_cycle(tree, t.id):
-            t.parent = None
-    # A fan-out group (no records) left without children by the merge is dropped, with a tombstone.
-    cmap = tree.children_map()
-    for t in sorted(tree.topics.values(), key=lambda t: t.id):
-        if not t.records and not cmap.get(t.id) and t.id != tree.current:
-            del tree.topics[t.id]
-            tree.gone.setdefault(t.id, {"into": t.parent, "why": "regrouped", "at": t.last_active})
-    archived = set(tree.archived)
-    owner: set[str] = set()
-    for t in sorted(tree.topics.values(), key=lambda t: (t.created, t.id)):
-        kept = []
-        for rid in t.records:
-            if rid not in owner and rid not in archived:
-                owner.add(rid)
-                kept.append(rid)
-        t.records = kept
+def _replayed(root: Path) -> tuple[Tree, str, list[str]]:
+    """(tree, newest op time, damaged-line problems), from the cache when the shards are unchanged."""
+    meta = root / ".memstore"
+    fp = _fingerprint(root)
+    if meta.is_dir():
+        try:
+            with open(meta / CACHE, "rb") as fh:
+                data = pickle.load(fh)
+            if data.get("version") == 2 and data.get("fp") == fp:
+                return _unpack(data["tree"]), data["last_at"], data["problems"]
+        except (OSError, pickle.PickleError, EOFError, AttributeError, TypeError, KeyError, ValueError):
+            pass  # a missing or stale cache is rebuilt below
+    ops, problems = treelog.read_ops(root)
+    tree = treelog.replay(ops)
+    last_at = ops[-1].at if ops else ""
+    _save_cache(root, tree, last_at, problems, fp)
+    return tree, last_at, problems
 
 
-def merge_files(base: str, ours: str, theirs: str) -> bool:
-    """The git merge driver: merge the three versions, write the result into OURS; False on failure."""
+def _save_cache(root: Path, tree: Tree, last_at: str, problems: list[str] | None = None, fp=None) -> None:
+    meta = root / ".memstore"
+    if not meta.is_dir():
+        return
+    data = {"version": 2, "fp": fp if fp is not None else _fingerprint(root), "tree": _pack(tree),
+            "last_at": last_at, "problems": problems or []}
+    tmp = meta / f".{CACHE}.tmp-{os.getpid()}"
     try:
-        merged = merge(*(read_file(Path(p), empty_ok=True) for p in (base, ours, theirs)))
-    except (FormatError, UnicodeDecodeError, OSError):
-        return False  # git then reports a conflict and keeps OURS untouched
-    p = Path(ours)
-    tmp = p.with_name(p.name + f".merge-{os.getpid()}")
-    tmp.write_text(merged.dumps(), encoding="utf-8")
-    os.replace(tmp, p)
-    return True
+        with open(tmp, "wb") as fh:
+            pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, meta / CACHE)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def problems(root: Path, known_ids: set[str] | None = None) -> list[str]:
-    """What `ct fsck` should report about tree.json: unreadable, or ids that break the should-rules."""
-    path = path_of(root)
-    try:
-        tree = read(root)
-    except FormatError as exc:
-        return [str(exc)]
-    out: list[str] = []
+    """What `ct fsck` should report about the tree: damaged op lines (file:line), an unreadable
+    tree.json, records placed twice (format 1) or unknown to the day logs."""
+    root = Path(root)
+    if treelog.exists(root):
+        ops, out = treelog.read_ops(root)
+        tree = treelog.replay(ops)
+        where = f"{root / DIR}"
+    else:
+        where = f"{path_of(root)}"
+        try:
+            tree = read(root)
+        except FormatError as exc:
+            return [str(exc).splitlines()[0]]
+        out = []
     seen: dict[str, str] = {}
     for t in sorted(tree.topics.values(), key=lambda t: t.id):
         for rid in t.records:
             if rid in seen:
-                out.append(f"{path}: record {rid} is in topics {seen[rid]} and {t.id}")
+                out.append(f"{where}: record {rid} is in topics {seen[rid]} and {t.id}")
             seen[rid] = t.id
             if known_ids is not None and rid not in known_ids:
-                out.append(f"{path}: topic {t.id} names record {rid}, which is not in any day log")
+                out.append(f"{where}: topic {t.id} names record {rid}, which is not in any day log")
     for rid in set(tree.archived) & set(seen):
-        out.append(f"{path}: record {rid} is both archived and in topic {seen[rid]}")
+        out.append(f"{where}: record {rid} is both archived and in topic {seen[rid]}")
     return out
+
+
+def forget(root: Path, record_ids, texts) -> list[str]:
+    """Rewrite the op shards so no line names a forgotten record or holds text derived from one.
+
+    Record ids leave every `place`/`archive`/`drop` line (a line left with none goes); the name and
+    summary of each topic that held a forgotten record, or whose name or summary contains a
+    forgotten text, are made again offline from the records that remain, in every line that carries
+    them. Returns the changed paths. The one operation that rewrites op lines (issue 13).
+    """
+    from .treeforget import forget_ops
+
+    return forget_ops(Path(root), set(record_ids), list(texts))

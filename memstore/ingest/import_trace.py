@@ -268,8 +268,7 @@ def import_trace(store, path, progress=None, allow_secrets: bool = False, secret
     def place(st, added, _vectors):
         keep = {r["id"] for r in added} | st.index(update=False).known_ids(all_ids)
         times = {r["id"]: r["ts"] for r in records}
-        treefmt.write(st.root, build_tree(st, tf, ids, keep, times))
-        return [treefmt.FILENAME]
+        return treefmt.write(st.root, build_tree(st, tf, ids, keep, times))
 
     def message(added):
         return f"Import {len(added)} trace records and {len(tf.topics)} topics from {path.name}"

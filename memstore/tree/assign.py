@@ -206,8 +206,8 @@ def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
     return {r["id"]: normalise(np.asarray(v, np.float32)) for (r, _), v in zip(pick, vecs)}
 
 
-def assign_records(store, records: list[dict], vectors) -> str | None:
-    """Place the conversation records of one write in tree.json; returns its path relative to the store.
+def assign_records(store, records: list[dict], vectors) -> list[str]:
+    """Place the conversation records of one write in the topic tree; returns the changed paths.
 
     Called inside the store's write lock, before the commit, so the tree change is part of the same
     commit as the records. Document chunks and meta rows are not placed.
@@ -215,7 +215,7 @@ def assign_records(store, records: list[dict], vectors) -> str | None:
     pairs = [(r, np.asarray(v, np.float32)) for r, v in zip(records, vectors) if is_conversation(r)]
     gone = superseded_ids(records)
     if not pairs and not gone:
-        return None
+        return []
     from ..adapters.llm import get_llm
 
     tree = treefmt.read(store.root)
@@ -223,10 +223,7 @@ def assign_records(store, records: list[dict], vectors) -> str | None:
     known = set(tree.topic_of()) | set(tree.archived)
     pairs = [(r, v) for r, v in pairs if r["id"] not in known]
     if not pairs:
-        if dropped:
-            treefmt.write(store.root, tree)
-            return treefmt.FILENAME
-        return None
+        return treefmt.write(store.root, tree) if dropped else []
     llm = get_llm(store.root)
     llm = llm if llm is not None and llm.config.topics else None
     placer = Placer(store, tree, RecordData(store), llm)
@@ -234,8 +231,7 @@ def assign_records(store, records: list[dict], vectors) -> str | None:
     for rec, vec in sorted(pairs, key=lambda p: p[0]["ts"]):
         placer.place(rec, normalise(vec))
     placer.finish()
-    treefmt.write(store.root, tree)
-    return treefmt.FILENAME
+    return treefmt.write(store.root, tree)
 
 
 def superseded_ids(records: list[dict]) -> set[str]:
@@ -281,7 +277,7 @@ def remove_records(tree: Tree, data: RecordData, ids: set[str], at: str = "") ->
     return changed
 
 
-def place_existing(store) -> tuple[str | None, int]:
+def place_existing(store) -> tuple[list[str], int]:
     """Place every indexed conversation record the tree does not hold yet (for stores that predate it)."""
     index = store.index()
     tree = treefmt.read(store.root)
@@ -296,5 +292,5 @@ def place_existing(store) -> tuple[str | None, int]:
         records.append(index.record_at(rowid))
         vectors.append(np.asarray(vecs[vrow], np.float32))
     if not records:
-        return None, 0
+        return [], 0
     return assign_records(store, records, vectors), len(records)

@@ -1,7 +1,8 @@
-"""Semantic diff of two versions of tree.json: which topics were added, merged, moved, renamed, archived.
+"""Semantic diff of two versions of the topic tree: which topics were added, merged, moved, renamed, archived.
 
-`git diff tree.json` shows lines; this explains them. Versions come from git (`store.git.show`)
-or from the working file, so `ct diff HEAD~1` explains what the last reorganize did.
+`git diff tree/` shows the ops appended; this explains their effect. A version is the op log at a
+git revision replayed (tree.json at a format-1 revision), or the working files, so `ct diff HEAD~1`
+explains what the last reorganize did.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from ..errors import UsageError
 from ..format import tree as treefmt
 from ..format.tree import Tree
 
-WORKING = None  # the tree.json in the working folder
+WORKING = None  # the tree in the working folder
 
 
 @dataclass
@@ -70,7 +71,7 @@ class TreeDiff:
 
 
 def load_version(store, rev: str | None) -> Tree:
-    """tree.json at `rev` (a commit-ish) or in the working folder; an empty tree where it did not exist."""
+    """The tree at `rev` (a commit-ish) or in the working folder; an empty tree where there was none."""
     if rev is WORKING:
         return treefmt.read(store.root)
     from ..errors import GitError
@@ -79,6 +80,9 @@ def load_version(store, rev: str | None) -> Tree:
         store.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     except GitError:
         raise UsageError(f"{rev!r} is not a revision of {store.root}", 'See "ct log" for revisions.') from None
+    shards = store.git.files_at(rev, treefmt.DIR)
+    if shards:
+        return treefmt.from_files(store.root, shards)
     text = store.git.show(rev, treefmt.FILENAME)
     if text is None or not text.strip():
         return Tree()

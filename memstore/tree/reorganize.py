@@ -234,8 +234,7 @@ def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_
             res.llm_calls, res.llm_failures = llm.calls, llm.failures
         res.seconds = time.monotonic() - started
         if res.changed and not dry_run:
-            written = treefmt.write(store.root, tree)
-            tx.stage(written if isinstance(written, list) else [treefmt.FILENAME])
+            tx.stage(treefmt.write(store.root, tree))
     res.commit = tx.commit
     return res
 

@@ -1,0 +1,168 @@
+"""What the web page reads: search hits, days, a day's lines, the topic tree, history and one commit's
+reorganization, each built from the public `Store` verbs and masked for secrets before it leaves.
+
+Every function takes the store and a dict of checked parameters and returns a JSON-able dict.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import UsageError
+from .mask import mask, mask_fields
+
+RECORD_FIELDS = ("id", "ts", "day", "role", "actor", "type", "session", "model", "text")
+HISTORY_MAX = 500
+_REV = re.compile(r"[0-9a-fA-F]{4,40}|HEAD(?:[~^]\d{0,4})*")
+
+
+def record_view(rec: dict) -> dict:
+    """The fields of a record the page shows, its text and names masked."""
+    out = {k: rec.get(k) for k in RECORD_FIELDS}
+    src = rec.get("source")
+    if isinstance(src, dict):
+        out["source"] = {k: src.get(k) for k in ("path", "chunk") if k in src}
+    elif isinstance(src, str):
+        out["source"] = src
+    return mask_fields(out)
+
+
+def overview(st, p) -> dict:
+    """What the page needs first: the store's name and totals, current records per day, every marker."""
+    counts = st.days()
+    return {"store": st.root.name, "timezone": st.config.timezone, "records": sum(d["records"] for d in counts),
+            "day_count": len(counts), "first_day": counts[0]["day"] if counts else None,
+            "last_day": counts[-1]["day"] if counts else None, "days": counts,
+            "markers": [_marker_view(m, st.tz) for m in st.markers()]}
+
+
+def search(st, p) -> dict:
+    """Ranked hits with their dates, scores and score parts (`ct search --explain`)."""
+    hits = st.search(p["query"], k=p["k"], mode=p["mode"], since=p["since"] or None, until=p["until"] or None,
+                     role=p["role"] or None, session=p["session"] or None, now=p["now"] or None)
+    out = []
+    for h in hits:
+        j = h.to_json(explain=True)
+        view = record_view({**j, "day": h.day})
+        view.update(score=j["score"], parts=j.get("parts", {}))
+        out.append(view)
+    return {"query": mask(p["query"]), "mode": p["mode"], "hits": out}
+
+
+def _marker_view(m, tz) -> dict:
+    from ..format.timeutil import from_iso
+
+    j = m.to_json()
+    j["day"] = from_iso(m.ts).astimezone(tz).strftime("%Y-%m-%d")
+    if m.closed_at:
+        j["closed_day"] = from_iso(m.closed_at).astimezone(tz).strftime("%Y-%m-%d")
+    return mask_fields(j)
+
+
+def day(st, p) -> dict:
+    """One day's lines verbatim in time order, with the markers opened or closed that day on top."""
+    d = p["day"]
+    recs = st.day(d)
+    marks = [m for m in (_marker_view(m, st.tz) for m in st.markers()) if d in (m["day"], m.get("closed_day"))]
+    return {"day": d, "records": [record_view(r) for r in recs], "markers": marks}
+
+
+def _flat(tree) -> list[dict]:
+    """Topics in display order, each with its parent, depth and record count."""
+    return [mask_fields({"id": t.id, "name": t.name, "summary": t.summary, "parent": t.parent, "depth": depth,
+                         "records": len(t.records), "created": t.created, "last_active": t.last_active,
+                         "current": t.id == tree.current})
+            for depth, t in tree.walk()]
+
+
+def tree(st, p) -> dict:
+    """The topic tree, and the topics that left it (merged, archived, regrouped) with where they went."""
+    t = st.tree()
+    names = _gone_names(st, t) if t.gone else {}
+    gone = []
+    for tid, g in sorted(t.gone.items(), key=lambda kv: (kv[1].get("at") or "", kv[0])):
+        into = t.resolve(g.get("into")) if g.get("into") else None
+        gone.append(mask_fields({"id": tid, "name": names.get(tid), "why": g.get("why"), "at": g.get("at"),
+                                 "into": g.get("into"), "now_in": into,
+                                 "into_name": t.topics[into].name if into in t.topics else None}))
+    return {"topics": _flat(t), "current": t.current, "archived_records": len(t.archived), "gone": gone}
+
+
+def _gone_names(st, t) -> dict[str, str]:
+    """Names of topics that left the tree, read from tree.json just before the commit that removed them.
+
+    A tombstone records when the topic left; the first commit at or after that time removed it, so
+    its parent commit still holds the topic. Only those few versions of the tree are read.
+    """
+    commits = [c for c in st.history(max_count=HISTORY_MAX) if c["counts"]["tree"]]
+    if not commits:
+        return {}
+    from ..format.timeutil import from_iso
+
+    want: dict[str, list[str]] = {}
+    for tid, g in t.gone.items():
+        at = g.get("at")
+        try:
+            when = from_iso(at) if at else None
+        except ValueError:
+            when = None
+        later = [c for c in commits if when is None or from_iso(c["date"]) >= when.replace(microsecond=0)]
+        if later:
+            want.setdefault(later[-1]["sha"], []).append(tid)  # history is newest first: the last is the earliest
+    names: dict[str, str] = {}
+    for sha, tids in want.items():
+        try:
+            old = st.tree(f"{sha}^")
+        except UsageError:
+            continue
+        names.update({tid: old.topics[tid].name for tid in tids if tid in old.topics})
+    return names
+
+
+def topic(st, p) -> dict:
+    """One topic's records (a page of them, in time order), or where a merged or archived topic went."""
+    t = st.tree()
+    tid = p["id"]
+    if tid not in t.topics:
+        g = t.gone.get(tid)
+        if g is None:
+            raise UsageError(f"no topic {tid!r} in tree.json")
+        into = t.resolve(g.get("into")) if g.get("into") else None
+        return {"id": tid, "gone": g.get("why"), "now_in": into,
+                "into_name": mask(t.topics[into].name) if into in t.topics else None, "records": [], "total": 0}
+    top = t.topics[tid]
+    ids = top.records[p["offset"] : p["offset"] + p["limit"]]
+    return {**mask_fields({"id": tid, "name": top.name, "summary": top.summary}), "total": len(top.records),
+            "offset": p["offset"], "records": [record_view(r) for r in st.records(ids)]}
+
+
+def history(st, p) -> dict:
+    """The store's git log as memory history, newest first."""
+    out = []
+    for c in st.history(max_count=min(p["n"], HISTORY_MAX)):
+        v = mask_fields(c)
+        v["reorganize"] = c["subject"].startswith("Reorganize")
+        out.append(v)
+    return {"commits": out}
+
+
+def commit(st, p) -> dict:
+    """One commit's topic changes (the analysis of `ct diff REV^ REV`) and the tree before and after it."""
+    from ..format.tree import Tree
+    from ..tree.diff import diff_trees
+
+    rev = p["rev"]
+    if not _REV.fullmatch(rev):
+        raise UsageError(f"a revision is a commit id (4 to 40 hex digits) or HEAD, HEAD~N, not {rev!r}")
+    after = st.tree(rev)  # UsageError names a bad revision
+    try:
+        before, old_label = st.tree(f"{rev}^"), f"{rev}^"
+    except UsageError:  # the first commit: everything was added
+        before, old_label = Tree(), "(empty)"
+    d = diff_trees(before, after, old_label, rev)
+    info = next((c for c in st.history(max_count=HISTORY_MAX) if c["sha"].startswith(rev)), None)
+    return {"rev": rev, "commit": mask_fields(info) if info else None,
+            "diff": {k: ([mask_fields(x) for x in v] if isinstance(v, list) and v and isinstance(v[0], dict) else v)
+                     for k, v in d.to_json().items()},
+            "lines": [mask(x) for x in d.lines()], "empty": d.empty,
+            "before": _flat(before), "after": _flat(after)}
