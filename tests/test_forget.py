@@ -72,7 +72,8 @@ def three_clones(tmp_path):
 
 def test_forget_everywhere_then_purge_history(three_clones):
     origin, a, b, c = three_clones
-    assert "boathouse" in (a / "tree.json").read_text(), "the record is in a topic summary"
+    tree_text = "".join(p.read_text() for p in (a / "tree").rglob("*.jsonl"))
+    assert "boathouse" in tree_text, "the record is in a topic summary"
     assert "search" in shows(b) and in_files(b)
 
     preview = ct("-C", a, "forget", "--match", WORDS, "-n")
@@ -174,7 +175,7 @@ def test_forget_over_mcp_and_http(tmp_path):
     assert mem is not None
     assert "flowerpot" not in ct("-C", st.root, "search", "spare key").stdout
 
-    server = make_server(st.root, port=0, log=False)
+    server = make_server(st.root, port=0, log=False, writable=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
