@@ -346,8 +346,11 @@ class Store(StoreAPI):
 
     def add(self, text: str, role: str = "user", actor: str | None = None, session: str | None = None,
             ts=None, type: str = "text", model: str | None = None, meta: dict | None = None,
-            secrets: str = "refuse") -> WriteResult:
+            secrets: str | None = None, allow_secrets: bool = False) -> WriteResult:
+        """One turn, one commit. `secrets`: refuse (default), redact or allow (`allow_secrets=True`)."""
         from .errors import UsageError
+
+        secrets = secrets or ("allow" if allow_secrets else "refuse")
         from .format.timeutil import now_utc
 
         if type not in ("text", "action", "meta"):
