@@ -6,9 +6,12 @@ SHARED ?= ../shared
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install test test-slow demo search-sample bench compat bench-quality docs clean
+.PHONY: install test test-slow demo search-sample bench bench-scale compat bench-quality docs clean
 
+# ContextTape from PyPI, for the default suite's round trip, lives in its own venv (.bench/ctvenv)
+# because it installs a command named `ct` too; the script returns at once when it is there.
 install: $(BIN)/ct
+	PY=$(PY) bash scripts/ct_venv.sh
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing chromium + chromium-driver for the browser tests (tests/test_web.py)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; fi
 
 $(BIN)/ct: pyproject.toml constraints.txt
@@ -33,6 +36,10 @@ demo: install
 
 bench: install
 	$(BIN)/python -m memstore.bench.speed --out docs/benchmarks.md
+
+# The scale table alone, with the 1M-record store (built once under .bench/, minutes).
+bench-scale: install
+	$(BIN)/python -m memstore.bench.scale --with-1m
 
 compat: install
 	bash scripts/compat.sh

@@ -1,4 +1,4 @@
-"""gc: consolidate every day that has more than one pack into one deterministic pack, in one commit."""
+"""gc: consolidate the small packs of every day into one deterministic pack per day, in one commit."""
 
 from __future__ import annotations
 
@@ -28,31 +28,31 @@ class GcResult:
 
 
 def gc(store, dry_run: bool = False) -> GcResult:
-    """Consolidate each day with two or more packs (see `pack.consolidate`); one commit, none if nothing to do.
+    """Consolidate each day's small packs (see `store.consolidate_day`); one commit, none if nothing to do.
 
     The new pack depends only on the entries it holds, so two clones that consolidate the same
-    day write the same file, and their histories merge with plain git.
+    packs write the same file; and no merged pack is over 45% of the new one, so git never
+    sees a rename and two clones' different consolidations merge with plain git.
     """
     from .store import consolidate_day
 
     res = GcResult(dry_run=dry_run)
     with store.transaction(res.message, allow_old_format=dry_run) as tx:
         for day, folder in packfmt.all_pack_days(store.root).items():
-            n = len(packfmt.pack_files(folder))
-            if n < 2:
+            packs = packfmt.pack_files(folder)
+            if len(packs) < 2:
                 continue
             if dry_run:
+                n = len(packfmt.mergeable(packs))
+            else:
+                n = consolidate_day(store, day)
+                if n is None:
+                    res.damaged.append(day)
+                    continue
+                tx.stage(store.rel(folder))
+            if n:
                 res.days.append(day)
                 res.packs_before += n
                 res.packs_after += 1
-                continue
-            before, after = consolidate_day(store, day)
-            if after == before:
-                res.damaged.append(day)
-                continue
-            res.days.append(day)
-            res.packs_before += before
-            res.packs_after += after
-            tx.stage(store.rel(folder))
     res.commit = tx.commit
     return res

@@ -374,24 +374,23 @@ def _preview(text: str, width: int = 60) -> str:
     return " ".join(scrub(text).split())[:width]
 
 
-def consolidate_day(store, day: str) -> tuple[int, int]:
-    """Replace a day's packs by one deterministic pack (old ones deleted); (packs before, after).
+def consolidate_day(store, day: str) -> int | None:
+    """Merge a day's small packs into one deterministic pack (old ones deleted); how many it merged.
 
-    A day with a damaged pack is not consolidated (before == after).
-    The caller stages the day's pack folder in its transaction, so the deletions and the new pack
-    go into one commit.
+    Only packs that are each at most 45% of the result are merged (`pack.mergeable`), so that
+    git never takes a consolidation for a rename, which would conflict with another clone's
+    consolidation of the same day. 0: nothing worth merging; None: a pack of the day is damaged and
+    the day is left as it is for fsck to name (a repack must never drop or launder what it holds).
+    The caller stages the day's pack folder in its transaction: deletions and new pack, one commit.
     """
-    before = len(packfmt.pack_files(packfmt.day_dir(store.root, day)))
-    if before < 2:
-        return before, before
+    had = set(packfmt.pack_files(packfmt.day_dir(store.root, day)))
     try:
-        new, old = packfmt.consolidate(store.root, day, int(store.config.embedder["dim"]))
+        new, old = packfmt.consolidate_safely(store.root, day, int(store.config.embedder["dim"]))
     except (OSError, packfmt.PackError):
-        # A damaged pack is left as it is for fsck to name; a repack must never drop what it holds.
-        return before, before
+        return None
     for p in old:
         p.unlink()
-    return before, 1 if new else 0
+    return len(old) + (1 if new in had else 0) if new else 0
 
 
 def _local_timezone_name() -> str:

@@ -6,6 +6,12 @@ cd "$(dirname "$0")/.."
 VENV="${CT_VENV:-.bench/ctvenv}"
 VERSION="${CT_VERSION:-0.5.0}"
 PY="${PY:-python3}"
+mkdir -p "$(dirname "$VENV")"
+# Two test workers may ask at once: the second waits for the first (flock is Linux; elsewhere no wait).
+if command -v flock >/dev/null; then
+  exec 9>"$VENV.lock"
+  flock 9
+fi
 # Importing contexttape pulls in openai and tiktoken (seconds), so look for its dist-info instead.
 if [ -x "$VENV/bin/python" ] && compgen -G "$VENV/lib/python*/site-packages/contexttape-$VERSION.dist-info" >/dev/null; then
   exit 0

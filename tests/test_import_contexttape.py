@@ -59,7 +59,7 @@ def test_pairs_come_in_with_their_vectors_when_the_model_matches(tmp_path, store
     assert doc["ts"] == "2025-11-30T10:53:20.000000Z"
     assert turn["text"] == "user: remind me to water the ficus on Fridays"  # verbatim, prefix kept
     assert turn["role"] == "user" and turn["type"] == "text" and turn["ts"] == "2025-11-30T10:54:20.000000Z"
-    assert turn["meta"]["contexttape"] == {"dir": str(tape), "text": 2, "vec": 3}
+    assert turn["meta"]["contexttape"] == {"dir": "chat", "text": 2, "vec": 3}  # never an absolute path
     np.testing.assert_allclose(_vector(store.root, doc), _unit(1), atol=1e-6)
     np.testing.assert_allclose(_vector(store.root, turn), _unit(2), atol=1e-6)
 

@@ -177,6 +177,29 @@ def test_rebuild_equals_incremental_after_random_writes_and_deletions(tmp_path):
     assert canonical(fresh) == incremental
 
 
+def test_appending_writes_extend_the_index_in_place_and_equal_a_rebuild(tmp_path):
+    """The common write (lines appended after everything indexed) adds rows to the current vector
+    generation instead of copying the matrix, and still gives exactly what a rebuild gives."""
+    st = make_store(tmp_path / "a")
+    write_turns(st, [(f"2026-05-01T0{h}:00:00Z", "user", f"note {h} about the garden", "s", "x") for h in range(4)])
+    idx = st.index()
+    gen = idx.conn.execute("SELECT value FROM meta WHERE key = 'gen'").fetchone()[0]
+    first = st.index(update=False).conn.execute("SELECT id FROM records ORDER BY vrow LIMIT 1").fetchone()[0]
+    for h in range(4, 8):  # same day and the next, each after the last indexed row
+        write_turns(st, [(f"2026-05-0{1 + h // 6}T1{h}:00:00Z", "assistant", f"reply {h} on tomatoes", "s", "x")])
+        st.index()
+    # a correction hides an old row; a repeated id is hidden as a duplicate
+    st.write([st.normalize({"ts": "2026-05-02T20:00:00Z", "role": "user", "text": "fixed note",
+                            "supersedes": [first]})], "Correct", dedupe=False)
+    st.index()
+    idx = st.index(update=False)
+    assert idx.conn.execute("SELECT value FROM meta WHERE key = 'gen'").fetchone()[0] == gen
+    assert idx.conn.execute("SELECT hidden FROM records WHERE id = ?", (first,)).fetchone()[0] == 1
+    incremental = canonical(st)
+    idx.update(rebuild=True)
+    assert canonical(st) == incremental
+
+
 def test_pull_runs_hook_that_indexes_new_days(tmp_path, filled):
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(filled.root), str(remote)], check=True)

@@ -114,7 +114,7 @@ def test_every_kind_of_file_in_one_commit(tmp_path, store):
     d = _folder(tmp_path)
     res = json.loads(ct("-C", store.root, "ingest-any", d, "--json").stdout)
     assert res["added"] == 6 and res["commit"]
-    assert commits(store.root)[0] == f"Ingest 6 files (2 chunks, 4 blobs) from {d}/"
+    assert commits(store.root)[0] == f"Ingest 6 files (2 chunks, 4 blobs) from {d.name}/"
     assert git_clean(store.root)
     recs = {r["source"]["rel"]: r for r in _records(store.root)}
 

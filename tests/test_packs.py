@@ -94,23 +94,37 @@ def test_gc_consolidates_every_day_in_one_commit(store):
     assert hits[0]["text"] == "day 29 turn 2"
 
 
-def test_two_clones_consolidating_the_same_day_merge_with_plain_git(tmp_path):
+def _clone_pair(tmp_path, adds: int):
     a = make_store(tmp_path / "a").root
-    for k in range(3):
+    for k in range(adds):
         ct("-C", a, "add", f"shared turn {k} about kyoto trains", "--ts", f"2026-11-30T0{k}:00:00Z")
     git(tmp_path, "clone", "-q", str(a), str(tmp_path / "b"))
-    b = tmp_path / "b"
+    return a, tmp_path / "b"
+
+
+def _merge_clean(into, other):
+    merged = git(into, "pull", "--no-rebase", "--no-edit", str(other), "main", check=False)
+    out = merged.stdout + merged.stderr
+    assert merged.returncode == 0 and "CONFLICT" not in out, out
+
+
+def test_two_clones_consolidating_the_same_day_write_the_same_pack(tmp_path):
+    a, b = _clone_pair(tmp_path, 3)
     for root in (a, b):
         ct("-C", root, "gc")
-    assert [p.name for p in _packs(a)] == [p.name for p in _packs(b)]  # deterministic: the same file
-    git(a, "pull", "-q", "--no-rebase", "--no-edit", str(b), "main")
-    # Now both sides add on the same day and consolidate again: different packs, both kept.
+    assert len(_packs(a)) == 1 and [p.name for p in _packs(a)] == [p.name for p in _packs(b)]
+    ct("-C", b, "add", "only on b", "--ts", "2026-11-30T11:00:00Z")
+    _merge_clean(a, b)
+    assert ct("-C", a, "fsck").returncode == 0 and git_clean(a)
+
+
+def test_two_clones_consolidating_differently_merge_with_plain_git(tmp_path):
+    a, b = _clone_pair(tmp_path, 3)
     ct("-C", a, "add", "only on a: hotel in osaka", "--ts", "2026-11-30T10:00:00Z")
     ct("-C", b, "add", "only on b: ferry to naoshima", "--ts", "2026-11-30T11:00:00Z")
     for root in (a, b):
-        ct("-C", root, "gc")
-    merged = git(a, "pull", "--no-rebase", "--no-edit", str(b), "main", check=False)
-    assert merged.returncode == 0 and "CONFLICT" not in merged.stdout + merged.stderr, merged.stdout + merged.stderr
+        assert "Consolidated 4 packs into 1 for 1 day" in ct("-C", root, "gc").stdout
+    _merge_clean(a, b)
     assert len(_packs(a)) == 2  # each holds the three shared records: duplicates across packs
     rep = json.loads(ct("-C", a, "fsck", "--json").stdout)
     assert rep["ok"] and rep["warnings"] == [] and rep["records"] == 5
@@ -119,9 +133,31 @@ def test_two_clones_consolidating_the_same_day_merge_with_plain_git(tmp_path):
         assert hits[0]["text"].endswith(needle)
     texts = [h["text"] for h in json.loads(ct("-C", a, "search", "kyoto trains", "--mode", "vector", "-k", "10",
                                                "--json").stdout)["hits"]]
-    assert len(texts) == len(set(texts))  # a record in two packs is found once
+    assert len(texts) == len(set(texts)) == 5  # a record in two packs is found once
+    _merge_clean(b, a)
+    assert git(a, "rev-parse", "HEAD^{tree}").stdout == git(b, "rev-parse", "HEAD^{tree}").stdout
+    assert git_clean(a) and git_clean(b)
+
+
+def test_a_big_pack_is_never_rewritten_for_small_additions(tmp_path):
+    """Merging a big pack into a slightly bigger one would look like a rename to git's merge, and two
+    clones' different "renames" of the same pack conflict; so small packs merge among themselves."""
+    a = make_store(tmp_path / "a").root
+    for k in range(6):
+        ct("-C", a, "add", f"shared turn {k}", "--ts", f"2026-11-30T0{k}:00:00Z")
     ct("-C", a, "gc")
-    assert len(_packs(a)) == 1 and git_clean(a) and ct("-C", a, "fsck").returncode == 0
+    (big,) = _packs(a)
+    git(tmp_path, "clone", "-q", str(a), str(tmp_path / "b"))
+    b = tmp_path / "b"
+    for root, who in ((a, "a"), (b, "b")):
+        for k in range(3):
+            ct("-C", root, "add", f"{who} turn {k}", "--ts", f"2026-11-30T1{k}:00:00Z")
+        assert "Consolidated 3 packs into 1 for 1 day" in ct("-C", root, "gc").stdout
+        assert big.name in [p.name for p in _packs(root)] and len(_packs(root)) == 2
+    _merge_clean(a, b)
+    _merge_clean(b, a)
+    rep = json.loads(ct("-C", a, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [] and rep["records"] == 12 and len(_packs(a)) == 3
 
 
 # ----- integrity --------------------------------------------------------------------------------------

@@ -89,7 +89,10 @@ def test_two_plain_clones_merge_and_rebase_after_a_reorganize(plain_clones):
     assert out["merges"], out
     gone = set(treefmt.read(b).gone) - set(before.gone)
     assert gone
-    # TODO(lead): once `ct gc` is on main, run `ct -C b gc` here (it consolidates the day's packs in one commit).
+    # Both clones consolidate the same day's packs (each its own writes) before they merge.
+    for root in (b, c):
+        gc = json.loads(ct("-C", root, "gc", "--json").stdout)
+        assert "2026-11-02" in gc["days"] and gc["commit"], gc
     git(b, "push", "-q", "origin", "main")
     pull = git(c, "pull", "--no-rebase", "--no-edit", "origin", "main")       # a real merge commit
     assert "CONFLICT" not in pull.stdout + pull.stderr

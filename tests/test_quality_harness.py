@@ -8,6 +8,7 @@ import math
 import pytest
 
 from memstore.bench import lme, quality, scifact
+from memstore.errors import FormatError
 
 # ----- fixtures written by the tests ----------------------------------------------------------
 
@@ -219,7 +220,8 @@ def test_harness_runs_end_to_end_and_writes_its_report(tmp_path, bench_data):
     text = out.read_text()
     for needle in ("# Retrieval quality", "## LongMemEval_S", "### hybrid+time", "## SciFact",
                    "## Ablations beside the published anchors", "| **memstore hybrid** |", "0.764", "0.741",
-                   "## Goals of issue 7", "3 scored", "temporal-reasoning", "## How to run"):
+                   "## Goals of issue 14", "3 scored", "temporal-reasoning", "## How to run",
+                   "| **memstore naive-rrf** |", "naive RRF"):
         assert needle in text, needle
     assert "Not measured" not in text
     raw = json.loads((tmp_path / "c" / "quality-last.json").read_text())
@@ -234,6 +236,7 @@ def test_harness_runs_end_to_end_and_writes_its_report(tmp_path, bench_data):
     assert bike["level"] == "in_window" and bike["metrics"]["hybrid+time"]["recall_all@1"] == 1.0
     assert sf["claims"] == 3 and sf["docs"] == 10
     assert sf["summary"]["exact"]["recall@100"] == 1.0 and sf["summary"]["hybrid"]["ndcg@10"] > 0.5
+    assert sf["summary"]["naive-rrf"]["recall@100"] == 1.0  # ten abstracts: every one is in its top 100
     for summary in lm["summary"].values():
         for entry in summary.values():
             assert all(v is None or 0.0 <= v <= 1.0 for k, v in entry.items() if "@" in k)
@@ -296,3 +299,31 @@ def test_minilm_run_fills_the_cache_once_and_repeats_its_numbers(tmp_path, bench
     again = json.loads(raw.read_text())
     assert code == 0 and [r["metrics"] for r in again["longmemeval"]["rows"]] == [r["metrics"] for r in first["longmemeval"]["rows"]]
     assert first["longmemeval"]["rows"][0]["metrics"]["hybrid"]["recall_any@1"] == 1.0   # the beagle turns
+
+
+def test_limit_and_claims():
+    assert quality.parse_args(["--limit", "3"]).claims == 3           # --limit alone: both benchmarks
+    assert quality.parse_args(["--limit", "3", "--claims", "0"]).claims is None  # every SciFact claim
+    assert quality.parse_args(["--claims", "50"]).claims == 50 and quality.parse_args([]).claims is None
+    with pytest.raises(SystemExit):
+        quality.parse_args(["--claims", "-1"])
+
+
+def test_the_dev_split_file_names_are_found(tmp_path):
+    """The shared data's names: longmemeval_s_dev.json.xz (xz-compressed) and qrels/train.tsv."""
+    import lzma
+
+    folder = tmp_path / "longmemeval"
+    folder.mkdir()
+    with lzma.open(folder / "longmemeval_s_dev.json.xz", "wt", encoding="utf-8") as fh:
+        json.dump(lme_questions(), fh)
+    file, questions = lme.load(folder)
+    assert file.name == "longmemeval_s_dev.json.xz" and [q.qid for q in questions][:2] == ["q_dog", "q_bike"]
+    (folder / "longmemeval_s_dev.json.xz").write_bytes(b"\xfd7zXZ\x00broken")
+    with pytest.raises(FormatError, match="longmemeval_s_dev.json.xz"):
+        lme.load(folder)
+    root = tmp_path / "scifact"
+    write_scifact_beir(root)
+    (root / "qrels" / "test.tsv").rename(root / "qrels" / "train.tsv")
+    sf = scifact.load(root)
+    assert "qrels/train.tsv" in sf.notes[0] and len(sf.qrels) == 3

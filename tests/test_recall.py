@@ -1,4 +1,4 @@
-"""ct recall: time phrase → window → ranked verbatim lines in time order, with honest fallback levels."""
+"""ct recall: time phrase → window → ranked verbatim lines (best first), with honest fallback levels."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ct, git_clean, make_store, write_turns
 from memstore.retrieve.recall import (ALL_TIME, IN_WINDOW, NOTHING, OUTSIDE_WINDOW, RECENT, WHOLE_WINDOW,
-                                      content_words, recall)
+                                      WINDOW_ONLY, content_words, recall)
 
 TZ = "Europe/Berlin"
 NOW = "2026-11-30T10:00:00"  # Monday morning on the store's wall clock (09:00 UTC)
@@ -54,14 +54,14 @@ def _texts(res):
     return [h.hit.text for h in res.hits]
 
 
-def test_end_to_end_yesterday_evening_budget_only_those_lines_in_order(berlin):
+def test_end_to_end_yesterday_evening_budget_only_those_lines_best_first(berlin):
     out = ct("-C", berlin.root, "recall", "--now", NOW, "what did we say yesterday evening about the budget").stdout
     lines = out.splitlines()
     assert lines[0].startswith("[NOW] 2026-11-30 10:00 Mon (Europe/Berlin)")
     assert "yesterday evening" in lines[1] and "2026-11-29 17:00 to 2026-11-29 22:00" in lines[1]
     assert "matched in the window" in lines[1]
     timed = [ln for ln in lines if ln.startswith("[2026")]
-    assert timed == EVENING_BUDGET
+    assert sorted(timed) == EVENING_BUDGET and "verbatim, best first" in out
     assert "handbook" not in out and "pizza" not in out and "review is on Friday" not in out
     assert git_clean(berlin.root)
 
@@ -75,8 +75,8 @@ def test_json_shape(berlin):
                               "granularity": "part_of_day", "phrase": "yesterday evening"}
     assert data["level"] == IN_WINDOW and data["now"] == "2026-11-30T09:00:00.000000Z"
     hits = data["hits"]
-    assert [h["ts"] for h in hits] == sorted(h["ts"] for h in hits)
-    assert [h["text"] for h in hits] == [ln.split(": ", 1)[1] for ln in EVENING_BUDGET]
+    assert sorted(h["text"] for h in hits) == sorted(ln.split(": ", 1)[1] for ln in EVENING_BUDGET)
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)  # best first
     for h in hits:
         assert {"id", "ts", "actor", "role", "type", "text", "session", "day", "flags"} <= set(h)
         assert "exact" in h["flags"] and "low_confidence" not in h["flags"]
@@ -96,15 +96,18 @@ def test_no_keywords_lists_the_whole_window_in_time_order(berlin, question):
     assert res.window_lines == 6
 
 
-def test_nothing_in_window_says_so_and_labels_outside_matches(berlin):
+def test_nothing_in_window_still_ranks_the_window_then_labels_outside_matches(berlin):
     res = recall(berlin, "what did we say yesterday evening about flights", now=NOW)
-    assert res.level == OUTSIDE_WINDOW
-    assert any("Nothing in 'yesterday evening'" in n and "flights" in n for n in res.notes)
-    assert _texts(res) == ["Good morning, flights are booked."]
-    assert all("outside_window" in h.flags for h in res.hits)
+    assert res.level == WINDOW_ONLY and res.window_lines == 6
+    assert any("the window matched, the words did not" in n and "flights" in n for n in res.notes)
+    window = [t[4] for t in TURNS if "2026-11-29T17" < t[0] < "2026-11-29T22"]
+    assert sorted(_texts(res)[:-1]) == sorted(window)
+    assert all(h.flags[0] == "window_only" for h in res.hits[:-1])
+    assert _texts(res)[-1] == "Good morning, flights are booked." and "outside_window" in res.hits[-1].flags
     out = ct("-C", berlin.root, "recall", "--now", NOW, "yesterday evening flights").stdout
     assert "[2026-11-30 08:00] [outside] ana: Good morning, flights are booked." in out
-    assert "nearest matches outside it" in out
+    assert "[window] ana: Shall we order pizza tonight?" in out
+    assert "no line in the window matched the words; its lines ranked by closeness" in out
 
 
 def test_outside_matches_are_the_nearest_in_time(berlin):
@@ -116,11 +119,15 @@ def test_outside_matches_are_the_nearest_in_time(berlin):
 
 
 def test_nothing_anywhere_is_reported_as_absence(berlin):
+    # A window that holds lines answers with them, saying that only the window matched.
     res = recall(berlin, "what did we say yesterday evening about quantum chromodynamics", now=NOW)
-    assert res.level == NOTHING and res.hits == []
-    assert any("anywhere else" in n for n in res.notes)
+    assert res.level == WINDOW_ONLY and len(res.hits) == 6
+    assert all("window_only" in h.flags and "outside_window" not in h.flags for h in res.hits)
+    assert any("contains 'quantum chromodynamics' or clearly means it" in n for n in res.notes)
     proc = ct("-C", berlin.root, "recall", "--now", NOW, "quantum chromodynamics")
     assert "no match" in proc.stdout and "Absence is reported as absence" in proc.stdout
+    empty = recall(berlin, "what did we say in March about quantum chromodynamics", now=NOW)
+    assert empty.level == NOTHING and empty.hits == [] and empty.window_lines == 0
 
 
 def test_around_adds_neighbours_of_the_same_session_only(berlin):
@@ -159,7 +166,7 @@ def test_first_and_last_time_pick_an_occurrence_not_a_date(berlin):
 def test_k_caps_ranked_hits(berlin):
     res = recall(berlin, "budget", now=NOW, k=2)
     assert res.level == ALL_TIME and len(res.hits) == 2
-    assert [h.hit.ts for h in res.hits] == sorted(h.hit.ts for h in res.hits)
+    assert res.hits[0].hit.score >= res.hits[1].hit.score
 
 
 def test_japanese_question(berlin):

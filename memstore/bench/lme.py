@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import lzma
 import math
 import re
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from ..errors import FormatError, UsageError
 KS = (1, 5, 10)
 TURN_K = 10
 # Preferred file names when a folder holds several (the cleaned release fixes broken sessions).
-PREFERRED = ("longmemeval_s_cleaned.json", "longmemeval_s.json")
+PREFERRED = ("longmemeval_s_dev.json.xz", "longmemeval_s_dev.json", "longmemeval_s_cleaned.json", "longmemeval_s.json")
 REQUIRED = ("question_id", "question_type", "question", "question_date", "haystack_session_ids",
             "haystack_dates", "haystack_sessions", "answer_session_ids")
 _DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$")
@@ -80,7 +81,7 @@ def find_file(path: Path) -> Path:
     for name in PREFERRED:
         if (path / name).is_file():
             return path / name
-    found = sorted(path.glob("longmemeval_s*.json"))
+    found = sorted([*path.glob("longmemeval_s*.json"), *path.glob("longmemeval_s*.json.xz")])
     if len(found) == 1:
         return found[0]
     if not found:
@@ -89,12 +90,20 @@ def find_file(path: Path) -> Path:
     raise UsageError(f"{path}: several LongMemEval files ({', '.join(p.name for p in found)}); pass one as --lme FILE")
 
 
+def _read_text(file: Path) -> str:
+    """The file's text; a `.xz` file is decompressed on the fly (the dev split ships compressed)."""
+    if file.suffix == ".xz":
+        with lzma.open(file, "rt", encoding="utf-8") as fh:
+            return fh.read()
+    return file.read_text(encoding="utf-8")
+
+
 def load(path) -> tuple[Path, list[Question]]:
     """Every question of the file (or folder), validated; FormatError naming the file otherwise."""
     file = find_file(Path(path))
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(_read_text(file))
+    except (OSError, EOFError, lzma.LZMAError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise FormatError(file, f"not a readable JSON file ({exc})") from None
     if not isinstance(data, list):
         raise FormatError(file, "expected a JSON list of questions")

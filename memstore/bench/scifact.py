@@ -1,7 +1,7 @@
 """SciFact for the quality harness: load abstracts, claims and relevance judgements; nDCG and recall.
 
 Two layouts are read. BEIR's: `corpus.jsonl` {_id, title, text}, `queries.jsonl` {_id, text} and
-`qrels/dev.tsv` or `qrels/test.tsv` (query-id, corpus-id, score; BEIR's SciFact test split holds
+`qrels/train.tsv`, `qrels/dev.tsv` or `qrels/test.tsv` (query-id, corpus-id, score; BEIR's SciFact test split holds
 the 300 labelled claims of the original dev set). The original release's: `corpus.jsonl` {doc_id,
 title, abstract: [sentences]} and `claims_dev.jsonl` {id, claim, evidence: {doc_id: [...]},
 cited_doc_ids}. Metrics are BEIR's (trec_eval's): nDCG@k with gain = relevance and discount
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import FormatError, UsageError
 
-QREL_FILES = ("qrels/dev.tsv", "qrels/test.tsv")
+QREL_FILES = ("qrels/train.tsv", "qrels/dev.tsv", "qrels/test.tsv")  # the first present is used
 
 
 @dataclass

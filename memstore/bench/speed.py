@@ -514,7 +514,9 @@ def run(b: Bench) -> str:
     ingest_overhead(b, "hash", profile=True)
     if b.minilm:
         ingest_overhead(b, "minilm")
-    return render(b)
+    from .scale import run_into  # the scale table (issue 12): its own module, sizes from MEMSTORE_BENCH_SCALE
+
+    return render(b) + run_into(b)
 
 
 def main(argv=None) -> int:

@@ -44,6 +44,8 @@ COMMANDS = {
     "hook": "internal_cmds:hook_cmd",
     "build-wiki": "seed_cmds:build_wiki_cmd",
     "serve": "seed_cmds:serve_cmd",
+    "upgrade": "port_cmds:upgrade_cmd",
+    "export": "port_cmds:export_cmd",
 }
 HIDDEN = {"hook"}
 
@@ -108,6 +110,8 @@ SUMMARIES = {
     "diff": "Explain how the topic tree changed between two versions.",
     "build-wiki": "Fetch Wikipedia articles and ingest them as documents (one commit).",
     "serve": "Serve a web page to look at memory and an HTTP JSON API on localhost.",
+    "upgrade": "Turn a format-1 store into format 2 (one commit, lossless).",
+    "export": "Write the store as a classic ContextTape store (export contexttape DIR).",
 }
 
 

@@ -1,4 +1,4 @@
-"""Conversation commands: recall (a time phrase → verbatim lines in order), mark and where."""
+"""Conversation commands: recall (a time phrase → ranked verbatim lines), mark and where."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def _reference_now(store, now: str | None):
 _LEVEL_TEXT = {
     "in_window": "matched in the window",
     "whole_window": "the whole window, in order",
-    "outside_window": "nothing matched in the window; nearest matches outside it",
+    "window_only": "no line in the window matched the words; its lines ranked by closeness",
+    "outside_window": "nothing in the window; nearest matches outside it",
     "all_time": "matched over all time",
     "recent": "the latest lines",
     "nothing": "no match",
@@ -51,6 +52,8 @@ def _hit_lines(h, tz, oneline: bool) -> list[str]:
     marks = ""
     if "outside_window" in h.flags:
         marks += "[outside] "
+    if "window_only" in h.flags:
+        marks += "[window] "
     if "low_confidence" in h.flags:
         marks += "[maybe] "
     head = f"{'  ' if 'context' in h.flags else ''}[{_local(hit.ts, tz)}] {marks}{tag}: "
@@ -75,12 +78,14 @@ def _hit_lines(h, tz, oneline: bool) -> list[str]:
 @click.pass_obj
 def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json):
     """Recall what was said: the time phrase in QUESTION picks a window, the other words rank
-    lines inside it, and the answer is verbatim lines with timestamps, in time order.
+    lines inside it (by words and meaning, as search does), and the answer is verbatim lines with
+    timestamps, best first.
 
-    With no words besides the time phrase, the whole window is listed. When nothing in the window
-    matches, the answer says so and shows the nearest matches outside it, labelled [outside].
-    "The first time" / "last time" pick the earliest / latest occurrence. [maybe] marks lines that
-    only resemble the question.
+    With no words besides the time phrase, the whole window is listed in time order. When no line
+    in the window matches the words, its lines still come back ranked by closeness, marked
+    [window], then the nearest word matches outside it, marked [outside]; an empty window shows
+    the nearest matches outside it. "The first time" / "last time" pick the earliest / latest
+    occurrence. [maybe] marks lines that only resemble the question.
 
     Example: ct recall "what did we say yesterday evening about the budget"
     """
@@ -101,7 +106,9 @@ def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json
     if res.hits:
         n_main = sum(1 for h in res.hits if "context" not in h.flags)
         extra = f" + {len(res.hits) - n_main} context" if n_main != len(res.hits) else ""
-        click.echo(f"-- {n_main} line(s){extra}, verbatim, in time order --")
+        order = "in time order" if res.level in ("whole_window", "outside_window", "recent") or \
+            res.occurrence in ("first", "last") else "best first"
+        click.echo(f"-- {n_main} line(s){extra}, verbatim, {order} --")
     for h in res.hits:
         for line in _hit_lines(h, st.tz, oneline):
             click.echo(line)

@@ -218,15 +218,65 @@ def _relink(h: Header, next_id: int, prev_id: int) -> Header:
     return Header(next_id, prev_id, h.data_len, h.data_type, h.dim, h.scale, h.unix_time)
 
 
-def consolidate(root: Path, day: str, dim: int, keep=None) -> tuple[Path | None, list[Path]]:
-    """Merge every pack of `day` into one: (new pack or None, the packs it replaces).
+# A consolidation merges only packs that are each at most 9/20 (45%) of the result. Git's merge
+# takes "a file deleted and a new file at least 50% like it" for a rename, and a rename of a pack
+# that the other clone consolidated differently is a rename/delete conflict; below half, the new
+# pack can never look like a pack it replaces (git's score is at most old size / new size), so both
+# sides' deletions and additions merge cleanly. Integers, so the choice never hangs on rounding.
+SHARE_NUM, SHARE_DEN = 9, 20
+
+
+def _small_enough(size: int, total: int) -> bool:
+    return size * SHARE_DEN <= total * SHARE_NUM
+
+
+def mergeable(paths: list[Path]) -> list[Path]:
+    """The largest set of a day's packs (smallest first) in which no pack is over 45% of the whole.
+
+    Depends only on the packs' sizes and names, so two clones holding the same packs choose the
+    same set. Fewer than two packs means nothing is worth merging; a day therefore keeps a few
+    packs of geometrically growing size rather than one, and never rewrites its big pack for a
+    small addition.
+    """
+    sized = sorted((Path(p).stat().st_size, Path(p).name, Path(p)) for p in paths)
+    best: list[Path] = []
+    total = 0
+    for i, (size, _name, _p) in enumerate(sized):
+        total += size
+        if i >= 1 and _small_enough(size, total):
+            best = [q for _, _, q in sized[: i + 1]]
+    return best
+
+
+def consolidate(root: Path, day: str, dim: int, keep=None, packs: list[Path] | None = None) -> tuple[Path | None, list[Path]]:
+    """Merge `packs` (default: every pack of `day`) into one: (new pack or None, the packs it replaces).
 
     The result depends only on the set of (record, hash16, vector) entries, sorted, so two clones
     that consolidate the same packs write the same bytes under the same name. `keep(record_id,
     hash16)` may drop entries (forgetting); by default everything is kept. The caller removes the
     old packs and commits. A pack whose bytes do not match its name raises PackError.
     """
-    old = pack_files(day_dir(root, day))
+    old = list(packs) if packs is not None else pack_files(day_dir(root, day))
+    w = merged_writer(day, dim, old, keep)
+    new = w.write(root) if w else None
+    return new, [p for p in old if p != new]
+
+
+def consolidate_safely(root: Path, day: str, dim: int) -> tuple[Path | None, list[Path]]:
+    """Merge the day's `mergeable` packs, checking the share against the real result; (None, []) if none."""
+    chosen = mergeable(pack_files(day_dir(root, day)))
+    while len(chosen) >= 2:
+        w = merged_writer(day, dim, chosen)
+        size = len(w.to_bytes())
+        if _small_enough(max(p.stat().st_size for p in chosen), size):  # one manifest, no duplicates: smaller
+            new = w.write(root)
+            return new, [p for p in chosen if p != new]
+        chosen = mergeable(chosen[:-1])
+    return None, []
+
+
+def merged_writer(day: str, dim: int, old: list[Path], keep=None) -> PackWriter:
+    """A PackWriter holding every entry of `old`, each (record, hash16) once, in sorted order."""
     entries: dict[tuple[str, str], tuple[Header, bytes]] = {}
     blobs: dict[str, tuple[Header, bytes, bytes]] = {}
     for p in old:
@@ -242,5 +292,4 @@ def consolidate(root: Path, day: str, dim: int, keep=None) -> tuple[Path | None,
     for rid, (bheader, payload, mbody) in sorted(blobs.items()):
         if keep is None or keep(rid, None):
             w.blobs.append((rid, bheader, payload, mbody))
-    new = w.write(root) if w else None
-    return new, [p for p in old if p != new]
+    return w

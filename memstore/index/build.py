@@ -22,6 +22,7 @@ from ..format import log as logfmt
 from ..format import pack as packfmt
 from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_segment, segment_name
 from ..format.timeutil import from_iso
+from ..errors import LockTimeout
 from ..locking import file_lock, lock_timeout
 from . import vectors as vecfiles
 from .fresh import SCHEMA_VERSION, days_on_disk, pack_dir, segment_dir, stat_fingerprint
@@ -44,6 +45,8 @@ CREATE INDEX IF NOT EXISTS records_hidden_vrow ON records(vrow) WHERE hidden != 
 CREATE INDEX IF NOT EXISTS records_session ON records(session, ts);
 CREATE INDEX IF NOT EXISTS records_ts ON records(ts);
 CREATE INDEX IF NOT EXISTS records_source ON records(source);
+-- Documents by content: finds a moved document (memstore/ingest/location.py); conversation rows have none.
+CREATE INDEX IF NOT EXISTS records_fsha ON records(fsha) WHERE fsha IS NOT NULL;
 CREATE TABLE IF NOT EXISTS supersedes (day TEXT, id TEXT);
 CREATE INDEX IF NOT EXISTS supersedes_day ON supersedes(day);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');
@@ -94,6 +97,7 @@ class Index:
         self._conn: sqlite3.Connection | None = None
         self.dropped = False  # set when a damaged or outdated index.db was thrown away
         self._matrix: tuple | None = None  # ((gen, n_rows), (vectors, times)) while that generation is current
+        self._has_segments = True  # refreshed by plan(): a store without segments/ skips that stat
 
     # ----- connection ---------------------------------------------------------------------------
 
@@ -156,6 +160,8 @@ class Index:
 
     def _stat_fp(self, log_path, seg_dir) -> str:
         day = os.path.basename(os.fspath(seg_dir))
+        if not self._has_segments:
+            seg_dir = None  # no segments/ at all (format 2): one stat fewer per day
         return stat_fingerprint(log_path, seg_dir, pack_dir(str(self.store.root), day))
 
     def _content_fp(self, log_bytes: bytes, seg_dir) -> str:
@@ -181,6 +187,7 @@ class Index:
         conn = self.conn
         known = {d: (s, c) for d, s, c in conn.execute("SELECT day, stat_fp, content_fp FROM days")}
         plan = Plan(rebuild=rebuild)
+        self._has_segments = os.path.isdir(os.path.join(self.store.root, "segments"))
         sources = self._day_sources()
         for day, (log_path, seg_dir) in sorted(sources.items()):
             if rebuild or day not in known:
@@ -204,6 +211,12 @@ class Index:
         plan = self.plan(rebuild)
         if plan.empty:
             return plan
+        try:  # free at once (the common case); had another process applied the plan meanwhile, applying it again changes nothing
+            with file_lock(self.meta_dir / "index.lock", timeout=0, what="index"):
+                self._apply(plan, progress)
+            return plan
+        except LockTimeout:
+            pass
         with file_lock(self.meta_dir / "index.lock", timeout=lock_timeout(), what="index"):
             plan = self.plan(rebuild)  # another process may have done it while we waited
             if not plan.empty:
@@ -334,8 +347,11 @@ class Index:
             day_data[day] = self._read_day(day)
             if progress:
                 progress(1)
+        if not plan.rebuild and not plan.vanished and self._append_only(conn, day_data, n_rows, gen, plan.touched):
+            return
 
         old_vec, _ = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim) if n_rows else (None, None)
+        affected = None if plan.rebuild else self._ids_of_days(conn, plan.changed + plan.vanished)
         with conn:  # one transaction
             if plan.rebuild:
                 conn.execute("DELETE FROM records")
@@ -349,24 +365,15 @@ class Index:
                 conn.execute("DELETE FROM days WHERE day = ?", (day,))
             fresh_vectors: dict[int, np.ndarray] = {}
             for day, (rows, stat_fp, content_fp) in day_data.items():
-                for row, vec in zip(rows.rows, rows.vectors):
-                    cur = conn.execute(
-                        "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey)"
-                        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", (row[0], day, *row[1:12]))
-                    rowid = cur.lastrowid
-                    conn.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (rowid, index_text(row[12])))
-                    if vec is not None:
-                        fresh_vectors[rowid] = vec
+                fresh_vectors.update(self._insert_rows(conn, day, rows.rows, rows.vectors))
                 conn.executemany("INSERT INTO supersedes (day, id) VALUES (?, ?)", [(day, s) for s in rows.supersedes])
-                conn.execute("INSERT INTO days (day, stat_fp, content_fp, n, problems) VALUES (?,?,?,?,?)",
-                             (day, stat_fp, content_fp, len(rows.rows), json.dumps(rows.problems[:50])))
-            for day in plan.touched:
-                log_path = logfmt.day_path(self.store.root, day)
-                seg_dir = logfmt.segment_day_dir(self.store.root, day)
-                conn.execute("UPDATE days SET stat_fp = ? WHERE day = ?", (self._stat_fp(log_path, seg_dir), day))
+                self._save_day(conn, day, rows, stat_fp, content_fp)
+            self._refresh_touched(conn, plan.touched)
             if first_day is not None or plan.rebuild:
                 self._renumber(conn, first_day or "", keep_rows, gen, gen_new, old_vec, fresh_vectors)
-            self._mark_hidden(conn)
+            if affected is not None:
+                affected |= self._ids_of_days(conn, plan.changed)
+            self._mark_hidden(conn, affected)
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),))
         del old_vec
@@ -392,16 +399,121 @@ class Index:
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen_new),))
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(keep_rows + len(tail)),))
 
-    def _mark_hidden(self, conn) -> None:
-        """Superseded records (1) and repeated ids (2, all but the earliest copy) leave search."""
-        conn.execute("UPDATE records SET hidden = 0 WHERE hidden != 0")
-        conn.execute("UPDATE records SET hidden = 1 WHERE id IN (SELECT id FROM supersedes)")
+    def _mark_hidden(self, conn, ids: set[str] | None = None) -> None:
+        """Superseded records (1) and repeated ids (2, all but the earliest copy) leave search.
+
+        With `ids` (the record and superseded ids of the days just changed) only those ids are
+        looked at, so a write's cost does not grow with the store; None recomputes every row.
+        """
+        if ids is None or len(ids) > 50_000:
+            conn.execute("UPDATE records SET hidden = 0 WHERE hidden != 0")
+            conn.execute("UPDATE records SET hidden = 1 WHERE id IN (SELECT id FROM supersedes)")
+            conn.execute("""
+                UPDATE records SET hidden = 2 WHERE rowid IN (
+                  SELECT rowid FROM (
+                    SELECT rowid, ROW_NUMBER() OVER (PARTITION BY id ORDER BY ts, day, vkey, line_no) AS rn
+                    FROM records WHERE id IN (SELECT id FROM records GROUP BY id HAVING COUNT(*) > 1))
+                  WHERE rn > 1)""")
+            return
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS touched_ids (id TEXT PRIMARY KEY)")
+        conn.execute("DELETE FROM touched_ids")
+        conn.executemany("INSERT OR IGNORE INTO touched_ids VALUES (?)", ((i,) for i in ids))
+        conn.execute("UPDATE records SET hidden = 0 WHERE hidden != 0 AND id IN (SELECT id FROM touched_ids)")
+        conn.execute("UPDATE records SET hidden = 1 WHERE id IN (SELECT id FROM touched_ids)"
+                     " AND id IN (SELECT id FROM supersedes)")
         conn.execute("""
             UPDATE records SET hidden = 2 WHERE rowid IN (
               SELECT rowid FROM (
                 SELECT rowid, ROW_NUMBER() OVER (PARTITION BY id ORDER BY ts, day, vkey, line_no) AS rn
-                FROM records WHERE id IN (SELECT id FROM records GROUP BY id HAVING COUNT(*) > 1))
+                FROM records WHERE id IN (SELECT id FROM touched_ids))
               WHERE rn > 1)""")
+
+    @staticmethod
+    def _ids_of_days(conn, days: list[str]) -> set[str]:
+        """Record ids and superseded ids of these days, as the index holds them now."""
+        out: set[str] = set()
+        for i in range(0, len(days), 500):
+            chunk = days[i : i + 500]
+            q = ",".join("?" * len(chunk))
+            out.update(r[0] for r in conn.execute(f"SELECT id FROM records WHERE day IN ({q})", chunk))
+            out.update(r[0] for r in conn.execute(f"SELECT id FROM supersedes WHERE day IN ({q})", chunk))
+        return out
+
+    @staticmethod
+    def _insert_rows(conn, day: str, rows: list, vectors: list) -> dict[int, np.ndarray]:
+        """Insert rows (and their words) for `day`; returns {rowid: vector} for those that have one."""
+        fresh = {}
+        for row, vec in zip(rows, vectors):
+            cur = conn.execute(
+                "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", (row[0], day, *row[1:12]))
+            conn.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, index_text(row[12])))
+            if vec is not None:
+                fresh[cur.lastrowid] = vec
+        return fresh
+
+    @staticmethod
+    def _save_day(conn, day: str, rows, stat_fp: str, content_fp: str) -> None:
+        conn.execute("INSERT OR REPLACE INTO days (day, stat_fp, content_fp, n, problems) VALUES (?,?,?,?,?)",
+                     (day, stat_fp, content_fp, len(rows.rows), json.dumps(rows.problems[:50])))
+
+    def _refresh_touched(self, conn, days: list[str]) -> None:
+        """Days whose files were touched but not changed (a checkout): only their stat fingerprint moves."""
+        for day in days:
+            log_path = logfmt.day_path(self.store.root, day)
+            seg_dir = logfmt.segment_day_dir(self.store.root, day)
+            conn.execute("UPDATE days SET stat_fp = ? WHERE day = ?", (self._stat_fp(log_path, seg_dir), day))
+
+    def _append_only(self, conn, day_data: dict, n_rows: int, gen: int, touched: list[str]) -> bool:
+        """The common write: lines appended to days whose old lines are unchanged, all sorting after
+        every indexed row. Then only the new rows are inserted and their vectors appended to the
+        current generation (readers holding the old row count are unaffected), so the cost is that
+        of the new lines, not of the store. Returns False (and changes nothing) when it does not apply.
+        """
+        key = lambda day, row: (day, row[4], row[1], row[0])  # the matrix order: day, ts, line_no, id
+        last = conn.execute("SELECT day, ts, line_no, id FROM records WHERE vrow = ?", (n_rows - 1,)).fetchone() \
+            if n_rows else None
+        matrix = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)[0] if n_rows else None
+        new_rows: dict[str, tuple[list, list, int]] = {}
+        for day, (rows, _, _) in day_data.items():
+            old = conn.execute("SELECT id, line_no, off, len, vrow FROM records WHERE day = ? ORDER BY line_no",
+                               (day,)).fetchall()
+            if len(old) > len(rows.rows) or [tuple(r[:4]) for r in rows.rows[: len(old)]] != [tuple(o[:4]) for o in old]:
+                return False
+            for (*_, vrow), vec in zip(old, rows.vectors):  # a re-embedded or repacked day changes vectors
+                if (vec is None) != (vrow < 0) or (vec is not None and not np.array_equal(matrix[vrow], vec)):
+                    return False
+            added = rows.rows[len(old):]
+            if last is not None and any(key(day, r) <= tuple(last) for r in added):
+                return False
+            new_rows[day] = (added, rows.vectors[len(old):], len(old))
+        del matrix
+        with conn:
+            fresh: dict[int, np.ndarray] = {}
+            for day, (added, vecs, _) in new_rows.items():
+                fresh.update(self._insert_rows(conn, day, added, vecs))
+                rows, stat_fp, content_fp = day_data[day]
+                conn.execute("DELETE FROM supersedes WHERE day = ?", (day,))
+                conn.executemany("INSERT INTO supersedes (day, id) VALUES (?, ?)", [(day, s) for s in rows.supersedes])
+                self._save_day(conn, day, rows, stat_fp, content_fp)
+            if fresh:
+                placed = conn.execute(
+                    "SELECT rowid, ts FROM records WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY day, ts, line_no, id",
+                    (json.dumps(list(fresh)),)).fetchall()
+                vecs = np.stack([fresh[r] for r, _ in placed]).astype(np.float32)
+                times = np.array([t for _, t in placed], np.float64)
+                vecfiles.write_rows(self.meta_dir, gen, n_rows, vecs, times)
+                conn.executemany("UPDATE records SET vrow = ? WHERE rowid = ?",
+                                 [(n_rows + i, r) for i, (r, _) in enumerate(placed)])
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(n_rows + len(placed)),))
+            self._refresh_touched(conn, touched)
+            ids = {r[0] for added, _, _ in new_rows.values() for r in added}
+            ids |= {s for rows, _, _ in day_data.values() for s in rows.supersedes}
+            self._mark_hidden(conn, ids)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),))
+        return True
 
     # ----- reading --------------------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ def stat_fingerprint(log_path, seg_dir, pack_dir=None) -> str:
     except (OSError, TypeError):
         parts.append("-")
     try:
+        if seg_dir is None:
+            raise FileNotFoundError  # a format-2 store has no segment folders to look at
         seg_dir = os.fspath(seg_dir)
         st = os.stat(seg_dir)
         parts.append(f"{st.st_mtime_ns}")

@@ -41,7 +41,8 @@ class _BlobJob:
 def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False,
                allow_secrets: bool = False, progress=None, verbose: int = 0, secrets: str | None = None) -> WriteResult:
     """Ingest a file or folder of any files (see the module docstring); one commit, none if nothing is new."""
-    from .path import _display, plan_files
+    from .location import base_label
+    from .path import display, plan_files
     from .walk import BlobItem, FileItem, walk
 
     from .. import secret_policy
@@ -66,7 +67,8 @@ def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlin
         raise FormatError(root, reason, hint="Nothing was written.")
 
     now = now_utc()
-    plan = plan_files(store, texts, now, allow_secrets=how != "refuse", verbose=verbose)
+    base = base_label(store, root)
+    plan = plan_files(store, texts, now, allow_secrets=how != "refuse", verbose=verbose, base=base)
     if plan.found:
         raise SecretsFound("Refusing to ingest what looks like credentials:\n  " + "\n  ".join(plan.found[:50]),
                            secret_policy.HINT)
@@ -76,14 +78,15 @@ def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlin
         if item.kind == "pdf" and new:
             jobs.append(_BlobJob(Path(item.path), item.rel, item.sha256, item.size,
                                  {"mime": "application/pdf", "kind": "pdf", "pages": item.pages}, new))
-    _plan_blobs(store, blobs, now, records, inputs, jobs, notes)
+    moved = _plan_blobs(store, blobs, now, records, inputs, jobs, notes, base) + plan.moved
 
     def message(added) -> str:
         docs = [r for r in added if r["type"] == "doc"]
         n_blobs = sum(1 for r in docs if r["id"].startswith("blob:"))
         n_chunks = len(docs) - n_blobs
         n_files = len({r["source"]["path"] for r in docs})
-        return f"Ingest {n_files} files ({n_chunks} chunks, {n_blobs} blobs) from {_display(root)}"
+        msg = f"Ingest {n_files} files ({n_chunks} chunks, {n_blobs} blobs) from {display(base, root)}"
+        return msg + (f"; {moved} moved" if moved else "")
 
     res = store.write(records, message, embed_inputs=inputs, progress=progress,
                       before_write=lambda st, added: _write_blobs(st, jobs, added), secrets=how)
@@ -91,17 +94,25 @@ def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlin
     return res
 
 
-def _plan_blobs(store, blobs, now, records, inputs, jobs, notes) -> None:
-    """A describing record (and a blob job) for each new or changed non-text file."""
+def _plan_blobs(store, blobs, now, records, inputs, jobs, notes, base: str = "") -> int:
+    """A describing record (and a blob job) for each new or changed non-text file; returns how many moved."""
+    from .location import live_rows, location, moved_from
     from .media import describe_media, description
-    from .path import _hash, superseding_record
+    from .path import _hash, moving_record, superseding_record
 
     index = store.index()
+    moved = 0
     for item in blobs:
-        key = str(Path(item.path).resolve())
-        current = index.conn.execute(
-            "SELECT id, fsha FROM records WHERE source = ? AND hidden = 0", (key,)).fetchall()
+        key = location(base, item.rel)
+        current = [(rid, fsha) for rid, fsha, _ in live_rows(index, key)]
         if any(fsha == item.sha256 for _, fsha in current):
+            continue
+        old = None if current else moved_from(index, item.sha256, item.rel, key)
+        if old is not None:
+            rec = moving_record(store, now, item.rel, key, old, item.sha256)
+            records.append(rec)
+            inputs.append(rec["text"])
+            moved += 1
             continue
         try:
             data = Path(item.path).read_bytes()
@@ -125,6 +136,7 @@ def _plan_blobs(store, blobs, now, records, inputs, jobs, notes) -> None:
             sup = superseding_record(store, now, item.rel, key, item.sha256, sorted(rid for rid, _ in current))
             records.append(sup)
             inputs.append(sup["text"])
+    return moved
 
 
 def _write_blobs(store, jobs: list[_BlobJob], added: list[dict]) -> list[str]:

@@ -109,7 +109,8 @@ def import_contexttape(store, path, *, model: str | None = None, progress=None, 
                 raise FormatError(tpath, f"text is not UTF-8 (byte {exc.start})", hint="Nothing was imported.") from None
             when = th.unix_time if th.unix_time > 0 else int(tpath.stat().st_mtime)
             raw = {"ts": dt.datetime.fromtimestamp(when, UTC), "text": text, "session": rel, **_record_fields(text),
-                   "contexttape": {"dir": str(folder), "text": tid, "vec": vid}}
+                   # where the pair came from, portably: the imported folder's name and the path below it
+                   "contexttape": {"dir": root.name if folder == root else f"{root.name}/{rel}", "text": tid, "vec": vid}}
             try:
                 rec = store.normalize(raw, derive_id=True)
             except RecordError as exc:

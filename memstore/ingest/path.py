@@ -1,8 +1,10 @@
 """ingest-path: files and folders become document chunks, idempotently, in one commit.
 
-A file is identified by its resolved path. An unchanged file (same sha256 as its current chunks)
-adds nothing. A changed file adds the chunks whose text is new and appends one `meta` record that
-supersedes the chunks that no longer exist; chunks that did not change stay as they are.
+A file is known by its portable location `<base>/<rel>` (memstore/ingest/location.py: never an
+absolute path). An unchanged file (same sha256 as its current chunks) adds nothing. A changed file
+adds the chunks whose text is new and appends one `meta` record that supersedes the chunks that no
+longer exist; chunks that did not change stay as they are. A file at a new location whose bytes and
+relative path match a live document is that document moved: one `meta` record notes the move.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from ..errors import FormatError, SecretsFound, UsageError
 from ..format.timeutil import now_utc
 from .. import secret_policy
 from ..store import WriteResult
+from .location import base_label, live_rows, location, moved_from
 
 
 def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, max_pdf_pages=None,
@@ -37,7 +40,8 @@ def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, ma
         raise FormatError(root, reason, hint="Nothing was written.")
 
     # Refusing names file and line here; skipping or redacting is per chunk, in the store's write.
-    plan = plan_files(store, items, now_utc(), allow_secrets=how != "refuse", verbose=verbose)
+    base = base_label(store, root)
+    plan = plan_files(store, items, now_utc(), allow_secrets=how != "refuse", verbose=verbose, base=base)
     notes += plan.notes
     records, inputs, found, files_changed = plan.records, plan.inputs, plan.found, plan.files_changed
     if found:
@@ -45,9 +49,11 @@ def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, ma
                            secret_policy.HINT)
     n_files = len({r["source"]["path"] for r in records if r["type"] == "doc"})
     n_chunks = sum(1 for r in records if r["type"] == "doc")
-    msg = f"Ingest {n_files} files ({n_chunks} chunks) from {_display(root)}"
+    msg = f"Ingest {n_files} files ({n_chunks} chunks) from {display(base, root)}"
     if files_changed:
         msg += f"; {files_changed} changed"
+    if plan.moved:
+        msg += f"; {plan.moved} moved"
     if quantize:
         store.config.settings["vector_dtype"] = "int8"
     res = store.write(records, msg, embed_inputs=inputs, progress=progress, secrets=how)
@@ -64,14 +70,16 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     found: list[str] = field(default_factory=list)   # secrets, "path:line: kind (redacted)"
     files_changed: int = 0
+    moved: int = 0                                   # files found at a new location, unchanged
     by_file: dict = field(default_factory=dict)      # FileItem.path -> its new records
 
 
-def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0) -> Plan:
+def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0, base: str = "") -> Plan:
     """Chunk records for text FileItems (shared by ingest-path and ingest-any): only what is new.
 
-    An unchanged file adds nothing; a changed one adds its new chunks plus a `meta` record that
-    supersedes the chunks that are gone.
+    An unchanged file adds nothing; a moved one adds a `meta` record naming its old location; a
+    changed one adds its new chunks plus a `meta` record that supersedes the chunks that are gone.
+    `base` is the ingested folder's committed name (location.base_label).
     """
     from . import secrets
     from .chunk import chunk, embedding_input
@@ -82,11 +90,18 @@ def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0)
     overlap = int(store.config.setting("chunk_overlap"))
     plan = Plan()
     for item in items:
-        # An item may name its own key (build-wiki: the page URL); files are keyed by resolved path.
-        key = getattr(item, "key", None) or str(Path(item.path).resolve())
-        current = index.conn.execute(
-            "SELECT id, fsha, rowid FROM records WHERE source = ? AND hidden = 0", (key,)).fetchall()
+        # An item may name its own key (build-wiki: the page URL); files are keyed by portable location.
+        key = getattr(item, "key", None) or location(base, item.rel)
+        current = live_rows(index, key)
         if any(fsha == item.sha256 for _, fsha, _ in current):
+            continue
+        old = None if current else moved_from(index, item.sha256, item.rel, key)
+        if old is not None:
+            rec = moving_record(store, now, item.rel, key, old, item.sha256)
+            plan.records.append(rec)
+            plan.inputs.append(rec["text"])
+            plan.by_file[item.path] = [rec]
+            plan.moved += 1
             continue
         try:
             text = item.read_text()
@@ -142,6 +157,16 @@ def superseding_record(store, now, rel: str, key: str, sha256: str, gone: list[s
     })
 
 
+def moving_record(store, now, rel: str, key: str, old: str, sha256: str) -> dict:
+    """The `meta` record that notes a document found at a new location with the same bytes (no new chunks)."""
+    return store.normalize({
+        "ts": now, "actor": "memstore", "role": "system", "type": "meta",
+        "text": f"{old} moved to {key}",
+        "session": rel,
+        "source": {"path": key, "rel": rel, "moved_from": old, "file_sha256": sha256},
+    })
+
+
 def _hash(text: str) -> str:
     from ..format.record import text_hash
 
@@ -158,6 +183,8 @@ def _source(key: str, item, i: int, n: int, ch) -> dict:
     return src
 
 
-def _display(root: Path) -> str:
-    s = str(root)
-    return s if not root.is_dir() or s.endswith("/") else s + "/"
+def display(base: str, root: Path) -> str:
+    """The ingested file or folder as a commit message names it: its portable name, never an absolute path."""
+    if Path(root).is_dir():
+        return (base or ".") + "/"
+    return location(base, Path(root).name)

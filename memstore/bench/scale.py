@@ -1,0 +1,258 @@
+"""The scale table of `make bench`: what a store costs git and the disk as it grows from 1k to 1M records.
+
+For each synthetic store (memstore/bench/synth.py, built once and cached) the table gives: `ct add`
+wall time (median of several real `ct` processes in a fresh local clone) and the part of it spent
+inside git (from git's own trace2 timings), files in the repository, `.git/index` bytes, bytes on
+disk and in git objects per record, and `git status` and `git clone` (local, with checkout) times.
+Beside them, the goals of issue 12: `ct add` at the largest size within 1.25× of the smallest;
+files in the repository bounded by days and writes, never growing with records; bytes on disk per
+record at most 1.3× (day-log line + vector bytes).
+
+Run alone: `python -m memstore.bench.scale --sizes 1000,10000,100000,1000000`; `make bench` runs it
+through the speed benchmark (`MEMSTORE_BENCH_SCALE` sets the sizes there, `off` skips it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import synth
+
+DEFAULT_SIZES = (1_000, 10_000, 100_000)
+ADD_RUNS = 5
+FIXED_FILES = 8  # memstore.toml, .gitignore, .gitattributes, markers.jsonl, forgotten.jsonl and a little slack
+
+
+@dataclass
+class ScaleRow:
+    """One store size's measurements (seconds and bytes)."""
+
+    n: int
+    days: int
+    writes: int
+    files: int
+    index_bytes: int
+    disk_per_record: float
+    git_per_record: float
+    content_per_record: float  # day-log line + vector bytes
+    add_s: float
+    add_git_s: float
+    status_s: float
+    clone_s: float
+    add_samples: list[float] = field(default_factory=list)
+
+
+def _git(*args, cwd=None, env=None) -> str:
+    return subprocess.run(["git", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _tracked_bytes(root: Path) -> tuple[int, int, int]:
+    """(files in the repository, bytes they take on disk in blocks, day-log bytes)."""
+    files = _git("-C", root, "ls-files", "-z").split("\0")
+    files = [f for f in files if f]
+    disk = logs = 0
+    for f in files:
+        st = os.stat(root / f)
+        disk += st.st_blocks * 512
+        if f.startswith("log/"):
+            logs += st.st_size
+    return len(files), disk, logs
+
+
+def _dir_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.stat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _git_seconds(trace: Path) -> float:
+    """Wall time of the git processes one command started (trace2 `exit` events of top-level processes).
+
+    A `cat-file --batch` process lives as long as the command that opened it (gitpython keeps one
+    to answer object queries) and mostly waits, so its lifetime is not git's work and is left out.
+    """
+    total = 0.0
+    try:
+        lines = trace.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return 0.0
+    waiting: set[str] = set()
+    for line in lines:
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        sid = str(ev.get("sid", ""))
+        if ev.get("event") == "start" and any(str(a).startswith("--batch") for a in ev.get("argv", [])):
+            waiting.add(sid)
+        elif ev.get("event") == "exit" and "/" not in sid and sid not in waiting:
+            total += float(ev.get("t_abs", 0.0))
+    return total
+
+
+def _ct_add(root: Path, text: str, trace: Path) -> float:
+    env = {**os.environ, "GIT_TRACE2_EVENT": str(trace)}
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "memstore", "-C", str(root), "-q", "add", text], env=env, check=True,
+                   capture_output=True)
+    return time.perf_counter() - t0
+
+
+def measure(base: Path, n: int, per_day: int = 100, runs: int = ADD_RUNS, log=print) -> ScaleRow:
+    """Build (or reuse) the n-record store and measure it; `ct add` runs in a local clone, not the cache."""
+    store, info = synth.build_store(base, n, per_day, log=log)
+    store.index()  # the clone starts from this index, as a user's store has one
+    src = store.root
+    files, disk, logs = _tracked_bytes(src)
+    dim = int(store.config.embedder["dim"])
+    vec_bytes = dim * (1 if store.config.setting("vector_dtype") == "int8" else 4)
+    days = len(list((src / "log").rglob("*.jsonl")))
+    work = Path(base) / "scale-tmp"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        t0 = time.perf_counter()
+        _git("clone", "-q", src, work / "clone")
+        clone_s = time.perf_counter() - t0
+        dst = work / "clone"
+        shutil.copytree(src / ".memstore", dst / ".memstore",
+                        ignore=shutil.ignore_patterns("*.lock", "journal*", "built.json"))
+        _ct_add(dst, "scale warm-up: the index notices it moved", work / "warm.trace")
+        samples, git_parts = [], []
+        for i in range(runs):
+            trace = work / f"add-{i}.trace"
+            samples.append(_ct_add(dst, f"scale probe {i}: review the trip budget on the tenth", trace))
+            git_parts.append(_git_seconds(trace))
+        status = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            _git("-C", dst, "status", "--porcelain")
+            status.append(time.perf_counter() - t0)
+        writes = int(_git("-C", src, "rev-list", "--count", "HEAD").strip())
+        row = ScaleRow(n=n, days=days, writes=writes, files=files, index_bytes=(src / ".git" / "index").stat().st_size,
+                       disk_per_record=disk / n, git_per_record=_dir_bytes(src / ".git" / "objects") / n,
+                       content_per_record=logs / n + vec_bytes, add_s=statistics.median(samples),
+                       add_git_s=statistics.median(git_parts), status_s=statistics.median(status), clone_s=clone_s,
+                       add_samples=samples)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log(f"scale {n:,}: ct add {row.add_s * 1000:.0f} ms (git {row.add_git_s * 1000:.0f} ms), {row.files:,} files, "
+        f"clone {row.clone_s:.2f} s")
+    return row
+
+
+def _size(n: int) -> str:
+    return f"{n // 1_000_000}M" if n >= 1_000_000 and n % 1_000_000 == 0 else (f"{n // 1000}k" if n % 1000 == 0 else str(n))
+
+
+def _kib(b: float) -> str:
+    return f"{b / 1024:,.0f} KiB" if b >= 10 * 1024 else f"{b:,.0f} B"
+
+
+def goals(rows: list[ScaleRow]) -> list[tuple[str, str, bool]]:
+    """(goal, what was measured, met) for the three goals of the scale table."""
+    out = []
+    lo, hi = rows[0], rows[-1]
+    ratio = hi.add_s / lo.add_s
+    out.append((f"`ct add` at {_size(hi.n)} within 1.25× of {_size(lo.n)}",
+                f"{hi.add_s * 1000:.0f} ms / {lo.add_s * 1000:.0f} ms = {ratio:.2f}×", ratio <= 1.25))
+    worst = max(rows, key=lambda r: r.files - (2 * r.days + r.writes + FIXED_FILES))
+    bound = 2 * worst.days + worst.writes + FIXED_FILES
+    out.append(("files in the repository ≤ days (a log and a pack each) + writes, never ∝ records",
+                f"{worst.files:,} files ≤ 2 × {worst.days:,} days + {worst.writes:,} writes + {FIXED_FILES} at "
+                f"{_size(worst.n)}" if worst.files <= bound else
+                f"{worst.files:,} files > 2 × {worst.days:,} days + {worst.writes:,} writes + {FIXED_FILES} at {_size(worst.n)}",
+                all(r.files <= 2 * r.days + r.writes + FIXED_FILES for r in rows)))
+    worst = max(rows, key=lambda r: r.disk_per_record / r.content_per_record)
+    share = worst.disk_per_record / worst.content_per_record
+    out.append(("bytes on disk per record ≤ 1.3 × (day-log line + vector bytes)",
+                f"{worst.disk_per_record:,.0f} B / {worst.content_per_record:,.0f} B = {share:.2f}× at {_size(worst.n)}",
+                share <= 1.3))
+    return out
+
+
+def markdown(rows: list[ScaleRow]) -> str:
+    """The scale section of the benchmark report."""
+    if not rows:
+        return ""
+    head = ["measure", *(_size(r.n) for r in rows)]
+    body = [
+        ("`ct add` wall time (median of %d, fresh local clone)" % ADD_RUNS, [f"{r.add_s * 1000:,.0f} ms" for r in rows]),
+        ("… of which inside git (trace2)", [f"{r.add_git_s * 1000:,.0f} ms" for r in rows]),
+        ("files in the repository (`git ls-files`)", [f"{r.files:,}" for r in rows]),
+        ("days / writes (commits)", [f"{r.days:,} / {r.writes:,}" for r in rows]),
+        ("`.git/index`", [_kib(r.index_bytes) for r in rows]),
+        ("bytes on disk per record (tracked files, in blocks)", [f"{r.disk_per_record:,.0f} B" for r in rows]),
+        ("bytes in git objects per record", [f"{r.git_per_record:,.0f} B" for r in rows]),
+        ("day-log line + vector bytes per record", [f"{r.content_per_record:,.0f} B" for r in rows]),
+        ("`git status` (median of 3)", [f"{r.status_s * 1000:,.0f} ms" for r in rows]),
+        ("`git clone` (local, with checkout)", [f"{r.clone_s:,.2f} s" for r in rows]),
+    ]
+    lines = ["", "## Scale", "",
+             "Synthetic stores (memstore/bench/synth.py); `ct add` is a real `ct` process (Python start-up "
+             "included) in a fresh `git clone` of the store, with the store's index copied beside it and no hooks "
+             "installed, after one warm-up add. Git's part is the wall time of the git processes it started, "
+             "from git's trace2 events.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join([m, *cells]) + " |" for m, cells in body]
+    lines += ["", "| goal | measured | verdict |", "|---|---|---|"]
+    lines += [f"| {g} | {m} | {'pass' if ok else 'FAIL'} |" for g, m, ok in goals(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def sizes_from_env(default=DEFAULT_SIZES) -> tuple[int, ...]:
+    """`MEMSTORE_BENCH_SCALE`: comma-separated sizes, or `off`; unset means the default sizes."""
+    raw = os.environ.get("MEMSTORE_BENCH_SCALE", "").strip().lower()
+    if raw in ("off", "0", "no", "none"):
+        return ()
+    if not raw:
+        return tuple(default)
+    return tuple(int(float(s)) for s in raw.split(",") if s.strip())
+
+
+def run_into(b) -> str:
+    """The speed benchmark's hook: measure the sizes from the environment; the Markdown section (or "")."""
+    sizes = sizes_from_env()
+    if not sizes:
+        return ""
+    rows = [measure(b.base, n, b.per_day, log=b.log) for n in sorted(sizes)]
+    b.raw["scale"] = [r.__dict__ for r in rows]
+    return markdown(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m memstore.bench.scale", description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="Store sizes, comma-separated.")
+    ap.add_argument("--with-1m", action="store_true", help="Add the 1,000,000-record store (builds once, minutes).")
+    ap.add_argument("--per-day", type=int, default=100)
+    ap.add_argument("--runs", type=int, default=ADD_RUNS, help="Timed `ct add` runs per size.")
+    ap.add_argument("--base", type=Path, default=Path(".bench"))
+    ap.add_argument("--json", dest="as_json", type=Path, default=None, help="Also write the raw numbers here.")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sizes = sorted({int(float(s)) for s in args.sizes.split(",") if s.strip()} | ({1_000_000} if args.with_1m else set()))
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    rows = [measure(args.base, n, args.per_day, args.runs, log=say) for n in sizes]
+    print(markdown(rows))
+    if args.as_json:
+        args.as_json.write_text(json.dumps([r.__dict__ for r in rows], indent=1), encoding="utf-8")
+    return 0 if all(ok for _, _, ok in goals(rows)) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
