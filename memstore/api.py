@@ -90,21 +90,22 @@ class StoreAPI:
 
     def ingest_path(self, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, max_pdf_pages=None,
                     follow_symlinks: bool = False, quantize: bool = False, allow_secrets: bool = False,
-                    progress=None):
+                    progress=None, secrets: str | None = None):
         """Ingest a file or folder of text, code and PDFs as document chunks (`ct ingest-path`) → WriteResult."""
         from .ingest.path import ingest_path
 
         return ingest_path(self, path, exts=exts, max_bytes=max_bytes, max_pdf_pages=max_pdf_pages,
                            follow_symlinks=follow_symlinks, quantize=quantize, allow_secrets=allow_secrets,
-                           progress=progress)
+                           progress=progress, secrets=secrets)
 
     def ingest_any(self, path, *, max_bytes: int | None = None, follow_symlinks: bool = False,
-                   allow_secrets: bool = False, progress=None):
+                   allow_secrets: bool = False, progress=None, secrets: str | None = None):
         """Ingest any files: text as chunks, PDFs, images, audio and others as blobs (`ct ingest-any`) → WriteResult."""
         from .ingest.any import DEFAULT_MAX_BYTES, ingest_any
 
         return ingest_any(self, path, max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
-                          follow_symlinks=follow_symlinks, allow_secrets=allow_secrets, progress=progress)
+                          follow_symlinks=follow_symlinks, allow_secrets=allow_secrets, progress=progress,
+                          secrets=secrets)
 
     def import_(self, kind: str, path, *, allow_secrets: bool = False, progress=None, **options):
         """Import another tool's data (`ct import KIND PATH`): jsonl, claude-code, chatgpt, contexttape → WriteResult."""
@@ -115,6 +116,29 @@ class StoreAPI:
         from .ingest.run import import_source
 
         return import_source(self, kind, path, progress=progress, allow_secrets=allow_secrets, **options)
+
+    def forget(self, ids=(), *, match: str | None = None, session: str | None = None, since=None, until=None,
+               now=None, dry_run: bool = False, purge_history: bool = False):
+        """Forget records (`ct forget`): by id, every word of `match`, session or time range → ForgetResult.
+
+        One commit removes their text from every committed file and leaves tombstones; `dry_run`
+        only selects; `purge_history` also rewrites git history (see memstore/forget.py).
+        """
+        from .forget import ForgetResult, forget, forgotten_ids, purge, select, texts_in_history
+
+        ids = list(ids or ())
+        gone = forgotten_ids(self.root)
+        if purge_history and ids and all(i in gone for i in ids) and not (match or session or since or until):
+            # forgotten earlier: only the history is left to clean
+            res = ForgetResult(records=[{"id": i, "text": "", "ts": ""} for i in ids], purged=not dry_run)
+            texts = texts_in_history(self, ids)
+            if not dry_run and texts:
+                res.notes.append(purge(self, texts))
+            return res
+        records = select(self, ids, match=match, session=session, since=since, until=until, now=now)
+        if dry_run:
+            return ForgetResult(records=records)
+        return forget(self, records, purge_history=purge_history)
 
     def mark(self, text: str, now=None):
         """Open a "where are we now" marker (`ct mark TEXT`, one commit) → Marker."""

@@ -47,7 +47,7 @@ class ChatTurn:
 
 class ChatSession:
     def __init__(self, store, llm: LLM | None = None, session: str | None = None, budget: int = 1500,
-                 verbose: bool = False, history_turns: int = 6):
+                 verbose: bool = False, history_turns: int = 6, secrets: str = "refuse"):
         self.store = store
         self.llm = llm or get_llm(store.root, require=True)
         stamp = datetime.now(store.tz).strftime("%Y%m%d-%H%M%S")
@@ -56,6 +56,7 @@ class ChatSession:
         self.verbose = verbose
         self.history: list[dict] = []
         self.history_turns = history_turns
+        self.secrets = secrets
 
     def prompt(self, text: str, ctx: Context) -> list[dict]:
         today = datetime.now(self.store.tz).strftime("%A, %d %B %Y, %H:%M %Z")
@@ -67,6 +68,14 @@ class ChatSession:
         """One exchange: context, LLM answer, both turns stored (just the user's if the LLM failed)."""
         if not text.strip():
             raise LLMError("empty message")
+        from .secret_policy import apply as secrets_apply
+
+        if self.secrets == "refuse":  # before the question leaves the machine, not only before the commit
+            secrets_apply([{"text": text}], "refuse")
+        elif self.secrets == "redact":
+            from .secret_policy import scrub
+
+            text = scrub(text)
         asked_at = to_iso(now_utc())
         ctx = build_context(self.store, text, budget=self.budget, recent=0)
         messages = self.prompt(text, ctx)
@@ -81,9 +90,11 @@ class ChatSession:
             records.append(self.store.normalize({"ts": to_iso(now_utc()), "role": "assistant", "type": "text",
                                                  "text": turn.reply, "model": self.llm.model,
                                                  "session": self.session}))
-        preview = " ".join(text.split())[:60]
+        from .store import _preview
+
+        preview = _preview(text)
         res = self.store.write(records, f"Chat turn: {preview}" if turn.reply is not None
-                               else f"Chat turn (no answer: the LLM failed): {preview}")
+                               else f"Chat turn (no answer: the LLM failed): {preview}", secrets=self.secrets)
         turn.commit = res.commit
         turn.ids = [r["id"] for r in res.added]
         if turn.reply is not None:

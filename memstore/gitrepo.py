@@ -90,7 +90,8 @@ class GitRepo:
 
     def log(self, max_count: int | None = None, paths: list[str] | None = None) -> list[dict]:
         """Commits newest first: sha, date, subject, body, and per-file added/removed line counts."""
-        args = ["log", "--numstat", "--format=\x1e%H\x1f%aI\x1f%an\x1f%s\x1f%b\x1d"]
+        # A merge counts what it brought in over the first parent (git shows no diff for merges by default).
+        args = ["log", "--numstat", "--diff-merges=first-parent", "--format=\x1e%H\x1f%aI\x1f%an\x1f%s\x1f%b\x1d"]
         if max_count:
             args.append(f"-n{max_count}")
         if paths:

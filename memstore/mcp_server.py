@@ -73,13 +73,16 @@ class MemoryServer:
         return await self._run(lambda: self._st().recall(question, k=k, now=now, around=around, docs=docs).to_json())
 
     async def add(self, text: str, role: str = "user", actor: str | None = None, session: str | None = None,
-                  type: str = "text", model: str | None = None) -> dict:
-        """Remember one turn or fact verbatim (one git commit). role: user | assistant | system | tool."""
+                  type: str = "text", model: str | None = None, secrets: str = "refuse") -> dict:
+        """Remember one turn or fact verbatim (one git commit). role: user | assistant | system | tool.
+        A text holding a detected secret (token, key, password) is refused unless secrets is
+        "redact" (stored with [REDACTED kind] markers) or "allow" (stored verbatim)."""
         from .format.record import RecordError
 
         def run():
             try:
-                return self._st().add(text, role=role, actor=actor, session=session, type=type, model=model).to_json()
+                return self._st().add(text, role=role, actor=actor, session=session, type=type, model=model,
+                                      secrets=secrets).to_json()
             except RecordError as exc:
                 raise ValueError(f"cannot add: {exc}") from None
 
@@ -93,6 +96,14 @@ class MemoryServer:
             raise ToolError("give either text (a new marker) or done (the id of a marker to close)")
         st = lambda: self._st()  # noqa: E731
         return await self._run(lambda: (st().done(done) if done else st().mark(text)).to_json())
+
+    async def forget(self, ids: list[str] | None = None, match: str | None = None, session: str | None = None,
+                     since: str | None = None, until: str | None = None, dry_run: bool = False) -> dict:
+        """Forget records for good (one git commit): by ids, by every word of `match`, by session or
+        time range (all given must hold). Their text leaves the logs, vectors, topic tree and markers;
+        a tombstone keeps other clones from bringing them back. Run with dry_run=true first."""
+        return await self._run(lambda: self._st().forget(ids or (), match=match, session=session, since=since,
+                                                         until=until, dry_run=dry_run).to_json())
 
     async def where(self, markers: int = 10, lines: int = 8) -> dict:
         """Where the work stands: open markers (newest last) and the latest session's last lines."""
@@ -122,7 +133,7 @@ class MemoryServer:
         self._pool.shutdown(wait=False)
 
 
-TOOLS = ("search", "recall", "add", "mark", "where", "context", "tree")
+TOOLS = ("search", "recall", "add", "mark", "forget", "where", "context", "tree")
 
 
 def build_server(root: Path | str):
@@ -134,11 +145,11 @@ def build_server(root: Path | str):
 
     mem = MemoryServer(root)
     server = MCPServer(name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    writes = {"add", "mark"}
+    writes = {"add", "mark", "forget"}
     for name in TOOLS:
         fn = getattr(mem, name)
         server.add_tool(fn, name=name, description=fn.__doc__.replace("\n        ", " "),
-                        annotations=ToolAnnotations(read_only_hint=name not in writes, destructive_hint=False,
+                        annotations=ToolAnnotations(read_only_hint=name not in writes, destructive_hint=name == "forget",
                                                     idempotent_hint=name not in writes, open_world_hint=False))
     server.resource("memstore://stats", name="stats", mime_type="application/json",
                     description="Counts for this store: records, days, sessions, segments, bytes.")(mem.stats)

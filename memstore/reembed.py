@@ -7,6 +7,7 @@ from .format import config as configfmt
 from .format import log as logfmt
 from .format import pack as packfmt
 from .format.timeutil import from_iso
+from .store import EMBED_CHARS
 
 
 def reembed(store, embedder_name: str | None = None, options: dict | None = None, batch: int = 256) -> dict:
@@ -47,7 +48,7 @@ def _reembed_day(store, day: str, emb, dtype: str, batch: int) -> int:
     ordered = [recs[k] for k in sorted(recs)]
     for i in range(0, len(ordered), batch):
         part = ordered[i : i + batch]
-        vecs = embed_cached(emb, [r["text"] for r in part], kind="passage")
+        vecs = embed_cached(emb, [r["text"][:EMBED_CHARS] for r in part], kind="passage")  # as Store.write
         for rec, vec in zip(part, vecs):
             text_hash = rec.get("hash") or recordfmt.text_hash(rec["text"])
             writer.add_vector(str(rec["id"]), text_hash, vec, dtype, int(from_iso(rec["ts"]).timestamp()))

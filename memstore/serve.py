@@ -68,7 +68,7 @@ def _add(st, p):
 
     try:
         return st.add(p["text"], role=p["role"], actor=p["actor"], session=p["session"], ts=p["ts"],
-                      type=p["type"], model=p["model"]).to_json()
+                      type=p["type"], model=p["model"], secrets=p["secrets"]).to_json()
     except RecordError as exc:
         raise UsageError(f"cannot add: {exc}") from None
 
@@ -141,7 +141,18 @@ ENDPOINTS = {e.path: e for e in (
         Param("ts", "string", "When it was said (ISO; default: now)."),
         Param("type", "string", "text | action | meta.", default="text"),
         Param("model", "string", "The model that produced it (assistant turns)."),
+        Param("secrets", "string", "What to do with a detected secret: refuse | redact | allow.", default="refuse"),
     ), _add, writes=True),
+    Endpoint("/forget", "Forget records: their text leaves every committed file (one commit, tombstones kept).",
+             ("POST",), (
+        Param("ids", "array", "Record ids to forget."),
+        Param("match", "string", "Records whose text holds every word of this."),
+        Param("session", "string", "Every record of this session."),
+        Param("since", "string", "From this time (ISO or a phrase)."),
+        Param("until", "string", "Up to this time."),
+        Param("dry_run", "boolean", "Only list what would be forgotten.", default=False),
+    ), lambda st, p: st.forget(p["ids"] or (), match=p["match"], session=p["session"], since=p["since"],
+                               until=p["until"], dry_run=p["dry_run"]).to_json(), writes=True),
     Endpoint("/context", "Prompt context for a query within a token budget.", _READ, (
         Param("query", "string", "What the prompt is about.", required=True),
         Param("budget", "integer", "Token budget (default: the store's setting)."),

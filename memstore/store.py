@@ -17,6 +17,7 @@ from .format.timeutil import from_iso, local_day, zone
 from .locking import file_lock, lock_timeout
 
 META_DIR = ".memstore"
+EMBED_CHARS = 32_768
 GITIGNORE = f"/{META_DIR}/\n"
 GITATTRIBUTES = """\
 # memstore (docs/format.md): every file merges with git's built-in rules, no merge driver.
@@ -184,7 +185,8 @@ class Store(StoreAPI):
 
     def write(self, records: list[dict], message, embed_inputs: list[str] | None = None,
               progress=None, extra_paths: list[str] | None = None, dedupe: bool = True,
-              after_write=None, before_write=None, given_vectors: dict | None = None) -> WriteResult:
+              after_write=None, before_write=None, given_vectors: dict | None = None,
+              secrets: str = "refuse", origins: dict | None = None) -> WriteResult:
         """Embed, write packs, append day logs and make one commit — one transaction.
 
         `records` are normalised records (see `normalize`). Records whose id is already in the
@@ -197,11 +199,25 @@ class Store(StoreAPI):
         packs (`store._tx.add_blob`) and fill in their fields, and returns paths to stage.
         `given_vectors` maps id(record) to a vector stored as is instead of embedding that record
         (imports that keep their vectors).
+        `secrets` says what to do with records holding a detected secret (memstore/secret_policy.py:
+        refuse, skip, redact, allow); `origins` maps id(record) to "file:line" for its messages.
         """
+        from . import secret_policy
+
         result = WriteResult()
         inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
-        with self.transaction(lambda: message(result.added) if callable(message) else message) as tx:
-            result.notes += tx.notes  # what a crashed writer left was rolled back first
+        records, result.notes = secret_policy.apply(records, secrets, origins)
+        records = self._drop_forgotten(records, result)
+        for r in records:  # a redacted record is embedded from its redacted text
+            if "redacted" in (r.get("meta") or {}):
+                inputs_by_rec.pop(id(r), None)
+                (given_vectors or {}).pop(id(r), None)
+
+        def subject() -> str:  # derived text: never a detected secret, whatever the mode
+            return secret_policy.scrub(message(result.added) if callable(message) else message)
+
+        with self.transaction(subject) as tx:
+            result.notes[:0] = tx.notes  # what a crashed writer left was rolled back first
             if dedupe:
                 records, result.skipped = self._drop_known(records)
             if records and before_write:
@@ -232,6 +248,16 @@ class Store(StoreAPI):
             result.notes.append(f"topic tree not updated: {exc}")
             return []
 
+    def _drop_forgotten(self, records: list[dict], result: WriteResult) -> list[dict]:
+        """A forgotten record (tombstone in forgotten.jsonl) does not come back by importing its source again."""
+        from .format import tombstones
+
+        gone = tombstones.ids(self.root) if records else set()
+        kept = [r for r in records if r["id"] not in gone]
+        if len(kept) < len(records):
+            result.notes.append(f"left out {len(records) - len(kept)} records forgotten earlier ({tombstones.FILENAME})")
+        return kept
+
     def _drop_known(self, records: list[dict]) -> tuple[list[dict], int]:
         seen: set[str] = set()
         fresh = []
@@ -244,7 +270,12 @@ class Store(StoreAPI):
         return kept, len(records) - len(kept)
 
     def _embed_records(self, records: list[dict], inputs_by_rec: dict, given: dict | None, progress=None):
-        """One vector per record: the caller's where given (keyed by id(record)), embedded otherwise."""
+        """One vector per record: the caller's where given (keyed by id(record)), embedded otherwise.
+
+        An embedding input is cut at EMBED_CHARS: no model reads further (8k tokens at most), and a
+        50 MB pasted log would otherwise cost minutes of tokenising for nothing.
+        """
+        inputs_by_rec = {id(r): inputs_by_rec.get(id(r), r["text"])[:EMBED_CHARS] for r in records}
         if not given:
             return self._embed([inputs_by_rec.get(id(r), r["text"]) for r in records], progress)
         import numpy as np
@@ -314,16 +345,33 @@ class Store(StoreAPI):
     # ----- helpers for commands -------------------------------------------------------------
 
     def add(self, text: str, role: str = "user", actor: str | None = None, session: str | None = None,
-            ts=None, type: str = "text", model: str | None = None, meta: dict | None = None) -> WriteResult:
+            ts=None, type: str = "text", model: str | None = None, meta: dict | None = None,
+            secrets: str | None = None, allow_secrets: bool = False) -> WriteResult:
+        """One turn, one commit. `secrets`: refuse (default), redact or allow (`allow_secrets=True`)."""
+        from .errors import UsageError
+
+        secrets = secrets or ("allow" if allow_secrets else "refuse")
         from .format.timeutil import now_utc
 
+        if type not in ("text", "action", "meta"):
+            raise UsageError(f"type must be text, action or meta, not {type!r} (documents come in with ingest-path)")
+        if not isinstance(text, str) or not text.strip():
+            raise UsageError("Refusing to add an empty turn: the text is empty or only whitespace.",
+                             "Nothing was written. Pass the text to remember (or - to read it from stdin).")
         raw = {"ts": ts or now_utc(), "role": role, "actor": actor, "session": session, "type": type,
                "text": text, "model": model}
         if meta:
             raw["meta"] = meta
         rec = self.normalize(raw)
-        preview = " ".join(text.split())[:60]
-        return self.write([rec], f"Add {rec['role']} turn: {preview}")
+        return self.write([rec], lambda added: f"Add {rec['role']} turn: {_preview(added[0]['text'])}",
+                          secrets=secrets)
+
+
+def _preview(text: str, width: int = 60) -> str:
+    """A commit subject's excerpt of a text: one line, secrets already scrubbed before cutting."""
+    from .secret_policy import scrub
+
+    return " ".join(scrub(text).split())[:width]
 
 
 def consolidate_day(store, day: str) -> int | None:

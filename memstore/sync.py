@@ -36,6 +36,7 @@ class SyncResult:
 
 def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResult:
     """Fetch, merge the upstream branch, bring the index up to date, push what the remote lacks."""
+    from . import forget as forgetting
     from . import hooks
 
     with store.lock():  # journalled: a crashed writer's leftovers are rolled back before the merge
@@ -46,13 +47,32 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
         branch = _branch(store)
         remote, upstream = _upstream(store, branch, set_upstream)
         res = SyncResult(remote=remote, branch=branch, upstream=upstream, notes=notes)
+        before = _ref(store, f"refs/remotes/{upstream}")
+        forgetting.refuse_unpublished_purge(store, res)
         _fetch(store, remote)
-        _merge(store, res)
-        if push:
+        local = forgetting.follow_rewritten_remote(store, res, before)
+        if local is None:
+            _merge(store, res)
+    if local:  # this clone's own records, moved onto the rewritten history (one commit)
+        w = store.write(local, f"Re-apply {len(local)} records not on the rewritten {upstream}", secrets="allow")
+        res.notes.append(f"re-applied {len(w.added)} records of this clone on the rewritten {upstream}")
+    applied = forgetting.apply_tombstones(store)
+    if applied.commit:
+        res.notes.append(f"removed {len(applied.records) or len(applied.paths)} records forgotten on another clone "
+                         f"(commit {applied.commit[:10]})")
+    if push:
+        with store.lock():
             _push(store, res, first=set_upstream is not None)
-        plan = store.index(update=False).update()
-        res.reindexed = plan.changed
+    plan = store.index(update=False).update()
+    res.reindexed = plan.changed
     return res
+
+
+def _ref(store, ref: str) -> str | None:
+    try:
+        return store.git.run("rev-parse", "-q", "--verify", ref)
+    except GitError:
+        return None
 
 
 def _branch(store) -> str:

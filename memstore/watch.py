@@ -24,7 +24,8 @@ from typing import Callable
 
 from .errors import FormatError, MemstoreError, SecretsFound, UsageError
 
-KINDS = ("claude-code", "jsonl")
+KINDS = ("claude-code", "jsonl", "chatgpt")
+DETECT_BYTES = 1 << 16  # how much of a file's start format detection reads
 # Errors that repeat until the input changes: do not retry them on every tick.
 INPUT_ERRORS = (FormatError, SecretsFound, UsageError)
 
@@ -51,8 +52,47 @@ class Batch:
         if self.commits:
             parts.append(f"added {self.added} records; commit {', '.join(c[:10] for c in self.commits)}")
         elif not self.errors:
-            parts.append("nothing new (no complete lines yet)" if not self.skipped else f"{self.skipped} already present")
+            unread = sum(1 for n in self.notes if n.startswith("skipped "))
+            parts.append(f"nothing new; {unread} line{'s' if unread != 1 else ''} could not be read (above)" if unread
+                         else "nothing new" if not self.skipped else f"{self.skipped} already present")
         return ": ".join(parts) + "".join(f"\n  error: {e}" for e in self.errors)
+
+
+def detect_kind(path: Path) -> str | None:
+    """What a file holds, from its first complete lines: "claude-code" rows, plain "jsonl" records
+    ({ts, role, text}) or a "chatgpt" export (conversations.json); None while no complete line says.
+
+    FormatError when the lines are JSON but neither shape, so the file is reported, not ignored.
+    """
+    import json
+
+    with open(path, "rb") as f:
+        head = f.read(DETECT_BYTES)
+    stripped = head.lstrip()
+    if stripped.startswith(b"[") and b'"mapping"' in head:
+        return "chatgpt"
+    lines = head.split(b"\n")
+    if not head.endswith(b"\n"):
+        lines = lines[:-1]  # the last line may still be being written
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            continue  # a broken line says nothing; the reader reports it by line
+        if not isinstance(row, dict):
+            continue
+        if row.get("type") in ("user", "assistant", "summary", "system") and (
+                "message" in row or "sessionId" in row or "uuid" in row or "summary" in row):
+            return "claude-code"
+        if "text" in row and "role" in row:
+            return "jsonl"
+        if "type" in row or "sessionId" in row or "uuid" in row:
+            return "claude-code"  # another Claude Code row kind (file-history-snapshot, ...)
+        raise FormatError(path, "line is neither a Claude Code transcript row nor a {ts, role, text} record; "
+                          "pass --kind", line=number)
+    return None
 
 
 def watched_files(paths: list[Path]) -> list[Path]:
@@ -71,9 +111,9 @@ def watched_files(paths: list[Path]) -> list[Path]:
 class Watcher:
     """The pending-batch state machine; `tick(now)` decides and imports, `run()` loops until stopped."""
 
-    def __init__(self, store, paths, kind: str = "claude-code", interval: float = 5.0, debounce: float = 2.0,
-                 max_delay: float = 60.0, allow_secrets: bool = False):
-        if kind not in KINDS:
+    def __init__(self, store, paths, kind: str | None = None, interval: float = 5.0, debounce: float = 2.0,
+                 max_delay: float = 60.0, allow_secrets: bool = False, secrets: str | None = None):
+        if kind is not None and kind not in KINDS:
             raise UsageError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
         if interval <= 0 or debounce < 0 or max_delay < debounce:
             raise UsageError("need --interval > 0, --debounce >= 0 and --max-delay >= --debounce")
@@ -83,7 +123,7 @@ class Watcher:
             if not p.exists():
                 raise UsageError(f"{p}: no such file or folder to watch")
         self.interval, self.debounce, self.max_delay = interval, debounce, max_delay
-        self.allow_secrets = allow_secrets
+        self.secrets = secrets or ("allow" if allow_secrets else "refuse")
         self.imported: dict[str, tuple[int, int]] = {}  # file -> (size, mtime_ns) when last read
         self.pending_since: float | None = None
         self.stop_requested = False
@@ -157,14 +197,22 @@ class Watcher:
         return batch
 
     def _one(self, files: list[str], batch: Batch) -> None:
+        """Import the files, one commit per format (the given --kind, else each file's detected one)."""
         from .ingest.run import import_source
 
-        res = import_source(self.store, self.kind, files, allow_secrets=self.allow_secrets)
-        batch.added += len(res.added)
-        batch.skipped += res.skipped
-        batch.notes += res.notes
-        if res.commit:
-            batch.commits.append(res.commit)
+        by_kind: dict[str, list[str]] = {}
+        for f in files:
+            kind = self.kind or detect_kind(Path(f))
+            if kind is None:
+                continue  # no complete line yet: nothing to read, nothing to report
+            by_kind.setdefault(kind, []).append(f)
+        for kind, group in sorted(by_kind.items()):
+            res = import_source(self.store, kind, group, secrets=self.secrets)
+            batch.added += len(res.added)
+            batch.skipped += res.skipped
+            batch.notes += res.notes
+            if res.commit:
+                batch.commits.append(res.commit)
 
     # ----- the loop ---------------------------------------------------------------------------
 
@@ -218,11 +266,11 @@ class Watcher:
         return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
 
 
-def watch(store, paths, kind: str = "claude-code", interval: float = 5.0, debounce: float = 2.0,
+def watch(store, paths, kind: str | None = None, interval: float = 5.0, debounce: float = 2.0,
           max_delay: float = 60.0, once: bool = False, allow_secrets: bool = False,
-          report: Callable[[Batch], None] | None = None) -> int:
+          report: Callable[[Batch], None] | None = None, secrets: str | None = None) -> int:
     """Follow `paths` (see the module docstring); with `once`, import what is there and return. Returns batches run."""
-    w = Watcher(store, paths, kind, interval, debounce, max_delay, allow_secrets)
+    w = Watcher(store, paths, kind, interval, debounce, max_delay, allow_secrets, secrets)
     if once:
         batch = w.once()
         if report:

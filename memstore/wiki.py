@@ -232,7 +232,7 @@ def fetch_pages(titles, base_url: str = DEFAULT_BASE_URL, min_chars: int = 0, ti
 
 def build_wiki(store, topics_file, *, limit: int | None = None, min_chars: int = 0,
                base_url: str = DEFAULT_BASE_URL, timeout: float = TIMEOUT_S, allow_secrets: bool = False,
-               progress=None, verbose: int = 0) -> WriteResult:
+               progress=None, verbose: int = 0, secrets: str | None = None) -> WriteResult:
     """Fetch the articles named in `topics_file` and ingest them as document chunks; one commit.
 
     Nothing is written when no page could be fetched (MemstoreError, exit 1) or nothing is new.
@@ -253,16 +253,18 @@ def build_wiki(store, topics_file, *, limit: int | None = None, min_chars: int =
     if failed == len(titles):
         raise MemstoreError(f"no page could be fetched ({failed} of {len(titles)} failed):\n  "
                             + "\n  ".join(notes[:20]), "Nothing was written. Check --base-url and the network.")
-    plan = plan_files(store, pages, now_utc(), allow_secrets=allow_secrets, verbose=verbose)
+    how = secrets or ("allow" if allow_secrets else "refuse")
+    plan = plan_files(store, pages, now_utc(), allow_secrets=how != "refuse", verbose=verbose)
     if plan.found:
         raise SecretsFound("Refusing to ingest what looks like credentials:\n  " + "\n  ".join(plan.found[:50]),
-                           "Nothing was written. Remove them from the topics file, or pass --allow-secrets.")
+                           "Nothing was written. Remove them from the topics file, or pass --skip-secrets, "
+                           "--redact-secrets or --allow-secrets.")
     n_pages = len({r["source"]["path"] for r in plan.records if r["type"] == "doc"})
     n_chunks = sum(1 for r in plan.records if r["type"] == "doc")
     host = re.sub(r"^https?://", "", base_url).split("/", 1)[0]
     msg = f"Build wiki: {n_pages} pages ({n_chunks} chunks) from {host}"
     if plan.files_changed:
         msg += f"; {plan.files_changed} changed"
-    res = store.write(plan.records, msg, embed_inputs=plan.inputs, progress=progress)
+    res = store.write(plan.records, msg, embed_inputs=plan.inputs, progress=progress, secrets=how)
     res.notes = notes + plan.notes + res.notes
     return res

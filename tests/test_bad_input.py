@@ -307,3 +307,218 @@ def test_env_and_key_files_are_skipped_by_default(store, tmp_path):
     skipped = " ".join(out["notes"])
     assert ".env" in skipped and "server.pem" in skipped
     assert git_clean(store.root)
+
+
+# ----- issue 13: bad input in real files never blocks good input --------------------------------
+
+SESSION_A = "3b1c2d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d"
+SESSION_B = "9a8b7c6d-5e4f-4301-b2a3-c4d5e6f7a8b9"
+
+
+def _cc_row(session, uuid, parent, kind, content, ts, sidechain=False, **extra):
+    """A Claude Code transcript row shaped like the real ones (cwd, version, branch, sidechain flag)."""
+    return {"parentUuid": parent, "isSidechain": sidechain, "userType": "external", "cwd": "/home/ana/src/app",
+            "sessionId": session, "version": "1.0.98", "gitBranch": "main", "type": kind,
+            "message": {"role": kind, "content": content, **({"model": "claude-opus-4-1", "id": f"msg_{uuid}"}
+                                                              if kind == "assistant" else {})},
+            "uuid": uuid, "timestamp": ts, **extra}
+
+
+def _claude_export(folder):
+    """Two sessions: A has a tool result with a NUL byte, a sidechain and half an emoji; B is clean."""
+    folder.mkdir(parents=True, exist_ok=True)
+    a = [
+        _cc_row(SESSION_A, "a1", None, "user", "List the files in the build folder please", "2026-03-02T09:00:00.000Z"),
+        _cc_row(SESSION_A, "a2", "a1", "assistant",
+                [{"type": "text", "text": "Listing them now."},
+                 {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls build"}}],
+                "2026-03-02T09:00:05.000Z"),
+        _cc_row(SESSION_A, "a3", "a2", "user",
+                [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "app.bin\u0000\u0000 header\nREADME"}],
+                "2026-03-02T09:00:06.000Z"),
+        _cc_row(SESSION_A, "a4", "a3", "user", "Summarise this ticket for me", "2026-03-02T09:01:00.000Z",
+                sidechain=True, agentId="agent-7"),
+        _cc_row(SESSION_A, "a5", "a4", "assistant", [{"type": "text", "text": "Done \ud83d (cut emoji)"}],
+                "2026-03-02T09:01:05.000Z", sidechain=True),
+        _cc_row(SESSION_A, "a6", "a3", "assistant", [{"type": "text", "text": "The build folder holds app.bin and a README."}],
+                "2026-03-02T09:01:10.000Z"),
+    ]
+    b = [_cc_row(SESSION_B, "b1", None, "user", "Which port does the staging server use", "2026-03-03T10:00:00.000Z"),
+         _cc_row(SESSION_B, "b2", "b1", "assistant", [{"type": "text", "text": "Staging listens on port 8443."}],
+                 "2026-03-03T10:00:04.000Z")]
+    for sid, rows in ((SESSION_A, a), (SESSION_B, b)):
+        (folder / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))  # \u escapes, as Claude Code writes
+    return folder
+
+
+def _log_records(root):
+    return [json.loads(line) for p in sorted((root / "log").rglob("*.jsonl")) for line in p.read_text().splitlines()]
+
+
+def test_claude_code_export_with_nul_and_half_emoji_imports_the_rest(store, tmp_path):
+    folder = _claude_export(tmp_path / "projects" / "-home-ana-src-app")
+    proc = ct("-C", store.root, "import", "claude-code", tmp_path / "projects")
+    a = folder / f"{SESSION_A}.jsonl"
+    assert f"skipped {a}:5: field 'text' holds a lone UTF-16 surrogate" in proc.stderr, proc.stderr
+    recs = _log_records(store.root)
+    texts = [r["text"] for r in recs]
+    assert "app.bin\x00\x00 header\nREADME" in texts, "NUL kept exactly"
+    assert "Staging listens on port 8443." in texts and "Summarise this ticket for me" in texts
+    assert len(recs) == 8  # 9 blocks, the half emoji one reported and left out
+    raw = "".join(p.read_text() for p in (store.root / "log").rglob("*.jsonl"))
+    assert "\\u0000\\u0000 header" in raw, "escaped in the log"
+    hit = json.loads(ct("-C", store.root, "search", "--json", "--mode", "exact", "app.bin header").stdout)["hits"][0]
+    assert hit["text"] == "app.bin\x00\x00 header\nREADME", "exact in search output"
+    assert ct("-C", store.root, "fsck").returncode == 0 and git_clean(store.root)
+
+
+def test_watch_keeps_importing_a_folder_with_a_nul_in_one_session(store, tmp_path):
+    folder = _claude_export(tmp_path / "projects" / "-home-ana-src-app")
+    ct("-C", store.root, "watch", "--once", tmp_path / "projects")
+    with open(folder / f"{SESSION_B}.jsonl", "a") as f:
+        f.write(json.dumps(_cc_row(SESSION_B, "b3", "b2", "user", "And production?", "2026-03-03T10:01:00.000Z")) + "\n")
+    proc = ct("-C", store.root, "watch", "--once", tmp_path / "projects")
+    assert "added 1 records" in proc.stderr, proc.stderr
+    assert "And production?" in [r["text"] for r in _log_records(store.root)]
+
+
+def _chatgpt_conv(cid, title, t0, turns, fork_at=None):
+    """A conversations.json entry: a mapping tree from a null root; an optional edited fork at `fork_at`."""
+    mapping = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
+    parent = "root"
+    for i, (role, text) in enumerate(turns):
+        nid = f"{cid}-{i}"
+        mapping[nid] = {"id": nid, "parent": parent, "children": [], "message": {
+            "id": nid, "author": {"role": role, "name": None, "metadata": {}}, "create_time": t0 + 10 * i,
+            "update_time": None, "content": {"content_type": "text", "parts": [text]}, "status": "finished_successfully",
+            "end_turn": None, "weight": 1.0, "metadata": {"model_slug": "gpt-4o"} if role == "assistant" else {},
+            "recipient": "all"}}
+        mapping[parent]["children"].append(nid)
+        if fork_at == i:  # an abandoned sibling (the user edited and re-asked)
+            old = f"{cid}-old"
+            mapping[old] = {"id": old, "parent": parent, "children": [], "message": {
+                "id": old, "author": {"role": role}, "create_time": t0 + 10 * i - 5,
+                "content": {"content_type": "text", "parts": ["an abandoned branch"]}, "metadata": {}, "recipient": "all"}}
+            mapping[parent]["children"].insert(0, old)
+        parent = nid
+    return {"title": title, "create_time": t0, "update_time": t0 + 100, "conversation_id": cid, "id": cid,
+            "current_node": parent, "mapping": mapping, "default_model_slug": "gpt-4o", "is_archived": False}
+
+
+def test_chatgpt_same_title_conversations_stay_separate_sessions(store, tmp_path):
+    f = tmp_path / "conversations.json"
+    f.write_text(json.dumps([
+        _chatgpt_conv("c-aaa", "New chat", 1772431200, [("user", "Plan a birthday party for Mia"),
+                                                       ("assistant", "A picnic in the park."), ("user", "With cake?"),
+                                                       ("assistant", "Yes, a lemon cake.")], fork_at=1),
+        _chatgpt_conv("c-bbb", "New chat", 1772431205, [("user", "Fix my bike chain"),
+                                                       ("assistant", "Oil it and check the tension.")]),
+    ]))
+    ct("-C", store.root, "import", "chatgpt", f)
+    recs = _log_records(store.root)
+    assert "an abandoned branch" not in [r["text"] for r in recs]
+    sessions = {r["text"]: r["session"] for r in recs}
+    assert sessions["Plan a birthday party for Mia"] == "c-aaa" and sessions["Fix my bike chain"] == "c-bbb"
+    assert {r["meta"]["conversation_title"] for r in recs} == {"New chat"}
+    out = json.loads(ct("-C", store.root, "recall", "--json", "--around", "3", "birthday party").stdout)
+    around = json.dumps(out)
+    assert "bike chain" not in around and "Oil it" not in around, "context comes from the same conversation only"
+
+
+def test_empty_turn_is_skipped_with_a_note_and_add_refuses_empty(store, tmp_path):
+    f = tmp_path / "lme.jsonl"
+    rows = [_line(ts=f"2026-03-01T{10 + i // 60:02d}:{i % 60:02d}:00Z", text=f"turn {i} about the orchard")
+            for i in range(1, 500)]
+    rows.insert(250, _line(ts="2026-03-01T20:00:00Z", text=""))
+    f.write_text("".join(rows))
+    proc = ct("-C", store.root, "import", "jsonl", f)
+    assert f"{f}:251: field 'text' is empty: an empty turn, skipped" in proc.stderr
+    assert "added 499 records" in proc.stderr
+    with unchanged(store.root):
+        for text in ("", "   "):
+            proc = ct("-C", store.root, "add", text, check=False)
+            assert proc.returncode == 2 and "empty turn" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_timestamps_out_of_range_and_type_doc_are_refused_clearly(store):
+    with unchanged(store.root):
+        for ts in ("0999-01-01T00:00:00Z", "9999-12-31T23:00:00Z", "10000-01-01"):
+            proc = ct("-C", store.root, "add", "hello there", "--ts", ts, check=False)
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+            assert "ts" in proc.stderr
+        proc = ct("-C", store.root, "add", "--type", "doc", "hello there", check=False)
+        assert proc.returncode == 2 and "text, action or meta" in proc.stderr
+    ct("-C", store.root, "add", "hello there", "--ts", "9998-06-01T00:00:00Z")  # the last full year is fine
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "exact", "vector"])
+@pytest.mark.parametrize("query", ["*", "'", '"AND OR NOT ('])
+def test_queries_without_words_find_nothing_with_a_note(store, mode, query):
+    store.add("The orchard needs pruning in March.")
+    out = json.loads(ct("-C", store.root, "search", "--json", "--mode", mode, query).stdout)
+    assert out["hits"] == [] and "no searchable words" in out["note"]
+    proc = ct("-C", store.root, "search", "--mode", mode, query)
+    assert "No matches: the query has no searchable words" in proc.stderr
+
+
+def test_query_starting_with_a_dash(store):
+    store.add("Use the -foo flag to force a rebuild.")
+    for args in (["-foo"], ["--", "-foo"]):
+        out = json.loads(ct("-C", store.root, "search", "--json", "--mode", "exact", *args).stdout)
+        assert out["hits"] and "-foo flag" in out["hits"][0]["text"]
+
+
+def test_supersedes_hides_the_old_record_from_context_and_tree(store, tmp_path):
+    f = tmp_path / "a.jsonl"
+    f.write_text(_line(id="a1", session="s", text="the launch code word is pineapple")
+                 + _line(id="a2", session="s", ts="2026-11-30T10:05:00Z", text="we should plan the garden beds"))
+    ct("-C", store.root, "import", "jsonl", f)
+    assert "pineapple" in ct("-C", store.root, "tree").stdout
+    g = tmp_path / "b.jsonl"
+    g.write_text(_line(id="c1", session="s", ts="2026-11-30T11:00:00Z", type="meta", text="correction", supersedes=["a1"]))
+    ct("-C", store.root, "import", "jsonl", g)
+    assert "pineapple" not in ct("-C", store.root, "tree").stdout
+    assert "pineapple" not in ct("-C", store.root, "context", "launch code word").stdout
+    assert git_clean(store.root)
+
+
+def test_watch_detects_plain_jsonl_and_reports_unreadable_lines(store, tmp_path):
+    f = tmp_path / "plain.jsonl"
+    f.write_text(_line(text="first plain line about tulips") + "{not json\n" + _line(text="second line about roses"))
+    proc = ct("-C", store.root, "watch", "--once", f, check=False)
+    assert f"{f}:2" in proc.stderr and "not valid JSON" in proc.stderr, proc.stderr
+    assert "no complete lines" not in proc.stderr
+    g = tmp_path / "good.jsonl"
+    g.write_text(_line(text="a clean plain log about lilies"))
+    proc = ct("-C", store.root, "watch", "--once", g)
+    assert "added 1 records" in proc.stderr
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"hello": "world"}\n')
+    proc = ct("-C", store.root, "watch", "--once", odd, check=False)
+    assert f"{odd}:1" in proc.stderr and "pass --kind" in proc.stderr
+
+
+def test_log_counts_records_a_merge_brought_in(tmp_path):
+    from conftest import make_store
+
+    a = make_store(tmp_path / "a")
+    a.add("first thought on the roadmap")
+    b_root = tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", str(a.root), str(b_root)], check=True)
+    subprocess.run(["git", "-C", str(b_root), "config", "user.email", "t@example.org"], check=True)
+    subprocess.run(["git", "-C", str(b_root), "config", "user.name", "t"], check=True)
+    ct("-C", b_root, "add", "an idea from the laptop")
+    ct("-C", b_root, "add", "another idea from the laptop")
+    a.add("a thought on the desktop")
+    subprocess.run(["git", "-C", str(a.root), "pull", "-q", "--no-rebase", "--no-edit", str(b_root), "HEAD"],
+                   check=True, capture_output=True)
+    first = ct("-C", a.root, "log", "-n", "1").stdout.splitlines()[0]
+    assert "Merge" in first and "records +2" in first, first
+
+
+def test_readme_quick_start_lines_run_as_copied():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = readme.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    assert "or: cd" not in block, "a copied `cd` would break the relative paths on the next lines"

@@ -246,7 +246,8 @@ def chatgpt():
 
 
 def test_chatgpt_follows_the_current_branch(chatgpt):
-    budget = [r for r in chatgpt.records if r["session"] == "Budget planning for Q3"]
+    budget = [r for r in chatgpt.records if r["conversation_title"] == "Budget planning for Q3"]
+    assert {r["session"] for r in budget} == {"6667a1b0-1111-4000-8000-aaaaaaaaaaaa"}  # the id, not the title
     assert [r["id"] for r in budget] == ["chatgpt:m-u1", "chatgpt:m-a1", "chatgpt:m-u2", "chatgpt:m-a2", "chatgpt:m-a3"]
     assert "Put everything into hiring." not in [r["text"] for r in chatgpt.records]  # the replaced reply
     assert chatgpt.problems == []
@@ -283,7 +284,8 @@ def test_chatgpt_code_execution_and_images(chatgpt):
     assert code["text"].startswith("import pandas as pd\n")
     output = recs["chatgpt:n-out"]
     assert (output["type"], output["role"], output["actor"], output["text"]) == ("text", "tool", "python", "4312.5")
-    assert recs["chatgpt:n-a2"]["session"] == "CSV totals with Python"
+    assert recs["chatgpt:n-a2"]["session"] == "6667b2c0-2222-4000-8000-bbbbbbbbbbbb"
+    assert recs["chatgpt:n-a2"]["conversation_title"] == "CSV totals with Python"
 
 
 def test_chatgpt_reads_the_export_zip_and_folder(tmp_path, chatgpt):

@@ -92,3 +92,24 @@ def one_line(text: str, width: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
+
+def secret_options(what: str = "Write"):
+    """--allow-secrets / --skip-secrets / --redact-secrets, handed to the command as one `secrets` mode."""
+    import functools
+
+    def deco(f):
+        @functools.wraps(f)
+        def wrapper(*args, allow_secrets=False, skip_secrets=False, redact_secrets=False, **kwargs):
+            from ..secret_policy import mode
+
+            return f(*args, secrets=mode(allow_secrets, skip_secrets, redact_secrets), **kwargs)
+
+        wrapper = click.option("--redact-secrets", is_flag=True,
+                               help="Replace each detected secret by [REDACTED <kind>] and say so in the record's meta.")(wrapper)
+        wrapper = click.option("--skip-secrets", is_flag=True,
+                               help="Leave out the records that hold a detected secret (listed by file and line).")(wrapper)
+        wrapper = click.option("--allow-secrets", is_flag=True,
+                               help=f"{what} verbatim even what looks like credentials.")(wrapper)
+        return wrapper
+
+    return deco

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import progress_for
+from .common import progress_for, secret_options
 
 
 @click.command("mcp")
@@ -28,10 +28,10 @@ def mcp_cmd(obj):
 @click.option("--max-bytes", type=int, default=None,
               help="Skip (never truncate) files larger than this. Default: 100 MiB.")
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (loops are detected).")
-@click.option("--allow-secrets", is_flag=True, help="Ingest files even if they look like they hold credentials.")
+@secret_options("Ingest")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def ingest_any_cmd(obj, path, max_bytes, follow_symlinks, allow_secrets, as_json):
+def ingest_any_cmd(obj, path, max_bytes, follow_symlinks, secrets, as_json):
     """Ingest any files: text and code as chunks (like ingest-path); PDFs as text plus the original;
     images, audio, video and other files kept whole as a blob segment with a JSON manifest and a
     searchable description (name, size, type, image size and date, audio duration). One commit.
@@ -43,5 +43,5 @@ def ingest_any_cmd(obj, path, max_bytes, follow_symlinks, allow_secrets, as_json
     st = obj.store()
     with progress_for(obj, "Ingesting") as bar:
         res = st.ingest_any(path, max_bytes=max_bytes, follow_symlinks=follow_symlinks,
-                            allow_secrets=allow_secrets, progress=bar)
+                            secrets=secrets, progress=bar)
     report(obj, res, as_json, "ingest-any")

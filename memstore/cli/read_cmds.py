@@ -33,7 +33,7 @@ def build_filters(store, since, until, role, actor, type_, session, now):
         role=list(role), actor=list(actor), type=list(type_), session=list(session))
 
 
-@click.command("search")
+@click.command("search", context_settings={"ignore_unknown_options": True})
 @click.argument("query", required=False)
 @click.option("--mode", type=click.Choice(["hybrid", "exact", "vector"]), default="hybrid", show_default=True,
               help="hybrid fuses exact (BM25) and vector (cosine) rankings.")
@@ -51,9 +51,12 @@ def search_cmd(obj, query, mode, topk, alpha, since, until, role, actor, type_, 
                as_json, queries, no_index):
     """Search the store (or several: -C a -C b): exact, vector or hybrid.
 
+    A query that starts with "-" is taken as the query (or write ct search -- -foo). A query with
+    no words (only punctuation, quotes or AND/OR/NOT) finds nothing, with a note saying so.
+
     Example: ct search "budget decision" --since "last month" -k 5
     """
-    from ..retrieve.search import search_many
+    from ..retrieve.search import NO_WORDS_NOTE, search_many, searchable
 
     if not query and not queries:
         raise click.UsageError("give a QUERY or --queries FILE")
@@ -68,11 +71,13 @@ def search_cmd(obj, query, mode, topk, alpha, since, until, role, actor, type_, 
             click.echo(json.dumps({"query": q, "hits": [h.to_json(explain) for h in hits]}, ensure_ascii=False))
         return
     hits = search_many(stores, query, topk, mode, filters, alpha)
+    note = None if searchable(query) else NO_WORDS_NOTE
     if as_json:
-        emit_json({"query": query, "mode": mode, "hits": [h.to_json(explain) for h in hits]})
+        emit_json({"query": query, "mode": mode, "hits": [h.to_json(explain) for h in hits],
+                   **({"note": note} if note else {})})
         return
     if not hits:
-        click.echo("No matches.", err=True)
+        click.echo(f"No matches: {note}." if note else "No matches.", err=True)
         return
     by_root = {str(s.root): s for s in stores}
     for i, h in enumerate(hits, 1):

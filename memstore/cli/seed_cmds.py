@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import progress_for
+from .common import progress_for, secret_options
 
 
 @click.command("build-wiki")
@@ -16,10 +16,10 @@ from .common import progress_for
 @click.option("--base-url", default="https://en.wikipedia.org/wiki/", show_default=True,
               help="Where articles live; the title is appended.")
 @click.option("--timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for each page.")
-@click.option("--allow-secrets", is_flag=True, help="Ingest pages even if they look like they hold credentials.")
+@secret_options("Ingest pages")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def build_wiki_cmd(obj, topics_file, limit, min_chars, base_url, timeout, allow_secrets, as_json):
+def build_wiki_cmd(obj, topics_file, limit, min_chars, base_url, timeout, secrets, as_json):
     """Fetch Wikipedia articles over HTTP, strip them to text and ingest them as document chunks
     (one commit; re-running adds only what changed). A page that cannot be fetched is skipped
     with a message, never stored.
@@ -32,7 +32,7 @@ def build_wiki_cmd(obj, topics_file, limit, min_chars, base_url, timeout, allow_
     st = obj.store()
     with progress_for(obj, "Embedding chunks") as bar:
         res = build_wiki(st, topics_file, limit=limit, min_chars=min_chars, base_url=base_url, timeout=timeout,
-                         allow_secrets=allow_secrets, progress=bar, verbose=obj.verbose)
+                         secrets=secrets, progress=bar, verbose=obj.verbose)
     report(obj, res, as_json, "build-wiki")
 
 

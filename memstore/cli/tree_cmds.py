@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import emit_json
+from .common import emit_json, secret_options
 
 
 @click.command("tree")
@@ -77,17 +77,19 @@ def context_cmd(obj, query, budget, topk, recent, as_json):
               help="Token budget of the memory context in each prompt.")
 @click.option("--verbose", "debug", is_flag=True,
               help="Write each turn's hits, context and prompt to .memstore/chat-debug/.")
+@secret_options("Store turns")
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the turn as JSON.")
 @click.pass_obj
-def chat_cmd(obj, once, session, budget, debug, as_json):
+def chat_cmd(obj, once, session, budget, debug, secrets, as_json):
     """Chat with memory: answers from an OpenAI-compatible LLM (OPENAI_BASE_URL), turns stored.
 
     Example: ct chat --once "What did we decide about the trip budget?"
     """
     from ..chat import ChatSession
+    from ..errors import SecretsFound
 
     store = obj.store(index=True)
-    chat = ChatSession(store, session=session, budget=budget, verbose=debug)
+    chat = ChatSession(store, session=session, budget=budget, verbose=debug, secrets=secrets)
     if once is not None:
         turn = chat.ask(once)
         if as_json:
@@ -105,7 +107,10 @@ def chat_cmd(obj, once, session, budget, debug, as_json):
             break
         if not text.strip():
             break
-        _show(obj, chat.ask(text))
+        try:
+            _show(obj, chat.ask(text))
+        except SecretsFound as exc:  # the session goes on; that turn was neither sent nor stored
+            obj.say(str(exc))
 
 
 def _show(obj, turn) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
-from .common import emit_json
+from .common import emit_json, secret_options
 
 
 @click.command("watch")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--kind", type=click.Choice(["claude-code", "jsonl"]), default="claude-code", show_default=True,
-              help="What the files are: Claude Code session transcripts or plain JSONL logs.")
+@click.option("--kind", type=click.Choice(["claude-code", "jsonl", "chatgpt"]), default=None,
+              help="What the files are: Claude Code transcripts, plain JSONL logs or a ChatGPT export. "
+                   "Default: detected for each file from its first lines.")
 @click.option("--interval", type=click.FloatRange(min=0.05), default=5.0, show_default=True,
               help="Seconds between scans of the watched files.")
 @click.option("--debounce", type=click.FloatRange(min=0), default=2.0, show_default=True,
@@ -18,10 +19,10 @@ from .common import emit_json
 @click.option("--max-delay", type=click.FloatRange(min=0), default=60.0, show_default=True,
               help="...but never wait longer than this after a change was first seen.")
 @click.option("--once", is_flag=True, help="Import every complete line now and exit (for cron).")
-@click.option("--allow-secrets", is_flag=True, help="Import even if lines look like credentials.")
+@secret_options("Import")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per batch.")
 @click.pass_obj
-def watch_cmd(obj, paths, kind, interval, debounce, max_delay, once, allow_secrets, as_json):
+def watch_cmd(obj, paths, kind, interval, debounce, max_delay, once, secrets, as_json):
     """Follow transcript files or folders (PATH…) and import new complete lines as they appear.
 
     Each batch is one commit; a line still being written is left for a later batch. The first
@@ -44,9 +45,9 @@ def watch_cmd(obj, paths, kind, interval, debounce, max_delay, once, allow_secre
             obj.say(batch.describe())
 
     if not once:
-        obj.say(f"Watching {len(paths)} path{'s' if len(paths) != 1 else ''} ({kind}) every {interval:g}s; "
+        obj.say(f"Watching {len(paths)} path{'s' if len(paths) != 1 else ''} ({kind or 'format detected per file'}) every {interval:g}s; "
                 "Ctrl-C stops after the current batch.")
     watch(st, list(paths), kind=kind, interval=interval, debounce=debounce, max_delay=max(max_delay, debounce),
-          once=once, allow_secrets=allow_secrets, report=report)
+          once=once, secrets=secrets, report=report)
     if once and errors:
         raise SystemExit(1)

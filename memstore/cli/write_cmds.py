@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import emit_json, progress_for, read_text_arg
+from .common import emit_json, progress_for, read_text_arg, secret_options
 
 
 def report(obj, res, as_json: bool, what: str) -> None:
@@ -28,9 +28,10 @@ def report(obj, res, as_json: bool, what: str) -> None:
 @click.option("--ts", default=None, help="When it was said (ISO; default: now).")
 @click.option("--type", "type_", default="text", show_default=True, help="text | action | meta")
 @click.option("--model", default=None, help="Model that produced it (assistant turns).")
+@secret_options("Add")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json):
+def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json, secrets):
     """Add one conversation turn (TEXT, or - to read stdin).
 
     Example: ct add --role assistant --session planning "We settled on a 40k budget."
@@ -38,9 +39,12 @@ def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json):
     from ..format.record import RecordError
     from ..errors import UsageError
 
+    if type_ not in ("text", "action", "meta"):
+        raise UsageError(f"--type must be text, action or meta, not {type_!r} (documents come in with ingest-path)")
     st = obj.store()
     try:
-        res = st.add(read_text_arg(text), role=role, actor=actor, session=session, ts=ts, type=type_, model=model)
+        res = st.add(read_text_arg(text), role=role, actor=actor, session=session, ts=ts, type=type_, model=model,
+                     secrets=secrets)
     except RecordError as exc:
         raise UsageError(f"cannot add: {exc}") from None
     report(obj, res, as_json, "add")
@@ -54,10 +58,10 @@ def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json):
 @click.option("--max-pdf-pages", type=int, default=None, help="Read at most this many pages of each PDF.")
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (loops are detected).")
 @click.option("--quantize", is_flag=True, help="Store this ingest's vectors as int8.")
-@click.option("--allow-secrets", is_flag=True, help="Ingest files even if they look like they hold credentials.")
+@secret_options("Ingest")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, quantize, allow_secrets, as_json):
+def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, quantize, secrets, as_json):
     """Ingest a file or folder as document chunks (idempotent; changed files supersede old chunks).
 
     Example: ct ingest-path docs/ --exts .md,.txt
@@ -68,7 +72,7 @@ def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, 
     ext_set = {e.strip() if e.strip().startswith(".") else "." + e.strip() for e in exts.split(",")} if exts else None
     with progress_for(obj, "Embedding chunks") as bar:
         res = ingest_path(st, path, exts=ext_set, max_bytes=max_bytes, max_pdf_pages=max_pdf_pages,
-                          follow_symlinks=follow_symlinks, quantize=quantize, allow_secrets=allow_secrets,
+                          follow_symlinks=follow_symlinks, quantize=quantize, secrets=secrets,
                           progress=bar, verbose=obj.verbose)
     report(obj, res, as_json, "ingest-path")
 
@@ -81,17 +85,17 @@ def import_cmd():
     """
 
 
-def _import(obj, kind, path, as_json, allow_secrets=False, **opts):
+def _import(obj, kind, path, as_json, secrets="refuse", **opts):
     from ..ingest.run import import_source
 
     st = obj.store()
     with progress_for(obj, f"Importing {kind}") as bar:
-        res = import_source(st, kind, path, progress=bar, allow_secrets=allow_secrets, **opts)
+        res = import_source(st, kind, path, progress=bar, secrets=secrets, **opts)
     report(obj, res, as_json, f"import {kind}")
 
 
 _common = [
-    click.option("--allow-secrets", is_flag=True, help="Import even if lines look like credentials."),
+    secret_options("Import"),
     click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
 ]
 
@@ -106,43 +110,43 @@ def _with_common(f):
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @_with_common
 @click.pass_obj
-def import_jsonl(obj, file, allow_secrets, as_json):
+def import_jsonl(obj, file, secrets, as_json):
     """One JSON object per line with ts, role, text (+ actor, session, id, model, type, anything else).
 
     Example: ct import jsonl turns.jsonl
     """
-    _import(obj, "jsonl", file, as_json, allow_secrets)
+    _import(obj, "jsonl", file, as_json, secrets)
 
 
 @import_cmd.command("claude-code")
 @click.argument("path", type=click.Path(exists=True))
 @_with_common
 @click.pass_obj
-def import_claude(obj, path, allow_secrets, as_json):
+def import_claude(obj, path, secrets, as_json):
     """Claude Code transcripts: a session .jsonl or a folder of them (e.g. ~/.claude/projects).
 
     Example: ct import claude-code ~/.claude/projects
     """
-    _import(obj, "claude-code", path, as_json, allow_secrets)
+    _import(obj, "claude-code", path, as_json, secrets)
 
 
 @import_cmd.command("chatgpt")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @_with_common
 @click.pass_obj
-def import_chatgpt(obj, file, allow_secrets, as_json):
+def import_chatgpt(obj, file, secrets, as_json):
     """ChatGPT's export (conversations.json): each conversation's current branch.
 
     Example: ct import chatgpt conversations.json
     """
-    _import(obj, "chatgpt", file, as_json, allow_secrets)
+    _import(obj, "chatgpt", file, as_json, secrets)
 
 
 @import_cmd.command("trace")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @_with_common
 @click.pass_obj
-def import_trace_cmd(obj, file, allow_secrets, as_json):
+def import_trace_cmd(obj, file, secrets, as_json):
     """A TRACE save (trace-memory): its turns as records, its topics into the topic tree.
 
     The file must have been saved with its conversation (save_conversation=True); messages are
@@ -150,7 +154,7 @@ def import_trace_cmd(obj, file, allow_secrets, as_json):
 
     Example: ct import trace session.json
     """
-    _import(obj, "trace", file, as_json, allow_secrets)
+    _import(obj, "trace", file, as_json, secrets)
 
 
 @import_cmd.command("lossless-memory")
@@ -160,12 +164,12 @@ def import_trace_cmd(obj, file, allow_secrets, as_json):
                    "Default: the store's.")
 @_with_common
 @click.pass_obj
-def import_lossless_cmd(obj, folder, source_timezone, allow_secrets, as_json):
+def import_lossless_cmd(obj, folder, source_timezone, secrets, as_json):
     """lossless-memory's data folder: main/YYYY-MM-DD.jsonl and corpus/<name>/*.jsonl.
 
     Example: ct import lossless-memory ~/lossless-memory/data --source-timezone Asia/Tokyo
     """
-    _import(obj, "lossless-memory", folder, as_json, allow_secrets, source_timezone=source_timezone)
+    _import(obj, "lossless-memory", folder, as_json, secrets, source_timezone=source_timezone)
 
 
 @import_cmd.command("contexttape")
@@ -175,7 +179,7 @@ def import_lossless_cmd(obj, folder, source_timezone, allow_secrets, as_json):
                    "(same dimension). Default: re-embed every text.")
 @_with_common
 @click.pass_obj
-def import_contexttape_cmd(obj, folder, model, allow_secrets, as_json):
+def import_contexttape_cmd(obj, folder, model, secrets, as_json):
     """A ContextTape store: a folder of segment_<n>.is files, or a folder of such folders.
 
     Each text/vector pair becomes a record dated by its segment header; orphans are reported.
@@ -184,5 +188,5 @@ def import_contexttape_cmd(obj, folder, model, allow_secrets, as_json):
     """
     st = obj.store()
     with progress_for(obj, "Importing contexttape") as bar:
-        res = st.import_("contexttape", folder, model=model, allow_secrets=allow_secrets, progress=bar)
+        res = st.import_("contexttape", folder, model=model, secrets=secrets, progress=bar)
     report(obj, res, as_json, "import contexttape")

@@ -23,6 +23,19 @@ class RecordError(ValueError):
     """An input record is unusable; the message says which field and why."""
 
 
+class UnstorableText(RecordError):
+    """The text holds something UTF-8 cannot store (a lone UTF-16 surrogate); an import skips that record."""
+
+
+def _lone_surrogate(text: str) -> int:
+    """The index of the first lone UTF-16 surrogate in the text (half an emoji), or -1."""
+    try:
+        text.encode("utf-8")
+        return -1
+    except UnicodeEncodeError as exc:
+        return exc.start
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -68,8 +81,11 @@ def normalize(raw: dict, tz, *, defaults: dict | None = None, derive_id: bool = 
     text = src.get("text")
     if not isinstance(text, str):
         raise RecordError("missing field 'text'" if text is None else "field 'text' must be a string")
-    if "\x00" in text:
-        raise RecordError("field 'text' contains a NUL byte")
+    # NUL and other control characters are kept: JSON escapes them in the log (\u0000).
+    bad = _lone_surrogate(text)
+    if bad >= 0:
+        raise UnstorableText(f"field 'text' holds a lone UTF-16 surrogate ({text[bad]!r} at character {bad}, "
+                             "half of an emoji?), which UTF-8 cannot store")
     role = str(src.get("role") or "").strip().lower()
     role = ROLE_ALIASES.get(role, role)
     if role not in ROLES:

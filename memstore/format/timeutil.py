@@ -54,8 +54,20 @@ def to_iso(d: dt.datetime) -> str:
     return d.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+# Stored times are fixed-width (four-digit years), and a time must stay representable when moved
+# into any timezone for its local day: 0001-01-01 or 9999-12-31 in UTC is not, in every zone.
+MIN_YEAR, MAX_YEAR = 1000, 9998
+
+
 def normalize_ts(value, tz: dt.tzinfo) -> str:
-    return to_iso(parse_ts(value, tz))
+    d = parse_ts(value, tz)
+    try:
+        year = d.astimezone(UTC).year
+    except OverflowError:
+        year = d.year
+    if not MIN_YEAR <= year <= MAX_YEAR or not MIN_YEAR <= d.year <= MAX_YEAR:
+        raise ValueError(f"{value!s}: year {d.year} is outside {MIN_YEAR}-{MAX_YEAR}, the range memstore stores")
+    return to_iso(d)
 
 
 def from_iso(s: str) -> dt.datetime:

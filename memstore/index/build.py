@@ -230,12 +230,15 @@ class Index:
         data = log_path.read_bytes()
         content_fp = self._content_fp(data, seg_dir)
         out = DayRows(day, [], [], [], [])
+        gone = self._forgotten()
         packed = None  # format 2: {record id: (vector, hash16, pack name)}, read on first need
         for ln in logfmt.read_lines(log_path, data):
             if ln.record is None:
                 out.problems.append(f"{log_path}:{ln.line_no}: {ln.error}")
                 continue
             rec = ln.record
+            if str(rec.get("id")) in gone:
+                continue  # forgotten on some clone (forgotten.jsonl): never indexed, whatever a merge kept
             try:
                 ts = from_iso(rec["ts"]).timestamp()
             except (ValueError, TypeError):
@@ -257,6 +260,19 @@ class Index:
             if isinstance(sup, list):
                 out.supersedes += [str(s) for s in sup]
         return out, stat_fp, content_fp
+
+    def _forgotten(self) -> set[str]:
+        """Tombstoned ids (forgotten.jsonl), read again only when the file changed."""
+        from ..format import tombstones
+
+        try:
+            st = os.stat(self.store.root / tombstones.FILENAME)
+            key = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            return set()
+        if getattr(self, "_gone_key", None) != key:
+            self._gone_key, self._gone = key, tombstones.ids(self.store.root)
+        return self._gone
 
     def _read_vector(self, rec: dict, problems: list[str]):
         seg = rec.get("seg")

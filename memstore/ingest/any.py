@@ -39,12 +39,15 @@ class _BlobJob:
 
 
 def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False,
-               allow_secrets: bool = False, progress=None, verbose: int = 0) -> WriteResult:
+               allow_secrets: bool = False, progress=None, verbose: int = 0, secrets: str | None = None) -> WriteResult:
     """Ingest a file or folder of any files (see the module docstring); one commit, none if nothing is new."""
     from .location import base_label
     from .path import display, plan_files
     from .walk import BlobItem, FileItem, walk
 
+    from .. import secret_policy
+
+    how = secrets or ("allow" if allow_secrets else "refuse")
     root = Path(path).expanduser()
     if not root.exists():
         raise UsageError(f"{root}: no such file or folder")
@@ -52,7 +55,7 @@ def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlin
         raise UsageError(f"--max-bytes {max_bytes} is above what one segment holds ({MAX_PAYLOAD} bytes)")
     texts, blobs, notes = [], [], []
     for item in walk(root, max_bytes=max_bytes, follow_symlinks=follow_symlinks, exclude=[store.root],
-                     allow_secrets=allow_secrets, blobs=True):
+                     allow_secrets=how == "allow", blobs=True):
         if isinstance(item, FileItem):
             texts.append(item)
         elif isinstance(item, BlobItem):
@@ -65,10 +68,10 @@ def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlin
 
     now = now_utc()
     base = base_label(store, root)
-    plan = plan_files(store, texts, now, allow_secrets=allow_secrets, verbose=verbose, base=base)
+    plan = plan_files(store, texts, now, allow_secrets=how != "refuse", verbose=verbose, base=base)
     if plan.found:
         raise SecretsFound("Refusing to ingest what looks like credentials:\n  " + "\n  ".join(plan.found[:50]),
-                           "Nothing was written. Remove them, or pass --allow-secrets.")
+                           secret_policy.HINT)
     records, inputs, jobs = list(plan.records), list(plan.inputs), []
     for item in texts:  # a PDF's original is kept beside its text
         new = [r for r in plan.by_file.get(item.path, []) if r["type"] == "doc"]
@@ -86,7 +89,7 @@ def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlin
         return msg + (f"; {moved} moved" if moved else "")
 
     res = store.write(records, message, embed_inputs=inputs, progress=progress,
-                      before_write=lambda st, added: _write_blobs(st, jobs, added))
+                      before_write=lambda st, added: _write_blobs(st, jobs, added), secrets=how)
     res.notes = notes + plan.notes + res.notes
     return res
 

@@ -20,8 +20,9 @@ Mapping by `content.content_type`:
 
 An assistant message addressed to a tool (`recipient` not "all", e.g. a browser search) is an
 action. ts is the message's `create_time` as ISO-8601 UTC; a message without one takes the
-previous message's, then the conversation's. session is the conversation's title (its id is kept
-as `conversation_id`); id is "chatgpt:<message id>"; model is `metadata.model_slug`.
+previous message's, then the conversation's. session is the conversation's id (real exports hold
+many conversations titled "New chat", which must not become one session); the title is kept as
+the label `conversation_title`; id is "chatgpt:<message id>"; model is `metadata.model_slug`.
 """
 
 from __future__ import annotations
@@ -89,8 +90,9 @@ def conversation_records(conv) -> list[dict]:
     mapping = conv["mapping"]
     conv_id = conv.get("conversation_id") or conv.get("id")
     context = {
-        "session": conv.get("title") or conv_id or "untitled",
+        "session": conv_id or conv.get("title") or "untitled",
         "conversation_id": conv_id,
+        "conversation_title": conv.get("title") or None,
         "gizmo_id": conv.get("gizmo_id"),
     }
     last_ts = _iso(conv.get("create_time")) or _iso(conv.get("update_time"))
@@ -154,7 +156,7 @@ def message_record(message: dict, node_id: str, parent, last_ts: str | None, con
     return record(
         ts, _actor(role, author, model), role, type_, text, model, context["session"],
         id_=f"chatgpt:{message.get('id') or node_id}",
-        conversation_id=context["conversation_id"], parent=parent,
+        conversation_id=context["conversation_id"], conversation_title=context["conversation_title"], parent=parent,
         recipient=recipient if recipient not in (None, "all") else None,
         attachments=[a.get("name") for a in metadata.get("attachments") or [] if isinstance(a, dict)] or None,
         gizmo_id=context["gizmo_id"], **extra,

@@ -26,7 +26,7 @@ import json
 import os
 from pathlib import Path
 
-from memstore.ingest.importers import Batch, Line, Lines, Problem, ReadResult, decode_line, read_lines, record
+from memstore.ingest.importers import Batch, Line, Lines, Problem, ReadResult, at_line, decode_line, read_lines, record
 
 HARNESS_PREFIXES = (
     "<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
@@ -105,7 +105,7 @@ def _parse_line(lines: Lines, line: Line, session: str) -> tuple[list[dict], Pro
         return [], Problem(str(lines.path), line.number, f"not valid JSON ({exc.msg}, column {exc.colno})")
     if not isinstance(row, dict):
         return [], Problem(str(lines.path), line.number, "not a JSON object")
-    return row_records(row, session), None
+    return [at_line(r, line.number) for r in row_records(row, session)], None
 
 
 def row_records(row: dict, default_session: str) -> list[dict]:

@@ -18,7 +18,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from ..errors import FormatError, SecretsFound, UsageError
+from ..errors import FormatError, UsageError
 from ..format.segment import (DT_TEXT, VECTOR_TYPES, SegmentError, decode_vector, read_segment, segment_ids,
                               segment_name)
 from ..store import WriteResult
@@ -75,7 +75,7 @@ def _record_fields(text: str) -> dict:
 
 
 def import_contexttape(store, path, *, model: str | None = None, progress=None, allow_secrets: bool = False,
-                       **_opts) -> WriteResult:
+                       secrets: str | None = None, **_opts) -> WriteResult:
     """Import every pair under `path` (see the module docstring); returns the write's result."""
     import numpy as np
 
@@ -93,7 +93,7 @@ def import_contexttape(store, path, *, model: str | None = None, progress=None, 
     notes: list[str] = []
     if model is not None and not keep:
         notes.append(f"vectors were made by {model}, the store uses {store.config.embedder['model']}: re-embedding")
-    records, given, found = [], {}, []
+    records, given, origins = [], {}, {}
     n_kept = 0
     wrong_dim = 0
     for folder in folders:
@@ -115,10 +115,7 @@ def import_contexttape(store, path, *, model: str | None = None, progress=None, 
                 rec = store.normalize(raw, derive_id=True)
             except RecordError as exc:
                 raise FormatError(tpath, str(exc), hint="Nothing was imported.") from None
-            if not allow_secrets:
-                from . import secrets
-
-                found += [f"{tpath}:{f.line}: {f.kind} ({f.excerpt_redacted})" for f in secrets.scan(text)]
+            origins[id(rec)] = str(tpath)
             records.append(rec)
             if keep:
                 if vh.dim != dim:
@@ -128,9 +125,6 @@ def import_contexttape(store, path, *, model: str | None = None, progress=None, 
                 norm = float(np.linalg.norm(vec))
                 given[id(rec)] = vec / norm if norm > 0 else vec  # int8 round trips are not unit length
                 n_kept += 1
-    if found:
-        raise SecretsFound("Refusing to import what looks like credentials:\n  " + "\n  ".join(found[:50]),
-                           "Nothing was written. Remove them, or pass --allow-secrets.")
     if wrong_dim:
         notes.append(f"{wrong_dim} vectors have another dimension than the store's {dim}: re-embedded")
 
@@ -139,6 +133,7 @@ def import_contexttape(store, path, *, model: str | None = None, progress=None, 
         how = f"{kept} vectors kept, {len(added) - kept} re-embedded" if kept else "re-embedded"
         return f"Import {len(added)} contexttape records from {root.name} ({how})"
 
-    res = store.write(records, message, progress=progress, given_vectors=given)
+    res = store.write(records, message, progress=progress, given_vectors=given,
+                      secrets=secrets or ("allow" if allow_secrets else "refuse"), origins=origins)
     res.notes = notes + res.notes
     return res

@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 
 from memstore.format.timeutil import UTC, parse_ts
-from memstore.ingest.importers import ROLES, TYPES, Batch, Lines, Problem, ReadResult, decode_line, read_lines, record
+from memstore.ingest.importers import (ROLES, TYPES, Batch, Lines, Problem, ReadResult, at_line, decode_line,
+                                       read_lines, record)
 
 REQUIRED = ("ts", "role", "text")
 KNOWN = ("ts", "actor", "role", "type", "text", "model", "session", "id")
@@ -53,8 +54,12 @@ def _parse_line(lines: Lines, line, session: str) -> tuple[dict | None, Problem 
         return None, Problem(str(lines.path), line.number, f"not valid JSON ({exc.msg}, column {exc.colno})")
     if not isinstance(obj, dict):
         return None, Problem(str(lines.path), line.number, "not a JSON object")
+    if obj.get("type", "text") == "text" and isinstance(obj.get("text"), str) and not obj["text"].strip():
+        # Public conversation data sets hold empty turns; one must not block a file of good ones.
+        return None, Problem(str(lines.path), line.number, "field 'text' is empty: an empty turn, skipped",
+                             skippable=True)
     try:
-        return to_record(obj, session), None
+        return at_line(to_record(obj, session), line.number), None
     except ValueError as exc:
         return None, Problem(str(lines.path), line.number, str(exc))
 

@@ -244,15 +244,14 @@ def _name(node: dict, texts: list[str]) -> tuple[str, str]:
     return offline_name(texts), "offline"
 
 
-def import_trace(store, path, progress=None, allow_secrets: bool = False):
+def import_trace(store, path, progress=None, allow_secrets: bool = False, secrets: str | None = None):
     """Import one TRACE save: its messages as records and its topics into tree.json, one commit."""
-    from .run import _refuse_secrets
-
     path = Path(path)
     tf = load(path)
     raw, notes = read_records(tf, path.stat().st_mtime)
     records: list[dict] = []
     ids: list[str | None] = []
+    origins: dict = {}
     for i, rec in enumerate(raw):
         if rec is None:
             ids.append(None)
@@ -262,9 +261,8 @@ def import_trace(store, path, progress=None, allow_secrets: bool = False):
         except RecordError as exc:
             raise FormatError(path, f"conversation[{i}]: {exc}", hint=HINT) from None
         records.append(norm)
+        origins[id(norm)] = f"{path}: conversation[{i}]"
         ids.append(norm["id"])
-    if not allow_secrets:
-        _refuse_secrets([(path, r) for r in records])
     all_ids = [r for r in ids if r]
 
     def place(st, added, _vectors):
@@ -275,6 +273,7 @@ def import_trace(store, path, progress=None, allow_secrets: bool = False):
     def message(added):
         return f"Import {len(added)} trace records and {len(tf.topics)} topics from {path.name}"
 
-    res = store.write(records, message, progress=progress, after_write=place)
+    res = store.write(records, message, progress=progress, after_write=place,
+                      secrets=secrets or ("allow" if allow_secrets else "refuse"), origins=origins)
     res.notes = notes + res.notes
     return res

@@ -35,6 +35,7 @@ class Problem:
     path: str
     line: int | None
     message: str
+    skippable: bool = False  # a note, not a reason to refuse the file (an empty turn)
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
@@ -91,6 +92,21 @@ def record(ts, actor: str, role: str, type_: str, text: str, model: str | None, 
         rec["id"] = id_
     rec.update((k, v) for k, v in extra.items() if v is not None and v is not False)
     return rec
+
+
+class LineRecord(dict):
+    """A record dict that remembers the 1-based line of its source file (`.line`), for messages.
+
+    It compares and serialises as the plain dict it is, so readers' results stay plain records.
+    """
+
+    line: int | None = None
+
+
+def at_line(rec: dict, number: int) -> LineRecord:
+    out = LineRecord(rec)
+    out.line = number
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,21 +14,23 @@ from pathlib import Path
 
 from ..errors import FormatError, SecretsFound, UsageError
 from ..format.timeutil import now_utc
+from .. import secret_policy
 from ..store import WriteResult
 from .location import base_label, live_rows, location, moved_from
 
 
 def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, max_pdf_pages=None,
                 follow_symlinks: bool = False, quantize: bool = False, allow_secrets: bool = False,
-                progress=None, verbose: int = 0) -> WriteResult:
+                progress=None, verbose: int = 0, secrets: str | None = None) -> WriteResult:
     from .walk import FileItem, walk
 
+    how = secrets or ("allow" if allow_secrets else "refuse")
     root = Path(path).expanduser()
     if not root.exists():
         raise UsageError(f"{root}: no such file or folder")
     items, notes = [], []
     for item in walk(root, exts=exts, max_bytes=max_bytes, follow_symlinks=follow_symlinks,
-                     exclude=[store.root], allow_secrets=allow_secrets, max_pdf_pages=max_pdf_pages):
+                     exclude=[store.root], allow_secrets=how == "allow", max_pdf_pages=max_pdf_pages):
         if not isinstance(item, FileItem):
             notes.append(f"skipped {item.path}: {item.reason}")
             continue
@@ -37,13 +39,14 @@ def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, ma
         reason = notes[0].split(": ", 1)[1] if notes else "nothing to read"
         raise FormatError(root, reason, hint="Nothing was written.")
 
+    # Refusing names file and line here; skipping or redacting is per chunk, in the store's write.
     base = base_label(store, root)
-    plan = plan_files(store, items, now_utc(), allow_secrets=allow_secrets, verbose=verbose, base=base)
+    plan = plan_files(store, items, now_utc(), allow_secrets=how != "refuse", verbose=verbose, base=base)
     notes += plan.notes
     records, inputs, found, files_changed = plan.records, plan.inputs, plan.found, plan.files_changed
     if found:
         raise SecretsFound("Refusing to ingest what looks like credentials:\n  " + "\n  ".join(found[:50]),
-                           "Nothing was written. Remove them, or pass --allow-secrets.")
+                           secret_policy.HINT)
     n_files = len({r["source"]["path"] for r in records if r["type"] == "doc"})
     n_chunks = sum(1 for r in records if r["type"] == "doc")
     msg = f"Ingest {n_files} files ({n_chunks} chunks) from {display(base, root)}"
@@ -53,7 +56,7 @@ def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, ma
         msg += f"; {plan.moved} moved"
     if quantize:
         store.config.settings["vector_dtype"] = "int8"
-    res = store.write(records, msg, embed_inputs=inputs, progress=progress)
+    res = store.write(records, msg, embed_inputs=inputs, progress=progress, secrets=how)
     res.notes = notes + res.notes
     return res
 

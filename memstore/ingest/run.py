@@ -11,15 +11,21 @@ import json
 import os
 from pathlib import Path
 
-from ..errors import FormatError, SecretsFound, UsageError
-from ..format.record import RecordError
+from ..errors import FormatError, UsageError
+from ..format.record import RecordError, UnstorableText
 from ..store import WriteResult
 
 KINDS = ("jsonl", "claude-code", "chatgpt", "trace", "lossless-memory")
 
 
-def import_source(store, kind: str, path, progress=None, allow_secrets: bool = False, **_opts) -> WriteResult:
-    """Import one source, or a list of sources of one kind (`ct watch`'s batch), in one commit."""
+def import_source(store, kind: str, path, progress=None, allow_secrets: bool = False,
+                  secrets: str | None = None, **_opts) -> WriteResult:
+    """Import one source, or a list of sources of one kind (`ct watch`'s batch), in one commit.
+
+    `secrets` (refuse, skip, redact, allow; `allow_secrets` is the old name for allow) says what
+    to do with records that hold a detected secret; messages name the input file and line.
+    """
+    how = secrets or ("allow" if allow_secrets else "refuse")
     paths = [Path(p).expanduser().resolve() for p in (path if isinstance(path, (list, tuple)) else [path])]
     path = paths[0]
     if kind not in KINDS:
@@ -27,7 +33,7 @@ def import_source(store, kind: str, path, progress=None, allow_secrets: bool = F
     if kind == "trace":  # one whole JSON file whose topic structure goes into tree.json
         from .import_trace import import_trace
 
-        return import_trace(store, path, progress=progress, allow_secrets=allow_secrets)
+        return import_trace(store, path, progress=progress, secrets=how)
     if kind == "lossless-memory":
         from .import_lossless import check_timezone
 
@@ -40,20 +46,27 @@ def import_source(store, kind: str, path, progress=None, allow_secrets: bool = F
         raw += r
         cursors.update(c)
         notes += n
-    records = []
+    records, origins = [], {}
     for i, (src, rec) in enumerate(raw):
+        line = getattr(rec, "line", None)
         try:
-            records.append(store.normalize(rec, derive_id=True))
+            norm = store.normalize(rec, derive_id=True)
+        except UnstorableText as exc:  # that one record is reported; the rest of the file comes in
+            notes.append(f"skipped {src}:{line if line is not None else f' record {i + 1}'}: {exc}")
+            continue
         except RecordError as exc:
+            if line is not None:
+                raise FormatError(src, str(exc), line=line, hint="Nothing was imported.") from None
             raise FormatError(src, f"record {i + 1}: {exc}", hint="Nothing was imported.") from None
-    if not allow_secrets:
-        _refuse_secrets(raw)
+        origins[id(norm)] = f"{src}:{line}" if line is not None else f"{src}: record {i + 1}"
+        records.append(norm)
+
     def message(added):
         sessions = len({r["session"] for r in added})
         where = path.name if len(paths) == 1 else f"{len(paths)} paths"
         return f"Import {len(added)} {kind} records from {where} ({sessions} sessions)"
 
-    res = store.write(records, message, progress=progress)
+    res = store.write(records, message, progress=progress, secrets=how, origins=origins)
     state.update(cursors)
     _save_state(state_path, state)
     res.notes = notes + res.notes
@@ -95,11 +108,11 @@ def _read(kind: str, path: Path, state: dict, opts: dict | None = None):
         key = str(f)
         cursor = Cursor.from_dict(state[key]) if key in state else None
         result = mod.read_new(f, cursor, final=_complete_tail(f), **read_opts)
-        if result.problems:
-            if kind in ("jsonl", "lossless-memory"):
-                p = result.problems[0]
-                raise FormatError(p.path, p.message, line=p.line, hint="Nothing was imported.")
-            notes += [f"skipped {p}" for p in result.problems]
+        hard = [p for p in result.problems if not p.skippable]
+        if hard and kind in ("jsonl", "lossless-memory"):
+            p = hard[0]
+            raise FormatError(p.path, p.message, line=p.line, hint="Nothing was imported.")
+        notes += [f"skipped {p}" if not p.skippable else str(p) for p in result.problems]
         out += [(f, r) for r in result.records]
         cursors[key] = result.cursor.to_dict()
     return out, cursors, notes
@@ -122,18 +135,6 @@ def _complete_tail(path: Path) -> bool:
         return True
     except (ValueError, UnicodeDecodeError):
         return False
-
-
-def _refuse_secrets(raw) -> None:
-    from . import secrets
-
-    found = []
-    for src, rec in raw:
-        for f in secrets.scan(rec.get("text") or ""):
-            found.append(f"{src}: record {rec.get('id') or ''} line {f.line}: {f.kind} ({f.excerpt_redacted})")
-    if found:
-        raise SecretsFound("Refusing to import what looks like credentials:\n  " + "\n  ".join(found[:50]),
-                           "Nothing was written. Remove them, or pass --allow-secrets.")
 
 
 def _load_state(path: Path) -> dict:

@@ -305,9 +305,25 @@ def fuse_alpha(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[i
     return out
 
 
+_OPERATOR_WORDS = frozenset({"AND", "OR", "NOT", "NEAR"})
+NO_WORDS_NOTE = ("the query has no searchable words (only punctuation or AND/OR/NOT, which are not query "
+                 "syntax here); nothing was searched")
+
+
+def searchable(query: str) -> bool:
+    """Whether the query holds a word to look for: not only punctuation, quotes or FTS operators.
+
+    Such a query would otherwise match nothing exactly and everything by meaning (its vector is
+    noise), so every mode returns no hits for it rather than arbitrary records.
+    """
+    from ..index.tokenize import _WORD
+
+    return any(w not in _OPERATOR_WORDS for w in _WORD.findall(query or ""))
+
+
 def search(store, query: str, k: int = 10, mode: str = "hybrid", filters: Filters | None = None,
            alpha: float | None = None, qvec=None, pool: int | None = None, fusion: str | None = None) -> list[Hit]:
-    """Ranked hits for `query` in one store (the index must be up to date).
+    """Ranked hits for `query` in one store (the index must be up to date); none without a searchable word.
 
     `fusion` picks how hybrid mode combines its two rankings: "scores" (the default, FUSION) or
     "rrf" (reciprocal-rank fusion, kept for comparison); `alpha` overrides both with ContextTape's blend.
@@ -316,6 +332,8 @@ def search(store, query: str, k: int = 10, mode: str = "hybrid", filters: Filter
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     if fusion is not None and fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}")
+    if not searchable(query):
+        return []
     filters = filters or Filters()
     index = store.index(update=False)
     pool = pool or max(50, 3 * k)

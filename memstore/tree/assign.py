@@ -198,7 +198,7 @@ def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
     batch per write, so a sentence model pays one extra call, not one per record.
     """
     users = [r for r in records if r.get("role") == "user"]
-    texts = [" ".join(naming.words(r["text"])) for r in users]
+    texts = [" ".join(naming.words(r["text"][: naming.TEXT_CHARS])) for r in users]
     pick = [(r, t) for r, t in zip(users, texts) if t]
     if not pick:
         return {}
@@ -213,15 +213,17 @@ def assign_records(store, records: list[dict], vectors) -> list[str]:
     commit as the records. Document chunks and meta rows are not placed.
     """
     pairs = [(r, np.asarray(v, np.float32)) for r, v in zip(records, vectors) if is_conversation(r)]
-    if not pairs:
+    gone = superseded_ids(records)
+    if not pairs and not gone:
         return []
     from ..adapters.llm import get_llm
 
     tree = treefmt.read(store.root)
+    dropped = remove_records(tree, RecordData(store), gone) if gone else False
     known = set(tree.topic_of()) | set(tree.archived)
     pairs = [(r, v) for r, v in pairs if r["id"] not in known]
     if not pairs:
-        return []
+        return treefmt.write(store.root, tree) if dropped else []
     llm = get_llm(store.root)
     llm = llm if llm is not None and llm.config.topics else None
     placer = Placer(store, tree, RecordData(store), llm)
@@ -230,6 +232,49 @@ def assign_records(store, records: list[dict], vectors) -> list[str]:
         placer.place(rec, normalise(vec))
     placer.finish()
     return treefmt.write(store.root, tree)
+
+
+def superseded_ids(records: list[dict]) -> set[str]:
+    """The ids the records supersede (`supersedes` is an id or a list of ids)."""
+    out: set[str] = set()
+    for r in records:
+        sup = r.get("supersedes")
+        out.update([sup] if isinstance(sup, str) else [s for s in sup or [] if isinstance(s, str)])
+    return out
+
+
+def remove_records(tree: Tree, data: RecordData, ids: set[str], at: str = "") -> bool:
+    """Take records out of the tree (superseded or forgotten): their topics are renamed and
+    re-summarised from what remains, so no name or summary keeps their text; a topic left empty
+    without children leaves the tree (a `gone` tombstone). True if anything changed.
+    """
+    changed = False
+    if any(r in ids for r in tree.archived):
+        tree.archived = [r for r in tree.archived if r not in ids]
+        changed = True
+    for tid in sorted(tree.topics):
+        t = tree.topics[tid]
+        if not any(r in ids for r in t.records):
+            continue
+        t.records = [r for r in t.records if r not in ids]
+        changed = True
+        texts, roles = data.texts(t.records) if t.records else ([], [])
+        texts_roles = [(x, ro) for x, ro in zip(texts, roles)]
+        if t.records and texts_roles:
+            t.name = naming.offline_name(texts, data.rarity)
+            t.named_by = "offline"
+            t.summary = naming.offline_summary(texts, roles, data.rarity)
+        else:
+            t.name, t.summary = "Untitled topic", ""
+    for tid in sorted(tree.topics):
+        t = tree.topics.get(tid)
+        if t is None or t.records or tree.children(tid):
+            continue
+        del tree.topics[tid]
+        tree.gone[tid] = {"into": None, "why": "its records were superseded or forgotten", "at": at or t.last_active}
+        if tree.current == tid:
+            tree.current = t.parent
+    return changed
 
 
 def place_existing(store) -> tuple[list[str], int]:

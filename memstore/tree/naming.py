@@ -105,7 +105,19 @@ def term_set(texts: list[str], k: int = 12, rarity=None) -> set[str]:
     return {_stem(t) for t in key_terms(texts, k, rarity)}
 
 
+# A name or summary needs a text's gist, not all of it: a 50 MB pasted log must not cost minutes.
+TEXT_CHARS = 20_000
+
+
+def _scrubbed(texts: list[str]) -> list[str]:
+    """Names and summaries are committed derived text: built from texts with their secrets replaced."""
+    from ..secret_policy import scrub
+
+    return [scrub(t[:TEXT_CHARS]) for t in texts]
+
+
 def offline_name(texts: list[str], rarity=None) -> str:
+    texts = _scrubbed(texts)
     terms = key_terms(texts, 3, rarity)
     if not terms:
         return "Untitled topic"
@@ -115,6 +127,7 @@ def offline_name(texts: list[str], rarity=None) -> str:
 
 def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=None) -> str:
     """"N turns about a, b, c, d, e; opens with: <the first sentence someone asked>" (≤ 220 chars)."""
+    texts = _scrubbed(texts)
     terms = key_terms(texts, 6, rarity)
     n = len(texts)
     head = f"{n} turn{'s' if n != 1 else ''} about {', '.join(terms)}" if terms else f"{n} turns"
@@ -145,7 +158,7 @@ def clean_name(reply, max_words: int = 6) -> str | None:
         return None
     if not re.search(r"\w", text) or text.lower() in {"error", "none", "null", "n/a", "unknown", "topic"}:
         return None
-    return text
+    return _scrubbed([text])[0]
 
 
 def clean_summary(reply) -> str | None:
@@ -155,7 +168,7 @@ def clean_summary(reply) -> str | None:
     text = re.sub(r"^summary\s*:\s*", "", text, flags=re.I)
     if len(text) < 8 or text.lower().startswith(("error", "i'm sorry", "i cannot", "as an ai")):
         return None
-    return text[:400]
+    return _scrubbed([text])[0][:400]
 
 
 def excerpt(texts: list[str], roles: list[str], limit: int = 1800) -> str:

@@ -1,0 +1,46 @@
+"""`ct forget`: remove records from every committed file (one commit), optionally from git history."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit_json, one_line
+
+
+@click.command("forget")
+@click.argument("ids", nargs=-1)
+@click.option("--match", "match", default=None, metavar="QUERY", help="Records whose text holds every word of QUERY.")
+@click.option("--session", default=None, help="Every record of this session.")
+@click.option("--since", default=None, help="Records from this time on (ISO or a phrase like 'yesterday').")
+@click.option("--until", default=None, help="Records up to this time.")
+@click.option("--now", default=None, help="Reference time for phrases (default: now).")
+@click.option("-n", "--dry-run", is_flag=True, help="Only list what would be forgotten.")
+@click.option("--purge-history", is_flag=True,
+              help="Also rewrite git history (git-filter-repo) so no commit holds the text; needs a force push.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def forget_cmd(obj, ids, match, session, since, until, now, dry_run, purge_history, as_json):
+    """Forget records: by ID, --match QUERY, --session or --since/--until (combined: all must hold).
+
+    One commit removes their text from the day logs, vectors, topic tree and markers, and adds a
+    tombstone (id and hash, never the text) to forgotten.jsonl so a merge with a clone that still
+    has them does not bring them back. Commit messages and older commits keep the text until
+    --purge-history rewrites history. Preview with -n first.
+
+    Example: ct forget --match "hunter2" -n
+    """
+    st = obj.store()
+    res = st.forget(ids, match=match, session=session, since=since, until=until, now=now,
+                    dry_run=dry_run, purge_history=purge_history)
+    if as_json:
+        emit_json({**res.to_json(), "dry_run": dry_run})
+        return
+    for r in res.records:
+        click.echo(f"{r['ts'][:16].replace('T', ' ')}  {r['id']}  {r.get('session') or '-'}  {one_line(r['text'], 80)}")
+    if dry_run:
+        obj.say(f"would forget {len(res.records)} records (dry run; nothing changed)")
+        return
+    for note in res.notes:
+        obj.say(note)
+    if res.commit:
+        obj.say(f"forgot {len(res.records)} records; commit {res.commit[:10]}")

@@ -1,0 +1,511 @@
+"""Forgetting: taking records' text out of every committed file in one commit, leaving a tombstone
+(id and hash, never the text) so no merge brings them back, and optionally out of git history.
+
+Where a record's text lives, and what forgetting does there:
+
+    log/YYYY/YYYY-MM-DD.jsonl   the day file is rewritten without the record's line
+    packs/YYYY/YYYY-MM-DD/      the day's packs are consolidated into one without its vector (and blob);
+                                a format-1 store is refused like every write ("run ct upgrade")
+    topic tree                  its id leaves every topic; names and summaries are rebuilt from what
+                                remains (format 2: `memstore.format.tree.forget`)
+    markers.jsonl               a marker whose text holds the forgotten text is removed
+    forgotten.jsonl             gains {"id", "hash", "at"} per record (merges by union)
+    commit subjects, history    only `purge_history` (git-filter-repo) rewrites them
+
+A clone that still has the record drops it as soon as it sees the tombstone: the index never
+indexes a tombstoned id, and `ct sync` (or the next `ct forget`) removes it from that clone's files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+from .errors import MemstoreError, UsageError
+from .format import log as logfmt
+from .format import tombstones as tombfmt
+from .format.timeutil import from_iso, local_day, now_utc, to_iso
+
+TOMBSTONES = tombfmt.FILENAME
+ATTRIBUTE = tombfmt.ATTRIBUTE
+REPLACEMENT = "[forgotten]"
+
+
+@dataclass
+class ForgetResult:
+    """What a forget did (or, with dry_run, would do)."""
+
+    records: list[dict] = field(default_factory=list)
+    commit: str | None = None
+    paths: list[str] = field(default_factory=list)
+    purged: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"forgotten": [r["id"] for r in self.records], "commit": self.commit, "paths": self.paths,
+                "purged_history": self.purged, "notes": self.notes,
+                "records": [{"id": r["id"], "ts": r.get("ts"), "session": r.get("session"),
+                             "text": (r.get("text") or "")[:200]} for r in self.records]}
+
+
+# ----- tombstones ---------------------------------------------------------------------------------
+
+tombstones = tombfmt.read
+forgotten_ids = tombfmt.ids
+
+
+# ----- choosing records ---------------------------------------------------------------------------
+
+def select(store, ids=(), match: str | None = None, session: str | None = None,
+           since=None, until=None, now=None) -> list[dict]:
+    """The records to forget: by id, by every word of `match`, by session, by time range (ANDed)."""
+    if not (ids or match or session or since or until):
+        raise UsageError("say what to forget: record ids, --match QUERY, --session NAME or --since/--until")
+    index = store.index()
+    conn = index.conn
+    chosen: set[int] | None = None
+
+    def narrow(rowids: set[int]) -> None:
+        nonlocal chosen
+        chosen = rowids if chosen is None else chosen & rowids
+
+    if ids:
+        rows = {}
+        gone = forgotten_ids(store.root)
+        for rid in ids:
+            found = [r for (r,) in conn.execute("SELECT rowid FROM records WHERE id = ?", (rid,))]
+            if not found and rid in gone:
+                raise UsageError(f"record {rid!r} is forgotten already (forgotten.jsonl).",
+                                 f'To take its text out of git history too: "ct forget --purge-history {rid}".')
+            if not found:
+                raise UsageError(f"no record with id {rid!r} in {store.root}", "Nothing was forgotten.")
+            rows[rid] = found
+        narrow({r for found in rows.values() for r in found})
+    if session:
+        narrow({r for (r,) in conn.execute("SELECT rowid FROM records WHERE session = ?", (session,))})
+    if since or until:
+        from .retrieve.timefilter import instant
+
+        lo = instant(since, store, now, edge="start") if since else float("-inf")
+        hi = instant(until, store, now, edge="end") if until else float("inf")
+        narrow({r for (r,) in conn.execute("SELECT rowid FROM records WHERE ts >= ? AND ts <= ?", (lo, hi))})
+    if match:
+        narrow(_matching(store, match))
+    recs = [index.record_at(r) for r in sorted(chosen or ())]
+    seen: set[str] = set()
+    return [r for r in recs if not (r["id"] in seen or seen.add(r["id"]))]
+
+
+def _matching(store, query: str) -> set[int]:
+    """Rows whose text holds every word of the query (case-insensitive): precise, never "nearest"."""
+    from .index.tokenize import _WORD, match_expression
+
+    words = [w.lower() for w in _WORD.findall(query)]
+    expr = match_expression(query)
+    if not words or not expr:
+        raise UsageError(f"--match {query!r} has no words to look for")
+    index = store.index(update=False)
+    out = set()
+    for (rowid,) in index.conn.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (expr,)):
+        text = index.record_at(rowid)["text"].lower()
+        if all(w in text for w in words):
+            out.add(rowid)
+    return out
+
+
+# ----- forgetting ---------------------------------------------------------------------------------
+
+def forget(store, records: list[dict], purge_history: bool = False, message: str | None = None) -> ForgetResult:
+    """Remove the records from every committed file and append their tombstones: one commit."""
+    res = ForgetResult(records=list(records))
+    if not records:
+        res.notes.append("nothing to forget")
+        return res
+    n = len(records)
+    with store.transaction(message or f"Forget {n} record{'s' if n != 1 else ''}") as tx:
+        res.paths = _remove_everywhere(store, records)
+        res.paths += _append_tombstones(store, records)
+        tx.stage(res.paths)
+    res.commit = tx.commit
+    _scrub_index(store)
+    if purge_history:
+        res.notes.append(purge(store, [r["text"] for r in records]))
+        res.purged = True
+    return res
+
+
+def _remove_everywhere(store, records: list[dict]) -> list[str]:
+    ids = {r["id"] for r in records}
+    texts = [r["text"] for r in records]
+    # The tree first: rebuilding names reads the remaining records through the index's offsets
+    # into the day logs, which the rewrite below changes.
+    paths = _forget_in_tree(store, ids, texts) + _forget_in_markers(store, texts)
+    days = sorted({local_day(from_iso(r["ts"]), store.tz) for r in records})
+    for day in days:
+        paths += _rewrite_day(store, day, ids)
+    paths += _remove_vectors(store, days, ids)
+    return paths
+
+
+def _scrub_index(store) -> None:
+    """Rebuild the disposable index and compact it, so no free page of it keeps the forgotten text."""
+    index = store.index(update=False)
+    index.update(rebuild=True)
+    index.conn.execute("VACUUM")
+
+
+def _rewrite_day(store, day: str, ids: set[str]) -> list[str]:
+    """The day file without the records' lines (the only rewrite of a day log memstore ever makes)."""
+    path = logfmt.day_path(store.root, day)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    kept, dropped = [], 0
+    for raw in data.splitlines(keepends=True):
+        try:
+            rid = json.loads(raw).get("id")
+        except (ValueError, AttributeError):
+            rid = None
+        if rid in ids:
+            dropped += 1
+        else:
+            kept.append(raw)
+    if not dropped:
+        return []
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(b"".join(kept))
+    os.replace(tmp, path)
+    return [store.rel(path)]
+
+
+def _remove_vectors(store, days: list[str], ids: set[str]) -> list[str]:
+    """Each day's packs, consolidated into one without the records' vectors (and blobs)."""
+    from .format import pack
+
+    dim = int(store.config.embedder["dim"])
+    paths: list[str] = []
+    for day in days:
+        if not pack.pack_files(pack.day_dir(store.root, day)):
+            continue
+        new, old = pack.consolidate(store.root, day, dim, keep=lambda rid, _h16: rid not in ids)
+        for p in old:
+            p.unlink()
+            paths.append(store.rel(p))
+        if new is not None:
+            paths.append(store.rel(new))
+    return paths
+
+
+def _forget_in_tree(store, ids: set[str], texts: list[str]) -> list[str]:
+    """The tree's op lines rewritten so none names the records or quotes their text (format/treeforget.py)."""
+    from .format import tree as treefmt
+
+    return list(treefmt.forget(store.root, ids, texts))
+
+
+def _forget_in_markers(store, texts: list[str]) -> list[str]:
+    from .format import markers as markfmt
+
+    path = markfmt.path(store.root)
+    if not path.exists():
+        return []
+    flat = [" ".join(t.split()) for t in texts]
+    lines = path.read_bytes().splitlines(keepends=True)
+    kept = []
+    for raw in lines:
+        try:
+            text = " ".join(str(json.loads(raw).get("text") or "").split())
+        except (ValueError, AttributeError):
+            kept.append(raw)
+            continue
+        if text and any(text == f or (len(f) >= 12 and f in text) for f in flat):
+            continue
+        kept.append(raw)
+    if len(kept) == len(lines):
+        return []
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(b"".join(kept))
+    os.replace(tmp, path)
+    return [store.rel(path)]
+
+
+def _append_tombstones(store, records: list[dict]) -> list[str]:
+    from .format.record import text_hash
+
+    have = tombstones(store.root)
+    at = to_iso(now_utc())
+    lines = [json.dumps({"id": r["id"], "hash": r.get("hash") or text_hash(r["text"]), "at": at},
+                        separators=(",", ":")) + "\n" for r in records if r["id"] not in have]
+    path = store.root / TOMBSTONES
+    if lines:
+        logfmt.append_lines(path, "".join(lines).encode("utf-8"), fsync=False)
+    attrs = store.root / ".gitattributes"
+    current = attrs.read_text(encoding="utf-8") if attrs.exists() else ""
+    if ATTRIBUTE not in current:
+        attrs.write_text(current + ("" if current.endswith("\n") or not current else "\n") + ATTRIBUTE + "\n",
+                         encoding="utf-8")
+    return [TOMBSTONES, ".gitattributes"]
+
+
+# ----- a clone that still has tombstoned records ----------------------------------------------------
+
+def stale_records(store) -> list[dict]:
+    """Records in this clone's day logs (or tree) that a tombstone says were forgotten elsewhere."""
+    gone = tombstones(store.root)
+    if not gone:
+        return []
+    out = []
+    needles = [rid.encode("utf-8") for rid in gone]
+    for day, path in sorted(logfmt.list_days(store.root).items()):
+        data = path.read_bytes()
+        if not any(n in data for n in needles):
+            continue
+        for raw in data.splitlines():
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("id") in gone:
+                out.append(rec)
+    return out
+
+
+def apply_tombstones(store) -> ForgetResult:
+    """Remove from this clone's files what another clone forgot (one commit; none when clean)."""
+    store.index()  # a merge may have rewritten day logs: topic names are rebuilt through fresh offsets
+    stale = stale_records(store)
+    if not stale:
+        from .format import tree as treefmt
+
+        ids = forgotten_ids(store.root)
+        in_tree = ids & (set(treefmt.read(store.root).topic_of()) if ids else set())
+        if not in_tree:
+            return ForgetResult()
+        with store.transaction(f"Apply {len(in_tree)} tombstones from {TOMBSTONES} to the topic tree") as tx:
+            paths = _forget_in_tree(store, in_tree, [])
+            tx.stage(paths)
+        return ForgetResult(commit=tx.commit, paths=paths)
+    n = len(stale)
+    return forget(store, stale, message=f"Apply {n} tombstone{'s' if n != 1 else ''} from {TOMBSTONES} "
+                                        f"(forgotten on another clone)")
+
+
+# ----- history ------------------------------------------------------------------------------------
+
+PURGE_NOTICE = """\
+History rewritten: no commit of this clone holds the forgotten text any more.
+What this means:
+  - Every commit id from the first one that held the text onwards has changed.
+  - The remote still has the old history. Publish the new one with a force push:
+        git -C {root} push --force {remote} {branch}
+    (ct sync refuses to merge the old history back; it says so).
+  - Every other clone still holds the old commits, and the text in them. On each one, either
+    re-clone, or run "ct sync": it sees the rewritten remote, keeps that clone's unpushed records
+    and moves it onto the new history. Then it holds no reachable commit with the text; run
+    "git gc --prune=now" there to drop the old objects too.
+  - Hosting services may keep old commits reachable by id (pull requests, caches) until they
+    expire them; ask the host to purge them if the text was sensitive."""
+
+
+def _tracking_config(store) -> list[tuple[str, str]]:
+    """branch.*.remote / branch.*.merge, which filter-repo's removal of the remotes takes with it."""
+    try:
+        out = store.git.run("config", "--get-regexp", r"^branch\..*\.(remote|merge)$")
+    except MemstoreError:
+        return []
+    return [tuple(line.split(" ", 1)) for line in out.splitlines() if " " in line]
+
+
+def texts_in_history(store, ids) -> list[str]:
+    """The texts that tombstoned records had in git history (to purge them after forgetting)."""
+    git = store.git
+    out = []
+    for rid in ids:
+        needle = json.dumps({"id": rid}, separators=(",", ":"))[1:-1]  # "id":"..."
+        log = git.run("log", "--all", "--format=%x1e%H", "--name-only", "-S", needle, "--", "log")
+        for chunk in log.split("\x1e")[1:]:
+            sha, *names = [x for x in chunk.split("\n") if x.strip()]
+            for rev in (sha, f"{sha}^"):
+                for name in names:
+                    try:
+                        blob = git.run("show", f"{rev}:{name}")
+                    except MemstoreError:
+                        continue
+                    for line in blob.splitlines():
+                        if needle in line:
+                            try:
+                                out.append(json.loads(line)["text"])
+                            except (ValueError, KeyError):
+                                pass
+    return sorted(set(out))
+
+
+def _variants(text: str) -> list[bytes]:
+    """The byte strings a text is committed as: raw (segments), JSON-escaped (logs, tree), and its
+    lines and its summary opener (topic summaries quote the start of a text)."""
+    out = {text, json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1]}
+    flat = " ".join(text.split())
+    if len(flat) >= 24:  # commit subjects quote 60 characters, summaries 109
+        for cut in (60, 109):
+            out |= {flat[:cut], json.dumps(flat[:cut], ensure_ascii=False)[1:-1]}
+    out |= {line for line in text.splitlines() if len(line.strip()) >= 16}
+    return sorted({v.encode("utf-8", "surrogatepass") for v in out if v}, key=len, reverse=True)
+
+
+_FILTER_SCRIPT = r"""
+import json, sys
+import git_filter_repo as fr
+spec = json.load(open(sys.argv[1]))
+pairs = [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in spec["pairs"]]
+prefixes = [bytes.fromhex(p) for p in spec["prefixes"]]
+new = spec["replacement"].encode()
+def clean(data):
+    for old, rep in pairs:
+        if old in data:
+            data = data.replace(old, rep)
+    return data
+def clean_message(message):
+    message = clean(message)
+    for flat in prefixes:  # a subject quotes a text's start, cut anywhere ("Mark: The surprise par…")
+        n = len(flat)
+        while n >= 24 and flat[:n] not in message:
+            n -= 1
+        if n >= 24:
+            message = message.replace(flat[:n], new)
+    return message
+def blob_callback(blob, _metadata):
+    blob.data = clean(blob.data)
+def message_callback(message):
+    return clean_message(message)
+args = fr.FilteringOptions.parse_args(["--force", "--quiet"])
+fr.RepoFilter(args, blob_callback=blob_callback, message_callback=message_callback).run()
+"""
+
+
+def purge(store, texts: list[str]) -> str:
+    """Rewrite this clone's history (every branch) so no commit holds the texts; returns the notice."""
+    git = store.git
+    remotes = {name: git.run("remote", "get-url", name) for name in git.run("remote").split()}
+    tracking = _tracking_config(store)
+    # The remote's old history, as last fetched: sync must never bring it back (see refuse_unpublished_purge).
+    old = [line.split()[1] for line in
+           git.run("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes").splitlines()]
+    pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in _variants(t)]
+    prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump({"pairs": pairs, "prefixes": prefixes, "replacement": REPLACEMENT}, fh)
+        spec = fh.name
+    try:
+        with store.lock():
+            proc = subprocess.run([sys.executable, "-c", _FILTER_SCRIPT, spec], cwd=store.root,
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise MemstoreError(f"git-filter-repo failed in {store.root}: {proc.stderr.strip()[-800:]}",
+                                    "The record is forgotten in the current files; history was not rewritten.")
+            for name, url in remotes.items():  # filter-repo removes remotes so nothing is pushed by accident
+                if name not in git.run("remote").split():
+                    git.run("remote", "add", name, url)
+            for key, value in tracking:
+                git.run("config", key, value)
+            for ref in git.run("for-each-ref", "--format=%(refname)", "refs/remotes").split():
+                git.run("update-ref", "-d", ref)  # the old history, as last fetched: it holds the text
+            git.run("reflog", "expire", "--expire=now", "--all")
+            git.run("gc", "--quiet", "--prune=now")
+            (store.meta_dir / PURGED_MARK).write_text(json.dumps({"at": to_iso(now_utc()), "old": old}) + "\n",
+                                                      encoding="utf-8")
+    finally:
+        os.unlink(spec)
+    branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
+    return PURGE_NOTICE.format(root=store.root, remote=next(iter(remotes), "origin"), branch=branch)
+
+
+# ----- sync after a history rewrite -----------------------------------------------------------------
+
+PURGED_MARK = "purged-history.json"  # in .memstore/: this clone rewrote history and has not published it
+
+
+def refuse_unpublished_purge(store, res) -> None:
+    """After --purge-history here, sync must not fetch or merge the remote's old history back in:
+    checked with ls-remote, before any fetch."""
+    mark = store.meta_dir / PURGED_MARK
+    if not mark.exists():
+        return
+    git = store.git
+    branch = res.upstream.split("/", 1)[-1]
+    try:
+        line = git.run("ls-remote", res.remote, f"refs/heads/{branch}")
+    except MemstoreError:
+        return  # unreachable: the fetch that follows says so
+    remote = line.split()[0] if line.strip() else None
+    try:
+        old = set(json.loads(mark.read_text(encoding="utf-8")).get("old") or [])
+    except ValueError:
+        old = set()
+    if remote not in old:
+        mark.unlink()  # the remote moved off the old history (force-pushed, maybe built on since)
+        return
+    raise MemstoreError(
+        f"{store.root}: this clone's history was rewritten by ct forget --purge-history, and "
+        f"{res.upstream} still has the old history (with the forgotten text). ct sync does not merge it back.",
+        f'Publish the rewritten history first: "git -C {store.root} push --force {res.remote} '
+        f'HEAD:{res.upstream.split("/", 1)[-1]}", then run ct sync again. Nothing was changed.')
+
+
+def _is_ancestor(store, a: str, b: str) -> bool:
+    proc = subprocess.run(["git", "-C", str(store.root), "merge-base", "--is-ancestor", a, b], capture_output=True)
+    return proc.returncode == 0
+
+
+def follow_rewritten_remote(store, res, before: str | None) -> list[dict] | None:
+    """When the remote's history was rewritten (a force push after --purge-history elsewhere): move
+    this clone onto it and return its own records the remote lacks, to write again; None otherwise."""
+    git = store.git
+    try:
+        after = git.run("rev-parse", "-q", "--verify", f"refs/remotes/{res.upstream}")
+    except MemstoreError:
+        return None
+    if not before or before == after or _is_ancestor(store, before, after):
+        return None
+    remote_ids = _ids_at(store, f"refs/remotes/{res.upstream}")
+    gone = set()
+    try:
+        gone = {json.loads(line).get("id") for line in
+                git.run("show", f"refs/remotes/{res.upstream}:{TOMBSTONES}").splitlines() if line.strip()}
+    except (MemstoreError, ValueError):
+        pass
+    gone |= forgotten_ids(store.root)
+    local = []
+    for _day, path in sorted(logfmt.list_days(store.root).items()):
+        for raw in path.read_bytes().splitlines():
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("id") not in remote_ids and rec.get("id") not in gone:
+                local.append(rec)
+    git.run("reset", "--hard", "-q", f"refs/remotes/{res.upstream}")
+    res.notes.append(f"{res.upstream} was rewritten (history purged on another clone): this clone now follows it")
+    return [store.normalize(r) for r in local]
+
+
+def _ids_at(store, rev: str) -> set[str]:
+    git = store.git
+    out: set[str] = set()
+    try:
+        names = git.run("ls-tree", "-r", "--name-only", rev, "--", "log").splitlines()
+    except MemstoreError:
+        return out
+    for name in names:
+        for line in git.run("show", f"{rev}:{name}").splitlines():
+            try:
+                rid = json.loads(line).get("id")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(rid, str):
+                out.add(rid)
+    return out

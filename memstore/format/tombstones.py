@@ -1,0 +1,30 @@
+"""forgotten.jsonl: tombstones of forgotten records, {"id", "hash", "at"} per line, never the text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+FILENAME = "forgotten.jsonl"
+ATTRIBUTE = f"{FILENAME} merge=union"  # two clones' tombstones merge by union, like day logs
+
+
+def read(root: Path) -> dict[str, dict]:
+    """id -> tombstone for every line (unreadable lines are skipped: a tombstone only ever hides)."""
+    out: dict[str, dict] = {}
+    try:
+        data = (Path(root) / FILENAME).read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return out
+    for line in data.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+            out.setdefault(obj["id"], obj)
+    return out
+
+
+def ids(root: Path) -> set[str]:
+    return set(read(root))

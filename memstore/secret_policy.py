@@ -1,0 +1,133 @@
+"""What a write does with records that hold a detected secret: refuse (the default), skip, redact or allow.
+
+Every write goes through `Store.write`, which calls `apply` first, so no command can commit a
+secret by a path that forgot to check. Commit messages and topic names/summaries are derived text
+and are scrubbed with `scrub` whatever the mode: `--allow-secrets` keeps the record verbatim, never
+a copy of the secret in a place the user did not put it.
+"""
+
+from __future__ import annotations
+
+from .errors import SecretsFound, UsageError
+
+MODES = ("refuse", "skip", "redact", "allow")
+HINT = ("Nothing was written. Remove them, or pass --skip-secrets (leave those records out), "
+        "--redact-secrets (replace each secret by a marker naming its kind) or --allow-secrets (store verbatim).")
+
+
+def mode(allow: bool = False, skip: bool = False, redact: bool = False) -> str:
+    """The mode the command-line flags ask for; at most one of them may be given."""
+    chosen = [name for name, on in (("allow", allow), ("skip", skip), ("redact", redact)) if on]
+    if len(chosen) > 1:
+        raise UsageError("--allow-secrets, --skip-secrets and --redact-secrets exclude each other; pass one.")
+    return chosen[0] if chosen else "refuse"
+
+
+def _strings(rec: dict):
+    """(place, text) for the record's text and every string inside its `meta` and `source`."""
+    yield "text", rec.get("text") or ""
+    for key in ("meta", "source"):
+        stack = [(key, rec.get(key))]
+        while stack:
+            place, value = stack.pop()
+            if isinstance(value, str):
+                yield place, value
+            elif isinstance(value, dict):
+                stack += [(f"{place}.{k}", v) for k, v in value.items()]
+            elif isinstance(value, list):
+                stack += [(f"{place}[{i}]", v) for i, v in enumerate(value)]
+
+
+def findings(rec: dict) -> list[tuple[str, object]]:
+    """(place, Finding) for every secret in the record."""
+    from .ingest import secrets
+
+    return [(place, f) for place, text in _strings(rec) if text for f in secrets.scan(text)]
+
+
+def apply(records: list[dict], how: str = "refuse", origins: dict | None = None) -> tuple[list[dict], list[str]]:
+    """The records to write and notes on what was left out or redacted; SecretsFound when refusing.
+
+    `origins` maps id(record) to where it came from ("file:line"), for messages that name the
+    input line rather than a record id nobody has seen yet.
+    """
+    if how not in MODES:
+        raise UsageError(f"secrets mode must be one of {', '.join(MODES)}, not {how!r}")
+    if how == "allow" or not records:
+        return records, []
+    origins = origins or {}
+    kept, notes, refused = [], [], []
+    for rec in records:
+        found = findings(rec)
+        if not found:
+            kept.append(rec)
+            continue
+        where = origins.get(id(rec)) or _default_origin(rec)
+        if how == "refuse":
+            said = f"{where} (record {rec['id']})" if id(rec) in origins and rec.get("id") else where
+            refused += [f"{said}: {_place(rec, place, f)}{f.kind} ({f.excerpt_redacted})" for place, f in found]
+        elif how == "skip":
+            notes.append(f"left out {where}: holds {_kinds(f for _, f in found)}")
+        else:
+            _redact_in_place(rec)
+            kept.append(rec)
+            notes.append(f"redacted {_kinds(f for _, f in found)} in {where}")
+    if refused:
+        raise SecretsFound("Refusing to write what looks like credentials:\n  " + "\n  ".join(refused[:50])
+                           + (f"\n  … and {len(refused) - 50} more" if len(refused) > 50 else ""), HINT)
+    return kept, notes
+
+
+def _default_origin(rec: dict) -> str:
+    src = rec.get("source")
+    if isinstance(src, dict) and src.get("path"):
+        return str(src["path"])
+    return "the text" if not rec.get("session") else f"a record of session {rec['session']}"
+
+
+def _place(rec: dict, place: str, f) -> str:
+    """Where in the record: nothing for a one-line text, else "text line 3: " or "meta.x: "."""
+    multiline = place != "text" or "\n" in (rec.get("text") or "")
+    return f"{place} line {f.line}: " if multiline else ""
+
+
+def _kinds(found) -> str:
+    kinds = sorted({f.kind for f in found})
+    return ", ".join(kinds)
+
+
+def _redact_in_place(rec: dict) -> None:
+    """Each secret in the record replaced by `[REDACTED kind]`; meta.redacted lists the kinds.
+
+    In place, because the write keys its embedding inputs and given vectors by id(record).
+    """
+    from .ingest import secrets
+
+    def clean(value):
+        if isinstance(value, str):
+            text, kinds = secrets.redact(value)
+            all_kinds.extend(kinds)
+            return text
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    all_kinds: list[str] = []
+    rec["text"] = clean(rec["text"])
+    for key in ("meta", "source"):
+        if key in rec:
+            rec[key] = clean(rec[key])
+    meta = dict(rec.get("meta") or {})
+    meta["redacted"] = sorted(set(all_kinds))
+    rec["meta"] = meta
+
+
+def scrub(text: str) -> str:
+    """Derived text (a commit subject, a topic name or summary) with any detected secret replaced."""
+    if not text:
+        return text
+    from .ingest import secrets
+
+    return secrets.redact(text)[0]

@@ -1,0 +1,207 @@
+"""`ct forget` (issue 13): a record in a topic summary, pushed and pulled by a second clone, is gone
+from every file of both after sync; git history holds it until --purge-history and never after;
+search, context, tree and where never show it; a stale third clone's merge does not revive it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import commits, ct, git_clean, make_store
+
+TEXT = "The surprise party for Dana is at the old boathouse on Friday night"
+WORDS = "surprise party Dana boathouse"
+
+
+def git(root, *args, check=True):
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=check).stdout
+
+
+def in_history(root, text=TEXT) -> bool:
+    return text in git(root, "log", "-p", "--all", "-S", text) or text[:40] in git(root, "log", "--all", "--format=%B")
+
+
+def in_files(root, text=TEXT) -> list[str]:
+    hits = []
+    for p in root.rglob("*"):
+        if p.is_file() and ".git" not in p.parts and ".memstore" not in p.parts:
+            data = p.read_bytes()
+            if text.encode() in data or json.dumps(text)[1:-1].encode() in data or text[:24].encode() in data:
+                hits.append(str(p.relative_to(root)))
+    return hits
+
+
+def shows(root) -> list[str]:
+    """Which read commands still show the text."""
+    out = []
+    for name, args in (("search", ["search", WORDS]), ("search-exact", ["search", "--mode", "exact", WORDS]),
+                       ("context", ["context", "party at the boathouse"]), ("tree", ["tree"]), ("where", ["where"]),
+                       ("recall", ["recall", "surprise party"])):
+        proc = ct("-C", root, *args, check=False)
+        if "boathouse" in proc.stdout + proc.stderr:
+            out.append(name)
+    return out
+
+
+def clone(origin, path):
+    subprocess.run(["git", "clone", "-q", str(origin), str(path)], check=True)
+    git(path, "config", "user.email", "t@example.org")
+    git(path, "config", "user.name", "t")
+    return path
+
+
+@pytest.fixture
+def three_clones(tmp_path):
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    a = make_store(tmp_path / "a").root
+    git(a, "config", "user.email", "t@example.org")
+    git(a, "config", "user.name", "t")
+    git(a, "remote", "add", "origin", str(origin))
+    ct("-C", a, "add", "--session", "plans", "--ts", "2026-03-02T18:00:00Z", TEXT)
+    ct("-C", a, "add", "--session", "plans", "--ts", "2026-03-02T18:01:00Z", "Bring lanterns and a cake for the party")
+    ct("-C", a, "add", "--session", "garden", "--ts", "2026-03-03T09:00:00Z", "Prune the apple trees in March")
+    ct("-C", a, "mark", f"Next: {TEXT}")  # a marker quoting the record goes with it
+    ct("-C", a, "sync", "--set-upstream", "origin")
+    b = clone(origin, tmp_path / "b")
+    c = clone(origin, tmp_path / "c")  # the stale one: never pulls the forget
+    return origin, a, b, c
+
+
+def test_forget_everywhere_then_purge_history(three_clones):
+    origin, a, b, c = three_clones
+    tree_text = "".join(p.read_text() for p in (a / "tree").rglob("*.jsonl"))
+    assert "boathouse" in tree_text, "the record is in a topic summary"
+    assert "search" in shows(b) and in_files(b)
+
+    preview = ct("-C", a, "forget", "--match", WORDS, "-n")
+    assert "would forget 1 records" in preview.stderr and "boathouse" in preview.stdout
+    assert in_files(a), "-n changed nothing"
+    rid = preview.stdout.split()[2]
+
+    n = len(commits(a))
+    ct("-C", a, "forget", "--match", WORDS)
+    assert len(commits(a)) == n + 1 and git_clean(a)
+    assert in_files(a) == [] and shows(a) == []
+    tomb = [json.loads(x) for x in (a / "forgotten.jsonl").read_text().splitlines()]
+    assert [t["id"] for t in tomb] == [rid] and set(tomb[0]) == {"id", "hash", "at"}
+    assert "boathouse" not in (a / "forgotten.jsonl").read_text()
+    assert in_history(a), "history still holds it until --purge-history"
+
+    ct("-C", a, "sync")
+    ct("-C", b, "add", "--session", "b-only", "An unpushed note from the laptop about tulips")
+    ct("-C", b, "sync")
+    assert in_files(b) == [] and shows(b) == []
+
+    # The stale clone adds on the same day and merges: union merges must not bring the line back.
+    ct("-C", c, "add", "--session", "c-only", "--ts", "2026-03-02T19:00:00Z", "A note from the stale desktop")
+    git(a, "pull", "-q", "--no-rebase", "--no-edit", str(c), "main")
+    assert shows(a) == [], "readers drop tombstoned records whatever a merge kept"
+    ct("-C", a, "sync")
+    assert in_files(a) == [] and shows(a) == []
+    assert "A note from the stale desktop" in ct("-C", a, "search", "stale desktop").stdout
+    ct("-C", c, "sync")
+    assert in_files(c) == [] and shows(c) == []
+
+    # Purge: history rewritten on A, force-pushed; B follows and keeps its unpushed record.
+    ct("-C", b, "sync")
+    ct("-C", b, "add", "--session", "b-only", "Another unpushed note about daffodils")
+    out = ct("-C", a, "forget", "--purge-history", rid)
+    assert "force" in out.stderr and "re-clone" in out.stderr
+    assert not in_history(a) and in_files(a) == []
+    refused = ct("-C", a, "sync", check=False)
+    assert refused.returncode != 0 and "push --force" in refused.stderr
+    assert not in_history(a), "a refused sync fetched nothing old"
+    git(a, "push", "-q", "--force", "origin", "main")
+    assert not in_history(origin)
+    res = ct("-C", b, "sync")
+    assert "rewritten" in res.stderr
+    assert not in_history(b) and in_files(b) == [] and shows(b) == []
+    assert "daffodils" in ct("-C", b, "search", "daffodils").stdout, "B's unpushed record kept"
+    assert "tulips" in ct("-C", b, "search", "tulips").stdout
+    ct("-C", a, "sync")
+    assert "daffodils" in ct("-C", a, "search", "daffodils").stdout and not in_history(a)
+    assert ct("-C", a, "fsck").returncode == 0 and ct("-C", b, "fsck").returncode == 0
+
+
+def test_forget_by_id_session_and_time(tmp_path):
+    st = make_store(tmp_path / "s")
+    ids = []
+    for i, (sess, ts) in enumerate([("x", "2026-03-01T10:00:00Z"), ("x", "2026-03-01T11:00:00Z"),
+                                    ("y", "2026-03-05T10:00:00Z"), ("y", "2026-03-06T10:00:00Z")]):
+        ids.append(st.add(f"note number {i} about herons", session=sess, ts=ts).added[0]["id"])
+    res = st.forget([ids[0]])
+    assert [r["id"] for r in res.records] == [ids[0]] and res.commit
+    res = st.forget(session="y", since="2026-03-06T00:00:00Z")
+    assert [r["id"] for r in res.records] == [ids[3]]
+    res = st.forget(since="2026-03-01T00:00:00Z", until="2026-03-02T00:00:00Z", dry_run=True)
+    assert [r["id"] for r in res.records] == [ids[1]] and res.commit is None
+    left = json.loads(ct("-C", st.root, "search", "--json", "--mode", "exact", "herons").stdout)["hits"]
+    assert sorted(h["id"] for h in left) == sorted([ids[1], ids[2]])
+    bad = ct("-C", st.root, "forget", "nope", check=False)
+    assert bad.returncode == 2 and "no record with id" in bad.stderr
+    again = ct("-C", st.root, "forget", ids[0], check=False)
+    assert again.returncode == 2 and "forgotten already" in again.stderr
+    none = ct("-C", st.root, "forget", check=False)
+    assert none.returncode == 2 and "say what to forget" in none.stderr
+    assert git_clean(st.root)
+
+
+def test_forget_over_mcp_and_http(tmp_path):
+    import threading
+    import urllib.request
+
+    import anyio
+
+    from memstore.mcp_server import MemoryServer, build_server
+    from memstore.serve import make_server
+
+    st = make_store(tmp_path / "s")
+    st.add("The spare key is under the blue flowerpot by the door", session="home")
+    st.add("Water the ferns on Sunday", session="home")
+
+    async def main():
+        mem = MemoryServer(st.root)
+        preview = await mem.forget(match="spare key flowerpot", dry_run=True)
+        done = await mem.forget(match="spare key flowerpot")
+        return preview, done
+
+    preview, done = anyio.run(main)
+    assert "flowerpot" in preview["records"][0]["text"] and preview["commit"] is None
+    assert done["commit"] and len(done["forgotten"]) == 1
+    _server, mem = build_server(st.root)
+    assert mem is not None
+    assert "flowerpot" not in ct("-C", st.root, "search", "spare key").stdout
+
+    server = make_server(st.root, port=0, log=False, writable=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        req = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/forget", method="POST",
+                                     data=json.dumps({"match": "ferns Sunday"}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            out = json.loads(resp.read())
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    assert out["commit"] and len(out["forgotten"]) == 1
+    assert "ferns" not in ct("-C", st.root, "search", "ferns").stdout
+    assert git_clean(st.root)
+
+
+def test_a_forgotten_record_does_not_come_back_by_importing_its_source_again(tmp_path):
+    st = make_store(tmp_path / "s")
+    f = tmp_path / "turns.jsonl"
+    f.write_text(json.dumps({"ts": "2026-03-01T10:00:00Z", "role": "user", "text": "my locker is number 4417"}) + "\n"
+                 + json.dumps({"ts": "2026-03-01T10:01:00Z", "role": "user", "text": "buy oat milk"}) + "\n")
+    ct("-C", st.root, "import", "jsonl", f)
+    ct("-C", st.root, "forget", "--match", "locker 4417")
+    (st.root / ".memstore" / "import-state.json").unlink()  # the cursor is disposable: the file is read again
+    proc = ct("-C", st.root, "import", "jsonl", f)
+    assert "forgotten earlier" in proc.stderr
+    assert "4417" not in "".join(p.read_text() for p in (st.root / "log").rglob("*.jsonl"))
+    assert git_clean(st.root)
