@@ -43,8 +43,10 @@ bench: install
 bench-scale: install
 	$(BIN)/python -m memstore.bench.scale --with-1m
 
+# ContextTape's own ISStore/MultiStore (from PyPI, in .bench/ctvenv) open `ct export contexttape` output and
+# find the same top hits as `ct search --mode vector`; a store ContextTape wrote imports with `ct import contexttape`.
 compat: install
-	bash scripts/compat.sh
+	$(BIN)/python -m pytest -q tests/test_contexttape_roundtrip.py
 
 bench-quality: install
 	$(BIN)/python -m memstore.bench.quality --data $(SHARED)/bench-data --out docs/quality.md
