@@ -338,6 +338,7 @@ class Replay:
         t = self.tree.topics.pop(tid, None)
         if t is None:
             return
+        self.tree.gone[tid]["name"] = t.name  # what it was called when it left (for ct diff and the web page)
         recs = list(self.members.pop(tid))
         for rid in recs:
             self.owner.pop(rid, None)

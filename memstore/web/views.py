@@ -78,7 +78,9 @@ def _flat(tree) -> list[dict]:
 def tree(st, p) -> dict:
     """The topic tree, and the topics that left it (merged, archived, regrouped) with where they went."""
     t = st.tree()
-    names = _gone_names(st, t) if t.gone else {}
+    unnamed = any(not g.get("name") for g in t.gone.values())  # format 1 kept no names in its tombstones
+    names = {**(_gone_names(st, t) if unnamed else {}),
+             **{tid: g["name"] for tid, g in t.gone.items() if g.get("name")}}
     gone = []
     for tid, g in sorted(t.gone.items(), key=lambda kv: (kv[1].get("at") or "", kv[0])):
         into = t.resolve(g.get("into")) if g.get("into") else None
