@@ -68,3 +68,26 @@ def git_clean(root) -> bool:
 def commits(root) -> list[str]:
     out = subprocess.run(["git", "-C", str(root), "log", "--format=%s"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if line]
+
+
+def committed_ids(root):
+    """Record ids in every committed day log (HEAD), with how often each occurs."""
+    import json
+    from collections import Counter
+
+    run = lambda *a: subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True, check=True).stdout
+    ids = Counter()
+    for path in run("ls-tree", "-r", "--name-only", "HEAD", "--", "log").split():
+        for line in run("show", f"HEAD:{path}").splitlines():
+            ids[json.loads(line)["id"]] += 1
+    return ids
+
+
+def log_records(root) -> list[dict]:
+    """Every record in the store's day logs on disk, in file order."""
+    import json
+
+    out = []
+    for p in sorted((Path(root) / "log").rglob("*.jsonl")):
+        out += [json.loads(line) for line in p.read_text().splitlines()]
+    return out

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import commits, ct, git_clean
+from conftest import commits, ct, git_clean, log_records
 
 from memstore.format.segment import DT_TEXT, Header, ShardWriter, segment_name, write_file_atomic
 
@@ -29,11 +29,6 @@ def _tape(folder, dim=384, dtype="float32"):
     return folder
 
 
-def _records(root):
-    out = []
-    for p in sorted((root / "log").rglob("*.jsonl")):
-        out += [json.loads(line) for line in p.read_text().splitlines()]
-    return out
 
 
 def _vector(root, rec):
@@ -53,7 +48,7 @@ def test_pairs_come_in_with_their_vectors_when_the_model_matches(tmp_path, store
     assert commits(store.root)[0] == "Import 2 contexttape records from chat (2 vectors kept, 0 re-embedded)"
     assert git_clean(store.root)
 
-    doc, turn = sorted(_records(store.root), key=lambda r: r["ts"])
+    doc, turn = sorted(log_records(store.root), key=lambda r: r["ts"])
     assert doc["text"] == "Photosynthesis turns light into chemical energy."
     assert doc["type"] == "doc" and doc["role"] == "system" and doc["session"] == "chat"
     assert doc["ts"] == "2025-11-30T10:53:20.000000Z"
@@ -125,7 +120,7 @@ def test_bad_segments_are_refused_and_nothing_changes(tmp_path, store, damage):
         write_file_atomic(p, raw[:32] + b"\xff" + raw[33:])
     proc = ct("-C", store.root, "import", "contexttape", tape, check=False)
     assert proc.returncode == 4 and str(p) in proc.stderr and "Nothing was imported" in proc.stderr
-    assert len(commits(store.root)) == 1 and git_clean(store.root) and _records(store.root) == []
+    assert len(commits(store.root)) == 1 and git_clean(store.root) and log_records(store.root) == []
 
 
 def test_not_a_contexttape_folder(tmp_path, store):

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections import Counter
 
 import pytest
 
-from conftest import ct, git_clean, make_store
+from conftest import committed_ids, ct, git_clean, make_store
 from memstore.format import tree as treefmt
 from tree_scenarios import DISTRACTORS, THESEUS, converse
 
@@ -25,12 +24,6 @@ def git(root, *args, check=True):
     return proc
 
 
-def head_ids(root) -> Counter:
-    ids = Counter()
-    for path in git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", "log").stdout.split():
-        for line in git(root, "show", f"HEAD:{path}").stdout.splitlines():
-            ids[json.loads(line)["id"]] += 1
-    return ids
 
 
 def add(root, text, ts) -> str:
@@ -65,7 +58,7 @@ def assert_converged(*roots) -> None:
     assert len(heads) == 1, "clones did not converge"
     trees = []
     for root in roots:
-        ids = head_ids(root)
+        ids = committed_ids(root)
         assert max(ids.values()) == 1, f"{root}: duplicated {[i for i, n in ids.items() if n > 1]}"
         fs = ct("-C", root, "fsck", "--json", check=False)
         rep = json.loads(fs.stdout)
@@ -108,7 +101,7 @@ def test_two_plain_clones_merge_and_rebase_after_a_reorganize(plain_clones):
     git(c, "pull", "-q", "--no-rebase", "origin", "main")
     assert_converged(b, c)
     for root in (b, c):
-        ids = head_ids(root)
+        ids = committed_ids(root)
         assert mine | theirs <= set(ids)
         for text in ("plank 2 is replaced on clone b", "plank 1 is replaced on clone c", "second ship on c",
                      "form matters more"):
@@ -133,11 +126,11 @@ def test_the_data_loss_sequence_loses_nothing(plain_clones):
     assert rep["ok"], rep
     commit = git(c, "commit", "--no-edit", check=False)           # nothing left to commit: all is committed
     assert "nothing to commit" in commit.stdout + commit.stderr
-    assert theirs | mine <= set(head_ids(c)) and git_clean(c)
+    assert theirs | mine <= set(committed_ids(c)) and git_clean(c)
     git(c, "push", "-q", "origin", "main")
     git(b, "pull", "-q", "--no-rebase", "origin", "main")
     assert_converged(b, c)
-    assert theirs | mine <= set(head_ids(b))
+    assert theirs | mine <= set(committed_ids(b))
 
 
 def _conflict_in_a_file_of_the_users(b, c, rebase: bool):
@@ -182,7 +175,7 @@ def test_ct_refuses_to_write_while_git_waits_and_nothing_is_lost(plain_clones, r
     else:
         git(c, "commit", "--no-edit")
     mine.add(add(c, "written after the merge", "2026-11-30T11:00:00Z"))
-    assert theirs | mine <= set(head_ids(c))
+    assert theirs | mine <= set(committed_ids(c))
     git(c, "push", "-q", "origin", "main")
     git(b, "pull", "-q", "--no-rebase", "origin", "main")
     assert_converged(b, c)
@@ -199,7 +192,7 @@ def test_fsck_repair_keeps_staged_records(plain_clones):
     assert git(b, "diff", "--cached", "--name-only").stdout.split() == staged, rep
     assert rid in (b / "log/2026/2026-11-30.jsonl").read_text()
     git(b, "commit", "-q", "-m", "commit the staged record")
-    assert rid in head_ids(b) and ct("-C", b, "fsck").returncode == 0 and git_clean(b)
+    assert rid in committed_ids(b) and ct("-C", b, "fsck").returncode == 0 and git_clean(b)
 
 
 def test_a_cp_r_copy_and_its_original_push_to_one_remote(plain_clones, tmp_path):
@@ -217,7 +210,7 @@ def test_a_cp_r_copy_and_its_original_push_to_one_remote(plain_clones, tmp_path)
     git(b, "pull", "-q", "--no-rebase", "origin", "main")
     git(c, "pull", "-q", "--no-rebase", "origin", "main")
     assert_converged(b, copy, c)
-    assert ids <= set(head_ids(c))
+    assert ids <= set(committed_ids(c))
 
 
 def test_a_store_has_no_merge_driver_and_union_attributes(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from conftest import commits, ct, git_clean
+from conftest import commits, ct, git_clean, log_records
 
 DOCS = {
     "budget.md": "# Budget\n\nThe household budget is 1,650 euros a month. Review it on the tenth.\n",
@@ -22,11 +22,6 @@ def _docs(folder):
     return folder
 
 
-def _records(root):
-    out = []
-    for p in sorted((root / "log").rglob("*.jsonl")):
-        out += [json.loads(line) for line in p.read_text().splitlines()]
-    return out
 
 
 def _committed_bytes(root) -> str:
@@ -43,14 +38,14 @@ def test_no_absolute_path_is_committed_and_a_moved_folder_adds_nothing(tmp_path,
     _docs(work / "docs")
     first = json.loads(ct("-C", store.root, "ingest-path", "./docs", "--json", cwd=work).stdout)
     assert first["added"] == 3
-    recs = _records(store.root)
+    recs = log_records(store.root)
     assert sorted(r["source"]["path"] for r in recs) == ["docs/budget.md", "docs/notes.txt", "docs/trips/lisbon.md"]
     assert commits(store.root)[0] == "Ingest 3 files (3 chunks) from docs/"
 
     (work / "docs").rename(work / "papers")
     moved = json.loads(ct("-C", store.root, "ingest-path", str(work / "papers"), "--json").stdout)
     assert moved["added"] == 3  # three meta records noting the moves, no chunks
-    new = _records(store.root)[3:]
+    new = log_records(store.root)[3:]
     assert [r["type"] for r in new] == ["meta"] * 3
     assert {(r["source"]["moved_from"], r["source"]["path"]) for r in new} == {
         ("docs/budget.md", "papers/budget.md"), ("docs/notes.txt", "papers/notes.txt"),
@@ -71,7 +66,7 @@ def test_no_absolute_path_is_committed_and_a_moved_folder_adds_nothing(tmp_path,
     ct("-C", store.root, "ingest-path", work / "notes")
     hits = json.loads(ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout)["hits"]
     assert hits[0]["source"]["path"] == "notes/trips/lisbon.md"
-    assert _records(store.root)[-1]["source"]["moved_from"] in ("papers/budget.md", "papers/notes.txt",
+    assert log_records(store.root)[-1]["source"]["moved_from"] in ("papers/budget.md", "papers/notes.txt",
                                                                  "papers/trips/lisbon.md")
     (work / "notes").rename(work / "papers")  # and back: papers is a location it had, so nothing new
     assert json.loads(ct("-C", store.root, "ingest-path", work / "papers", "--json").stdout)["added"] == 0
@@ -96,7 +91,7 @@ def test_ingest_any_blobs_and_pdf_free_folder_move_too(tmp_path, store):
     assert first["added"] == 4
     (work / "inbox").rename(work / "archive-2026")
     moved = json.loads(ct("-C", store.root, "ingest-any", work / "archive-2026", "--json").stdout)
-    assert moved["added"] == 4 and {r["type"] for r in _records(store.root)[4:]} == {"meta"}
+    assert moved["added"] == 4 and {r["type"] for r in log_records(store.root)[4:]} == {"meta"}
     assert commits(store.root)[0].endswith("; 4 moved")
     assert str(tmp_path) not in _committed_bytes(store.root)
     assert git_clean(store.root)
@@ -108,7 +103,7 @@ def test_same_named_folders_stay_apart_and_a_single_file_is_named_by_its_folder(
     (b / "budget.md").write_text("# Budget\n\nA different project's budget: 90 euros for stickers.\n")
     ct("-C", store.root, "ingest-path", a / "budget.md")
     ct("-C", store.root, "ingest-path", b)
-    paths = sorted(r["source"]["path"] for r in _records(store.root))
+    paths = sorted(r["source"]["path"] for r in log_records(store.root))
     assert paths == ["b/docs/budget.md", "docs/budget.md"]
-    assert not any(r.get("supersedes") for r in _records(store.root))
+    assert not any(r.get("supersedes") for r in log_records(store.root))
     assert str(tmp_path) not in _committed_bytes(store.root)

@@ -9,14 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import commits, ct, git_clean, make_store
+from conftest import commits, committed_ids, ct, git_clean, make_store
 from memstore.check import fsck
 from memstore.store import Store
 
@@ -28,13 +26,6 @@ def git(root, *args, check=True):
     return proc
 
 
-def head_ids(root) -> Counter:
-    """Record ids in every committed day log (HEAD), with how often each occurs."""
-    ids = Counter()
-    for path in git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", "log").stdout.split():
-        for line in git(root, "show", f"HEAD:{path}").stdout.splitlines():
-            ids[json.loads(line)["id"]] += 1
-    return ids
 
 
 def head_markers(root) -> list[str]:
@@ -93,7 +84,7 @@ def _assert_same_and_complete(writers, *roots) -> None:
     heads = {git(r, "rev-parse", "HEAD").stdout for r in roots}
     assert len(heads) == 1, "clones did not converge"
     for root in roots:
-        ids = head_ids(root)
+        ids = committed_ids(root)
         assert set(ids) == expected, f"{root}: lost {expected - set(ids)}, extra {set(ids) - expected}"
         assert max(ids.values()) == 1, f"{root}: duplicated {[i for i, n in ids.items() if n > 1]}"
         assert set(head_markers(root)) == markers and len(head_markers(root)) == len(markers)
@@ -218,7 +209,7 @@ def test_a_copied_store_works_at_once_and_needs_no_writer_id(clones, tmp_path):
     ct("-C", a, "add", "written on the original", "--ts", "2026-11-30T09:30:00Z")
     ct("-C", a, "sync")
     ct("-C", copy, "sync")
-    ids = head_ids(copy)
+    ids = committed_ids(copy)
     assert len(ids) == 3 and max(ids.values()) == 1
 
 
@@ -244,7 +235,7 @@ def test_many_rounds_of_merges(tmp_path, clones):
     report = os.environ.get("MEMSTORE_SYNC_REPORT")
     if report:
         Path(report).write_text(json.dumps({"rounds": rounds, "merge_commits": merges,
-                                            "records": sum(head_ids(a).values())}))
+                                            "records": sum(committed_ids(a).values())}))
 
 
 def test_ct_log_shows_history_with_counts(clones, tmp_path):
@@ -286,6 +277,6 @@ def test_sync_merges_again_when_the_remote_moves_during_the_push(clones, tmp_pat
     assert any("moved while syncing" in n for n in res["notes"]), res
     assert res["merged"] == 1 and res["pushed"] >= 1
     ct("-C", b, "sync")
-    ids = head_ids(b)
+    ids = committed_ids(b)
     assert len(ids) == 2 and max(ids.values()) == 1
     assert git(a, "rev-parse", "HEAD").stdout == git(b, "rev-parse", "HEAD").stdout
