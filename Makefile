@@ -6,7 +6,7 @@ SHARED ?= ../shared
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install test test-slow demo search-sample bench bench-scale compat bench-quality docs clean
+.PHONY: install lint test test-slow demo search-sample bench bench-scale compat bench-quality docs clean
 
 # ContextTape from PyPI, for the default suite's round trip, lives in its own venv (.bench/ctvenv)
 # because it installs a command named `ct` too; the script returns at once when it is there.
@@ -22,6 +22,9 @@ $(BIN)/ct: pyproject.toml constraints.txt
 	# Build MiniLM's ONNX graph from the installed safetensors now (~2 s, offline), not on the first search.
 	$(BIN)/python -m memstore.adapters.minilm_graph
 	touch $(BIN)/ct
+
+lint: install
+	$(BIN)/ruff check memstore tests scripts
 
 test: install
 	$(BIN)/python -m pytest -n 2 -q

@@ -162,7 +162,7 @@ def ivf_curve(b, sizes=(250_000, 500_000, 1_000_000), n_queries: int = 50) -> li
         build_s = time.perf_counter() - t0
         row = {"n": n, "build_s": build_s, "nlist": int(ivf.index.nlist), "probes": {}}
         for nprobe in (16, 64, 128, 256):
-            def one(i, nprobe=nprobe):
+            def one(i, nprobe=nprobe, ivf=ivf):
                 return ann.rescore(mat, qv[i], ivf.candidates(qv[i], 10, 0, n, nprobe=nprobe), 10)[0]
             wall, cpu = _p50(one, list(range(n_queries)))
             recall = float(np.mean([len(exact[i] & set(one(i).tolist())) / 10 for i in range(n_queries)]))

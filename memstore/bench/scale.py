@@ -105,12 +105,26 @@ def _git_seconds(trace: Path) -> float:
     return total
 
 
-def _ct_add(root: Path, text: str, trace: Path) -> float:
+def _ct_add(root: Path, text: str, trace: Path, ts: str) -> float:
     env = {**os.environ, "GIT_TRACE2_EVENT": str(trace)}
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "memstore", "-C", str(root), "-q", "add", text], env=env, check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "memstore", "-C", str(root), "-q", "add", "--ts", ts, text], env=env,
+                   check=True, capture_output=True)
     return time.perf_counter() - t0
+
+
+def _new_turn_times(root: Path, count: int) -> list[str]:
+    """Times for the timed adds: now, or just after the store's last record when the synthetic history
+    runs past now (the 1M store's days reach 2050). A new turn in a real store comes after its history;
+    a turn dated inside it is a back-fill, which re-sorts the index's time-ordered matrix from that day on."""
+    from datetime import datetime, timedelta, timezone
+
+    start = datetime.now(timezone.utc)
+    logs = sorted((root / "log").rglob("*.jsonl"))
+    if logs:
+        last = json.loads(logs[-1].read_text(encoding="utf-8").splitlines()[-1])["ts"]
+        start = max(start, datetime.fromisoformat(last.replace("Z", "+00:00")) + timedelta(minutes=1))
+    return [(start + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ") for i in range(count)]
 
 
 def measure(base: Path, n: int, per_day: int = 100, runs: int = ADD_RUNS, log=print) -> ScaleRow:
@@ -132,11 +146,12 @@ def measure(base: Path, n: int, per_day: int = 100, runs: int = ADD_RUNS, log=pr
         dst = work / "clone"
         shutil.copytree(src / ".memstore", dst / ".memstore",
                         ignore=shutil.ignore_patterns("*.lock", "journal*", "built.json"))
-        _ct_add(dst, "scale warm-up: the index notices it moved", work / "warm.trace")
+        times = _new_turn_times(dst, runs + 1)
+        _ct_add(dst, "scale warm-up: the index notices it moved", work / "warm.trace", times[0])
         samples, git_parts = [], []
         for i in range(runs):
             trace = work / f"add-{i}.trace"
-            samples.append(_ct_add(dst, f"scale probe {i}: review the trip budget on the tenth", trace))
+            samples.append(_ct_add(dst, f"scale probe {i}: review the trip budget on the tenth", trace, times[i + 1]))
             git_parts.append(_git_seconds(trace))
         status = []
         for _ in range(3):
@@ -206,7 +221,8 @@ def markdown(rows: list[ScaleRow]) -> str:
     lines = ["", "## Scale", "",
              "Synthetic stores (memstore/bench/synth.py); `ct add` is a real `ct` process (Python start-up "
              "included) in a fresh `git clone` of the store, with the store's index copied beside it and no hooks "
-             "installed, after one warm-up add. Git's part is the wall time of the git processes it started, "
+             "installed, after one warm-up add; each add is a new turn dated after the store's last record (the 1M "
+             "store's synthetic days run to 2050). Git's part is the wall time of the git processes it started, "
              "from git's trace2 events.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join([m, *cells]) + " |" for m, cells in body]
