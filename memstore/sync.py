@@ -1,7 +1,7 @@
 """`ct sync`: merge the remote's memory into this clone (never rebase), reindex, and push.
 
 Git moves the data; memstore's files are laid out so that a plain `git merge` never conflicts:
-day logs, tree ops and markers merge by union (.gitattributes), segments are never edited. So sync
+day logs, tree ops and markers merge by union (.gitattributes), packs are named by their bytes. So sync
 is `git pull` + reindex + `git push` with retries, and a plain `git pull` does the same merge.
 Sync holds the write lock the whole time, so no local write lands between the merge and the push.
 """
@@ -145,7 +145,12 @@ def _merge(store, res: SyncResult) -> None:
     before = git.head()
     msg = f"Sync: merge {behind} commit{'s' if behind != 1 else ''} from {res.upstream}"
     try:
-        git.run("merge", "--no-edit", "-m", msg, f"refs/remotes/{res.upstream}", env={IN_MEMSTORE_ENV: "1"})
+        # No rename detection: packs are never renamed, but packs of one day can be byte-similar
+        # (same size, many zero bytes), and git pairs a pack one side deleted (consolidated) with one
+        # the other side added as a "rename" that then conflicts. git 2.39's ort strategy still
+        # detects renames under -X no-renames; the recursive strategy honours it.
+        git.run("merge", "--no-edit", "-s", "recursive", "-X", "no-renames", "-m", msg,
+                f"refs/remotes/{res.upstream}", env={IN_MEMSTORE_ENV: "1"})
     except GitError as exc:
         conflicted = git.run("diff", "--name-only", "--diff-filter=U").split()
         try:

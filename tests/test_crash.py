@@ -207,7 +207,7 @@ def _assert_folder_complete(root, folder: Path) -> None:
     idx = Store.open(root).index()
     for f in sorted(folder.iterdir()):
         rows = idx.conn.execute("SELECT rowid FROM records WHERE source = ? AND hidden = 0 AND type = 'doc'",
-                                (str(f.resolve()),)).fetchall()
+                                (f"{folder.name}/{f.name}",)).fetchall()  # portable: folder name + relative path
         assert rows, f"{f} was never ingested"
         chunks = {idx.record_at(r)["source"]["chunk"] for (r,) in rows}
         total = idx.record_at(rows[0][0])["source"]["chunks"]
