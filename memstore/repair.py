@@ -96,11 +96,13 @@ def refuse_during_git_operation(store, doing: str = "write to the store") -> Non
     refuse_if_unfinished(store.root, doing)
 
 
-def begin_write(store) -> list[str]:
+def begin_write(store, check_logs: bool = True) -> list[str]:
     """Called by `Store.write` holding the write lock: recover from a crashed writer, then journal.
 
     Without a journal, uncommitted day-log changes cannot be ours to roll back silently (a person
-    may have edited a log), so the writer refuses and names `ct fsck --repair`.
+    may have edited a log), so the writer refuses and names `ct fsck --repair`. `check_logs=False`:
+    the writer checks only the day logs it appends to (`refuse_dirty_logs`), so its cost does not
+    grow with the store's days.
     """
     refuse_during_git_operation(store)
     notes: list[str] = []
@@ -111,20 +113,51 @@ def begin_write(store) -> list[str]:
     # .git/index.lock, and a kill during it must leave a journal that dates the stale lock.
     _write_journal(store)
     store._writing = True
-    if journal is None:
+    if journal is None and check_logs:
         dirty = [p for _, p in _status(store, "log") if p.endswith(".jsonl")]
         if dirty:
             end_write(store)
-            raise MemstoreError(
-                f"{store.root / dirty[0]} has uncommitted changes" + (f" (and {len(dirty) - 1} more day logs)" if len(dirty) > 1 else "")
-                + "; a write now would commit them.",
-                f'Run "ct -C {store.root} fsck --repair" to roll them back (the lines are kept in '
-                f".memstore/{BACKUP_DIR}/), or commit them with git. Nothing was written.")
+            raise _dirty_logs_error(store, dirty)
     return notes
 
 
+def _dirty_logs_error(store, dirty: list[str]) -> MemstoreError:
+    err = MemstoreError(
+        f"{store.root / dirty[0]} has uncommitted changes" + (f" (and {len(dirty) - 1} more day logs)" if len(dirty) > 1 else "")
+        + "; a write now would commit them.",
+        f'Run "ct -C {store.root} fsck --repair" to roll them back (the lines are kept in '
+        f".memstore/{BACKUP_DIR}/), or commit them with git. Nothing was written.")
+    err.nothing_written = True  # raised before the writer touched a file: there is nothing to roll back
+    return err
+
+
+def refuse_dirty_logs(store, paths: list[str]) -> None:
+    """Refuse (changing nothing) when a day log the write is about to append to differs from HEAD.
+
+    Costs one `git ls-tree` of those paths and a hash of their bytes, whatever the store's size:
+    each existing file's git blob id is compared with HEAD's. A mismatch (which a clean/smudge
+    filter could also cause) is confirmed by `git status` on those paths before refusing.
+    """
+    import hashlib
+
+    existing = [p for p in paths if (store.root / p).exists()]
+    if not existing:
+        return
+    committed = store.git.blob_ids(existing)
+    suspect = []
+    for p in existing:
+        data = (store.root / p).read_bytes()
+        oid = committed.get(p)
+        algo = hashlib.sha256 if oid and len(oid) == 64 else hashlib.sha1
+        if oid is None or algo(b"blob %d\0" % len(data) + data).hexdigest() != oid:
+            suspect.append(p)
+    dirty = [p for _, p in _status(store, *suspect)] if suspect else []
+    if dirty:
+        raise _dirty_logs_error(store, dirty)
+
+
 @contextmanager
-def write_lock(store):
+def write_lock(store, check_logs: bool = True):
     """The store's write lock, journalled: what `Store.lock()` gives every writer.
 
     On entry a crashed writer's leftovers are rolled back (their notes land in
@@ -134,13 +167,16 @@ def write_lock(store):
     from .locking import file_lock, lock_timeout
 
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
-        store.recovery_notes = begin_write(store)
+        store.recovery_notes = begin_write(store, check_logs)
         try:
             yield
-        except BaseException:
+        except BaseException as exc:
+            if getattr(exc, "nothing_written", False):
+                end_write(store)
+                raise
             store._writing = False
             try:
-                rollback(store, read_journal(store))
+                rollback(store, read_journal(store), getattr(exc, "foreign_staged", None))
             except Exception:  # the journal stays; the next writer rolls back instead
                 pass
             raise
@@ -220,21 +256,25 @@ def _write_journal(store) -> None:
 # ----- rolling back ------------------------------------------------------------------------------
 
 
-def rollback(store, journal: dict | None) -> Repair:
+def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> Repair:
     """Put every store file back to HEAD except changes a crashed writer did not make.
 
     `journal` is the crashed writer's journal (None for `ct fsck --repair` without one: then
     tree.json and memstore.toml edits are left alone, because they may be a person's work).
+    `foreign`: paths a person had staged before the failed write began (never touched).
     Caller holds the write lock.
     """
     rep = Repair(crashed=journal)
     if journal is not None:
         _clear_git_locks(store, float(journal.get("started") or 0), rep)
     entries = _status(store)
+    if foreign:
+        keep = set(foreign)
+        entries = [(xy, p) for xy, p in entries if p not in keep]
     staged = [p for xy, p in entries if xy[0] not in " ?" and _is_data(p)]
     if staged and journal is not None:  # the crashed writer's own `git add`: undo it with the rest
         store.git.run("reset", "-q", "--", *staged)
-        entries = _status(store)
+        entries = [(xy, p) for xy, p in _status(store) if not foreign or p not in keep]
     elif staged:
         # Without a crashed writer, staged changes are a person's (or git's) work: never undone.
         # Day-log lines beyond the staged version are still rolled back; other staged files are left.

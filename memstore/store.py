@@ -177,11 +177,11 @@ class Store(StoreAPI):
     def normalize(self, raw: dict, defaults: dict | None = None, derive_id: bool = False) -> dict:
         return recordfmt.normalize(raw, self.tz, defaults=defaults, derive_id=derive_id)
 
-    def transaction(self, message, allow_old_format: bool = False):
+    def transaction(self, message, allow_old_format: bool = False, check_logs: bool = True):
         """`with store.transaction(msg) as tx:` — lock, journal, files, one commit (memstore/transaction.py)."""
         from .transaction import transaction
 
-        return transaction(self, message, allow_old_format=allow_old_format)
+        return transaction(self, message, allow_old_format=allow_old_format, check_logs=check_logs)
 
     def write(self, records: list[dict], message, embed_inputs: list[str] | None = None,
               progress=None, extra_paths: list[str] | None = None, dedupe: bool = True,
@@ -216,10 +216,18 @@ class Store(StoreAPI):
         def subject() -> str:  # derived text: never a detected secret, whatever the mode
             return secret_policy.scrub(message(result.added) if callable(message) else message)
 
-        with self.transaction(subject) as tx:
+        # The write's cost must not grow with the store: git is asked only about the day logs it
+        # appends to, and without `dedupe` (fresh ids) only those days are brought into the index.
+        with self.transaction(subject, check_logs=False) as tx:
             result.notes[:0] = tx.notes  # what a crashed writer left was rolled back first
+            days = sorted({local_day(from_iso(r["ts"]), self.tz) for r in records})
+            from .repair import refuse_dirty_logs
+
+            refuse_dirty_logs(self, [f"log/{d[:4]}/{d}.jsonl" for d in days])
             if dedupe:
                 records, result.skipped = self._drop_known(records)
+            elif records:  # placing the records in the tree reads the index: the days written must be in it
+                self.index(update=False).update(days=days)
             if records and before_write:
                 tx.stage(list(before_write(self, records) or []))
             if records:
@@ -362,9 +370,9 @@ class Store(StoreAPI):
                "text": text, "model": model}
         if meta:
             raw["meta"] = meta
-        rec = self.normalize(raw)
+        rec = self.normalize(raw)  # a fresh id: nothing in the store can hold it, so no look-up by id
         return self.write([rec], lambda added: f"Add {rec['role']} turn: {_preview(added[0]['text'])}",
-                          secrets=secrets)
+                          secrets=secrets, dedupe=False)
 
 
 def _preview(text: str, width: int = 60) -> str:

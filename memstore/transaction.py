@@ -50,7 +50,7 @@ class Transaction:
         text = self.message() if callable(self.message) else self.message
         if not text:
             return
-        self.commit = self.store.git.commit(text, sorted(dict.fromkeys(self.paths)))
+        self.commit = self.store.git.commit(text, sorted(dict.fromkeys(self.paths)), only_paths=True)
 
 
 def refuse_old_format(store) -> None:
@@ -64,13 +64,14 @@ def refuse_old_format(store) -> None:
 
 
 @contextmanager
-def transaction(store, message, allow_old_format: bool = False):
-    """Lock + journal + files + one commit (see the module docstring)."""
+def transaction(store, message, allow_old_format: bool = False, check_logs: bool = True):
+    """Lock + journal + files + one commit (see the module docstring). `check_logs=False`: the
+    writer only appends, and checks the day logs it appends to itself (`repair.refuse_dirty_logs`)."""
     if not allow_old_format:
         refuse_old_format(store)
     from .repair import write_lock
 
-    with write_lock(store):
+    with write_lock(store, check_logs):
         tx = Transaction(store, message, notes=list(getattr(store, "recovery_notes", []) or []))
         store._tx = tx
         try:

@@ -286,16 +286,53 @@ def test_fsck_reports_then_repair_fixes_only_uncommitted_things(store):
     assert committed_lines(store.root) == before
 
 
+HAND_LINE = b'{"ts":"2026-11-30T09:00:00.000000Z","role":"user","type":"text","text":"hand-written","id":"h1"}\n'
+
+
 def test_writer_without_journal_refuses_uncommitted_log_lines(store):
     store.add("first", ts="2026-11-30T08:00:00Z")
     log = store.root / "log/2026/2026-11-30.jsonl"
     with open(log, "ab") as fh:
-        fh.write(b'{"ts":"2026-11-30T09:00:00.000000Z","role":"user","type":"text","text":"hand-written","id":"h1"}\n')
+        fh.write(HAND_LINE)
+    edited = log.read_bytes()
     n = len(commits(store.root))
-    proc = ct("-C", store.root, "add", "more", check=False)
+    proc = ct("-C", store.root, "add", "--ts", "2026-11-30T10:00:00Z", "more", check=False)
     assert proc.returncode == 1
     assert f"{log} has uncommitted changes" in proc.stderr and "fsck --repair" in proc.stderr
-    assert len(commits(store.root)) == n
+    assert len(commits(store.root)) == n and log.read_bytes() == edited  # nothing written, the edit kept
+    # An import (the other write path) refuses the same way.
+    src = store.root.parent / "more.jsonl"
+    src.write_text('{"ts":"2026-11-30T11:00:00Z","role":"user","text":"imported"}\n')
+    proc = ct("-C", store.root, "import", "jsonl", src, check=False)
+    assert proc.returncode == 1 and f"{log} has uncommitted changes" in proc.stderr
+    assert len(commits(store.root)) == n and log.read_bytes() == edited
+
+
+def test_a_write_to_another_day_commits_only_its_own_files(store):
+    """A hand edit in one day log is left uncommitted (and unharmed) by a write to another day."""
+    store.add("first", ts="2026-11-30T08:00:00Z")
+    log = store.root / "log/2026/2026-11-30.jsonl"
+    with open(log, "ab") as fh:
+        fh.write(HAND_LINE)
+    edited = log.read_bytes()
+    ct("-C", store.root, "add", "--ts", "2026-12-01T10:00:00Z", "more")
+    assert log.read_bytes() == edited
+    assert _git(store.root, "status", "--porcelain").strip() == "M log/2026/2026-11-30.jsonl"
+    assert "hand-written" not in _git(store.root, "show", "HEAD:log/2026/2026-11-30.jsonl")
+
+
+def test_a_write_refuses_to_commit_what_a_person_staged(store):
+    store.add("first", ts="2026-11-30T08:00:00Z")
+    log = store.root / "log/2026/2026-11-30.jsonl"
+    with open(log, "ab") as fh:
+        fh.write(HAND_LINE)
+    _git(store.root, "add", "log/2026/2026-11-30.jsonl")
+    head = _git(store.root, "rev-parse", "HEAD")
+    proc = ct("-C", store.root, "add", "--ts", "2026-12-01T10:00:00Z", "more", check=False)
+    assert proc.returncode == 1 and "has staged changes" in proc.stderr and "Nothing was written" in proc.stderr
+    assert _git(store.root, "rev-parse", "HEAD") == head
+    # the person's staged change is still staged; the failed write left no file behind
+    assert _git(store.root, "status", "--porcelain", "--untracked-files=all").strip() == "M  log/2026/2026-11-30.jsonl"
 
 
 def test_repair_restores_a_deleted_log_and_leaves_a_hand_edit_alone(store):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections import Counter
 from functools import lru_cache
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
@@ -70,26 +69,32 @@ def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
     and the reorganize veto rest on what sets a topic apart. Terms are returned in their most
     common surface form (so "Sarah" keeps its capital).
     """
-    tf: Counter = Counter()
-    df: Counter = Counter()
-    forms: dict[str, Counter] = {}
+    # Plain dicts, not Counters: this runs for every placed turn over its topic's recent turns,
+    # and a Counter per term was most of a batch write's tree time.
+    tf: dict[str, int] = {}
+    df: dict[str, int] = {}
+    forms: dict[str, dict[str, int]] = {}
     first: dict[str, int] = {}
     proper: set[str] = set()
     pos = 0
     for text in texts:
         seen = set()
         for s, form in _terms_of(text):
-            tf[s] += 1
-            if s not in forms:
-                forms[s] = Counter()
+            n = tf.get(s)
+            if n is None:
+                tf[s] = 1
+                forms[s] = {form: 1}
                 first[s] = pos
-            forms[s][form] += 1
+            else:
+                tf[s] = n + 1
+                f = forms[s]
+                f[form] = f.get(form, 0) + 1
             if form[:1].isupper():
                 proper.add(s)
             pos += 1
             if s not in seen:
                 seen.add(s)
-                df[s] += 1
+                df[s] = df.get(s, 0) + 1
 
     base = {s: df[s] * 2 + tf[s] + (1.5 if s in proper else 0) for s in tf}
     # nsmallest(n, ..., key) is sorted(...)[:n], without sorting every term of a long topic.
@@ -97,7 +102,8 @@ def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
     if rarity is not None and ranked:
         weight = rarity(ranked)
         ranked = sorted(ranked, key=lambda s: (-base[s] * weight.get(s, 1.0), first[s], s))
-    return [forms[s].most_common(1)[0][0] for s in ranked[:k]]
+    # The most common surface form, the first seen on a tie (what Counter.most_common(1) gives).
+    return [max(forms[s].items(), key=lambda kv: kv[1])[0] for s in ranked[:k]]
 
 
 def term_set(texts: list[str], k: int = 12, rarity=None) -> set[str]:

@@ -77,7 +77,9 @@ class RecordData:
         """
         if not hasattr(self, "_rarity"):
             self._rarity: dict[str, float] = {}
-            self._n = self.index.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+            # The index's vector row count (every record with a vector): COUNT(*) walks a million rows.
+            row = self.index.conn.execute("SELECT value FROM meta WHERE key = 'n_rows'").fetchone()
+            self._n = int(row[0]) if row else self.index.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
         n = max(self._n, 1)
         for t in terms:
             if t in self._rarity:
