@@ -30,7 +30,7 @@ def export_contexttape(store, dest, progress=None) -> dict:
         raise UsageError(f"{dest}: exists and is not an empty folder", "Export into a new folder.")
     index = store.index()
     rows = index.conn.execute(
-        "SELECT rowid, day FROM records WHERE hidden = 0 AND vrow >= 0 ORDER BY vrow").fetchall()
+        "SELECT rowid, day FROM records WHERE hidden = 0 AND vrow >= 0 ORDER BY day, ts, line_no, id").fetchall()
     dest.mkdir(parents=True, exist_ok=True)
     packs: dict[str, dict] = {}
     mapping, skipped = [], 0

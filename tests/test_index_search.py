@@ -26,13 +26,19 @@ def filled(store):
 
 
 def canonical(store):
+    """What the index holds, independent of where a row sits in the matrix (back-dated rows sit in
+    its unsorted tail until it is folded in): each row with its own vector and time."""
     idx = store.index()
     rows = idx.conn.execute("SELECT id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, hidden, vrow, vkey "
-                            "FROM records ORDER BY vrow, id").fetchall()
+                            "FROM records ORDER BY day, ts, line_no, id").fetchall()
     vecs, times = idx.matrix()
+    assert sorted(r[13] for r in rows if r[13] >= 0) == list(range(vecs.shape[0]))  # every matrix row is one record's
+    ordered = idx.sorted_rows()
+    assert list(times[:ordered]) == sorted(times[:ordered])  # the prefix is in time order
+    rows = [(*r[:13], (np.array(vecs[r[13]]).tobytes(), float(times[r[13]])) if r[13] >= 0 else None, r[14]) for r in rows]
     days = idx.conn.execute("SELECT day, content_fp, n FROM days ORDER BY day").fetchall()
     fts = idx.conn.execute("SELECT r.id, f.body FROM fts f JOIN records r ON r.rowid = f.rowid ORDER BY r.id").fetchall()
-    return rows, np.array(vecs).tobytes(), np.array(times).tobytes(), days, fts
+    return rows, days, fts
 
 
 def test_modes_return_the_right_hits(filled):

@@ -213,6 +213,28 @@ def test_a_cp_r_copy_and_its_original_push_to_one_remote(plain_clones, tmp_path)
     assert ids <= set(committed_ids(c))
 
 
+def test_a_big_store_tunes_its_git_index_and_plain_git_still_syncs(plain_clones, monkeypatch):
+    """Past MEMSTORE_INDEX_TUNE_BYTES (1 MB by default; 0 here) a write switches .git/index to format 4
+    and a split index; plain git on both clones keeps working and the clones converge."""
+    b, c, _ = plain_clones
+    monkeypatch.setenv("MEMSTORE_INDEX_TUNE_BYTES", "0")
+    ids = {add(b, "written on the tuned clone", "2026-11-30T08:00:00Z")}
+    config = git(b, "config", "--list", "--local").stdout.lower()
+    assert "core.splitindex=true" in config and "index.version=4" in config
+    assert (b / ".git" / "index").read_bytes()[4:8] == (4).to_bytes(4, "big")
+    assert list((b / ".git").glob("sharedindex.*")) and git_clean(b)
+    ids.add(add(b, "a second write on the tuned index", "2026-11-30T08:30:00Z"))
+    monkeypatch.delenv("MEMSTORE_INDEX_TUNE_BYTES")
+    ids.add(add(c, "written on the other clone", "2026-11-30T09:00:00Z"))
+    git(b, "push", "-q", "origin", "main")
+    git(c, "pull", "-q", "--rebase", "origin", "main")
+    git(c, "push", "-q", "origin", "main")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    assert_converged(b, c)
+    assert ids <= set(committed_ids(b))
+    assert "splitindex" not in git(c, "config", "--list", "--local").stdout.lower()  # a small store keeps git's defaults
+
+
 def test_a_store_has_no_merge_driver_and_union_attributes(tmp_path):
     from memstore.store import GITATTRIBUTES
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from . import synth
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
-ADD_RUNS = 5
+ADD_RUNS = 9
 FIXED_FILES = 8  # memstore.toml, .gitignore, .gitattributes, markers.jsonl, forgotten.jsonl and a little slack
 
 
@@ -127,8 +127,27 @@ def _new_turn_times(root: Path, count: int) -> list[str]:
     return [(start + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ") for i in range(count)]
 
 
-def measure(base: Path, n: int, per_day: int = 100, runs: int = ADD_RUNS, log=print) -> ScaleRow:
-    """Build (or reuse) the n-record store and measure it; `ct add` runs in a local clone, not the cache."""
+@dataclass
+class _Prepared:
+    """One size's store and its fresh clone, ready for timed adds."""
+
+    n: int
+    src: Path
+    dst: Path
+    work: Path
+    files: int
+    disk: int
+    logs: int
+    vec_bytes: int
+    days: int
+    clone_s: float
+    times: list[str]
+    samples: list[float] = field(default_factory=list)
+    git_parts: list[float] = field(default_factory=list)
+
+
+def _prepare(base: Path, n: int, per_day: int, runs: int, log=print) -> _Prepared:
+    """Build (or reuse) the n-record store, clone it and make the warm-up add."""
     store, info = synth.build_store(base, n, per_day, log=log)
     store.index()  # the clone starts from this index, as a user's store has one
     src = store.root
@@ -136,39 +155,63 @@ def measure(base: Path, n: int, per_day: int = 100, runs: int = ADD_RUNS, log=pr
     dim = int(store.config.embedder["dim"])
     vec_bytes = dim * (1 if store.config.setting("vector_dtype") == "int8" else 4)
     days = len(list((src / "log").rglob("*.jsonl")))
-    work = Path(base) / "scale-tmp"
+    work = Path(base) / f"scale-tmp-{n}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    try:
+    t0 = time.perf_counter()
+    _git("clone", "-q", src, work / "clone")
+    clone_s = time.perf_counter() - t0
+    dst = work / "clone"
+    shutil.copytree(src / ".memstore", dst / ".memstore",
+                    ignore=shutil.ignore_patterns("*.lock", "journal*", "built.json"))
+    times = _new_turn_times(dst, runs + 1)
+    _ct_add(dst, "scale warm-up: the index notices it moved", work / "warm.trace", times[0])
+    return _Prepared(n, src, dst, work, files, disk, logs, vec_bytes, days, clone_s, times)
+
+
+def _sample(p: _Prepared, i: int) -> None:
+    trace = p.work / f"add-{i}.trace"
+    p.samples.append(_ct_add(p.dst, f"scale probe {i}: review the trip budget on the tenth", trace, p.times[i + 1]))
+    p.git_parts.append(_git_seconds(trace))
+
+
+def _finish(p: _Prepared, log=print) -> ScaleRow:
+    status = []
+    for _ in range(3):
         t0 = time.perf_counter()
-        _git("clone", "-q", src, work / "clone")
-        clone_s = time.perf_counter() - t0
-        dst = work / "clone"
-        shutil.copytree(src / ".memstore", dst / ".memstore",
-                        ignore=shutil.ignore_patterns("*.lock", "journal*", "built.json"))
-        times = _new_turn_times(dst, runs + 1)
-        _ct_add(dst, "scale warm-up: the index notices it moved", work / "warm.trace", times[0])
-        samples, git_parts = [], []
-        for i in range(runs):
-            trace = work / f"add-{i}.trace"
-            samples.append(_ct_add(dst, f"scale probe {i}: review the trip budget on the tenth", trace, times[i + 1]))
-            git_parts.append(_git_seconds(trace))
-        status = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            _git("-C", dst, "status", "--porcelain")
-            status.append(time.perf_counter() - t0)
-        writes = int(_git("-C", src, "rev-list", "--count", "HEAD").strip())
-        row = ScaleRow(n=n, days=days, writes=writes, files=files, index_bytes=(src / ".git" / "index").stat().st_size,
-                       disk_per_record=disk / n, git_per_record=_dir_bytes(src / ".git" / "objects") / n,
-                       content_per_record=logs / n + vec_bytes, add_s=statistics.median(samples),
-                       add_git_s=statistics.median(git_parts), status_s=statistics.median(status), clone_s=clone_s,
-                       add_samples=samples)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        _git("-C", p.dst, "status", "--porcelain")
+        status.append(time.perf_counter() - t0)
+    writes = int(_git("-C", p.src, "rev-list", "--count", "HEAD").strip())
+    n = p.n
+    row = ScaleRow(n=n, days=p.days, writes=writes, files=p.files, index_bytes=(p.src / ".git" / "index").stat().st_size,
+                   disk_per_record=p.disk / n, git_per_record=_dir_bytes(p.src / ".git" / "objects") / n,
+                   content_per_record=p.logs / n + p.vec_bytes, add_s=statistics.median(p.samples),
+                   add_git_s=statistics.median(p.git_parts), status_s=statistics.median(status), clone_s=p.clone_s,
+                   add_samples=p.samples)
     log(f"scale {n:,}: ct add {row.add_s * 1000:.0f} ms (git {row.add_git_s * 1000:.0f} ms), {row.files:,} files, "
         f"clone {row.clone_s:.2f} s")
     return row
+
+
+def measure_all(base: Path, sizes, per_day: int = 100, runs: int = ADD_RUNS, log=print) -> list[ScaleRow]:
+    """Every size's row. The timed adds take turns across the sizes (1k, 1M, 1k, 1M, …), so a
+    burst of load on a shared machine falls on all sizes alike and the ratio between them holds."""
+    prepared = []
+    try:
+        for n in sorted(sizes):
+            prepared.append(_prepare(base, n, per_day, runs, log=log))
+        for i in range(runs):
+            for p in prepared:
+                _sample(p, i)
+        return [_finish(p, log=log) for p in prepared]
+    finally:
+        for p in prepared:
+            shutil.rmtree(p.work, ignore_errors=True)
+
+
+def measure(base: Path, n: int, per_day: int = 100, runs: int = ADD_RUNS, log=print) -> ScaleRow:
+    """One size alone (see `measure_all`)."""
+    return measure_all(base, [n], per_day, runs, log=log)[0]
 
 
 def _size(n: int) -> str:
@@ -207,7 +250,7 @@ def markdown(rows: list[ScaleRow]) -> str:
         return ""
     head = ["measure", *(_size(r.n) for r in rows)]
     body = [
-        ("`ct add` wall time (median of %d, fresh local clone)" % ADD_RUNS, [f"{r.add_s * 1000:,.0f} ms" for r in rows]),
+        ("`ct add` wall time (median of %d, fresh local clone)" % len(rows[0].add_samples), [f"{r.add_s * 1000:,.0f} ms" for r in rows]),
         ("… of which inside git (trace2)", [f"{r.add_git_s * 1000:,.0f} ms" for r in rows]),
         ("files in the repository (`git ls-files`)", [f"{r.files:,}" for r in rows]),
         ("days / writes (commits)", [f"{r.days:,} / {r.writes:,}" for r in rows]),
@@ -221,7 +264,7 @@ def markdown(rows: list[ScaleRow]) -> str:
     lines = ["", "## Scale", "",
              "Synthetic stores (memstore/bench/synth.py); `ct add` is a real `ct` process (Python start-up "
              "included) in a fresh `git clone` of the store, with the store's index copied beside it and no hooks "
-             "installed, after one warm-up add; each add is a new turn dated after the store's last record (the 1M "
+             "installed, after one warm-up add; the timed adds take turns across the sizes; each add is a new turn dated after the store's last record (the 1M "
              "store's synthetic days run to 2050). Git's part is the wall time of the git processes it started, "
              "from git's trace2 events.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -246,7 +289,7 @@ def run_into(b) -> str:
     sizes = sizes_from_env()
     if not sizes:
         return ""
-    rows = [measure(b.base, n, b.per_day, log=b.log) for n in sorted(sizes)]
+    rows = measure_all(b.base, sizes, b.per_day, log=b.log)
     b.raw["scale"] = [r.__dict__ for r in rows]
     return markdown(rows)
 
@@ -263,7 +306,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sizes = sorted({int(float(s)) for s in args.sizes.split(",") if s.strip()} | ({1_000_000} if args.with_1m else set()))
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    rows = [measure(args.base, n, args.per_day, args.runs, log=say) for n in sizes]
+    rows = measure_all(args.base, sizes, args.per_day, args.runs, log=say)
     print(markdown(rows))
     if args.as_json:
         args.as_json.write_text(json.dumps([r.__dict__ for r in rows], indent=1), encoding="utf-8")

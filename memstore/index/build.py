@@ -53,6 +53,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode
 """
 
 
+# The unsorted tail of the vector matrix (rows appended out of time order) stays below
+# max(TAIL_MIN, TAIL_SHARE of the rows); past that the next update puts it in order.
+TAIL_MIN = 5_000
+TAIL_SHARE = 0.02
+
+
 @dataclass
 class Plan:
     """What an update would do: days to (re)index and days to drop."""
@@ -354,6 +360,9 @@ class Index:
         else:
             affected = sorted(plan.changed + plan.vanished)
             first_day = affected[0] if affected else None
+            tail_day = self._tail_first_day(conn, n_rows)
+            if tail_day is not None and first_day is not None:
+                first_day = min(first_day, tail_day)  # the unsorted tail is put in order with the rest
             if first_day is None:
                 gen_new, keep_rows = gen, n_rows
             else:
@@ -409,6 +418,7 @@ class Index:
         conn.executemany("UPDATE records SET vrow = ? WHERE rowid = ?", updates)
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen_new),))
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(keep_rows + len(tail)),))
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)", (str(keep_rows + len(tail)),))
 
     def _mark_hidden(self, conn, ids: set[str] | None = None) -> None:
         """Superseded records (1) and repeated ids (2, all but the earliest copy) leave search.
@@ -484,6 +494,7 @@ class Index:
         key = lambda day, row: (day, row[4], row[1], row[0])  # the matrix order: day, ts, line_no, id
         last = conn.execute("SELECT day, ts, line_no, id FROM records WHERE vrow = ?", (n_rows - 1,)).fetchone() \
             if n_rows else None
+        sorted_rows = self._sorted_rows(conn, n_rows)
         matrix = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)[0] if n_rows else None
         new_rows: dict[str, tuple[list, list, int]] = {}
         for day, (rows, _, _) in day_data.items():
@@ -495,10 +506,19 @@ class Index:
                 if (vec is None) != (vrow < 0) or (vec is not None and not np.array_equal(matrix[vrow], vec)):
                     return False
             added = rows.rows[len(old):]
-            if last is not None and any(key(day, r) <= tuple(last) for r in added):
-                return False
             new_rows[day] = (added, rows.vectors[len(old):], len(old))
         del matrix
+        # Rows that sort after every indexed row extend the time-ordered prefix. Others (a turn dated
+        # before the newest one: a back-fill, another clock) go to the unsorted tail, which readers
+        # scan whole; re-sorting from their day instead would copy the matrix from there (seconds at
+        # a million rows). A tail past TAIL_MAX rows is folded in by the full path.
+        in_order = sorted_rows == n_rows and all(
+            last is None or key(day, r) > tuple(last) for day, (added, _, _) in new_rows.items() for r in added)
+        if not in_order:
+            count = sum(len(a) for a, _, _ in new_rows.values())
+            if n_rows + count - sorted_rows > max(TAIL_MIN, int(n_rows * TAIL_SHARE)):
+                return False
+
         with conn:
             fresh: dict[int, np.ndarray] = {}
             for day, (added, vecs, _) in new_rows.items():
@@ -518,6 +538,8 @@ class Index:
                                  [(n_rows + i, r) for i, (r, _) in enumerate(placed)])
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(n_rows + len(placed)),))
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)",
+                             (str(n_rows + len(placed) if in_order else sorted_rows),))
             self._refresh_touched(conn, touched)
             ids = {r[0] for added, _, _ in new_rows.values() for r in added}
             ids |= {s for rows, _, _ in day_data.values() for s in rows.supersedes}
@@ -528,6 +550,23 @@ class Index:
 
     # ----- reading --------------------------------------------------------------------------------
 
+    def _sorted_rows(self, conn, n_rows: int) -> int:
+        """Rows [0, sorted_rows) are in time order; the rest is the unsorted tail (see _append_only)."""
+        value = self._meta(conn, "sorted_rows")
+        return min(int(value), n_rows) if value is not None else n_rows
+
+    def _tail_first_day(self, conn, n_rows: int) -> str | None:
+        sorted_rows = self._sorted_rows(conn, n_rows)
+        if sorted_rows >= n_rows:
+            return None
+        return conn.execute("SELECT MIN(day) FROM records WHERE vrow >= ?", (sorted_rows,)).fetchone()[0]
+
+    def sorted_rows(self) -> int:
+        """How many leading rows of the matrix `matrix()` last returned are in time order."""
+        if self._matrix is None:
+            self.matrix()
+        return self._matrix[2]
+
     def matrix(self):
         """(vectors, times) of the current generation, memory-mapped; retried if an update swaps it.
 
@@ -536,15 +575,17 @@ class Index:
         Rows are only ever appended to a current generation, so a kept mapping stays valid.
         """
         for _ in range(5):
-            gen = int(self._meta(self.conn, "gen", "0"))
-            n_rows = int(self._meta(self.conn, "n_rows", "0"))
+            meta = dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('gen', 'n_rows', 'sorted_rows')"))
+            gen, n_rows = int(meta.get("gen", 0)), int(meta.get("n_rows", 0))
+            ordered = min(int(meta.get("sorted_rows", n_rows)), n_rows)
             if self._matrix is not None and self._matrix[0] == (gen, n_rows):
+                self._matrix = (self._matrix[0], self._matrix[1], ordered)
                 return self._matrix[1]
             try:
                 arrays = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)
             except FileNotFoundError:
                 continue
-            self._matrix = ((gen, n_rows), arrays)
+            self._matrix = ((gen, n_rows), arrays, ordered)
             return arrays
         raise RuntimeError("the vector index kept changing while it was being opened")
 

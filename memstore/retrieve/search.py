@@ -141,33 +141,62 @@ class _VectorScan:
         self.scanner = None
         self.hidden: set[int] = set()
         self.result: tuple[np.ndarray, np.ndarray] | None = None  # (vrows, scores), best first
+        self.tail = np.zeros(0, np.int64)  # rows of the unsorted tail inside a time window
         vecs, times = index.matrix()
         n = vecs.shape[0]
         if n == 0:
             return
-        lo = bisect.bisect_left(times, filters.since) if filters.since is not None else 0
-        hi = bisect.bisect_left(times, filters.until) if filters.until is not None else n
-        if hi <= lo:
+        ordered = index.sorted_rows()  # rows [0, ordered) are in time order; the tail after them is not
+        timed = filters.since is not None or filters.until is not None
+        if timed:
+            head = times[:ordered]
+            lo = bisect.bisect_left(head, filters.since) if filters.since is not None else 0
+            hi = bisect.bisect_left(head, filters.until) if filters.until is not None else ordered
+            if ordered < n:
+                t = np.asarray(times[ordered:n])
+                keep = np.ones(t.shape[0], bool)
+                if filters.since is not None:
+                    keep &= t >= filters.since
+                if filters.until is not None:
+                    keep &= t < filters.until
+                self.tail = ordered + np.nonzero(keep)[0].astype(np.int64)
+        else:
+            lo, hi = 0, n
+        if hi <= lo and self.tail.size == 0:
             return
-        self.lo, self.hi, self.vecs = lo, hi, vecs
+        self.lo, self.hi, self.vecs = lo, max(hi, lo), vecs
         if filters.narrows_rows:
             where, args = filters.sql()
-            rows = index.conn.execute(f"SELECT r.vrow FROM records r WHERE r.vrow >= ? AND r.vrow < ? AND {where}",
-                                      [lo, hi, *args]).fetchall()
+            rows = index.conn.execute(
+                f"SELECT r.vrow FROM records r WHERE ((r.vrow >= ? AND r.vrow < ?) OR r.vrow >= ?) AND {where}",
+                [lo, hi, ordered if timed else n, *args]).fetchall()
             allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            self.tail = np.zeros(0, np.int64)  # the SQL above already picked the tail's rows
             if allowed.size == 0:
                 return
             self.view, self.rows_idx = vecs[np.sort(allowed)], np.sort(allowed)
-        else:
+        elif hi > lo:
             self.view = vecs[lo:hi]
             self.scanner = _scanner(index, hi - lo, method)
         if not filters.include_hidden:
             self.hidden = {r[0] for r in index.conn.execute(
-                "SELECT vrow FROM records WHERE hidden != 0 AND vrow >= ? AND vrow < ?", (lo, hi))}
+                "SELECT vrow FROM records WHERE hidden != 0 AND ((vrow >= ? AND vrow < ?) OR vrow >= ?)",
+                (lo, hi, ordered if timed else n))}
 
     def scan(self) -> None:
-        if self.view is None:
-            return
+        if self.view is not None:
+            self._scan_main()
+        if self.tail.size:
+            want = min(self.limit + len(self.hidden), self.tail.size)
+            scores = self.vecs[self.tail] @ self.q
+            vrows, sc = self.tail, scores
+            if self.result is not None:
+                vrows, sc = np.concatenate([self.result[0], vrows]), np.concatenate([self.result[1], sc])
+                want = min(self.limit + len(self.hidden), vrows.shape[0])
+            top = np.argsort(-sc, kind="stable")[:want]
+            self.result = (vrows[top], sc[top])
+
+    def _scan_main(self) -> None:
         want = min(self.limit + len(self.hidden), self.view.shape[0])
         if self.scanner is not None:
             from ..index.ann import rescore

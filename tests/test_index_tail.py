@@ -1,0 +1,61 @@
+"""Back-dated writes go to the vector matrix's unsorted tail instead of re-sorting it, and every
+search path still sees them: time windows, row filters, and the fold-in once the tail is long."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import ct, make_store
+from memstore.index import build
+
+
+def _meta(store, key):
+    row = store.index().conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def test_a_back_dated_write_goes_to_the_tail_and_time_windows_find_it(tmp_path):
+    store = make_store(tmp_path / "s")
+    for day in range(1, 6):
+        store.add(f"day {day} notes about the harbour crane", ts=f"2026-11-0{day}T10:00:00Z")
+    store.index()
+    gen = _meta(store, "gen")
+    store.add("back-filled: the crane inspection passed", ts="2026-11-02T15:00:00Z")
+    store.index()
+    assert _meta(store, "gen") == gen  # appended, not re-sorted into a new generation
+    assert _meta(store, "sorted_rows") == 5 and _meta(store, "n_rows") == 6
+    hits = json.loads(ct("-C", store.root, "search", "crane inspection", "--since", "2026-11-02",
+                         "--until", "2026-11-03", "--mode", "vector", "--json").stdout)["hits"]
+    texts = [h["text"] for h in hits]
+    assert texts[0] == "back-filled: the crane inspection passed"
+    assert set(texts) == {"back-filled: the crane inspection passed", "day 2 notes about the harbour crane"}
+    # a window that excludes the tail row's time leaves it out; a row filter (role) still finds it
+    out = json.loads(ct("-C", store.root, "search", "crane inspection", "--since", "2026-11-04", "--mode", "vector",
+                        "--json").stdout)["hits"]
+    assert {h["day"] for h in out} == {"2026-11-04", "2026-11-05"}
+    out = json.loads(ct("-C", store.root, "search", "crane inspection", "--role", "user", "--since", "2026-11-02",
+                        "--until", "2026-11-03", "--mode", "vector", "--json").stdout)["hits"]
+    assert out[0]["text"] == "back-filled: the crane inspection passed"
+    # ct recall of that day finds it by meaning inside the window
+    rec = ct("-C", store.root, "recall", "what happened with the crane on 2 November 2026", "--json")
+    assert "back-filled" in rec.stdout
+
+
+def test_a_long_tail_is_folded_back_into_time_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "TAIL_MIN", 2)
+    monkeypatch.setattr(build, "TAIL_SHARE", 0.0)
+    store = make_store(tmp_path / "s")
+    for day in range(5, 9):
+        store.add(f"note {day}", ts=f"2026-11-0{day}T10:00:00Z")
+    store.index()
+    for day in (1, 2):
+        store.add(f"early {day}", ts=f"2026-11-0{day}T10:00:00Z")
+        store.index()
+    assert _meta(store, "sorted_rows") == 4 and _meta(store, "n_rows") == 6
+    store.add("early 3", ts="2026-11-03T10:00:00Z")
+    store.index()  # a third tail row is past TAIL_MIN: everything is put in order again
+    assert _meta(store, "sorted_rows") == _meta(store, "n_rows") == 7
+    vecs, times = store.index().matrix()
+    assert list(times) == sorted(times)
+    hits = store.search("early", k=10, mode="exact")
+    assert {h.text for h in hits} == {"early 1", "early 2", "early 3"}
