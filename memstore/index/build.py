@@ -53,6 +53,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode
 """
 
 
+RECORD_INDEX_SQL = [st.strip() for st in SCHEMA.split(";") if st.strip().startswith("CREATE INDEX")]
+RECORD_INDEXES = [st.split("EXISTS", 1)[1].split()[0] for st in RECORD_INDEX_SQL]
+
 # The unsorted tail of the vector matrix (rows appended out of time order) stays below
 # max(TAIL_MIN, TAIL_SHARE of the rows); past that the next update puts it in order.
 TAIL_MIN = 5_000
@@ -374,6 +377,10 @@ class Index:
         affected = None if plan.rebuild else self._ids_of_days(conn, plan.changed + plan.vanished)
         with conn:  # one transaction
             if plan.rebuild:
+                # A bulk load builds the secondary indexes once, by sorting, after the rows are in:
+                # kept during the load, each of the seven would take a B-tree insert per row.
+                for name in RECORD_INDEXES:
+                    conn.execute(f"DROP INDEX IF EXISTS {name}")
                 conn.execute("DELETE FROM records")
                 conn.execute("DELETE FROM fts")
                 conn.execute("DELETE FROM supersedes")
@@ -393,6 +400,9 @@ class Index:
                 self._renumber(conn, first_day or "", keep_rows, gen, gen_new, old_vec, fresh_vectors)
             if affected is not None:
                 affected |= self._ids_of_days(conn, plan.changed)
+            if plan.rebuild:
+                for statement in RECORD_INDEX_SQL:
+                    conn.execute(statement)
             self._mark_hidden(conn, affected)
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),))
