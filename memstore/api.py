@@ -17,18 +17,18 @@ from dataclasses import dataclass, field
 
 # name -> module, for `memstore.<name>` and `from memstore.api import <name>` without eager imports
 RESULT_TYPES = {
-    "WriteResult": "memstore.store",
-    "Hit": "memstore.retrieve.search",
-    "Filters": "memstore.retrieve.search",
-    "RecallResult": "memstore.retrieve.recall",
-    "RecallHit": "memstore.retrieve.recall",
+    "WriteResult": "memstore.results",
+    "Hit": "memstore.results",
+    "Filters": "memstore.results",
+    "RecallResult": "memstore.results",
+    "RecallHit": "memstore.results",
     "Marker": "memstore.format.markers",
     "Where": "memstore.markers",
     "Report": "memstore.check",
-    "Context": "memstore.tree.context",
+    "Context": "memstore.results",
     "Tree": "memstore.format.tree",
     "TreeDiff": "memstore.tree.diff",
-    "ReorgResult": "memstore.tree.reorganize",
+    "ReorgResult": "memstore.results",
     "SyncResult": "memstore.sync",
 }
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import FORMAT_VERSION
@@ -15,6 +14,7 @@ from .format import record as recordfmt
 from .format import pack as packfmt
 from .format.timeutil import from_iso, local_day, zone
 from .locking import file_lock, lock_timeout
+from .results import WriteResult  # noqa: F401  (re-exported: writers import it from here)
 
 META_DIR = ".memstore"
 EMBED_CHARS = 32_768
@@ -28,20 +28,6 @@ markers.jsonl merge=union
 forgotten.jsonl merge=union
 *.is binary
 """
-
-
-@dataclass
-class WriteResult:
-    """What one write command did: records added, duplicates skipped, the commit made (or None)."""
-
-    added: list[dict] = field(default_factory=list)
-    skipped: int = 0
-    commit: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"added": len(self.added), "skipped": self.skipped, "commit": self.commit,
-                "ids": [r["id"] for r in self.added], "notes": self.notes}
 
 
 def find_root(start: Path | None = None) -> Path:

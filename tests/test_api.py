@@ -93,6 +93,17 @@ def test_import_memstore_stays_light():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
+def test_every_result_type_imports_without_numpy():
+    """docs/python-api.md: every result type imports from `memstore` without numpy, a model or git."""
+    from memstore.api import RESULT_TYPES
+
+    names = sorted(RESULT_TYPES) + ["Stats", "Store"]
+    code = ("import sys; from memstore import " + ", ".join(names) + "; "
+            "heavy = [m for m in ('numpy', 'git', 'onnxruntime', 'torch') if m in sys.modules]; "
+            "assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
 def test_tree_verbs(store):
     from memstore import ReorgResult, TreeDiff
 

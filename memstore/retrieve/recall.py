@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
 
 from ..format.timeutil import UTC, from_iso, now_utc, parse_ts, to_iso
 from ..index.tokenize import STOP_WORDS, query_terms
 from .search import Filters, Hit, hydrate, search
+from ..results import RecallHit, RecallResult  # noqa: F401  (re-exported)
 
 # Levels: how the answer was found (the `level` of a RecallResult).
 IN_WINDOW = "in_window"            # keyword matches inside the window
@@ -54,47 +54,6 @@ _ASKING = re.compile(r"\b(?:ask|asked|asking|question|questions)\b|聞い|質問
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _KANA = re.compile(r"[\u3040-\u309f]+")  # hiragana: Japanese particles and inflections
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
-
-
-@dataclass
-class RecallHit:
-    """One line of the answer: a hit plus what kind of evidence it is."""
-
-    hit: Hit
-    flags: list[str] = field(default_factory=list)
-
-    def to_json(self, explain: bool = False) -> dict:
-        out = self.hit.to_json(explain)
-        out["flags"] = list(self.flags)
-        return out
-
-
-@dataclass
-class RecallResult:
-    query: str
-    now: str
-    window: object | None          # timephrase.Window
-    keywords: str                  # the words that were searched for ("" when none)
-    occurrence: str | None
-    level: str
-    hits: list[RecallHit] = field(default_factory=list)   # time order
-    notes: list[str] = field(default_factory=list)
-    window_lines: int | None = None                       # conversational lines inside the window
-
-    def to_json(self, explain: bool = False) -> dict:
-        w = self.window
-        return {
-            "query": self.query,
-            "now": self.now,
-            "window": None if w is None else {"start": to_iso(w.start), "end": to_iso(w.end),
-                                               "granularity": w.granularity, "phrase": w.phrase},
-            "level": self.level,
-            "keywords": self.keywords,
-            "occurrence": self.occurrence,
-            "window_lines": self.window_lines,
-            "notes": self.notes,
-            "hits": [h.to_json(explain) for h in self.hits],
-        }
 
 
 def content_words(keywords: str) -> str:

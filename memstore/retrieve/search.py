@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import bisect
 import threading
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..index.tokenize import match_expression
+from ..results import Filters, Hit  # noqa: F401  (re-exported)
 
 RRF_K = 60
 MODES = ("hybrid", "exact", "vector")
@@ -21,72 +21,6 @@ MODES = ("hybrid", "exact", "vector")
 FUSION = "scores"
 FUSION_WEIGHT = 0.7  # on cosine; SciFact dev nDCG@10 0.7406 at 0.6, 0.7405 at 0.7, LongMemEval better at 0.7
 FUSIONS = ("scores", "rrf")
-
-
-@dataclass
-class Filters:
-    since: float | None = None   # Unix seconds, inclusive
-    until: float | None = None   # Unix seconds, exclusive
-    role: list[str] = field(default_factory=list)
-    actor: list[str] = field(default_factory=list)
-    type: list[str] = field(default_factory=list)
-    session: list[str] = field(default_factory=list)
-    include_hidden: bool = False
-    exclude_types: list[str] = field(default_factory=list)
-
-    def sql(self) -> tuple[str, list]:
-        clauses, args = [], []
-        if not self.include_hidden:
-            clauses.append("r.hidden = 0")
-        if self.since is not None:
-            clauses.append("r.ts >= ?")
-            args.append(self.since)
-        if self.until is not None:
-            clauses.append("r.ts < ?")
-            args.append(self.until)
-        for col in ("role", "actor", "type", "session"):
-            values = getattr(self, col)
-            if values:
-                clauses.append(f"r.{col} IN ({','.join('?' * len(values))})")
-                args += list(values)
-        if self.exclude_types:
-            clauses.append(f"r.type NOT IN ({','.join('?' * len(self.exclude_types))})")
-            args += list(self.exclude_types)
-        return (" AND ".join(clauses) or "1"), args
-
-    @property
-    def narrows_rows(self) -> bool:
-        return bool(self.role or self.actor or self.type or self.session or self.exclude_types)
-
-
-@dataclass
-class Hit:
-    id: str
-    ts: str
-    actor: str | None
-    role: str
-    type: str
-    text: str
-    score: float
-    session: str | None
-    source: dict | str | None
-    day: str
-    rowid: int
-    store: str | None = None
-    parts: dict = field(default_factory=dict)
-    record: dict = field(default_factory=dict)
-
-    def to_json(self, explain: bool = False) -> dict:
-        out = {"id": self.id, "ts": self.ts, "actor": self.actor, "role": self.role, "type": self.type,
-               "text": self.text, "score": round(self.score, 6), "session": self.session,
-               "source": self.source, "day": self.day, "model": self.record.get("model")}
-        if self.store is not None:
-            out["store"] = self.store
-        if self.record.get("meta"):
-            out["meta"] = self.record["meta"]
-        if explain:
-            out["parts"] = self.parts
-        return out
 
 
 def exact_candidates(index, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:

@@ -9,13 +9,14 @@ reads as what it is: the newer fact.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..format import tree as treefmt
 from ..format.timeutil import from_iso
 from .topicdata import WORD_WEIGHT, RecordData, normalise, thresholds
+from ..results import Context  # noqa: F401  (re-exported)
 
 MAX_PATHS = 3
 PATH_CANDIDATES = 50
@@ -29,20 +30,6 @@ class Piece:
     text: str
     data: dict
     tokens: int = 0
-
-
-@dataclass
-class Context:
-    query: str
-    budget: int | None
-    text: str = ""
-    tokens: int = 0
-    sections: dict = field(default_factory=lambda: {"markers": [], "topics": [], "recall": [], "recent": []})
-    dropped: int = 0
-
-    def to_json(self) -> dict:
-        return {"query": self.query, "budget": self.budget, "tokens": self.tokens, "dropped": self.dropped,
-                "sections": self.sections, "text": self.text}
 
 
 HEADERS = {

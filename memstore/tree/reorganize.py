@@ -15,7 +15,6 @@ sides) leave the topic structure only: the day logs and the search index keep ev
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,6 +24,7 @@ from . import naming
 from .assign import max_children
 from .fanout import rebalance, tidy_groups
 from .topicdata import RecordData, topic_vector
+from ..results import ReorgResult  # noqa: F401  (re-exported)
 
 TRIVIAL_WORDS = 20
 # TRACE asked the LLM about every pair (O(n²) calls); past this many calls the offline veto decides.
@@ -34,56 +34,6 @@ MAX_LLM_VETOES = 200
 # content words ("ok thanks", "hi!", "sounds good").
 TRIVIAL_CONTENT_WORDS = 1
 MIN_SHARED_TERMS = 2
-
-
-@dataclass
-class ReorgResult:
-    threshold: float
-    veto: str                                   # "llm" or "offline"
-    candidates: int = 0
-    pairs: int = 0                              # pairs at or above the threshold
-    merges: list[dict] = field(default_factory=list)
-    vetoed: list[dict] = field(default_factory=list)
-    skipped: int = 0
-    archived: list[str] = field(default_factory=list)
-    emptied: list[str] = field(default_factory=list)
-    regrouped: list[str] = field(default_factory=list)
-    dissolved: list[str] = field(default_factory=list)     # empty or single-child groups removed
-    commit: str | None = None
-    dry_run: bool = False
-    seconds: float = 0.0
-    llm_calls: int = 0
-    llm_failures: int = 0
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.merges or self.archived or self.emptied or self.regrouped or self.dissolved)
-
-    def subject(self) -> str:
-        parts = [f"merge {len(self.merges)}", f"archive {len(self.archived)} trivial turn{'s' if len(self.archived) != 1 else ''}"]
-        if self.regrouped:
-            parts.append(f"regroup {len(self.regrouped)}")
-        return "Reorganize topics: " + ", ".join(parts)
-
-    def message(self) -> str:
-        lines = [self.subject(), "",
-                 f"candidates {self.candidates} frozen topics, {self.pairs} pairs at similarity >= {self.threshold}, "
-                 f"merged {len(self.merges)}, vetoed {len(self.vetoed)} ({self.veto}), skipped {self.skipped}, "
-                 f"archived {len(self.archived)} turns, emptied {len(self.emptied)} topics"]
-        for m in self.merges:
-            lines.append(f"merge: \"{m['newer_name']}\" ({m['newer']}) into older \"{m['older_name']}\" "
-                         f"({m['older']}), similarity {m['similarity']:.2f}, +{m['records']} records")
-        for v in self.vetoed:
-            lines.append(f"veto ({v['by']}): \"{v['a_name']}\" / \"{v['b_name']}\", similarity {v['similarity']:.2f}: {v['reason']}")
-        return "\n".join(lines)
-
-    def to_json(self) -> dict:
-        return {"threshold": self.threshold, "veto": self.veto, "candidates": self.candidates, "pairs": self.pairs,
-                "merged": len(self.merges), "merges": self.merges, "vetoed": self.vetoed, "skipped": self.skipped,
-                "archived": len(self.archived), "emptied": self.emptied, "regrouped": self.regrouped,
-                "dissolved": self.dissolved,
-                "commit": self.commit, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
-                "llm_calls": self.llm_calls, "llm_failures": self.llm_failures}
 
 
 def offline_veto(terms_a: set[str], terms_b: set[str]) -> tuple[bool, str]:
