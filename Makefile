@@ -25,6 +25,7 @@ $(BIN)/ct: pyproject.toml constraints.txt
 
 lint: install
 	$(BIN)/ruff check memstore tests scripts
+	$(BIN)/ruff format --check memstore tests scripts
 
 test: install
 	$(BIN)/python -m pytest -n 2 -q

@@ -88,24 +88,57 @@ class StoreAPI:
 
     # ----- writing -------------------------------------------------------------------------------
 
-    def ingest_path(self, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, max_pdf_pages=None,
-                    follow_symlinks: bool = False, quantize: bool = False, allow_secrets: bool = False,
-                    progress=None, secrets: str | None = None):
+    def ingest_path(
+        self,
+        path,
+        *,
+        exts=None,
+        max_bytes: int = 10 * 1024 * 1024,
+        max_pdf_pages=None,
+        follow_symlinks: bool = False,
+        quantize: bool = False,
+        allow_secrets: bool = False,
+        progress=None,
+        secrets: str | None = None,
+    ):
         """Ingest a file or folder of text, code and PDFs as document chunks (`ct ingest-path`) → WriteResult."""
         from .ingest.path import ingest_path
 
-        return ingest_path(self, path, exts=exts, max_bytes=max_bytes, max_pdf_pages=max_pdf_pages,
-                           follow_symlinks=follow_symlinks, quantize=quantize, allow_secrets=allow_secrets,
-                           progress=progress, secrets=secrets)
+        return ingest_path(
+            self,
+            path,
+            exts=exts,
+            max_bytes=max_bytes,
+            max_pdf_pages=max_pdf_pages,
+            follow_symlinks=follow_symlinks,
+            quantize=quantize,
+            allow_secrets=allow_secrets,
+            progress=progress,
+            secrets=secrets,
+        )
 
-    def ingest_any(self, path, *, max_bytes: int | None = None, follow_symlinks: bool = False,
-                   allow_secrets: bool = False, progress=None, secrets: str | None = None):
+    def ingest_any(
+        self,
+        path,
+        *,
+        max_bytes: int | None = None,
+        follow_symlinks: bool = False,
+        allow_secrets: bool = False,
+        progress=None,
+        secrets: str | None = None,
+    ):
         """Ingest any files: text as chunks, PDFs, images, audio and others as blobs (`ct ingest-any`) → WriteResult."""
         from .ingest.any import DEFAULT_MAX_BYTES, ingest_any
 
-        return ingest_any(self, path, max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
-                          follow_symlinks=follow_symlinks, allow_secrets=allow_secrets, progress=progress,
-                          secrets=secrets)
+        return ingest_any(
+            self,
+            path,
+            max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+            follow_symlinks=follow_symlinks,
+            allow_secrets=allow_secrets,
+            progress=progress,
+            secrets=secrets,
+        )
 
     def import_(self, kind: str, path, *, allow_secrets: bool = False, progress=None, **options):
         """Import another tool's data (`ct import KIND PATH`): jsonl, claude-code, chatgpt, contexttape → WriteResult."""
@@ -117,8 +150,18 @@ class StoreAPI:
 
         return import_source(self, kind, path, progress=progress, allow_secrets=allow_secrets, **options)
 
-    def forget(self, ids=(), *, match: str | None = None, session: str | None = None, since=None, until=None,
-               now=None, dry_run: bool = False, purge_history: bool = False):
+    def forget(
+        self,
+        ids=(),
+        *,
+        match: str | None = None,
+        session: str | None = None,
+        since=None,
+        until=None,
+        now=None,
+        dry_run: bool = False,
+        purge_history: bool = False,
+    ):
         """Forget records (`ct forget`): by id, every word of `match`, session or time range → ForgetResult.
 
         One commit removes their text from every committed file and leaves tombstones; `dry_run`
@@ -154,8 +197,21 @@ class StoreAPI:
 
     # ----- reading -------------------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 10, mode: str = "hybrid", *, since=None, until=None, role=None,
-               actor=None, type=None, session=None, now=None, alpha: float | None = None) -> list:
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        mode: str = "hybrid",
+        *,
+        since=None,
+        until=None,
+        role=None,
+        actor=None,
+        type=None,
+        session=None,
+        now=None,
+        alpha: float | None = None,
+    ) -> list:
         """Ranked hits for `query` (`ct search`): mode hybrid | exact | vector → list[Hit].
 
         `since`/`until` take a datetime, Unix seconds, ISO text or a phrase ("last week");
@@ -167,8 +223,14 @@ class StoreAPI:
         if mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         self.index()
-        filters = Filters(since=_instant(since, self, now, "start"), until=_instant(until, self, now, "end"),
-                          role=_list(role), actor=_list(actor), type=_list(type), session=_list(session))
+        filters = Filters(
+            since=_instant(since, self, now, "start"),
+            until=_instant(until, self, now, "end"),
+            role=_list(role),
+            actor=_list(actor),
+            type=_list(type),
+            session=_list(session),
+        )
         return search(self, query, k=k, mode=mode, filters=filters, alpha=alpha)
 
     def recall(self, question: str, k: int = 10, *, now=None, around: int = 0, docs: bool = False):
@@ -233,10 +295,20 @@ class StoreAPI:
         from .stats import stat
 
         d = stat(self)
-        return Stats(records=d["records"], current_records=d["current_records"], days=d["days"],
-                     first_day=d["first_day"], last_day=d["last_day"], sessions=d["sessions"],
-                     segments=d["segments"], by_type=d["by_type"], by_role=d["by_role"],
-                     embedder=d["embedder"], packs=d["packs"], data=d)
+        return Stats(
+            records=d["records"],
+            current_records=d["current_records"],
+            days=d["days"],
+            first_day=d["first_day"],
+            last_day=d["last_day"],
+            sessions=d["sessions"],
+            segments=d["segments"],
+            by_type=d["by_type"],
+            by_role=d["by_role"],
+            embedder=d["embedder"],
+            packs=d["packs"],
+            data=d,
+        )
 
     def fsck(self):
         """Verify every invariant of docs/format.md (`ct fsck`) → Report (`.ok`, `.damage`, `.warnings`)."""
@@ -250,8 +322,9 @@ class StoreAPI:
 
         return tree_diff(self, rev_a, rev_b)
 
-    def reorganize(self, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False,
-                   offline: bool = False):
+    def reorganize(
+        self, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False, offline: bool = False
+    ):
         """Merge related topics and archive trivial turns, one commit unless `dry_run` (`ct reorganize`) → ReorgResult."""
         from .tree.reorganize import reorganize
 

@@ -41,13 +41,28 @@ class ChatTurn:
     debug_files: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"user": self.user, "reply": self.reply, "commit": self.commit, "ids": self.ids,
-                "error": self.error, "context_tokens": self.context.tokens, "debug_files": self.debug_files}
+        return {
+            "user": self.user,
+            "reply": self.reply,
+            "commit": self.commit,
+            "ids": self.ids,
+            "error": self.error,
+            "context_tokens": self.context.tokens,
+            "debug_files": self.debug_files,
+        }
 
 
 class ChatSession:
-    def __init__(self, store, llm: LLM | None = None, session: str | None = None, budget: int = 1500,
-                 verbose: bool = False, history_turns: int = 6, secrets: str = "refuse"):
+    def __init__(
+        self,
+        store,
+        llm: LLM | None = None,
+        session: str | None = None,
+        budget: int = 1500,
+        verbose: bool = False,
+        history_turns: int = 6,
+        secrets: str = "refuse",
+    ):
         self.store = store
         self.llm = llm or get_llm(store.root, require=True)
         stamp = datetime.now(store.tz).strftime("%Y%m%d-%H%M%S")
@@ -61,8 +76,11 @@ class ChatSession:
     def prompt(self, text: str, ctx: Context) -> list[dict]:
         today = datetime.now(self.store.tz).strftime("%A, %d %B %Y, %H:%M %Z")
         system = SYSTEM.format(today=today, context=ctx.text or "(nothing relevant found)")
-        return [{"role": "system", "content": system}, *self.history[-2 * self.history_turns:],
-                {"role": "user", "content": text}]
+        return [
+            {"role": "system", "content": system},
+            *self.history[-2 * self.history_turns :],
+            {"role": "user", "content": text},
+        ]
 
     def ask(self, text: str) -> ChatTurn:
         """One exchange: context, LLM answer, both turns stored (just the user's if the LLM failed)."""
@@ -84,17 +102,32 @@ class ChatSession:
             turn.reply = self.llm.complete(messages, temperature=0.7)
         except LLMError as exc:
             turn.error = str(exc)
-        records = [self.store.normalize({"ts": asked_at, "role": "user", "type": "text", "text": text,
-                                         "session": self.session})]
+        records = [
+            self.store.normalize(
+                {"ts": asked_at, "role": "user", "type": "text", "text": text, "session": self.session}
+            )
+        ]
         if turn.reply is not None:
-            records.append(self.store.normalize({"ts": to_iso(now_utc()), "role": "assistant", "type": "text",
-                                                 "text": turn.reply, "model": self.llm.model,
-                                                 "session": self.session}))
+            records.append(
+                self.store.normalize(
+                    {
+                        "ts": to_iso(now_utc()),
+                        "role": "assistant",
+                        "type": "text",
+                        "text": turn.reply,
+                        "model": self.llm.model,
+                        "session": self.session,
+                    }
+                )
+            )
         from .store import _preview
 
         preview = _preview(text)
-        res = self.store.write(records, f"Chat turn: {preview}" if turn.reply is not None
-                               else f"Chat turn (no answer: the LLM failed): {preview}", secrets=self.secrets)
+        res = self.store.write(
+            records,
+            f"Chat turn: {preview}" if turn.reply is not None else f"Chat turn (no answer: the LLM failed): {preview}",
+            secrets=self.secrets,
+        )
         turn.commit = res.commit
         turn.ids = [r["id"] for r in res.added]
         if turn.reply is not None:
@@ -111,9 +144,11 @@ class ChatSession:
         files = {
             f"{stamp}-hits.json": json.dumps(turn.context.to_json()["sections"], ensure_ascii=False, indent=2),
             f"{stamp}-context.txt": turn.context.text + "\n",
-            f"{stamp}-prompt.json": json.dumps({"model": self.llm.model, "messages": turn.messages,
-                                                "reply": turn.reply, "error": turn.error},
-                                               ensure_ascii=False, indent=2),
+            f"{stamp}-prompt.json": json.dumps(
+                {"model": self.llm.model, "messages": turn.messages, "reply": turn.reply, "error": turn.error},
+                ensure_ascii=False,
+                indent=2,
+            ),
         }
         out = []
         for name, body in files.items():

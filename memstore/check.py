@@ -14,8 +14,18 @@ from pathlib import Path
 
 from .format import log as logfmt
 from .format import record as recordfmt
-from .format.segment import (DT_AUDIO, DT_BLOB, DT_IMAGE, DT_JSON, DT_TEXT, SegmentError, VECTOR_TYPES, read_segment,
-                             segment_ids, segment_name)
+from .format.segment import (
+    DT_AUDIO,
+    DT_BLOB,
+    DT_IMAGE,
+    DT_JSON,
+    DT_TEXT,
+    SegmentError,
+    VECTOR_TYPES,
+    read_segment,
+    segment_ids,
+    segment_name,
+)
 
 
 @dataclass
@@ -31,8 +41,14 @@ class Report:
         return not self.damage
 
     def to_json(self) -> dict:
-        return {"ok": self.ok, "records": self.records, "segments": self.segments,
-                "packs": self.packs, "damage": self.damage, "warnings": self.warnings}
+        return {
+            "ok": self.ok,
+            "records": self.records,
+            "segments": self.segments,
+            "packs": self.packs,
+            "damage": self.damage,
+            "warnings": self.warnings,
+        }
 
 
 def fsck(store) -> Report:
@@ -67,8 +83,10 @@ def fsck(store) -> Report:
 
     journal = crashed_journal(store)
     if journal is not None:
-        rep.warnings.append(f".memstore/write-journal.json: a write (pid {journal.get('pid')}) did not finish; "
-                            '"ct fsck --repair" rolls back what it left')
+        rep.warnings.append(
+            f".memstore/write-journal.json: a write (pid {journal.get('pid')}) did not finish; "
+            '"ct fsck --repair" rolls back what it left'
+        )
     return rep
 
 
@@ -198,7 +216,9 @@ def _check_blob(store, rec, ref, where, rep, referenced) -> None:
         return
     digest = hashlib.sha256(body).hexdigest()
     if manifest.get("sha256") != digest or rec["source"].get("file_sha256") not in (None, digest):
-        rep.damage.append(f"{store.rel(bpath)}: blob bytes do not match the sha256 in its manifest and record ({where})")
+        rep.damage.append(
+            f"{store.rel(bpath)}: blob bytes do not match the sha256 in its manifest and record ({where})"
+        )
 
 
 # ----- format 2: packs ----------------------------------------------------------------------------
@@ -249,7 +269,9 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
             got = out.setdefault(day, DayPacks())
             for rid, h16, seg in pk.manifest.get("records", []):
                 if pk.segments[seg][0].dim != dim:
-                    rep.damage.append(f"{rel}: vector of {rid} has {pk.segments[seg][0].dim} dimensions, the store uses {dim}")
+                    rep.damage.append(
+                        f"{rel}: vector of {rid} has {pk.segments[seg][0].dim} dimensions, the store uses {dim}"
+                    )
                 got.vectors.setdefault(str(rid), {}).setdefault(str(h16), rel)
             for rid, bseg, mseg in pk.manifest.get("blobs", []):
                 try:
@@ -270,8 +292,10 @@ def _check_packed(store, rec, where, day, rep, day_packs: "DayPacks | None") -> 
     if not entries:
         rep.damage.append(f"{where}: record {rid} has no vector in packs/{day[:4]}/{day}/")
     elif packfmt.hash16(str(rec.get("hash") or "")) not in entries:
-        rep.damage.append(f"{sorted(entries.values())[0]}: vector of record {rid} was made from other text "
-                          f"than the record at {where} (hash16 differs)")
+        rep.damage.append(
+            f"{sorted(entries.values())[0]}: vector of record {rid} was made from other text "
+            f"than the record at {where} (hash16 differs)"
+        )
     src = rec.get("source")
     if isinstance(src, dict) and isinstance(src.get("blob"), dict):
         _check_packed_blob(rec, src["blob"], where, day, rep, day_packs)
@@ -312,5 +336,7 @@ def _check_pack_orphans(store, rep, packed: dict[str, DayPacks], claimed: dict[s
             if rid not in mine and not mine & set(manifest.get("records") or []):
                 by_pack.setdefault(rel, []).append(f"blob of {rid}")
         for rel, rids in sorted(by_pack.items()):
-            rep.warnings.append(f"{rel}: {len(rids)} vectors or blobs for no record of {day} (orphan: {', '.join(sorted(rids)[:3])}"
-                                + (", …)" if len(rids) > 3 else ")"))
+            rep.warnings.append(
+                f"{rel}: {len(rids)} vectors or blobs for no record of {day} (orphan: {', '.join(sorted(rids)[:3])}"
+                + (", …)" if len(rids) > 3 else ")")
+            )

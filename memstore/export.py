@@ -30,7 +30,8 @@ def export_contexttape(store, dest, progress=None) -> dict:
         raise UsageError(f"{dest}: exists and is not an empty folder", "Export into a new folder.")
     index = store.index()
     rows = index.conn.execute(
-        "SELECT rowid, day FROM records WHERE hidden = 0 AND vrow >= 0 ORDER BY day, ts, line_no, id").fetchall()
+        "SELECT rowid, day FROM records WHERE hidden = 0 AND vrow >= 0 ORDER BY day, ts, line_no, id"
+    ).fetchall()
     dest.mkdir(parents=True, exist_ok=True)
     packs: dict[str, dict] = {}
     mapping, skipped = [], 0
@@ -46,11 +47,14 @@ def export_contexttape(store, dest, progress=None) -> dict:
         vheader, payload = vec
         tid = 2 * len(mapping)
         unix = int(from_iso(rec["ts"]).timestamp())
-        write_file_atomic(dest / segment_name(tid),
-                          Header(tid + 1, -1, len(body), DT_TEXT, 0, 1.0, unix).pack() + body, fsync=False)
-        write_file_atomic(dest / segment_name(tid + 1),
-                          Header(-1, tid, len(payload), vheader.data_type, vheader.dim, vheader.scale,
-                                 unix).pack() + payload, fsync=False)
+        write_file_atomic(
+            dest / segment_name(tid), Header(tid + 1, -1, len(body), DT_TEXT, 0, 1.0, unix).pack() + body, fsync=False
+        )
+        write_file_atomic(
+            dest / segment_name(tid + 1),
+            Header(-1, tid, len(payload), vheader.data_type, vheader.dim, vheader.scale, unix).pack() + payload,
+            fsync=False,
+        )
         mapping.append([tid, rec["id"]])
         if progress:
             progress(1)

@@ -46,10 +46,17 @@ class ForgetResult:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"forgotten": [r["id"] for r in self.records], "commit": self.commit, "paths": self.paths,
-                "purged_history": self.purged, "notes": self.notes,
-                "records": [{"id": r["id"], "ts": r.get("ts"), "session": r.get("session"),
-                             "text": (r.get("text") or "")[:200]} for r in self.records]}
+        return {
+            "forgotten": [r["id"] for r in self.records],
+            "commit": self.commit,
+            "paths": self.paths,
+            "purged_history": self.purged,
+            "notes": self.notes,
+            "records": [
+                {"id": r["id"], "ts": r.get("ts"), "session": r.get("session"), "text": (r.get("text") or "")[:200]}
+                for r in self.records
+            ],
+        }
 
 
 # ----- tombstones ---------------------------------------------------------------------------------
@@ -60,8 +67,10 @@ forgotten_ids = tombfmt.ids
 
 # ----- choosing records ---------------------------------------------------------------------------
 
-def select(store, ids=(), match: str | None = None, session: str | None = None,
-           since=None, until=None, now=None) -> list[dict]:
+
+def select(
+    store, ids=(), match: str | None = None, session: str | None = None, since=None, until=None, now=None
+) -> list[dict]:
     """The records to forget: by id, by every word of `match`, by session, by time range (ANDed)."""
     if not (ids or match or session or since or until):
         raise UsageError("say what to forget: record ids, --match QUERY, --session NAME or --since/--until")
@@ -79,8 +88,10 @@ def select(store, ids=(), match: str | None = None, session: str | None = None,
         for rid in ids:
             found = [r for (r,) in conn.execute("SELECT rowid FROM records WHERE id = ?", (rid,))]
             if not found and rid in gone:
-                raise UsageError(f"record {rid!r} is forgotten already (forgotten.jsonl).",
-                                 f'To take its text out of git history too: "ct forget --purge-history {rid}".')
+                raise UsageError(
+                    f"record {rid!r} is forgotten already (forgotten.jsonl).",
+                    f'To take its text out of git history too: "ct forget --purge-history {rid}".',
+                )
             if not found:
                 raise UsageError(f"no record with id {rid!r} in {store.root}", "Nothing was forgotten.")
             rows[rid] = found
@@ -118,6 +129,7 @@ def _matching(store, query: str) -> set[int]:
 
 
 # ----- forgetting ---------------------------------------------------------------------------------
+
 
 def forget(store, records: list[dict], purge_history: bool = False, message: str | None = None) -> ForgetResult:
     """Remove the records from every committed file and append their tombstones: one commit."""
@@ -239,20 +251,26 @@ def _append_tombstones(store, records: list[dict]) -> list[str]:
 
     have = tombstones(store.root)
     at = to_iso(now_utc())
-    lines = [json.dumps({"id": r["id"], "hash": r.get("hash") or text_hash(r["text"]), "at": at},
-                        separators=(",", ":")) + "\n" for r in records if r["id"] not in have]
+    lines = [
+        json.dumps({"id": r["id"], "hash": r.get("hash") or text_hash(r["text"]), "at": at}, separators=(",", ":"))
+        + "\n"
+        for r in records
+        if r["id"] not in have
+    ]
     path = store.root / TOMBSTONES
     if lines:
         logfmt.append_lines(path, "".join(lines).encode("utf-8"), fsync=False)
     attrs = store.root / ".gitattributes"
     current = attrs.read_text(encoding="utf-8") if attrs.exists() else ""
     if ATTRIBUTE not in current:
-        attrs.write_text(current + ("" if current.endswith("\n") or not current else "\n") + ATTRIBUTE + "\n",
-                         encoding="utf-8")
+        attrs.write_text(
+            current + ("" if current.endswith("\n") or not current else "\n") + ATTRIBUTE + "\n", encoding="utf-8"
+        )
     return [TOMBSTONES, ".gitattributes"]
 
 
 # ----- a clone that still has tombstoned records ----------------------------------------------------
+
 
 def stale_records(store) -> list[dict]:
     """Records in this clone's day logs (or tree) that a tombstone says were forgotten elsewhere."""
@@ -291,8 +309,11 @@ def apply_tombstones(store) -> ForgetResult:
             tx.stage(paths)
         return ForgetResult(commit=tx.commit, paths=paths)
     n = len(stale)
-    return forget(store, stale, message=f"Apply {n} tombstone{'s' if n != 1 else ''} from {TOMBSTONES} "
-                                        f"(forgotten on another clone)")
+    return forget(
+        store,
+        stale,
+        message=f"Apply {n} tombstone{'s' if n != 1 else ''} from {TOMBSTONES} (forgotten on another clone)",
+    )
 
 
 # ----- history ------------------------------------------------------------------------------------
@@ -393,8 +414,10 @@ def purge(store, texts: list[str]) -> str:
     remotes = {name: git.run("remote", "get-url", name) for name in git.run("remote").split()}
     tracking = _tracking_config(store)
     # The remote's old history, as last fetched: sync must never bring it back (see refuse_unpublished_purge).
-    old = [line.split()[1] for line in
-           git.run("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes").splitlines()]
+    old = [
+        line.split()[1]
+        for line in git.run("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes").splitlines()
+    ]
     pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in _variants(t)]
     prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
@@ -402,11 +425,14 @@ def purge(store, texts: list[str]) -> str:
         spec = fh.name
     try:
         with store.lock():
-            proc = subprocess.run([sys.executable, "-c", _FILTER_SCRIPT, spec], cwd=store.root,
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, "-c", _FILTER_SCRIPT, spec], cwd=store.root, capture_output=True, text=True
+            )
             if proc.returncode != 0:
-                raise MemstoreError(f"git-filter-repo failed in {store.root}: {proc.stderr.strip()[-800:]}",
-                                    "The record is forgotten in the current files; history was not rewritten.")
+                raise MemstoreError(
+                    f"git-filter-repo failed in {store.root}: {proc.stderr.strip()[-800:]}",
+                    "The record is forgotten in the current files; history was not rewritten.",
+                )
             for name, url in remotes.items():  # filter-repo removes remotes so nothing is pushed by accident
                 if name not in git.run("remote").split():
                     git.run("remote", "add", name, url)
@@ -416,8 +442,9 @@ def purge(store, texts: list[str]) -> str:
                 git.run("update-ref", "-d", ref)  # the old history, as last fetched: it holds the text
             git.run("reflog", "expire", "--expire=now", "--all")
             git.run("gc", "--quiet", "--prune=now")
-            (store.meta_dir / PURGED_MARK).write_text(json.dumps({"at": to_iso(now_utc()), "old": old}) + "\n",
-                                                      encoding="utf-8")
+            (store.meta_dir / PURGED_MARK).write_text(
+                json.dumps({"at": to_iso(now_utc()), "old": old}) + "\n", encoding="utf-8"
+            )
     finally:
         os.unlink(spec)
     branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
@@ -453,7 +480,8 @@ def refuse_unpublished_purge(store, res) -> None:
         f"{store.root}: this clone's history was rewritten by ct forget --purge-history, and "
         f"{res.upstream} still has the old history (with the forgotten text). ct sync does not merge it back.",
         f'Publish the rewritten history first: "git -C {store.root} push --force {res.remote} '
-        f'HEAD:{res.upstream.split("/", 1)[-1]}", then run ct sync again. Nothing was changed.')
+        f'HEAD:{res.upstream.split("/", 1)[-1]}", then run ct sync again. Nothing was changed.',
+    )
 
 
 def _is_ancestor(store, a: str, b: str) -> bool:
@@ -474,8 +502,11 @@ def follow_rewritten_remote(store, res, before: str | None) -> list[dict] | None
     remote_ids = _ids_at(store, f"refs/remotes/{res.upstream}")
     gone = set()
     try:
-        gone = {json.loads(line).get("id") for line in
-                git.run("show", f"refs/remotes/{res.upstream}:{TOMBSTONES}").splitlines() if line.strip()}
+        gone = {
+            json.loads(line).get("id")
+            for line in git.run("show", f"refs/remotes/{res.upstream}:{TOMBSTONES}").splitlines()
+            if line.strip()
+        }
     except (MemstoreError, ValueError):
         pass
     gone |= forgotten_ids(store.root)

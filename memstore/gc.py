@@ -19,12 +19,20 @@ class GcResult:
     dry_run: bool = False
 
     def message(self) -> str:
-        return (f"Consolidate {self.packs_before} packs into {self.packs_after} "
-                f"for {len(self.days)} day{'s' if len(self.days) != 1 else ''}")
+        return (
+            f"Consolidate {self.packs_before} packs into {self.packs_after} "
+            f"for {len(self.days)} day{'s' if len(self.days) != 1 else ''}"
+        )
 
     def to_json(self) -> dict:
-        return {"days": self.days, "damaged": self.damaged, "packs_before": self.packs_before, "packs_after": self.packs_after,
-                "commit": self.commit, "dry_run": self.dry_run}
+        return {
+            "days": self.days,
+            "damaged": self.damaged,
+            "packs_before": self.packs_before,
+            "packs_after": self.packs_after,
+            "commit": self.commit,
+            "dry_run": self.dry_run,
+        }
 
 
 def gc(store, dry_run: bool = False) -> GcResult:

@@ -28,8 +28,9 @@ class GitRepo:
         _git(Path(root), ["init", "-q", "--initial-branch=main"], os.environ)
         return cls(root)
 
-    def run(self, *args, env: dict | None = None, strip_newline_in_stdout: bool = True,
-            stdout_as_string: bool = True) -> str | bytes:
+    def run(
+        self, *args, env: dict | None = None, strip_newline_in_stdout: bool = True, stdout_as_string: bool = True
+    ) -> str | bytes:
         """Run one git command on this repository; GitError carries git's own words."""
         full_env = dict(os.environ)
         full_env.update(env or {})
@@ -46,7 +47,9 @@ class GitRepo:
             env_has = os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_AUTHOR_EMAIL")
             keys: dict[bytes, bytes] = {}
             try:  # one process answers both questions a write has: who commits, and where hooks live
-                found = _git(self.root, ["config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath)$"], os.environ)
+                found = _git(
+                    self.root, ["config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath)$"], os.environ
+                )
                 for line in found.splitlines():
                     key, _, value = line.partition(b" ")
                     keys[key.lower()] = value
@@ -54,14 +57,17 @@ class GitRepo:
                 pass
             self._hooks_path = keys.get(b"core.hookspath", b"").decode("utf-8", "surrogateescape") or None
             has = b"user.name" in keys and b"user.email" in keys
-            self._identity = [] if (has or env_has) else ["-c", f"user.name={IDENTITY[0]}", "-c", f"user.email={IDENTITY[1]}"]
+            self._identity = (
+                [] if (has or env_has) else ["-c", f"user.name={IDENTITY[0]}", "-c", f"user.email={IDENTITY[1]}"]
+            )
         return self._identity
 
     def config_set(self, key: str, value: str) -> None:
         self.run("config", "--local", key, value)
 
-    def commit(self, message: str, paths: list[str] | None = None, allow_empty: bool = False,
-               only_paths: bool = False) -> str | None:
+    def commit(
+        self, message: str, paths: list[str] | None = None, allow_empty: bool = False, only_paths: bool = False
+    ) -> str | None:
         """Stage `paths` (or everything) and commit; None when nothing changed.
 
         On a branch with history the commit is made with git's plumbing (write-tree, commit-tree,
@@ -132,18 +138,26 @@ class GitRepo:
     def _refuse_foreign_staged(self, parent_tree: str, tree: str, paths: list[str]) -> None:
         """A commit of `paths` must not carry what a person staged with `git add` meanwhile: compare
         the two trees (only the folders that differ are read) and refuse, unstaging our own paths."""
-        changed = [p for p in self.run("diff-tree", "-r", "--name-only", "-z", parent_tree, tree,
-                                       strip_newline_in_stdout=False).split("\0") if p]
+        changed = [
+            p
+            for p in self.run(
+                "diff-tree", "-r", "--name-only", "-z", parent_tree, tree, strip_newline_in_stdout=False
+            ).split("\0")
+            if p
+        ]
         ours = [p.rstrip("/") for p in paths]
         foreign = [p for p in changed if not any(p == o or p.startswith(o + "/") for o in ours)]
         if not foreign:
             return
         for i in range(0, len(paths), 500):
             self.run("reset", "-q", "--", *paths[i : i + 500])
-        err = MemstoreError(f"{self.root / foreign[0]} has staged changes" + (f" (and {len(foreign) - 1} more files)" if len(foreign) > 1 else "")
-                       + "; this write would commit them.",
-                       "Commit them with git (or unstage them with git restore --staged) and run the command again. "
-                       "Nothing was written.")
+        err = MemstoreError(
+            f"{self.root / foreign[0]} has staged changes"
+            + (f" (and {len(foreign) - 1} more files)" if len(foreign) > 1 else "")
+            + "; this write would commit them.",
+            "Commit them with git (or unstage them with git restore --staged) and run the command again. "
+            "Nothing was written.",
+        )
         err.foreign_staged = foreign
         raise err
 
@@ -230,7 +244,9 @@ class GitRepo:
                 parts = line.split("\t")
                 if len(parts) == 3:
                     files.append({"path": parts[2], "added": _int(parts[0]), "removed": _int(parts[1])})
-            commits.append({"sha": sha, "date": date, "author": author, "subject": subject, "body": body.strip(), "files": files})
+            commits.append(
+                {"sha": sha, "date": date, "author": author, "subject": subject, "body": body.strip(), "files": files}
+            )
         return commits
 
     def show(self, rev: str, path: str) -> str | None:
@@ -300,7 +316,7 @@ def _head_from_files(root: Path):
     if not head.startswith("ref: refs/"):
         return False
     ref = head[5:]
-    for base in ((gdir,) if ref.startswith(("refs/bisect/", "refs/worktree/", "refs/rewritten/")) else (common,)):
+    for base in (gdir,) if ref.startswith(("refs/bisect/", "refs/worktree/", "refs/rewritten/")) else (common,):
         try:
             sha = (base / ref).read_text(encoding="utf-8").strip()
             return sha if _is_oid(sha) else False
@@ -336,7 +352,7 @@ def _loose_commit_tree(root: Path, sha: str) -> str | None:
     header, _, body = raw.partition(b"\0")
     if not header.startswith(b"commit ") or not body.startswith(b"tree "):
         return None
-    tree = body[5:body.find(b"\n")].decode("ascii", "replace")
+    tree = body[5 : body.find(b"\n")].decode("ascii", "replace")
     return tree if _is_oid(tree) else None
 
 
@@ -384,8 +400,9 @@ def _git(cwd: Path, args: list[str], env) -> bytes:
     if gdir is not None:
         env.update(GIT_DIR=str(gdir), GIT_WORK_TREE=str(cwd), GIT_INDEX_FILE=str(Path(gdir) / "index"))
     try:
-        return Git(str(cwd)).execute(["git", *args], env=env, stdout_as_string=False,
-                                     strip_newline_in_stdout=False, istream=subprocess.DEVNULL)
+        return Git(str(cwd)).execute(
+            ["git", *args], env=env, stdout_as_string=False, strip_newline_in_stdout=False, istream=subprocess.DEVNULL
+        )
     except GitCommandError as exc:
         raw = exc.stderr or exc.stdout or ""
         words = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)).strip()
@@ -418,7 +435,8 @@ def refuse_if_unfinished(root: Path, doing: str = "write to the store") -> None:
         f"{root}: git is in the middle of {what}, so ct will not {doing} now "
         "(it would commit or roll back part of it).",
         f'Finish it with "{finish}" (after resolving any conflicts: git status lists them) or undo it '
-        f'with "{abort}", then run the command again. Nothing was changed.')
+        f'with "{abort}", then run the command again. Nothing was changed.',
+    )
 
 
 def warn_if_unfinished(root: Path) -> None:
@@ -427,5 +445,8 @@ def warn_if_unfinished(root: Path) -> None:
     if state is not None:
         import sys
 
-        print(f"memstore: warning: git is in the middle of {state[0]} in {root}; results show the files as "
-              f'they are now (finish with "{state[1]}" or "{state[2]}")', file=sys.stderr)
+        print(
+            f"memstore: warning: git is in the middle of {state[0]} in {root}; results show the files as "
+            f'they are now (finish with "{state[1]}" or "{state[2]}")',
+            file=sys.stderr,
+        )

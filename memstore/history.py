@@ -19,6 +19,14 @@ def history(store, max_count: int = 20) -> list[dict]:
                 counts["markers"] += f["added"]
             elif p == "tree.json" or p.startswith("tree/"):
                 counts["tree"] += 1
-        out.append({"sha": c["sha"], "date": c["date"], "author": c["author"], "subject": c["subject"],
-                    "counts": counts, "files": len(c["files"])})
+        out.append(
+            {
+                "sha": c["sha"],
+                "date": c["date"],
+                "author": c["author"],
+                "subject": c["subject"],
+                "counts": counts,
+                "files": len(c["files"]),
+            }
+        )
     return out

@@ -21,15 +21,17 @@ INACTIVE = "inactive: neither memstore nor ct is on PATH (the hook does nothing;
 
 def stub(name: str) -> str:
     """The hook file's text: run memstore's indexer if one can be found, never failing the git command."""
-    return (f"#!/bin/sh\n{MARK} ({name}): refresh the disposable index (optional: every ct read does it too)\n"
-            '[ -n "$MEMSTORE_COMMITTING" ] || {\n'
-            f'  if command -v memstore >/dev/null 2>&1; then memstore hook {name} "$@"\n'
-            f'  elif command -v ct >/dev/null 2>&1; then ct hook {name} "$@"\n'
-            "  elif command -v python3 >/dev/null 2>&1 && python3 -c 'import memstore' 2>/dev/null; then\n"
-            f'    python3 -m memstore hook {name} "$@"\n'
-            "  fi\n"
-            "} >/dev/null 2>&1\n"
-            "true\n")
+    return (
+        f"#!/bin/sh\n{MARK} ({name}): refresh the disposable index (optional: every ct read does it too)\n"
+        '[ -n "$MEMSTORE_COMMITTING" ] || {\n'
+        f'  if command -v memstore >/dev/null 2>&1; then memstore hook {name} "$@"\n'
+        f'  elif command -v ct >/dev/null 2>&1; then ct hook {name} "$@"\n'
+        "  elif command -v python3 >/dev/null 2>&1 && python3 -c 'import memstore' 2>/dev/null; then\n"
+        f'    python3 -m memstore hook {name} "$@"\n'
+        "  fi\n"
+        "} >/dev/null 2>&1\n"
+        "true\n"
+    )
 
 
 def install(store) -> list[str]:

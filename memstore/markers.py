@@ -28,8 +28,7 @@ def _checked_lines(store) -> list[markerfmt.MarkerLine]:
     try:
         return markerfmt.read_lines(store.root)
     except FormatError as exc:
-        raise FormatError(exc.path, exc.problem, exc.line,
-                          "Nothing was changed. " + (exc.hint or "")) from None
+        raise FormatError(exc.path, exc.problem, exc.line, "Nothing was changed. " + (exc.hint or "")) from None
 
 
 def mark(store, text: str, now=None) -> markerfmt.Marker:
@@ -56,10 +55,14 @@ def resolve(markers: list[markerfmt.Marker], ref: str) -> markerfmt.Marker:
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
-        raise UsageError(f"marker id {ref!r} is ambiguous: it starts {len(found)} markers "
-                         f"({', '.join(m.id for m in found[:5])}).", "Give more of the id.")
-    raise MemstoreError(f"no marker with id {ref!r} in {markerfmt.FILENAME}; nothing was changed.",
-                        'Run "ct where" to see the open markers and their ids.')
+        raise UsageError(
+            f"marker id {ref!r} is ambiguous: it starts {len(found)} markers ({', '.join(m.id for m in found[:5])}).",
+            "Give more of the id.",
+        )
+    raise MemstoreError(
+        f"no marker with id {ref!r} in {markerfmt.FILENAME}; nothing was changed.",
+        'Run "ct where" to see the open markers and their ids.',
+    )
 
 
 def done(store, ref: str, now=None) -> markerfmt.Marker:
@@ -69,8 +72,10 @@ def done(store, ref: str, now=None) -> markerfmt.Marker:
         markers = markerfmt.fold(_checked_lines(store))
         target = resolve(markers, ref)
         if target.closed_at:
-            raise MemstoreError(f"marker {target.id} ({_subject(target.text)!r}) was already closed at "
-                                f"{target.closed_at}; nothing was changed.")
+            raise MemstoreError(
+                f"marker {target.id} ({_subject(target.text)!r}) was already closed at "
+                f"{target.closed_at}; nothing was changed."
+            )
         line = markerfmt.closing(target, when)
         markerfmt.append(store.root, line)
         tx.stage(markerfmt.FILENAME)
@@ -120,8 +125,9 @@ class Where:
             "markers_omitted": self.markers_omitted,
             "markers_done": self.markers_done,
             "session": None if self.session is None else {"name": self.session, "lines": self.session_lines},
-            "lines": [{k: r.get(k) for k in ("id", "ts", "actor", "role", "type", "text", "session")}
-                      for r in self.lines],
+            "lines": [
+                {k: r.get(k) for k in ("id", "ts", "actor", "role", "type", "text", "session")} for r in self.lines
+            ],
         }
 
 
@@ -149,15 +155,18 @@ def where(store, markers: int = 10, lines: int = 8, now=None) -> Where:
 
 
 def _latest_session(store, conn, n: int, out: Where) -> None:
-    row = conn.execute(f"SELECT session FROM records WHERE hidden = 0 AND {CONVERSATION} "
-                       "ORDER BY ts DESC, rowid DESC LIMIT 1").fetchone()
+    row = conn.execute(
+        f"SELECT session FROM records WHERE hidden = 0 AND {CONVERSATION} ORDER BY ts DESC, rowid DESC LIMIT 1"
+    ).fetchone()
     if row is None:
         return
     out.session = row[0]
-    out.session_lines = conn.execute(f"SELECT COUNT(*) FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION}",
-                                     (row[0],)).fetchone()[0]
-    rows = conn.execute(f"SELECT day, off, len FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION} "
-                        "ORDER BY ts DESC, rowid DESC LIMIT ?", (row[0], max(0, n))).fetchall()
+    out.session_lines = conn.execute(
+        f"SELECT COUNT(*) FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION}", (row[0],)
+    ).fetchone()[0]
+    rows = conn.execute(
+        f"SELECT day, off, len FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION} "
+        "ORDER BY ts DESC, rowid DESC LIMIT ?",
+        (row[0], max(0, n)),
+    ).fetchall()
     out.lines = [logfmt.read_text_at(logfmt.day_path(store.root, day), off, ln) for day, off, ln in reversed(rows)]
-
-

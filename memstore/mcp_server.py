@@ -55,25 +55,42 @@ class MemoryServer:
 
     # ----- tools -------------------------------------------------------------------------------
 
-    async def search(self, query: str, k: int = 10, mode: str = "hybrid", since: str | None = None,
-                     until: str | None = None, role: list[str] | None = None,
-                     session: list[str] | None = None) -> dict:
+    async def search(
+        self,
+        query: str,
+        k: int = 10,
+        mode: str = "hybrid",
+        since: str | None = None,
+        until: str | None = None,
+        role: list[str] | None = None,
+        session: list[str] | None = None,
+    ) -> dict:
         """Search memory by words and meaning. mode: hybrid (default), exact or vector. since/until: ISO
         times or phrases like "last week". Returns hits with verbatim text, time, role, session, source."""
+
         def run():
             hits = self._st().search(query, k=k, mode=mode, since=since, until=until, role=role, session=session)
             return {"query": query, "hits": [h.to_json() for h in hits]}
 
         return await self._run(run)
 
-    async def recall(self, question: str, k: int = 10, now: str | None = None, around: int = 0,
-                     docs: bool = False) -> dict:
+    async def recall(
+        self, question: str, k: int = 10, now: str | None = None, around: int = 0, docs: bool = False
+    ) -> dict:
         """Recall what was said: a question with a time phrase ("what did we decide yesterday evening")
         becomes a time window; returns verbatim lines in time order and how they were found (level)."""
         return await self._run(lambda: self._st().recall(question, k=k, now=now, around=around, docs=docs).to_json())
 
-    async def add(self, text: str, role: str = "user", actor: str | None = None, session: str | None = None,
-                  type: str = "text", model: str | None = None, secrets: str = "refuse") -> dict:
+    async def add(
+        self,
+        text: str,
+        role: str = "user",
+        actor: str | None = None,
+        session: str | None = None,
+        type: str = "text",
+        model: str | None = None,
+        secrets: str = "refuse",
+    ) -> dict:
         """Remember one turn or fact verbatim (one git commit). role: user | assistant | system | tool.
         A text holding a detected secret (token, key, password) is refused unless secrets is
         "redact" (stored with [REDACTED kind] markers) or "allow" (stored verbatim)."""
@@ -81,8 +98,11 @@ class MemoryServer:
 
         def run():
             try:
-                return self._st().add(text, role=role, actor=actor, session=session, type=type, model=model,
-                                      secrets=secrets).to_json()
+                return (
+                    self._st()
+                    .add(text, role=role, actor=actor, session=session, type=type, model=model, secrets=secrets)
+                    .to_json()
+                )
             except RecordError as exc:
                 raise ValueError(f"cannot add: {exc}") from None
 
@@ -97,13 +117,25 @@ class MemoryServer:
         st = lambda: self._st()  # noqa: E731
         return await self._run(lambda: (st().done(done) if done else st().mark(text)).to_json())
 
-    async def forget(self, ids: list[str] | None = None, match: str | None = None, session: str | None = None,
-                     since: str | None = None, until: str | None = None, dry_run: bool = False) -> dict:
+    async def forget(
+        self,
+        ids: list[str] | None = None,
+        match: str | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        dry_run: bool = False,
+    ) -> dict:
         """Forget records for good (one git commit): by ids, by every word of `match`, by session or
         time range (all given must hold). Their text leaves the logs, vectors, topic tree and markers;
         a tombstone keeps other clones from bringing them back. Run with dry_run=true first."""
-        return await self._run(lambda: self._st().forget(ids or (), match=match, session=session, since=since,
-                                                         until=until, dry_run=dry_run).to_json())
+        return await self._run(
+            lambda: (
+                self._st()
+                .forget(ids or (), match=match, session=session, since=since, until=until, dry_run=dry_run)
+                .to_json()
+            )
+        )
 
     async def where(self, markers: int = 10, lines: int = 8) -> dict:
         """Where the work stands: open markers (newest last) and the latest session's last lines."""
@@ -116,6 +148,7 @@ class MemoryServer:
 
     async def tree(self, depth: int | None = None) -> dict:
         """The topic tree: nested topics with names, summaries and turn counts, plus an indented text view."""
+
         def run():
             from .tree import render
 
@@ -148,11 +181,23 @@ def build_server(root: Path | str):
     writes = {"add", "mark", "forget"}
     for name in TOOLS:
         fn = getattr(mem, name)
-        server.add_tool(fn, name=name, description=fn.__doc__.replace("\n        ", " "),
-                        annotations=ToolAnnotations(read_only_hint=name not in writes, destructive_hint=name == "forget",
-                                                    idempotent_hint=name not in writes, open_world_hint=False))
-    server.resource("memstore://stats", name="stats", mime_type="application/json",
-                    description="Counts for this store: records, days, sessions, segments, bytes.")(mem.stats)
+        server.add_tool(
+            fn,
+            name=name,
+            description=fn.__doc__.replace("\n        ", " "),
+            annotations=ToolAnnotations(
+                read_only_hint=name not in writes,
+                destructive_hint=name == "forget",
+                idempotent_hint=name not in writes,
+                open_world_hint=False,
+            ),
+        )
+    server.resource(
+        "memstore://stats",
+        name="stats",
+        mime_type="application/json",
+        description="Counts for this store: records, days, sessions, segments, bytes.",
+    )(mem.stats)
     return server, mem
 
 

@@ -24,8 +24,13 @@ def reembed(store, embedder_name: str | None = None, options: dict | None = None
         for day in days:
             count["n"] += _reembed_day(store, day, emb, dtype, batch)
             tx.stage(store.rel(packfmt.day_dir(store.root, day)))
-        store.config.embedder = {"name": emb.name, "model": emb.model, "dim": emb.dim, "dtype": dtype,
-                                 **{k: v for k, v in opts.items() if k not in ("dim",)}}
+        store.config.embedder = {
+            "name": emb.name,
+            "model": emb.model,
+            "dim": emb.dim,
+            "dtype": dtype,
+            **{k: v for k, v in opts.items() if k not in ("dim",)},
+        }
         store.config.write(store.root)
         store._embedder = emb
         tx.stage(configfmt.FILENAME)

@@ -37,21 +37,28 @@ class Repair:
     """What a rollback or repair did (counts), what it left alone, and where the rolled-back lines went."""
 
     crashed: dict | None = None
-    records: int = 0            # complete log lines that were never committed
-    partial_lines: int = 0      # unfinished last lines
-    segments: int = 0           # uncommitted segment files removed (format 1)
-    packs: int = 0              # uncommitted packs removed (format 2)
+    records: int = 0  # complete log lines that were never committed
+    partial_lines: int = 0  # unfinished last lines
+    segments: int = 0  # uncommitted segment files removed (format 1)
+    packs: int = 0  # uncommitted packs removed (format 2)
     temp_files: int = 0
     git_locks: list[str] = field(default_factory=list)
-    restored: list[str] = field(default_factory=list)   # tracked files put back to their committed version
+    restored: list[str] = field(default_factory=list)  # tracked files put back to their committed version
     untouched: list[str] = field(default_factory=list)  # uncommitted changes we did not make and left alone
     backup: str | None = None
     index: dict | None = None
 
     @property
     def changed(self) -> bool:
-        return bool(self.records or self.partial_lines or self.segments or self.packs or self.temp_files
-                    or self.git_locks or self.restored)
+        return bool(
+            self.records
+            or self.partial_lines
+            or self.segments
+            or self.packs
+            or self.temp_files
+            or self.git_locks
+            or self.restored
+        )
 
     def notes(self) -> list[str]:
         if not self.changed:
@@ -76,10 +83,19 @@ class Repair:
         return out
 
     def to_json(self) -> dict:
-        return {"crashed": self.crashed, "records": self.records, "partial_lines": self.partial_lines,
-                "segments": self.segments, "packs": self.packs, "temp_files": self.temp_files, "git_locks": self.git_locks,
-                "restored": self.restored, "untouched": self.untouched, "backup": self.backup,
-                "index": self.index}
+        return {
+            "crashed": self.crashed,
+            "records": self.records,
+            "partial_lines": self.partial_lines,
+            "segments": self.segments,
+            "packs": self.packs,
+            "temp_files": self.temp_files,
+            "git_locks": self.git_locks,
+            "restored": self.restored,
+            "untouched": self.untouched,
+            "backup": self.backup,
+            "index": self.index,
+        }
 
 
 # ----- the writer's side ------------------------------------------------------------------------
@@ -123,10 +139,12 @@ def begin_write(store, check_logs: bool = True) -> list[str]:
 
 def _dirty_logs_error(store, dirty: list[str]) -> MemstoreError:
     err = MemstoreError(
-        f"{store.root / dirty[0]} has uncommitted changes" + (f" (and {len(dirty) - 1} more day logs)" if len(dirty) > 1 else "")
+        f"{store.root / dirty[0]} has uncommitted changes"
+        + (f" (and {len(dirty) - 1} more day logs)" if len(dirty) > 1 else "")
         + "; a write now would commit them.",
         f'Run "ct -C {store.root} fsck --repair" to roll them back (the lines are kept in '
-        f".memstore/{BACKUP_DIR}/), or commit them with git. Nothing was written.")
+        f".memstore/{BACKUP_DIR}/), or commit them with git. Nothing was written.",
+    )
     err.nothing_written = True  # raised before the writer touched a file: there is nothing to roll back
     return err
 
@@ -248,8 +266,7 @@ def _write_journal(store) -> None:
     store.meta_dir.mkdir(exist_ok=True)
     path = store.meta_dir / JOURNAL
     tmp = path.with_name(f".{JOURNAL}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps({"pid": os.getpid(), "started": time.time(), "head": store.git.head()}),
-                   encoding="utf-8")
+    tmp.write_text(json.dumps({"pid": os.getpid(), "started": time.time(), "head": store.git.head()}), encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -279,8 +296,9 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
         # Without a crashed writer, staged changes are a person's (or git's) work: never undone.
         # Day-log lines beyond the staged version are still rolled back; other staged files are left.
         keep = set(staged)
-        rep.untouched += [f"{p}: staged changes left alone (commit them, or unstage with git restore --staged)"
-                          for p in staged]
+        rep.untouched += [
+            f"{p}: staged changes left alone (commit them, or unstage with git restore --staged)" for p in staged
+        ]
         entries = [(xy, p) for xy, p in entries if p not in keep or (_is_append_only(p) and xy[1] != " ")]
     backup = _Backup(store)
     logs = [(xy, p) for xy, p in entries if _is_append_only(p)]
@@ -315,8 +333,16 @@ def _is_append_only(p: str) -> bool:
 
 
 def _status(store, *pathspec: str) -> list[tuple[str, str]]:
-    out = store.git.run("status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
-                        "--", *pathspec, strip_newline_in_stdout=False)
+    out = store.git.run(
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--no-renames",
+        "--untracked-files=all",
+        "--",
+        *pathspec,
+        strip_newline_in_stdout=False,
+    )
     entries = []
     for item in out.split("\0"):
         if len(item) > 3:
@@ -328,8 +354,7 @@ def _committed_bytes(store, p: str, base: str = "HEAD:") -> bytes | None:
     from .errors import GitError
 
     try:
-        return store.git.run("cat-file", "blob", f"{base}{p}", stdout_as_string=False,
-                             strip_newline_in_stdout=False)
+        return store.git.run("cat-file", "blob", f"{base}{p}", stdout_as_string=False, strip_newline_in_stdout=False)
     except GitError:
         return None
 
@@ -344,8 +369,9 @@ def _changed_since(path: Path, started: float | None) -> bool:
         return True
 
 
-def _rollback_appended(store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None,
-                       base: str = "HEAD:") -> None:
+def _rollback_appended(
+    store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None, base: str = "HEAD:"
+) -> None:
     """A day log or markers.jsonl: cut back to its committed bytes, keeping the cut lines."""
     path = store.root / p
     if not _changed_since(path, started):
@@ -362,7 +388,7 @@ def _rollback_appended(store, xy: str, p: str, rep: Repair, backup: "_Backup", s
     if head is None:
         tail, keep = data, None
     elif data.startswith(head):
-        tail, keep = data[len(head):], len(head)
+        tail, keep = data[len(head) :], len(head)
     else:
         rep.untouched.append(f"{p}: differs from its committed version other than by appended lines")
         return

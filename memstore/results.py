@@ -18,14 +18,19 @@ class WriteResult:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"added": len(self.added), "skipped": self.skipped, "commit": self.commit,
-                "ids": [r["id"] for r in self.added], "notes": self.notes}
+        return {
+            "added": len(self.added),
+            "skipped": self.skipped,
+            "commit": self.commit,
+            "ids": [r["id"] for r in self.added],
+            "notes": self.notes,
+        }
 
 
 @dataclass
 class Filters:
-    since: float | None = None   # Unix seconds, inclusive
-    until: float | None = None   # Unix seconds, exclusive
+    since: float | None = None  # Unix seconds, inclusive
+    until: float | None = None  # Unix seconds, exclusive
     role: list[str] = field(default_factory=list)
     actor: list[str] = field(default_factory=list)
     type: list[str] = field(default_factory=list)
@@ -76,9 +81,19 @@ class Hit:
     record: dict = field(default_factory=dict)
 
     def to_json(self, explain: bool = False) -> dict:
-        out = {"id": self.id, "ts": self.ts, "actor": self.actor, "role": self.role, "type": self.type,
-               "text": self.text, "score": round(self.score, 6), "session": self.session,
-               "source": self.source, "day": self.day, "model": self.record.get("model")}
+        out = {
+            "id": self.id,
+            "ts": self.ts,
+            "actor": self.actor,
+            "role": self.role,
+            "type": self.type,
+            "text": self.text,
+            "score": round(self.score, 6),
+            "session": self.session,
+            "source": self.source,
+            "day": self.day,
+            "model": self.record.get("model"),
+        }
         if self.store is not None:
             out["store"] = self.store
         if self.record.get("meta"):
@@ -105,21 +120,22 @@ class RecallHit:
 class RecallResult:
     query: str
     now: str
-    window: object | None          # timephrase.Window
-    keywords: str                  # the words that were searched for ("" when none)
+    window: object | None  # timephrase.Window
+    keywords: str  # the words that were searched for ("" when none)
     occurrence: str | None
     level: str
-    hits: list[RecallHit] = field(default_factory=list)   # time order
+    hits: list[RecallHit] = field(default_factory=list)  # time order
     notes: list[str] = field(default_factory=list)
-    window_lines: int | None = None                       # conversational lines inside the window
+    window_lines: int | None = None  # conversational lines inside the window
 
     def to_json(self, explain: bool = False) -> dict:
         w = self.window
         return {
             "query": self.query,
             "now": self.now,
-            "window": None if w is None else {"start": to_iso(w.start), "end": to_iso(w.end),
-                                               "granularity": w.granularity, "phrase": w.phrase},
+            "window": None
+            if w is None
+            else {"start": to_iso(w.start), "end": to_iso(w.end), "granularity": w.granularity, "phrase": w.phrase},
             "level": self.level,
             "keywords": self.keywords,
             "occurrence": self.occurrence,
@@ -139,23 +155,29 @@ class Context:
     dropped: int = 0
 
     def to_json(self) -> dict:
-        return {"query": self.query, "budget": self.budget, "tokens": self.tokens, "dropped": self.dropped,
-                "sections": self.sections, "text": self.text}
+        return {
+            "query": self.query,
+            "budget": self.budget,
+            "tokens": self.tokens,
+            "dropped": self.dropped,
+            "sections": self.sections,
+            "text": self.text,
+        }
 
 
 @dataclass
 class ReorgResult:
     threshold: float
-    veto: str                                   # "llm" or "offline"
+    veto: str  # "llm" or "offline"
     candidates: int = 0
-    pairs: int = 0                              # pairs at or above the threshold
+    pairs: int = 0  # pairs at or above the threshold
     merges: list[dict] = field(default_factory=list)
     vetoed: list[dict] = field(default_factory=list)
     skipped: int = 0
     archived: list[str] = field(default_factory=list)
     emptied: list[str] = field(default_factory=list)
     regrouped: list[str] = field(default_factory=list)
-    dissolved: list[str] = field(default_factory=list)     # empty or single-child groups removed
+    dissolved: list[str] = field(default_factory=list)  # empty or single-child groups removed
     commit: str | None = None
     dry_run: bool = False
     seconds: float = 0.0
@@ -167,27 +189,50 @@ class ReorgResult:
         return bool(self.merges or self.archived or self.emptied or self.regrouped or self.dissolved)
 
     def subject(self) -> str:
-        parts = [f"merge {len(self.merges)}", f"archive {len(self.archived)} trivial turn{'s' if len(self.archived) != 1 else ''}"]
+        parts = [
+            f"merge {len(self.merges)}",
+            f"archive {len(self.archived)} trivial turn{'s' if len(self.archived) != 1 else ''}",
+        ]
         if self.regrouped:
             parts.append(f"regroup {len(self.regrouped)}")
         return "Reorganize topics: " + ", ".join(parts)
 
     def message(self) -> str:
-        lines = [self.subject(), "",
-                 f"candidates {self.candidates} frozen topics, {self.pairs} pairs at similarity >= {self.threshold}, "
-                 f"merged {len(self.merges)}, vetoed {len(self.vetoed)} ({self.veto}), skipped {self.skipped}, "
-                 f"archived {len(self.archived)} turns, emptied {len(self.emptied)} topics"]
+        lines = [
+            self.subject(),
+            "",
+            f"candidates {self.candidates} frozen topics, {self.pairs} pairs at similarity >= {self.threshold}, "
+            f"merged {len(self.merges)}, vetoed {len(self.vetoed)} ({self.veto}), skipped {self.skipped}, "
+            f"archived {len(self.archived)} turns, emptied {len(self.emptied)} topics",
+        ]
         for m in self.merges:
-            lines.append(f"merge: \"{m['newer_name']}\" ({m['newer']}) into older \"{m['older_name']}\" "
-                         f"({m['older']}), similarity {m['similarity']:.2f}, +{m['records']} records")
+            lines.append(
+                f'merge: "{m["newer_name"]}" ({m["newer"]}) into older "{m["older_name"]}" '
+                f"({m['older']}), similarity {m['similarity']:.2f}, +{m['records']} records"
+            )
         for v in self.vetoed:
-            lines.append(f"veto ({v['by']}): \"{v['a_name']}\" / \"{v['b_name']}\", similarity {v['similarity']:.2f}: {v['reason']}")
+            lines.append(
+                f'veto ({v["by"]}): "{v["a_name"]}" / "{v["b_name"]}", similarity {v["similarity"]:.2f}: {v["reason"]}'
+            )
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        return {"threshold": self.threshold, "veto": self.veto, "candidates": self.candidates, "pairs": self.pairs,
-                "merged": len(self.merges), "merges": self.merges, "vetoed": self.vetoed, "skipped": self.skipped,
-                "archived": len(self.archived), "emptied": self.emptied, "regrouped": self.regrouped,
-                "dissolved": self.dissolved,
-                "commit": self.commit, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
-                "llm_calls": self.llm_calls, "llm_failures": self.llm_failures}
+        return {
+            "threshold": self.threshold,
+            "veto": self.veto,
+            "candidates": self.candidates,
+            "pairs": self.pairs,
+            "merged": len(self.merges),
+            "merges": self.merges,
+            "vetoed": self.vetoed,
+            "skipped": self.skipped,
+            "archived": len(self.archived),
+            "emptied": self.emptied,
+            "regrouped": self.regrouped,
+            "dissolved": self.dissolved,
+            "commit": self.commit,
+            "dry_run": self.dry_run,
+            "seconds": round(self.seconds, 3),
+            "llm_calls": self.llm_calls,
+            "llm_failures": self.llm_failures,
+        }

@@ -11,8 +11,10 @@ from __future__ import annotations
 from .errors import SecretsFound, UsageError
 
 MODES = ("refuse", "skip", "redact", "allow")
-HINT = ("Nothing was written. Remove them, or pass --skip-secrets (leave those records out), "
-        "--redact-secrets (replace each secret by a marker naming its kind) or --allow-secrets (store verbatim).")
+HINT = (
+    "Nothing was written. Remove them, or pass --skip-secrets (leave those records out), "
+    "--redact-secrets (replace each secret by a marker naming its kind) or --allow-secrets (store verbatim)."
+)
 
 
 def mode(allow: bool = False, skip: bool = False, redact: bool = False) -> str:
@@ -73,8 +75,12 @@ def apply(records: list[dict], how: str = "refuse", origins: dict | None = None)
             kept.append(rec)
             notes.append(f"redacted {_kinds(f for _, f in found)} in {where}")
     if refused:
-        raise SecretsFound("Refusing to write what looks like credentials:\n  " + "\n  ".join(refused[:50])
-                           + (f"\n  … and {len(refused) - 50} more" if len(refused) > 50 else ""), HINT)
+        raise SecretsFound(
+            "Refusing to write what looks like credentials:\n  "
+            + "\n  ".join(refused[:50])
+            + (f"\n  … and {len(refused) - 50} more" if len(refused) > 50 else ""),
+            HINT,
+        )
     return kept, notes
 
 

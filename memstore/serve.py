@@ -57,9 +57,18 @@ class Endpoint:
 
 
 def _search(st, p):
-    hits = st.search(p["query"], k=p["k"], mode=p["mode"], since=p["since"], until=p["until"],
-                     role=p["role"] or None, actor=p["actor"] or None, type=p["type"] or None,
-                     session=p["session"] or None, now=p["now"])
+    hits = st.search(
+        p["query"],
+        k=p["k"],
+        mode=p["mode"],
+        since=p["since"],
+        until=p["until"],
+        role=p["role"] or None,
+        actor=p["actor"] or None,
+        type=p["type"] or None,
+        session=p["session"] or None,
+        now=p["now"],
+    )
     return {"query": p["query"], "hits": [h.to_json() for h in hits]}
 
 
@@ -67,106 +76,207 @@ def _add(st, p):
     from .format.record import RecordError
 
     try:
-        return st.add(p["text"], role=p["role"], actor=p["actor"], session=p["session"], ts=p["ts"],
-                      type=p["type"], model=p["model"], secrets=p["secrets"]).to_json()
+        return st.add(
+            p["text"],
+            role=p["role"],
+            actor=p["actor"],
+            session=p["session"],
+            ts=p["ts"],
+            type=p["type"],
+            model=p["model"],
+            secrets=p["secrets"],
+        ).to_json()
     except RecordError as exc:
         raise UsageError(f"cannot add: {exc}") from None
 
 
 def _view(name):
     """The page's data function `name` from memstore/web/views.py, imported on first use."""
+
     def call(st, p):
         from .web import views
 
         return getattr(views, name)(st, p)
+
     return call
 
 
 _READ = ("GET", "POST")
 _PAGE = ("GET",)
 VIEW_ENDPOINTS = (
-    Endpoint("/view/overview", "For the page: the store's name and totals, current records per day, every marker.",
-             _PAGE, (), _view("overview")),
-    Endpoint("/view/search", "For the page: search hits with days and score parts, secrets masked.", _PAGE, (
-        Param("query", "string", "What to look for.", required=True),
-        Param("k", "integer", "How many hits.", default=20),
-        Param("mode", "string", "hybrid | exact | vector.", default="hybrid"),
-        Param("since", "string", "Only records at or after this time (ISO or a phrase)."),
-        Param("until", "string", "Only records before this time (ISO or a phrase)."),
-        Param("role", "array", "Only these roles."),
-        Param("session", "array", "Only these sessions."),
-        Param("now", "string", "Reference time for phrases (ISO)."),
-    ), _view("search")),
-    Endpoint("/view/day", "For the page: one day's records verbatim in time order (secrets masked), its markers.",
-             _PAGE, (Param("day", "string", "The day, YYYY-MM-DD.", required=True),), _view("day")),
-    Endpoint("/view/tree", "For the page: the topic tree, and topics that left it (merged, archived).", _PAGE, (),
-             _view("tree")),
-    Endpoint("/view/topic", "For the page: a page of one topic's records in time order.", _PAGE, (
-        Param("id", "string", "The topic id.", required=True),
-        Param("offset", "integer", "Records to skip.", default=0),
-        Param("limit", "integer", "Records to return at most.", default=200),
-    ), _view("topic")),
-    Endpoint("/view/history", "For the page: the store's git log as memory history, newest first.", _PAGE, (
-        Param("n", "integer", "Commits at most (up to 500).", default=200),
-    ), _view("history")),
-    Endpoint("/view/commit", "For the page: one commit's topic changes (as `ct diff REV^ REV`) and the tree "
-             "before and after it.", _PAGE, (Param("rev", "string", "A commit id.", required=True),),
-             _view("commit")),
+    Endpoint(
+        "/view/overview",
+        "For the page: the store's name and totals, current records per day, every marker.",
+        _PAGE,
+        (),
+        _view("overview"),
+    ),
+    Endpoint(
+        "/view/search",
+        "For the page: search hits with days and score parts, secrets masked.",
+        _PAGE,
+        (
+            Param("query", "string", "What to look for.", required=True),
+            Param("k", "integer", "How many hits.", default=20),
+            Param("mode", "string", "hybrid | exact | vector.", default="hybrid"),
+            Param("since", "string", "Only records at or after this time (ISO or a phrase)."),
+            Param("until", "string", "Only records before this time (ISO or a phrase)."),
+            Param("role", "array", "Only these roles."),
+            Param("session", "array", "Only these sessions."),
+            Param("now", "string", "Reference time for phrases (ISO)."),
+        ),
+        _view("search"),
+    ),
+    Endpoint(
+        "/view/day",
+        "For the page: one day's records verbatim in time order (secrets masked), its markers.",
+        _PAGE,
+        (Param("day", "string", "The day, YYYY-MM-DD.", required=True),),
+        _view("day"),
+    ),
+    Endpoint(
+        "/view/tree",
+        "For the page: the topic tree, and topics that left it (merged, archived).",
+        _PAGE,
+        (),
+        _view("tree"),
+    ),
+    Endpoint(
+        "/view/topic",
+        "For the page: a page of one topic's records in time order.",
+        _PAGE,
+        (
+            Param("id", "string", "The topic id.", required=True),
+            Param("offset", "integer", "Records to skip.", default=0),
+            Param("limit", "integer", "Records to return at most.", default=200),
+        ),
+        _view("topic"),
+    ),
+    Endpoint(
+        "/view/history",
+        "For the page: the store's git log as memory history, newest first.",
+        _PAGE,
+        (Param("n", "integer", "Commits at most (up to 500).", default=200),),
+        _view("history"),
+    ),
+    Endpoint(
+        "/view/commit",
+        "For the page: one commit's topic changes (as `ct diff REV^ REV`) and the tree before and after it.",
+        _PAGE,
+        (Param("rev", "string", "A commit id.", required=True),),
+        _view("commit"),
+    ),
 )
-ENDPOINTS = {e.path: e for e in (
-    Endpoint("/search", "Search memory by words and meaning (hybrid, exact or vector).", _READ, (
-        Param("query", "string", "What to look for.", required=True),
-        Param("k", "integer", "How many hits.", default=10),
-        Param("mode", "string", "hybrid | exact | vector.", default="hybrid"),
-        Param("since", "string", "Only records at or after this time (ISO or a phrase such as 'last week')."),
-        Param("until", "string", "Only records before this time (ISO or a phrase)."),
-        Param("role", "array", "Only these roles (user, assistant, system, tool)."),
-        Param("actor", "array", "Only these actors."),
-        Param("type", "array", "Only these record types (text, action, meta, doc)."),
-        Param("session", "array", "Only these sessions."),
-        Param("now", "string", "Reference time for phrases in since/until (ISO)."),
-    ), _search),
-    Endpoint("/recall", "Verbatim lines for a question with a time phrase, in time order.", _READ, (
-        Param("question", "string", "A question, e.g. 'what did we decide yesterday about the budget'.", required=True),
-        Param("k", "integer", "How many ranked lines at most.", default=10),
-        Param("now", "string", "Reference time for relative phrases (ISO; naive means the store's timezone)."),
-        Param("around", "integer", "Neighbouring lines of the same session to add to each hit.", default=0),
-        Param("docs", "boolean", "Let document chunks into the answer.", default=False),
-    ), lambda st, p: st.recall(p["question"], k=p["k"], now=p["now"], around=p["around"], docs=p["docs"]).to_json()),
-    Endpoint("/add", "Remember one turn or fact verbatim (one git commit).", ("POST",), (
-        Param("text", "string", "The text, stored verbatim.", required=True),
-        Param("role", "string", "user | assistant | system | tool.", default="user"),
-        Param("actor", "string", "Who said it (default: the role)."),
-        Param("session", "string", "Conversation or session name."),
-        Param("ts", "string", "When it was said (ISO; default: now)."),
-        Param("type", "string", "text | action | meta.", default="text"),
-        Param("model", "string", "The model that produced it (assistant turns)."),
-        Param("secrets", "string", "What to do with a detected secret: refuse | redact | allow.", default="refuse"),
-    ), _add, writes=True),
-    Endpoint("/forget", "Forget records: their text leaves every committed file (one commit, tombstones kept).",
-             ("POST",), (
-        Param("ids", "array", "Record ids to forget."),
-        Param("match", "string", "Records whose text holds every word of this."),
-        Param("session", "string", "Every record of this session."),
-        Param("since", "string", "From this time (ISO or a phrase)."),
-        Param("until", "string", "Up to this time."),
-        Param("dry_run", "boolean", "Only list what would be forgotten.", default=False),
-    ), lambda st, p: st.forget(p["ids"] or (), match=p["match"], session=p["session"], since=p["since"],
-                               until=p["until"], dry_run=p["dry_run"]).to_json(), writes=True),
-    Endpoint("/context", "Prompt context for a query within a token budget.", _READ, (
-        Param("query", "string", "What the prompt is about.", required=True),
-        Param("budget", "integer", "Token budget (default: the store's setting)."),
-        Param("k", "integer", "Recalled lines to consider.", default=8),
-        Param("recent", "integer", "Recent turns to include.", default=6),
-    ), lambda st, p: st.context(p["query"], budget=p["budget"], k=p["k"], recent=p["recent"]).to_json()),
-    Endpoint("/where", "Where the work stands: open markers and the latest session's last lines.", _READ, (
-        Param("markers", "integer", "Open markers to show at most.", default=10),
-        Param("lines", "integer", "Last lines of the latest session.", default=8),
-    ), lambda st, p: st.where(markers=p["markers"], lines=p["lines"]).to_json()),
-    Endpoint("/stats", "Counts: records, days, sessions, segments, bytes.", _READ, (),
-             lambda st, p: st.stat().to_json()),
-    *VIEW_ENDPOINTS,
-)}
+ENDPOINTS = {
+    e.path: e
+    for e in (
+        Endpoint(
+            "/search",
+            "Search memory by words and meaning (hybrid, exact or vector).",
+            _READ,
+            (
+                Param("query", "string", "What to look for.", required=True),
+                Param("k", "integer", "How many hits.", default=10),
+                Param("mode", "string", "hybrid | exact | vector.", default="hybrid"),
+                Param("since", "string", "Only records at or after this time (ISO or a phrase such as 'last week')."),
+                Param("until", "string", "Only records before this time (ISO or a phrase)."),
+                Param("role", "array", "Only these roles (user, assistant, system, tool)."),
+                Param("actor", "array", "Only these actors."),
+                Param("type", "array", "Only these record types (text, action, meta, doc)."),
+                Param("session", "array", "Only these sessions."),
+                Param("now", "string", "Reference time for phrases in since/until (ISO)."),
+            ),
+            _search,
+        ),
+        Endpoint(
+            "/recall",
+            "Verbatim lines for a question with a time phrase, in time order.",
+            _READ,
+            (
+                Param(
+                    "question",
+                    "string",
+                    "A question, e.g. 'what did we decide yesterday about the budget'.",
+                    required=True,
+                ),
+                Param("k", "integer", "How many ranked lines at most.", default=10),
+                Param("now", "string", "Reference time for relative phrases (ISO; naive means the store's timezone)."),
+                Param("around", "integer", "Neighbouring lines of the same session to add to each hit.", default=0),
+                Param("docs", "boolean", "Let document chunks into the answer.", default=False),
+            ),
+            lambda st, p: st.recall(
+                p["question"], k=p["k"], now=p["now"], around=p["around"], docs=p["docs"]
+            ).to_json(),
+        ),
+        Endpoint(
+            "/add",
+            "Remember one turn or fact verbatim (one git commit).",
+            ("POST",),
+            (
+                Param("text", "string", "The text, stored verbatim.", required=True),
+                Param("role", "string", "user | assistant | system | tool.", default="user"),
+                Param("actor", "string", "Who said it (default: the role)."),
+                Param("session", "string", "Conversation or session name."),
+                Param("ts", "string", "When it was said (ISO; default: now)."),
+                Param("type", "string", "text | action | meta.", default="text"),
+                Param("model", "string", "The model that produced it (assistant turns)."),
+                Param(
+                    "secrets", "string", "What to do with a detected secret: refuse | redact | allow.", default="refuse"
+                ),
+            ),
+            _add,
+            writes=True,
+        ),
+        Endpoint(
+            "/forget",
+            "Forget records: their text leaves every committed file (one commit, tombstones kept).",
+            ("POST",),
+            (
+                Param("ids", "array", "Record ids to forget."),
+                Param("match", "string", "Records whose text holds every word of this."),
+                Param("session", "string", "Every record of this session."),
+                Param("since", "string", "From this time (ISO or a phrase)."),
+                Param("until", "string", "Up to this time."),
+                Param("dry_run", "boolean", "Only list what would be forgotten.", default=False),
+            ),
+            lambda st, p: st.forget(
+                p["ids"] or (),
+                match=p["match"],
+                session=p["session"],
+                since=p["since"],
+                until=p["until"],
+                dry_run=p["dry_run"],
+            ).to_json(),
+            writes=True,
+        ),
+        Endpoint(
+            "/context",
+            "Prompt context for a query within a token budget.",
+            _READ,
+            (
+                Param("query", "string", "What the prompt is about.", required=True),
+                Param("budget", "integer", "Token budget (default: the store's setting)."),
+                Param("k", "integer", "Recalled lines to consider.", default=8),
+                Param("recent", "integer", "Recent turns to include.", default=6),
+            ),
+            lambda st, p: st.context(p["query"], budget=p["budget"], k=p["k"], recent=p["recent"]).to_json(),
+        ),
+        Endpoint(
+            "/where",
+            "Where the work stands: open markers and the latest session's last lines.",
+            _READ,
+            (
+                Param("markers", "integer", "Open markers to show at most.", default=10),
+                Param("lines", "integer", "Last lines of the latest session.", default=8),
+            ),
+            lambda st, p: st.where(markers=p["markers"], lines=p["lines"]).to_json(),
+        ),
+        Endpoint(
+            "/stats", "Counts: records, days, sessions, segments, bytes.", _READ, (), lambda st, p: st.stat().to_json()
+        ),
+        *VIEW_ENDPOINTS,
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -180,13 +290,18 @@ class Page:
 # The page loads nothing from anywhere but this server, and nothing may frame it.
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                               "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
-ASSET_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
-               ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}
+ASSET_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+}
 
 
 def load_assets() -> dict[str, Page]:
@@ -251,10 +366,12 @@ def _coerce(p: Param, v, from_query: bool):
                 return False
             raise HTTPError(400, f"parameter {p.name!r} must be true or false, not {v!r}")
         return v
-    ok = {"string": lambda x: isinstance(x, str),
-          "integer": lambda x: isinstance(x, int) and not isinstance(x, bool),
-          "boolean": lambda x: isinstance(x, bool),
-          "array": lambda x: isinstance(x, str) or (isinstance(x, list) and all(isinstance(i, str) for i in x))}
+    ok = {
+        "string": lambda x: isinstance(x, str),
+        "integer": lambda x: isinstance(x, int) and not isinstance(x, bool),
+        "boolean": lambda x: isinstance(x, bool),
+        "array": lambda x: isinstance(x, str) or (isinstance(x, list) and all(isinstance(i, str) for i in x)),
+    }
     if not ok[p.type](v):
         want = "a string or a list of strings" if p.type == "array" else f"a JSON {p.type}"
         raise HTTPError(400, f"parameter {p.name!r} must be {want}, not {json.dumps(v)[:80]}")
@@ -278,40 +395,71 @@ def openapi(version: str) -> dict:
     paths = {}
     for ep in ENDPOINTS.values():
         ops = {}
-        errors = {"400": {"description": "Bad request: the message names the parameter or the body problem.",
-                          "content": {"application/json": {"schema": error}}},
-                  "500": {"description": "The store could not answer.",
-                          "content": {"application/json": {"schema": error}}}}
+        errors = {
+            "400": {
+                "description": "Bad request: the message names the parameter or the body problem.",
+                "content": {"application/json": {"schema": error}},
+            },
+            "500": {"description": "The store could not answer.", "content": {"application/json": {"schema": error}}},
+        }
         if ep.writes:
-            errors["403"] = {"description": "The server is read-only (started without --writable).",
-                             "content": {"application/json": {"schema": error}}}
-        ok = {"200": {"description": "The result, as `ct ... --json` prints it.",
-                      "content": {"application/json": {"schema": {"type": "object"}}}}}
+            errors["403"] = {
+                "description": "The server is read-only (started without --writable).",
+                "content": {"application/json": {"schema": error}},
+            }
+        ok = {
+            "200": {
+                "description": "The result, as `ct ... --json` prints it.",
+                "content": {"application/json": {"schema": {"type": "object"}}},
+            }
+        }
         props = {p.name: _schema(p) for p in ep.params}
         required = [p.name for p in ep.params if p.required]
         if "GET" in ep.methods:
-            ops["get"] = {"summary": ep.summary, "operationId": ep.path.strip("/"),
-                          "parameters": [{"name": p.name, "in": "query", "required": p.required,
-                                          "description": p.help, "schema": _schema(p),
-                                          **({"explode": True} if p.type == "array" else {})}
-                                         for p in ep.params],
-                          "responses": {**ok, **errors}}
+            ops["get"] = {
+                "summary": ep.summary,
+                "operationId": ep.path.strip("/"),
+                "parameters": [
+                    {
+                        "name": p.name,
+                        "in": "query",
+                        "required": p.required,
+                        "description": p.help,
+                        "schema": _schema(p),
+                        **({"explode": True} if p.type == "array" else {}),
+                    }
+                    for p in ep.params
+                ],
+                "responses": {**ok, **errors},
+            }
         if "POST" in ep.methods:
             body = {"type": "object", "properties": props, "additionalProperties": False}
             if required:
                 body["required"] = required
-            ops["post"] = {"summary": ep.summary, "operationId": ep.path.strip("/") + ("_post" if "GET" in ep.methods else ""),
-                           "requestBody": {"required": bool(required),
-                                           "content": {"application/json": {"schema": body}}},
-                           "responses": {**ok, **errors}}
+            ops["post"] = {
+                "summary": ep.summary,
+                "operationId": ep.path.strip("/") + ("_post" if "GET" in ep.methods else ""),
+                "requestBody": {"required": bool(required), "content": {"application/json": {"schema": body}}},
+                "responses": {**ok, **errors},
+            }
         paths[ep.path] = ops
     return {
         "openapi": "3.1.0",
-        "info": {"title": "memstore", "version": version,
-                 "description": "A git-native memory store: search, recall, add, context, where, stats."},
+        "info": {
+            "title": "memstore",
+            "version": version,
+            "description": "A git-native memory store: search, recall, add, context, where, stats.",
+        },
         "paths": paths,
-        "components": {"schemas": {"Error": {"type": "object", "required": ["error", "status"], "properties": {
-            "error": {"type": "string"}, "status": {"type": "integer"}}}}},
+        "components": {
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error", "status"],
+                    "properties": {"error": {"type": "string"}, "status": {"type": "integer"}},
+                }
+            }
+        },
     }
 
 
@@ -411,11 +559,17 @@ class App:
             if path == "/":
                 if wants_html(headers):
                     return self.assets["index.html"]
-                return {"name": "memstore", "version": self.version, "store": str(self.root),
-                        "endpoints": sorted(ENDPOINTS), "openapi": "/openapi.json", "page": "/",
-                        "writable": self.writable}
+                return {
+                    "name": "memstore",
+                    "version": self.version,
+                    "store": str(self.root),
+                    "endpoints": sorted(ENDPOINTS),
+                    "openapi": "/openapi.json",
+                    "page": "/",
+                    "writable": self.writable,
+                }
             if path.startswith("/assets/"):
-                asset = self.assets.get(path[len("/assets/"):])
+                asset = self.assets.get(path[len("/assets/") :])
                 if asset is None:
                     raise HTTPError(404, f"no file {path}; the page's files are {', '.join(sorted(self.assets))}")
                 return asset
@@ -424,11 +578,14 @@ class App:
         if ep is None:
             raise HTTPError(404, f"no endpoint {path}; see /openapi.json (endpoints: {', '.join(sorted(ENDPOINTS))})")
         if method not in ep.methods:
-            raise HTTPError(405, f"{path} answers {' and '.join(ep.methods)}, not {method}",
-                            {"Allow": ", ".join(ep.methods)})
+            raise HTTPError(
+                405, f"{path} answers {' and '.join(ep.methods)}, not {method}", {"Allow": ", ".join(ep.methods)}
+            )
         if ep.writes and not self.writable:
-            raise HTTPError(403, f"this server is read-only, so {path} does not write; start it with "
-                                 "\"ct serve --writable\" to allow it")
+            raise HTTPError(
+                403,
+                f'this server is read-only, so {path} does not write; start it with "ct serve --writable" to allow it',
+            )
         if method == "POST":
             raw, from_query = self._json_body(headers, read_body()), False
             if url.query:
@@ -500,9 +657,11 @@ def bind_address(host: str, port: int, allow_remote: bool) -> tuple[int, tuple]:
         for info in infos:
             addr = ipaddress.ip_address(info[4][0].split("%")[0])
             if not addr.is_loopback:
-                raise UsageError(f"refusing to serve on {host or '*'} ({addr}): not a loopback address, and the "
-                                 "API has no authentication", "Use --host 127.0.0.1, or pass --allow-remote "
-                                 "to serve other machines anyway.")
+                raise UsageError(
+                    f"refusing to serve on {host or '*'} ({addr}): not a loopback address, and the "
+                    "API has no authentication",
+                    "Use --host 127.0.0.1, or pass --allow-remote to serve other machines anyway.",
+                )
     return family, sockaddr
 
 
@@ -514,8 +673,14 @@ class _Server(ThreadingHTTPServer):
         super().__init__(addr, handler)
 
 
-def make_server(root, host: str = "127.0.0.1", port: int = 8765, allow_remote: bool = False,
-                log: bool = True, writable: bool = False) -> ThreadingHTTPServer:
+def make_server(
+    root,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    allow_remote: bool = False,
+    log: bool = True,
+    writable: bool = False,
+) -> ThreadingHTTPServer:
     """A bound, not yet serving, HTTP server for the store at `root` (`server.app` holds the App).
 
     Read-only unless `writable`: then /add may commit to the store.

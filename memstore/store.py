@@ -75,8 +75,14 @@ class Store(StoreAPI):
         return cls(root)
 
     @classmethod
-    def init(cls, path: Path | str, embedder: str = "minilm", timezone: str | None = None,
-             dtype: str = "float32", embedder_options: dict | None = None) -> "Store":
+    def init(
+        cls,
+        path: Path | str,
+        embedder: str = "minilm",
+        timezone: str | None = None,
+        dtype: str = "float32",
+        embedder_options: dict | None = None,
+    ) -> "Store":
         from . import adapters, hooks
         from .gitrepo import GitRepo
 
@@ -97,8 +103,10 @@ class Store(StoreAPI):
         (root / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
         store = cls(root)
         hooks.install(store)
-        repo.commit(f"Initialise memory store (format {FORMAT_VERSION}, embedder {desc['name']}, timezone {tzname})",
-                    [configfmt.FILENAME, ".gitignore", ".gitattributes"])
+        repo.commit(
+            f"Initialise memory store (format {FORMAT_VERSION}, embedder {desc['name']}, timezone {tzname})",
+            [configfmt.FILENAME, ".gitignore", ".gitattributes"],
+        )
         return store
 
     # ----- parts ------------------------------------------------------------------------------
@@ -132,7 +140,9 @@ class Store(StoreAPI):
     def set_embedder(self, embedder) -> None:
         """Use an already-built embedder object (tests, benchmarks); it must match the store."""
         if embedder.dim != int(self.config.embedder["dim"]) or embedder.model != self.config.embedder["model"]:
-            raise EmbedderMismatch(f"embedder {embedder.model} does not match the store's {self.config.embedder['model']}")
+            raise EmbedderMismatch(
+                f"embedder {embedder.model} does not match the store's {self.config.embedder['model']}"
+            )
         self._embedder = embedder
 
     def index(self, update: bool = True, quiet: bool = True):
@@ -169,10 +179,20 @@ class Store(StoreAPI):
 
         return transaction(self, message, allow_old_format=allow_old_format, check_logs=check_logs)
 
-    def write(self, records: list[dict], message, embed_inputs: list[str] | None = None,
-              progress=None, extra_paths: list[str] | None = None, dedupe: bool = True,
-              after_write=None, before_write=None, given_vectors: dict | None = None,
-              secrets: str = "refuse", origins: dict | None = None) -> WriteResult:
+    def write(
+        self,
+        records: list[dict],
+        message,
+        embed_inputs: list[str] | None = None,
+        progress=None,
+        extra_paths: list[str] | None = None,
+        dedupe: bool = True,
+        after_write=None,
+        before_write=None,
+        given_vectors: dict | None = None,
+        secrets: str = "refuse",
+        origins: dict | None = None,
+    ) -> WriteResult:
         """Embed, write packs, append day logs and make one commit — one transaction.
 
         `records` are normalised records (see `normalize`). Records whose id is already in the
@@ -249,7 +269,9 @@ class Store(StoreAPI):
         gone = tombstones.ids(self.root) if records else set()
         kept = [r for r in records if r["id"] not in gone]
         if len(kept) < len(records):
-            result.notes.append(f"left out {len(records) - len(kept)} records forgotten earlier ({tombstones.FILENAME})")
+            result.notes.append(
+                f"left out {len(records) - len(kept)} records forgotten earlier ({tombstones.FILENAME})"
+            )
         return kept
 
     def _drop_known(self, records: list[dict]) -> tuple[list[dict], int]:
@@ -313,7 +335,7 @@ class Store(StoreAPI):
         for rec, vec in zip(records, vectors):
             by_day.setdefault(local_day(from_iso(rec["ts"]), self.tz), []).append((rec, vec))
         blobs: dict[str, list[tuple]] = {}
-        for b in (self._tx.blobs if getattr(self, "_tx", None) else []):
+        for b in self._tx.blobs if getattr(self, "_tx", None) else []:
             blobs.setdefault(b[1], []).append(b)
         touched: list[str] = []
         for day in sorted(set(by_day) | set(blobs)):
@@ -338,9 +360,19 @@ class Store(StoreAPI):
 
     # ----- helpers for commands -------------------------------------------------------------
 
-    def add(self, text: str, role: str = "user", actor: str | None = None, session: str | None = None,
-            ts=None, type: str = "text", model: str | None = None, meta: dict | None = None,
-            secrets: str | None = None, allow_secrets: bool = False) -> WriteResult:
+    def add(
+        self,
+        text: str,
+        role: str = "user",
+        actor: str | None = None,
+        session: str | None = None,
+        ts=None,
+        type: str = "text",
+        model: str | None = None,
+        meta: dict | None = None,
+        secrets: str | None = None,
+        allow_secrets: bool = False,
+    ) -> WriteResult:
         """One turn, one commit. `secrets`: refuse (default), redact or allow (`allow_secrets=True`)."""
         from .errors import UsageError
 
@@ -350,15 +382,25 @@ class Store(StoreAPI):
         if type not in ("text", "action", "meta"):
             raise UsageError(f"type must be text, action or meta, not {type!r} (documents come in with ingest-path)")
         if not isinstance(text, str) or not text.strip():
-            raise UsageError("Refusing to add an empty turn: the text is empty or only whitespace.",
-                             "Nothing was written. Pass the text to remember (or - to read it from stdin).")
-        raw = {"ts": ts or now_utc(), "role": role, "actor": actor, "session": session, "type": type,
-               "text": text, "model": model}
+            raise UsageError(
+                "Refusing to add an empty turn: the text is empty or only whitespace.",
+                "Nothing was written. Pass the text to remember (or - to read it from stdin).",
+            )
+        raw = {
+            "ts": ts or now_utc(),
+            "role": role,
+            "actor": actor,
+            "session": session,
+            "type": type,
+            "text": text,
+            "model": model,
+        }
         if meta:
             raw["meta"] = meta
         rec = self.normalize(raw)  # a fresh id: nothing in the store can hold it, so no look-up by id
-        return self.write([rec], lambda added: f"Add {rec['role']} turn: {_preview(added[0]['text'])}",
-                          secrets=secrets, dedupe=False)
+        return self.write(
+            [rec], lambda added: f"Add {rec['role']} turn: {_preview(added[0]['text'])}", secrets=secrets, dedupe=False
+        )
 
 
 def _preview(text: str, width: int = 60) -> str:

@@ -21,17 +21,25 @@ class SyncResult:
     remote: str
     branch: str
     upstream: str
-    merged: int = 0                 # commits that came from the remote
+    merged: int = 0  # commits that came from the remote
     merge_commit: str | None = None
     fast_forward: bool = False
-    pushed: int = 0                 # commits the remote did not have
+    pushed: int = 0  # commits the remote did not have
     reindexed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"remote": self.remote, "branch": self.branch, "upstream": self.upstream, "merged": self.merged,
-                "merge_commit": self.merge_commit, "fast_forward": self.fast_forward, "pushed": self.pushed,
-                "reindexed": self.reindexed, "notes": self.notes}
+        return {
+            "remote": self.remote,
+            "branch": self.branch,
+            "upstream": self.upstream,
+            "merged": self.merged,
+            "merge_commit": self.merge_commit,
+            "fast_forward": self.fast_forward,
+            "pushed": self.pushed,
+            "reindexed": self.reindexed,
+            "notes": self.notes,
+        }
 
 
 def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResult:
@@ -58,8 +66,10 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
         res.notes.append(f"re-applied {len(w.added)} records of this clone on the rewritten {upstream}")
     applied = forgetting.apply_tombstones(store)
     if applied.commit:
-        res.notes.append(f"removed {len(applied.records) or len(applied.paths)} records forgotten on another clone "
-                         f"(commit {applied.commit[:10]})")
+        res.notes.append(
+            f"removed {len(applied.records) or len(applied.paths)} records forgotten on another clone "
+            f"(commit {applied.commit[:10]})"
+        )
     if push:
         with store.lock():
             _push(store, res, first=set_upstream is not None)
@@ -79,8 +89,10 @@ def _branch(store) -> str:
     try:
         return store.git.run("symbolic-ref", "--short", "-q", "HEAD")
     except GitError:
-        raise MemstoreError(f"{store.root}: HEAD is detached, so there is no branch to sync.",
-                            f'Check out your branch first: "git -C {store.root} checkout main". Nothing was changed.') from None
+        raise MemstoreError(
+            f"{store.root}: HEAD is detached, so there is no branch to sync.",
+            f'Check out your branch first: "git -C {store.root} checkout main". Nothing was changed.',
+        ) from None
 
 
 def _upstream(store, branch: str, set_upstream: str | None) -> tuple[str, str]:
@@ -89,9 +101,11 @@ def _upstream(store, branch: str, set_upstream: str | None) -> tuple[str, str]:
     remotes = git.run("remote").split()
     if set_upstream is not None:
         if set_upstream not in remotes:
-            raise MemstoreError(f"{store.root} has no remote named {set_upstream!r}"
-                                + (f" (it has: {', '.join(remotes)})." if remotes else "."),
-                                f'Add it with "git -C {store.root} remote add {set_upstream} URL". Nothing was changed.')
+            raise MemstoreError(
+                f"{store.root} has no remote named {set_upstream!r}"
+                + (f" (it has: {', '.join(remotes)})." if remotes else "."),
+                f'Add it with "git -C {store.root} remote add {set_upstream} URL". Nothing was changed.',
+            )
         return set_upstream, f"{set_upstream}/{branch}"
     try:
         remote = git.run("config", "--get", f"branch.{branch}.remote")
@@ -101,11 +115,13 @@ def _upstream(store, branch: str, set_upstream: str | None) -> tuple[str, str]:
             raise MemstoreError(
                 f"Branch {branch} of {store.root} has no upstream, so ct sync does not know where to sync.",
                 f'Run "ct -C {store.root} sync --set-upstream {remotes[0]}" to push {branch} to {remotes[0]} and '
-                "track it from then on. Nothing was changed.") from None
+                "track it from then on. Nothing was changed.",
+            ) from None
         raise MemstoreError(
             f"{store.root} has no remote to sync with.",
             f'Add one ("git -C {store.root} remote add origin URL"), then run '
-            f'"ct -C {store.root} sync --set-upstream origin". Nothing was changed.') from None
+            f'"ct -C {store.root} sync --set-upstream origin". Nothing was changed.',
+        ) from None
     short = merge_ref.removeprefix("refs/heads/")
     return remote, f"{remote}/{short}"
 
@@ -121,9 +137,10 @@ def _fetch(store, remote: str) -> None:
     try:
         store.git.run("fetch", "--quiet", remote)
     except GitError as exc:
-        raise GitError(f"Cannot reach remote {remote!r} ({_url(store, remote)}): {_git_words(exc)}",
-                       "Nothing was changed; your commits stay here. Check the address or the network "
-                       "and run ct sync again.") from None
+        raise GitError(
+            f"Cannot reach remote {remote!r} ({_url(store, remote)}): {_git_words(exc)}",
+            "Nothing was changed; your commits stay here. Check the address or the network and run ct sync again.",
+        ) from None
 
 
 def _counts(store, upstream: str) -> tuple[int, int] | None:
@@ -149,8 +166,18 @@ def _merge(store, res: SyncResult) -> None:
         # (same size, many zero bytes), and git pairs a pack one side deleted (consolidated) with one
         # the other side added as a "rename" that then conflicts. git 2.39's ort strategy still
         # detects renames under -X no-renames; the recursive strategy honours it.
-        git.run("merge", "--no-edit", "-s", "recursive", "-X", "no-renames", "-m", msg,
-                f"refs/remotes/{res.upstream}", env={IN_MEMSTORE_ENV: "1"})
+        git.run(
+            "merge",
+            "--no-edit",
+            "-s",
+            "recursive",
+            "-X",
+            "no-renames",
+            "-m",
+            msg,
+            f"refs/remotes/{res.upstream}",
+            env={IN_MEMSTORE_ENV: "1"},
+        )
     except GitError as exc:
         conflicted = git.run("diff", "--name-only", "--diff-filter=U").split()
         try:
@@ -161,7 +188,8 @@ def _merge(store, res: SyncResult) -> None:
             f"Merging {res.upstream} into {res.branch} conflicts in {', '.join(conflicted) or '(see git)'}: "
             f"{_git_words(exc) if not conflicted else 'these are not files memstore merges by itself'}.",
             f"The merge was undone; nothing was changed. Resolve it by hand with "
-            f'"git -C {store.root} merge {res.upstream}", then run ct sync again.') from None
+            f'"git -C {store.root} merge {res.upstream}", then run ct sync again.',
+        ) from None
     res.merged += behind
     res.merge_commit = git.head()
     res.fast_forward = ahead == 0 and res.merge_commit != before
@@ -186,15 +214,18 @@ def _push(store, res: SyncResult, first: bool) -> None:
         except GitError as exc:
             words = _git_words(exc)
             if not any(k in words for k in ("fetch first", "non-fast-forward", "failed to update ref", "stale info")):
-                raise GitError(f"Cannot push to {res.remote!r} ({_url(store, res.remote)}): {words}",
-                               "Your commits (and any merge) are kept here; run ct sync again when the "
-                               "remote is reachable.") from None
+                raise GitError(
+                    f"Cannot push to {res.remote!r} ({_url(store, res.remote)}): {words}",
+                    "Your commits (and any merge) are kept here; run ct sync again when the remote is reachable.",
+                ) from None
             res.notes.append(f"{res.upstream} moved while syncing (someone pushed); merging again")
             _fetch(store, res.remote)
             _merge(store, res)
             first = first and _counts(store, res.upstream) is None
-    raise GitError(f"{res.upstream} kept moving: {PUSH_TRIES} pushes were rejected because others pushed first.",
-                   "Everything is merged and kept here; run ct sync again.")
+    raise GitError(
+        f"{res.upstream} kept moving: {PUSH_TRIES} pushes were rejected because others pushed first.",
+        "Everything is merged and kept here; run ct sync again.",
+    )
 
 
 def _remote_branch(res: SyncResult) -> str:

@@ -40,7 +40,9 @@ class Transaction:
         elif paths:
             self.paths += [p for p in paths if p]
 
-    def add_blob(self, record_id: str, day: str, payload: bytes, data_type: int, manifest: dict, unix_time: int) -> None:
+    def add_blob(
+        self, record_id: str, day: str, payload: bytes, data_type: int, manifest: dict, unix_time: int
+    ) -> None:
         """An original file (ingest-any) to go into the pack that `Store.write` makes for `day`."""
         self.blobs.append((record_id, day, payload, data_type, manifest, unix_time))
 
@@ -58,9 +60,10 @@ def refuse_old_format(store) -> None:
     version = store.config.format_version
     if version < FORMAT_VERSION:
         raise VersionError(
-            f"{store.root}: this store is format {version}; run \"ct upgrade\" (one commit) before writing to it.",
+            f'{store.root}: this store is format {version}; run "ct upgrade" (one commit) before writing to it.',
             f'Run "ct -C {store.root} upgrade" to convert it to format {FORMAT_VERSION} losslessly; '
-            "reading and searching it work as they are. Nothing was changed.")
+            "reading and searching it work as they are. Nothing was changed.",
+        )
 
 
 @contextmanager

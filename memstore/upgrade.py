@@ -76,9 +76,18 @@ class UpgradeResult:
         return sum(len(d.writer.blobs) for d in self.days)
 
     def to_json(self) -> dict:
-        return {"already": self.already, "dry_run": self.dry_run, "days": len(self.days), "records": self.records,
-                "vectors": self.vectors, "blobs": self.blobs, "packs": sum(1 for d in self.days if d.writer),
-                "segment_files_removed": self.segment_files, "tree": self.tree, "commit": self.commit}
+        return {
+            "already": self.already,
+            "dry_run": self.dry_run,
+            "days": len(self.days),
+            "records": self.records,
+            "vectors": self.vectors,
+            "blobs": self.blobs,
+            "packs": sum(1 for d in self.days if d.writer),
+            "segment_files_removed": self.segment_files,
+            "tree": self.tree,
+            "commit": self.commit,
+        }
 
     def lines(self) -> list[str]:
         if self.already:
@@ -140,8 +149,10 @@ def _refuse_unfinished(store) -> None:
     if dirty:
         raise MemstoreError(
             f"{store.root}: has uncommitted changes ({', '.join(line[3:] for line in dirty[:3])}"
-            + (", …" if len(dirty) > 3 else "") + ").",
-            "Commit or remove them first (an interrupted ct write: run ct fsck --repair). Nothing was changed.")
+            + (", …" if len(dirty) > 3 else "")
+            + ").",
+            "Commit or remove them first (an interrupted ct write: run ct fsck --repair). Nothing was changed.",
+        )
 
 
 def _plan_day(store, day: str, path: Path) -> DayPlan:
@@ -150,15 +161,20 @@ def _plan_day(store, day: str, path: Path) -> DayPlan:
     lines, packed_blobs, n = [], set(), 0
     for ln in logfmt.read_lines(path):
         if ln.record is None:
-            raise FormatError(path, f"line {ln.line_no}: {ln.error}", hint="Run ct fsck --repair first; nothing was changed.")
+            raise FormatError(
+                path, f"line {ln.line_no}: {ln.error}", hint="Run ct fsck --repair first; nothing was changed."
+            )
         rec = dict(ln.record)
         seg = rec.pop("seg", None)
         if isinstance(seg, dict):
             try:
                 header, payload = seg_vector(store.root, {"seg": seg})
             except (OSError, SegmentError, KeyError, ValueError) as exc:
-                raise FormatError(path, f"line {ln.line_no}: record {rec.get('id')}: its vector segment "
-                                  f"cannot be read ({exc})", hint="Run ct fsck; nothing was changed.") from None
+                raise FormatError(
+                    path,
+                    f"line {ln.line_no}: record {rec.get('id')}: its vector segment cannot be read ({exc})",
+                    hint="Run ct fsck; nothing was changed.",
+                ) from None
             writer.add_encoded(str(rec["id"]), packfmt.hash16(str(rec.get("hash", ""))), header, payload)
         _convert_blob(store, rec, writer, packed_blobs, path, ln.line_no)
         lines.append(recordfmt.dumps(rec) + "\n")
@@ -176,21 +192,32 @@ def _convert_blob(store, rec: dict, writer, packed: set, path: Path, line_no: in
         bheader, body, mbody = seg_blob(store.root, ref)
         sha = json.loads(mbody.decode("utf-8")).get("sha256")
     except (OSError, SegmentError, KeyError, ValueError) as exc:
-        raise FormatError(path, f"line {line_no}: record {rec.get('id')}: its original (source.blob) cannot be "
-                          f"read ({exc})", hint="Run ct fsck; nothing was changed.") from None
+        raise FormatError(
+            path,
+            f"line {line_no}: record {rec.get('id')}: its original (source.blob) cannot be read ({exc})",
+            hint="Run ct fsck; nothing was changed.",
+        ) from None
     actual = hashlib.sha256(body).hexdigest()
     key = (ref["shard"], ref["blob"])
     if key not in packed:  # chunks of one PDF share one original
         packed.add(key)
-        writer.blobs.append((str(rec["id"]), Header(-1, -1, bheader.data_len, bheader.data_type, 0, bheader.scale,
-                                                    bheader.unix_time), body, mbody))
+        writer.blobs.append(
+            (
+                str(rec["id"]),
+                Header(-1, -1, bheader.data_len, bheader.data_type, 0, bheader.scale, bheader.unix_time),
+                body,
+                mbody,
+            )
+        )
     rec["source"] = {**src, "blob": {"sha256": sha or actual, "bytes": len(body)}}
 
 
 def _message(res: UpgradeResult) -> str:
-    return (f"Upgrade store to format 2: {res.records} records, {res.vectors} vectors and {res.blobs} originals "
-            f"in {sum(1 for d in res.days if d.writer)} day packs (bit for bit); segments/ removed"
-            + ("; tree.json became the tree log" if res.tree else ""))
+    return (
+        f"Upgrade store to format 2: {res.records} records, {res.vectors} vectors and {res.blobs} originals "
+        f"in {sum(1 for d in res.days if d.writer)} day packs (bit for bit); segments/ removed"
+        + ("; tree.json became the tree log" if res.tree else "")
+    )
 
 
 def _apply(store, res: UpgradeResult) -> list[str]:

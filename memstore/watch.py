@@ -43,8 +43,15 @@ class Batch:
     errors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"at": self.at, "files": self.files, "added": self.added, "skipped": self.skipped,
-                "commits": self.commits, "notes": self.notes, "errors": self.errors}
+        return {
+            "at": self.at,
+            "files": self.files,
+            "added": self.added,
+            "skipped": self.skipped,
+            "commits": self.commits,
+            "notes": self.notes,
+            "errors": self.errors,
+        }
 
     def describe(self) -> str:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.at))
@@ -53,8 +60,13 @@ class Batch:
             parts.append(f"added {self.added} records; commit {', '.join(c[:10] for c in self.commits)}")
         elif not self.errors:
             unread = sum(1 for n in self.notes if n.startswith("skipped "))
-            parts.append(f"nothing new; {unread} line{'s' if unread != 1 else ''} could not be read (above)" if unread
-                         else "nothing new" if not self.skipped else f"{self.skipped} already present")
+            parts.append(
+                f"nothing new; {unread} line{'s' if unread != 1 else ''} could not be read (above)"
+                if unread
+                else "nothing new"
+                if not self.skipped
+                else f"{self.skipped} already present"
+            )
         return ": ".join(parts) + "".join(f"\n  error: {e}" for e in self.errors)
 
 
@@ -84,14 +96,16 @@ def detect_kind(path: Path) -> str | None:
         if not isinstance(row, dict):
             continue
         if row.get("type") in ("user", "assistant", "summary", "system") and (
-                "message" in row or "sessionId" in row or "uuid" in row or "summary" in row):
+            "message" in row or "sessionId" in row or "uuid" in row or "summary" in row
+        ):
             return "claude-code"
         if "text" in row and "role" in row:
             return "jsonl"
         if "type" in row or "sessionId" in row or "uuid" in row:
             return "claude-code"  # another Claude Code row kind (file-history-snapshot, ...)
-        raise FormatError(path, "line is neither a Claude Code transcript row nor a {ts, role, text} record; "
-                          "pass --kind", line=number)
+        raise FormatError(
+            path, "line is neither a Claude Code transcript row nor a {ts, role, text} record; pass --kind", line=number
+        )
     return None
 
 
@@ -111,8 +125,17 @@ def watched_files(paths: list[Path]) -> list[Path]:
 class Watcher:
     """The pending-batch state machine; `tick(now)` decides and imports, `run()` loops until stopped."""
 
-    def __init__(self, store, paths, kind: str | None = None, interval: float = 5.0, debounce: float = 2.0,
-                 max_delay: float = 60.0, allow_secrets: bool = False, secrets: str | None = None):
+    def __init__(
+        self,
+        store,
+        paths,
+        kind: str | None = None,
+        interval: float = 5.0,
+        debounce: float = 2.0,
+        max_delay: float = 60.0,
+        allow_secrets: bool = False,
+        secrets: str | None = None,
+    ):
         if kind is not None and kind not in KINDS:
             raise UsageError(f"--kind must be one of {', '.join(KINDS)}, not {kind!r}")
         if interval <= 0 or debounce < 0 or max_delay < debounce:
@@ -221,8 +244,9 @@ class Watcher:
         snap = self.scan()
         return self.import_files(sorted(snap), snap)
 
-    def run(self, report: Callable[[Batch], None] | None = None, handle_signals: bool = True,
-            deadline: float | None = None) -> int:
+    def run(
+        self, report: Callable[[Batch], None] | None = None, handle_signals: bool = True, deadline: float | None = None
+    ) -> int:
         """Tick every `interval` seconds until a stop signal (or `deadline`, a time.time()); returns batches run."""
         restore = self._install_signals() if handle_signals else {}
         batches = 0
@@ -266,9 +290,18 @@ class Watcher:
         return {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
 
 
-def watch(store, paths, kind: str | None = None, interval: float = 5.0, debounce: float = 2.0,
-          max_delay: float = 60.0, once: bool = False, allow_secrets: bool = False,
-          report: Callable[[Batch], None] | None = None, secrets: str | None = None) -> int:
+def watch(
+    store,
+    paths,
+    kind: str | None = None,
+    interval: float = 5.0,
+    debounce: float = 2.0,
+    max_delay: float = 60.0,
+    once: bool = False,
+    allow_secrets: bool = False,
+    report: Callable[[Batch], None] | None = None,
+    secrets: str | None = None,
+) -> int:
     """Follow `paths` (see the module docstring); with `once`, import what is there and return. Returns batches run."""
     w = Watcher(store, paths, kind, interval, debounce, max_delay, allow_secrets, secrets)
     if once:

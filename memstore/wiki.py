@@ -26,12 +26,46 @@ MAX_PAGE_BYTES = 20 * 1024 * 1024  # an article's HTML is a few MB at most; more
 # Whole subtrees that are not prose: footnote markers, infoboxes/tables, code, figures.
 DROP_TAGS = frozenset({"sup", "table", "style", "script", "figure", "noscript", "math", "svg"})
 # Wikipedia chrome inside the content div: "[edit]" links, reference lists, navigation boxes.
-DROP_CLASSES = frozenset({"mw-editsection", "reflist", "references", "mw-references-wrap", "navbox",
-                          "noprint", "mw-empty-elt", "hatnote", "metadata", "catlinks"})
-VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-                       "param", "source", "track", "wbr"})
-BLOCK_TAGS = frozenset({"p", "div", "li", "dd", "dt", "blockquote", "pre", "ul", "ol", "dl", "section",
-                        "h1", "h2", "h3", "h4", "h5", "h6", "caption", "figcaption"})
+DROP_CLASSES = frozenset(
+    {
+        "mw-editsection",
+        "reflist",
+        "references",
+        "mw-references-wrap",
+        "navbox",
+        "noprint",
+        "mw-empty-elt",
+        "hatnote",
+        "metadata",
+        "catlinks",
+    }
+)
+VOID_TAGS = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+)
+BLOCK_TAGS = frozenset(
+    {
+        "p",
+        "div",
+        "li",
+        "dd",
+        "dt",
+        "blockquote",
+        "pre",
+        "ul",
+        "ol",
+        "dl",
+        "section",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "caption",
+        "figcaption",
+    }
+)
 HEADINGS = {"h1": "#", "h2": "##", "h3": "###", "h4": "####", "h5": "#####", "h6": "######"}
 
 
@@ -208,8 +242,9 @@ def article_text(html: str, title: str = "") -> str:
     return "\n\n".join(head + body) + "\n"
 
 
-def fetch_pages(titles, base_url: str = DEFAULT_BASE_URL, min_chars: int = 0, timeout: float = TIMEOUT_S,
-                progress=None):
+def fetch_pages(
+    titles, base_url: str = DEFAULT_BASE_URL, min_chars: int = 0, timeout: float = TIMEOUT_S, progress=None
+):
     """(pages, notes, failed): each title fetched and stripped; failures and short pages become notes."""
     pages, notes, failed = [], [], 0
     for title in titles:
@@ -230,9 +265,19 @@ def fetch_pages(titles, base_url: str = DEFAULT_BASE_URL, min_chars: int = 0, ti
     return pages, notes, failed
 
 
-def build_wiki(store, topics_file, *, limit: int | None = None, min_chars: int = 0,
-               base_url: str = DEFAULT_BASE_URL, timeout: float = TIMEOUT_S, allow_secrets: bool = False,
-               progress=None, verbose: int = 0, secrets: str | None = None) -> WriteResult:
+def build_wiki(
+    store,
+    topics_file,
+    *,
+    limit: int | None = None,
+    min_chars: int = 0,
+    base_url: str = DEFAULT_BASE_URL,
+    timeout: float = TIMEOUT_S,
+    allow_secrets: bool = False,
+    progress=None,
+    verbose: int = 0,
+    secrets: str | None = None,
+) -> WriteResult:
     """Fetch the articles named in `topics_file` and ingest them as document chunks; one commit.
 
     Nothing is written when no page could be fetched (MemstoreError, exit 1) or nothing is new.
@@ -251,14 +296,18 @@ def build_wiki(store, topics_file, *, limit: int | None = None, min_chars: int =
     titles = read_topics(topics_file)[:limit]
     pages, notes, failed = fetch_pages(titles, base_url, min_chars, timeout, progress=None)
     if failed == len(titles):
-        raise MemstoreError(f"no page could be fetched ({failed} of {len(titles)} failed):\n  "
-                            + "\n  ".join(notes[:20]), "Nothing was written. Check --base-url and the network.")
+        raise MemstoreError(
+            f"no page could be fetched ({failed} of {len(titles)} failed):\n  " + "\n  ".join(notes[:20]),
+            "Nothing was written. Check --base-url and the network.",
+        )
     how = secrets or ("allow" if allow_secrets else "refuse")
     plan = plan_files(store, pages, now_utc(), allow_secrets=how != "refuse", verbose=verbose)
     if plan.found:
-        raise SecretsFound("Refusing to ingest what looks like credentials:\n  " + "\n  ".join(plan.found[:50]),
-                           "Nothing was written. Remove them from the topics file, or pass --skip-secrets, "
-                           "--redact-secrets or --allow-secrets.")
+        raise SecretsFound(
+            "Refusing to ingest what looks like credentials:\n  " + "\n  ".join(plan.found[:50]),
+            "Nothing was written. Remove them from the topics file, or pass --skip-secrets, "
+            "--redact-secrets or --allow-secrets.",
+        )
     n_pages = len({r["source"]["path"] for r in plan.records if r["type"] == "doc"})
     n_chunks = sum(1 for r in plan.records if r["type"] == "doc")
     host = re.sub(r"^https?://", "", base_url).split("/", 1)[0]

@@ -30,10 +30,23 @@ def build(root: Path, n: int) -> int:
             ops = []
             if i % 40 == 0:
                 tid = f"t{i:012x}"
-                ops.append({"op": "topic", "topic": tid, "name": f"topic {i}", "summary": "s" * 120, "parent": None,
-                            "created": iso(at), "last_active": iso(at), "named_by": "offline"})
-            ops += [{"op": "place", "topic": tid, "records": [f"01rec{i:020d}"]},
-                    {"op": "set", "topic": tid, "last_active": iso(at)}, {"op": "current", "topic": tid}]
+                ops.append(
+                    {
+                        "op": "topic",
+                        "topic": tid,
+                        "name": f"topic {i}",
+                        "summary": "s" * 120,
+                        "parent": None,
+                        "created": iso(at),
+                        "last_active": iso(at),
+                        "named_by": "offline",
+                    }
+                )
+            ops += [
+                {"op": "place", "topic": tid, "records": [f"01rec{i:020d}"]},
+                {"op": "set", "topic": tid, "last_active": iso(at)},
+                {"op": "current", "topic": tid},
+            ]
             out += [treelog.dumps({"at": iso(at + k), **op}) for k, op in enumerate(ops)]
         path = treelog.shard_path(root, (dt.date(2026, 1, 1) + dt.timedelta(days=day)).isoformat())
         path.parent.mkdir(parents=True, exist_ok=True)

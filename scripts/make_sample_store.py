@@ -26,8 +26,11 @@ def main(dest: Path = HERE / "sample_store") -> None:
         if dest.exists():
             shutil.rmtree(dest)
         shutil.copytree(st.root, dest, ignore=shutil.ignore_patterns(".git", ".memstore"))
-        leaks = [p for p in dest.rglob("*") if p.is_file() and any(
-            s.encode() in p.read_bytes() for s in (str(HERE), str(Path(tmp).resolve()), tmp))]
+        leaks = [
+            p
+            for p in dest.rglob("*")
+            if p.is_file() and any(s.encode() in p.read_bytes() for s in (str(HERE), str(Path(tmp).resolve()), tmp))
+        ]
     if leaks:  # committed data must not name this machine's folders (docs/format.md, "Document sources")
         raise SystemExit(f"absolute paths of this machine found in {', '.join(map(str, leaks))}")
     print(f"wrote {dest}")

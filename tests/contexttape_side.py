@@ -24,8 +24,12 @@ def main() -> None:
             out["multistore"].append([tid for _, _, tid, _ in multi.search(q, per_shard_k=job["k"], final_k=job["k"])])
     else:
         st = ISStore(job["write"])
-        out = {"pairs": [list(st.append_text_with_embedding(text, np.asarray(vec, np.float32), quantize=quant))
-                         for text, vec, quant in job["items"]]}
+        out = {
+            "pairs": [
+                list(st.append_text_with_embedding(text, np.asarray(vec, np.float32), quantize=quant))
+                for text, vec, quant in job["items"]
+            ]
+        }
     json.dump(out, sys.stdout)
 
 

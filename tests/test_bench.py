@@ -43,17 +43,53 @@ def test_bare_scan_matches_full_sort():
 
 def test_ct_bench_tiny_run_writes_report(tmp_path):
     out = tmp_path / "bench.md"
-    proc = ct("bench", "--sizes", "60,120", "--per-day", "30", "--queries", "3", "--repeats", "1", "--ingest-n", "20",
-              "--base", tmp_path / "cache", "--no-contexttape", "--no-minilm", "--million", "3000",
-              "--ann-sizes", "2000,3000", "--out", out, check=False, env={"MEMSTORE_BENCH_SCALE": "60"})
+    proc = ct(
+        "bench",
+        "--sizes",
+        "60,120",
+        "--per-day",
+        "30",
+        "--queries",
+        "3",
+        "--repeats",
+        "1",
+        "--ingest-n",
+        "20",
+        "--base",
+        tmp_path / "cache",
+        "--no-contexttape",
+        "--no-minilm",
+        "--million",
+        "3000",
+        "--ann-sizes",
+        "2000,3000",
+        "--out",
+        out,
+        check=False,
+        env={"MEMSTORE_BENCH_SCALE": "60"},
+    )
     assert proc.returncode in (0, 1), proc.stderr  # 1 only when a budget fails on this machine
     text = out.read_text(encoding="utf-8")
     assert text == proc.stdout.rstrip("\n") + "\n" or text.strip() == proc.stdout.strip()
-    for needle in ("| measure |", "warm hybrid query", "vector part of a query", "fresh `ct search` process",
-                   "incremental reindex after one new day", "full index rebuild", "bytes per record: vector segment",
-                   "ingest overhead beyond embedding", "Machine:", "Command: `ct bench", "fresh `ct add` process",
-                   "warm hybrid candidates + fusion", "fresh `ct where` process",
-                   "## Scale", "`ct add` wall time", "`git clone` (local, with checkout)", "bytes on disk per record ≤ 1.3"):
+    for needle in (
+        "| measure |",
+        "warm hybrid query",
+        "vector part of a query",
+        "fresh `ct search` process",
+        "incremental reindex after one new day",
+        "full index rebuild",
+        "bytes per record: vector segment",
+        "ingest overhead beyond embedding",
+        "Machine:",
+        "Command: `ct bench",
+        "fresh `ct add` process",
+        "warm hybrid candidates + fusion",
+        "fresh `ct where` process",
+        "## Scale",
+        "`ct add` wall time",
+        "`git clone` (local, with checkout)",
+        "bytes on disk per record ≤ 1.3",
+    ):
         assert needle in text, needle
     assert "1,568 / 416 B" in text  # 32-byte header + 384 float32s, and + 384 int8s
     assert "heavy imports: none" in text

@@ -62,8 +62,7 @@ def test_chat_repl_history_and_verbose_debug_files(tmp_path, openai_server):
 def test_chat_without_an_endpoint_says_what_to_set(store, monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    proc = ct("-C", store.root, "chat", "--once", "hi", check=False,
-              env={"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""})
+    proc = ct("-C", store.root, "chat", "--once", "hi", check=False, env={"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""})
     assert proc.returncode == 1 and "OPENAI_BASE_URL" in proc.stderr
     assert git_clean(store.root) and len(commits(store.root)) == 1
 
@@ -72,8 +71,10 @@ def _topic_llm(body):
     prompt = body["messages"][-1]["content"]
     if "belongs_to_current" in prompt:
         cont = "umbrella" in prompt
-        return ("Sure! Here is my answer:\n```json\n{\"belongs_to_current\": %s, \"new_topic_name\": \"Boston Weather\", "
-                "\"new_topic_parent_index\": N/A,}\n```" % ("True" if cont else "False"))
+        return (
+            'Sure! Here is my answer:\n```json\n{"belongs_to_current": %s, "new_topic_name": "Boston Weather", '
+            '"new_topic_parent_index": N/A,}\n```' % ("True" if cont else "False")
+        )
     if "topic name" in prompt:
         return "Topic: Peanut Allergy Care"
     return "A short summary of the segment."

@@ -12,9 +12,11 @@ HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "onnx"
 
 
 def _imported(args: list[str]) -> list[str]:
-    code = ("import sys\nfrom memstore.cli import main\n"
-            f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
-            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    code = (
+        "import sys\nfrom memstore.cli import main\n"
+        f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return eval(proc.stdout.strip().splitlines()[-1])  # a list literal printed by the child

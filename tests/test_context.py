@@ -11,8 +11,19 @@ from hypothesis import strategies as st_
 from conftest import ct, make_store
 from memstore.format import tree as treefmt
 from memstore.tree.context import build_context
-from tree_scenarios import (BIKE, NEEDLE, NUTS_NOW, SARAH_ALLERGY, SARAH_CAKE, SARAH_SCENARIO, SARAH_THAI,
-                            WEATHER, WINDY, converse, filler)
+from tree_scenarios import (
+    BIKE,
+    NEEDLE,
+    NUTS_NOW,
+    SARAH_ALLERGY,
+    SARAH_CAKE,
+    SARAH_SCENARIO,
+    SARAH_THAI,
+    WEATHER,
+    WINDY,
+    converse,
+    filler,
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +61,7 @@ def test_memory_overwrite_surfaces_the_newer_fact(tmp_path):
     texts = [h["text"] for h in ctx.sections["recall"]]
     assert SARAH_ALLERGY[0] in texts and NUTS_NOW[0] in texts
     assert texts.index(NUTS_NOW[0]) > texts.index(SARAH_ALLERGY[0]), "oldest first: the correction reads last"
-    recall_text = ctx.text[ctx.text.index("## Recalled lines"):]
+    recall_text = ctx.text[ctx.text.index("## Recalled lines") :]
     assert recall_text.index(NUTS_NOW[0]) > recall_text.index(SARAH_ALLERGY[0])
     assert "later lines are newer facts" in ctx.text
 
@@ -74,9 +85,19 @@ def big(tmp_path_factory):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(budget=st_.integers(min_value=1, max_value=1200),
-       query=st_.sampled_from(["espresso grinder", "Sarah's cake", "how should a beginner approach scales",
-                               "taxes and receipts for travel", "zzz nothing matches", "chess"]))
+@given(
+    budget=st_.integers(min_value=1, max_value=1200),
+    query=st_.sampled_from(
+        [
+            "espresso grinder",
+            "Sarah's cake",
+            "how should a beginner approach scales",
+            "taxes and receipts for travel",
+            "zzz nothing matches",
+            "chess",
+        ]
+    ),
+)
 def test_budget_is_never_exceeded(big, budget, query):
     ctx = build_context(big, query, budget=budget)
     assert big.embedder.count_tokens(ctx.text) <= budget if ctx.text else True

@@ -22,22 +22,40 @@ CT_VENV = Path(os.environ.get("CT_VENV", REPO / ".bench" / "ctvenv"))
 SIDE = Path(__file__).resolve().parent / "contexttape_side.py"
 
 TURNS = [
-    "Let's cap the trip budget at 2,400 euros.", "Flights to Lisbon cost 400 euros for two.",
-    "The flat in Alfama is booked for five nights.", "Tram 28 crosses the old town; go early.",
-    "Remind me to water the ficus on Fridays.", "The ficus lost leaves after the move.",
-    "Release happens on Thursdays after the full test run.", "A failing test blocks the release.",
-    "The household budget is 1,650 euros a month.", "Groceries go up to 420 euros in December.",
-    "Book the night train; tickets open on Friday.", "Pack the charger and the passports.",
-    "The dentist appointment moved to the 14th.", "Insurance for the car is 555 a year now.",
-    "Marathon training: long run on Sunday mornings.", "Yoga on Tuesday evenings at the studio.",
+    "Let's cap the trip budget at 2,400 euros.",
+    "Flights to Lisbon cost 400 euros for two.",
+    "The flat in Alfama is booked for five nights.",
+    "Tram 28 crosses the old town; go early.",
+    "Remind me to water the ficus on Fridays.",
+    "The ficus lost leaves after the move.",
+    "Release happens on Thursdays after the full test run.",
+    "A failing test blocks the release.",
+    "The household budget is 1,650 euros a month.",
+    "Groceries go up to 420 euros in December.",
+    "Book the night train; tickets open on Friday.",
+    "Pack the charger and the passports.",
+    "The dentist appointment moved to the 14th.",
+    "Insurance for the car is 555 a year now.",
+    "Marathon training: long run on Sunday mornings.",
+    "Yoga on Tuesday evenings at the studio.",
 ]
-QUERIES = ["trip budget euros", "ficus water", "release tests Thursday", "night train tickets",
-           "car insurance", "running on Sunday", "old town tram", "household groceries"]
+QUERIES = [
+    "trip budget euros",
+    "ficus water",
+    "release tests Thursday",
+    "night train tickets",
+    "car insurance",
+    "running on Sunday",
+    "old town tram",
+    "household groceries",
+]
 
 
 @pytest.fixture(scope="module")
 def ct_python():
-    subprocess.run(["bash", str(REPO / "scripts" / "ct_venv.sh")], check=True, env={**os.environ, "CT_VENV": str(CT_VENV)})
+    subprocess.run(
+        ["bash", str(REPO / "scripts" / "ct_venv.sh")], check=True, env={**os.environ, "CT_VENV": str(CT_VENV)}
+    )
     return CT_VENV / "bin" / "python"
 
 
@@ -60,8 +78,10 @@ def _store(tmp_path, dtype):
     from memstore.store import Store
 
     st = Store.init(tmp_path / f"store-{dtype}", embedder="hash", timezone="UTC", dtype=dtype)
-    rows = [(f"2026-11-{20 + i // 6:02d}T{8 + i % 6:02d}:00:00Z", "user" if i % 2 == 0 else "assistant", t, "s")
-            for i, t in enumerate(TURNS)]
+    rows = [
+        (f"2026-11-{20 + i // 6:02d}T{8 + i % 6:02d}:00:00Z", "user" if i % 2 == 0 else "assistant", t, "s")
+        for i, t in enumerate(TURNS)
+    ]
     write_turns(st, rows[:10], fields=("ts", "role", "text", "session"))
     write_turns(st, rows[10:], fields=("ts", "role", "text", "session"))
     docs = tmp_path / f"docs-{dtype}"
@@ -86,8 +106,9 @@ def test_export_opens_in_contexttape_with_the_same_top_hits(tmp_path, ct_python,
     qvecs = [st.embedder.embed_query(q).tolist() for q in QUERIES]
     got = side(ct_python, {"search": str(out), "queries": qvecs, "k": 5})
     assert got["pairs"] == res["pairs"]
-    for q, hits, ours_iss, ours_ms in zip(QUERIES, search_ids(st.root, QUERIES, 5, tmp_path), got["isstore"],
-                                          got["multistore"]):
+    for q, hits, ours_iss, ours_ms in zip(
+        QUERIES, search_ids(st.root, QUERIES, 5, tmp_path), got["isstore"], got["multistore"]
+    ):
         mine = [h["id"] for h in hits]
         assert len(mine) == 5
         assert [tid_to_id[t] for t in ours_iss] == mine, q
@@ -99,11 +120,17 @@ def test_export_opens_in_contexttape_with_the_same_top_hits(tmp_path, ct_python,
 
 
 def test_import_of_a_store_written_by_contexttape_itself(tmp_path, ct_python, store):
-    texts = ["Photosynthesis turns light into chemical energy.", "user: remind me to water the ficus on Fridays",
-             "assistant: the ficus needs water on Fridays", "Mitochondria are the powerhouse of the cell."]
+    texts = [
+        "Photosynthesis turns light into chemical energy.",
+        "user: remind me to water the ficus on Fridays",
+        "assistant: the ficus needs water on Fridays",
+        "Mitochondria are the powerhouse of the cell.",
+    ]
     vecs = store.embedder.embed_batch(texts, "passage")
     tape = tmp_path / "tape"
-    made = side(ct_python, {"write": str(tape), "items": [[t, v.tolist(), i == 3] for i, (t, v) in enumerate(zip(texts, vecs))]})
+    made = side(
+        ct_python, {"write": str(tape), "items": [[t, v.tolist(), i == 3] for i, (t, v) in enumerate(zip(texts, vecs))]}
+    )
     assert made["pairs"] == [[0, 1], [2, 3], [4, 5], [6, 7]]
 
     model = store.config.embedder["model"]
@@ -112,7 +139,9 @@ def test_import_of_a_store_written_by_contexttape_itself(tmp_path, ct_python, st
     assert git_clean(store.root)
     for text, hits in zip(texts, search_ids(store.root, texts, 1, tmp_path)):
         assert hits[0]["text"] == text
-    roles = sorted(json.loads(line)["role"] for p in (store.root / "log").rglob("*.jsonl") for line in p.read_text().splitlines())
+    roles = sorted(
+        json.loads(line)["role"] for p in (store.root / "log").rglob("*.jsonl") for line in p.read_text().splitlines()
+    )
     assert roles == ["assistant", "system", "system", "user"]
     # ContextTape's float32 vectors come in as they were written
     from memstore.store import Store

@@ -23,8 +23,10 @@ import pytest
 
 from conftest import CT, commits, ct, git_clean
 
-WORDS = ("budget trip memory store vector index merge crash record segment kyoto train hotel "
-         "deadline review draft cache lock commit branch remote union driver").split()
+WORDS = (
+    "budget trip memory store vector index merge crash record segment kyoto train hotel "
+    "deadline review draft cache lock commit branch remote union driver"
+).split()
 
 
 def _git(root, *args) -> str:
@@ -37,8 +39,9 @@ def committed_lines(root) -> dict[str, bytes]:
 
     out = {}
     for path in _git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", "log").split():
-        data = subprocess.run(["git", "-C", str(root), "cat-file", "blob", f"HEAD:{path}"],
-                              capture_output=True, check=True).stdout
+        data = subprocess.run(
+            ["git", "-C", str(root), "cat-file", "blob", f"HEAD:{path}"], capture_output=True, check=True
+        ).stdout
         assert data.endswith(b"\n"), f"{path}: committed log does not end with a whole line"
         for line in data.split(b"\n")[:-1]:
             rec = recordfmt.loads(line.decode("utf-8"))  # raises on a half-written record
@@ -95,8 +98,18 @@ class Corpus:
                 rid = f"imp{self.n}-{k}"
                 ids.add(rid)
                 day = 20 + k % 3
-                fh.write(json.dumps({"ts": f"2026-11-{day}T{k % 24:02d}:{k % 60:02d}:07Z", "role": "user",
-                                     "text": f"{rid} {self.words(25)}", "id": rid, "session": f"b{self.n}"}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "ts": f"2026-11-{day}T{k % 24:02d}:{k % 60:02d}:07Z",
+                            "role": "user",
+                            "text": f"{rid} {self.words(25)}",
+                            "id": rid,
+                            "session": f"b{self.n}",
+                        }
+                    )
+                    + "\n"
+                )
         return path, ids
 
     def docs(self, files: int) -> Path:
@@ -110,8 +123,9 @@ class Corpus:
 
 
 def _start(root, args):
-    return subprocess.Popen([*CT, "-C", str(root), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    return subprocess.Popen(
+        [*CT, "-C", str(root), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
 
 
 def crash_loop(tmp_path: Path, kills: int, seed: int, batch: int = 40) -> dict:
@@ -206,8 +220,9 @@ def _assert_folder_complete(root, folder: Path) -> None:
 
     idx = Store.open(root).index()
     for f in sorted(folder.iterdir()):
-        rows = idx.conn.execute("SELECT rowid FROM records WHERE source = ? AND hidden = 0 AND type = 'doc'",
-                                (f"{folder.name}/{f.name}",)).fetchall()  # portable: folder name + relative path
+        rows = idx.conn.execute(
+            "SELECT rowid FROM records WHERE source = ? AND hidden = 0 AND type = 'doc'", (f"{folder.name}/{f.name}",)
+        ).fetchall()  # portable: folder name + relative path
         assert rows, f"{f} was never ingested"
         chunks = {idx.record_at(r)["source"]["chunk"] for (r,) in rows}
         total = idx.record_at(rows[0][0])["source"]["chunks"]
@@ -248,12 +263,16 @@ def test_next_writer_rolls_back_a_crashed_write(store):
     (shard / ("ab" * 32 + ".is")).write_bytes(b"\x03" * 40)
     (shard / (".cd" + "ef" * 31 + ".is.tmp-999999")).write_bytes(b"\x00" * 10)
     with open(log, "ab") as fh:
-        fh.write(b'{"ts":"2026-11-30T09:00:00.000000Z","role":"user","type":"text","text":"never committed","id":"u1"}\n')
+        fh.write(
+            b'{"ts":"2026-11-30T09:00:00.000000Z","role":"user","type":"text","text":"never committed","id":"u1"}\n'
+        )
         fh.write(b'{"ts":"2026-11-30T09:01:00.0000')
     (store.root / ".git" / "index.lock").write_bytes(b"")
     proc = ct("-C", store.root, "add", "after the crash", "--ts", "2026-11-30T10:00:00Z")
-    assert "Rolled back an interrupted write (pid 999999): 1 uncommitted records, 1 unfinished lines, " \
-           "1 uncommitted packs, 1 temp files, stale git locks (index.lock)." in proc.stderr
+    assert (
+        "Rolled back an interrupted write (pid 999999): 1 uncommitted records, 1 unfinished lines, "
+        "1 uncommitted packs, 1 temp files, stale git locks (index.lock)." in proc.stderr
+    )
     assert len(commits(store.root)) == n_commits + 1 and git_clean(store.root)
     after = committed_lines(store.root)
     assert all(after[k] == v for k, v in before.items())
@@ -382,7 +401,7 @@ def test_two_concurrent_writers_serialise(store):
     assert len(commits(store.root)) == n0 + 8 and git_clean(store.root)
     texts = sorted(json.loads(v)["text"] for v in committed_lines(store.root).values())
     assert texts == sorted(f"{n} line {i}" for n in ("left", "right") for i in range(4))
-    assert json.loads(ct("-C", store.root, "fsck", "--json").stdout) ["warnings"] == []
+    assert json.loads(ct("-C", store.root, "fsck", "--json").stdout)["warnings"] == []
 
 
 def test_lock_timeout_names_the_lock_and_changes_nothing(store):

@@ -36,9 +36,14 @@ def in_files(root, text=TEXT) -> list[str]:
 def shows(root) -> list[str]:
     """Which read commands still show the text."""
     out = []
-    for name, args in (("search", ["search", WORDS]), ("search-exact", ["search", "--mode", "exact", WORDS]),
-                       ("context", ["context", "party at the boathouse"]), ("tree", ["tree"]), ("where", ["where"]),
-                       ("recall", ["recall", "surprise party"])):
+    for name, args in (
+        ("search", ["search", WORDS]),
+        ("search-exact", ["search", "--mode", "exact", WORDS]),
+        ("context", ["context", "party at the boathouse"]),
+        ("tree", ["tree"]),
+        ("where", ["where"]),
+        ("recall", ["recall", "surprise party"]),
+    ):
         proc = ct("-C", root, *args, check=False)
         if "boathouse" in proc.stdout + proc.stderr:
             out.append(name)
@@ -129,8 +134,14 @@ def test_forget_everywhere_then_purge_history(three_clones):
 def test_forget_by_id_session_and_time(tmp_path):
     st = make_store(tmp_path / "s")
     ids = []
-    for i, (sess, ts) in enumerate([("x", "2026-03-01T10:00:00Z"), ("x", "2026-03-01T11:00:00Z"),
-                                    ("y", "2026-03-05T10:00:00Z"), ("y", "2026-03-06T10:00:00Z")]):
+    for i, (sess, ts) in enumerate(
+        [
+            ("x", "2026-03-01T10:00:00Z"),
+            ("x", "2026-03-01T11:00:00Z"),
+            ("y", "2026-03-05T10:00:00Z"),
+            ("y", "2026-03-06T10:00:00Z"),
+        ]
+    ):
         ids.append(st.add(f"note number {i} about herons", session=sess, ts=ts).added[0]["id"])
     res = st.forget([ids[0]])
     assert [r["id"] for r in res.records] == [ids[0]] and res.commit
@@ -179,9 +190,12 @@ def test_forget_over_mcp_and_http(tmp_path):
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        req = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/forget", method="POST",
-                                     data=json.dumps({"match": "ferns Sunday"}).encode(),
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{server.server_address[1]}/forget",
+            method="POST",
+            data=json.dumps({"match": "ferns Sunday"}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             out = json.loads(resp.read())
     finally:
@@ -196,8 +210,12 @@ def test_forget_over_mcp_and_http(tmp_path):
 def test_a_forgotten_record_does_not_come_back_by_importing_its_source_again(tmp_path):
     st = make_store(tmp_path / "s")
     f = tmp_path / "turns.jsonl"
-    f.write_text(json.dumps({"ts": "2026-03-01T10:00:00Z", "role": "user", "text": "my locker is number 4417"}) + "\n"
-                 + json.dumps({"ts": "2026-03-01T10:01:00Z", "role": "user", "text": "buy oat milk"}) + "\n")
+    f.write_text(
+        json.dumps({"ts": "2026-03-01T10:00:00Z", "role": "user", "text": "my locker is number 4417"})
+        + "\n"
+        + json.dumps({"ts": "2026-03-01T10:01:00Z", "role": "user", "text": "buy oat milk"})
+        + "\n"
+    )
     ct("-C", st.root, "import", "jsonl", f)
     ct("-C", st.root, "forget", "--match", "locker 4417")
     (st.root / ".memstore" / "import-state.json").unlink()  # the cursor is disposable: the file is read again

@@ -14,8 +14,7 @@ from conftest import make_store
 def docs_store(tmp_path):
     """A store with two conversation turns and two document chunks from one file."""
     st = make_store(tmp_path / "s")
-    st.add("We settled on a 40k budget for the offsite.", role="assistant", session="plan",
-           ts="2026-03-10T18:00:00Z")
+    st.add("We settled on a 40k budget for the offsite.", role="assistant", session="plan", ts="2026-03-10T18:00:00Z")
     st.add("The cat knocked over a plant.", role="user", session="home", ts="2026-03-11T09:00:00Z")
     notes = tmp_path / "notes.md"
     notes.write_text("# Venue\n\nThe offsite venue is a farmhouse near Lisbon.\n", encoding="utf-8")
@@ -86,7 +85,9 @@ def test_llamaindex_retriever_returns_nodes_with_scores(docs_store):
     assert "ts: 2026-03-10" in llm_view and "actor" not in llm_view
 
     farm = retriever.retrieve("farmhouse")
-    assert farm[0].node.metadata["source"] == f"{notes.parent.name}/{notes.name}" and farm[0].node.metadata["chunk"] == 0
+    assert (
+        farm[0].node.metadata["source"] == f"{notes.parent.name}/{notes.name}" and farm[0].node.metadata["chunk"] == 0
+    )
 
     by_path = MemstoreRetriever(str(st.root), k=5, mode="exact", search_kwargs={"role": "user"})
     assert [x.node.metadata["session"] for x in by_path.retrieve("plant")] == ["home"]

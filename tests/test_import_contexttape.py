@@ -29,8 +29,6 @@ def _tape(folder, dim=384, dtype="float32"):
     return folder
 
 
-
-
 def _vector(root, rec):
     from memstore.format import pack as packfmt
 

@@ -8,23 +8,65 @@ from conftest import commits, ct, git_clean, make_store
 
 # lossless-memory's seven fields, keys in its order; "ai" is its assistant role.
 MAR3 = [
-    {"ts": "2026-03-03T23:30:00+09:00", "actor": "Sam", "role": "user", "type": "text",
-     "text": "Let's move the launch budget review to Thursday.", "model": None, "session": "a1b2"},
-    {"ts": "2026-03-03T23:31:00+09:00", "actor": "Nova", "role": "ai", "type": "thinking",
-     "text": "They want the review on Thursday.", "model": "claude-x", "session": "a1b2"},
-    {"ts": "2026-03-03T23:31:30+09:00", "actor": "Nova", "role": "ai", "type": "action",
-     "text": "Bash: cal 3 2026", "model": "claude-x", "session": "a1b2"},
-    {"ts": "2026-03-03T23:32:00+09:00", "actor": "Nova", "role": "ai", "type": "text",
-     "text": "Done: the budget review is on Thursday 5 March.", "model": "claude-x", "session": "a1b2"},
+    {
+        "ts": "2026-03-03T23:30:00+09:00",
+        "actor": "Sam",
+        "role": "user",
+        "type": "text",
+        "text": "Let's move the launch budget review to Thursday.",
+        "model": None,
+        "session": "a1b2",
+    },
+    {
+        "ts": "2026-03-03T23:31:00+09:00",
+        "actor": "Nova",
+        "role": "ai",
+        "type": "thinking",
+        "text": "They want the review on Thursday.",
+        "model": "claude-x",
+        "session": "a1b2",
+    },
+    {
+        "ts": "2026-03-03T23:31:30+09:00",
+        "actor": "Nova",
+        "role": "ai",
+        "type": "action",
+        "text": "Bash: cal 3 2026",
+        "model": "claude-x",
+        "session": "a1b2",
+    },
+    {
+        "ts": "2026-03-03T23:32:00+09:00",
+        "actor": "Nova",
+        "role": "ai",
+        "type": "text",
+        "text": "Done: the budget review is on Thursday 5 March.",
+        "model": "claude-x",
+        "session": "a1b2",
+    },
 ]
 # Older data: ts copied from a source that wrote JST wall-clock time with no offset.
 MAR4_NAIVE = [
-    {"ts": "2026-03-04T07:00:00", "actor": "Sam", "role": "user", "type": "text",
-     "text": "Good morning, the flights are booked.", "model": None, "session": "c3d4"},
+    {
+        "ts": "2026-03-04T07:00:00",
+        "actor": "Sam",
+        "role": "user",
+        "type": "text",
+        "text": "Good morning, the flights are booked.",
+        "model": None,
+        "session": "c3d4",
+    },
 ]
 CORPUS = [
-    {"ts": "2026-03-01T10:00:00+09:00", "actor": "user", "role": "user", "type": "doc",
-     "text": "Travel policy: economy class below six hours.", "model": None, "session": "policy"},
+    {
+        "ts": "2026-03-01T10:00:00+09:00",
+        "actor": "user",
+        "role": "user",
+        "type": "doc",
+        "text": "Travel policy: economy class below six hours.",
+        "model": None,
+        "session": "policy",
+    },
 ]
 
 
@@ -60,14 +102,23 @@ def test_import_maps_fields_and_places_days_in_the_store_timezone(tmp_path):
     # 23:30 in Tokyo on the 3rd is 14:30 UTC on the 3rd; 07:00 Tokyo on the 4th is 22:00 UTC on the 3rd.
     assert sorted(log) == ["2026-03-01", "2026-03-03"]
     day = log["2026-03-03"]
-    assert [r["ts"] for r in day] == ["2026-03-03T14:30:00.000000Z", "2026-03-03T14:31:00.000000Z",
-                                     "2026-03-03T14:31:30.000000Z", "2026-03-03T14:32:00.000000Z",
-                                     "2026-03-03T22:00:00.000000Z"]
-    assert [(r["role"], r["type"]) for r in day] == [("user", "text"), ("assistant", "meta"), ("assistant", "action"),
-                                                     ("assistant", "text"), ("user", "text")]
+    assert [r["ts"] for r in day] == [
+        "2026-03-03T14:30:00.000000Z",
+        "2026-03-03T14:31:00.000000Z",
+        "2026-03-03T14:31:30.000000Z",
+        "2026-03-03T14:32:00.000000Z",
+        "2026-03-03T22:00:00.000000Z",
+    ]
+    assert [(r["role"], r["type"]) for r in day] == [
+        ("user", "text"),
+        ("assistant", "meta"),
+        ("assistant", "action"),
+        ("assistant", "text"),
+        ("user", "text"),
+    ]
     assert day[1]["meta"]["kind"] == "thinking" and day[1]["model"] == "claude-x" and day[1]["actor"] == "Nova"
     assert day[4]["meta"]["source_ts"] == "2026-03-04T07:00:00"  # the verbatim original, for audit
-    assert "source_ts" not in day[0].get("meta", {})              # it had an offset: nothing to interpret
+    assert "source_ts" not in day[0].get("meta", {})  # it had an offset: nothing to interpret
     assert [r["session"] for r in day] == ["a1b2"] * 4 + ["c3d4"]
     doc = log["2026-03-01"][0]
     assert doc["type"] == "doc" and doc["meta"]["corpus"] == "handbook"
@@ -107,14 +158,28 @@ def test_reimport_is_idempotent_and_picks_up_appends_and_rewrites(tmp_path):
     assert "nothing new" in out and len(commits(st.root)) == n
     # A new line appended to today's file: exactly that one is added.
     day = data / "main" / "2026-03-04.jsonl"
-    extra = {"ts": "2026-03-04T07:05:00", "actor": "Sam", "role": "user", "type": "text",
-             "text": "Hotel is booked too.", "model": None, "session": "c3d4"}
+    extra = {
+        "ts": "2026-03-04T07:05:00",
+        "actor": "Sam",
+        "role": "user",
+        "type": "text",
+        "text": "Hotel is booked too.",
+        "model": None,
+        "session": "c3d4",
+    }
     with open(day, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(extra) + "\n")
     assert json.loads(ct(*args, "--json").stdout)["added"] == 1
     # lossless-memory rewrites a day file when a row arrives out of order (inserted, sorted by ts).
-    early = {"ts": "2026-03-03T23:00:00+09:00", "actor": "Sam", "role": "user", "type": "text",
-             "text": "An earlier remark that arrived late.", "model": None, "session": "a1b2"}
+    early = {
+        "ts": "2026-03-03T23:00:00+09:00",
+        "actor": "Sam",
+        "role": "user",
+        "type": "text",
+        "text": "An earlier remark that arrived late.",
+        "model": None,
+        "session": "a1b2",
+    }
     (data / "main" / "2026-03-03.jsonl").write_text(_lines([early, *MAR3]), encoding="utf-8")
     res = json.loads(ct(*args, "--json").stdout)
     assert res["added"] == 1 and res["skipped"] == 4

@@ -14,16 +14,30 @@ T0 = 1_780_000_000.0  # 2026-05-28 20:26:40 UTC
 
 def msg(idx, user, assistant, system=None):
     """A message node as TRACE's save() writes it (texts cut to 200 characters)."""
-    node = {"type": "message", "message_index": idx, "user": user[:200], "assistant": assistant[:200],
-            "sub_node_count": 0}
+    node = {
+        "type": "message",
+        "message_index": idx,
+        "user": user[:200],
+        "assistant": assistant[:200],
+        "sub_node_count": 0,
+    }
     if system is not None:
         node["system"] = system[:200]
     return node
 
 
 def topic(node_id, name, summary, start, end, created, children):
-    return {"type": "topic", "node_id": node_id, "topic_name": name, "summary": summary, "start_index": start,
-            "end_index": end, "sub_node_count": len(children), "created_at": created, "children": children}
+    return {
+        "type": "topic",
+        "node_id": node_id,
+        "topic_name": name,
+        "summary": summary,
+        "start_index": start,
+        "end_index": end,
+        "sub_node_count": len(children),
+        "created_at": created,
+        "children": children,
+    }
 
 
 CONVERSATION = [
@@ -42,18 +56,38 @@ CONVERSATION = [
 
 
 def trace_save(conversation=CONVERSATION, extra_exchange=False):
-    hotel = topic("node-hotel", "Alfama hotel choice", "Picking a hotel in Alfama.", 5, 7, T0 + 600,
-                  [msg(5, "Which hotel", "Casa Alfama")])
-    trip = topic("node-trip", "Lisbon trip budget", "Budget for the Lisbon trip.", 0, 7, T0,
-                 [msg(0, "Let's plan", "Noted"), msg(2, "Flights are 310", "2,090", system="Tool result"), hotel])
+    hotel = topic(
+        "node-hotel",
+        "Alfama hotel choice",
+        "Picking a hotel in Alfama.",
+        5,
+        7,
+        T0 + 600,
+        [msg(5, "Which hotel", "Casa Alfama")],
+    )
+    trip = topic(
+        "node-trip",
+        "Lisbon trip budget",
+        "Budget for the Lisbon trip.",
+        0,
+        7,
+        T0,
+        [msg(0, "Let's plan", "Noted"), msg(2, "Flights are 310", "2,090", system="Tool result"), hotel],
+    )
     bike_children = [msg(7, "Separately", "A 9-speed chain")]
     if extra_exchange:
         bike_children.append(msg(11, "And brake pads?", "About 15 euros."))
     bike = topic("node-bike", "Error: 502 Bad Gateway", "", 7, len(conversation), T0 + 1200, bike_children)
-    root = topic("node-root", "ROOT", "Virtual root node of the conversation tree", 0, len(conversation), T0 - 60,
-                 [trip, bike])
-    return {"max_children": 5, "total_messages": len(conversation), "tree": root, "conversation": conversation,
-            "archived": [msg(9, "ok", "👍")]}
+    root = topic(
+        "node-root", "ROOT", "Virtual root node of the conversation tree", 0, len(conversation), T0 - 60, [trip, bike]
+    )
+    return {
+        "max_children": 5,
+        "total_messages": len(conversation),
+        "tree": root,
+        "conversation": conversation,
+        "archived": [msg(9, "ok", "👍")],
+    }
 
 
 def write_save(path, data):
@@ -62,8 +96,11 @@ def write_save(path, data):
 
 
 def _records(root):
-    return [json.loads(line) for p in sorted((root / "log").rglob("*.jsonl"))
-            for line in p.read_text(encoding="utf-8").splitlines()]
+    return [
+        json.loads(line)
+        for p in sorted((root / "log").rglob("*.jsonl"))
+        for line in p.read_text(encoding="utf-8").splitlines()
+    ]
 
 
 def test_import_trace_records_and_topics(tmp_path):
@@ -72,8 +109,11 @@ def test_import_trace_records_and_topics(tmp_path):
     res = json.loads(ct("-C", st.root, "import", "trace", save, "--json").stdout)
     assert res["added"] == 11
     recs = _records(st.root)
-    assert [r["text"] for r in recs][:3] == [CONVERSATION[0]["content"], CONVERSATION[1]["content"],
-                                            CONVERSATION[2]["content"]]
+    assert [r["text"] for r in recs][:3] == [
+        CONVERSATION[0]["content"],
+        CONVERSATION[1]["content"],
+        CONVERSATION[2]["content"],
+    ]
     assert recs[8]["text"] == "A 9-speed chain costs about 25 euros."  # content parts joined, verbatim
     assert [r["role"] for r in recs[:5]] == ["user", "assistant", "system", "user", "assistant"]
     assert [r["id"] for r in recs] == [f"trace:node-root:{i}" for i in range(11)]
@@ -81,23 +121,27 @@ def test_import_trace_records_and_topics(tmp_path):
     assert [r["meta"]["trace_index"] for r in recs] == list(range(11))
     ts = [r["ts"] for r in recs]
     assert ts == sorted(ts) and len(set(ts)) == 11  # conversation order, strictly increasing
-    assert ts[0] == "2026-05-28T20:26:40.000000Z"   # dated by its topic's creation
-    assert ts[5] == "2026-05-28T20:36:40.000000Z"   # the hotel topic was created 10 minutes later
+    assert ts[0] == "2026-05-28T20:26:40.000000Z"  # dated by its topic's creation
+    assert ts[5] == "2026-05-28T20:36:40.000000Z"  # the hotel topic was created 10 minutes later
 
     tree = treefmt.read(st.root)
-    trip, hotel, bike = topic_id({"node_id": "node-trip"}), topic_id({"node_id": "node-hotel"}), topic_id({"node_id": "node-bike"})
+    trip, hotel, bike = (
+        topic_id({"node_id": "node-trip"}),
+        topic_id({"node_id": "node-hotel"}),
+        topic_id({"node_id": "node-bike"}),
+    )
     assert set(tree.topics) == {trip, hotel, bike}
     assert tree.topics[trip].name == "Lisbon trip budget" and tree.topics[trip].parent is None
     assert tree.topics[trip].summary == "Budget for the Lisbon trip." and tree.topics[trip].named_by == "llm"
     assert tree.topics[hotel].parent == trip
     ids = [f"trace:node-root:{i}" for i in range(11)]
-    assert tree.topics[trip].records == ids[0:5]     # the exchange at 2 owns the system message too
+    assert tree.topics[trip].records == ids[0:5]  # the exchange at 2 owns the system message too
     assert tree.topics[hotel].records == ids[5:7]
     assert tree.topics[bike].records == ids[7:9]
     # TRACE stored an error string as a name; it is replaced by an offline name from the texts.
     assert tree.topics[bike].named_by == "offline" and "error" not in tree.topics[bike].name.lower()
     assert set(tree.archived) == set(ids[9:11])
-    assert tree.current == bike                       # TRACE's rule: the last child, followed down
+    assert tree.current == bike  # TRACE's rule: the last child, followed down
     assert tree.topics[hotel].created == "2026-05-28T20:36:40.000000Z"
 
     assert commits(st.root)[0] == "Import 11 trace records and 3 topics from lisbon.json"
@@ -114,8 +158,10 @@ def test_reimport_adds_only_new_messages(tmp_path):
     n = len(commits(st.root))
     assert "nothing new" in ct("-C", st.root, "import", "trace", save).stderr
     assert len(commits(st.root)) == n
-    longer = CONVERSATION + [{"role": "user", "content": "And brake pads?"},
-                             {"role": "assistant", "content": "About 15 euros for a pair."}]
+    longer = CONVERSATION + [
+        {"role": "user", "content": "And brake pads?"},
+        {"role": "assistant", "content": "About 15 euros for a pair."},
+    ]
     write_save(save, trace_save(longer, extra_exchange=True))
     res = json.loads(ct("-C", st.root, "import", "trace", save, "--json").stdout)
     assert res["added"] == 2 and res["skipped"] == 11

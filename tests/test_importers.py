@@ -25,11 +25,25 @@ def by_id(records):
     return {r["id"]: r for r in records}
 
 
-A0017 = (json.dumps({
-    "parentUuid": "u-0016", "isSidechain": False, "sessionId": SESSION, "type": "assistant",
-    "message": {"id": "msg_01D", "role": "assistant", "model": "claude-opus-4-1-20250805",
-                "content": [{"type": "text", "text": "The fix is to pin the timezone with zoneinfo."}]},
-    "uuid": "a-0017", "timestamp": "2025-08-14T09:31:25.000Z"}) + "\n").encode()
+A0017 = (
+    json.dumps(
+        {
+            "parentUuid": "u-0016",
+            "isSidechain": False,
+            "sessionId": SESSION,
+            "type": "assistant",
+            "message": {
+                "id": "msg_01D",
+                "role": "assistant",
+                "model": "claude-opus-4-1-20250805",
+                "content": [{"type": "text", "text": "The fix is to pin the timezone with zoneinfo."}],
+            },
+            "uuid": "a-0017",
+            "timestamp": "2025-08-14T09:31:25.000Z",
+        }
+    )
+    + "\n"
+).encode()
 
 
 def complete_lines(path: Path) -> list[bytes]:
@@ -74,13 +88,19 @@ def test_claude_tool_use_is_an_action_and_its_result_a_tool_text(claude_records)
     assert call["type"] == "action" and call["role"] == "assistant"
     name, _, payload = call["text"].partition(": ")
     assert name == "Bash" and call["tool_name"] == "Bash"
-    assert json.loads(payload) == {"command": "pytest tests/test_export.py -x -q", "description": "Run the export tests"}
+    assert json.loads(payload) == {
+        "command": "pytest tests/test_export.py -x -q",
+        "description": "Run the export tests",
+    }
     result = recs["cc:u-0008"]
     assert (result["role"], result["actor"], result["type"]) == ("tool", "tool", "text")
     assert result["text"].startswith("F\n=== FAILURES ===\n") and result["is_error"] is True
     assert result["tool_use_id"] == "toolu_01Bash"
     listed = recs["cc:u-0010"]  # content given as a list of text blocks
-    assert listed["text"] == "     1\timport datetime\n     2\t\n     3\tdef day_of(ts):\n     4\t    return ts.date().isoformat()"
+    assert (
+        listed["text"]
+        == "     1\timport datetime\n     2\t\n     3\tdef day_of(ts):\n     4\t    return ts.date().isoformat()"
+    )
     assert "is_error" not in listed
 
 
@@ -143,7 +163,15 @@ def test_claude_incremental_reading(tmp_path):
     path.write_bytes(b"".join(lines[:13]) + half)
     second = import_claude.read_new(path, first.cursor)
     assert [r["id"] for r in second.records] == [
-        "cc:a-0006", "cc:a-0007", "cc:u-0008", "cc:a-0009", "cc:u-0010", "cc:s-0011", "cc:a-0012:0", "cc:a-0012:1"]
+        "cc:a-0006",
+        "cc:a-0007",
+        "cc:u-0008",
+        "cc:a-0009",
+        "cc:u-0010",
+        "cc:s-0011",
+        "cc:a-0012:0",
+        "cc:a-0012:1",
+    ]
     assert second.problems == [] and second.cursor.line == 13
 
     again = import_claude.read_new(path, second.cursor)
@@ -198,7 +226,10 @@ def test_claude_malformed_json_is_a_problem_with_its_absolute_line(tmp_path):
     path.write_bytes(b"".join(lines[:10]) + b'{"type": "user", "message": \n[1, 2]\n\n\xff\xfe\n' + lines[10])
     result = import_claude.read_new(path, first.cursor)
     assert [(p.line, p.message.split(" (")[0]) for p in result.problems] == [
-        (11, "not valid JSON"), (12, "not a JSON object"), (14, "not valid UTF-8")]
+        (11, "not valid JSON"),
+        (12, "not a JSON object"),
+        (14, "not valid UTF-8"),
+    ]
     assert str(result.problems[0]).startswith(f"{path}:11: not valid JSON")
     assert [r["id"] for r in result.records] == ["cc:u-0010"]  # good lines around bad ones still count
 
@@ -228,7 +259,8 @@ def test_read_claude_code_walks_a_projects_folder(tmp_path):
     other.mkdir(parents=True)
     (other / "abc.jsonl").write_text(
         '{"type": "user", "uuid": "x-1", "timestamp": "2025-09-01T10:00:00Z", '
-        '"message": {"role": "user", "content": "hello from another project"}}\nnot json\n')
+        '"message": {"role": "user", "content": "hello from another project"}}\nnot json\n'
+    )
     batch = import_claude.read_claude_code(tmp_path / "projects")
     ids = [r["id"] for r in batch.records]
     assert len(ids) == 19 and ids[-1] == "cc:x-1"
@@ -329,8 +361,15 @@ def test_chatgpt_without_current_node_takes_the_newest_branch(tmp_path):
 def test_jsonl_mapping():
     batch = import_jsonl.read_jsonl(JSONL)
     first, ai, action, resumed = batch.records
-    assert first == {"ts": "2026-03-02T08:15:00+09:00", "actor": "ana", "role": "user", "type": "text",
-                     "text": "What did we decide about the budget?", "model": None, "session": "2026-03-02-morning"}
+    assert first == {
+        "ts": "2026-03-02T08:15:00+09:00",
+        "actor": "ana",
+        "role": "user",
+        "type": "text",
+        "text": "What did we decide about the budget?",
+        "model": None,
+        "session": "2026-03-02-morning",
+    }
     assert ai["role"] == "assistant" and ai["actor"] == "assistant"  # lossless-memory's "ai"
     assert "id" not in first  # the store derives one
     assert action["id"] == "turn-0003" and action["type"] == "action"
@@ -348,15 +387,18 @@ def test_jsonl_problems_name_file_line_and_field():
     assert isinstance(error, FormatError) and str(error) == f"{JSONL}:4: missing required field 'text'"
 
 
-@pytest.mark.parametrize("line, message", [
-    ({"role": "user", "text": "hi"}, "missing required field 'ts'"),
-    ({"ts": "yesterday", "role": "user", "text": "hi"}, "field 'ts': not an ISO-8601 timestamp"),
-    ({"ts": "2026-01-01", "role": "bot", "text": "hi"}, "field 'role': 'bot' is not one of"),
-    ({"ts": "2026-01-01", "role": "user", "text": "hi", "type": "note"}, "field 'type': 'note'"),
-    ({"ts": "2026-01-01", "role": "user", "text": "   "}, "field 'text' is empty"),
-    ({"ts": "2026-01-01", "role": "user", "text": 5}, "field 'text' must be a string"),
-    ({"ts": "2026-01-01", "role": "user", "text": "hi", "model": 3}, "field 'model'"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ({"role": "user", "text": "hi"}, "missing required field 'ts'"),
+        ({"ts": "yesterday", "role": "user", "text": "hi"}, "field 'ts': not an ISO-8601 timestamp"),
+        ({"ts": "2026-01-01", "role": "bot", "text": "hi"}, "field 'role': 'bot' is not one of"),
+        ({"ts": "2026-01-01", "role": "user", "text": "hi", "type": "note"}, "field 'type': 'note'"),
+        ({"ts": "2026-01-01", "role": "user", "text": "   "}, "field 'text' is empty"),
+        ({"ts": "2026-01-01", "role": "user", "text": 5}, "field 'text' must be a string"),
+        ({"ts": "2026-01-01", "role": "user", "text": "hi", "model": 3}, "field 'model'"),
+    ],
+)
 def test_jsonl_field_checks(tmp_path, line, message):
     path = tmp_path / "x.jsonl"
     path.write_text(json.dumps(line) + "\n")
@@ -367,10 +409,24 @@ def test_jsonl_field_checks(tmp_path, line, message):
 def test_jsonl_reads_lossless_memory_day_files(tmp_path):
     path = tmp_path / "2026-09-01.jsonl"
     rows = [
-        {"ts": "2026-09-01T09:02:00+00:00", "actor": "user", "role": "user", "type": "text",
-         "text": "予算は？", "model": None, "session": "abc"},
-        {"ts": "2026-09-01T09:02:05+00:00", "actor": "assistant", "role": "ai", "type": "thinking",
-         "text": "look it up", "model": "unknown", "session": "abc"},
+        {
+            "ts": "2026-09-01T09:02:00+00:00",
+            "actor": "user",
+            "role": "user",
+            "type": "text",
+            "text": "予算は？",
+            "model": None,
+            "session": "abc",
+        },
+        {
+            "ts": "2026-09-01T09:02:05+00:00",
+            "actor": "assistant",
+            "role": "ai",
+            "type": "thinking",
+            "text": "look it up",
+            "model": "unknown",
+            "session": "abc",
+        },
     ]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     user, thinking = import_jsonl.read_jsonl(path).records
@@ -380,8 +436,10 @@ def test_jsonl_reads_lossless_memory_day_files(tmp_path):
 
 def test_jsonl_incremental_reading(tmp_path):
     path = tmp_path / "live.jsonl"
-    rows = [json.dumps({"ts": f"2026-01-01T10:0{i}:00Z", "role": "user", "text": f"turn {i}", "id": f"t{i}"}) + "\n"
-            for i in range(6)]
+    rows = [
+        json.dumps({"ts": f"2026-01-01T10:0{i}:00Z", "role": "user", "text": f"turn {i}", "id": f"t{i}"}) + "\n"
+        for i in range(6)
+    ]
     path.write_text(rows[0] + rows[1])
     first = import_jsonl.read_new(path)
     assert [r["id"] for r in first.records] == ["t0", "t1"]
@@ -401,7 +459,9 @@ def test_jsonl_incremental_reading(tmp_path):
 
 def test_jsonl_last_line_without_newline(tmp_path):
     path = tmp_path / "hand.jsonl"
-    path.write_text('{"ts": "2026-01-01", "role": "user", "text": "a"}\n{"ts": "2026-01-01", "role": "user", "text": "b"}')
+    path.write_text(
+        '{"ts": "2026-01-01", "role": "user", "text": "a"}\n{"ts": "2026-01-01", "role": "user", "text": "b"}'
+    )
     assert [r["text"] for r in import_jsonl.read_new(path).records] == ["a"]  # may still be being written
     assert [r["text"] for r in import_jsonl.read_jsonl(path).records] == ["a", "b"]  # one-shot: the end is the end
     done = import_jsonl.read_new(path, final=True)
@@ -440,19 +500,47 @@ def test_problem_reads_like_a_compiler_message():
 
 def test_chatgpt_reasoning_search_and_quotes():
     def node(id_, parent, role, content, **message):
-        msg = {"id": id_, "author": {"role": role, "name": "browser" if role == "tool" else None},
-               "create_time": 1718200000.0 + len(id_), "content": content, **message}
+        msg = {
+            "id": id_,
+            "author": {"role": role, "name": "browser" if role == "tool" else None},
+            "create_time": 1718200000.0 + len(id_),
+            "content": content,
+            **message,
+        }
         return id_, {"id": id_, "parent": parent, "children": [], "message": msg}
 
-    mapping = dict([
-        node("q", None, "user", {"content_type": "text", "parts": ["Latest EUR/USD rate?"]}),
-        node("th", "q", "assistant", {"content_type": "thoughts", "thoughts": [
-            {"summary": "Checking rates", "content": "I should search for today's rate."}]}),
-        node("srch", "th", "assistant", {"content_type": "text", "parts": ['search("EUR USD rate")']},
-             recipient="browser"),
-        node("quote", "srch", "tool", {"content_type": "tether_quote", "url": "https://example.org/fx",
-                                       "title": "FX rates", "text": "EUR/USD 1.08"}),
-    ])
+    mapping = dict(
+        [
+            node("q", None, "user", {"content_type": "text", "parts": ["Latest EUR/USD rate?"]}),
+            node(
+                "th",
+                "q",
+                "assistant",
+                {
+                    "content_type": "thoughts",
+                    "thoughts": [{"summary": "Checking rates", "content": "I should search for today's rate."}],
+                },
+            ),
+            node(
+                "srch",
+                "th",
+                "assistant",
+                {"content_type": "text", "parts": ['search("EUR USD rate")']},
+                recipient="browser",
+            ),
+            node(
+                "quote",
+                "srch",
+                "tool",
+                {
+                    "content_type": "tether_quote",
+                    "url": "https://example.org/fx",
+                    "title": "FX rates",
+                    "text": "EUR/USD 1.08",
+                },
+            ),
+        ]
+    )
     conv = {"title": "FX", "id": "c-fx", "create_time": 1718200000.0, "current_node": "quote", "mapping": mapping}
     _, thinking, search, quote = import_chatgpt.conversation_records(conv)
     assert (thinking["type"], thinking["kind"]) == ("meta", "thinking")

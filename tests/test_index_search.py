@@ -14,14 +14,17 @@ from conftest import ct, git_clean, make_store, write_turns
 
 @pytest.fixture
 def filled(store):
-    write_turns(store, [
-        ("2026-03-01T09:00:00Z", "user", "The budget for the trip is 2400 euros.", "trip", "ana"),
-        ("2026-03-01T09:01:00Z", "assistant", "Noted: trip budget capped at 2400 euros.", "trip", "bot"),
-        ("2026-03-02T10:00:00Z", "user", "Let us plan the garden: tomatoes and basil.", "garden", "ana"),
-        ("2026-03-03T11:00:00Z", "user", "東京タワーに行きました。とても楽しかった。", "travel", "ken"),
-        ("2026-03-04T12:00:00Z", "user", "我们明天去北京大学参观。", "travel", "li"),
-        ("2026-03-05T08:00:00Z", "tool", "NOT a -problem \"quoted\" * star (paren", "misc", "tool"),
-    ])
+    write_turns(
+        store,
+        [
+            ("2026-03-01T09:00:00Z", "user", "The budget for the trip is 2400 euros.", "trip", "ana"),
+            ("2026-03-01T09:01:00Z", "assistant", "Noted: trip budget capped at 2400 euros.", "trip", "bot"),
+            ("2026-03-02T10:00:00Z", "user", "Let us plan the garden: tomatoes and basil.", "garden", "ana"),
+            ("2026-03-03T11:00:00Z", "user", "東京タワーに行きました。とても楽しかった。", "travel", "ken"),
+            ("2026-03-04T12:00:00Z", "user", "我们明天去北京大学参观。", "travel", "li"),
+            ("2026-03-05T08:00:00Z", "tool", 'NOT a -problem "quoted" * star (paren', "misc", "tool"),
+        ],
+    )
     return store
 
 
@@ -29,15 +32,21 @@ def canonical(store):
     """What the index holds, independent of where a row sits in the matrix (back-dated rows sit in
     its unsorted tail until it is folded in): each row with its own vector and time."""
     idx = store.index()
-    rows = idx.conn.execute("SELECT id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, hidden, vrow, vkey "
-                            "FROM records ORDER BY day, ts, line_no, id").fetchall()
+    rows = idx.conn.execute(
+        "SELECT id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, hidden, vrow, vkey "
+        "FROM records ORDER BY day, ts, line_no, id"
+    ).fetchall()
     vecs, times = idx.matrix()
     assert sorted(r[13] for r in rows if r[13] >= 0) == list(range(vecs.shape[0]))  # every matrix row is one record's
     ordered = idx.sorted_rows()
     assert list(times[:ordered]) == sorted(times[:ordered])  # the prefix is in time order
-    rows = [(*r[:13], (np.array(vecs[r[13]]).tobytes(), float(times[r[13]])) if r[13] >= 0 else None, r[14]) for r in rows]
+    rows = [
+        (*r[:13], (np.array(vecs[r[13]]).tobytes(), float(times[r[13]])) if r[13] >= 0 else None, r[14]) for r in rows
+    ]
     days = idx.conn.execute("SELECT day, content_fp, n FROM days ORDER BY day").fetchall()
-    fts = idx.conn.execute("SELECT r.id, f.body FROM fts f JOIN records r ON r.rowid = f.rowid ORDER BY r.id").fetchall()
+    fts = idx.conn.execute(
+        "SELECT r.id, f.body FROM fts f JOIN records r ON r.rowid = f.rowid ORDER BY r.id"
+    ).fetchall()
     return rows, days, fts
 
 
@@ -80,7 +89,7 @@ def test_cjk_queries_match(filled):
     assert search(filled, "京", mode="exact")  # one character: prefix over bigrams
 
 
-@pytest.mark.parametrize("q", ['NOT', '-problem', '"quoted', '*', 'star (paren', 'AND OR NEAR', '"', "'", "a:b", "^x"])
+@pytest.mark.parametrize("q", ["NOT", "-problem", '"quoted', "*", "star (paren", "AND OR NEAR", '"', "'", "a:b", "^x"])
 def test_fts_syntax_in_user_text_never_errors(filled, q):
     proc = ct("-C", filled.root, "search", "--mode", "exact", "--json", "--", q)
     json.loads(proc.stdout)
@@ -151,8 +160,15 @@ def test_rebuild_equals_incremental_after_random_writes_and_deletions(tmp_path):
         items = []
         for _ in range(n):
             day = rng.randint(1, 9)
-            items.append((f"2026-05-0{day}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z",
-                          rng.choice(["user", "assistant"]), " ".join(rng.choices(words, k=6)), rng.choice("ab"), "x"))
+            items.append(
+                (
+                    f"2026-05-0{day}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z",
+                    rng.choice(["user", "assistant"]),
+                    " ".join(rng.choices(words, k=6)),
+                    rng.choice("ab"),
+                    "x",
+                )
+            )
         write_turns(st, items)
         if rng.random() < 0.3:
             days = sorted((st.root / "log/2026").glob("*.jsonl"))
@@ -168,8 +184,22 @@ def test_rebuild_equals_incremental_after_random_writes_and_deletions(tmp_path):
         st.index()
         # history rewritten by hand (as a git reset or a merge could): committed, so writers go on
         subprocess.run(["git", "-C", str(st.root), "add", "-A"], check=True)
-        subprocess.run(["git", "-C", str(st.root), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "edit",
-                        "--allow-empty"], check=True)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(st.root),
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "edit",
+                "--allow-empty",
+            ],
+            check=True,
+        )
     incremental = canonical(st)
     st.index(update=False).update(rebuild=True)
     assert canonical(st) == incremental
@@ -195,8 +225,11 @@ def test_appending_writes_extend_the_index_in_place_and_equal_a_rebuild(tmp_path
         write_turns(st, [(f"2026-05-0{1 + h // 6}T1{h}:00:00Z", "assistant", f"reply {h} on tomatoes", "s", "x")])
         st.index()
     # a correction hides an old row; a repeated id is hidden as a duplicate
-    st.write([st.normalize({"ts": "2026-05-02T20:00:00Z", "role": "user", "text": "fixed note",
-                            "supersedes": [first]})], "Correct", dedupe=False)
+    st.write(
+        [st.normalize({"ts": "2026-05-02T20:00:00Z", "role": "user", "text": "fixed note", "supersedes": [first]})],
+        "Correct",
+        dedupe=False,
+    )
     st.index()
     idx = st.index(update=False)
     assert idx.conn.execute("SELECT value FROM meta WHERE key = 'gen'").fetchone()[0] == gen

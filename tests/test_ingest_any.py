@@ -24,8 +24,12 @@ def png(w: int, h: int) -> bytes:
     def chunk(t, d):
         return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 def jpeg(w: int, h: int, taken: str = "2024:05:03 14:22:10") -> bytes:
@@ -38,8 +42,17 @@ def jpeg(w: int, h: int, taken: str = "2024:05:03 14:22:10") -> bytes:
     tiff += struct.pack("<H", 1) + struct.pack("<HHII", 0x9003, 2, len(dt), dt_off) + struct.pack("<I", 0) + dt
     app1 = b"Exif\x00\x00" + tiff
     sof = b"\x08" + struct.pack(">HH", h, w) + b"\x03\x01\x22\x00\x02\x11\x01\x03\x11\x01"
-    return (b"\xff\xd8\xff\xe1" + struct.pack(">H", len(app1) + 2) + app1
-            + b"\xff\xc0" + struct.pack(">H", len(sof) + 2) + sof + b"\xff\xda\x00\x02" + b"\x00" * 64 + b"\xff\xd9")
+    return (
+        b"\xff\xd8\xff\xe1"
+        + struct.pack(">H", len(app1) + 2)
+        + app1
+        + b"\xff\xc0"
+        + struct.pack(">H", len(sof) + 2)
+        + sof
+        + b"\xff\xda\x00\x02"
+        + b"\x00" * 64
+        + b"\xff\xd9"
+    )
 
 
 def wav(seconds: float, rate: int = 8000) -> bytes:
@@ -53,16 +66,23 @@ def wav(seconds: float, rate: int = 8000) -> bytes:
 
 
 def pdf(text: str) -> bytes:
-    objs = ["<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-            "/Resources << /Font << /F1 5 0 R >> >> >>", None, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objs = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        "/Resources << /Font << /F1 5 0 R >> >> >>",
+        None,
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
     stream = f"BT /F1 12 Tf 72 712 Td ({text}) Tj ET".encode()
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")
     offsets = []
     for i, o in enumerate(objs, 1):
         offsets.append(out.tell())
-        body = (f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream") if o is None else o.encode()
+        body = (
+            (f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream") if o is None else o.encode()
+        )
         out.write(f"{i} 0 obj\n".encode() + body + b"\nendobj\n")
     xref = out.tell()
     out.write(f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode())
@@ -135,7 +155,11 @@ def test_every_kind_of_file_in_one_commit(tmp_path, store):
     audio = recs["standup-recording.wav"]
     assert "2.5 seconds" in audio["text"] and "8000 Hz" in audio["text"]
     bh, body, _, manifest = _blob(store.root, audio)
-    assert bh.data_type == DT_AUDIO and manifest["duration_s"] == 2.5 and body == (d / "standup-recording.wav").read_bytes()
+    assert (
+        bh.data_type == DT_AUDIO
+        and manifest["duration_s"] == 2.5
+        and body == (d / "standup-recording.wav").read_bytes()
+    )
 
     other = recs["firmware.bin"]
     bh, body, _, manifest = _blob(store.root, other)
@@ -170,8 +194,9 @@ def test_again_adds_nothing_and_a_changed_image_supersedes(tmp_path, store):
     sup = [r for r in recs if r["type"] == "meta"]
     old = [r for r in recs if r.get("source", {}).get("rel") == "whiteboard.png" and "64×48" in r["text"]]
     assert sup[0]["supersedes"] == [old[0]["id"]]
-    hits = json.loads(ct("-C", store.root, "search", "whiteboard png", "--mode", "exact", "--type", "doc",
-                         "--json").stdout)["hits"]
+    hits = json.loads(
+        ct("-C", store.root, "search", "whiteboard png", "--mode", "exact", "--type", "doc", "--json").stdout
+    )["hits"]
     assert [h for h in hits if h["source"]["rel"] == "whiteboard.png"][0]["text"].count("128×96") == 1
     assert not any("64×48" in h["text"] for h in hits)
     assert git_clean(store.root) and json.loads(ct("-C", store.root, "fsck", "--json").stdout)["ok"]
@@ -229,25 +254,41 @@ def test_python_api(tmp_path, store):
 
 def mp4(seconds: float, w: int, h: int, created_unix: int) -> bytes:
     """ftyp + moov(mvhd v0, trak(tkhd v0)) — the boxes a reader needs for duration, date and frame size."""
+
     def box(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", 8 + len(body)) + kind + body
 
     scale = 1000
     created = created_unix + 2082844800
     mvhd = b"\x00\x00\x00\x00" + struct.pack(">IIII", created, created, scale, int(seconds * scale)) + b"\x00" * 80
-    tkhd = (b"\x00\x00\x00\x07" + struct.pack(">IIIII", created, created, 1, 0, int(seconds * scale)) + b"\x00" * 8
-            + b"\x00" * 8 + b"\x00" * 36 + struct.pack(">II", w << 16, h << 16))
-    return box(b"ftyp", b"isom\x00\x00\x02\x00isomiso2mp41") + box(b"moov", box(b"mvhd", mvhd) + box(b"trak", box(b"tkhd", tkhd)))
+    tkhd = (
+        b"\x00\x00\x00\x07"
+        + struct.pack(">IIIII", created, created, 1, 0, int(seconds * scale))
+        + b"\x00" * 8
+        + b"\x00" * 8
+        + b"\x00" * 36
+        + struct.pack(">II", w << 16, h << 16)
+    )
+    return box(b"ftyp", b"isom\x00\x00\x02\x00isomiso2mp41") + box(
+        b"moov", box(b"mvhd", mvhd) + box(b"trak", box(b"tkhd", tkhd))
+    )
 
 
 def test_media_facts_read_from_headers():
     from memstore.ingest.media import describe_media, description
 
     info = describe_media("clip.mp4", mp4(12.5, 1920, 1080, 1700000000) + b"\x00" * 100)
-    assert info == {"mime": "video/mp4", "kind": "video", "duration_s": 12.5, "taken": "2023-11-14 22:13:20",
-                    "width": 1920, "height": 1080}
+    assert info == {
+        "mime": "video/mp4",
+        "kind": "video",
+        "duration_s": 12.5,
+        "taken": "2023-11-14 22:13:20",
+        "width": 1920,
+        "height": 1080,
+    }
     assert description("clips/clip.mp4", 2_000_000, info).startswith(
-        "Video clips/clip.mp4: MP4 video, 1920×1080 pixels, taken 2023-11-14 22:13:20, 12.5 seconds, 1.9 MB")
+        "Video clips/clip.mp4: MP4 video, 1920×1080 pixels, taken 2023-11-14 22:13:20, 12.5 seconds, 1.9 MB"
+    )
     assert describe_media("a.gif", b"GIF89a\x10\x00\x20\x00")["height"] == 32
     assert describe_media("x.png", png(3, 5))["width"] == 3
     assert describe_media("noise.jpg", b"\xff\xd8\xff\xe0garbage") == {"mime": "image/jpeg", "kind": "image"}
@@ -299,4 +340,5 @@ def test_an_unreferenced_blob_pair_is_an_orphan(store):
     path = w.write(store.root)
     rep = store.fsck()
     assert rep.ok and [w for w in rep.warnings if "orphan" in w] == [
-        f"{store.rel(path)}: 1 vectors or blobs for no record of 2026-11-30 (orphan: blob of blob:nobody)"]
+        f"{store.rel(path)}: 1 vectors or blobs for no record of 2026-11-30 (orphan: blob of blob:nobody)"
+    ]

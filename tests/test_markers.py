@@ -116,15 +116,18 @@ def test_markers_from_two_clones_merge_without_conflict(store, tmp_path):
 
 
 def test_where_json_shows_open_markers_newest_last_and_the_latest_session(store):
-    _turns(store, [
-        ("2026-11-29T10:00:00Z", "user", "old", "an older session", "text"),
-        ("2026-11-30T08:00:00Z", "user", "plan", "line 1", "text"),
-        ("2026-11-30T08:01:00Z", "assistant", "plan", "line 2", "text"),
-        ("2026-11-30T08:02:00Z", "tool", "plan", "Bash: ls", "action"),
-        ("2026-11-30T08:03:00Z", "user", "plan", "line 4", "text"),
-        ("2026-11-30T08:04:00Z", "system", "", "a document chunk, newer than everything", "doc"),
-        ("2026-11-30T08:05:00Z", "system", "plan", "harness row", "meta"),
-    ])
+    _turns(
+        store,
+        [
+            ("2026-11-29T10:00:00Z", "user", "old", "an older session", "text"),
+            ("2026-11-30T08:00:00Z", "user", "plan", "line 1", "text"),
+            ("2026-11-30T08:01:00Z", "assistant", "plan", "line 2", "text"),
+            ("2026-11-30T08:02:00Z", "tool", "plan", "Bash: ls", "action"),
+            ("2026-11-30T08:03:00Z", "user", "plan", "line 4", "text"),
+            ("2026-11-30T08:04:00Z", "system", "", "a document chunk, newer than everything", "doc"),
+            ("2026-11-30T08:05:00Z", "system", "plan", "harness row", "meta"),
+        ],
+    )
     for i in range(4):
         mark(store, f"topic {i}", now=dt.datetime(2026, 11, 30, 9, i, tzinfo=dt.timezone.utc))
     done(store, markerfmt.read(store.root)[3].id)
@@ -156,8 +159,14 @@ def test_where_reads_a_fresh_index_directly_and_updates_a_stale_one(store):
 
         from memstore.format import pack as packfmt
 
-        assert stat_fingerprint(logfmt.day_path(store.root, day), logfmt.segment_day_dir(store.root, day),
-                                packfmt.day_dir(store.root, day)) == fp
+        assert (
+            stat_fingerprint(
+                logfmt.day_path(store.root, day),
+                logfmt.segment_day_dir(store.root, day),
+                packfmt.day_dir(store.root, day),
+            )
+            == fp
+        )
     first = where(store)
     assert first.fast and [r["text"] for r in first.lines] == ["hello"]
     _turns(store, [("2026-11-30T08:05:00Z", "user", "s", "a newer line", "text")])
@@ -169,8 +178,10 @@ def test_where_reads_a_fresh_index_directly_and_updates_a_stale_one(store):
 def test_where_process_does_not_import_numpy(store):
     _turns(store, [("2026-11-30T08:00:00Z", "user", "s", "hello", "text")])
     store.index()
-    code = ("import sys\nfrom memstore.cli import main\n"
-            f"try:\n    main(['-C', {str(store.root)!r}, 'where'])\nexcept SystemExit:\n    pass\n"
-            "print('NUMPY' if 'numpy' in sys.modules else 'NO-NUMPY')\n")
+    code = (
+        "import sys\nfrom memstore.cli import main\n"
+        f"try:\n    main(['-C', {str(store.root)!r}, 'where'])\nexcept SystemExit:\n    pass\n"
+        "print('NUMPY' if 'numpy' in sys.modules else 'NO-NUMPY')\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "user: hello" in out and out.strip().endswith("NO-NUMPY")

@@ -18,8 +18,11 @@ def _session(root):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    env = {k: os.environ[k] for k in ("XDG_CACHE_HOME", "MEMSTORE_EMBED_CACHE", "TZ", "HF_HUB_OFFLINE", "PYTHONPATH")
-           if k in os.environ}
+    env = {
+        k: os.environ[k]
+        for k in ("XDG_CACHE_HOME", "MEMSTORE_EMBED_CACHE", "TZ", "HF_HUB_OFFLINE", "PYTHONPATH")
+        if k in os.environ
+    }
     params = StdioServerParameters(command=sys.executable, args=["-m", "memstore", "-C", str(root), "mcp"], env=env)
 
     class _Both:
@@ -47,10 +50,28 @@ def _data(result) -> dict:
 
 
 def test_tools_and_stats_over_stdio(store):
-    ct("-C", store.root, "add", "--session", "trip", "--ts", "2026-11-24T19:42:00Z",
-       "Let's cap the trip budget at 2,400 euros.")
-    ct("-C", store.root, "add", "--session", "trip", "--role", "assistant", "--ts", "2026-11-24T19:43:00Z",
-       "Agreed: 2,400 euros for flights and the flat.")
+    ct(
+        "-C",
+        store.root,
+        "add",
+        "--session",
+        "trip",
+        "--ts",
+        "2026-11-24T19:42:00Z",
+        "Let's cap the trip budget at 2,400 euros.",
+    )
+    ct(
+        "-C",
+        store.root,
+        "add",
+        "--session",
+        "trip",
+        "--role",
+        "assistant",
+        "--ts",
+        "2026-11-24T19:43:00Z",
+        "Agreed: 2,400 euros for flights and the flat.",
+    )
     n_commits = len(commits(store.root))
 
     async def main():
@@ -64,15 +85,22 @@ def test_tools_and_stats_over_stdio(store):
             assert found["hits"][0]["text"].startswith("Let's cap the trip budget")
             assert {h["session"] for h in found["hits"]} == {"trip"}
 
-            added = _data(await s.call_tool("add", {"text": "The museum closes at 18:00 on Mondays.",
-                                                     "session": "trip", "role": "assistant"}))
+            added = _data(
+                await s.call_tool(
+                    "add", {"text": "The museum closes at 18:00 on Mondays.", "session": "trip", "role": "assistant"}
+                )
+            )
             assert added["added"] == 1 and len(added["commit"]) == 40
 
             exact = _data(await s.call_tool("search", {"query": "museum", "mode": "exact"}))
             assert [h["text"] for h in exact["hits"]] == ["The museum closes at 18:00 on Mondays."]
 
-            rec = _data(await s.call_tool("recall", {"question": "what did we say about the budget on 24 November 2026",
-                                                      "now": "2026-11-30T12:00:00Z"}))
+            rec = _data(
+                await s.call_tool(
+                    "recall",
+                    {"question": "what did we say about the budget on 24 November 2026", "now": "2026-11-30T12:00:00Z"},
+                )
+            )
             assert rec["level"] == "in_window"
             assert any("2,400 euros" in h["text"] for h in rec["hits"])
             assert rec["window"]["start"].startswith("2026-11-24")
@@ -104,9 +132,11 @@ def test_tools_and_stats_over_stdio(store):
     anyio.run(main)
     # add, mark and mark --done: three commits, nothing left uncommitted
     assert len(commits(store.root)) == n_commits + 3
-    assert commits(store.root)[:3] == ["Mark done: waiting for Ana's hotel numbers",
-                                       "Mark: waiting for Ana's hotel numbers",
-                                       "Add assistant turn: The museum closes at 18:00 on Mondays."]
+    assert commits(store.root)[:3] == [
+        "Mark done: waiting for Ana's hotel numbers",
+        "Mark: waiting for Ana's hotel numbers",
+        "Add assistant turn: The museum closes at 18:00 on Mondays.",
+    ]
     assert git_clean(store.root)
 
 

@@ -33,9 +33,14 @@ def _ids(root) -> list[str]:
 
 
 def test_one_write_makes_one_pack_per_day_it_touches(store):
-    res = write_turns(store, [("2026-11-29T10:00:00Z", "user", "a note on the 29th", "s", None),
-                              ("2026-11-30T10:00:00Z", "user", "a note on the 30th", "s", None),
-                              ("2026-11-30T11:00:00Z", "assistant", "a reply on the 30th", "s", None)])
+    res = write_turns(
+        store,
+        [
+            ("2026-11-29T10:00:00Z", "user", "a note on the 29th", "s", None),
+            ("2026-11-30T10:00:00Z", "user", "a note on the 30th", "s", None),
+            ("2026-11-30T11:00:00Z", "assistant", "a reply on the 30th", "s", None),
+        ],
+    )
     assert len(_packs(store.root, "2026-11-29")) == 1 and len(_packs(store.root, "2026-11-30")) == 1
     vecs = packfmt.day_vectors(store.root, "2026-11-30")
     for rec in res.added[1:]:
@@ -131,8 +136,12 @@ def test_two_clones_consolidating_differently_merge_with_plain_git(tmp_path):
     for needle in ("hotel in osaka", "ferry to naoshima", "shared turn 1 about kyoto trains"):
         hits = json.loads(ct("-C", a, "search", needle, "--mode", "vector", "--json").stdout)["hits"]
         assert hits[0]["text"].endswith(needle)
-    texts = [h["text"] for h in json.loads(ct("-C", a, "search", "kyoto trains", "--mode", "vector", "-k", "10",
-                                               "--json").stdout)["hits"]]
+    texts = [
+        h["text"]
+        for h in json.loads(ct("-C", a, "search", "kyoto trains", "--mode", "vector", "-k", "10", "--json").stdout)[
+            "hits"
+        ]
+    ]
     assert len(texts) == len(set(texts)) == 5  # a record in two packs is found once
     _merge_clean(b, a)
     assert git(a, "rev-parse", "HEAD^{tree}").stdout == git(b, "rev-parse", "HEAD^{tree}").stdout
@@ -242,8 +251,9 @@ def test_an_uncommitted_pack_a_committed_record_needs_is_left_alone(store):
 
 
 def test_reembed_writes_one_new_pack_per_day_in_one_commit(store):
-    write_turns(store, [("2026-11-29T10:00:00Z", "user", "one", "s", None),
-                        ("2026-11-30T10:00:00Z", "user", "two", "s", None)])
+    write_turns(
+        store, [("2026-11-29T10:00:00Z", "user", "one", "s", None), ("2026-11-30T10:00:00Z", "user", "two", "s", None)]
+    )
     store.add("three", ts="2026-11-30T11:00:00Z")
     n = len(commits(store.root))
     ct("-C", store.root, "reembed", "--embedder", "hash", "--dim", "64")
@@ -297,8 +307,9 @@ def test_a_format_1_store_is_read_and_searched_as_before(tmp_path):
     assert git_clean(root)
 
 
-@pytest.mark.parametrize("args", [["add", "more"], ["mark", "a marker"], ["gc"], ["reembed"],
-                                  ["tree", "--place-existing"], ["reorganize"]])
+@pytest.mark.parametrize(
+    "args", [["add", "more"], ["mark", "a marker"], ["gc"], ["reembed"], ["tree", "--place-existing"], ["reorganize"]]
+)
 def test_every_write_on_a_format_1_store_names_ct_upgrade(tmp_path, args):
     root = format1_store(tmp_path / "old")
     head = git(root, "rev-parse", "HEAD").stdout

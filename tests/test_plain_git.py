@@ -24,8 +24,6 @@ def git(root, *args, check=True):
     return proc
 
 
-
-
 def add(root, text, ts) -> str:
     return json.loads(ct("-C", root, "add", text, "--ts", ts, "--json").stdout)["ids"][0]
 
@@ -75,8 +73,12 @@ def assert_converged(*roots) -> None:
 def test_two_plain_clones_merge_and_rebase_after_a_reorganize(plain_clones):
     b, c, _ = plain_clones
     # Same day, same topic on both sides: both continue the conversation the clone holds.
-    mine = {add(b, f"Ship of Theseus again: plank {k} is replaced on clone b.", f"2026-11-02T10:0{k}:00Z") for k in range(3)}
-    theirs = {add(c, f"Ship of Theseus again: plank {k} is replaced on clone c.", f"2026-11-02T10:0{k}:30Z") for k in range(3)}
+    mine = {
+        add(b, f"Ship of Theseus again: plank {k} is replaced on clone b.", f"2026-11-02T10:0{k}:00Z") for k in range(3)
+    }
+    theirs = {
+        add(c, f"Ship of Theseus again: plank {k} is replaced on clone c.", f"2026-11-02T10:0{k}:30Z") for k in range(3)
+    }
     before = treefmt.read(b)
     out = json.loads(ct("-C", b, "reorganize", "--threshold", "0.3", "--offline", "--json").stdout)
     assert out["merges"], out
@@ -87,14 +89,14 @@ def test_two_plain_clones_merge_and_rebase_after_a_reorganize(plain_clones):
         gc = json.loads(ct("-C", root, "gc", "--json").stdout)
         assert "2026-11-02" in gc["days"] and gc["commit"], gc
     git(b, "push", "-q", "origin", "main")
-    pull = git(c, "pull", "--no-rebase", "--no-edit", "origin", "main")       # a real merge commit
+    pull = git(c, "pull", "--no-rebase", "--no-edit", "origin", "main")  # a real merge commit
     assert "CONFLICT" not in pull.stdout + pull.stderr
     assert len(git(c, "rev-list", "--parents", "-n1", "HEAD").stdout.split()) == 3
-    assert gone <= set(treefmt.read(c).gone)                                    # b's merges hold in c
+    assert gone <= set(treefmt.read(c).gone)  # b's merges hold in c
     theirs.add(add(c, "Ship of Theseus: and the old planks make a second ship on c.", "2026-11-02T11:00:00Z"))
     git(c, "push", "-q", "origin", "main")
     mine.add(add(b, "Ship of Theseus: on b the form matters more than the planks.", "2026-11-02T11:05:00Z"))
-    pull = git(b, "pull", "--rebase", "origin", "main")                         # b's commit replayed on top
+    pull = git(b, "pull", "--rebase", "origin", "main")  # b's commit replayed on top
     assert "CONFLICT" not in pull.stdout + pull.stderr
     assert not (b / ".git" / "rebase-merge").exists() and not (b / ".git" / "rebase-apply").exists()
     git(b, "push", "-q", "origin", "main")
@@ -103,8 +105,12 @@ def test_two_plain_clones_merge_and_rebase_after_a_reorganize(plain_clones):
     for root in (b, c):
         ids = committed_ids(root)
         assert mine | theirs <= set(ids)
-        for text in ("plank 2 is replaced on clone b", "plank 1 is replaced on clone c", "second ship on c",
-                     "form matters more"):
+        for text in (
+            "plank 2 is replaced on clone b",
+            "plank 1 is replaced on clone c",
+            "second ship on c",
+            "form matters more",
+        ):
             hits = json.loads(ct("-C", root, "search", text, "--mode", "exact", "--json").stdout)["hits"]
             assert any(text in h["text"] for h in hits), (root, text)
     # `ct diff` explains the reorganize commit from the ops at each revision.
@@ -124,7 +130,7 @@ def test_the_data_loss_sequence_loses_nothing(plain_clones):
     mine.add(add(c, "written on c after the pull", "2026-11-30T10:00:00Z"))
     rep = json.loads(ct("-C", c, "fsck", "--repair", "--json").stdout)
     assert rep["ok"], rep
-    commit = git(c, "commit", "--no-edit", check=False)           # nothing left to commit: all is committed
+    commit = git(c, "commit", "--no-edit", check=False)  # nothing left to commit: all is committed
     assert "nothing to commit" in commit.stdout + commit.stderr
     assert theirs | mine <= set(committed_ids(c)) and git_clean(c)
     git(c, "push", "-q", "origin", "main")
@@ -158,13 +164,17 @@ def test_ct_refuses_to_write_while_git_waits_and_nothing_is_lost(plain_clones, r
     theirs, mine = _conflict_in_a_file_of_the_users(b, c, rebase)
     status_before = git(c, "status", "--porcelain").stdout
     finish = "git rebase --continue" if rebase else "git commit"
-    for args in (["add", "a write mid-merge", "--ts", "2026-11-30T11:00:00Z"], ["fsck", "--repair"],
-                 ["mark", "a marker mid-merge"], ["reorganize", "--offline"]):
+    for args in (
+        ["add", "a write mid-merge", "--ts", "2026-11-30T11:00:00Z"],
+        ["fsck", "--repair"],
+        ["mark", "a marker mid-merge"],
+        ["reorganize", "--offline"],
+    ):
         proc = ct("-C", c, *args, check=False)
         assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
         assert f"in the middle of a {'rebase' if rebase else 'merge'}" in proc.stderr and finish in proc.stderr
         assert "Nothing was changed" in proc.stderr
-    assert git(c, "status", "--porcelain").stdout == status_before          # not a byte touched
+    assert git(c, "status", "--porcelain").stdout == status_before  # not a byte touched
     # Reads go on, with a warning; b's record is already in the working files.
     proc = ct("-C", c, "search", "b's record before the conflict", "--mode", "exact", "--json")
     assert "in the middle of" in proc.stderr and json.loads(proc.stdout)["hits"]
@@ -201,8 +211,10 @@ def test_a_cp_r_copy_and_its_original_push_to_one_remote(plain_clones, tmp_path)
     copy = tmp_path / "usb" / "b"
     copy.parent.mkdir()
     subprocess.run(["cp", "-r", str(b), str(copy)], check=True)
-    ids = {add(b, "written on the original", "2026-11-30T09:00:00Z"),
-           add(copy, "written on the copy", "2026-11-30T09:00:00Z")}
+    ids = {
+        add(b, "written on the original", "2026-11-30T09:00:00Z"),
+        add(copy, "written on the copy", "2026-11-30T09:00:00Z"),
+    }
     git(b, "push", "-q", "origin", "main")
     pull = git(copy, "pull", "--no-rebase", "--no-edit", "origin", "main")
     assert "CONFLICT" not in pull.stdout + pull.stderr
@@ -232,7 +244,9 @@ def test_a_big_store_tunes_its_git_index_and_plain_git_still_syncs(plain_clones,
     git(b, "pull", "-q", "--no-rebase", "origin", "main")
     assert_converged(b, c)
     assert ids <= set(committed_ids(b))
-    assert "splitindex" not in git(c, "config", "--list", "--local").stdout.lower()  # a small store keeps git's defaults
+    assert (
+        "splitindex" not in git(c, "config", "--list", "--local").stdout.lower()
+    )  # a small store keeps git's defaults
 
 
 def test_a_store_has_no_merge_driver_and_union_attributes(tmp_path):
@@ -241,8 +255,13 @@ def test_a_store_has_no_merge_driver_and_union_attributes(tmp_path):
     st = make_store(tmp_path / "s")
     attrs = (st.root / ".gitattributes").read_text()
     assert attrs == GITATTRIBUTES and "merge=memstore" not in attrs
-    for pattern in ("log/**/*.jsonl merge=union", "tree/**/*.jsonl merge=union", "markers.jsonl merge=union",
-                    "forgotten.jsonl merge=union", "*.is binary"):
+    for pattern in (
+        "log/**/*.jsonl merge=union",
+        "tree/**/*.jsonl merge=union",
+        "markers.jsonl merge=union",
+        "forgotten.jsonl merge=union",
+        "*.is binary",
+    ):
         assert pattern in attrs.splitlines()
     assert "merge.memstore" not in git(st.root, "config", "--list").stdout
     assert "merge-tree" not in ct("--help").stdout
@@ -254,15 +273,22 @@ def test_hooks_find_memstore_on_path_or_do_nothing(tmp_path, monkeypatch):
     st = make_store(tmp_path / "s")
     stub = (st.root / ".git" / "hooks" / "post-merge").read_text()
     assert "/python" not in stub and "memstore hook post-merge" in stub
-    assert set(hooks.status(st).values()) == {"installed"}          # memstore is on this PATH
+    assert set(hooks.status(st).values()) == {"installed"}  # memstore is on this PATH
     empty = tmp_path / "empty"  # a PATH with git but neither memstore, ct nor python3
     empty.mkdir()
     (empty / "git").symlink_to(shutil.which("git"))
     monkeypatch.setenv("PATH", str(empty))
-    assert set(hooks.status(st).values()) == {hooks.INACTIVE}      # never "installed" when it cannot run
-    proc = subprocess.run(["/bin/sh", str(st.root / ".git" / "hooks" / "post-merge"), "0"], cwd=st.root,
-                          capture_output=True, text=True, env={"PATH": str(empty)})
+    assert set(hooks.status(st).values()) == {hooks.INACTIVE}  # never "installed" when it cannot run
+    proc = subprocess.run(
+        ["/bin/sh", str(st.root / ".git" / "hooks" / "post-merge"), "0"],
+        cwd=st.root,
+        capture_output=True,
+        text=True,
+        env={"PATH": str(empty)},
+    )
     assert proc.returncode == 0 and proc.stdout == proc.stderr == ""
     old = st.root / ".git" / "hooks" / "post-commit"
-    old.write_text("#!/bin/sh\n# memstore hook (post-commit): old\n/some/venv/bin/python -m memstore hook post-commit\n")
+    old.write_text(
+        "#!/bin/sh\n# memstore hook (post-commit): old\n/some/venv/bin/python -m memstore hook post-commit\n"
+    )
     assert hooks.status(st)["post-commit"].startswith("outdated")

@@ -22,8 +22,6 @@ def _docs(folder):
     return folder
 
 
-
-
 def _committed_bytes(root) -> str:
     """Every committed file's bytes and every commit message, as one text to search."""
     files = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True).stdout.split()
@@ -48,14 +46,18 @@ def test_no_absolute_path_is_committed_and_a_moved_folder_adds_nothing(tmp_path,
     new = log_records(store.root)[3:]
     assert [r["type"] for r in new] == ["meta"] * 3
     assert {(r["source"]["moved_from"], r["source"]["path"]) for r in new} == {
-        ("docs/budget.md", "papers/budget.md"), ("docs/notes.txt", "papers/notes.txt"),
-        ("docs/trips/lisbon.md", "papers/trips/lisbon.md")}
+        ("docs/budget.md", "papers/budget.md"),
+        ("docs/notes.txt", "papers/notes.txt"),
+        ("docs/trips/lisbon.md", "papers/trips/lisbon.md"),
+    }
     assert commits(store.root)[0] == "Ingest 0 files (0 chunks) from papers/; 3 moved"
     again = json.loads(ct("-C", store.root, "ingest-path", work / "papers", "--json").stdout)
     assert again["added"] == 0 and again["commit"] is None
 
     # search shows where the document is now, and remembers where it was ingested
-    hits = json.loads(ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout)["hits"]
+    hits = json.loads(ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout)[
+        "hits"
+    ]
     assert hits[0]["source"]["path"] == "papers/trips/lisbon.md"
     assert hits[0]["source"]["ingested_as"] == "docs/trips/lisbon.md"
     text = ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact").stdout
@@ -64,10 +66,15 @@ def test_no_absolute_path_is_committed_and_a_moved_folder_adds_nothing(tmp_path,
     # a second move follows the first: the hit shows the newest place
     (work / "papers").rename(work / "notes")
     ct("-C", store.root, "ingest-path", work / "notes")
-    hits = json.loads(ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout)["hits"]
+    hits = json.loads(ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout)[
+        "hits"
+    ]
     assert hits[0]["source"]["path"] == "notes/trips/lisbon.md"
-    assert log_records(store.root)[-1]["source"]["moved_from"] in ("papers/budget.md", "papers/notes.txt",
-                                                                 "papers/trips/lisbon.md")
+    assert log_records(store.root)[-1]["source"]["moved_from"] in (
+        "papers/budget.md",
+        "papers/notes.txt",
+        "papers/trips/lisbon.md",
+    )
     (work / "notes").rename(work / "papers")  # and back: papers is a location it had, so nothing new
     assert json.loads(ct("-C", store.root, "ingest-path", work / "papers", "--json").stdout)["added"] == 0
 
@@ -75,7 +82,9 @@ def test_no_absolute_path_is_committed_and_a_moved_folder_adds_nothing(tmp_path,
     (work / "papers" / "budget.md").write_text("# Budget\n\nThe household budget is now 1,800 euros a month.\n")
     changed = json.loads(ct("-C", store.root, "ingest-path", work / "papers", "--json").stdout)
     assert changed["added"] == 2  # the new chunk and the superseding meta record
-    hits = json.loads(ct("-C", store.root, "search", "household budget euros", "--mode", "exact", "--json").stdout)["hits"]
+    hits = json.loads(ct("-C", store.root, "search", "household budget euros", "--mode", "exact", "--json").stdout)[
+        "hits"
+    ]
     texts = [h["text"] for h in hits if h["type"] == "doc"]
     assert any("1,800" in t for t in texts) and not any("1,650" in t for t in texts)
 

@@ -11,28 +11,52 @@ from hypothesis import strategies as st
 
 from memstore.format import log as logfmt
 from memstore.format import record as recordfmt
-from memstore.format.segment import (DT_BLOB, DT_JSON, DT_TEXT, DT_VEC_F32, DT_VEC_I8, Header, ShardWriter,
-                                     SegmentError, decode_vector, read_segment, segment_ids, segment_name)
+from memstore.format.segment import (
+    DT_BLOB,
+    DT_JSON,
+    DT_TEXT,
+    DT_VEC_F32,
+    DT_VEC_I8,
+    Header,
+    ShardWriter,
+    SegmentError,
+    decode_vector,
+    read_segment,
+    segment_ids,
+    segment_name,
+)
 from memstore.format.timeutil import zone
 
 UTC = zone("UTC")
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 text_st = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=400)
-name_st = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FFF, blacklist_categories=("Cs",)), min_size=1, max_size=30)
-ts_st = st.datetimes(min_value=__import__("datetime").datetime(1971, 1, 1),
-                     max_value=__import__("datetime").datetime(2100, 1, 1),
-                     timezones=st.just(__import__("datetime").timezone.utc))
-json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-2**53, 2**53), text_st,
-                      st.floats(allow_nan=False, allow_infinity=False))
-json_st = st.recursive(json_leaf, lambda kids: st.one_of(st.lists(kids, max_size=4),
-                                                         st.dictionaries(name_st, kids, max_size=4)), max_leaves=10)
+name_st = st.text(
+    st.characters(min_codepoint=32, max_codepoint=0x2FFF, blacklist_categories=("Cs",)), min_size=1, max_size=30
+)
+ts_st = st.datetimes(
+    min_value=__import__("datetime").datetime(1971, 1, 1),
+    max_value=__import__("datetime").datetime(2100, 1, 1),
+    timezones=st.just(__import__("datetime").timezone.utc),
+)
+json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**53), 2**53), text_st, st.floats(allow_nan=False, allow_infinity=False)
+)
+json_st = st.recursive(
+    json_leaf,
+    lambda kids: st.one_of(st.lists(kids, max_size=4), st.dictionaries(name_st, kids, max_size=4)),
+    max_leaves=10,
+)
 
 
 @st.composite
 def raw_records(draw):
-    raw = {"ts": draw(ts_st).isoformat(), "role": draw(st.sampled_from(list(recordfmt.ROLES) + list(recordfmt.ROLE_ALIASES))),
-           "type": draw(st.sampled_from(recordfmt.TYPES)), "text": draw(text_st)}
+    raw = {
+        "ts": draw(ts_st).isoformat(),
+        "role": draw(st.sampled_from(list(recordfmt.ROLES) + list(recordfmt.ROLE_ALIASES))),
+        "type": draw(st.sampled_from(recordfmt.TYPES)),
+        "text": draw(text_st),
+    }
     if draw(st.booleans()):
         raw["actor"] = draw(name_st)
     if draw(st.booleans()):
@@ -78,12 +102,19 @@ def test_day_log_reads_back_every_line_and_isolates_a_torn_tail(tmp_path_factory
     data = path.read_bytes()
     for ln in lines:
         if ln.record is not None:
-            assert recordfmt.loads(data[ln.offset:ln.offset + ln.length].decode()) == ln.record
+            assert recordfmt.loads(data[ln.offset : ln.offset + ln.length].decode()) == ln.record
 
 
-header_st = st.builds(Header, st.integers(-2**31, 2**31 - 1), st.integers(-2**31, 2**31 - 1), st.integers(0, 2**31 - 1),
-                      st.integers(-2**31, 2**31 - 1), st.integers(0, 2**31 - 1),
-                      st.floats(width=32, allow_nan=False), st.integers(-2**63, 2**63 - 1))
+header_st = st.builds(
+    Header,
+    st.integers(-(2**31), 2**31 - 1),
+    st.integers(-(2**31), 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.integers(-(2**31), 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.floats(width=32, allow_nan=False),
+    st.integers(-(2**63), 2**63 - 1),
+)
 
 
 @FAST
@@ -94,8 +125,14 @@ def test_header_round_trip(h):
 
 
 @FAST
-@given(st.lists(st.tuples(text_st, st.integers(1, 64), st.sampled_from(["float32", "int8"]),
-                          st.integers(0, 2**40)), min_size=1, max_size=5), st.data())
+@given(
+    st.lists(
+        st.tuples(text_st, st.integers(1, 64), st.sampled_from(["float32", "int8"]), st.integers(0, 2**40)),
+        min_size=1,
+        max_size=5,
+    ),
+    st.data(),
+)
 def test_pairs_round_trip(tmp_path_factory, items, data):
     folder = tmp_path_factory.mktemp("shard")
     sw = ShardWriter(folder)
@@ -138,7 +175,7 @@ def test_truncated_or_padded_segments_are_refused(tmp_path_factory, junk, cut):
     tid, _ = ShardWriter(folder).write_pair("some text here", np.ones(4, np.float32), "float32", 0, fsync=False)
     p = folder / segment_name(tid)
     good = p.read_bytes()
-    for bad in (good[:max(0, len(good) - cut)], good + b"x" * cut, junk):
+    for bad in (good[: max(0, len(good) - cut)], good + b"x" * cut, junk):
         p.write_bytes(bad)
         try:
             h, body = read_segment(p)

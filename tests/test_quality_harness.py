@@ -22,59 +22,91 @@ def _turn(role, content, has_answer=None):
 
 def lme_questions() -> list[dict]:
     dog = {
-        "question_id": "q_dog", "question_type": "single-session-user",
-        "question": "What breed is my dog?", "answer": "a beagle", "question_date": "2023/05/30 (Tue) 23:40",
+        "question_id": "q_dog",
+        "question_type": "single-session-user",
+        "question": "What breed is my dog?",
+        "answer": "a beagle",
+        "question_date": "2023/05/30 (Tue) 23:40",
         "haystack_session_ids": ["s_pasta", "answer_dog1", "s_car", "answer_dog2"],
-        "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/10 (Wed) 18:30", "2023/05/12 (Fri) 08:00",
-                           "2023/05/20 (Sat) 12:00"],
+        "haystack_dates": [
+            "2023/05/01 (Mon) 09:00",
+            "2023/05/10 (Wed) 18:30",
+            "2023/05/12 (Fri) 08:00",
+            "2023/05/20 (Sat) 12:00",
+        ],
         "haystack_sessions": [
-            [_turn("user", "I love cooking pasta with fresh basil and tomatoes."),
-             _turn("assistant", "Fresh basil makes a great sauce.")],
-            [_turn("user", "I just adopted a dog, a beagle puppy named Max!", True),
-             _turn("assistant", "Congratulations on Max, beagles are lovely.", False),
-             _turn("user", "   ")],
-            [_turn("user", "My car needs new tires before the road trip."),
-             _turn("assistant", "Check the tread depth first.")],
-            [_turn("user", "Max the dog chewed my shoes, typical beagle breed behaviour.", True),
-             _turn("assistant", "Chew toys help with that.", False)],
+            [
+                _turn("user", "I love cooking pasta with fresh basil and tomatoes."),
+                _turn("assistant", "Fresh basil makes a great sauce."),
+            ],
+            [
+                _turn("user", "I just adopted a dog, a beagle puppy named Max!", True),
+                _turn("assistant", "Congratulations on Max, beagles are lovely.", False),
+                _turn("user", "   "),
+            ],
+            [
+                _turn("user", "My car needs new tires before the road trip."),
+                _turn("assistant", "Check the tread depth first."),
+            ],
+            [
+                _turn("user", "Max the dog chewed my shoes, typical beagle breed behaviour.", True),
+                _turn("assistant", "Chew toys help with that.", False),
+            ],
         ],
         "answer_session_ids": ["answer_dog1", "answer_dog2"],
     }
     bike = {
-        "question_id": "q_bike", "question_type": "temporal-reasoning",
-        "question": "What did I buy yesterday?", "answer": "a bicycle", "question_date": "2023/06/10 (Sat) 10:00",
+        "question_id": "q_bike",
+        "question_type": "temporal-reasoning",
+        "question": "What did I buy yesterday?",
+        "answer": "a bicycle",
+        "question_date": "2023/06/10 (Sat) 10:00",
         "haystack_session_ids": ["s_lamp", "answer_bike", "s_garden"],
         "haystack_dates": ["2023/05/20 (Sat) 11:00", "2023/06/09 (Fri) 17:15", "2023/06/02 (Fri) 09:00"],
         "haystack_sessions": [
             [_turn("user", "I went to buy a reading lamp for the study."), _turn("assistant", "Warm light is nice.")],
-            [_turn("user", "Today I went to buy a new bicycle for commuting.", True),
-             _turn("assistant", "Enjoy the rides to work!")],
+            [
+                _turn("user", "Today I went to buy a new bicycle for commuting.", True),
+                _turn("assistant", "Enjoy the rides to work!"),
+            ],
             [_turn("user", "The tomatoes in my garden are ripening."), _turn("assistant", "Water them early.")],
         ],
         "answer_session_ids": ["answer_bike"],
     }
     unanswerable = {
-        "question_id": "q_cat_abs", "question_type": "single-session-user",
-        "question": "What is my cat's name?", "answer": "You did not mention a cat.",
-        "question_date": "2023/05/30 (Tue) 23:40", "haystack_session_ids": ["s_x"],
+        "question_id": "q_cat_abs",
+        "question_type": "single-session-user",
+        "question": "What is my cat's name?",
+        "answer": "You did not mention a cat.",
+        "question_date": "2023/05/30 (Tue) 23:40",
+        "haystack_session_ids": ["s_x"],
         "haystack_dates": ["2023/05/01 (Mon) 09:00"],
-        "haystack_sessions": [[_turn("user", "I like hiking in the Alps.")]], "answer_session_ids": [],
+        "haystack_sessions": [[_turn("user", "I like hiking in the Alps.")]],
+        "answer_session_ids": [],
     }
     # A second question of the first type, so that --limit 1 has something to leave out.
     tea = {
-        "question_id": "q_tea", "question_type": "single-session-user", "question": "Which tea do I drink?",
-        "answer": "green tea", "question_date": "2023/05/30 (Tue) 23:40",
+        "question_id": "q_tea",
+        "question_type": "single-session-user",
+        "question": "Which tea do I drink?",
+        "answer": "green tea",
+        "question_date": "2023/05/30 (Tue) 23:40",
         "haystack_session_ids": ["answer_tea", "s_other"],
         "haystack_dates": ["2023/05/02 (Tue) 07:00", "2023/05/03 (Wed) 07:00"],
-        "haystack_sessions": [[_turn("user", "Every morning I drink green tea.", True)],
-                              [_turn("user", "The weather is rainy today.")]],
+        "haystack_sessions": [
+            [_turn("user", "Every morning I drink green tea.", True)],
+            [_turn("user", "The weather is rainy today.")],
+        ],
         "answer_session_ids": ["answer_tea"],
     }
     return [dog, bike, unanswerable, tea]
 
 
 ABSTRACTS = [
-    ("Aspirin and heart attacks", ["Daily aspirin lowers the risk of myocardial infarction.", "A trial of 2,000 adults."]),
+    (
+        "Aspirin and heart attacks",
+        ["Daily aspirin lowers the risk of myocardial infarction.", "A trial of 2,000 adults."],
+    ),
     ("Vitamin D and bones", ["Vitamin D supplements increase bone density in older women."]),
     ("Sleep and memory", ["Sleep consolidates declarative memory.", "Deprivation impairs recall."]),
     ("Coffee consumption", ["Coffee intake is associated with lower liver disease mortality."]),
@@ -85,9 +117,11 @@ ABSTRACTS = [
     ("Salt and blood pressure", ["High sodium intake raises blood pressure."]),
     ("Antibiotic resistance", ["Overuse of antibiotics drives bacterial resistance."]),
 ]
-CLAIMS = [("1", "Aspirin reduces myocardial infarction risk.", ["100"]),
-          ("3", "Sleep deprivation impairs memory recall.", ["102"]),
-          ("7", "Smoking tobacco causes lung cancer and raises blood pressure.", ["107", "108"])]
+CLAIMS = [
+    ("1", "Aspirin reduces myocardial infarction risk.", ["100"]),
+    ("3", "Sleep deprivation impairs memory recall.", ["102"]),
+    ("7", "Smoking tobacco causes lung cancer and raises blood pressure.", ["107", "108"]),
+]
 
 
 def write_scifact_beir(root):
@@ -110,9 +144,14 @@ def write_scifact_original(root):
     with open(root / "claims_dev.jsonl", "w") as f:
         for qid, text, docs in CLAIMS[:2]:
             ev = {d: [{"sentences": [0], "label": "SUPPORT"}] for d in docs}
-            f.write(json.dumps({"id": int(qid), "claim": text, "evidence": ev, "cited_doc_ids": [int(d) for d in docs]}) + "\n")
+            f.write(
+                json.dumps({"id": int(qid), "claim": text, "evidence": ev, "cited_doc_ids": [int(d) for d in docs]})
+                + "\n"
+            )
         qid, text, docs = CLAIMS[2]  # NOT ENOUGH INFO: no evidence, judged by the cited abstracts
-        f.write(json.dumps({"id": int(qid), "claim": text, "evidence": {}, "cited_doc_ids": [int(d) for d in docs]}) + "\n")
+        f.write(
+            json.dumps({"id": int(qid), "claim": text, "evidence": {}, "cited_doc_ids": [int(d) for d in docs]}) + "\n"
+        )
 
 
 @pytest.fixture
@@ -126,8 +165,20 @@ def bench_data(tmp_path):
 
 def run_harness(tmp_path, *args):
     out = tmp_path / "quality.md"
-    code = quality.main(["--embedder", "hash", "--out", str(out), "--cache", str(tmp_path / "c" / "emb.sqlite"),
-                         "--work", str(tmp_path / "work"), "--quiet", *map(str, args)])
+    code = quality.main(
+        [
+            "--embedder",
+            "hash",
+            "--out",
+            str(out),
+            "--cache",
+            str(tmp_path / "c" / "emb.sqlite"),
+            "--work",
+            str(tmp_path / "work"),
+            "--quiet",
+            *map(str, args),
+        ]
+    )
     return code, out
 
 
@@ -136,7 +187,7 @@ def run_harness(tmp_path, *args):
 
 def test_session_metrics_follow_the_best_turn_and_the_official_discount():
     hs = lme.Haystack(records=[], session_of={"a1": "A", "b1": "B", "b2": "B", "c1": "C", "d1": "D"}, gold_turns={"c1"})
-    ranked = ["b1", "a1", "b2", "c1", "d1"]            # sessions by best turn: B, A, C, D
+    ranked = ["b1", "a1", "b2", "c1", "d1"]  # sessions by best turn: B, A, C, D
     m = lme.score(ranked, hs, {"A", "C"})
     assert (m["recall_any@1"], m["recall_all@1"], m["ndcg@1"]) == (0.0, 0.0, 0.0)
     assert m["recall_any@5"] == m["recall_all@5"] == 1.0
@@ -158,9 +209,11 @@ def test_scifact_metrics_are_beirs():
 
 
 def test_summaries_average_per_type_and_skip_missing_turn_labels():
-    rows = [{"qtype": "x", "metrics": {"recall_all@5": 1.0, "turn_recall_any@10": 0.0}},
-            {"qtype": "x", "metrics": {"recall_all@5": 0.0}},
-            {"qtype": "y", "metrics": {"recall_all@5": 1.0, "turn_recall_any@10": 1.0}}]
+    rows = [
+        {"qtype": "x", "metrics": {"recall_all@5": 1.0, "turn_recall_any@10": 0.0}},
+        {"qtype": "x", "metrics": {"recall_all@5": 0.0}},
+        {"qtype": "y", "metrics": {"recall_all@5": 1.0, "turn_recall_any@10": 1.0}},
+    ]
     s = lme.summarize(rows)
     assert s["x"]["recall_all@5"] == 0.5 and s["x"]["turn_recall_any@10"] == 0.0 and s["x"]["n_turn"] == 1
     assert s["all"]["n"] == 3 and s["all"]["recall_all@5"] == pytest.approx(2 / 3)
@@ -180,7 +233,7 @@ def test_lme_loader_dates_records_and_stratified_subset(bench_data):
     hs = lme.haystack(dog)
     assert len(hs.records) == 8 and hs.skipped_blank == 1
     assert hs.gold_turns == {"lme-001-000", "lme-003-000"}
-    assert hs.records[3]["ts"].isoformat() == "2023-05-10T18:30:01+00:00"   # turn 1 of its session
+    assert hs.records[3]["ts"].isoformat() == "2023-05-10T18:30:01+00:00"  # turn 1 of its session
 
 
 def test_lme_loader_errors_name_the_file(tmp_path):
@@ -202,7 +255,7 @@ def test_lme_loader_errors_name_the_file(tmp_path):
 
 def test_scifact_both_layouts_load_the_same_corpus_and_judgements(tmp_path):
     write_scifact_beir(tmp_path / "beir")
-    write_scifact_original(tmp_path / "orig" / "data")   # the original archive unpacks into data/
+    write_scifact_original(tmp_path / "orig" / "data")  # the original archive unpacks into data/
     a, b = scifact.load(tmp_path / "beir"), scifact.load(tmp_path / "orig")
     assert (a.layout, b.layout) == ("beir", "original")
     assert a.docs == b.docs and a.qrels == b.qrels and len(a.qrels) == 3
@@ -218,10 +271,22 @@ def test_harness_runs_end_to_end_and_writes_its_report(tmp_path, bench_data):
     code, out = run_harness(tmp_path, "--data", bench_data)
     assert code == 0
     text = out.read_text()
-    for needle in ("# Retrieval quality", "## LongMemEval_S", "### hybrid+time", "## SciFact",
-                   "## Ablations beside the published anchors", "| **memstore hybrid** |", "0.764", "0.741",
-                   "## Goals of issue 14", "3 scored", "temporal-reasoning", "## How to run",
-                   "| **memstore naive-rrf** |", "naive RRF"):
+    for needle in (
+        "# Retrieval quality",
+        "## LongMemEval_S",
+        "### hybrid+time",
+        "## SciFact",
+        "## Ablations beside the published anchors",
+        "| **memstore hybrid** |",
+        "0.764",
+        "0.741",
+        "## Goals of issue 14",
+        "3 scored",
+        "temporal-reasoning",
+        "## How to run",
+        "| **memstore naive-rrf** |",
+        "naive RRF",
+    ):
         assert needle in text, needle
     assert "Not measured" not in text
     raw = json.loads((tmp_path / "c" / "quality-last.json").read_text())
@@ -240,7 +305,7 @@ def test_harness_runs_end_to_end_and_writes_its_report(tmp_path, bench_data):
     for summary in lm["summary"].values():
         for entry in summary.values():
             assert all(v is None or 0.0 <= v <= 1.0 for k, v in entry.items() if "@" in k)
-    assert not list((tmp_path / "work").iterdir())      # the temporary stores are gone
+    assert not list((tmp_path / "work").iterdir())  # the temporary stores are gone
 
 
 def test_harness_numbers_are_the_search_output(tmp_path, bench_data):
@@ -271,7 +336,9 @@ def test_missing_data_fails_naming_the_path_and_keeps_the_report(tmp_path, capsy
     code, _ = run_harness(tmp_path, "--data", tmp_path / "no-such-data", "--allow-missing")
     assert code == 0
     text = out.read_text()
-    assert "## Not measured: the benchmark data was absent" in text and str(tmp_path / "no-such-data" / "scifact") in text
+    assert (
+        "## Not measured: the benchmark data was absent" in text and str(tmp_path / "no-such-data" / "scifact") in text
+    )
     assert "| **memstore hybrid** | — | — | — | — | — | — |" in text and "not measured" in text
 
 
@@ -297,12 +364,14 @@ def test_minilm_run_fills_the_cache_once_and_repeats_its_numbers(tmp_path, bench
         assert db.execute("SELECT COUNT(*) FROM vectors WHERE kind = 'passage'").fetchone()[0] == len(distinct)
     code, _ = run_harness(tmp_path, *args)
     again = json.loads(raw.read_text())
-    assert code == 0 and [r["metrics"] for r in again["longmemeval"]["rows"]] == [r["metrics"] for r in first["longmemeval"]["rows"]]
-    assert first["longmemeval"]["rows"][0]["metrics"]["hybrid"]["recall_any@1"] == 1.0   # the beagle turns
+    assert code == 0 and [r["metrics"] for r in again["longmemeval"]["rows"]] == [
+        r["metrics"] for r in first["longmemeval"]["rows"]
+    ]
+    assert first["longmemeval"]["rows"][0]["metrics"]["hybrid"]["recall_any@1"] == 1.0  # the beagle turns
 
 
 def test_limit_and_claims():
-    assert quality.parse_args(["--limit", "3"]).claims == 3           # --limit alone: both benchmarks
+    assert quality.parse_args(["--limit", "3"]).claims == 3  # --limit alone: both benchmarks
     assert quality.parse_args(["--limit", "3", "--claims", "0"]).claims is None  # every SciFact claim
     assert quality.parse_args(["--claims", "50"]).claims == 50 and quality.parse_args([]).claims is None
     with pytest.raises(SystemExit):

@@ -7,8 +7,17 @@ import json
 import pytest
 
 from conftest import ct, git_clean, make_store, write_turns
-from memstore.retrieve.recall import (ALL_TIME, IN_WINDOW, NOTHING, OUTSIDE_WINDOW, RECENT, WHOLE_WINDOW,
-                                      WINDOW_ONLY, content_words, recall)
+from memstore.retrieve.recall import (
+    ALL_TIME,
+    IN_WINDOW,
+    NOTHING,
+    OUTSIDE_WINDOW,
+    RECENT,
+    WHOLE_WINDOW,
+    WINDOW_ONLY,
+    content_words,
+    recall,
+)
 
 TZ = "Europe/Berlin"
 NOW = "2026-11-30T10:00:00"  # Monday morning on the store's wall clock (09:00 UTC)
@@ -43,9 +52,17 @@ def berlin(tmp_path):
     st = make_store(tmp_path / "berlin", timezone=TZ)
     _write(st, TURNS)
     # A document chunk that mentions the budget and is dated yesterday evening: not conversation.
-    doc = st.normalize({"ts": "2026-11-29T18:40:00", "role": "system", "actor": "document", "type": "doc",
-                        "session": "", "text": "Budget policy handbook: travel budget rules.",
-                        "source": {"path": "handbook.md", "chunk": 0, "chunks": 1}})
+    doc = st.normalize(
+        {
+            "ts": "2026-11-29T18:40:00",
+            "role": "system",
+            "actor": "document",
+            "type": "doc",
+            "session": "",
+            "text": "Budget policy handbook: travel budget rules.",
+            "source": {"path": "handbook.md", "chunk": 0, "chunks": 1},
+        }
+    )
     st.write([doc], "Ingest handbook.md")
     return st
 
@@ -67,12 +84,19 @@ def test_end_to_end_yesterday_evening_budget_only_those_lines_best_first(berlin)
 
 
 def test_json_shape(berlin):
-    data = json.loads(ct("-C", berlin.root, "recall", "--now", NOW, "--json",
-                         "what did we say yesterday evening about the budget").stdout)
+    data = json.loads(
+        ct(
+            "-C", berlin.root, "recall", "--now", NOW, "--json", "what did we say yesterday evening about the budget"
+        ).stdout
+    )
     assert set(data) >= {"query", "window", "level", "hits", "notes", "now"}
     assert data["query"] == "what did we say yesterday evening about the budget"
-    assert data["window"] == {"start": "2026-11-29T16:00:00.000000Z", "end": "2026-11-29T21:00:00.000000Z",
-                              "granularity": "part_of_day", "phrase": "yesterday evening"}
+    assert data["window"] == {
+        "start": "2026-11-29T16:00:00.000000Z",
+        "end": "2026-11-29T21:00:00.000000Z",
+        "granularity": "part_of_day",
+        "phrase": "yesterday evening",
+    }
     assert data["level"] == IN_WINDOW and data["now"] == "2026-11-30T09:00:00.000000Z"
     hits = data["hits"]
     assert sorted(h["text"] for h in hits) == sorted(ln.split(": ", 1)[1] for ln in EVENING_BUDGET)
@@ -133,8 +157,11 @@ def test_nothing_anywhere_is_reported_as_absence(berlin):
 def test_around_adds_neighbours_of_the_same_session_only(berlin):
     res = recall(berlin, "the last time we talked about pizza", now=NOW, around=1)
     assert res.occurrence == "last"
-    assert _texts(res) == ["Agreed: the budget cap is 2,400 euros.", "Shall we order pizza tonight?",
-                           "Budget split: 1,500 travel, 900 food."]
+    assert _texts(res) == [
+        "Agreed: the budget cap is 2,400 euros.",
+        "Shall we order pizza tonight?",
+        "Budget split: 1,500 travel, 900 food.",
+    ]
     assert [("context" in h.flags) for h in res.hits] == [True, False, True]
     # The 18:20 line sits between them in time but belongs to another session.
     assert "Reminder: send the slides to Bo." not in _texts(res)
@@ -177,8 +204,13 @@ def test_japanese_question(berlin):
 
 def test_low_confidence_hits_are_flagged(tmp_path):
     st = make_store(tmp_path / "s", timezone=TZ)
-    _write(st, [("2026-11-29T18:00:00", "user", "ana", "t", "Budget split"),
-                ("2026-11-29T18:05:00", "user", "ana", "t", "Shall we order pizza tonight?")])
+    _write(
+        st,
+        [
+            ("2026-11-29T18:00:00", "user", "ana", "t", "Budget split"),
+            ("2026-11-29T18:05:00", "user", "ana", "t", "Shall we order pizza tonight?"),
+        ],
+    )
     res = recall(st, "yesterday evening budgetary", now=NOW)
     # "budgetary" is not the word "budget" (no exact match), only a resemblance by meaning.
     assert res.level == IN_WINDOW and _texts(res) == ["Budget split"]

@@ -15,16 +15,44 @@ from test_import_lossless import _lines
 
 NOW = "2026-03-04T12:00:00"  # Wednesday noon in Tokyo; "yesterday evening" is 2026-03-03 17:00-22:00
 DAY3 = [
-    {"ts": "2026-03-03T20:10:00+09:00", "actor": "Sam", "role": "user", "type": "text",
-     "text": "Let's cap the Lisbon budget at 2,400 euros.", "model": None, "session": "m1"},
-    {"ts": "2026-03-03T20:12:00+09:00", "actor": "Nova", "role": "ai", "type": "text",
-     "text": "Budget agreed.", "model": "claude-x", "session": "m1"},
-    {"ts": "2026-03-03T21:00:00+09:00", "actor": "Sam", "role": "user", "type": "text",
-     "text": "Shall we order pizza tonight?", "model": None, "session": "m1"},
+    {
+        "ts": "2026-03-03T20:10:00+09:00",
+        "actor": "Sam",
+        "role": "user",
+        "type": "text",
+        "text": "Let's cap the Lisbon budget at 2,400 euros.",
+        "model": None,
+        "session": "m1",
+    },
+    {
+        "ts": "2026-03-03T20:12:00+09:00",
+        "actor": "Nova",
+        "role": "ai",
+        "type": "text",
+        "text": "Budget agreed.",
+        "model": "claude-x",
+        "session": "m1",
+    },
+    {
+        "ts": "2026-03-03T21:00:00+09:00",
+        "actor": "Sam",
+        "role": "user",
+        "type": "text",
+        "text": "Shall we order pizza tonight?",
+        "model": None,
+        "session": "m1",
+    },
 ]
 DAY1 = [  # older data: wall-clock JST without an offset
-    {"ts": "2026-03-01T10:00:00", "actor": "Sam", "role": "user", "type": "text",
-     "text": "The hotel deposit is 300 euros.", "model": None, "session": "m0"},
+    {
+        "ts": "2026-03-01T10:00:00",
+        "actor": "Sam",
+        "role": "user",
+        "type": "text",
+        "text": "The hotel deposit is 300 euros.",
+        "model": None,
+        "session": "m0",
+    },
 ]
 
 

@@ -102,7 +102,9 @@ def test_what_did_you_answer_prefers_the_assistant(hashed):
 
 
 def test_cli_marks_window_only_lines(hashed):
-    out = ct("-C", hashed.root, "recall", "--now", NOW, "what did we say last Tuesday night about quantum physics").stdout
+    out = ct(
+        "-C", hashed.root, "recall", "--now", NOW, "what did we say last Tuesday night about quantum physics"
+    ).stdout
     assert "no line in the window matched the words; its lines ranked by closeness" in out
     assert "verbatim, best first" in out
     assert "[window] " in out and out.count("[2026-11-24") == 5

@@ -25,8 +25,11 @@ def _interleave(main, noise):
 
 def test_ship_of_theseus_is_consolidated_in_one_commit(tmp_path):
     st = make_store(tmp_path / "s")
-    ids = converse(st, _interleave(THESEUS, DISTRACTORS) + [("Final unrelated question about knitting wool socks.",
-                                                            "Use merino wool and a 2.5 mm needle for socks.")])
+    ids = converse(
+        st,
+        _interleave(THESEUS, DISTRACTORS)
+        + [("Final unrelated question about knitting wool socks.", "Use merino wool and a 2.5 mm needle for socks.")],
+    )
     before = treefmt.read(st.root)
     owner = before.topic_of()
     theseus_ids = [pair[0] for pair in ids[0:20:2]]
@@ -43,7 +46,9 @@ def test_ship_of_theseus_is_consolidated_in_one_commit(tmp_path):
     assert keeper == before.topic_of()[theseus_ids[0]]
     # every merged line is still found by search and by context
     for rid in theseus_ids:
-        text = st.index().record_at(st.index().conn.execute("SELECT rowid FROM records WHERE id=?", (rid,)).fetchone()[0])["text"]
+        text = st.index().record_at(
+            st.index().conn.execute("SELECT rowid FROM records WHERE id=?", (rid,)).fetchone()[0]
+        )["text"]
         assert rid in {h.id for h in search(st, text, k=5)}
     ctx = build_context(st, "Ship of Theseus planks identity", recent=0)
     assert keeper in {p["path"][-1]["id"] for p in ctx.sections["topics"]}
@@ -58,8 +63,9 @@ def test_ship_of_theseus_is_consolidated_in_one_commit(tmp_path):
 
 def test_semantic_drift_veto_keeps_python_snake_and_language_apart(tmp_path):
     st = make_store(tmp_path / "s")
-    ids = converse(st, [SNAKE[0], DISTRACTORS[0], CODE[0], DISTRACTORS[1], SNAKE[1], DISTRACTORS[2], CODE[1],
-                        DISTRACTORS[3]])
+    ids = converse(
+        st, [SNAKE[0], DISTRACTORS[0], CODE[0], DISTRACTORS[1], SNAKE[1], DISTRACTORS[2], CODE[1], DISTRACTORS[3]]
+    )
     owner = treefmt.read(st.root).topic_of()
     snake = {owner[ids[0][0]], owner[ids[4][0]]}
     code = {owner[ids[2][0]], owner[ids[6][0]]}
@@ -89,8 +95,16 @@ def test_only_frozen_topics_move_and_dry_run_changes_nothing(tmp_path):
 
 def test_prune_trivial_archives_in_the_tree_only(tmp_path):
     st = make_store(tmp_path / "s")
-    ids = converse(st, [DISTRACTORS[0], ("ok thanks", "You're welcome!"), ("Sarah is allergic to peanuts.", "Noted."),
-                        DISTRACTORS[1], DISTRACTORS[2]])
+    ids = converse(
+        st,
+        [
+            DISTRACTORS[0],
+            ("ok thanks", "You're welcome!"),
+            ("Sarah is allergic to peanuts.", "Noted."),
+            DISTRACTORS[1],
+            DISTRACTORS[2],
+        ],
+    )
     proc = ct("-C", st.root, "reorganize", "--prune-trivial", "--threshold", "0.99")
     assert "archive 2 trivial turns" in proc.stdout
     tree = treefmt.read(st.root)
@@ -128,6 +142,7 @@ def test_a_few_hundred_turns_acceptance(tmp_path):
     text = st.index().record_at(row)["text"]
     hits = json.loads(ct("-C", st.root, "context", text, "--json", "--recent", "0", "--budget", "800").stdout)
     assert text in {h["text"] for h in hits["sections"]["recall"]} and hits["tokens"] <= 800
+
     # merges join branches of the same subject (the filler has eight), not just any two topics
     def subject(topic):
         found = Counter()
@@ -135,9 +150,12 @@ def test_a_few_hundred_turns_acceptance(tmp_path):
             row = st.index().conn.execute("SELECT rowid FROM records WHERE id=?", (rid,)).fetchone()[0]
             found[subject_of(st.index().record_at(row)["text"])] += 1
         return found.most_common(1)[0][0]
+
     crossed = [m for m in out["merges"] if subject(before.topics[m["older"]]) != subject(before.topics[m["newer"]])]
     assert len(crossed) <= max(1, len(out["merges"]) // 50)
-    assert len([t for t in after.topics.values() if t.records]) < len([t for t in before.topics.values() if t.records]) / 2
+    assert (
+        len([t for t in after.topics.values() if t.records]) < len([t for t in before.topics.values() if t.records]) / 2
+    )
 
 
 def test_diff_bad_revision_is_a_usage_error(store):

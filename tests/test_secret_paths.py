@@ -25,20 +25,26 @@ TOKEN = "gh" + "p_" + "".join(_rng.choice(_B62) for _ in range(36))
 AWS_ID = "AK" + "IA" + "".join(_rng.choice(string.ascii_uppercase + string.digits) for _ in range(16))
 AWS_SECRET = "".join(_rng.choice(_B62 + "/+") for _ in range(40))
 _KEY_BODY = base64.b64encode(_rng.randbytes(240)).decode()
-PRIVATE_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
-               + "\n".join(_KEY_BODY[i:i + 64] for i in range(0, len(_KEY_BODY), 64))
-               + "\n-----END OPENSSH PRIVATE KEY-----")
+PRIVATE_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    + "\n".join(_KEY_BODY[i : i + 64] for i in range(0, len(_KEY_BODY), 64))
+    + "\n-----END OPENSSH PRIVATE KEY-----"
+)
 SECRETS = {
     "token": (f"here is my token {TOKEN} please remember it", [TOKEN]),
-    "aws-pair": (f"[default]\naws_access_key_id = {AWS_ID}\naws_secret_access_key = {AWS_SECRET}", [AWS_ID, AWS_SECRET]),
+    "aws-pair": (
+        f"[default]\naws_access_key_id = {AWS_ID}\naws_secret_access_key = {AWS_SECRET}",
+        [AWS_ID, AWS_SECRET],
+    ),
     "private-key": (f"my deploy key:\n{PRIVATE_KEY}", [_KEY_BODY[:64]]),
 }
 
 
 def history(root) -> str:
     """Everything git holds: every commit's message and patch, on every ref."""
-    return subprocess.run(["git", "-C", str(root), "log", "-p", "--all", "--format=%H %B"],
-                          capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(root), "log", "-p", "--all", "--format=%H %B"], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def files_text(root) -> str:
@@ -51,6 +57,7 @@ def files_text(root) -> str:
 
 # ----- the write paths: each writes `text` into the store at `root` with extra CLI flags ---------
 
+
 def _add(root, tmp, text, flags):
     return ct("-C", root, "add", *flags, text, check=False)
 
@@ -61,8 +68,10 @@ def _add_stdin(root, tmp, text, flags):
 
 def _jsonl_file(tmp, text):
     f = tmp / "turns.jsonl"
-    rows = [{"ts": "2026-03-01T10:00:00Z", "role": "user", "text": "good morning, the plan is ready"},
-            {"ts": "2026-03-01T10:01:00Z", "role": "user", "text": text}]
+    rows = [
+        {"ts": "2026-03-01T10:00:00Z", "role": "user", "text": "good morning, the plan is ready"},
+        {"ts": "2026-03-01T10:01:00Z", "role": "user", "text": text},
+    ]
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return f
 
@@ -73,19 +82,38 @@ def _import_jsonl(root, tmp, text, flags):
 
 def _import_claude(root, tmp, text, flags):
     f = tmp / "0b7c9d2e-1111-4222-8333-444455556666.jsonl"
-    row = {"type": "user", "sessionId": f.stem, "uuid": "u-1", "parentUuid": None, "isSidechain": False,
-           "timestamp": "2026-03-01T10:00:00.000Z", "message": {"role": "user", "content": text}}
+    row = {
+        "type": "user",
+        "sessionId": f.stem,
+        "uuid": "u-1",
+        "parentUuid": None,
+        "isSidechain": False,
+        "timestamp": "2026-03-01T10:00:00.000Z",
+        "message": {"role": "user", "content": text},
+    }
     f.write_text(json.dumps(row) + "\n")
     return ct("-C", root, "import", "claude-code", *flags, f, check=False)
 
 
 def _import_chatgpt(root, tmp, text, flags):
     f = tmp / "conversations.json"
-    msg = {"id": "m1", "author": {"role": "user"}, "create_time": 1772359200.0,
-           "content": {"content_type": "text", "parts": [text]}}
-    conv = {"title": "New chat", "create_time": 1772359200.0, "conversation_id": "c-1", "id": "c-1",
-            "current_node": "m1", "mapping": {"r": {"id": "r", "message": None, "parent": None, "children": ["m1"]},
-                                              "m1": {"id": "m1", "message": msg, "parent": "r", "children": []}}}
+    msg = {
+        "id": "m1",
+        "author": {"role": "user"},
+        "create_time": 1772359200.0,
+        "content": {"content_type": "text", "parts": [text]},
+    }
+    conv = {
+        "title": "New chat",
+        "create_time": 1772359200.0,
+        "conversation_id": "c-1",
+        "id": "c-1",
+        "current_node": "m1",
+        "mapping": {
+            "r": {"id": "r", "message": None, "parent": None, "children": ["m1"]},
+            "m1": {"id": "m1", "message": msg, "parent": "r", "children": []},
+        },
+    }
     f.write_text(json.dumps([conv]))
     return ct("-C", root, "import", "chatgpt", *flags, f, check=False)
 
@@ -133,9 +161,12 @@ def _http(root, tmp, text, flags):
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        req = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/add", method="POST",
-                                     data=json.dumps({"text": text, "secrets": mode}).encode(),
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{server.server_address[1]}/add",
+            method="POST",
+            data=json.dumps({"text": text, "secrets": mode}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
                 return subprocess.CompletedProcess([], 0, resp.read().decode(), "")
@@ -147,9 +178,18 @@ def _http(root, tmp, text, flags):
         thread.join(timeout=5)
 
 
-PATHS = {"add": _add, "add-stdin": _add_stdin, "import-jsonl": _import_jsonl, "import-claude-code": _import_claude,
-         "import-chatgpt": _import_chatgpt, "ingest-path": _ingest_path, "ingest-any": _ingest_any, "watch": _watch,
-         "mcp-add": _mcp, "http-add": _http}
+PATHS = {
+    "add": _add,
+    "add-stdin": _add_stdin,
+    "import-jsonl": _import_jsonl,
+    "import-claude-code": _import_claude,
+    "import-chatgpt": _import_chatgpt,
+    "ingest-path": _ingest_path,
+    "ingest-any": _ingest_any,
+    "watch": _watch,
+    "mcp-add": _mcp,
+    "http-add": _http,
+}
 
 
 @pytest.mark.parametrize("kind", list(SECRETS))
@@ -198,8 +238,10 @@ def test_chat_turn_with_a_secret_is_neither_sent_nor_stored(tmp_path, openai_ser
 def test_build_wiki_page_with_a_secret_is_refused(tmp_path):
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    page = f'<html><body><div id="mw-content-text"><p>Config leak: aws_secret_access_key = {AWS_SECRET} ' \
-           f'and id {AWS_ID} were pasted here by mistake.</p></div></body></html>'.encode()
+    page = (
+        f'<html><body><div id="mw-content-text"><p>Config leak: aws_secret_access_key = {AWS_SECRET} '
+        f"and id {AWS_ID} were pasted here by mistake.</p></div></body></html>".encode()
+    )
 
     class H(BaseHTTPRequestHandler):
         def do_GET(self):
@@ -238,7 +280,8 @@ def _big_import(tmp_path, n=40, secret_at=(5, 23)):
         text = f"turn {i}: we talked about the garden and the roses"
         if i in secret_at:
             text = f"pasted config for turn {i}:\n" + json.dumps(
-                {"auths": {"https://index.docker.io/v1/": {"auth": base64.b64encode(b"ann:Zr2LmX4vTn7KpW1s").decode()}}})
+                {"auths": {"https://index.docker.io/v1/": {"auth": base64.b64encode(b"ann:Zr2LmX4vTn7KpW1s").decode()}}}
+            )
         rows.append({"ts": f"2026-03-01T10:{i:02d}:00Z", "role": "user", "text": text, "id": f"t{i}"})
     f = tmp_path / "month.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -260,7 +303,9 @@ def test_skip_secrets_imports_the_rest_and_lists_what_was_left_out(tmp_path):
     proc = ct("-C", st.root, "import", "jsonl", "--skip-secrets", f)
     assert f"left out {f}:5" in proc.stderr and f"left out {f}:23" in proc.stderr
     assert "added 38 records" in proc.stderr
-    assert "Zr2LmX4vTn7KpW1s" not in history(st.root) and base64.b64encode(b"ann:Zr2LmX4vTn7KpW1s").decode() not in history(st.root)
+    assert "Zr2LmX4vTn7KpW1s" not in history(st.root) and base64.b64encode(
+        b"ann:Zr2LmX4vTn7KpW1s"
+    ).decode() not in history(st.root)
     assert git_clean(st.root)
 
 

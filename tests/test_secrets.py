@@ -20,8 +20,11 @@ GOOGLE = "AIza" + "Sy" + RANDOM62[:33]
 STRIPE = "sk_" + "live_" + RANDOM62[:24]
 PRIVATE_KEY = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
-    + "MIIEowIBAAKCAQEA" + RANDOM62 + "\n"
-    + RANDOM62 * 2 + "\n"
+    + "MIIEowIBAAKCAQEA"
+    + RANDOM62
+    + "\n"
+    + RANDOM62 * 2
+    + "\n"
     + "-----END RSA PRIVATE KEY-----\n"
 )
 

@@ -51,8 +51,7 @@ def served_ro(tmp_path_factory):
 
 def _serve(tmp_path):
     st = make_store(tmp_path / "s")
-    st.add("We settled on a 40k budget for the offsite.", role="assistant", session="plan",
-           ts="2026-03-10T18:00:00Z")
+    st.add("We settled on a 40k budget for the offsite.", role="assistant", session="plan", ts="2026-03-10T18:00:00Z")
     st.add("Book the venue in Lisbon.", role="user", session="plan", ts="2026-03-10T18:05:00Z")
     st.add("The cat knocked over a plant.", role="user", session="home", ts="2026-03-11T09:00:00Z")
     server = make_server(st.root, port=0, log=False, writable=True)
@@ -69,16 +68,22 @@ def _serve(tmp_path):
 
 def test_cli_serve_end_to_end_and_clean_stop(tmp_path):
     st = make_store(tmp_path / "s")
-    proc = subprocess.Popen([*CT, "-C", str(st.root), "serve", "--port", "0", "--writable"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [*CT, "-C", str(st.root), "serve", "--port", "0", "--writable"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
     try:
         line = _first_line(proc, timeout=30)
         m = re.search(r"at (http://127\.0\.0\.1:\d+)/", line)
         assert m, line
         base = m.group(1)
 
-        status, _, out = call(base, "/add", {"text": "We settled on a 40k budget.", "role": "assistant",
-                                             "session": "plan"})
+        status, _, out = call(
+            base, "/add", {"text": "We settled on a 40k budget.", "role": "assistant", "session": "plan"}
+        )
         assert status == 200 and out["added"] == 1 and out["commit"]
         assert commits(st.root)[0].startswith("Add assistant turn")
 
@@ -131,7 +136,9 @@ def test_read_endpoints_take_query_or_json(served_ro):
     assert [h["session"] for h in out["hits"]] == ["home"]
     _, _, out = call(base, "/recall?question=what+happened+on+2026-03-10&docs=false&now=2026-03-12T00:00:00Z")
     assert out["level"] and [h["text"] for h in out["hits"]] == [
-        "We settled on a 40k budget for the offsite.", "Book the venue in Lisbon."]
+        "We settled on a 40k budget for the offsite.",
+        "Book the venue in Lisbon.",
+    ]
 
 
 def test_add_writes_one_commit_and_leaves_git_clean(served):
@@ -155,29 +162,36 @@ def test_records_written_by_another_process_are_found(served):
     assert git_clean(st.root)
 
 
-@pytest.mark.parametrize("path,kwargs,status,message", [
-    ("/add", {"raw": b'{"text": "x",'}, 400, "body is not valid JSON: Expecting"),
-    ("/add", {"raw": b"\xff\xfe"}, 400, "not UTF-8"),
-    ("/add", {"body": ["text"]}, 400, "body must be a JSON object, not list"),
-    ("/add", {"body": {}}, 400, "/add needs the parameter 'text'"),
-    ("/add", {"body": {"text": "hi", "colour": "red"}}, 400, "unknown parameter 'colour' for /add"),
-    ("/add", {"body": {"text": 5}}, 400, "parameter 'text' must be a JSON string, not 5"),
-    ("/add", {"body": {"text": "hi", "role": "wizard"}}, 400, "cannot add:"),
-    ("/add", {"method": "GET"}, 405, "/add answers POST, not GET"),
-    ("/add", {"method": "OPTIONS", "headers": {"Origin": "http://localhost:3000"}}, 405, "not OPTIONS"),
-    ("/search?query=a&k=ten", {}, 400, "parameter 'k' must be an integer, not 'ten'"),
-    ("/search?query=a&query=b", {}, 400, "given 2 times"),
-    ("/search", {"body": {"query": "a", "k": True}}, 400, "must be a JSON integer"),
-    ("/search", {"body": {"query": "a", "mode": "fuzzy"}}, 400, "mode must be one of"),
-    ("/search?query=a", {"body": {"k": 1}}, 400, "not the query string"),
-    ("/recall?question=", {}, 400, "recall needs a question"),
-    ("/recall?question=x&docs=maybe", {}, 400, "must be true or false"),
-    ("/nope", {}, 404, "no endpoint /nope"),
-    ("/add", {"raw": b"text=hi", "headers": {"Content-Type": "application/x-www-form-urlencoded"}}, 415,
-     "application/json"),
-    ("/stats", {"headers": {"Host": "attacker.example"}}, 403, "not a loopback name"),
-    ("/stats", {"headers": {"Origin": "https://attacker.example"}}, 403, "web origin"),
-])
+@pytest.mark.parametrize(
+    "path,kwargs,status,message",
+    [
+        ("/add", {"raw": b'{"text": "x",'}, 400, "body is not valid JSON: Expecting"),
+        ("/add", {"raw": b"\xff\xfe"}, 400, "not UTF-8"),
+        ("/add", {"body": ["text"]}, 400, "body must be a JSON object, not list"),
+        ("/add", {"body": {}}, 400, "/add needs the parameter 'text'"),
+        ("/add", {"body": {"text": "hi", "colour": "red"}}, 400, "unknown parameter 'colour' for /add"),
+        ("/add", {"body": {"text": 5}}, 400, "parameter 'text' must be a JSON string, not 5"),
+        ("/add", {"body": {"text": "hi", "role": "wizard"}}, 400, "cannot add:"),
+        ("/add", {"method": "GET"}, 405, "/add answers POST, not GET"),
+        ("/add", {"method": "OPTIONS", "headers": {"Origin": "http://localhost:3000"}}, 405, "not OPTIONS"),
+        ("/search?query=a&k=ten", {}, 400, "parameter 'k' must be an integer, not 'ten'"),
+        ("/search?query=a&query=b", {}, 400, "given 2 times"),
+        ("/search", {"body": {"query": "a", "k": True}}, 400, "must be a JSON integer"),
+        ("/search", {"body": {"query": "a", "mode": "fuzzy"}}, 400, "mode must be one of"),
+        ("/search?query=a", {"body": {"k": 1}}, 400, "not the query string"),
+        ("/recall?question=", {}, 400, "recall needs a question"),
+        ("/recall?question=x&docs=maybe", {}, 400, "must be true or false"),
+        ("/nope", {}, 404, "no endpoint /nope"),
+        (
+            "/add",
+            {"raw": b"text=hi", "headers": {"Content-Type": "application/x-www-form-urlencoded"}},
+            415,
+            "application/json",
+        ),
+        ("/stats", {"headers": {"Host": "attacker.example"}}, 403, "not a loopback name"),
+        ("/stats", {"headers": {"Origin": "https://attacker.example"}}, 403, "web origin"),
+    ],
+)
 def test_errors_are_json_with_status_codes(served_ro, path, kwargs, status, message):
     base, st = served_ro
     before = commits(st.root)
@@ -196,12 +210,12 @@ def test_concurrent_requests_share_one_store_thread(served_ro):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda q: call(base, f"/search?query={q}&mode=exact"), queries))
     assert all(status == 200 for status, _, _ in results)
-    assert all(out["hits"] and q.lower() in out["hits"][0]["text"].lower()
-               for q, (_, _, out) in zip(queries, results))
+    assert all(out["hits"] and q.lower() in out["hits"][0]["text"].lower() for q, (_, _, out) in zip(queries, results))
 
 
 def test_openapi_describes_every_endpoint_and_its_schemas_are_valid(served_ro):
     import jsonschema
+
     base, _ = served_ro
     _, _, doc = call(base, "/openapi.json")
     assert doc["openapi"].startswith("3.")
@@ -234,8 +248,9 @@ def test_refuses_non_loopback_without_allow_remote(tmp_path):
 
 def test_sigint_stops_the_server(tmp_path):
     st = make_store(tmp_path / "s")
-    proc = subprocess.Popen([*CT, "-C", str(st.root), "serve", "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*CT, "-C", str(st.root), "serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     _first_line(proc, timeout=30)
     proc.send_signal(signal.SIGINT)
     try:

@@ -72,11 +72,17 @@ def test_day_file_uses_store_timezone(tmp_path):
 
 def test_import_jsonl_keeps_ids_and_is_idempotent(tmp_path, store):
     f = tmp_path / "turns.jsonl"
-    f.write_text("\n".join(json.dumps(x) for x in [
-        {"ts": "2026-01-02T10:00:00Z", "role": "user", "text": "first", "id": "keep-me-1", "mood": "calm"},
-        {"ts": "2026-01-02T10:01:00Z", "role": "ai", "text": "second", "id": "keep-me-2"},
-        {"ts": "2026-01-02T10:02:00Z", "role": "user", "text": "third, no id"},
-    ]) + "\n")
+    f.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"ts": "2026-01-02T10:00:00Z", "role": "user", "text": "first", "id": "keep-me-1", "mood": "calm"},
+                {"ts": "2026-01-02T10:01:00Z", "role": "ai", "text": "second", "id": "keep-me-2"},
+                {"ts": "2026-01-02T10:02:00Z", "role": "user", "text": "third, no id"},
+            ]
+        )
+        + "\n"
+    )
     out = json.loads(ct("-C", store.root, "import", "jsonl", f, "--json").stdout)
     assert out["added"] == 3 and out["ids"][:2] == ["keep-me-1", "keep-me-2"]
     again = json.loads(ct("-C", store.root, "import", "jsonl", f, "--json").stdout)
@@ -171,9 +177,11 @@ def test_reembed_rewrites_vectors_in_one_commit(store):
 
 
 def test_help_is_light():
-    code = ("import sys, time; t=time.time(); from memstore.cli import cli\n"
-            "try:\n    cli.main(['--help'], standalone_mode=False)\nexcept SystemExit: pass\n"
-            "heavy=[m for m in ('torch','sentence_transformers','onnxruntime','numpy','git','sqlite_utils','transformers') if m in sys.modules]\n"
-            "print(heavy)")
+    code = (
+        "import sys, time; t=time.time(); from memstore.cli import cli\n"
+        "try:\n    cli.main(['--help'], standalone_mode=False)\nexcept SystemExit: pass\n"
+        "heavy=[m for m in ('torch','sentence_transformers','onnxruntime','numpy','git','sqlite_utils','transformers') if m in sys.modules]\n"
+        "print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert out.strip().endswith("[]"), out

@@ -26,8 +26,6 @@ def git(root, *args, check=True):
     return proc
 
 
-
-
 def head_markers(root) -> list[str]:
     proc = git(root, "show", "HEAD:markers.jsonl", check=False)
     return [json.loads(x)["id"] for x in proc.stdout.splitlines()] if proc.returncode == 0 else []
@@ -65,8 +63,20 @@ class Writer:
         tag = f"{self.name}{self.n}"
         self._ids("add", f"{tag}: the budget stays at 2400", "--ts", f"{self.day}T09:{self.n:02d}:00Z")
         turns = self.work / f"{tag}.jsonl"
-        turns.write_text("".join(json.dumps({"ts": f"{self.day}T1{k}:00:00Z", "role": "user", "session": tag,
-                                             "text": f"{tag} turn {k} about the Kyoto trip"}) + "\n" for k in range(4)))
+        turns.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "ts": f"{self.day}T1{k}:00:00Z",
+                        "role": "user",
+                        "session": tag,
+                        "text": f"{tag} turn {k} about the Kyoto trip",
+                    }
+                )
+                + "\n"
+                for k in range(4)
+            )
+        )
         self._ids("import", "jsonl", turns)
         if not full:
             return
@@ -227,22 +237,26 @@ def test_many_rounds_of_merges(tmp_path, clones):
     for i in range(rounds):
         for w in writers:
             w.everything()
-        order = writers[i % 3:] + writers[: i % 3]
+        order = writers[i % 3 :] + writers[: i % 3]
         for w in order + order[:2]:
             res = json.loads(ct("-C", w.root, "sync", "--json").stdout)
             merges += 1 if res["merge_commit"] and not res["fast_forward"] else 0
     _assert_same_and_complete(writers, a, b, c)
     report = os.environ.get("MEMSTORE_SYNC_REPORT")
     if report:
-        Path(report).write_text(json.dumps({"rounds": rounds, "merge_commits": merges,
-                                            "records": sum(committed_ids(a).values())}))
+        Path(report).write_text(
+            json.dumps({"rounds": rounds, "merge_commits": merges, "records": sum(committed_ids(a).values())})
+        )
 
 
 def test_ct_log_shows_history_with_counts(clones, tmp_path):
     a, b, _ = clones
     f = tmp_path / "three.jsonl"
-    f.write_text("".join(json.dumps({"ts": f"2026-11-27T10:0{k}:00Z", "role": "user", "text": f"line {k}"}) + "\n"
-                         for k in range(3)))
+    f.write_text(
+        "".join(
+            json.dumps({"ts": f"2026-11-27T10:0{k}:00Z", "role": "user", "text": f"line {k}"}) + "\n" for k in range(3)
+        )
+    )
     ct("-C", b, "import", "jsonl", f)
     ct("-C", b, "sync")
     ct("-C", a, "add", "one more", "--ts", "2026-11-27T12:00:00Z")
@@ -267,9 +281,11 @@ def test_sync_merges_again_when_the_remote_moves_during_the_push(clones, tmp_pat
     ct("-C", a, "add", "a pushes second", "--ts", "2026-11-30T10:05:00Z")
     marker = tmp_path / "raced"
     hook = a / ".git" / "hooks" / "pre-push"
-    hook.write_text("#!/bin/sh\nunset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE\n"
-                    f'[ -e "{marker}" ] && exit 0\ntouch "{marker}"\n'
-                    f'git -C "{b}" push -q origin main >/dev/null 2>&1\nexit 0\n')
+    hook.write_text(
+        "#!/bin/sh\nunset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE\n"
+        f'[ -e "{marker}" ] && exit 0\ntouch "{marker}"\n'
+        f'git -C "{b}" push -q origin main >/dev/null 2>&1\nexit 0\n'
+    )
     hook.chmod(0o755)
     out = ct("-C", a, "sync", "--json")
     res = json.loads(out.stdout)

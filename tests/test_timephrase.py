@@ -23,7 +23,13 @@ NOW_LOCAL = dt.datetime(2026, 3, 10, 15, 0)
 # Calendar: Mon 2 Mar, Tue 3, Sat 7, Sun 8 (US DST starts), Mon 9, Tue 10 (today).
 TABLE = [
     # English: days and parts of days
-    ("what did we say yesterday evening about the budget", "2026-03-09 17:00", "2026-03-09 22:00", "part_of_day", "what did we say about the budget"),
+    (
+        "what did we say yesterday evening about the budget",
+        "2026-03-09 17:00",
+        "2026-03-09 22:00",
+        "part_of_day",
+        "what did we say about the budget",
+    ),
     ("today", "2026-03-10 00:00", "2026-03-11 00:00", "day", ""),
     ("notes from yesterday", "2026-03-09 00:00", "2026-03-10 00:00", "day", "notes"),
     ("yesterday's standup notes", "2026-03-09 00:00", "2026-03-10 00:00", "day", "standup notes"),
@@ -361,10 +367,19 @@ FILLER = [
 ]  # fmt: skip
 PROPERTY_ZONES = [
     ZoneInfo(name)
-    for name in ("America/New_York", "Asia/Tokyo", "Europe/London", "Australia/Lord_Howe", "America/Santiago", "Asia/Kathmandu")
+    for name in (
+        "America/New_York",
+        "Asia/Tokyo",
+        "Europe/London",
+        "Australia/Lord_Howe",
+        "America/Santiago",
+        "Asia/Kathmandu",
+    )
 ] + [UTC]
 
-nows = st.datetimes(min_value=dt.datetime(2000, 1, 1), max_value=dt.datetime(2040, 12, 31)).map(lambda d: d.replace(tzinfo=UTC))
+nows = st.datetimes(min_value=dt.datetime(2000, 1, 1), max_value=dt.datetime(2040, 12, 31)).map(
+    lambda d: d.replace(tzinfo=UTC)
+)
 zones = st.sampled_from(PROPERTY_ZONES)
 words = st.sampled_from(FILLER + PAST_PHRASES + OTHER_PHRASES + OCCURRENCE_PHRASES)
 questions = st.lists(words, max_size=6).flatmap(lambda parts: st.sampled_from([" ".join(parts), "".join(parts)]))
@@ -406,7 +421,11 @@ def test_past_phrases_never_start_after_now(phrase, now, tz):
 
 
 @PROPERTY
-@given(st.sampled_from(["today", "yesterday", "2 days ago", "last Tuesday", "March 3", "昨日", "一昨日", "3日前"]), nows, zones)
+@given(
+    st.sampled_from(["today", "yesterday", "2 days ago", "last Tuesday", "March 3", "昨日", "一昨日", "3日前"]),
+    nows,
+    zones,
+)
 def test_a_day_is_one_local_date(phrase, now, tz):
     w = parse_time_query(phrase, now, tz).window
     first, last = w.start.astimezone(tz), (w.end - dt.timedelta(microseconds=1)).astimezone(tz)

@@ -100,8 +100,11 @@ def test_place_existing_and_cli_views(store):
     assert js["total_topics"] == len(treefmt.read(store.root).topics)
     assert ct("-C", store.root, "tree", "--format", "mermaid").stdout.startswith("graph TD")
     assert "digraph" in ct("-C", store.root, "tree", "--format", "dot").stdout
-    top = [line for line in ct("-C", store.root, "tree", "--depth", "1", "--no-summaries").stdout.splitlines()
-           if not line.startswith("(")]
+    top = [
+        line
+        for line in ct("-C", store.root, "tree", "--depth", "1", "--no-summaries").stdout.splitlines()
+        if not line.startswith("(")
+    ]
     roots = {t.id for t in treefmt.read(store.root).children(None)}
     assert roots and {line.split()[-1] for line in top} == roots  # depth 1: the top-level topics, nothing below
 
@@ -128,10 +131,14 @@ def test_tree_depth_limits_the_levels_shown():
     from memstore.tree import render
 
     ts = "2026-11-01T09:00:00.000000Z"
-    tree = Tree(topics={
-        "tA": Topic("tA", "Group", parent=None, created=ts, last_active=ts),
-        "tB": Topic("tB", "Child", parent="tA", records=["r1"], created=ts, last_active=ts),
-        "tC": Topic("tC", "Grandchild", parent="tB", records=["r2"], created=ts, last_active=ts),
-    })
-    ids = lambda depth: [ln.split()[-1] for ln in render.text(tree, ZoneInfo("UTC"), depth, summaries=False).splitlines()]
+    tree = Tree(
+        topics={
+            "tA": Topic("tA", "Group", parent=None, created=ts, last_active=ts),
+            "tB": Topic("tB", "Child", parent="tA", records=["r1"], created=ts, last_active=ts),
+            "tC": Topic("tC", "Grandchild", parent="tB", records=["r2"], created=ts, last_active=ts),
+        }
+    )
+    ids = lambda depth: [
+        ln.split()[-1] for ln in render.text(tree, ZoneInfo("UTC"), depth, summaries=False).splitlines()
+    ]
     assert ids(1) == ["tA"] and ids(2) == ["tA", "tB"] and ids(None) == ["tA", "tB", "tC"]

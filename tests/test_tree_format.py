@@ -23,8 +23,14 @@ from memstore.format.tree import Topic, Tree
 def _tree(**topics) -> Tree:
     t = Tree()
     for tid, (parent, recs, last) in topics.items():
-        t.topics[tid] = Topic(id=tid, name=f"name {tid}", parent=parent, records=list(recs),
-                              created="2026-01-01T00:00:00.000000Z", last_active=last)
+        t.topics[tid] = Topic(
+            id=tid,
+            name=f"name {tid}",
+            parent=parent,
+            records=list(recs),
+            created="2026-01-01T00:00:00.000000Z",
+            last_active=last,
+        )
     return t
 
 
@@ -38,14 +44,17 @@ def test_dumps_is_deterministic_and_roundtrips():
     assert '\n        "r2",\n' in text  # one record id per line: git diff reads as "these records joined"
 
 
-@pytest.mark.parametrize("mutate, words", [
-    (lambda d: d.update(format=9), "unsupported tree format"),
-    (lambda d: d["topics"]["a"].pop("records"), "lacks records"),
-    (lambda d: d["topics"]["a"].update(parent="zz"), "not a topic"),
-    (lambda d: d["topics"]["a"].update(records="r1"), "list of record ids"),
-    (lambda d: d.update(current="nope"), '"current" names'),
-    (lambda d: (d["topics"]["a"].update(parent="b"), d["topics"]["b"].update(parent="a")), "cycle"),
-])
+@pytest.mark.parametrize(
+    "mutate, words",
+    [
+        (lambda d: d.update(format=9), "unsupported tree format"),
+        (lambda d: d["topics"]["a"].pop("records"), "lacks records"),
+        (lambda d: d["topics"]["a"].update(parent="zz"), "not a topic"),
+        (lambda d: d["topics"]["a"].update(records="r1"), "list of record ids"),
+        (lambda d: d.update(current="nope"), '"current" names'),
+        (lambda d: (d["topics"]["a"].update(parent="b"), d["topics"]["b"].update(parent="a")), "cycle"),
+    ],
+)
 def test_validation_names_the_file(tmp_path, mutate, words):
     t = _tree(a=(None, ["r1"], "x"), b=(None, [], "x"))
     data = json.loads(t.dumps())
@@ -79,10 +88,18 @@ def _lines(root) -> list[str]:
 
 def _same(a: Tree, b: Tree) -> bool:
     """Same topics (fields and records), archive, tombstone targets and current topic."""
+
     def key(t: Tree):
-        return (sorted((tid, x.name, x.summary, x.parent, tuple(x.records), x.created, x.last_active)
-                       for tid, x in t.topics.items()),
-                sorted(t.archived), sorted((k, v.get("into")) for k, v in t.gone.items()), t.current)
+        return (
+            sorted(
+                (tid, x.name, x.summary, x.parent, tuple(x.records), x.created, x.last_active)
+                for tid, x in t.topics.items()
+            ),
+            sorted(t.archived),
+            sorted((k, v.get("into")) for k, v in t.gone.items()),
+            t.current,
+        )
+
     return key(a) == key(b)
 
 
@@ -100,8 +117,9 @@ def test_write_then_read_gives_the_same_tree_and_nothing_changed_writes_nothing(
 def test_a_shard_is_the_day_in_the_store_timezone(tmp_path):
     (tmp_path / "memstore.toml").write_text('format_version = 1\ntimezone = "Pacific/Auckland"\n')
     t = _tree(a=(None, ["r1"], "1"))
-    assert treefmt.write(tmp_path, t, now=datetime(2026, 5, 1, 20, 0, tzinfo=timezone.utc)) == \
-        ["tree/2026/2026-05-02.jsonl"]
+    assert treefmt.write(tmp_path, t, now=datetime(2026, 5, 1, 20, 0, tzinfo=timezone.utc)) == [
+        "tree/2026/2026-05-02.jsonl"
+    ]
 
 
 def test_a_reorganization_reads_as_what_moved_where(tmp_path):
@@ -109,11 +127,11 @@ def test_a_reorganization_reads_as_what_moved_where(tmp_path):
     treefmt.write(tmp_path, t, now=T0)
     before = len(_lines(tmp_path))
     t = treefmt.read(tmp_path)
-    t.topics["a"].records += t.topics["b"].records           # merge b into a
+    t.topics["a"].records += t.topics["b"].records  # merge b into a
     del t.topics["b"]
     t.gone["b"] = {"into": "a", "why": "merged", "at": "x"}
-    t.topics["c"].parent = "a"                                # move c under a
-    t.topics["a"].name = "Trips and plans"                    # rename a
+    t.topics["c"].parent = "a"  # move c under a
+    t.topics["a"].name = "Trips and plans"  # rename a
     treefmt.write(tmp_path, t, now=_at(5))
     new = [json.loads(x) for x in _lines(tmp_path)[before:]]
     assert [(o["op"], o.get("topic")) for o in new] == [("set", "a"), ("set", "c"), ("place", "a"), ("gone", "b")]
@@ -138,10 +156,10 @@ def _two_clones(tmp_path):
     tb = treefmt.read(b)
     tb.topics["x"].records.append("r3")
     tb.current = "x"
-    treefmt.write(b, tb, now=_at(20))      # later than A's merge
+    treefmt.write(b, tb, now=_at(20))  # later than A's merge
     tb = treefmt.read(b)
     tb.topics["x"].records.append("r0")
-    treefmt.write(b, tb, now=_at(5))       # a clock behind: still after everything b has seen
+    treefmt.write(b, tb, now=_at(5))  # a clock behind: still after everything b has seen
     return a, b
 
 
@@ -160,10 +178,14 @@ def test_gone_chains_are_followed(tmp_path):
     t = _tree(a=(None, ["r1"], "1"), b=(None, ["r2"], "1"), c=(None, ["r3"], "1"))
     treefmt.write(tmp_path, t, now=T0)
     shard = treelog.shards(tmp_path)[0]
-    with open(shard, "a") as fh:   # a merged into b, b into c; then a place into a arrives
-        for i, op in enumerate([{"op": "gone", "topic": "a", "into": "b", "why": "merged"},
-                                {"op": "gone", "topic": "b", "into": "c", "why": "merged"},
-                                {"op": "place", "topic": "a", "records": ["r7"]}]):
+    with open(shard, "a") as fh:  # a merged into b, b into c; then a place into a arrives
+        for i, op in enumerate(
+            [
+                {"op": "gone", "topic": "a", "into": "b", "why": "merged"},
+                {"op": "gone", "topic": "b", "into": "c", "why": "merged"},
+                {"op": "place", "topic": "a", "records": ["r7"]},
+            ]
+        ):
             fh.write(treelog.dumps({"at": f"2026-05-01T13:00:00.00000{i}Z", **op}) + "\n")
     tree = treefmt.read(tmp_path)
     assert set(tree.topics) == {"c"} and sorted(tree.topics["c"].records) == ["r1", "r2", "r3", "r7"]
@@ -180,20 +202,26 @@ def test_crossing_moves_cannot_make_a_cycle(tmp_path):
     assert tree.topics["a"].parent == "b" and tree.topics["b"].parent is None
 
 
-ops_st = st.lists(st.sampled_from([
-    {"op": "topic", "topic": "a", "name": "A", "parent": None, "created": "2026-01-01T00:00:00.000000Z"},
-    {"op": "topic", "topic": "b", "name": "B", "parent": "a", "created": "2026-01-02T00:00:00.000000Z"},
-    {"op": "set", "topic": "b", "parent": None, "last_active": "2026-02-01T00:00:00.000000Z"},
-    {"op": "set", "topic": "a", "parent": "b", "name": "A2"},
-    {"op": "place", "topic": "a", "records": ["r1", "r2"]},
-    {"op": "place", "topic": "b", "records": ["r2", "r3"]},
-    {"op": "place", "topic": "c", "records": ["r4"]},
-    {"op": "archive", "records": ["r1"]},
-    {"op": "drop", "records": ["r3"]},
-    {"op": "gone", "topic": "b", "into": "a", "why": "merged"},
-    {"op": "gone", "topic": "c", "into": None, "why": "archived"},
-    {"op": "current", "topic": "b"},
-]), min_size=1, max_size=14)
+ops_st = st.lists(
+    st.sampled_from(
+        [
+            {"op": "topic", "topic": "a", "name": "A", "parent": None, "created": "2026-01-01T00:00:00.000000Z"},
+            {"op": "topic", "topic": "b", "name": "B", "parent": "a", "created": "2026-01-02T00:00:00.000000Z"},
+            {"op": "set", "topic": "b", "parent": None, "last_active": "2026-02-01T00:00:00.000000Z"},
+            {"op": "set", "topic": "a", "parent": "b", "name": "A2"},
+            {"op": "place", "topic": "a", "records": ["r1", "r2"]},
+            {"op": "place", "topic": "b", "records": ["r2", "r3"]},
+            {"op": "place", "topic": "c", "records": ["r4"]},
+            {"op": "archive", "records": ["r1"]},
+            {"op": "drop", "records": ["r3"]},
+            {"op": "gone", "topic": "b", "into": "a", "why": "merged"},
+            {"op": "gone", "topic": "c", "into": None, "why": "archived"},
+            {"op": "current", "topic": "b"},
+        ]
+    ),
+    min_size=1,
+    max_size=14,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -220,14 +248,17 @@ def test_replay_is_idempotent_and_independent_of_line_and_shard_order(tmp_path_f
     assert len(owners) == len(set(owners)) and not set(owners) & set(a.archived)
 
 
-@pytest.mark.parametrize("line, words", [
-    ("{not json", "not valid JSON"),
-    ("[1, 2]", "must be a JSON object"),
-    ('{"op": "current", "topic": null}', '"at" must be a UTC time'),
-    ('{"at": "2026-05-01T12:00:00.000000Z", "op": "teleport"}', "unknown op 'teleport'"),
-    ('{"at": "yesterday", "op": "current", "topic": null}', '"at" must be a UTC time'),
-    ('{"at": "2026-05-01T12:00:00.000000Z", "op": "place", "topic": "a", "records": "r1"}', "list of record ids"),
-])
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ('{"op": "current", "topic": null}', '"at" must be a UTC time'),
+        ('{"at": "2026-05-01T12:00:00.000000Z", "op": "teleport"}', "unknown op 'teleport'"),
+        ('{"at": "yesterday", "op": "current", "topic": null}', '"at" must be a UTC time'),
+        ('{"at": "2026-05-01T12:00:00.000000Z", "op": "place", "topic": "a", "records": "r1"}', "list of record ids"),
+    ],
+)
 def test_a_damaged_line_is_named_for_fsck_and_skipped_by_readers(tmp_path, capsys, line, words):
     treefmt.write(tmp_path, _tree(a=(None, ["r1"], "1")), now=T0)
     shard = treelog.shards(tmp_path)[0]
@@ -259,8 +290,9 @@ def test_the_replay_cache_follows_the_files(tmp_path):
     assert treefmt.read(tmp_path).topics["a"].records == ["r1"]
     shard = treelog.shards(tmp_path)[0]
     with open(shard, "a") as fh:  # a change git makes (pull, checkout) is seen at once
-        fh.write(treelog.dumps({"at": "2026-05-01T13:00:00.000000Z", "op": "place", "topic": "a",
-                                "records": ["r2"]}) + "\n")
+        fh.write(
+            treelog.dumps({"at": "2026-05-01T13:00:00.000000Z", "op": "place", "topic": "a", "records": ["r2"]}) + "\n"
+        )
     assert treefmt.read(tmp_path).topics["a"].records == ["r1", "r2"]
     (tmp_path / ".memstore" / treefmt.CACHE).write_bytes(b"garbage")
     assert treefmt.read(tmp_path).topics["a"].records == ["r1", "r2"]
@@ -287,17 +319,26 @@ def test_problems_for_fsck(tmp_path):
 
 # ----- forgetting ----------------------------------------------------------------------------------
 
+
 def test_forget_rewrites_every_line_that_names_or_quotes_the_record(store):
     from conftest import write_turns
 
     secret = "My locker code is 4471 and the spare key is under the blue mat."
-    write_turns(store, [("2026-11-01T10:00:00Z", "user", secret, "s", "me"),
-                        ("2026-11-01T10:01:00Z", "assistant", "Noted the locker details.", "s", None),
-                        ("2026-11-01T10:02:00Z", "user", "Also remind me about the gym schedule on Mondays.", "s", "me")])
+    write_turns(
+        store,
+        [
+            ("2026-11-01T10:00:00Z", "user", secret, "s", "me"),
+            ("2026-11-01T10:01:00Z", "assistant", "Noted the locker details.", "s", None),
+            ("2026-11-01T10:02:00Z", "user", "Also remind me about the gym schedule on Mondays.", "s", "me"),
+        ],
+    )
     tree = treefmt.read(store.root)
     ids = {rid for t in tree.topics.values() for rid in t.records}
-    secret_id = next(r["id"] for r in [json.loads(x) for x in next((store.root / "log").rglob("*.jsonl")).read_text().splitlines()]
-                     if r["text"] == secret)
+    secret_id = next(
+        r["id"]
+        for r in [json.loads(x) for x in next((store.root / "log").rglob("*.jsonl")).read_text().splitlines()]
+        if r["text"] == secret
+    )
     text = "\n".join(_lines(store.root))
     assert secret_id in text and "locker code is 4471" in text  # the offline summary quotes the opener
     changed = treefmt.forget(store.root, [secret_id], [secret])
@@ -309,7 +350,7 @@ def test_forget_rewrites_every_line_that_names_or_quotes_the_record(store):
     t = after.topics[after.topic_of()[next(iter(ids - {secret_id}))]]
     assert t.name and t.named_by == "offline"
     assert treefmt.problems(store.root) == []
-    assert treefmt.forget(store.root, [secret_id], [secret]) == []   # nothing left to take out
+    assert treefmt.forget(store.root, [secret_id], [secret]) == []  # nothing left to take out
 
 
 def test_forget_drops_lines_left_without_records_and_tree_json_too(tmp_path):
@@ -326,6 +367,7 @@ def test_forget_drops_lines_left_without_records_and_tree_json_too(tmp_path):
 
 # ----- plain git -----------------------------------------------------------------------------------
 
+
 def test_branches_that_both_place_turns_merge_with_plain_git(tmp_path):
     """Two branches both add turns (so both append tree ops): git merges with zero conflicts, no driver."""
     from conftest import make_store
@@ -339,8 +381,11 @@ def test_branches_that_both_place_turns_merge_with_plain_git(tmp_path):
     st.add("Chess openings for beginners: the Italian game.", ts="2026-03-02T10:00:00Z")
     git("checkout", "-q", "main")
     st.add("Gardening: tomatoes need full sun and deep watering.", ts="2026-03-03T10:00:00Z")
-    out = subprocess.run(["git", "-C", str(st.root), "-c", "user.name=t", "-c", "user.email=t@t", "merge",
-                          "--no-edit", "other"], capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "-C", str(st.root), "-c", "user.name=t", "-c", "user.email=t@t", "merge", "--no-edit", "other"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0 and "CONFLICT" not in out.stdout, out.stdout + out.stderr
     tree = treefmt.read(st.root)
     ids = [r[0] for r in st.index().conn.execute("SELECT id FROM records")]
@@ -369,8 +414,12 @@ def test_a_line_that_is_not_utf8_is_named_and_the_rest_replays(tmp_path):
     shard = treelog.shards(tmp_path)[0]
     with open(shard, "ab") as fh:
         fh.write(b'{"at":"2026-05-01T13:00:00.000000Z","op":"current","topic":"\xff"}\n\n')
-        fh.write(treelog.dumps({"at": "2026-05-01T13:00:00.000001Z", "op": "place", "topic": "a",
-                                "records": ["r2"]}).encode() + b"\n")
+        fh.write(
+            treelog.dumps(
+                {"at": "2026-05-01T13:00:00.000001Z", "op": "place", "topic": "a", "records": ["r2"]}
+            ).encode()
+            + b"\n"
+        )
     assert treefmt.read(tmp_path).topics["a"].records == ["r1", "r2"]
     assert [p.split(": ", 1)[0] for p in treefmt.problems(tmp_path)] == [f"{shard}:3"]
     assert "invalid UTF-8" in treefmt.problems(tmp_path)[0]

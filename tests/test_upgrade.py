@@ -20,10 +20,28 @@ from conftest import commits, ct, git_clean
 
 REPO = Path(__file__).resolve().parent.parent
 PREVIOUS_RELEASE = "95c8976"
-QUERIES = ["trip budget", "ficus water", "release thursday", "night train tickets", "car insurance",
-           "marathon sunday", "tram old town", "groceries december", "dentist appointment", "passports",
-           "flat alfama", "yoga tuesday", "household budget euros", "failing test", "charger",
-           "checklist flights", "photo of the ficus", "budget review tenth", "lisbon", "what did we decide"]
+QUERIES = [
+    "trip budget",
+    "ficus water",
+    "release thursday",
+    "night train tickets",
+    "car insurance",
+    "marathon sunday",
+    "tram old town",
+    "groceries december",
+    "dentist appointment",
+    "passports",
+    "flat alfama",
+    "yoga tuesday",
+    "household budget euros",
+    "failing test",
+    "charger",
+    "checklist flights",
+    "photo of the ficus",
+    "budget review tenth",
+    "lisbon",
+    "what did we decide",
+]
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +49,10 @@ def old_code(tmp_path_factory):
     """The previous release's `memstore` package, unpacked from git history."""
     dest = tmp_path_factory.mktemp("release-1")
     archive = subprocess.run(["git", "-C", str(REPO), "archive", PREVIOUS_RELEASE, "memstore"], capture_output=True)
-    assert archive.returncode == 0, (f"commit {PREVIOUS_RELEASE} (the previous release) is not in this clone: "
-                                     f"{archive.stderr.decode()[-300:]} (a shallow clone? git fetch --unshallow)")
+    assert archive.returncode == 0, (
+        f"commit {PREVIOUS_RELEASE} (the previous release) is not in this clone: "
+        f"{archive.stderr.decode()[-300:]} (a shallow clone? git fetch --unshallow)"
+    )
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return dest
 
@@ -40,8 +60,9 @@ def old_code(tmp_path_factory):
 def old_ct(old_code, *args):
     env = {**os.environ, "PYTHONPATH": str(old_code)}
     # cwd is the old code too: `python -m` puts the working folder ahead of PYTHONPATH
-    proc = subprocess.run([sys.executable, "-m", "memstore", *map(str, args)], capture_output=True, text=True, env=env,
-                          cwd=old_code)
+    proc = subprocess.run(
+        [sys.executable, "-m", "memstore", *map(str, args)], capture_output=True, text=True, env=env, cwd=old_code
+    )
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -50,16 +71,32 @@ def build_format1(old_code, tmp_path) -> Path:
     """~50 records by the old release: 40 turns over four days (tree.json), three documents, one blob."""
     root = tmp_path / "store"
     old_ct(old_code, "init", root, "--embedder", "hash", "--timezone", "Europe/Berlin")
-    words = ["trip budget 2,400 euros", "water the ficus on Fridays", "release on Thursday after tests",
-             "night train tickets open Friday", "car insurance 555 a year", "marathon long run Sunday",
-             "tram 28 old town early", "groceries 420 euros in December", "dentist moved to the 14th",
-             "passports valid for the stay"]
+    words = [
+        "trip budget 2,400 euros",
+        "water the ficus on Fridays",
+        "release on Thursday after tests",
+        "night train tickets open Friday",
+        "car insurance 555 a year",
+        "marathon long run Sunday",
+        "tram 28 old town early",
+        "groceries 420 euros in December",
+        "dentist moved to the 14th",
+        "passports valid for the stay",
+    ]
     turns = tmp_path / "turns.jsonl"
     with turns.open("w") as fh:
         for i in range(40):
-            fh.write(json.dumps({"ts": f"2026-11-{20 + i // 10:02d}T{8 + i % 10:02d}:15:00+01:00",
-                                 "role": "user" if i % 2 == 0 else "assistant", "session": f"s{i // 10}",
-                                 "text": f"Turn {i}: about {words[i % 10]}."}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "ts": f"2026-11-{20 + i // 10:02d}T{8 + i % 10:02d}:15:00+01:00",
+                        "role": "user" if i % 2 == 0 else "assistant",
+                        "session": f"s{i // 10}",
+                        "text": f"Turn {i}: about {words[i % 10]}.",
+                    }
+                )
+                + "\n"
+            )
     old_ct(old_code, "-C", root, "import", "jsonl", turns)
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -194,11 +231,15 @@ def test_an_upgrade_killed_before_its_commit_is_undone_by_the_next(old_code, tmp
     (root / "packs" / "2026").mkdir(parents=True)
     (root / "packs" / "2026" / "x.is").write_bytes(b"partial")
     subprocess.run(["rm", "-rf", str(root / "segments")], check=True)
-    (root / "memstore.toml").write_text((root / "memstore.toml").read_text().replace("format_version = 1", "format_version = 2"))
+    (root / "memstore.toml").write_text(
+        (root / "memstore.toml").read_text().replace("format_version = 1", "format_version = 2")
+    )
 
     plan = ct("-C", root, "upgrade", "-n").stdout  # puts the committed format-1 store back, then plans
     assert "would rewrite 1 day logs" in plan
     assert git_clean(root) and records(root) == before and not (root / ".memstore" / "upgrade-in-progress").exists()
     ct("-C", root, "upgrade")
-    assert [{k: v for k, v in r.items()} for r in records(root)] == [{k: v for k, v in r.items() if k != "seg"} for r in before]
+    assert [{k: v for k, v in r.items()} for r in records(root)] == [
+        {k: v for k, v in r.items() if k != "seg"} for r in before
+    ]
     assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]

@@ -16,8 +16,16 @@ pytest.importorskip("faiss")
 def filled(store, monkeypatch):
     monkeypatch.setattr(ann, "FP16_MIN_ROWS", 10)  # the faiss path from tiny stores on
     words = "budget trip hotel flight meeting deadline design review schedule invoice garden recipe".split()
-    rows = [(f"2026-01-{1 + i // 40:02d}T{(i // 2) % 24:02d}:{i % 60:02d}:00Z", "user" if i % 2 == 0 else "assistant",
-             f"{words[i % 12]} {words[(i * 7) % 12]} note {i}", "s1", "me") for i in range(240)]
+    rows = [
+        (
+            f"2026-01-{1 + i // 40:02d}T{(i // 2) % 24:02d}:{i % 60:02d}:00Z",
+            "user" if i % 2 == 0 else "assistant",
+            f"{words[i % 12]} {words[(i * 7) % 12]} note {i}",
+            "s1",
+            "me",
+        )
+        for i in range(240)
+    ]
     write_turns(store, rows)
     store.index()
     return store
@@ -46,7 +54,9 @@ def test_time_slice_and_appended_rows_reach_the_fp16_scan(filled):
 
     index = filled.index(update=False)
     q = filled.embedder.embed_query("hotel deadline")
-    window = Filters(since=from_iso("2026-01-03T00:00:00Z").timestamp(), until=from_iso("2026-01-05T00:00:00Z").timestamp())
+    window = Filters(
+        since=from_iso("2026-01-03T00:00:00Z").timestamp(), until=from_iso("2026-01-05T00:00:00Z").timestamp()
+    )
     exact = vector_candidates(index, q, window, 15, method="exact")
     _same_ranking(vector_candidates(index, q, window, 15, method="auto"), exact)
     write_turns(filled, [("2026-01-09T10:00:00Z", "user", "hotel deadline hotel deadline", "s1", "me")])

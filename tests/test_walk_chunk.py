@@ -373,6 +373,7 @@ def test_code_is_cut_at_top_level_definitions():
         "    def method(self):\n"
         "        return 3\n"
     )
+
     def starts(max_tokens):
         chunks = chunk(text, "code", words, max_tokens=max_tokens, overlap_tokens=0)
         check_exact(text, chunks)

@@ -16,14 +16,33 @@ from memstore.watch import Watcher
 
 
 def jline(i: int, session: str = "s") -> str:
-    return json.dumps({"ts": f"2026-11-30T06:{i // 60:02d}:{i % 60:02d}Z", "role": "user" if i % 2 else "assistant",
-                       "text": f"line {i} of {session}", "session": session}) + "\n"
+    return (
+        json.dumps(
+            {
+                "ts": f"2026-11-30T06:{i // 60:02d}:{i % 60:02d}Z",
+                "role": "user" if i % 2 else "assistant",
+                "text": f"line {i} of {session}",
+                "session": session,
+            }
+        )
+        + "\n"
+    )
 
 
 def cc_line(uuid: str, role: str, text: str, ts: str) -> str:
     content = text if role == "user" else [{"type": "text", "text": text}]
-    return json.dumps({"type": role, "uuid": uuid, "timestamp": ts, "sessionId": "sess",
-                       "message": {"role": role, "content": content}}) + "\n"
+    return (
+        json.dumps(
+            {
+                "type": role,
+                "uuid": uuid,
+                "timestamp": ts,
+                "sessionId": "sess",
+                "message": {"role": role, "content": content},
+            }
+        )
+        + "\n"
+    )
 
 
 def texts(store) -> list[str]:
@@ -40,17 +59,17 @@ def test_debounce_waits_for_quiet_and_max_delay_caps_the_wait(store, tmp_path):
     f.write_text(jline(0) + jline(1), encoding="utf-8")
     w = Watcher(store, [logs], kind="jsonl", interval=1, debounce=5, max_delay=30)
     m = f.stat().st_mtime
-    assert w.tick(now=m + 1) is None            # changed 1 s ago: not quiet yet
-    batch = w.tick(now=m + 6)                   # quiet for 6 s: import
+    assert w.tick(now=m + 1) is None  # changed 1 s ago: not quiet yet
+    batch = w.tick(now=m + 6)  # quiet for 6 s: import
     assert batch.added == 2 and len(batch.commits) == 1
-    assert w.tick(now=m + 7) is None            # nothing changed since
+    assert w.tick(now=m + 7) is None  # nothing changed since
     n = len(commits(store.root))
     with open(f, "a", encoding="utf-8") as fh:
         fh.write(jline(2))
     m2 = f.stat().st_mtime
-    assert w.tick(now=m2 - 100) is None         # first seen pending (at a clock reading 100 s earlier)
+    assert w.tick(now=m2 - 100) is None  # first seen pending (at a clock reading 100 s earlier)
     assert len(commits(store.root)) == n
-    batch = w.tick(now=m2 + 1)                  # still not quiet, but pending longer than max_delay
+    batch = w.tick(now=m2 + 1)  # still not quiet, but pending longer than max_delay
     assert batch is not None and batch.added == 1
     assert texts(store) == ["line 0 of s", "line 1 of s", "line 2 of s"] and git_clean(store.root)
 
@@ -95,12 +114,12 @@ def test_writer_thread_with_half_written_lines_loses_nothing(store, tmp_path):
         b = w.tick()
         if b is not None:
             batches.append(b)
-    assert not [e for b in batches for e in b.errors]          # a half line was never parsed as a line
+    assert not [e for b in batches for e in b.errors]  # a half line was never parsed as a line
     assert not [n for b in batches for n in b.notes if "skipped" in n]
     assert sorted(texts(store)) == sorted(expected) and len(texts(store)) == 45
     made = [c for b in batches for c in b.commits]
-    assert len(made) >= 3                                       # several batches, not one at the end
-    assert len(made) == len(commits(store.root)) - 1            # one commit per batch that added lines
+    assert len(made) >= 3  # several batches, not one at the end
+    assert len(made) == len(commits(store.root)) - 1  # one commit per batch that added lines
     assert git_clean(store.root)
     assert "ok:" in ct("-C", store.root, "fsck").stdout
 
@@ -112,11 +131,30 @@ def test_signal_mid_run_stops_cleanly(tmp_path, sig):
     logs.mkdir()
     f = logs / "live.jsonl"
     f.write_text("", encoding="utf-8")
-    proc = subprocess.Popen([*CT, "-C", str(st.root), "watch", str(logs), "--kind", "jsonl", "--interval", "0.05",
-                             "--debounce", "0", "--max-delay", "0.1", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [
+            *CT,
+            "-C",
+            str(st.root),
+            "watch",
+            str(logs),
+            "--kind",
+            "jsonl",
+            "--interval",
+            "0.05",
+            "--debounce",
+            "0",
+            "--max-delay",
+            "0.1",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
     try:
-        assert "Watching 1 path" in proc.stderr.readline()   # handlers are installed from here on
+        assert "Watching 1 path" in proc.stderr.readline()  # handlers are installed from here on
         stop_writing = threading.Event()
         written = []
 
@@ -167,8 +205,9 @@ def test_once_leaves_a_half_written_claude_code_line_for_later(tmp_path):
     proj.mkdir(parents=True)
     f = proj / "3f1c.jsonl"
     second = cc_line("u2", "assistant", "Booked the 9:40 train.", "2026-11-30T06:00:05Z")
-    f.write_text(cc_line("u1", "user", "Book the train to Porto.", "2026-11-30T06:00:00Z") + second[:40],
-                 encoding="utf-8")
+    f.write_text(
+        cc_line("u1", "user", "Book the train to Porto.", "2026-11-30T06:00:00Z") + second[:40], encoding="utf-8"
+    )
     out = ct("-C", st.root, "watch", tmp_path / "projects", "--once", "--json").stdout
     assert json.loads(out)["added"] == 1 and texts(st) == ["Book the train to Porto."]
     with open(f, "a", encoding="utf-8") as fh:
@@ -202,8 +241,21 @@ def test_usage_errors(store, tmp_path):
     assert proc.returncode == 2 and "nowhere" in proc.stderr
     store.add("A line in the store's own day log.")
     # tmp_path holds the store itself: its own day logs are never watched.
-    proc = ct("-C", store.root, "watch", tmp_path, "--kind", "jsonl", "--debounce", "5", "--max-delay", "1",
-              "--once", "--json", check=False)
+    proc = ct(
+        "-C",
+        store.root,
+        "watch",
+        tmp_path,
+        "--kind",
+        "jsonl",
+        "--debounce",
+        "5",
+        "--max-delay",
+        "1",
+        "--once",
+        "--json",
+        check=False,
+    )
     assert proc.returncode == 0  # max-delay is raised to the debounce, not an error
     assert json.loads(proc.stdout)["files"] == []
     assert len(commits(store.root)) == 2 and git_clean(store.root)

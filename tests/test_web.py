@@ -33,11 +33,14 @@ def _find_browser() -> tuple[str, str]:
         pytest.skip("no browser: the selenium package is not installed (pip install -e '.[test]')")
     chrome = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
     driver = shutil.which("chromedriver") or next(
-        (p for p in ("/usr/lib/chromium/chromedriver", "/usr/bin/chromedriver") if os.path.exists(p)), None)
+        (p for p in ("/usr/lib/chromium/chromedriver", "/usr/bin/chromedriver") if os.path.exists(p)), None
+    )
     if not chrome or not driver:
         missing = " and ".join(n for n, p in (("chromium", chrome), ("chromedriver", driver)) if not p)
-        pytest.skip(f"no browser: {missing} not found (run `make install` as root, or "
-                    "`apt-get install chromium chromium-driver`)")
+        pytest.skip(
+            f"no browser: {missing} not found (run `make install` as root, or "
+            "`apt-get install chromium chromium-driver`)"
+        )
     return chrome, driver
 
 
@@ -50,9 +53,17 @@ def browser():
 
     opts = Options()
     opts.binary_location = chrome
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,900", "--force-device-scale-factor=1", "--no-first-run",
-                "--disable-extensions", "--disable-background-networking"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+        "--force-device-scale-factor=1",
+        "--no-first-run",
+        "--disable-extensions",
+        "--disable-background-networking",
+    ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     drv = webdriver.Chrome(service=Service(driver_path), options=opts)
@@ -75,8 +86,13 @@ def site(tmp_path_factory):
         mp.delenv("MEMSTORE_DIR", raising=False)
         mp.setenv("TZ", "UTC")
         st, expected = build(tmp_path_factory.mktemp("web") / "memory")
-        proc = subprocess.Popen([*CT, "-C", str(st.root), "serve", "--port", "0"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+        proc = subprocess.Popen(
+            [*CT, "-C", str(st.root), "serve", "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+        )
         try:
             box = []
             reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
@@ -99,9 +115,12 @@ def visit(drv, base: str, route: str, view: str | None = None):
     from selenium.webdriver.support.ui import WebDriverWait
 
     if drv.current_url.startswith(base):
-        drv.execute_script("document.body.dataset.ready = '';"
-                           "if (location.hash !== arguments[0]) location.hash = arguments[0];"
-                           "else window.dispatchEvent(new HashChangeEvent('hashchange'));", "#/" + route)
+        drv.execute_script(
+            "document.body.dataset.ready = '';"
+            "if (location.hash !== arguments[0]) location.hash = arguments[0];"
+            "else window.dispatchEvent(new HashChangeEvent('hashchange'));",
+            "#/" + route,
+        )
     else:
         drv.get(f"{base}/#/{route}")
     wait_ready(drv, view or route.split("/")[0].split("?")[0])

@@ -19,8 +19,12 @@ from web_store import DAYS, SECRET, build
 
 def get(base, path, accept="application/json", method="GET", body=None):
     """(status, headers, bytes) for one request; error answers are returned, not raised."""
-    req = urllib.request.Request(base + path, method=method, data=body,
-                                 headers={"Accept": accept, **({"Content-Type": "application/json"} if body else {})})
+    req = urllib.request.Request(
+        base + path,
+        method=method,
+        data=body,
+        headers={"Accept": accept, **({"Content-Type": "application/json"} if body else {})},
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             return resp.status, resp.headers, resp.read()
@@ -113,15 +117,18 @@ def test_a_day_is_verbatim_in_time_order_masked_and_without_corrected_records(se
     assert st.records([exp["superseded"], exp["correction"], "nope"])[0]["id"] == exp["correction"]
 
 
-@pytest.mark.parametrize("path,status,message", [
-    ("/view/day?day=yesterday", 400, "YYYY-MM-DD"),
-    ("/view/day", 400, "needs the parameter 'day'"),
-    ("/view/commit?rev=--output=/tmp/x", 400, "a revision is a commit id"),
-    ("/view/commit?rev=deadbeef", 400, "is not a revision"),
-    ("/view/topic?id=t000000000000", 400, "no topic"),
-    ("/view/search?query=x&mode=fuzzy", 400, "mode must be one of"),
-    ("/view/history?n=x", 400, "must be an integer"),
-])
+@pytest.mark.parametrize(
+    "path,status,message",
+    [
+        ("/view/day?day=yesterday", 400, "YYYY-MM-DD"),
+        ("/view/day", 400, "needs the parameter 'day'"),
+        ("/view/commit?rev=--output=/tmp/x", 400, "a revision is a commit id"),
+        ("/view/commit?rev=deadbeef", 400, "is not a revision"),
+        ("/view/topic?id=t000000000000", 400, "no topic"),
+        ("/view/search?query=x&mode=fuzzy", 400, "mode must be one of"),
+        ("/view/history?n=x", 400, "must be an integer"),
+    ],
+)
 def test_bad_view_requests_say_what_is_wrong(served, path, status, message):
     base, _, _ = served
     got, out = js(base, path)
@@ -169,14 +176,17 @@ def test_commit_view_is_the_diff_analysis_with_trees_before_and_after(served):
     assert out["before"] == [] and out["empty"]
 
 
-@pytest.mark.parametrize("text", [
-    f"token {SECRET} and key sk-proj-AbCdEf1234567890GhIjKlMn on one line",
-    "  password = \"Zx9!kQ2mP8vL4nR7tW1yB6\"  # quoted",
-    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtz\n"
-    "ZDI1NTE5AAAAIAg4sQf5rKpA7gJbT0nU5X0QZ9v8j1kVxMGrSj0sUGqkAAAAJg\n-----END OPENSSH PRIVATE KEY-----",
-    "word " * 60 + f"{SECRET} " + "tail " * 60,
-    "x" * 300 + " TOKEN=Zx9kQ2mP8vL4nR7tW1yB6aaa " + "y" * 300,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"token {SECRET} and key sk-proj-AbCdEf1234567890GhIjKlMn on one line",
+        '  password = "Zx9!kQ2mP8vL4nR7tW1yB6"  # quoted',
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtz\n"
+        "ZDI1NTE5AAAAIAg4sQf5rKpA7gJbT0nU5X0QZ9v8j1kVxMGrSj0sUGqkAAAAJg\n-----END OPENSSH PRIVATE KEY-----",
+        "word " * 60 + f"{SECRET} " + "tail " * 60,
+        "x" * 300 + " TOKEN=Zx9kQ2mP8vL4nR7tW1yB6aaa " + "y" * 300,
+    ],
+)
 def test_mask_leaves_nothing_the_detector_calls_a_secret(text):
     assert scan(text), "the case must hold a secret"
     out = mask(text)

@@ -105,7 +105,9 @@ def test_article_text_without_content_div_is_an_error():
 
 
 def test_page_url_and_topics_file(tmp_path):
-    assert page_url("https://en.wikipedia.org/wiki/", "Renaissance art") == "https://en.wikipedia.org/wiki/Renaissance_art"
+    assert (
+        page_url("https://en.wikipedia.org/wiki/", "Renaissance art") == "https://en.wikipedia.org/wiki/Renaissance_art"
+    )
     assert page_url("http://h/wiki/", "C++ (language)") == "http://h/wiki/C%2B%2B_(language)"
     f = tmp_path / "topics.txt"
     f.write_text("# science\nPhotosynthesis\n\n  Quantum computing  \nPhotosynthesis\n", encoding="utf-8")
@@ -140,8 +142,9 @@ def test_build_wiki_ingests_pages_skips_failures_and_commits_once(tmp_path, wiki
     # a failed page is never stored under its title
     assert not any("No such article" in r["text"] or "Search page" in r["text"] for r in recs)
     # the stored chunks are exact slices of the stripped text
-    photo = "".join(r["text"] for r in sorted(recs, key=lambda r: r["source"]["chunk"])
-                    if r["session"] == "Photosynthesis")
+    photo = "".join(
+        r["text"] for r in sorted(recs, key=lambda r: r["source"]["chunk"]) if r["session"] == "Photosynthesis"
+    )
     assert photo == article_text(PHOTO, "Photosynthesis")
 
     hits = json.loads(ct("-C", st.root, "search", "--json", "Calvin cycle carbon dioxide").stdout)
@@ -170,8 +173,9 @@ def test_changed_page_supersedes_its_old_chunks(tmp_path, wiki_server):
 def test_limit_and_min_chars(tmp_path, wiki_server):
     base, handler = wiki_server
     st, topics = _store_and_topics(tmp_path, "Stub page", "Quantum computing", "Photosynthesis")
-    proc = ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base,
-              "--limit", "2", "--min-chars", "50")
+    proc = ct(
+        "-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base, "--limit", "2", "--min-chars", "50"
+    )
     assert "skipped Stub page: 8 characters, under --min-chars 50" in proc.stderr
     assert handler.seen == ["Stub_page", "Quantum_computing"]  # --limit: the third title is never fetched
     assert {r["session"] for r in _log_records(st.root)} == {"Quantum computing"}
@@ -186,8 +190,18 @@ def test_nothing_fetched_is_an_error_and_writes_nothing(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
         before = commits(st.root)
-        proc = ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url",
-                  f"http://127.0.0.1:{port}/wiki/", "--timeout", "5", check=False)
+        proc = ct(
+            "-C",
+            st.root,
+            "build-wiki",
+            "--topics-file",
+            topics,
+            "--base-url",
+            f"http://127.0.0.1:{port}/wiki/",
+            "--timeout",
+            "5",
+            check=False,
+        )
     assert proc.returncode == 1
     assert "no page could be fetched" in proc.stderr and "cannot connect" in proc.stderr
     assert commits(st.root) == before

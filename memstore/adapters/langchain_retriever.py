@@ -27,10 +27,18 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 def hit_metadata(hit) -> dict:
     """Flat metadata for a Hit: LangChain's convention is a string `source` (a path or URL)."""
     src = hit.source
-    return {"id": hit.id, "ts": hit.ts, "role": hit.role, "actor": hit.actor, "type": hit.type,
-            "session": hit.session, "day": hit.day, "score": hit.score,
-            "source": src.get("path") if isinstance(src, dict) else src,
-            "source_detail": src if isinstance(src, dict) else None}
+    return {
+        "id": hit.id,
+        "ts": hit.ts,
+        "role": hit.role,
+        "actor": hit.actor,
+        "type": hit.type,
+        "session": hit.session,
+        "day": hit.day,
+        "score": hit.score,
+        "source": src.get("path") if isinstance(src, dict) else src,
+        "source_detail": src if isinstance(src, dict) else None,
+    }
 
 
 class MemstoreRetriever(BaseRetriever):

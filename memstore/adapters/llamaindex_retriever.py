@@ -53,12 +53,23 @@ class MemstoreRetriever(BaseRetriever):
         out = []
         for h in hits:
             src = h.source
-            meta = {"ts": h.ts, "role": h.role, "actor": h.actor, "session": h.session, "type": h.type,
-                    "day": h.day, "source": src.get("path") if isinstance(src, dict) else src}
+            meta = {
+                "ts": h.ts,
+                "role": h.role,
+                "actor": h.actor,
+                "session": h.session,
+                "type": h.type,
+                "day": h.day,
+                "source": src.get("path") if isinstance(src, dict) else src,
+            }
             if isinstance(src, dict) and "chunk" in src:
                 meta["chunk"] = src["chunk"]
-            node = TextNode(id_=h.id, text=h.text, metadata=meta,
-                            excluded_llm_metadata_keys=[k for k in meta if k not in LLM_KEYS],
-                            excluded_embed_metadata_keys=list(meta))
+            node = TextNode(
+                id_=h.id,
+                text=h.text,
+                metadata=meta,
+                excluded_llm_metadata_keys=[k for k in meta if k not in LLM_KEYS],
+                excluded_embed_metadata_keys=list(meta),
+            )
             out.append(NodeWithScore(node=node, score=h.score))
         return out

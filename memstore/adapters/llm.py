@@ -33,7 +33,7 @@ class LLMConfig:
     api_key: str | None
     model: str
     timeout: float = 30.0
-    topics: bool = False       # name/summarise/classify topics on the write path (opt-in)
+    topics: bool = False  # name/summarise/classify topics on the write path (opt-in)
 
     @property
     def configured(self) -> bool:
@@ -73,7 +73,7 @@ def load_config(root: Path | None = None) -> LLMConfig:
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
             section = {}
     env = {}
-    for folder in [Path.cwd(), *( [Path(root)] if root else [] )]:
+    for folder in [Path.cwd(), *([Path(root)] if root else [])]:
         env.update(_dotenv(folder / ".env"))
     env.update(os.environ)
     key_var = str(section.get("api_key_env", "OPENAI_API_KEY"))
@@ -104,8 +104,12 @@ class LLM:
         if self._client is None:
             import openai  # heavy; imported only when an LLM is actually used
 
-            self._client = openai.OpenAI(base_url=self.config.base_url, api_key=self.config.api_key or "none",
-                                         timeout=self.config.timeout, max_retries=1)
+            self._client = openai.OpenAI(
+                base_url=self.config.base_url,
+                api_key=self.config.api_key or "none",
+                timeout=self.config.timeout,
+                max_retries=1,
+            )
         return self._client
 
     def complete(self, messages: list[dict], temperature: float = 0.3, max_tokens: int | None = None) -> str:
@@ -120,8 +124,10 @@ class LLM:
         except Exception as exc:  # the openai package raises many types; all mean "no answer"
             self.failures += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
-            raise LLMError(f"the LLM at {self.config.base_url or 'api.openai.com'} failed: {self.last_error}",
-                           "Check OPENAI_BASE_URL / OPENAI_API_KEY (or [llm] in memstore.toml).") from None
+            raise LLMError(
+                f"the LLM at {self.config.base_url or 'api.openai.com'} failed: {self.last_error}",
+                "Check OPENAI_BASE_URL / OPENAI_API_KEY (or [llm] in memstore.toml).",
+            ) from None
         if not isinstance(text, str) or not text.strip():
             self.failures += 1
             self.last_error = "empty reply"
@@ -153,9 +159,11 @@ def get_llm(root: Path | None = None, require: bool = False) -> LLM | None:
     cfg = load_config(root)
     if not cfg.configured:
         if require:
-            raise LLMError("no LLM endpoint is configured.",
-                           "Set OPENAI_BASE_URL (and OPENAI_API_KEY), e.g. in a .env file, or add base_url "
-                           "and model under [llm] in memstore.toml.")
+            raise LLMError(
+                "no LLM endpoint is configured.",
+                "Set OPENAI_BASE_URL (and OPENAI_API_KEY), e.g. in a .env file, or add base_url "
+                "and model under [llm] in memstore.toml.",
+            )
         return None
     return LLM(cfg)
 
@@ -195,8 +203,9 @@ def extract_json(text: str):
             except json.JSONDecodeError:
                 pass
             try:
-                value = ast.literal_eval(re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False",
-                                                 re.sub(r"\bnull\b", "None", attempt))))
+                value = ast.literal_eval(
+                    re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", attempt)))
+                )
                 if isinstance(value, (dict, list)):
                     return value
             except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):

@@ -71,8 +71,9 @@ class MiniLMEmbedder(Embedder):
     dim = DIM
     max_tokens = MAX_TOKENS
 
-    def __init__(self, model_path: str | Path | None = None, runtime: str | None = None, quant: str = "fp32",
-                 **_ignored):
+    def __init__(
+        self, model_path: str | Path | None = None, runtime: str | None = None, quant: str = "fp32", **_ignored
+    ):
         self._path = Path(model_path) if model_path else None
         self.runtime = runtime or default_runtime()
         # $MEMSTORE_MINILM_QUANT=int8 lets the quality harness score the int8 graph through real

@@ -75,8 +75,14 @@ def _save_external(model, path: Path) -> None:
 
     data_name = path.with_suffix(".data").name
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-        onnx.save_model(model, str(Path(tmp) / path.name), save_as_external_data=True,
-                        all_tensors_to_one_file=True, location=data_name, size_threshold=1024)
+        onnx.save_model(
+            model,
+            str(Path(tmp) / path.name),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=data_name,
+            size_threshold=1024,
+        )
         os.replace(Path(tmp) / data_name, path.parent / data_name)
         os.replace(Path(tmp) / path.name, path)
 
@@ -127,12 +133,25 @@ def build_model(t: dict[str, np.ndarray]):
 
     # Embeddings: word + position (rows 0..L-1) + token type 0, then LayerNorm.
     word = g.op("Gather", g.const("word", t["embeddings.word_embeddings.weight"]), ids)
-    length = g.op("Slice", g.op("Shape", ids), g.const("one", np.array([1], np.int64)), g.const("two", np.array([2], np.int64)))
-    pos = g.op("Slice", g.const("pos", t["embeddings.position_embeddings.weight"]), g.const("zero", np.array([0], np.int64)),
-               length, g.const("axis0", np.array([0], np.int64)))
+    length = g.op(
+        "Slice", g.op("Shape", ids), g.const("one", np.array([1], np.int64)), g.const("two", np.array([2], np.int64))
+    )
+    pos = g.op(
+        "Slice",
+        g.const("pos", t["embeddings.position_embeddings.weight"]),
+        g.const("zero", np.array([0], np.int64)),
+        length,
+        g.const("axis0", np.array([0], np.int64)),
+    )
     x = g.op("Add", g.op("Add", word, pos), g.const("type0", t["embeddings.token_type_embeddings.weight"][0]))
-    x = g.op("LayerNormalization", x, g.const("ln_g", t["embeddings.LayerNorm.weight"]),
-             g.const("ln_b", t["embeddings.LayerNorm.bias"]), axis=-1, epsilon=_EPS)
+    x = g.op(
+        "LayerNormalization",
+        x,
+        g.const("ln_g", t["embeddings.LayerNorm.weight"]),
+        g.const("ln_b", t["embeddings.LayerNorm.bias"]),
+        axis=-1,
+        epsilon=_EPS,
+    )
 
     # Padded keys get the most negative float32, so softmax gives them exactly 0 (as transformers does).
     maskf = g.op("Cast", mask, to=TensorProto.FLOAT)
@@ -153,23 +172,38 @@ def build_model(t: dict[str, np.ndarray]):
         def split_heads(inp, perm):
             return g.op("Transpose", g.op("Reshape", inp, heads_shape), perm=perm)
 
-        q = split_heads(dense(x, "attention.self.query"), [0, 2, 1, 3])   # (B, H, L, d)
-        k = split_heads(dense(x, "attention.self.key"), [0, 2, 3, 1])     # (B, H, d, L)
-        v = split_heads(dense(x, "attention.self.value"), [0, 2, 1, 3])   # (B, H, L, d)
+        q = split_heads(dense(x, "attention.self.query"), [0, 2, 1, 3])  # (B, H, L, d)
+        k = split_heads(dense(x, "attention.self.key"), [0, 2, 3, 1])  # (B, H, d, L)
+        v = split_heads(dense(x, "attention.self.value"), [0, 2, 1, 3])  # (B, H, L, d)
         scores = g.op("Add", g.op("Mul", g.op("MatMul", q, k), scale), bias)
         ctx = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
         ctx = g.op("Reshape", g.op("Transpose", ctx, perm=[0, 2, 1, 3]), flat_shape)
         a = g.op("Add", dense(ctx, "attention.output.dense"), x)
-        a = g.op("LayerNormalization", a, g.const(f"l{i}_ln1_g", t[p + "attention.output.LayerNorm.weight"]),
-                 g.const(f"l{i}_ln1_b", t[p + "attention.output.LayerNorm.bias"]), axis=-1, epsilon=_EPS)
+        a = g.op(
+            "LayerNormalization",
+            a,
+            g.const(f"l{i}_ln1_g", t[p + "attention.output.LayerNorm.weight"]),
+            g.const(f"l{i}_ln1_b", t[p + "attention.output.LayerNorm.bias"]),
+            axis=-1,
+            epsilon=_EPS,
+        )
         inner = dense(a, "intermediate.dense")
         # Exact GELU, x * (1 + erf(x / sqrt 2)) / 2, written so onnxruntime fuses it into one kernel.
         erf = g.op("Erf", g.op("Div", inner, g.const(f"l{i}_sqrt2", np.float32(np.sqrt(2.0)))))
-        gelu = g.op("Mul", g.op("Mul", inner, g.op("Add", erf, g.const(f"l{i}_one", np.float32(1.0)))),
-                    g.const(f"l{i}_half", np.float32(0.5)))
+        gelu = g.op(
+            "Mul",
+            g.op("Mul", inner, g.op("Add", erf, g.const(f"l{i}_one", np.float32(1.0)))),
+            g.const(f"l{i}_half", np.float32(0.5)),
+        )
         y = g.op("Add", dense(gelu, "output.dense"), a)
-        x = g.op("LayerNormalization", y, g.const(f"l{i}_ln2_g", t[p + "output.LayerNorm.weight"]),
-                 g.const(f"l{i}_ln2_b", t[p + "output.LayerNorm.bias"]), axis=-1, epsilon=_EPS)
+        x = g.op(
+            "LayerNormalization",
+            y,
+            g.const(f"l{i}_ln2_g", t[p + "output.LayerNorm.weight"]),
+            g.const(f"l{i}_ln2_b", t[p + "output.LayerNorm.bias"]),
+            axis=-1,
+            epsilon=_EPS,
+        )
 
     # Mean over real tokens, then unit length (sentence-transformers' Pooling + Normalize, eps 1e-12).
     m3 = g.op("Unsqueeze", maskf, g.const("axis2", np.array([2], np.int64)))  # (B, L, 1)
@@ -181,9 +215,12 @@ def build_model(t: dict[str, np.ndarray]):
     g.nodes.append(helper.make_node("Identity", [out], ["embedding"]))
 
     graph = helper.make_graph(
-        g.nodes, "all-MiniLM-L6-v2",
-        [helper.make_tensor_value_info(ids, TensorProto.INT64, ["batch", "length"]),
-         helper.make_tensor_value_info(mask, TensorProto.INT64, ["batch", "length"])],
+        g.nodes,
+        "all-MiniLM-L6-v2",
+        [
+            helper.make_tensor_value_info(ids, TensorProto.INT64, ["batch", "length"]),
+            helper.make_tensor_value_info(mask, TensorProto.INT64, ["batch", "length"]),
+        ],
         [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])],
         g.inits,
     )

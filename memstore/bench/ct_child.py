@@ -60,8 +60,12 @@ def search(folder: str, queries_path: str, repeats: int, top_k: int, budget_s: f
                 break
         if time.perf_counter() - start > budget_s:
             break
-    return {"times": times, "top_texts": tops, "version": getattr(contexttape, "__version__", "?"),
-            "pairs": len(store.list_pairs())}
+    return {
+        "times": times,
+        "top_texts": tops,
+        "version": getattr(contexttape, "__version__", "?"),
+        "pairs": len(store.list_pairs()),
+    }
 
 
 def main(argv=None) -> int:

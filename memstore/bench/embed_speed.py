@@ -38,9 +38,11 @@ def _texts():
 def _runtimes():
     from ..adapters.minilm import MiniLMEmbedder
 
-    out = {"onnxruntime fp32 (default)": MiniLMEmbedder(runtime="onnx"),
-           "numpy forward pass (fallback)": MiniLMEmbedder(runtime="numpy"),
-           "onnxruntime int8 (dynamic quantisation)": MiniLMEmbedder(runtime="onnx", quant="int8")}
+    out = {
+        "onnxruntime fp32 (default)": MiniLMEmbedder(runtime="onnx"),
+        "numpy forward pass (fallback)": MiniLMEmbedder(runtime="numpy"),
+        "onnxruntime int8 (dynamic quantisation)": MiniLMEmbedder(runtime="onnx", quant="int8"),
+    }
     try:
         from sentence_transformers import SentenceTransformer
 
@@ -92,28 +94,49 @@ def embedding_rows(b) -> dict:
         if ref is None:
             ref = vs
         cos = np.einsum("ij,ij->i", vs, ref)
-        res[name] = {"short_s": ws, "short_cpu": cs, "pass_s": wp, "pass_cpu": cp, "q50": float(np.median(qw)),
-                     "q_cpu": float(np.median(qc)), "max_abs": float(np.abs(vs - ref).max()),
-                     "cos_min": float(cos.min()), "cos_mean": float(cos.mean())}
+        res[name] = {
+            "short_s": ws,
+            "short_cpu": cs,
+            "pass_s": wp,
+            "pass_cpu": cp,
+            "q50": float(np.median(qw)),
+            "q_cpu": float(np.median(qc)),
+            "max_abs": float(np.abs(vs - ref).max()),
+            "cos_min": float(cos.min()),
+            "cos_mean": float(cos.mean()),
+        }
     gf = machine_gflops()
     base = res["onnxruntime fp32 (default)"]
     for name, r in res.items():
-        agree = "reference" if r is base else (
-            f"max |Δ| vs onnx fp32 {r['max_abs']:.1e}" if r["max_abs"] < 1e-4 else
-            f"cosine to fp32 vectors mean {r['cos_mean']:.3f}, min {r['cos_min']:.3f}")
+        agree = (
+            "reference"
+            if r is base
+            else (
+                f"max |Δ| vs onnx fp32 {r['max_abs']:.1e}"
+                if r["max_abs"] < 1e-4
+                else f"cosine to fp32 vectors mean {r['cos_mean']:.3f}, min {r['cos_min']:.3f}"
+            )
+        )
         is_default = r is base
-        b.add(f"MiniLM embedding: {name} — short turns/s; 256-token passages/s; warm query p50 (CPU p50)", "—",
-              f"{len(short) / r['short_s']:.0f}/s; {len(passages) / r['pass_s']:.1f}/s; "
-              f"{r['q50'] * 1000:.2f} ms ({r['q_cpu'] * 1000:.2f} ms)",
-              ratio=f"throughput {base['short_s'] / r['short_s']:.2f}× / {base['pass_s'] / r['pass_s']:.2f}× "
-                    f"onnx fp32 (CPU {base['short_cpu'] / r['short_cpu']:.2f}× / {base['pass_cpu'] / r['pass_cpu']:.2f}×); {agree}",
-              budget="warm query ≤ 5 ms" if is_default else "", ok=(r["q50"] <= 0.005) if is_default else None)
-    b.add("MiniLM FLOP-based limit of this machine (dense layers, 21.2 MFLOP/token, measured sgemm peak)", "—",
-          f"{gf * 1e9 / (FLOP_PER_TOKEN * n_short / len(short)):.0f}/s; "
-          f"{gf * 1e9 / (FLOP_PER_TOKEN * n_pass / len(passages)):.1f}/s; "
-          f"{FLOP_PER_TOKEN * n_query / (gf * 1e9) * 1000:.2f} ms",
-          ratio=f"sgemm {gf:.0f} GFLOP/s now; {n_short / len(short):.0f} tokens per short turn, "
-                f"{n_pass / len(passages):.0f} per passage, {n_query:.0f} per query")
+        b.add(
+            f"MiniLM embedding: {name} — short turns/s; 256-token passages/s; warm query p50 (CPU p50)",
+            "—",
+            f"{len(short) / r['short_s']:.0f}/s; {len(passages) / r['pass_s']:.1f}/s; "
+            f"{r['q50'] * 1000:.2f} ms ({r['q_cpu'] * 1000:.2f} ms)",
+            ratio=f"throughput {base['short_s'] / r['short_s']:.2f}× / {base['pass_s'] / r['pass_s']:.2f}× "
+            f"onnx fp32 (CPU {base['short_cpu'] / r['short_cpu']:.2f}× / {base['pass_cpu'] / r['pass_cpu']:.2f}×); {agree}",
+            budget="warm query ≤ 5 ms" if is_default else "",
+            ok=(r["q50"] <= 0.005) if is_default else None,
+        )
+    b.add(
+        "MiniLM FLOP-based limit of this machine (dense layers, 21.2 MFLOP/token, measured sgemm peak)",
+        "—",
+        f"{gf * 1e9 / (FLOP_PER_TOKEN * n_short / len(short)):.0f}/s; "
+        f"{gf * 1e9 / (FLOP_PER_TOKEN * n_pass / len(passages)):.1f}/s; "
+        f"{FLOP_PER_TOKEN * n_query / (gf * 1e9) * 1000:.2f} ms",
+        ratio=f"sgemm {gf:.0f} GFLOP/s now; {n_short / len(short):.0f} tokens per short turn, "
+        f"{n_pass / len(passages):.0f} per passage, {n_query:.0f} per query",
+    )
     npy = res.get("numpy forward pass (fallback)")
     if npy:
         b.notes.append(
@@ -123,13 +146,15 @@ def embedding_rows(b) -> dict:
             f"and took {npy['short_s'] / base['short_s']:.2f}× (short turns) and {npy['pass_s'] / base['pass_s']:.2f}× "
             "(passages) its time for a batch, so the numpy pass does not earn a place on speed; it stays only as the fallback "
             "where onnxruntime has no wheel (it imports numpy alone) and as an independent check of the graph "
-            "(both match sentence-transformers within 1e-5 in tests/test_embedders.py).")
+            "(both match sentence-transformers within 1e-5 in tests/test_embedders.py)."
+        )
     q8 = res.get("onnxruntime int8 (dynamic quantisation)")
     if q8:
         b.notes.append(
             f"int8 (onnxruntime dynamic quantisation) embeds at {base['short_s'] / q8['short_s']:.2f}× / "
             f"{base['pass_s'] / q8['pass_s']:.2f}× fp32's speed, but its vectors are not the model's (cosine to the fp32 "
             f"vectors mean {q8['cos_mean']:.3f}, min {q8['cos_min']:.3f}); it is not adopted for ingest — the quality "
-            "harness comparison is in docs/embedding-runtime.md.")
+            "harness comparison is in docs/embedding-runtime.md."
+        )
     b.raw["embedding"] = {"results": res, "gflops": gf, "tokens": [n_short, n_pass, n_query]}
     return res

@@ -24,8 +24,16 @@ KS = (1, 5, 10)
 TURN_K = 10
 # Preferred file names when a folder holds several (the cleaned release fixes broken sessions).
 PREFERRED = ("longmemeval_s_dev.json.xz", "longmemeval_s_dev.json", "longmemeval_s_cleaned.json", "longmemeval_s.json")
-REQUIRED = ("question_id", "question_type", "question", "question_date", "haystack_session_ids",
-            "haystack_dates", "haystack_sessions", "answer_session_ids")
+REQUIRED = (
+    "question_id",
+    "question_type",
+    "question",
+    "question_date",
+    "haystack_session_ids",
+    "haystack_dates",
+    "haystack_sessions",
+    "answer_session_ids",
+)
 _DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$")
 
 
@@ -56,13 +64,13 @@ class Haystack:
     """A question's records plus what the scorer needs to know about each of them."""
 
     records: list[dict]
-    session_of: dict[str, str] = field(default_factory=dict)   # record id -> session id
-    gold_turns: set[str] = field(default_factory=set)           # record ids of turns with has_answer
+    session_of: dict[str, str] = field(default_factory=dict)  # record id -> session id
+    gold_turns: set[str] = field(default_factory=set)  # record ids of turns with has_answer
     skipped_blank: int = 0
 
 
 def parse_date(text: str, where: str) -> dt.datetime:
-    """"2023/05/30 (Tue) 23:40" as a UTC datetime (the benchmark's dates carry no zone)."""
+    """ "2023/05/30 (Tue) 23:40" as a UTC datetime (the benchmark's dates carry no zone)."""
     m = _DATE.match(str(text))
     if not m:
         raise ValueError(f"{where}: date {text!r} is not like '2023/05/30 (Tue) 23:40'")
@@ -76,8 +84,10 @@ def find_file(path: Path) -> Path:
     if path.is_file():
         return path
     if not path.is_dir():
-        raise UsageError(f"LongMemEval data not found: {path} does not exist",
-                         "Put longmemeval_s*.json there (see its SOURCE.md), or pass --data DIR.")
+        raise UsageError(
+            f"LongMemEval data not found: {path} does not exist",
+            "Put longmemeval_s*.json there (see its SOURCE.md), or pass --data DIR.",
+        )
     for name in PREFERRED:
         if (path / name).is_file():
             return path / name
@@ -85,8 +95,10 @@ def find_file(path: Path) -> Path:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise UsageError(f"LongMemEval data not found: no longmemeval_s*.json in {path}",
-                         "The harness reads the LongMemEval_S file (longmemeval_s_cleaned.json or longmemeval_s.json).")
+        raise UsageError(
+            f"LongMemEval data not found: no longmemeval_s*.json in {path}",
+            "The harness reads the LongMemEval_S file (longmemeval_s_cleaned.json or longmemeval_s.json).",
+        )
     raise UsageError(f"{path}: several LongMemEval files ({', '.join(p.name for p in found)}); pass one as --lme FILE")
 
 
@@ -128,12 +140,20 @@ def _question(obj) -> Question:
         raise ValueError(f"{qid}: haystack_session_ids, haystack_dates and haystack_sessions differ in length")
     out = []
     for sid, date, turns in zip(ids, dates, sessions):
-        if not isinstance(turns, list) or not all(isinstance(t, dict) and "role" in t and "content" in t for t in turns):
+        if not isinstance(turns, list) or not all(
+            isinstance(t, dict) and "role" in t and "content" in t for t in turns
+        ):
             raise ValueError(f"{qid}: session {sid} is not a list of {{role, content}} turns")
         out.append(Session(str(sid), parse_date(date, f"{qid} session {sid}"), turns))
-    return Question(qid, str(obj["question_type"]), str(obj["question"]), str(obj.get("answer", "")),
-                    parse_date(obj["question_date"], f"{qid} question_date"), out,
-                    {str(s) for s in obj["answer_session_ids"]})
+    return Question(
+        qid,
+        str(obj["question_type"]),
+        str(obj["question"]),
+        str(obj.get("answer", "")),
+        parse_date(obj["question_date"], f"{qid} question_date"),
+        out,
+        {str(s) for s in obj["answer_session_ids"]},
+    )
 
 
 def haystack(q: Question) -> Haystack:
@@ -150,8 +170,17 @@ def haystack(q: Question) -> Haystack:
                 hs.skipped_blank += 1
                 continue
             rid = f"lme-{pos:03d}-{j:03d}"
-            hs.records.append({"id": rid, "ts": s.date + dt.timedelta(seconds=j), "role": turn["role"],
-                               "actor": turn["role"], "type": "text", "text": text, "session": s.sid})
+            hs.records.append(
+                {
+                    "id": rid,
+                    "ts": s.date + dt.timedelta(seconds=j),
+                    "role": turn["role"],
+                    "actor": turn["role"],
+                    "type": "text",
+                    "text": text,
+                    "session": s.sid,
+                }
+            )
             hs.session_of[rid] = s.sid
             if turn.get("has_answer") is True:
                 hs.gold_turns.add(rid)

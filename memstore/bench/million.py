@@ -40,8 +40,9 @@ def clustered_vectors(n: int, seed: int = 11, centres: int = 2000, latent: int =
 def query_vectors(matrix: np.ndarray, n: int, seed: int = 5) -> np.ndarray:
     """Queries near stored rows (a row plus noise), so each has real neighbours, as user queries do."""
     rng = np.random.default_rng(seed)
-    q = matrix[np.sort(rng.choice(matrix.shape[0], n, replace=False))] + \
-        0.6 * rng.standard_normal((n, DIM)).astype(np.float32) / np.sqrt(DIM)
+    q = matrix[np.sort(rng.choice(matrix.shape[0], n, replace=False))] + 0.6 * rng.standard_normal((n, DIM)).astype(
+        np.float32
+    ) / np.sqrt(DIM)
     return (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -76,13 +77,31 @@ def build_index(base: Path, n: int, log=print):
             conn.executemany(
                 "INSERT INTO records (rowid, id, day, line_no, off, len, ts, role, type, session, vrow) "
                 "VALUES (?, ?, ?, ?, 0, 0, ?, ?, 'text', ?, ?)",
-                [(s + i + 1, f"r{s + i}", time.strftime("%Y-%m-%d", time.gmtime(times[s + i])), s + i,
-                  float(times[s + i]), roles[(s + i) % 2], f"s{(s + i) // 40}", s + i) for i in range(m)])
-            conn.executemany("INSERT INTO fts (rowid, body) VALUES (?, ?)", [(s + i + 1, t) for i, t in enumerate(texts)])
+                [
+                    (
+                        s + i + 1,
+                        f"r{s + i}",
+                        time.strftime("%Y-%m-%d", time.gmtime(times[s + i])),
+                        s + i,
+                        float(times[s + i]),
+                        roles[(s + i) % 2],
+                        f"s{(s + i) // 40}",
+                        s + i,
+                    )
+                    for i in range(m)
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO fts (rowid, body) VALUES (?, ?)", [(s + i + 1, t) for i, t in enumerate(texts)]
+            )
             log(f"  million bench: {s + m:,} / {n:,} rows")
         vecfiles.write_rows(index.meta_dir, 1, 0, vecs, times)
-        for key, value in (("gen", "1"), ("n_rows", str(n)), ("schema", str(SCHEMA_VERSION)),
-                           ("embedder", index._embedder_key())):
+        for key, value in (
+            ("gen", "1"),
+            ("n_rows", str(n)),
+            ("schema", str(SCHEMA_VERSION)),
+            ("embedder", index._embedder_key()),
+        ):
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
     marker.write_text(json.dumps({"n": n, "build_s": time.perf_counter() - t0}))
     log(f"built {root.name} in {time.perf_counter() - t0:.0f} s")
@@ -114,9 +133,11 @@ def hybrid_at_scale(b, n: int = 1_000_000, n_queries: int = 20) -> dict:
     out = {}
     methods = ["exact"] + (["auto"] if ann.have_faiss() else [])
     for method in methods:
+
         def one(i, method=method):
             exact, vector = hybrid_candidates(index, words[i], qv[i], Filters(), 50, method=method)
             return fuse_rrf({"exact": exact, "vector": vector})[:10]
+
         if method == "auto":
             t, _ = synth_timed(lambda: one(0))  # builds (or loads) the float16 sidecar once
             out["fp16_prepare_s"] = t
@@ -125,10 +146,16 @@ def hybrid_at_scale(b, n: int = 1_000_000, n_queries: int = 20) -> dict:
     if "auto" in out:
         from ..retrieve.search import vector_candidates
 
-        agree = np.mean([
-            len({r for r, _ in vector_candidates(index, qv[i], Filters(), 10, method="exact")} &
-                {r for r, _ in vector_candidates(index, qv[i], Filters(), 10, method="auto")}) / 10
-            for i in range(n_queries)])
+        agree = np.mean(
+            [
+                len(
+                    {r for r, _ in vector_candidates(index, qv[i], Filters(), 10, method="exact")}
+                    & {r for r, _ in vector_candidates(index, qv[i], Filters(), 10, method="auto")}
+                )
+                / 10
+                for i in range(n_queries)
+            ]
+        )
         out["fp16_recall10"] = float(agree)
     return out
 
@@ -162,8 +189,10 @@ def ivf_curve(b, sizes=(250_000, 500_000, 1_000_000), n_queries: int = 50) -> li
         build_s = time.perf_counter() - t0
         row = {"n": n, "build_s": build_s, "nlist": int(ivf.index.nlist), "probes": {}}
         for nprobe in (16, 64, 128, 256):
+
             def one(i, nprobe=nprobe, ivf=ivf):
                 return ann.rescore(mat, qv[i], ivf.candidates(qv[i], 10, 0, n, nprobe=nprobe), 10)[0]
+
             wall, cpu = _p50(one, list(range(n_queries)))
             recall = float(np.mean([len(exact[i] & set(one(i).tolist())) / 10 for i in range(n_queries)]))
             row["probes"][nprobe] = {"p50_s": wall, "cpu_s": cpu, "recall10": recall}

@@ -35,22 +35,39 @@ SCIFACT_K = (10, 100)
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m memstore.bench.quality", description=__doc__.splitlines()[0])
-    p.add_argument("--data", type=Path, default=Path("../shared/bench-data"),
-                   help="folder holding longmemeval/ and scifact/ (default ../shared/bench-data)")
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=Path("../shared/bench-data"),
+        help="folder holding longmemeval/ and scifact/ (default ../shared/bench-data)",
+    )
     p.add_argument("--lme", type=Path, help="LongMemEval file or folder (default DATA/longmemeval)")
     p.add_argument("--scifact", type=Path, help="SciFact folder (default DATA/scifact)")
     p.add_argument("--out", type=Path, default=Path("docs/quality.md"), help="the Markdown report to write")
     p.add_argument("--limit", type=int, help="quick run: N LongMemEval questions per type, the first N SciFact claims")
-    p.add_argument("--claims", type=int, help="SciFact claims to score (default: --limit when given, else all; 0 = all)")
+    p.add_argument(
+        "--claims", type=int, help="SciFact claims to score (default: --limit when given, else all; 0 = all)"
+    )
     p.add_argument("--only", choices=BENCHMARKS, help="run one benchmark")
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
     p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"), help="the stores' embedder")
-    p.add_argument("--work", type=Path, help="where the temporary stores go (default: /dev/shm when writable, else the temp folder)")
+    p.add_argument(
+        "--work",
+        type=Path,
+        help="where the temporary stores go (default: /dev/shm when writable, else the temp folder)",
+    )
     p.add_argument("--keep", action="store_true", help="keep the stores after the run")
-    p.add_argument("--cache", type=Path, default=Path(".bench/quality-embeddings.sqlite"),
-                   help="embedding cache file (repeated turns and re-runs are not embedded again)")
-    p.add_argument("--allow-missing", action="store_true",
-                   help="write the report even when benchmark data is absent (those sections say so) and exit 0")
+    p.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(".bench/quality-embeddings.sqlite"),
+        help="embedding cache file (repeated turns and re-runs are not embedded again)",
+    )
+    p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="write the report even when benchmark data is absent (those sections say so) and exit 0",
+    )
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -121,14 +138,30 @@ def naive_rrf(store, query: str, k: int, qvec=None) -> list[str]:
 
     index = store.index(update=False)
     terms = query_terms(query, drop_stop_words=False)
-    exact = [] if not terms else [(r, float(sc)) for r, sc in index.conn.execute(
-        "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?",
-        (" OR ".join(terms), NAIVE_POOL))]
+    exact = (
+        []
+        if not terms
+        else [
+            (r, float(sc))
+            for r, sc in index.conn.execute(
+                "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?",
+                (" OR ".join(terms), NAIVE_POOL),
+            )
+        ]
+    )
     qvec = store.embedder.embed_query(query) if qvec is None else qvec
     vector = vector_candidates(index, qvec, Filters(), NAIVE_POOL)
     ranked = fuse_rrf({"exact": exact, "vector": vector}, k=60)[:k]
-    ids = dict(index.conn.execute(f"SELECT rowid, id FROM records WHERE rowid IN ({','.join('?' * len(ranked))})",
-                                  [r for r, _, _ in ranked])) if ranked else {}
+    ids = (
+        dict(
+            index.conn.execute(
+                f"SELECT rowid, id FROM records WHERE rowid IN ({','.join('?' * len(ranked))})",
+                [r for r, _, _ in ranked],
+            )
+        )
+        if ranked
+        else {}
+    )
     return [ids[r] for r, _, _ in ranked]
 
 
@@ -177,8 +210,10 @@ def warm_cache(embedder, texts: list[str], log, label: str, step: int = 2048) ->
     t0 = time.perf_counter()
     for i in range(0, len(texts), step):
         embed_cached(embedder, texts[i : i + step], kind="passage")
-        log(f"  {label}: {min(i + step, len(texts))}/{len(texts)} distinct texts embedded or found in the cache "
-            f"({time.perf_counter() - t0:.0f} s)")
+        log(
+            f"  {label}: {min(i + step, len(texts))}/{len(texts)} distinct texts embedded or found in the cache "
+            f"({time.perf_counter() - t0:.0f} s)"
+        )
     return {"distinct_texts": len(texts), "seconds": time.perf_counter() - t0, "cached": True}
 
 
@@ -194,8 +229,15 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
         t0 = time.perf_counter()
         root = work / "lme" / f"q{i:04d}"
         store = build_store(root, embedder, hs.records, f"Import {len(hs.records)} LongMemEval turns ({q.qid})")
-        row = {"qid": q.qid, "qtype": q.qtype, "records": len(hs.records), "build_s": time.perf_counter() - t0,
-               "metrics": {}, "query_s": {}, "level": None}
+        row = {
+            "qid": q.qid,
+            "qtype": q.qtype,
+            "records": len(hs.records),
+            "build_s": time.perf_counter() - t0,
+            "metrics": {},
+            "query_s": {},
+            "level": None,
+        }
         for mode in args.modes:
             t1 = time.perf_counter()
             ids, level = lme_ranking(store, q, mode, hs)
@@ -214,17 +256,28 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
         if r["level"]:
             levels.setdefault(r["qtype"], {}).setdefault(r["level"], 0)
             levels[r["qtype"]][r["level"]] += 1
-    return {"file": str(file), "questions_total": len(questions), "abstention_skipped": abstention,
-            "limit": args.limit, "scored": len(rows), "summary": summary, "recall_levels": levels,
-            "timing": _timing(rows, args.modes), "embedding": embedding, "rows": rows}
+    return {
+        "file": str(file),
+        "questions_total": len(questions),
+        "abstention_skipped": abstention,
+        "limit": args.limit,
+        "scored": len(rows),
+        "summary": summary,
+        "recall_levels": levels,
+        "timing": _timing(rows, args.modes),
+        "embedding": embedding,
+        "rows": rows,
+    }
 
 
 def _timing(rows: list[dict], modes: list[str]) -> dict:
     builds = [r["build_s"] for r in rows]
-    out = {"records_mean": statistics.fmean(r["records"] for r in rows) if rows else 0,
-           "build_s_mean": statistics.fmean(builds) if builds else 0.0,
-           "build_s_max": max(builds, default=0.0),
-           "query_ms_mean": {m: 1000 * statistics.fmean(r["query_s"][m] for r in rows) if rows else 0.0 for m in modes}}
+    out = {
+        "records_mean": statistics.fmean(r["records"] for r in rows) if rows else 0,
+        "build_s_mean": statistics.fmean(builds) if builds else 0.0,
+        "build_s_max": max(builds, default=0.0),
+        "query_ms_mean": {m: 1000 * statistics.fmean(r["query_s"][m] for r in rows) if rows else 0.0 for m in modes},
+    }
     out["question_s_mean"] = out["build_s_mean"] + sum(out["query_ms_mean"].values()) / 1000
     return out
 
@@ -238,10 +291,19 @@ def run_scifact(path: Path, args, embedder, work: Path, log) -> dict:
     if args.claims:
         claims = claims[: args.claims]
     base = dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)
-    records = [{"id": f"scifact-{d}", "ts": base + dt.timedelta(seconds=i), "role": "system", "actor": "document",
-                "type": "doc", "text": sf.document_text(d), "session": "scifact",
-                "source": {"path": f"corpus.jsonl#{d}", "chunk": 0, "chunks": 1, "doc_id": d}}
-               for i, d in enumerate(sf.docs)]
+    records = [
+        {
+            "id": f"scifact-{d}",
+            "ts": base + dt.timedelta(seconds=i),
+            "role": "system",
+            "actor": "document",
+            "type": "doc",
+            "text": sf.document_text(d),
+            "session": "scifact",
+            "source": {"path": f"corpus.jsonl#{d}", "chunk": 0, "chunks": 1, "doc_id": d},
+        }
+        for i, d in enumerate(sf.docs)
+    ]
     log(f"SciFact ({sf.layout} layout): {len(records)} abstracts, {len(claims)} judged claims from {sf.root}")
     embedding = warm_cache(embedder, [r["text"] for r in records], log, "SciFact abstracts", step=256)
     t0 = time.perf_counter()
@@ -260,20 +322,35 @@ def run_scifact(path: Path, args, embedder, work: Path, log) -> dict:
             if mode == NAIVE:
                 ranked = [doc_of[i] for i in naive_rrf(store, sf.queries[qid], max(SCIFACT_K), qvec)]
             elif mode == RRF_MODE:
-                ranked = [h.source["doc_id"] for h in search(store, sf.queries[qid], k=max(SCIFACT_K), mode="hybrid",
-                                                             qvec=qvec, fusion="rrf")]
+                ranked = [
+                    h.source["doc_id"]
+                    for h in search(store, sf.queries[qid], k=max(SCIFACT_K), mode="hybrid", qvec=qvec, fusion="rrf")
+                ]
             else:
-                ranked = [h.source["doc_id"] for h in search(store, sf.queries[qid], k=max(SCIFACT_K), mode=mode, qvec=qvec)]
+                ranked = [
+                    h.source["doc_id"] for h in search(store, sf.queries[qid], k=max(SCIFACT_K), mode=mode, qvec=qvec)
+                ]
             per_claim.append((scifact.ndcg(ranked, sf.qrels[qid], 10), scifact.recall(ranked, sf.qrels[qid], 100)))
         query_ms[mode] = 1000 * (time.perf_counter() - t1) / max(1, len(claims))
-        summary[mode] = {"ndcg@10": statistics.fmean(a for a, _ in per_claim),
-                         "recall@100": statistics.fmean(b for _, b in per_claim), "n": len(per_claim)}
+        summary[mode] = {
+            "ndcg@10": statistics.fmean(a for a, _ in per_claim),
+            "recall@100": statistics.fmean(b for _, b in per_claim),
+            "n": len(per_claim),
+        }
         log(f"  {mode}: nDCG@10 {summary[mode]['ndcg@10']:.3f}, Recall@100 {summary[mode]['recall@100']:.3f}")
     if not args.keep:
         shutil.rmtree(work / "scifact", ignore_errors=True)
-    return {"root": str(sf.root), "layout": sf.layout, "notes": sf.notes, "docs": len(records),
-            "claims": len(claims), "limit": args.claims, "summary": summary,
-            "timing": {"build_s": build_s, "query_ms_mean": query_ms}, "embedding": embedding}
+    return {
+        "root": str(sf.root),
+        "layout": sf.layout,
+        "notes": sf.notes,
+        "docs": len(records),
+        "claims": len(claims),
+        "limit": args.claims,
+        "summary": summary,
+        "timing": {"build_s": build_s, "query_ms_mean": query_ms},
+        "embedding": embedding,
+    }
 
 
 # ----- the run ---------------------------------------------------------------------------------
@@ -287,16 +364,27 @@ def run(args, log=None) -> dict:
     log = log or (lambda m: None if args.quiet else print(m, file=sys.stderr, flush=True))
     found, missing = locate(args)
     if missing and not args.allow_missing:
-        lines = [f"{m['benchmark']}: {m['reason']}" + ("" if Path(m["path"]).is_absolute()
-                 else f" (that is {Path(m['path']).resolve()})") for m in missing]
-        raise UsageError("quality benchmark data is missing:\n  " + "\n  ".join(lines),
-                         "Nothing was measured and the report was left as it was. Pass --data DIR (the folder "
-                         "holding longmemeval/ and scifact/), or --allow-missing to write a report that says so.")
+        lines = [
+            f"{m['benchmark']}: {m['reason']}"
+            + ("" if Path(m["path"]).is_absolute() else f" (that is {Path(m['path']).resolve()})")
+            for m in missing
+        ]
+        raise UsageError(
+            "quality benchmark data is missing:\n  " + "\n  ".join(lines),
+            "Nothing was measured and the report was left as it was. Pass --data DIR (the folder "
+            "holding longmemeval/ and scifact/), or --allow-missing to write a report that says so.",
+        )
     args.cache.parent.mkdir(parents=True, exist_ok=True)
     os.environ["MEMSTORE_EMBED_CACHE"] = str(args.cache.resolve())  # the harness's own cache file
-    report = {"command": " ".join(["python -m memstore.bench.quality", *sys.argv[1:]]) if args.command is None
-              else args.command, "embedder": args.embedder, "modes": args.modes, "missing": missing,
-              "started": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    report = {
+        "command": " ".join(["python -m memstore.bench.quality", *sys.argv[1:]])
+        if args.command is None
+        else args.command,
+        "embedder": args.embedder,
+        "modes": args.modes,
+        "missing": missing,
+        "started": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
     embedder = get_embedder(args.embedder)
     report["embedder_model"] = embedder.model
     base = args.work or default_work()

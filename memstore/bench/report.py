@@ -26,11 +26,17 @@ def machine() -> dict:
         sqlite_version = sqlite3.sqlite_version
     except ImportError:
         sqlite_version = "?"
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-            "sqlite": sqlite_version, "os": f"{platform.system()} {platform.release()}",
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "load": " / ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?",
-            "busy": hasattr(os, "getloadavg") and os.getloadavg()[1] > (os.cpu_count() or 1)}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "sqlite": sqlite_version,
+        "os": f"{platform.system()} {platform.release()}",
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "load": " / ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?",
+        "busy": hasattr(os, "getloadavg") and os.getloadavg()[1] > (os.cpu_count() or 1),
+    }
 
 
 def commit() -> str:
@@ -40,10 +46,15 @@ def commit() -> str:
 
     src = Path(__file__).resolve().parents[2]
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=src, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "memstore"], cwd=src,
-                               capture_output=True, text=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=src, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "memstore"],
+            cwd=src,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
     return sha + (" + local changes" if dirty else "")
@@ -85,8 +96,13 @@ def render(b) -> str:
     ]
     for r in b.rows:
         verdict = "" if r.ok is None else ("**pass**" if r.ok else "**FAIL**")
-        lines.append("| " + " | ".join(_cell(x) for x in (r.measure, r.size, r.ours, r.numpy, r.contexttape,
-                                                          r.ratio, r.budget, verdict)) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(x) for x in (r.measure, r.size, r.ours, r.numpy, r.contexttape, r.ratio, r.budget, verdict)
+            )
+            + " |"
+        )
     if b.notes:
         lines += ["", "Notes:", ""] + [f"- {n}" for n in b.notes]
     lines += ["", f"Python executable: `{sys.executable}`.", ""]

@@ -52,8 +52,7 @@ class ScaleRow:
 
 
 def _git(*args, cwd=None, env=None) -> str:
-    return subprocess.run(["git", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(["git", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
 
 
 def _tracked_bytes(root: Path) -> tuple[int, int, int]:
@@ -108,8 +107,12 @@ def _git_seconds(trace: Path) -> float:
 def _ct_add(root: Path, text: str, trace: Path, ts: str) -> float:
     env = {**os.environ, "GIT_TRACE2_EVENT": str(trace)}
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "memstore", "-C", str(root), "-q", "add", "--ts", ts, text], env=env,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "memstore", "-C", str(root), "-q", "add", "--ts", ts, text],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return time.perf_counter() - t0
 
 
@@ -162,8 +165,9 @@ def _prepare(base: Path, n: int, per_day: int, runs: int, log=print) -> _Prepare
     _git("clone", "-q", src, work / "clone")
     clone_s = time.perf_counter() - t0
     dst = work / "clone"
-    shutil.copytree(src / ".memstore", dst / ".memstore",
-                    ignore=shutil.ignore_patterns("*.lock", "journal*", "built.json"))
+    shutil.copytree(
+        src / ".memstore", dst / ".memstore", ignore=shutil.ignore_patterns("*.lock", "journal*", "built.json")
+    )
     times = _new_turn_times(dst, runs + 1)
     _ct_add(dst, "scale warm-up: the index notices it moved", work / "warm.trace", times[0])
     return _Prepared(n, src, dst, work, files, disk, logs, vec_bytes, days, clone_s, times)
@@ -183,13 +187,25 @@ def _finish(p: _Prepared, log=print) -> ScaleRow:
         status.append(time.perf_counter() - t0)
     writes = int(_git("-C", p.src, "rev-list", "--count", "HEAD").strip())
     n = p.n
-    row = ScaleRow(n=n, days=p.days, writes=writes, files=p.files, index_bytes=(p.src / ".git" / "index").stat().st_size,
-                   disk_per_record=p.disk / n, git_per_record=_dir_bytes(p.src / ".git" / "objects") / n,
-                   content_per_record=p.logs / n + p.vec_bytes, add_s=statistics.median(p.samples),
-                   add_git_s=statistics.median(p.git_parts), status_s=statistics.median(status), clone_s=p.clone_s,
-                   add_samples=p.samples)
-    log(f"scale {n:,}: ct add {row.add_s * 1000:.0f} ms (git {row.add_git_s * 1000:.0f} ms), {row.files:,} files, "
-        f"clone {row.clone_s:.2f} s")
+    row = ScaleRow(
+        n=n,
+        days=p.days,
+        writes=writes,
+        files=p.files,
+        index_bytes=(p.src / ".git" / "index").stat().st_size,
+        disk_per_record=p.disk / n,
+        git_per_record=_dir_bytes(p.src / ".git" / "objects") / n,
+        content_per_record=p.logs / n + p.vec_bytes,
+        add_s=statistics.median(p.samples),
+        add_git_s=statistics.median(p.git_parts),
+        status_s=statistics.median(status),
+        clone_s=p.clone_s,
+        add_samples=p.samples,
+    )
+    log(
+        f"scale {n:,}: ct add {row.add_s * 1000:.0f} ms (git {row.add_git_s * 1000:.0f} ms), {row.files:,} files, "
+        f"clone {row.clone_s:.2f} s"
+    )
     return row
 
 
@@ -215,7 +231,11 @@ def measure(base: Path, n: int, per_day: int = 100, runs: int = ADD_RUNS, log=pr
 
 
 def _size(n: int) -> str:
-    return f"{n // 1_000_000}M" if n >= 1_000_000 and n % 1_000_000 == 0 else (f"{n // 1000}k" if n % 1000 == 0 else str(n))
+    return (
+        f"{n // 1_000_000}M"
+        if n >= 1_000_000 and n % 1_000_000 == 0
+        else (f"{n // 1000}k" if n % 1000 == 0 else str(n))
+    )
 
 
 def _kib(b: float) -> str:
@@ -227,20 +247,34 @@ def goals(rows: list[ScaleRow]) -> list[tuple[str, str, bool]]:
     out = []
     lo, hi = rows[0], rows[-1]
     ratio = hi.add_s / lo.add_s
-    out.append((f"`ct add` at {_size(hi.n)} within 1.25× of {_size(lo.n)}",
-                f"{hi.add_s * 1000:.0f} ms / {lo.add_s * 1000:.0f} ms = {ratio:.2f}×", ratio <= 1.25))
+    out.append(
+        (
+            f"`ct add` at {_size(hi.n)} within 1.25× of {_size(lo.n)}",
+            f"{hi.add_s * 1000:.0f} ms / {lo.add_s * 1000:.0f} ms = {ratio:.2f}×",
+            ratio <= 1.25,
+        )
+    )
     worst = max(rows, key=lambda r: r.files - (2 * r.days + r.writes + FIXED_FILES))
     bound = 2 * worst.days + worst.writes + FIXED_FILES
-    out.append(("files in the repository ≤ days (a log and a pack each) + writes, never ∝ records",
-                f"{worst.files:,} files ≤ 2 × {worst.days:,} days + {worst.writes:,} writes + {FIXED_FILES} at "
-                f"{_size(worst.n)}" if worst.files <= bound else
-                f"{worst.files:,} files > 2 × {worst.days:,} days + {worst.writes:,} writes + {FIXED_FILES} at {_size(worst.n)}",
-                all(r.files <= 2 * r.days + r.writes + FIXED_FILES for r in rows)))
+    out.append(
+        (
+            "files in the repository ≤ days (a log and a pack each) + writes, never ∝ records",
+            f"{worst.files:,} files ≤ 2 × {worst.days:,} days + {worst.writes:,} writes + {FIXED_FILES} at "
+            f"{_size(worst.n)}"
+            if worst.files <= bound
+            else f"{worst.files:,} files > 2 × {worst.days:,} days + {worst.writes:,} writes + {FIXED_FILES} at {_size(worst.n)}",
+            all(r.files <= 2 * r.days + r.writes + FIXED_FILES for r in rows),
+        )
+    )
     worst = max(rows, key=lambda r: r.disk_per_record / r.content_per_record)
     share = worst.disk_per_record / worst.content_per_record
-    out.append(("bytes on disk per record ≤ 1.3 × (day-log line + vector bytes)",
-                f"{worst.disk_per_record:,.0f} B / {worst.content_per_record:,.0f} B = {share:.2f}× at {_size(worst.n)}",
-                share <= 1.3))
+    out.append(
+        (
+            "bytes on disk per record ≤ 1.3 × (day-log line + vector bytes)",
+            f"{worst.disk_per_record:,.0f} B / {worst.content_per_record:,.0f} B = {share:.2f}× at {_size(worst.n)}",
+            share <= 1.3,
+        )
+    )
     return out
 
 
@@ -250,7 +284,10 @@ def markdown(rows: list[ScaleRow]) -> str:
         return ""
     head = ["measure", *(_size(r.n) for r in rows)]
     body = [
-        ("`ct add` wall time (median of %d, fresh local clone)" % len(rows[0].add_samples), [f"{r.add_s * 1000:,.0f} ms" for r in rows]),
+        (
+            "`ct add` wall time (median of %d, fresh local clone)" % len(rows[0].add_samples),
+            [f"{r.add_s * 1000:,.0f} ms" for r in rows],
+        ),
         ("… of which inside git (trace2)", [f"{r.add_git_s * 1000:,.0f} ms" for r in rows]),
         ("files in the repository (`git ls-files`)", [f"{r.files:,}" for r in rows]),
         ("days / writes (commits)", [f"{r.days:,} / {r.writes:,}" for r in rows]),
@@ -261,13 +298,19 @@ def markdown(rows: list[ScaleRow]) -> str:
         ("`git status` (median of 3)", [f"{r.status_s * 1000:,.0f} ms" for r in rows]),
         ("`git clone` (local, with checkout)", [f"{r.clone_s:,.2f} s" for r in rows]),
     ]
-    lines = ["", "## Scale", "",
-             "Synthetic stores (memstore/bench/synth.py); `ct add` is a real `ct` process (Python start-up "
-             "included) in a fresh `git clone` of the store, with the store's index copied beside it and no hooks "
-             "installed, after one warm-up add; the timed adds take turns across the sizes; each add is a new turn dated after the store's last record (the 1M "
-             "store's synthetic days run to 2050). Git's part is the wall time of the git processes it started, "
-             "from git's trace2 events.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [
+        "",
+        "## Scale",
+        "",
+        "Synthetic stores (memstore/bench/synth.py); `ct add` is a real `ct` process (Python start-up "
+        "included) in a fresh `git clone` of the store, with the store's index copied beside it and no hooks "
+        "installed, after one warm-up add; the timed adds take turns across the sizes; each add is a new turn dated after the store's last record (the 1M "
+        "store's synthetic days run to 2050). Git's part is the wall time of the git processes it started, "
+        "from git's trace2 events.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
     lines += ["| " + " | ".join([m, *cells]) + " |" for m, cells in body]
     lines += ["", "| goal | measured | verdict |", "|---|---|---|"]
     lines += [f"| {g} | {m} | {'pass' if ok else 'FAIL'} |" for g, m, ok in goals(rows)]
@@ -304,7 +347,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", dest="as_json", type=Path, default=None, help="Also write the raw numbers here.")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    sizes = sorted({int(float(s)) for s in args.sizes.split(",") if s.strip()} | ({1_000_000} if args.with_1m else set()))
+    sizes = sorted(
+        {int(float(s)) for s in args.sizes.split(",") if s.strip()} | ({1_000_000} if args.with_1m else set())
+    )
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     rows = measure_all(args.base, sizes, args.per_day, args.runs, log=say)
     print(markdown(rows))

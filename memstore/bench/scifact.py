@@ -23,11 +23,11 @@ QREL_FILES = ("qrels/train.tsv", "qrels/dev.tsv", "qrels/test.tsv")  # the first
 
 @dataclass
 class SciFact:
-    layout: str                                   # "beir" or "original"
+    layout: str  # "beir" or "original"
     root: Path
-    docs: dict[str, tuple[str, str]]              # doc id -> (title, abstract text)
-    queries: dict[str, str]                       # query id -> claim
-    qrels: dict[str, dict[str, int]]              # query id -> {doc id: relevance > 0}
+    docs: dict[str, tuple[str, str]]  # doc id -> (title, abstract text)
+    queries: dict[str, str]  # query id -> claim
+    qrels: dict[str, dict[str, int]]  # query id -> {doc id: relevance > 0}
     notes: list[str] = field(default_factory=list)
 
     def document_text(self, doc_id: str) -> str:
@@ -41,13 +41,18 @@ def find_root(path: Path) -> Path:
     if (path / "corpus.jsonl").is_file():
         return path
     if not path.is_dir():
-        raise UsageError(f"SciFact data not found: {path} does not exist",
-                         "Put the BEIR scifact folder (corpus.jsonl, queries.jsonl, qrels/) there, or pass --data DIR.")
+        raise UsageError(
+            f"SciFact data not found: {path} does not exist",
+            "Put the BEIR scifact folder (corpus.jsonl, queries.jsonl, qrels/) there, or pass --data DIR.",
+        )
     below = sorted(p.parent for p in path.glob("*/corpus.jsonl"))
     if len(below) == 1:
         return below[0]
-    raise UsageError(f"SciFact data not found: no corpus.jsonl in {path}" if not below else
-                     f"{path}: several SciFact folders ({', '.join(str(p) for p in below)}); pass one with --scifact")
+    raise UsageError(
+        f"SciFact data not found: no corpus.jsonl in {path}"
+        if not below
+        else f"{path}: several SciFact folders ({', '.join(str(p) for p in below)}); pass one with --scifact"
+    )
 
 
 def _jsonl(file: Path):
@@ -123,8 +128,10 @@ def _load_original(root: Path) -> SciFact:
             fallback += bool(rel)
         if rel:
             qrels[qid] = {d: 1 for d in rel}
-    notes = ["judgements: claims_dev.jsonl evidence documents"
-             + (f"; {fallback} claims without evidence judged by their cited_doc_ids" if fallback else "")]
+    notes = [
+        "judgements: claims_dev.jsonl evidence documents"
+        + (f"; {fallback} claims without evidence judged by their cited_doc_ids" if fallback else "")
+    ]
     return _checked(SciFact("original", root, docs, queries, qrels, notes), root / "claims_dev.jsonl")
 
 

@@ -26,7 +26,7 @@ UPPER_DIGITS = string.ascii_uppercase + string.digits
 
 @dataclass(frozen=True)
 class Case:
-    label: str   # what the text holds: a secret kind, or "none" for a look-alike
+    label: str  # what the text holds: a secret kind, or "none" for a look-alike
     text: str
 
     @property
@@ -67,8 +67,21 @@ def secrets(rng: random.Random) -> list[Case]:
     akid = "AK" + "IA" + _r(rng, UPPER_DIGITS, 16)
     asecret = _r(rng, B62 + "/+", 40)
     slack_bot = "xo" + "xb-" + f"{rng.randrange(10**11, 10**12)}-{rng.randrange(10**12, 10**13)}-" + _r(rng, B62, 24)
-    slack_user = "xo" + "xp-" + "-".join(str(rng.randrange(10**11, 10**12)) for _ in range(3)) + "-" + _r(rng, "0123456789abcdef", 32)
-    slack_hook = "https://hooks.slack.com/services/T" + _r(rng, UPPER_DIGITS, 8) + "/B" + _r(rng, UPPER_DIGITS, 10) + "/" + _r(rng, B62, 24)
+    slack_user = (
+        "xo"
+        + "xp-"
+        + "-".join(str(rng.randrange(10**11, 10**12)) for _ in range(3))
+        + "-"
+        + _r(rng, "0123456789abcdef", 32)
+    )
+    slack_hook = (
+        "https://hooks.slack.com/services/T"
+        + _r(rng, UPPER_DIGITS, 8)
+        + "/B"
+        + _r(rng, UPPER_DIGITS, 10)
+        + "/"
+        + _r(rng, B62, 24)
+    )
     stripe = "sk" + "_live_" + _r(rng, B62, 24)
     stripe_r = "rk" + "_live_" + _r(rng, B62, 24)
     google = "AI" + "za" + _r(rng, B62 + "-_", 35)
@@ -103,7 +116,7 @@ def secrets(rng: random.Random) -> list[Case]:
         Case("jwt", f"the session cookie was {jwt}"),
         Case("generic-secret", f"password: {pw}"),
         Case("generic-secret", "db password is hunter2-SuperSecret! don't share"),
-        Case("generic-secret", f'DATABASE_URL=postgres://app:{_r(rng, B62, 16)}@db.internal:5432/app'),
+        Case("generic-secret", f"DATABASE_URL=postgres://app:{_r(rng, B62, 16)}@db.internal:5432/app"),
         Case("generic-secret", f'{{"username": "ann", "password": "{_r(rng, B62, 12)}!"}}'),
         Case("generic-secret", f"PGPASSWORD='Tr0ub4dor&3{_r(rng, B62, 4)}' psql -h db"),
         Case("docker-auth", json.dumps({"auths": {"https://index.docker.io/v1/": {"auth": docker_auth}}}, indent=2)),
@@ -176,8 +189,10 @@ def rates(detector, cases: list[Case]) -> dict:
     pos = [(c, f) for c, f in zip(cases, flagged) if c.secret]
     neg = [(c, f) for c, f in zip(cases, flagged) if not c.secret]
     return {
-        "detected": sum(f for _, f in pos), "secrets": len(pos),
-        "false_positives": sum(f for _, f in neg), "lookalikes": len(neg),
+        "detected": sum(f for _, f in pos),
+        "secrets": len(pos),
+        "false_positives": sum(f for _, f in neg),
+        "lookalikes": len(neg),
         "missed": sorted({c.label for c, f in pos if not f}),
         "false_on": [c.text[:60] for c, f in neg if f],
         "ms_per_text": 1000 * elapsed / max(1, len(cases)),
@@ -191,16 +206,20 @@ def main() -> None:
     detectors = {
         "hand-written rules (memstore.ingest.secrets.scan_rules)": sec.scan_rules,
         "detect-secrets 1.5.0, all default plugins": sec.scan_detect_secrets,
-        "detect-secrets 1.5.0, specific plugins (no entropy / keyword)": lambda t: sec.scan_detect_secrets(t, specific_only=True, token_lines_only=False),
+        "detect-secrets 1.5.0, specific plugins (no entropy / keyword)": lambda t: sec.scan_detect_secrets(
+            t, specific_only=True, token_lines_only=False
+        ),
         "adopted: rules + detect-secrets specific plugins (memstore.ingest.secrets.scan)": sec.scan,
     }
     print("| detector | secrets found | false positives | ms per text | missed kinds |")
     print("|---|---|---|---|---|")
     for name, fn in detectors.items():
         r = rates(fn, cases)
-        print(f"| {name} | {r['detected']}/{r['secrets']} ({100 * r['detected'] / r['secrets']:.0f}%) | "
-              f"{r['false_positives']}/{r['lookalikes']} ({100 * r['false_positives'] / r['lookalikes']:.0f}%) | "
-              f"{r['ms_per_text']:.2f} | {', '.join(r['missed']) or '—'} |")
+        print(
+            f"| {name} | {r['detected']}/{r['secrets']} ({100 * r['detected'] / r['secrets']:.0f}%) | "
+            f"{r['false_positives']}/{r['lookalikes']} ({100 * r['false_positives'] / r['lookalikes']:.0f}%) | "
+            f"{r['ms_per_text']:.2f} | {', '.join(r['missed']) or '—'} |"
+        )
         for t in r["false_on"][:8]:
             print(f"|   false positive on | `{t!r}` | | | |")
 

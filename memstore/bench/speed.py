@@ -120,10 +120,13 @@ def warm_queries(b: Bench, store, n: int, queries: list[str], qvecs: np.ndarray)
     res, cpu = {}, {}
     for mode in ("exact", "vector", "hybrid"):
         cpu[mode] = []
-        res[mode] = sample(lambda i, m=mode: search(store, queries[i], 10, m, qvec=qvecs[i]), qlist, b.repeats, cpu[mode])
+        res[mode] = sample(
+            lambda i, m=mode: search(store, queries[i], 10, m, qvec=qvecs[i]), qlist, b.repeats, cpu[mode]
+        )
     cpu["vector_part"], cpu["numpy"] = [], []
-    res["vector_part"] = sample(lambda i: vector_candidates(index, qvecs[i], Filters(), pool), qlist, b.repeats,
-                                cpu["vector_part"])
+    res["vector_part"] = sample(
+        lambda i: vector_candidates(index, qvecs[i], Filters(), pool), qlist, b.repeats, cpu["vector_part"]
+    )
     res["numpy"] = sample(lambda i: bare_scan(matrix, qvecs[i], pool), qlist, b.repeats, cpu["numpy"])
     c50 = {k: pct(v, 50) for k, v in cpu.items()}
     p = {k: pct(v, 50) for k, v in res.items()}
@@ -135,16 +138,26 @@ def warm_queries(b: Bench, store, n: int, queries: list[str], qvecs: np.ndarray)
         if mode == "hybrid" and n >= 100_000:
             budget, ok = "p50 ≤ 30 ms @100k", p["hybrid"] <= 0.030
         vs_numpy = mode != "exact"  # an FTS query has no numpy counterpart
-        b.add(f"warm {mode} query, top 10, text read for hits (wall p50 / p95; CPU p50)", size,
-              f"{ms(p[mode])} / {ms(p95[mode])}; CPU {ms(c50[mode])}",
-              numpy=f"{ms(np50)}; CPU {ms(c50['numpy'])}" if vs_numpy else "",
-              ratio=f"{p[mode] / np50:.1f}× numpy" if vs_numpy else "", budget=budget, ok=ok)
+        b.add(
+            f"warm {mode} query, top 10, text read for hits (wall p50 / p95; CPU p50)",
+            size,
+            f"{ms(p[mode])} / {ms(p95[mode])}; CPU {ms(c50[mode])}",
+            numpy=f"{ms(np50)}; CPU {ms(c50['numpy'])}" if vs_numpy else "",
+            ratio=f"{p[mode] / np50:.1f}× numpy" if vs_numpy else "",
+            budget=budget,
+            ok=ok,
+        )
     vp = p["vector_part"] / np50
     budget, ok = ("≤ 2× numpy @100k", vp <= 2.0) if n >= 100_000 else ("", None)
-    b.add("vector part of a query: cosine scan + top 50 (wall p50 / p95; CPU p50)", size,
-          f"{ms(p['vector_part'])} / {ms(p95['vector_part'])}; CPU {ms(c50['vector_part'])}",
-          numpy=f"{ms(np50)} / {ms(p95['numpy'])}; CPU {ms(c50['numpy'])}", ratio=f"{vp:.2f}× numpy",
-          budget=budget, ok=ok)
+    b.add(
+        "vector part of a query: cosine scan + top 50 (wall p50 / p95; CPU p50)",
+        size,
+        f"{ms(p['vector_part'])} / {ms(p95['vector_part'])}; CPU {ms(c50['vector_part'])}",
+        numpy=f"{ms(np50)} / {ms(p95['numpy'])}; CPU {ms(c50['numpy'])}",
+        ratio=f"{vp:.2f}× numpy",
+        budget=budget,
+        ok=ok,
+    )
     res["p50"], res["p95"], res["cpu_p50"] = p, p95, c50
     return res
 
@@ -165,25 +178,34 @@ def fresh_search(b: Bench, store, n: int, queries: list[str]) -> None:
     for q in queries[:5]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        proc = subprocess.run([*ct_command(), "-C", str(store.root), "search", q, "-k", "10"],
-                              capture_output=True, text=True, env=env)
+        proc = subprocess.run(
+            [*ct_command(), "-C", str(store.root), "search", q, "-k", "10"], capture_output=True, text=True, env=env
+        )
         walls.append(time.perf_counter() - t)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         # CPU time shows what the process itself costs when other work shares the cores.
         cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
         if proc.returncode != 0:
             raise RuntimeError(f"ct search failed: {proc.stderr.strip()}")
-    probe = ("import atexit, sys\n"
-             "atexit.register(lambda: sys.stderr.write('HEAVY=' + ','.join(m for m in ('torch', 'sentence_transformers', 'onnxruntime') if m in sys.modules) + '\\n'))\n"
-             "from memstore.cli import main\n"
-             f"main(['-C', {str(store.root)!r}, 'search', {queries[0]!r}, '-k', '10'])\n")
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write('HEAVY=' + ','.join(m for m in ('torch', 'sentence_transformers', 'onnxruntime') if m in sys.modules) + '\\n'))\n"
+        "from memstore.cli import main\n"
+        f"main(['-C', {str(store.root)!r}, 'search', {queries[0]!r}, '-k', '10'])\n"
+    )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
     heavy = [ln.split("=", 1)[1] for ln in proc.stderr.splitlines() if ln.startswith("HEAVY=")]
     heavy_mods = heavy[0] if heavy else "?"
     p50 = statistics.median(walls)
     budget, ok = ("≤ 1 s @100k, no torch", p50 <= 1.0 and heavy_mods == "") if n >= 100_000 else ("", None)
-    b.add("fresh `ct search` process, wall (hash-embedder store, median of 5)", f"{n:,}", ms(p50),
-          ratio=f"CPU time {ms(statistics.median(cpus))}; heavy imports: {heavy_mods or 'none'}", budget=budget, ok=ok)
+    b.add(
+        "fresh `ct search` process, wall (hash-embedder store, median of 5)",
+        f"{n:,}",
+        ms(p50),
+        ratio=f"CPU time {ms(statistics.median(cpus))}; heavy imports: {heavy_mods or 'none'}",
+        budget=budget,
+        ok=ok,
+    )
     b.raw.setdefault("fresh_search", {})[n] = walls
 
 
@@ -219,19 +241,31 @@ def fresh_search_minilm(b: Bench, store, n: int, queries: list[str]) -> None:
     try:
         import re
 
-        switched = re.sub(r'(?m)^model = ".*"$', 'model = "sentence-transformers/all-MiniLM-L6-v2"',
-                          before.replace('name = "hash"', 'name = "minilm"'), count=1)
+        switched = re.sub(
+            r'(?m)^model = ".*"$',
+            'model = "sentence-transformers/all-MiniLM-L6-v2"',
+            before.replace('name = "hash"', 'name = "minilm"'),
+            count=1,
+        )
         toml.write_text(switched, encoding="utf-8")
         with conn:
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'embedder'", ("sentence-transformers/all-MiniLM-L6-v2:384",))
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'embedder'", ("sentence-transformers/all-MiniLM-L6-v2:384",)
+            )
         _fresh_runs(b, ["-C", str(store.root), "search", queries[1], "-k", "10"], n=1)  # page the model in
         wall, cpu = _fresh_runs(b, ["-C", str(store.root), "search", queries[0], "-k", "10"])
     finally:
         toml.write_text(before, encoding="utf-8")
         with conn:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'embedder'", (key,))
-    b.add("fresh `ct search` process, MiniLM store (loads the ONNX graph, embeds the query; median of 5)", f"{n:,}",
-          ms(wall), ratio=f"CPU time {ms(cpu)}", budget="≤ 400 ms @100k", ok=wall <= 0.400)
+    b.add(
+        "fresh `ct search` process, MiniLM store (loads the ONNX graph, embeds the query; median of 5)",
+        f"{n:,}",
+        ms(wall),
+        ratio=f"CPU time {ms(cpu)}",
+        budget="≤ 400 ms @100k",
+        ok=wall <= 0.400,
+    )
     b.raw.setdefault("fresh_search_minilm", {})[n] = [wall, cpu]
 
 
@@ -243,17 +277,31 @@ def fresh_add(b: Bench, n: int = 1000) -> None:
     try:
         store = Store.init(tmp / "s", embedder="hash", timezone="UTC")
         texts = synth.TextSource(seed=8).texts(n)
-        recs = [store.normalize({"ts": f"2026-01-{1 + i // 100:02d}T{(i // 4) % 24:02d}:{i % 60:02d}:00Z",
-                                 "role": "user" if i % 2 == 0 else "assistant", "text": t, "session": f"s{i // 20}"})
-                for i, t in enumerate(texts)]
+        recs = [
+            store.normalize(
+                {
+                    "ts": f"2026-01-{1 + i // 100:02d}T{(i // 4) % 24:02d}:{i % 60:02d}:00Z",
+                    "role": "user" if i % 2 == 0 else "assistant",
+                    "text": t,
+                    "session": f"s{i // 20}",
+                }
+            )
+            for i, t in enumerate(texts)
+        ]
         for i in range(0, n, 250):
             store.write(recs[i : i + 250], f"Add {i}")
         store.index()
         wall, cpu = _fresh_runs(b, ["-C", str(store.root), "add", "the budget review moves to friday"])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    b.add("fresh `ct add` process, one turn (hash embedder; median of 5)", f"{n:,}", ms(wall),
-          ratio=f"CPU time {ms(cpu)}", budget="≤ 250 ms @1k" if n >= 1000 else "", ok=(wall <= 0.250) if n >= 1000 else None)
+    b.add(
+        "fresh `ct add` process, one turn (hash embedder; median of 5)",
+        f"{n:,}",
+        ms(wall),
+        ratio=f"CPU time {ms(cpu)}",
+        budget="≤ 250 ms @1k" if n >= 1000 else "",
+        ok=(wall <= 0.250) if n >= 1000 else None,
+    )
     b.raw["fresh_add"] = [wall, cpu]
 
 
@@ -264,12 +312,16 @@ def fresh_where(b: Bench, store, n: int) -> None:
 
 def fresh_minilm_query(b: Bench) -> float:
     """A fresh process that loads MiniLM and embeds one query: what a minilm store adds to `ct search`."""
-    code = ("import time; t=time.perf_counter()\n"
-            "from memstore.adapters.minilm import MiniLMEmbedder\n"
-            "MiniLMEmbedder().embed_query('what did we decide about the budget')\n"
-            "print(time.perf_counter()-t)")
+    code = (
+        "import time; t=time.perf_counter()\n"
+        "from memstore.adapters.minilm import MiniLMEmbedder\n"
+        "MiniLMEmbedder().embed_query('what did we decide about the budget')\n"
+        "print(time.perf_counter()-t)"
+    )
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
     wall = time.perf_counter() - t
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip())
@@ -306,8 +358,12 @@ def read_all_files(root: Path) -> tuple[float, int]:
 def rebuild(b: Bench, store, n: int) -> float:
     index = store.index(update=False)
     t_read, size, files = read_all_files(store.root)
-    b.add("reading the store's files once (day logs + packs, page cache as found)", f"{n:,}", ms(t_read),
-          ratio=f"{size / 1e6:,.0f} MB in {files:,} files")
+    b.add(
+        "reading the store's files once (day logs + packs, page cache as found)",
+        f"{n:,}",
+        ms(t_read),
+        ratio=f"{size / 1e6:,.0f} MB in {files:,} files",
+    )
     t, _ = timed(index.update, rebuild=True)
     b.raw.setdefault("rebuild", {})[n] = t
     return t
@@ -327,9 +383,14 @@ def one_new_day(b: Bench, store, n: int, minilm_embed) -> None:
         store.index()
     embed_s = minilm_embed([r["text"] for r in recs]) if minilm_embed else None
     extra = f"; MiniLM embedding of the {len(recs)} records: {ms(embed_s)}" if embed_s is not None else ""
-    b.add(f"incremental reindex after one new day ({len(recs)} records)", f"{n:,}", ms(t_idx),
-          ratio=f"days planned: {len(plan.changed)}{extra}",
-          budget="≤ 0.5 s + embedding" if n >= 100_000 else "", ok=(t_idx <= 0.5) if n >= 100_000 else None)
+    b.add(
+        f"incremental reindex after one new day ({len(recs)} records)",
+        f"{n:,}",
+        ms(t_idx),
+        ratio=f"days planned: {len(plan.changed)}{extra}",
+        budget="≤ 0.5 s + embedding" if n >= 100_000 else "",
+        ok=(t_idx <= 0.5) if n >= 100_000 else None,
+    )
     b.raw.setdefault("one_day", {})[n] = {"write_s": t_write, "index_s": t_idx, "embed_s": embed_s}
 
 
@@ -370,11 +431,20 @@ def sizes_rows(b: Bench, n: int) -> None:
         st.index()
         per[dtype] = bytes_per_record(st, n)
     f, i = per["float32"], per["int8"]
-    for key, label in (("vec_seg", "vector segment"), ("pack_rest", "pack manifest"), ("log", "day-log line"),
-                       ("git", "git objects (compressed)"), ("pack_disk", "pack files on disk (4 KiB blocks)"),
-                       ("index", "disposable index (.memstore)")):
-        b.add(f"bytes per record: {label}, float32 / int8", f"{n:,}", f"{f[key]:,.0f} / {i[key]:,.0f} B",
-              ratio=f"int8 = {i[key] / f[key]:.2f}× float32" if f[key] else "")
+    for key, label in (
+        ("vec_seg", "vector segment"),
+        ("pack_rest", "pack manifest"),
+        ("log", "day-log line"),
+        ("git", "git objects (compressed)"),
+        ("pack_disk", "pack files on disk (4 KiB blocks)"),
+        ("index", "disposable index (.memstore)"),
+    ):
+        b.add(
+            f"bytes per record: {label}, float32 / int8",
+            f"{n:,}",
+            f"{f[key]:,.0f} / {i[key]:,.0f} B",
+            ratio=f"int8 = {i[key] / f[key]:.2f}× float32" if f[key] else "",
+        )
     b.raw["bytes_per_record"] = per
 
 
@@ -386,8 +456,16 @@ def _ingest_store(tmp: Path, embedder_name: str, emb, texts: list[str]):
 
     store = Store.init(tmp, embedder=embedder_name, timezone="UTC")
     store.set_embedder(emb)
-    recs = [store.normalize({"ts": f"2026-01-0{1 + i % 3}T10:{i // 60 % 60:02d}:{i % 60:02d}Z",
-                             "role": "user" if i % 2 == 0 else "assistant", "text": t}) for i, t in enumerate(texts)]
+    recs = [
+        store.normalize(
+            {
+                "ts": f"2026-01-0{1 + i % 3}T10:{i // 60 % 60:02d}:{i % 60:02d}Z",
+                "role": "user" if i % 2 == 0 else "assistant",
+                "text": t,
+            }
+        )
+        for i, t in enumerate(texts)
+    ]
     return store, recs
 
 
@@ -418,9 +496,14 @@ def ingest_overhead(b: Bench, embedder_name: str, profile: bool = False) -> None
     over = max(0.0, t_write - t_embed)
     frac = over / t_write
     real = embedder_name != "hash"
-    b.add(f"ingest overhead beyond embedding ({embedder_name} embedder, {len(texts)} records, one commit)", "—",
-          f"{frac * 100:.1f}% ({ms(over)} of {ms(t_write)})", ratio=f"{over / len(texts) * 1000:.2f} ms/record",
-          budget="≤ 15% of total" if real else "", ok=(frac <= 0.15) if real else None)
+    b.add(
+        f"ingest overhead beyond embedding ({embedder_name} embedder, {len(texts)} records, one commit)",
+        "—",
+        f"{frac * 100:.1f}% ({ms(over)} of {ms(t_write)})",
+        ratio=f"{over / len(texts) * 1000:.2f} ms/record",
+        budget="≤ 15% of total" if real else "",
+        ok=(frac <= 0.15) if real else None,
+    )
     b.raw.setdefault("ingest", {})[embedder_name] = {"write_s": t_write, "embed_s": t_embed}
 
 
@@ -464,8 +547,10 @@ def write_breakdown(b: Bench, store, recs: list[dict], embedder_name: str) -> No
             key, secs = inner[0]
             text += f" → `{label(key)}` {secs / total * 100:.0f}%"
         parts.append(text)
-    b.notes.append(f"Where `Store.write` spends its time ({embedder_name} embedder, {len(recs)} records, cProfile, "
-                   f"{total:.2f} s profiled): " + "; ".join(parts) + ".")
+    b.notes.append(
+        f"Where `Store.write` spends its time ({embedder_name} embedder, {len(recs)} records, cProfile, "
+        f"{total:.2f} s profiled): " + "; ".join(parts) + "."
+    )
 
 
 def minilm_query_time(b: Bench, queries: list[str]):
@@ -489,8 +574,10 @@ def contexttape_compare(b: Bench, store, n: int, queries: list[str], qvecs: np.n
     if not py.exists():
         script = Path(__file__).resolve().parents[2] / "scripts" / "ct_venv.sh"
         if not script.exists():
-            raise RuntimeError(f"ContextTape's virtualenv {venv} is missing and {script} is not here to create it; "
-                               "run from a source checkout or pass --no-contexttape")
+            raise RuntimeError(
+                f"ContextTape's virtualenv {venv} is missing and {script} is not here to create it; "
+                "run from a source checkout or pass --no-contexttape"
+            )
         subprocess.run(["bash", str(script)], check=True, env={**os.environ, "CT_VENV": str(venv)})
     index = store.index(update=False)
     work = b.base / f"ct-v{synth.SYNTH_VERSION}-{n}-{b.per_day}"
@@ -503,8 +590,18 @@ def contexttape_compare(b: Bench, store, n: int, queries: list[str], qvecs: np.n
         (work / "texts.json").write_text(json.dumps([index.record_at(r)["text"] for r in rowids]), encoding="utf-8")
     np.save(work / "queries.npy", qvecs.astype(np.float32))
     child = Path(__file__).with_name("ct_child.py")
-    args = [str(py), str(child), "--folder", str(folder), "--queries", str(work / "queries.npy"),
-            "--repeats", "1", "--budget-s", str(b.ct_budget_s)]
+    args = [
+        str(py),
+        str(child),
+        "--folder",
+        str(folder),
+        "--queries",
+        str(work / "queries.npy"),
+        "--repeats",
+        "1",
+        "--budget-s",
+        str(b.ct_budget_s),
+    ]
     if not (folder / "built.json").exists():
         args += ["--build-from", str(work / "vectors.npy"), str(work / "texts.json")]
         b.log(f"building a {n:,}-pair ContextTape store with its own append API (once)…")
@@ -516,16 +613,32 @@ def contexttape_compare(b: Bench, store, n: int, queries: list[str], qvecs: np.n
     ct50 = pct(times, 50)
     ours50 = ours["p50"]["vector"]
     ratio = ct50 / ours50
-    ours_top = [h.text if h else None for h in
-                (next(iter(search(store, q, 1, "vector", qvec=qvecs[i])), None) for i, q in enumerate(queries[:len(res["top_texts"])]))]
+    ours_top = [
+        h.text if h else None
+        for h in (
+            next(iter(search(store, q, 1, "vector", qvec=qvecs[i])), None)
+            for i, q in enumerate(queries[: len(res["top_texts"])])
+        )
+    ]
     agree = sum(a == c for a, c in zip(ours_top, res["top_texts"]))
     budget, ok = ("≥ 50× @10k", ratio >= 50) if n == 10_000 else ("", None)
-    b.add("vector search: memstore `search(mode=vector)` vs ContextTape `ISStore.search_by_vector`",
-          f"{n:,}", ms(ours50), numpy=ms(ours["p50"]["numpy"]), contexttape=f"{ms(ct50)} (p50 of {len(times)})",
-          ratio=f"{ratio:,.0f}× faster; same top hit {agree}/{len(res['top_texts'])}", budget=budget, ok=ok)
+    b.add(
+        "vector search: memstore `search(mode=vector)` vs ContextTape `ISStore.search_by_vector`",
+        f"{n:,}",
+        ms(ours50),
+        numpy=ms(ours["p50"]["numpy"]),
+        contexttape=f"{ms(ct50)} (p50 of {len(times)})",
+        ratio=f"{ratio:,.0f}× faster; same top hit {agree}/{len(res['top_texts'])}",
+        budget=budget,
+        ok=ok,
+    )
     built = json.loads((folder / "built.json").read_text(encoding="utf-8"))
-    b.raw.setdefault("contexttape", {})[n] = {"times": times, "pairs": res["pairs"], "version": res["version"],
-                                              "build_s": built.get("build_s")}
+    b.raw.setdefault("contexttape", {})[n] = {
+        "times": times,
+        "pairs": res["pairs"],
+        "version": res["version"],
+        "build_s": built.get("build_s"),
+    }
 
 
 # ----- where (markers) -------------------------------------------------------------------------------
@@ -567,8 +680,12 @@ def run(b: Bench) -> str:
         store.index()
         t_rb = rebuild(b, store, n)
         rebuild_rate[n] = t_rb / n
-        b.add("full index rebuild (`Index.update(rebuild=True)`, files in page cache)", f"{n:,}", ms(t_rb),
-              ratio=f"{t_rb / n * 1e6:.0f} µs/record")
+        b.add(
+            "full index rebuild (`Index.update(rebuild=True)`, files in page cache)",
+            f"{n:,}",
+            ms(t_rb),
+            ratio=f"{t_rb / n * 1e6:.0f} µs/record",
+        )
         ours = warm_queries(b, store, n, queries, qvecs)
         fresh_search(b, store, n, queries)
         if b.contexttape and n == min(b.sizes):
@@ -586,16 +703,23 @@ def run(b: Bench) -> str:
     if len(rebuild_rate) > 1:
         lo, hi = min(rebuild_rate), max(rebuild_rate)
         growth = rebuild_rate[hi] / rebuild_rate[lo]
-        b.add("full rebuild is linear in records (time per record, largest / smallest)", f"{lo:,} → {hi:,}",
-              f"{growth:.2f}×", budget="≤ 1.5×", ok=growth <= 1.5)
+        b.add(
+            "full rebuild is linear in records (time per record, largest / smallest)",
+            f"{lo:,} → {hi:,}",
+            f"{growth:.2f}×",
+            budget="≤ 1.5×",
+            ok=growth <= 1.5,
+        )
     if b.contexttape and largest > min(b.sizes):
         ct = b.raw.get("contexttape", {}).get(min(b.sizes))
         if ct:
             per = pct(ct["times"], 50)
-            b.notes.append(f"ContextTape at {largest:,} was not run: one query at {min(b.sizes):,} pairs takes "
-                           f"{per:.1f} s (it opens every segment header per query), so {largest:,} would take about "
-                           f"{per * largest / min(b.sizes):.0f} s per query (building its {min(b.sizes):,}-pair store "
-                           f"through its append API took {ct.get('build_s') or 0:.0f} s).")
+            b.notes.append(
+                f"ContextTape at {largest:,} was not run: one query at {min(b.sizes):,} pairs takes "
+                f"{per:.1f} s (it opens every segment header per query), so {largest:,} would take about "
+                f"{per * largest / min(b.sizes):.0f} s per query (building its {min(b.sizes):,}-pair store "
+                f"through its append API took {ct.get('build_s') or 0:.0f} s)."
+            )
     sizes_rows(b, min(b.sizes))
     fresh_add(b, min(1000, max(b.sizes)))
     ingest_overhead(b, "hash", profile=True)
@@ -606,8 +730,10 @@ def run(b: Bench) -> str:
     from .scale import run_into  # the scale table (issue 12): its own module, sizes from MEMSTORE_BENCH_SCALE
 
     scale = run_into(b)
-    b.notes.append(f"This run took {(time.perf_counter() - started) / 60:.1f} min (stores already built under "
-                   f"{b.base} are reused; building them is part of a first run).")
+    b.notes.append(
+        f"This run took {(time.perf_counter() - started) / 60:.1f} min (stores already built under "
+        f"{b.base} are reused; building them is part of a first run)."
+    )
     return render(b) + scale
 
 
@@ -620,29 +746,46 @@ def million_rows(b: Bench) -> None:
     b.log(f"— {n:,} records (index filled directly)")
     res = million.hybrid_at_scale(b, n)
     ex = res["exact"]
-    b.add("warm hybrid candidates + fusion, top 10: float32 numpy scan (wall p50; CPU per query)", f"{n:,}",
-          f"{ms(ex[0])}; CPU {ms(ex[1])}")
+    b.add(
+        "warm hybrid candidates + fusion, top 10: float32 numpy scan (wall p50; CPU per query)",
+        f"{n:,}",
+        f"{ms(ex[0])}; CPU {ms(ex[1])}",
+    )
     if "auto" in res:
         fp = res["auto"]
-        b.add("warm hybrid candidates + fusion, top 10: faiss float16 scan re-scored in float32 (the default from "
-              f"{ann.FP16_MIN_ROWS:,} rows)", f"{n:,}", f"{ms(fp[0])}; CPU {ms(fp[1])}",
-              ratio=f"{ex[0] / fp[0]:.2f}× float32 wall, {ex[1] / fp[1]:.2f}× CPU; vector top 10 equal to exact "
-                    f"{res['fp16_recall10'] * 100:.0f}%; first query builds the float16 copy: {ms(res['fp16_prepare_s'])}",
-              budget="p50 ≤ 50 ms @1M" if n >= 1_000_000 else "", ok=(fp[0] <= 0.050) if n >= 1_000_000 else None)
+        b.add(
+            "warm hybrid candidates + fusion, top 10: faiss float16 scan re-scored in float32 (the default from "
+            f"{ann.FP16_MIN_ROWS:,} rows)",
+            f"{n:,}",
+            f"{ms(fp[0])}; CPU {ms(fp[1])}",
+            ratio=f"{ex[0] / fp[0]:.2f}× float32 wall, {ex[1] / fp[1]:.2f}× CPU; vector top 10 equal to exact "
+            f"{res['fp16_recall10'] * 100:.0f}%; first query builds the float16 copy: {ms(res['fp16_prepare_s'])}",
+            budget="p50 ≤ 50 ms @1M" if n >= 1_000_000 else "",
+            ok=(fp[0] <= 0.050) if n >= 1_000_000 else None,
+        )
     else:
-        b.notes.append("faiss is not installed: the float16 scan and the IVF index were not measured (pip install faiss-cpu).")
+        b.notes.append(
+            "faiss is not installed: the float16 scan and the IVF index were not measured (pip install faiss-cpu)."
+        )
         return
     rows = million.ivf_curve(b, sizes=tuple(s for s in b.ann_sizes if s <= max(b.ann_sizes)))
     for r in rows:
         good = [(p, v) for p, v in sorted(r["probes"].items()) if v["recall10"] >= 0.99]
         pick = good[0] if good else max(r["probes"].items())
-        detail = "; ".join(f"nprobe {p}: {v['p50_s'] * 1000:.2f} ms, recall@10 {v['recall10']:.3f}"
-                           for p, v in sorted(r["probes"].items()))
-        b.add(f"IVF (faiss, {r['nlist']} cells, float16 codes, float32 re-score): build; query p50 at the first nprobe "
-              "with recall@10 ≥ 0.99 vs exact", f"{r['n']:,}",
-              f"build {r['build_s']:.1f} s; {pick[1]['p50_s'] * 1000:.2f} ms at nprobe {pick[0]}",
-              numpy=f"{r['exact_p50_s'] * 1000:.2f} ms exact", ratio=detail,
-              budget="recall@10 ≥ 0.99", ok=pick[1]["recall10"] >= 0.99)
+        detail = "; ".join(
+            f"nprobe {p}: {v['p50_s'] * 1000:.2f} ms, recall@10 {v['recall10']:.3f}"
+            for p, v in sorted(r["probes"].items())
+        )
+        b.add(
+            f"IVF (faiss, {r['nlist']} cells, float16 codes, float32 re-score): build; query p50 at the first nprobe "
+            "with recall@10 ≥ 0.99 vs exact",
+            f"{r['n']:,}",
+            f"build {r['build_s']:.1f} s; {pick[1]['p50_s'] * 1000:.2f} ms at nprobe {pick[0]}",
+            numpy=f"{r['exact_p50_s'] * 1000:.2f} ms exact",
+            ratio=detail,
+            budget="recall@10 ≥ 0.99",
+            ok=pick[1]["recall10"] >= 0.99,
+        )
     if len(rows) >= 2:
         a, z = rows[0], rows[-1]
         grow_build = (z["build_s"] / a["build_s"]) ** (np.log(10_000_000 / z["n"]) / np.log(z["n"] / a["n"]))
@@ -654,7 +797,8 @@ def million_rows(b: Bench) -> None:
             "build rate), and with cells ∝ √n a query that keeps recall@10 ≥ 0.99 scans a similar fraction of "
             f"rows, ≈ √(10M / {z['n']:,}) ≈ {np.sqrt(10_000_000 / z['n']):.1f}× the query time at {z['n']:,}. Past ~2M rows on "
             "this 24 GB machine the float32 matrix no longer stays in the page cache beside the float16 copy; "
-            "IVF is then the path.")
+            "IVF is then the path."
+        )
     b.raw["million"] = {"hybrid": res, "ivf": rows}
 
 
@@ -675,19 +819,43 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--base", type=Path, default=Path(".bench"), help="Where built stores are cached.")
     ap.add_argument("--no-contexttape", dest="contexttape", action="store_false")
     ap.add_argument("--no-minilm", dest="minilm", action="store_false")
-    ap.add_argument("--million", type=int, default=1_000_000,
-                    help="Rows of the directly filled index for warm hybrid at scale (0 skips it and the IVF curve).")
+    ap.add_argument(
+        "--million",
+        type=int,
+        default=1_000_000,
+        help="Rows of the directly filled index for warm hybrid at scale (0 skips it and the IVF curve).",
+    )
     ap.add_argument("--ann-sizes", default="250000,500000,1000000", help="Sizes for IVF vs exact, comma-separated.")
 
 
-def run_cli(out=None, sizes="10000,100000", per_day=100, queries=30, repeats=3, ingest_n=256,
-            base=Path(".bench"), contexttape=True, minilm=True, command=None, million=1_000_000,
-            ann_sizes="250000,500000,1000000") -> int:
+def run_cli(
+    out=None,
+    sizes="10000,100000",
+    per_day=100,
+    queries=30,
+    repeats=3,
+    ingest_n=256,
+    base=Path(".bench"),
+    contexttape=True,
+    minilm=True,
+    command=None,
+    million=1_000_000,
+    ann_sizes="250000,500000,1000000",
+) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    b = Bench(sizes=tuple(int(s) for s in str(sizes).split(",") if s.strip()), per_day=per_day, base=Path(base),
-              queries=queries, repeats=repeats, contexttape=contexttape, minilm=minilm, ingest_n=ingest_n,
-              million=million, ann_sizes=tuple(int(x) for x in str(ann_sizes).split(",") if x.strip()),
-              log=lambda m: print(m, file=sys.stderr, flush=True))
+    b = Bench(
+        sizes=tuple(int(s) for s in str(sizes).split(",") if s.strip()),
+        per_day=per_day,
+        base=Path(base),
+        queries=queries,
+        repeats=repeats,
+        contexttape=contexttape,
+        minilm=minilm,
+        ingest_n=ingest_n,
+        million=million,
+        ann_sizes=tuple(int(x) for x in str(ann_sizes).split(",") if x.strip()),
+        log=lambda m: print(m, file=sys.stderr, flush=True),
+    )
     b.raw["command"] = command or " ".join(["python -m memstore.bench.speed", *sys.argv[1:]])
     text = run(b)
     print(text)

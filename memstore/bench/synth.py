@@ -109,8 +109,13 @@ def synth_records(n: int, per_day: int, start: str = "2023-01-01", seed: int = 1
         day, k = divmod(i, per_day)
         ts = day0 + timedelta(days=day, seconds=8 * 3600 + k * (14 * 3600 // max(per_day, 1)))
         role = "user" if k % 2 == 0 else "assistant"
-        raw = {"ts": ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "role": role, "text": texts[i],
-               "session": f"s{day:05d}-{k // 20}", "model": None if role == "user" else "bench-model"}
+        raw = {
+            "ts": ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "role": role,
+            "text": texts[i],
+            "session": f"s{day:05d}-{k // 20}",
+            "model": None if role == "user" else "bench-model",
+        }
         rec = recordfmt.normalize(raw, timezone.utc, derive_id=True)
         recs.append(rec)
     return recs
@@ -128,8 +133,11 @@ def embed_hash(texts: list[str], dim: int = 384) -> np.ndarray:
     from ..adapters.hashing import HashEmbedder
 
     emb = HashEmbedder(dim)
-    return np.concatenate([emb.embed_batch(texts[i : i + 2048]) for i in range(0, len(texts), 2048)]) \
-        if texts else np.zeros((0, dim), np.float32)
+    return (
+        np.concatenate([emb.embed_batch(texts[i : i + 2048]) for i in range(0, len(texts), 2048)])
+        if texts
+        else np.zeros((0, dim), np.float32)
+    )
 
 
 def build_store(base: Path, n: int, per_day: int = 100, dtype: str = "float32", log=print):
@@ -158,8 +166,13 @@ def build_store(base: Path, n: int, per_day: int = 100, dtype: str = "float32", 
     t3 = time.perf_counter()
     store.git.commit(f"Import {n} synthetic records (benchmark)", ["log", "packs"])
     t4 = time.perf_counter()
-    info = {"n": n, "per_day": per_day, "dtype": dtype, "days": len(paths) // 2,
-            "seconds": {"records": t1 - t0, "embed": t2 - t1, "files": t3 - t2, "commit": t4 - t3}}
+    info = {
+        "n": n,
+        "per_day": per_day,
+        "dtype": dtype,
+        "days": len(paths) // 2,
+        "seconds": {"records": t1 - t0, "embed": t2 - t1, "files": t3 - t2, "commit": t4 - t3},
+    }
     marker.parent.mkdir(exist_ok=True)
     marker.write_text(json.dumps(info))
     log(f"built {root.name}: records {t1 - t0:.1f}s, embed {t2 - t1:.1f}s, files {t3 - t2:.1f}s, commit {t4 - t3:.1f}s")
@@ -173,7 +186,11 @@ def next_day_records(store, per_day: int, seed: int = 99) -> list[dict]:
     texts = TextSource(seed).texts(per_day)
     out = []
     for k in range(per_day):
-        raw = {"ts": f"{nxt}T12:{k // 60 % 60:02d}:{k % 60:02d}Z", "role": "user" if k % 2 == 0 else "assistant",
-               "text": texts[k], "session": f"new-{nxt}"}
+        raw = {
+            "ts": f"{nxt}T12:{k // 60 % 60:02d}:{k % 60:02d}Z",
+            "role": "user" if k % 2 == 0 else "assistant",
+            "text": texts[k],
+            "session": f"new-{nxt}",
+        }
         out.append(recordfmt.normalize(raw, timezone.utc, derive_id=True))
     return out

@@ -32,8 +32,12 @@ def load_once(base: str) -> tuple[float, dict]:
     """Seconds for one page load, and seconds per request."""
     parts = {}
     t0 = time.perf_counter()
-    for path, accept in (("/", "text/html"), ("/assets/app.css", "text/css"), ("/assets/app.js", "*/*"),
-                         ("/view/overview", None)):
+    for path, accept in (
+        ("/", "text/html"),
+        ("/assets/app.css", "text/css"),
+        ("/assets/app.js", "*/*"),
+        ("/view/overview", None),
+    ):
         t = time.perf_counter()
         body = _get(base, path, accept or "application/json")
         parts[path] = time.perf_counter() - t
@@ -70,8 +74,14 @@ def page_load(root, loads: int = 10) -> dict:
         thread.join(timeout=5)
     totals = [t for t, _ in runs]
     parts = {p: statistics.median(r[1][p] for r in runs) for p in runs[0][1]}
-    return {"first": first, "p50": statistics.median(totals), "max": max(totals), "cpu": cpu, "loads": loads,
-            "parts": parts}
+    return {
+        "first": first,
+        "p50": statistics.median(totals),
+        "max": max(totals),
+        "cpu": cpu,
+        "loads": loads,
+        "parts": parts,
+    }
 
 
 def page_load_timing(b, store, n: int) -> dict:
@@ -79,12 +89,16 @@ def page_load_timing(b, store, n: int) -> dict:
     res = page_load(store.root)
     worst = max(res["parts"], key=res["parts"].get)
     budget, ok = (f"≤ {BUDGET_S * 1000:.0f} ms @100k", res["p50"] <= BUDGET_S) if n >= BUDGET_AT else ("", None)
-    b.add("web page load (`ct serve`: page, files, overview with per-day counts, last day; server side, sequential)",
-          f"{n:,}", f"{res['p50'] * 1000:.1f} ms",
-          ratio=f"max {res['max'] * 1000:.1f} ms of {res['loads']}; CPU {res['cpu'] * 1000:.1f} ms per load; "
-                f"first load {res['first'] * 1000:.0f} ms; "
-                f"slowest request {worst} {res['parts'][worst] * 1000:.1f} ms",
-          budget=budget, ok=ok)
+    b.add(
+        "web page load (`ct serve`: page, files, overview with per-day counts, last day; server side, sequential)",
+        f"{n:,}",
+        f"{res['p50'] * 1000:.1f} ms",
+        ratio=f"max {res['max'] * 1000:.1f} ms of {res['loads']}; CPU {res['cpu'] * 1000:.1f} ms per load; "
+        f"first load {res['first'] * 1000:.0f} ms; "
+        f"slowest request {worst} {res['parts'][worst] * 1000:.1f} ms",
+        budget=budget,
+        ok=ok,
+    )
     b.raw.setdefault("web", {})[n] = res
     return res
 
@@ -95,8 +109,13 @@ def main(argv=None) -> int:
     ap.add_argument("--loads", type=int, default=10)
     args = ap.parse_args(argv)
     res = page_load(args.store, loads=args.loads)
-    print(json.dumps({k: (round(v * 1000, 2) if isinstance(v, float) else v) for k, v in res.items() if k != "parts"}
-                     | {"parts_ms": {k: round(v * 1000, 2) for k, v in res["parts"].items()}}, indent=1))
+    print(
+        json.dumps(
+            {k: (round(v * 1000, 2) if isinstance(v, float) else v) for k, v in res.items() if k != "parts"}
+            | {"parts_ms": {k: round(v * 1000, 2) for k, v in res["parts"].items()}},
+            indent=1,
+        )
+    )
     return 0 if res["p50"] <= BUDGET_S else 1
 
 

@@ -99,7 +99,7 @@ SUMMARIES = {
     "search": "Search the store: exact, vector or hybrid.",
     "bench": "Measure search, index and ingest speed against numpy and ContextTape.",
     "recall": "Recall what was said: a time phrase → verbatim lines in order.",
-    "mark": "Set or close a \"where are we now\" marker (one commit).",
+    "mark": 'Set or close a "where are we now" marker (one commit).',
     "where": "Show where the conversation stands: open markers, latest lines.",
     "mcp": "Serve the store to AI agents over MCP (stdio).",
     "ingest-any": "Ingest any files: text as chunks, PDFs, images, audio, others as blobs.",
@@ -116,9 +116,14 @@ SUMMARIES = {
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-C", "stores", multiple=True, type=click.Path(file_okay=False),
-              help="Run on the store at PATH (repeat for several stores). Default: $MEMSTORE_DIR, "
-                   "else the store at or above the current folder.")
+@click.option(
+    "-C",
+    "stores",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Run on the store at PATH (repeat for several stores). Default: $MEMSTORE_DIR, "
+    "else the store at or above the current folder.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print only results and errors.")
 @click.option("-v", "--verbose", count=True, help="Print more detail.")
 @click.version_option(__version__, prog_name="ct")

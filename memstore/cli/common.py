@@ -104,12 +104,19 @@ def secret_options(what: str = "Write"):
 
             return f(*args, secrets=mode(allow_secrets, skip_secrets, redact_secrets), **kwargs)
 
-        wrapper = click.option("--redact-secrets", is_flag=True,
-                               help="Replace each detected secret by [REDACTED <kind>] and say so in the record's meta.")(wrapper)
-        wrapper = click.option("--skip-secrets", is_flag=True,
-                               help="Leave out the records that hold a detected secret (listed by file and line).")(wrapper)
-        wrapper = click.option("--allow-secrets", is_flag=True,
-                               help=f"{what} verbatim even what looks like credentials.")(wrapper)
+        wrapper = click.option(
+            "--redact-secrets",
+            is_flag=True,
+            help="Replace each detected secret by [REDACTED <kind>] and say so in the record's meta.",
+        )(wrapper)
+        wrapper = click.option(
+            "--skip-secrets",
+            is_flag=True,
+            help="Leave out the records that hold a detected secret (listed by file and line).",
+        )(wrapper)
+        wrapper = click.option(
+            "--allow-secrets", is_flag=True, help=f"{what} verbatim even what looks like credentials."
+        )(wrapper)
         return wrapper
 
     return deco

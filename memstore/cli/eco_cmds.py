@@ -25,8 +25,9 @@ def mcp_cmd(obj):
 
 @click.command("ingest-any")
 @click.argument("path", type=click.Path(exists=True))
-@click.option("--max-bytes", type=int, default=None,
-              help="Skip (never truncate) files larger than this. Default: 100 MiB.")
+@click.option(
+    "--max-bytes", type=int, default=None, help="Skip (never truncate) files larger than this. Default: 100 MiB."
+)
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (loops are detected).")
 @secret_options("Ingest")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -42,6 +43,5 @@ def ingest_any_cmd(obj, path, max_bytes, follow_symlinks, secrets, as_json):
 
     st = obj.store()
     with progress_for(obj, "Ingesting") as bar:
-        res = st.ingest_any(path, max_bytes=max_bytes, follow_symlinks=follow_symlinks,
-                            secrets=secrets, progress=bar)
+        res = st.ingest_any(path, max_bytes=max_bytes, follow_symlinks=follow_symlinks, secrets=secrets, progress=bar)
     report(obj, res, as_json, "ingest-any")

@@ -15,8 +15,11 @@ from .common import emit_json, one_line
 @click.option("--until", default=None, help="Records up to this time.")
 @click.option("--now", default=None, help="Reference time for phrases (default: now).")
 @click.option("-n", "--dry-run", is_flag=True, help="Only list what would be forgotten.")
-@click.option("--purge-history", is_flag=True,
-              help="Also rewrite git history (git-filter-repo) so no commit holds the text; needs a force push.")
+@click.option(
+    "--purge-history",
+    is_flag=True,
+    help="Also rewrite git history (git-filter-repo) so no commit holds the text; needs a force push.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def forget_cmd(obj, ids, match, session, since, until, now, dry_run, purge_history, as_json):
@@ -30,8 +33,16 @@ def forget_cmd(obj, ids, match, session, since, until, now, dry_run, purge_histo
     Example: ct forget --match "hunter2" -n
     """
     st = obj.store()
-    res = st.forget(ids, match=match, session=session, since=since, until=until, now=now,
-                    dry_run=dry_run, purge_history=purge_history)
+    res = st.forget(
+        ids,
+        match=match,
+        session=session,
+        since=since,
+        until=until,
+        now=now,
+        dry_run=dry_run,
+        purge_history=purge_history,
+    )
     if as_json:
         emit_json({**res.to_json(), "dry_run": dry_run})
         return

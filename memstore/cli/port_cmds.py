@@ -54,5 +54,7 @@ def export_contexttape_cmd(obj, dest, as_json):
     if as_json:
         emit_json(res)
         return
-    click.echo(f"Exported {res['pairs']} text/vector pairs to {res['dir']}"
-               + (f" ({res['skipped']} records without a readable vector left out)" if res["skipped"] else ""))
+    click.echo(
+        f"Exported {res['pairs']} text/vector pairs to {res['dir']}"
+        + (f" ({res['skipped']} records without a readable vector left out)" if res["skipped"] else "")
+    )

@@ -65,16 +65,28 @@ def _hit_lines(h, tz, oneline: bool) -> list[str]:
 
 @click.command("recall")
 @click.argument("question")
-@click.option("-k", "--topk", default=10, show_default=True, type=click.IntRange(1, 10000),
-              help="How many matching lines (a whole window lists up to max(k, 200)).")
-@click.option("--around", default=0, show_default=True, type=click.IntRange(0, 100),
-              help="Also show N neighbouring lines of the same session around each match.")
+@click.option(
+    "-k",
+    "--topk",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, 10000),
+    help="How many matching lines (a whole window lists up to max(k, 200)).",
+)
+@click.option(
+    "--around",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 100),
+    help="Also show N neighbouring lines of the same session around each match.",
+)
 @click.option("--docs", is_flag=True, help="Let document chunks into the answer (left out by default).")
 @click.option("--now", default=None, help="Reference time for phrases like 'yesterday' (ISO; default: now).")
 @click.option("--oneline", is_flag=True, help="Flatten each line and cut it at 300 characters.")
 @click.option("--explain", is_flag=True, help="Show each hit's score parts (with --json).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print JSON: {query, now, window, level, notes, hits: [... with flags]}.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: {query, now, window, level, notes, hits: [... with flags]}."
+)
 @click.pass_obj
 def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json):
     """Recall what was said: the time phrase in QUESTION picks a window, the other words rank
@@ -92,8 +104,9 @@ def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json
     from ..retrieve.recall import recall
 
     st = obj.store(index=True)
-    res = recall(st, question, now=_reference_now(st, now) if now else None, k=topk, around=around,
-                 docs=docs, update_index=False)
+    res = recall(
+        st, question, now=_reference_now(st, now) if now else None, k=topk, around=around, docs=docs, update_index=False
+    )
     if as_json:
         emit_json(res.to_json(explain))
         return
@@ -106,8 +119,11 @@ def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json
     if res.hits:
         n_main = sum(1 for h in res.hits if "context" not in h.flags)
         extra = f" + {len(res.hits) - n_main} context" if n_main != len(res.hits) else ""
-        order = "in time order" if res.level in ("whole_window", "outside_window", "recent") or \
-            res.occurrence in ("first", "last") else "best first"
+        order = (
+            "in time order"
+            if res.level in ("whole_window", "outside_window", "recent") or res.occurrence in ("first", "last")
+            else "best first"
+        )
         click.echo(f"-- {n_main} line(s){extra}, verbatim, {order} --")
     for h in res.hits:
         for line in _hit_lines(h, st.tz, oneline):
@@ -119,7 +135,9 @@ def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json
 
 @click.command("mark")
 @click.argument("text", required=False)
-@click.option("--done", "done_id", default=None, metavar="ID", help="Close the open marker ID (or an unambiguous prefix).")
+@click.option(
+    "--done", "done_id", default=None, metavar="ID", help="Close the open marker ID (or an unambiguous prefix)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the marker as JSON.")
 @click.pass_obj
 def mark_cmd(obj, text, done_id, as_json):
@@ -130,7 +148,7 @@ def mark_cmd(obj, text, done_id, as_json):
     from ..markers import done, mark
 
     if bool(text) == bool(done_id):
-        raise click.UsageError('give either TEXT (a new marker) or --done ID (close one)')
+        raise click.UsageError("give either TEXT (a new marker) or --done ID (close one)")
     st = obj.store()
     m = done(st, done_id) if done_id else mark(st, text)
     if as_json:
@@ -145,10 +163,24 @@ def mark_cmd(obj, text, done_id, as_json):
 
 
 @click.command("where")
-@click.option("-m", "--markers", "n_markers", default=10, show_default=True, type=click.IntRange(0, 10000),
-              help="How many open markers (the newest).")
-@click.option("-n", "--lines", "n_lines", default=8, show_default=True, type=click.IntRange(0, 10000),
-              help="How many of the latest session's last lines.")
+@click.option(
+    "-m",
+    "--markers",
+    "n_markers",
+    default=10,
+    show_default=True,
+    type=click.IntRange(0, 10000),
+    help="How many open markers (the newest).",
+)
+@click.option(
+    "-n",
+    "--lines",
+    "n_lines",
+    default=8,
+    show_default=True,
+    type=click.IntRange(0, 10000),
+    help="How many of the latest session's last lines.",
+)
 @click.option("--now", default=None, help="Reference time for the [NOW] line (ISO; default: now).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: {now, markers, session, lines}.")
 @click.pass_obj

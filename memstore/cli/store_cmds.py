@@ -11,8 +11,13 @@ from .common import emit_json
 @click.argument("path", default=".", type=click.Path(file_okay=False))
 @click.option("--embedder", default="minilm", show_default=True, help="minilm | hash | openai")
 @click.option("--timezone", "timezone", default=None, help="IANA timezone for day files (default: this machine's).")
-@click.option("--dtype", type=click.Choice(["float32", "int8"]), default="float32", show_default=True,
-              help="How vectors are stored in packs.")
+@click.option(
+    "--dtype",
+    type=click.Choice(["float32", "int8"]),
+    default="float32",
+    show_default=True,
+    help="How vectors are stored in packs.",
+)
 @click.option("--dim", type=int, default=None, help="Vector size (hash and openai embedders).")
 @click.option("--model", default=None, help="Model name (openai embedder).")
 @click.pass_obj
@@ -25,8 +30,9 @@ def init_cmd(obj, path, embedder, timezone, dtype, dim, model):
 
     opts = {k: v for k, v in (("dim", dim), ("model", model)) if v is not None}
     st = Store.init(path, embedder=embedder, timezone=timezone, dtype=dtype, embedder_options=opts)
-    obj.say(f"Initialised memory store in {st.root} (embedder {st.config.embedder['name']}, "
-            f"timezone {st.config.timezone}).")
+    obj.say(
+        f"Initialised memory store in {st.root} (embedder {st.config.embedder['name']}, timezone {st.config.timezone})."
+    )
 
 
 @click.command("stat")
@@ -50,9 +56,13 @@ def stat_cmd(obj, as_json):
 
 
 @click.command("fsck")
-@click.option("--repair", "do_repair", is_flag=True,
-              help="First roll back what an interrupted write left (uncommitted lines, packs or segments, "
-                   "temp files) and bring the index up to date; committed data is never changed.")
+@click.option(
+    "--repair",
+    "do_repair",
+    is_flag=True,
+    help="First roll back what an interrupted write left (uncommitted lines, packs or segments, "
+    "temp files) and bring the index up to date; committed data is never changed.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
 def fsck_cmd(obj, do_repair, as_json):
@@ -73,8 +83,10 @@ def fsck_cmd(obj, do_repair, as_json):
             for line in fixed.untouched:
                 click.echo(f"left alone: {line}")
             if fixed.index and (fixed.index["reindexed"] or fixed.index["rebuilt"]):
-                click.echo(f"index: {'rebuilt' if fixed.index['rebuilt'] else 'reindexed'} "
-                           f"{len(fixed.index['reindexed'])} days")
+                click.echo(
+                    f"index: {'rebuilt' if fixed.index['rebuilt'] else 'reindexed'} "
+                    f"{len(fixed.index['reindexed'])} days"
+                )
     rep = fsck(obj.store())
     if as_json:
         emit_json({**rep.to_json(), **({"repair": fixed.to_json()} if fixed else {})})
@@ -84,8 +96,10 @@ def fsck_cmd(obj, do_repair, as_json):
         for line in rep.warnings:
             click.echo(f"warning {line}")
         files = f"{rep.packs} packs" if rep.packs or not rep.segments else f"{rep.segments} segments"
-        click.echo(f"{'ok' if rep.ok else 'damaged'}: {rep.records} records, {files}, "
-                   f"{len(rep.damage)} problems, {len(rep.warnings)} warnings")
+        click.echo(
+            f"{'ok' if rep.ok else 'damaged'}: {rep.records} records, {files}, "
+            f"{len(rep.damage)} problems, {len(rep.warnings)} warnings"
+        )
     if not rep.ok:
         raise SystemExit(1)
 
@@ -194,8 +208,10 @@ def reembed_cmd(obj, embedder, dim, model):
 
     opts = {k: v for k, v in (("dim", dim), ("model", model)) if v is not None}
     res = reembed(obj.store(), embedder, opts)
-    obj.say(f"Re-embedded {res['records']} records with {res['model']} ({res['dim']}-d)"
-            + (f"; commit {res['commit'][:10]}" if res["commit"] else ""))
+    obj.say(
+        f"Re-embedded {res['records']} records with {res['model']} ({res['dim']}-d)"
+        + (f"; commit {res['commit'][:10]}" if res["commit"] else "")
+    )
 
 
 @click.command("gc")
@@ -216,7 +232,10 @@ def gc_cmd(obj, dry_run, as_json):
     elif not res.days and not res.damaged:
         click.echo("Nothing to consolidate: every day has at most one pack.")
     else:
-        click.echo(("Would consolidate" if dry_run else "Consolidated") + res.message()[len("Consolidate"):]
-                   + (f"; commit {res.commit[:10]}" if res.commit else ""))
+        click.echo(
+            ("Would consolidate" if dry_run else "Consolidated")
+            + res.message()[len("Consolidate") :]
+            + (f"; commit {res.commit[:10]}" if res.commit else "")
+        )
     for day in res.damaged:
         click.echo(f"left {day} as it is: one of its packs is damaged (run ct fsck)", err=True)

@@ -9,8 +9,13 @@ from .common import emit_json
 
 @click.command("sync")
 @click.option("--no-push", is_flag=True, help="Only fetch, merge and reindex.")
-@click.option("--set-upstream", "set_upstream", metavar="REMOTE", default=None,
-              help="Push this branch to REMOTE and track it (first sync of a new store).")
+@click.option(
+    "--set-upstream",
+    "set_upstream",
+    metavar="REMOTE",
+    default=None,
+    help="Push this branch to REMOTE and track it (first sync of a new store).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def sync_cmd(obj, no_push, set_upstream, as_json):

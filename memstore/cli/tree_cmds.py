@@ -12,8 +12,11 @@ from .common import emit_json, secret_options
 @click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot"]), default="text", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the tree as nested JSON.")
 @click.option("--no-summaries", is_flag=True, help="Names only.")
-@click.option("--place-existing", is_flag=True,
-              help="First place every conversation record the tree does not hold yet (one commit).")
+@click.option(
+    "--place-existing",
+    is_flag=True,
+    help="First place every conversation record the tree does not hold yet (one commit).",
+)
 @click.pass_obj
 def tree_cmd(obj, depth, fmt, as_json, no_summaries, place_existing):
     """Show the topic tree (* marks the current topic, + its ancestors).
@@ -46,11 +49,20 @@ def tree_cmd(obj, depth, fmt, as_json, no_summaries, place_existing):
 
 @click.command("context")
 @click.argument("query")
-@click.option("--budget", type=click.IntRange(1, None), default=None,
-              help="At most this many tokens (counted with the store's embedder tokenizer).")
+@click.option(
+    "--budget",
+    type=click.IntRange(1, None),
+    default=None,
+    help="At most this many tokens (counted with the store's embedder tokenizer).",
+)
 @click.option("-k", "--topk", default=8, show_default=True, type=click.IntRange(0, 200), help="Recalled lines at most.")
-@click.option("--recent", default=6, show_default=True, type=click.IntRange(0, 200),
-              help="Recent turns of the latest session (0: none, e.g. when the host already sends history).")
+@click.option(
+    "--recent",
+    default=6,
+    show_default=True,
+    type=click.IntRange(0, 200),
+    help="Recent turns of the latest session (0: none, e.g. when the host already sends history).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print {query, budget, tokens, sections, text}.")
 @click.pass_obj
 def context_cmd(obj, query, budget, topk, recent, as_json):
@@ -73,10 +85,16 @@ def context_cmd(obj, query, budget, topk, recent, as_json):
 @click.command("chat")
 @click.option("--once", "once", default=None, metavar="TEXT", help="Ask one question, print the answer, exit.")
 @click.option("--session", default=None, help="Session name for the stored turns (default chat-<time>).")
-@click.option("--budget", default=1500, show_default=True, type=click.IntRange(50, None),
-              help="Token budget of the memory context in each prompt.")
-@click.option("--verbose", "debug", is_flag=True,
-              help="Write each turn's hits, context and prompt to .memstore/chat-debug/.")
+@click.option(
+    "--budget",
+    default=1500,
+    show_default=True,
+    type=click.IntRange(50, None),
+    help="Token budget of the memory context in each prompt.",
+)
+@click.option(
+    "--verbose", "debug", is_flag=True, help="Write each turn's hits, context and prompt to .memstore/chat-debug/."
+)
 @secret_options("Store turns")
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the turn as JSON.")
 @click.pass_obj
@@ -124,8 +142,13 @@ def _show(obj, turn) -> None:
 
 @click.command("reorganize")
 @click.option("-n", "--dry-run", is_flag=True, help="Show what would change; change nothing.")
-@click.option("--threshold", type=click.FloatRange(-1, 1), default=0.55, show_default=True,
-              help="Minimum cosine similarity of two topics to consider merging them.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(-1, 1),
+    default=0.55,
+    show_default=True,
+    help="Minimum cosine similarity of two topics to consider merging them.",
+)
 @click.option("--prune-trivial", is_flag=True, help="Archive trivial exchanges (under 20 words both sides).")
 @click.option("--offline", is_flag=True, help="Use the offline veto even when an LLM is configured.")
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
@@ -142,9 +165,12 @@ def reorganize_cmd(obj, dry_run, threshold, prune_trivial, offline, as_json):
     if as_json:
         emit_json(res.to_json())
         return
-    click.echo(res.message() if res.changed else
-               f"Nothing to reorganize ({res.candidates} frozen topics, {res.pairs} pairs at >= {threshold}, "
-               f"{len(res.vetoed)} vetoed).")
+    click.echo(
+        res.message()
+        if res.changed
+        else f"Nothing to reorganize ({res.candidates} frozen topics, {res.pairs} pairs at >= {threshold}, "
+        f"{len(res.vetoed)} vetoed)."
+    )
     if res.changed:
         click.echo("(dry run: nothing changed)" if dry_run else f"Committed {res.commit[:12]}." if res.commit else "")
 

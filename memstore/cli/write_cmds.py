@@ -14,8 +14,11 @@ def report(obj, res, as_json: bool, what: str) -> None:
     for note in res.notes:
         obj.say(note)
     if res.commit:
-        obj.say(f"{what}: added {len(res.added)} records"
-                + (f", {res.skipped} already present" if res.skipped else "") + f"; commit {res.commit[:10]}")
+        obj.say(
+            f"{what}: added {len(res.added)} records"
+            + (f", {res.skipped} already present" if res.skipped else "")
+            + f"; commit {res.commit[:10]}"
+        )
     else:
         obj.say(f"{what}: nothing new" + (f" ({res.skipped} already present)" if res.skipped else "") + "; no commit")
 
@@ -43,8 +46,16 @@ def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json, secrets)
         raise UsageError(f"--type must be text, action or meta, not {type_!r} (documents come in with ingest-path)")
     st = obj.store()
     try:
-        res = st.add(read_text_arg(text), role=role, actor=actor, session=session, ts=ts, type=type_, model=model,
-                     secrets=secrets)
+        res = st.add(
+            read_text_arg(text),
+            role=role,
+            actor=actor,
+            session=session,
+            ts=ts,
+            type=type_,
+            model=model,
+            secrets=secrets,
+        )
     except RecordError as exc:
         raise UsageError(f"cannot add: {exc}") from None
     report(obj, res, as_json, "add")
@@ -53,8 +64,13 @@ def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json, secrets)
 @click.command("ingest-path")
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--exts", default=None, help="Comma-separated extensions to read (replaces the default list).")
-@click.option("--max-bytes", type=int, default=10 * 1024 * 1024, show_default=True,
-              help="Skip (never truncate) files larger than this.")
+@click.option(
+    "--max-bytes",
+    type=int,
+    default=10 * 1024 * 1024,
+    show_default=True,
+    help="Skip (never truncate) files larger than this.",
+)
 @click.option("--max-pdf-pages", type=int, default=None, help="Read at most this many pages of each PDF.")
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (loops are detected).")
 @click.option("--quantize", is_flag=True, help="Store this ingest's vectors as int8.")
@@ -71,9 +87,18 @@ def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, 
     st = obj.store()
     ext_set = {e.strip() if e.strip().startswith(".") else "." + e.strip() for e in exts.split(",")} if exts else None
     with progress_for(obj, "Embedding chunks") as bar:
-        res = ingest_path(st, path, exts=ext_set, max_bytes=max_bytes, max_pdf_pages=max_pdf_pages,
-                          follow_symlinks=follow_symlinks, quantize=quantize, secrets=secrets,
-                          progress=bar, verbose=obj.verbose)
+        res = ingest_path(
+            st,
+            path,
+            exts=ext_set,
+            max_bytes=max_bytes,
+            max_pdf_pages=max_pdf_pages,
+            follow_symlinks=follow_symlinks,
+            quantize=quantize,
+            secrets=secrets,
+            progress=bar,
+            verbose=obj.verbose,
+        )
     report(obj, res, as_json, "ingest-path")
 
 
@@ -159,9 +184,12 @@ def import_trace_cmd(obj, file, secrets, as_json):
 
 @import_cmd.command("lossless-memory")
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
-@click.option("--source-timezone", default=None, metavar="TZ",
-              help="Timezone of times written without an offset (older lossless-memory data: Asia/Tokyo). "
-                   "Default: the store's.")
+@click.option(
+    "--source-timezone",
+    default=None,
+    metavar="TZ",
+    help="Timezone of times written without an offset (older lossless-memory data: Asia/Tokyo). Default: the store's.",
+)
 @_with_common
 @click.pass_obj
 def import_lossless_cmd(obj, folder, source_timezone, secrets, as_json):
@@ -174,9 +202,12 @@ def import_lossless_cmd(obj, folder, source_timezone, secrets, as_json):
 
 @import_cmd.command("contexttape")
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
-@click.option("--model", default=None,
-              help="The model that made the store's vectors; they are kept when it is this store's model "
-                   "(same dimension). Default: re-embed every text.")
+@click.option(
+    "--model",
+    default=None,
+    help="The model that made the store's vectors; they are kept when it is this store's model "
+    "(same dimension). Default: re-embed every text.",
+)
 @_with_common
 @click.pass_obj
 def import_contexttape_cmd(obj, folder, model, secrets, as_json):

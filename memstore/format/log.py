@@ -41,9 +41,9 @@ def list_days(root: Path) -> dict[str, Path]:
 
 @dataclass
 class LogLine:
-    line_no: int      # 1-based
-    offset: int       # byte offset of the line's first byte
-    length: int       # bytes, without the newline
+    line_no: int  # 1-based
+    offset: int  # byte offset of the line's first byte
+    length: int  # bytes, without the newline
     record: dict | None
     error: str | None
 

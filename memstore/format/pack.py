@@ -28,8 +28,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .segment import (DT_JSON, HEADER_SIZE, KNOWN_TYPES, MAX_PAYLOAD, VECTOR_TYPES, Header, SegmentError,
-                      decode_vector, encode_vector, write_file_atomic)
+from .segment import (
+    DT_JSON,
+    HEADER_SIZE,
+    KNOWN_TYPES,
+    MAX_PAYLOAD,
+    VECTOR_TYPES,
+    Header,
+    SegmentError,
+    decode_vector,
+    encode_vector,
+    write_file_atomic,
+)
 
 PACK_ROOT = "packs"
 PACK_FORMAT = 2
@@ -130,12 +140,21 @@ def parse(data: bytes, path: Path | str = "<pack>") -> Pack:
     if not isinstance(manifest, dict) or manifest.get("pack") != PACK_FORMAT:
         raise PackError(f"{path}: manifest is not a format-{PACK_FORMAT} pack manifest")
     for row in manifest.get("records", []):
-        if not (isinstance(row, list) and len(row) == 3 and isinstance(row[2], int) and 0 < row[2] < len(segs)
-                and segs[row[2]][0].data_type in VECTOR_TYPES):
+        if not (
+            isinstance(row, list)
+            and len(row) == 3
+            and isinstance(row[2], int)
+            and 0 < row[2] < len(segs)
+            and segs[row[2]][0].data_type in VECTOR_TYPES
+        ):
             raise PackError(f"{path}: manifest entry {row!r} does not name a vector segment")
     for row in manifest.get("blobs", []):
-        if not (isinstance(row, list) and len(row) == 3 and all(isinstance(x, int) and 0 < x < len(segs) for x in row[1:])
-                and segs[row[2]][0].data_type == DT_JSON):
+        if not (
+            isinstance(row, list)
+            and len(row) == 3
+            and all(isinstance(x, int) and 0 < x < len(segs) for x in row[1:])
+            and segs[row[2]][0].data_type == DT_JSON
+        ):
             raise PackError(f"{path}: blob entry {row!r} does not name a blob and its manifest")
     return Pack(Path(path), manifest, segs)
 
@@ -168,7 +187,9 @@ class PackWriter:
 
     def add_vector(self, record_id: str, text_hash: str, vec, dtype: str, unix_time: int) -> None:
         vtype, body, scale = encode_vector(vec, dtype)
-        self.add_encoded(record_id, hash16(text_hash), Header(-1, -1, len(body), vtype, self.dim, scale, unix_time), body)
+        self.add_encoded(
+            record_id, hash16(text_hash), Header(-1, -1, len(body), vtype, self.dim, scale, unix_time), body
+        )
 
     def add_encoded(self, record_id: str, h16: str, header: Header, body: bytes) -> None:
         """A vector segment kept byte for byte (consolidation, upgrade); links are set on write."""
@@ -248,7 +269,9 @@ def mergeable(paths: list[Path]) -> list[Path]:
     return best
 
 
-def consolidate(root: Path, day: str, dim: int, keep=None, packs: list[Path] | None = None) -> tuple[Path | None, list[Path]]:
+def consolidate(
+    root: Path, day: str, dim: int, keep=None, packs: list[Path] | None = None
+) -> tuple[Path | None, list[Path]]:
     """Merge `packs` (default: every pack of `day`) into one: (new pack or None, the packs it replaces).
 
     The result depends only on the set of (record, hash16, vector) entries, sorted, so two clones

@@ -84,8 +84,10 @@ def normalize(raw: dict, tz, *, defaults: dict | None = None, derive_id: bool = 
     # NUL and other control characters are kept: JSON escapes them in the log (\u0000).
     bad = _lone_surrogate(text)
     if bad >= 0:
-        raise UnstorableText(f"field 'text' holds a lone UTF-16 surrogate ({text[bad]!r} at character {bad}, "
-                             "half of an emoji?), which UTF-8 cannot store")
+        raise UnstorableText(
+            f"field 'text' holds a lone UTF-16 surrogate ({text[bad]!r} at character {bad}, "
+            "half of an emoji?), which UTF-8 cannot store"
+        )
     role = str(src.get("role") or "").strip().lower()
     role = ROLE_ALIASES.get(role, role)
     if role not in ROLES:

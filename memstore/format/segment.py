@@ -46,9 +46,7 @@ class Header:
 
     def pack(self) -> bytes:
         reserved = struct.pack("<q", int(self.unix_time))
-        return HEADER.pack(
-            self.next_id, self.prev_id, self.data_len, self.data_type, self.dim, self.scale, reserved
-        )
+        return HEADER.pack(self.next_id, self.prev_id, self.data_len, self.data_type, self.dim, self.scale, reserved)
 
     @classmethod
     def unpack(cls, raw: bytes) -> "Header":
@@ -173,7 +171,9 @@ class ShardWriter:
         write_file_atomic(self.folder / segment_name(vid), vheader.pack() + vbody, fsync)
         return tid, vid
 
-    def write_blob(self, payload: bytes, data_type: int, manifest: dict, unix_time: int, fsync: bool = True) -> tuple[int, int]:
+    def write_blob(
+        self, payload: bytes, data_type: int, manifest: dict, unix_time: int, fsync: bool = True
+    ) -> tuple[int, int]:
         """A blob segment plus its DT_JSON manifest (prev_id = blob id); returns (blob_id, manifest_id)."""
         import json
 
@@ -183,6 +183,14 @@ class ShardWriter:
         if len(payload) > MAX_PAYLOAD:
             raise SegmentError("blob too large for one segment (2 GiB)")
         mbody = json.dumps(manifest, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        write_file_atomic(self.folder / segment_name(bid), Header(mid, -1, len(payload), data_type, 0, 1.0, unix_time).pack() + payload, fsync)
-        write_file_atomic(self.folder / segment_name(mid), Header(-1, bid, len(mbody), DT_JSON, 0, 1.0, unix_time).pack() + mbody, fsync)
+        write_file_atomic(
+            self.folder / segment_name(bid),
+            Header(mid, -1, len(payload), data_type, 0, 1.0, unix_time).pack() + payload,
+            fsync,
+        )
+        write_file_atomic(
+            self.folder / segment_name(mid),
+            Header(-1, bid, len(mbody), DT_JSON, 0, 1.0, unix_time).pack() + mbody,
+            fsync,
+        )
         return bid, mid

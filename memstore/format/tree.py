@@ -19,9 +19,9 @@ from pathlib import Path
 from ..errors import FormatError
 from . import treelog
 
-FILENAME = "tree.json"          # format 1
-DIR = treelog.DIR               # format 2: tree/YYYY/YYYY-MM-DD.jsonl
-CACHE = "tree-cache.pickle"     # in .memstore/: the replayed tree, keyed by the shards' stat fingerprint
+FILENAME = "tree.json"  # format 1
+DIR = treelog.DIR  # format 2: tree/YYYY/YYYY-MM-DD.jsonl
+CACHE = "tree-cache.pickle"  # in .memstore/: the replayed tree, keyed by the shards' stat fingerprint
 TREE_FORMAT = 1
 TOPIC_KEYS = ("name", "summary", "parent", "records", "created", "last_active")
 
@@ -35,19 +35,26 @@ class Topic:
     records: list[str] = field(default_factory=list)
     created: str = ""
     last_active: str = ""
-    named_by: str = "offline"     # "offline" (key terms) or "llm"
+    named_by: str = "offline"  # "offline" (key terms) or "llm"
 
     def to_json(self) -> dict:
-        return {"name": self.name, "summary": self.summary, "parent": self.parent, "records": list(self.records),
-                "created": self.created, "last_active": self.last_active, "named_by": self.named_by}
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "parent": self.parent,
+            "records": list(self.records),
+            "created": self.created,
+            "last_active": self.last_active,
+            "named_by": self.named_by,
+        }
 
 
 @dataclass
 class Tree:
     topics: dict[str, Topic] = field(default_factory=dict)
     current: str | None = None
-    archived: list[str] = field(default_factory=list)        # record ids archived as trivial
-    gone: dict[str, dict] = field(default_factory=dict)      # topic id -> {"into": id|None, "why", "at"}
+    archived: list[str] = field(default_factory=list)  # record ids archived as trivial
+    gone: dict[str, dict] = field(default_factory=dict)  # topic id -> {"into": id|None, "why", "at"}
 
     # ----- structure -----------------------------------------------------------------------
 
@@ -118,9 +125,13 @@ class Tree:
     # ----- (de)serialisation ----------------------------------------------------------------
 
     def to_json(self) -> dict:
-        return {"format": TREE_FORMAT, "current": self.current, "archived": sorted(set(self.archived)),
-                "gone": {k: dict(v) for k, v in sorted(self.gone.items())},
-                "topics": {tid: t.to_json() for tid, t in sorted(self.topics.items())}}
+        return {
+            "format": TREE_FORMAT,
+            "current": self.current,
+            "archived": sorted(set(self.archived)),
+            "gone": {k: dict(v) for k, v in sorted(self.gone.items())},
+            "topics": {tid: t.to_json() for tid, t in sorted(self.topics.items())},
+        }
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), ensure_ascii=False, indent=2, sort_keys=True) + "\n"
@@ -140,8 +151,11 @@ def parse(text: str, path: Path | str = FILENAME) -> Tree:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FormatError(path, f"not valid JSON ({exc.msg} at line {exc.lineno})",
-                          hint='Fix or remove the file ("git checkout -- tree.json" restores the committed one).') from None
+        raise FormatError(
+            path,
+            f"not valid JSON ({exc.msg} at line {exc.lineno})",
+            hint='Fix or remove the file ("git checkout -- tree.json" restores the committed one).',
+        ) from None
     return from_json(data, path)
 
 
@@ -162,15 +176,22 @@ def from_json(data, path: Path | str = FILENAME) -> Tree:
             raise FormatError(path, f"topic {tid!r} lacks {', '.join(missing)}")
         recs = raw["records"]
         if not isinstance(recs, list) or not all(isinstance(r, str) for r in recs):
-            raise FormatError(path, f"topic {tid!r}: \"records\" must be a list of record ids")
+            raise FormatError(path, f'topic {tid!r}: "records" must be a list of record ids')
         for key in ("name", "summary", "created", "last_active"):
             if not isinstance(raw[key], str):
                 raise FormatError(path, f"topic {tid!r}: {key!r} must be a string")
         if raw["parent"] is not None and not isinstance(raw["parent"], str):
-            raise FormatError(path, f"topic {tid!r}: \"parent\" must be a topic id or null")
-        tree.topics[tid] = Topic(id=tid, name=raw["name"], summary=raw["summary"], parent=raw["parent"],
-                                 records=list(recs), created=raw["created"], last_active=raw["last_active"],
-                                 named_by=str(raw.get("named_by", "offline")))
+            raise FormatError(path, f'topic {tid!r}: "parent" must be a topic id or null')
+        tree.topics[tid] = Topic(
+            id=tid,
+            name=raw["name"],
+            summary=raw["summary"],
+            parent=raw["parent"],
+            records=list(recs),
+            created=raw["created"],
+            last_active=raw["last_active"],
+            named_by=str(raw.get("named_by", "offline")),
+        )
     for t in tree.topics.values():
         if t.parent is not None and t.parent not in tree.topics:
             raise FormatError(path, f"topic {t.id!r} has parent {t.parent!r}, which is not a topic")
@@ -179,7 +200,7 @@ def from_json(data, path: Path | str = FILENAME) -> Tree:
             raise FormatError(path, f"topic {t.id!r} is its own ancestor (a cycle)")
     current = data.get("current")
     if current is not None and current not in tree.topics:
-        raise FormatError(path, f"\"current\" names {current!r}, which is not a topic")
+        raise FormatError(path, f'"current" names {current!r}, which is not a topic')
     tree.current = current
     archived = data.get("archived", [])
     if not isinstance(archived, list) or not all(isinstance(r, str) for r in archived):
@@ -281,6 +302,7 @@ def _store_zone(root: Path):
 
 # ----- the replay cache ------------------------------------------------------------------------
 
+
 def _fingerprint(root: Path) -> list:
     out = []
     for p in treelog.shards(root):
@@ -291,14 +313,25 @@ def _fingerprint(root: Path) -> list:
 
 def _pack(tree: Tree) -> tuple:
     """Plain tuples and lists: pickles several times faster than the dataclasses."""
-    return ({tid: (t.name, t.summary, t.parent, t.records, t.created, t.last_active, t.named_by)
-             for tid, t in tree.topics.items()}, tree.current, tree.archived, tree.gone)
+    return (
+        {
+            tid: (t.name, t.summary, t.parent, t.records, t.created, t.last_active, t.named_by)
+            for tid, t in tree.topics.items()
+        },
+        tree.current,
+        tree.archived,
+        tree.gone,
+    )
 
 
 def _unpack(packed: tuple) -> Tree:
     topics, current, archived, gone = packed
-    return Tree(topics={tid: Topic(tid, *fields) for tid, fields in topics.items()}, current=current,
-                archived=archived, gone=gone)
+    return Tree(
+        topics={tid: Topic(tid, *fields) for tid, fields in topics.items()},
+        current=current,
+        archived=archived,
+        gone=gone,
+    )
 
 
 def _replayed(root: Path) -> tuple[Tree, str, list[str]]:
@@ -324,8 +357,13 @@ def _save_cache(root: Path, tree: Tree, last_at: str, problems: list[str] | None
     meta = root / ".memstore"
     if not meta.is_dir():
         return
-    data = {"version": 2, "fp": fp if fp is not None else _fingerprint(root), "tree": _pack(tree),
-            "last_at": last_at, "problems": problems or []}
+    data = {
+        "version": 2,
+        "fp": fp if fp is not None else _fingerprint(root),
+        "tree": _pack(tree),
+        "last_at": last_at,
+        "problems": problems or [],
+    }
     tmp = meta / f".{CACHE}.tmp-{os.getpid()}"
     try:
         with open(tmp, "wb") as fh:

@@ -41,11 +41,19 @@ def forget_ops(root: Path, ids: set[str], texts: list[str]) -> list[str]:
     parsed = {p: [_parse(line) for line in data.split(b"\n")] for p, data in raw.items()}
     ops, _ = treelog.read_ops(root)
     before = treelog.replay(ops)
-    held = {d["topic"] for lines in parsed.values() for _, d in lines
-            if d and d.get("op") == "place" and ids & set(d.get("records", []))}
+    held = {
+        d["topic"]
+        for lines in parsed.values()
+        for _, d in lines
+        if d and d.get("op") == "place" and ids & set(d.get("records", []))
+    }
     for lines in parsed.values():
         for _, d in lines:
-            if d and d.get("op") in ("topic", "set") and any(_leaks(d.get(k, ""), forgotten) for k in ("name", "summary")):
+            if (
+                d
+                and d.get("op") in ("topic", "set")
+                and any(_leaks(d.get(k, ""), forgotten) for k in ("name", "summary"))
+            ):
                 held.add(d["topic"])
     # A group's name comes from its sub-topics' records, so the ancestors of a touched topic are touched too.
     touched = set(held)
@@ -99,8 +107,9 @@ def _rewrite(text: str, d: dict | None, ids: set[str], names: dict, forgotten: l
     return text if new == d else treelog.dumps(new)
 
 
-def _names_again(root: Path, tree, touched: set[str], ids: set[str], forgotten: list[str],
-                 parsed: dict) -> dict[str, tuple[str, str]]:
+def _names_again(
+    root: Path, tree, touched: set[str], ids: set[str], forgotten: list[str], parsed: dict
+) -> dict[str, tuple[str, str]]:
     """topic id -> (name, summary) made offline from the records that remain in (or under) it."""
     from ..tree import naming
 
@@ -154,8 +163,11 @@ def _forget_tree_json(root: Path, ids: set[str], forgotten: list[str]) -> list[s
     if not path.exists():
         return []
     tree = treefmt.read_file(path)
-    touched = {t.id for t in tree.topics.values()
-               if ids & set(t.records) or _leaks(t.name, forgotten) or _leaks(t.summary, forgotten)}
+    touched = {
+        t.id
+        for t in tree.topics.values()
+        if ids & set(t.records) or _leaks(t.name, forgotten) or _leaks(t.summary, forgotten)
+    }
     for tid in list(touched):
         touched.update(tree.ancestry(tid))
     for t in tree.topics.values():

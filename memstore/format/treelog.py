@@ -73,7 +73,7 @@ def exists(root: Path) -> bool:
 @dataclass(slots=True)
 class Op:
     at: str
-    text: str       # the line as stored (stripped), which breaks ties in replay order
+    text: str  # the line as stored (stripped), which breaks ties in replay order
     data: dict
 
 
@@ -169,8 +169,9 @@ def read_ops(root: Path, strict: bool = False, files: dict[str, bytes] | None = 
                 except OpError as exc:
                     why = str(exc)
             if strict:
-                raise FormatError(Path(root) / rel, why, line=n,
-                                  hint=f'Restore it with "git checkout -- {rel}" or remove that line.')
+                raise FormatError(
+                    Path(root) / rel, why, line=n, hint=f'Restore it with "git checkout -- {rel}" or remove that line.'
+                )
             problems.append(f"{Path(root) / rel}:{n}: {why}")
     return sorted(ops.values(), key=lambda o: (o.at, o.text)), problems
 
@@ -233,8 +234,8 @@ class Replay:
         from .tree import Tree
 
         self.tree = Tree()
-        self.members: dict[str, dict[str, None]] = {}   # topic id -> its records, in placement order
-        self.owner: dict[str, str] = {}                 # record id -> topic id
+        self.members: dict[str, dict[str, None]] = {}  # topic id -> its records, in placement order
+        self.owner: dict[str, str] = {}  # record id -> topic id
         self.archived: dict[str, None] = {}
         self._apply = {name: getattr(self, "_" + name) for name in OPS}
 
@@ -388,8 +389,9 @@ def diff(old, new) -> list[dict]:
         changed = {k: getattr(n, k) for k in FIELDS if getattr(n, k) != getattr(o, k)}
         if changed:
             out.append({"op": "set", "topic": tid, **changed})
-    changed_lists = [tid for tid in new.topics
-                     if tid not in old.topics or old.topics[tid].records != new.topics[tid].records]
+    changed_lists = [
+        tid for tid in new.topics if tid not in old.topics or old.topics[tid].records != new.topics[tid].records
+    ]
     placed: set[str] = set()
     for tid in sorted(changed_lists, key=lambda x: (new.topics[x].created, x)):
         before = set(old.topics[tid].records) if tid in old.topics else set()

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-FP16_MIN_ROWS = 200_000   # below this the float32 numpy scan is as fast (matrix in cache)
-RESCORE = 4               # float16 candidates per wanted row, re-scored in float32
+FP16_MIN_ROWS = 200_000  # below this the float32 numpy scan is as fast (matrix in cache)
+RESCORE = 4  # float16 candidates per wanted row, re-scored in float32
 IVF_NPROBE = 48
 _lock = threading.Lock()
 
@@ -117,8 +117,9 @@ class Ivf:
         # products, which a 2-core machine pays at build time; more cells would cut query cost only.
         nlist = max(16, min(65536, int(np.sqrt(n))))
         quant = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFScalarQuantizer(quant, dim, nlist, faiss.ScalarQuantizer.QT_fp16,
-                                              faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexIVFScalarQuantizer(
+            quant, dim, nlist, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
+        )
         rng = np.random.default_rng(0)
         sample = np.sort(rng.choice(n, size=min(n, 40 * nlist), replace=False))
         index.cp.niter = 10
@@ -159,8 +160,11 @@ class Ivf:
 
         _threads()
         sel = faiss.IDSelectorRange(lo, hi) if (lo > 0 or hi < self.rows) else None
-        params = faiss.SearchParametersIVF(nprobe=nprobe, sel=sel) if sel is not None else \
-            faiss.SearchParametersIVF(nprobe=nprobe)
+        params = (
+            faiss.SearchParametersIVF(nprobe=nprobe, sel=sel)
+            if sel is not None
+            else faiss.SearchParametersIVF(nprobe=nprobe)
+        )
         _, ids = self.index.search(np.asarray(q, np.float32)[None], RESCORE * want, params=params)
         ids = ids[0]
         return ids[ids >= 0]

@@ -30,8 +30,9 @@ def day_counts(index) -> list[tuple[str, int]]:
 
 def day_records(index, day: str) -> list[dict]:
     """The day's current records, verbatim, in time order (line order breaks ties)."""
-    rows = index.conn.execute("SELECT off, len FROM records WHERE day = ? AND hidden = 0 ORDER BY ts, line_no",
-                              (day,)).fetchall()
+    rows = index.conn.execute(
+        "SELECT off, len FROM records WHERE day = ? AND hidden = 0 ORDER BY ts, line_no", (day,)
+    ).fetchall()
     return _read(index, day, rows)
 
 
@@ -40,8 +41,7 @@ def records_by_id(index, ids: list[str]) -> list[dict]:
     found: list[tuple] = []
     for i in range(0, len(ids), 500):
         part = list(ids[i : i + 500])
-        q = (f"SELECT ts, line_no, day, off, len FROM records WHERE hidden = 0 "
-             f"AND id IN ({','.join('?' * len(part))})")
+        q = f"SELECT ts, line_no, day, off, len FROM records WHERE hidden = 0 AND id IN ({','.join('?' * len(part))})"
         found += index.conn.execute(q, part).fetchall()
     found.sort()
     by_day: dict[str, list[tuple]] = {}

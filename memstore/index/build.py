@@ -76,15 +76,19 @@ class Plan:
         return not (self.changed or self.vanished or self.touched or self.rebuild)
 
     def to_json(self) -> dict:
-        return {"reindex": self.changed, "drop": self.vanished, "refresh_fingerprint": self.touched,
-                "rebuild": self.rebuild}
+        return {
+            "reindex": self.changed,
+            "drop": self.vanished,
+            "refresh_fingerprint": self.touched,
+            "rebuild": self.rebuild,
+        }
 
 
 @dataclass
 class DayRows:
     day: str
-    rows: list[tuple]          # (id, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey, text)
-    vectors: list              # np.ndarray | None per row
+    rows: list[tuple]  # (id, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey, text)
+    vectors: list  # np.ndarray | None per row
     supersedes: list[str]
     problems: list[str]
 
@@ -121,8 +125,9 @@ class Index:
                 conn.execute("PRAGMA busy_timeout = 30000")
                 if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
                     self._create(conn)
-                stale = self._meta(conn, "schema") not in (None, str(SCHEMA_VERSION)) or \
-                    self._meta(conn, "embedder") not in (None, self._embedder_key())
+                stale = self._meta(conn, "schema") not in (None, str(SCHEMA_VERSION)) or self._meta(
+                    conn, "embedder"
+                ) not in (None, self._embedder_key())
             except sqlite3.DatabaseError:  # not a database (damaged, truncated): it is only a cache
                 stale = True
             if stale:
@@ -176,8 +181,11 @@ class Index:
     def _content_fp(self, log_bytes: bytes, seg_dir) -> str:
         h = hashlib.sha1(log_bytes)
         try:  # format 2: packs are named by their content, so their names are the fingerprint
-            names = [n for n in sorted(os.listdir(pack_dir(str(self.store.root), os.path.basename(os.fspath(seg_dir)))))
-                     if n.endswith(".is")]
+            names = [
+                n
+                for n in sorted(os.listdir(pack_dir(str(self.store.root), os.path.basename(os.fspath(seg_dir)))))
+                if n.endswith(".is")
+            ]
             h.update(("\npacks\n" + "\n".join(names)).encode())
         except OSError:
             pass
@@ -201,8 +209,16 @@ class Index:
         if days is not None and not rebuild:
             wanted = sorted(set(days))
             marks = ",".join("?" * len(wanted))
-            known = {d: (s, c) for d, s, c in conn.execute(
-                f"SELECT day, stat_fp, content_fp FROM days WHERE day IN ({marks})", wanted)} if wanted else {}
+            known = (
+                {
+                    d: (s, c)
+                    for d, s, c in conn.execute(
+                        f"SELECT day, stat_fp, content_fp FROM days WHERE day IN ({marks})", wanted
+                    )
+                }
+                if wanted
+                else {}
+            )
             root = str(self.store.root)
             sources = {d: (str(logfmt.day_path(root, d)), segment_dir(root, d)) for d in wanted}
             sources = {d: src for d, src in sources.items() if os.path.exists(src[0])}
@@ -271,10 +287,27 @@ class Index:
                     packed = self._read_packs(day, out.problems)
                 vec, vkey = self._pack_vector(rec, packed, day, out.problems)
             source = rec.get("source")
-            source_path = source.get("path") if isinstance(source, dict) else (source if isinstance(source, str) else None)
+            source_path = (
+                source.get("path") if isinstance(source, dict) else (source if isinstance(source, str) else None)
+            )
             fsha = source.get("file_sha256") if isinstance(source, dict) else None
-            out.rows.append((str(rec["id"]), ln.line_no, ln.offset, ln.length, ts, rec.get("actor"), rec.get("role"),
-                             rec.get("type"), rec.get("session"), source_path, fsha, vkey, rec["text"]))
+            out.rows.append(
+                (
+                    str(rec["id"]),
+                    ln.line_no,
+                    ln.offset,
+                    ln.length,
+                    ts,
+                    rec.get("actor"),
+                    rec.get("role"),
+                    rec.get("type"),
+                    rec.get("session"),
+                    source_path,
+                    fsha,
+                    vkey,
+                    rec["text"],
+                )
+            )
             out.vectors.append(vec)
             sup = rec.get("supersedes")
             if isinstance(sup, list):
@@ -337,12 +370,16 @@ class Index:
             return None, None
         vec, h16, name = hit
         if h16 != packfmt.hash16(str(rec.get("hash") or "")):
-            problems.append(f"packs/{day[:4]}/{day}/{name}: vector of record {rid} was made from other text "
-                            f"(hash16 {h16}, the record's is {packfmt.hash16(str(rec.get('hash') or ''))})")
+            problems.append(
+                f"packs/{day[:4]}/{day}/{name}: vector of record {rid} was made from other text "
+                f"(hash16 {h16}, the record's is {packfmt.hash16(str(rec.get('hash') or ''))})"
+            )
             return None, None
         if vec.shape[0] != self.dim:
-            problems.append(f"packs/{day[:4]}/{day}/{name}: vector of record {rid} has {vec.shape[0]} dimensions, "
-                            f"the store uses {self.dim}")
+            problems.append(
+                f"packs/{day[:4]}/{day}/{name}: vector of record {rid} has {vec.shape[0]} dimensions, "
+                f"the store uses {self.dim}"
+            )
             return None, None
         return vec, f"pack:{rid}"
 
@@ -369,7 +406,9 @@ class Index:
             if first_day is None:
                 gen_new, keep_rows = gen, n_rows
             else:
-                later = conn.execute("SELECT COUNT(*) FROM records WHERE day >= ? AND vrow >= 0", (first_day,)).fetchone()[0]
+                later = conn.execute(
+                    "SELECT COUNT(*) FROM records WHERE day >= ? AND vrow >= 0", (first_day,)
+                ).fetchone()[0]
                 keep_rows = n_rows - later
                 gen_new = gen if keep_rows == n_rows else gen + 1
 
@@ -413,7 +452,9 @@ class Index:
         """Give rows from `first_day` on their time-ordered vector rows and write those rows."""
         tail = conn.execute(
             "SELECT rowid, vrow, ts FROM records WHERE day >= ? AND (vrow >= 0 OR rowid IN (SELECT value FROM json_each(?)))"
-            " ORDER BY day, ts, line_no, id", (first_day, json.dumps(list(fresh)))).fetchall()
+            " ORDER BY day, ts, line_no, id",
+            (first_day, json.dumps(list(fresh))),
+        ).fetchall()
         vecs = np.zeros((len(tail), self.dim), np.float32)
         times = np.zeros(len(tail), np.float64)
         updates = []
@@ -450,8 +491,10 @@ class Index:
         conn.execute("DELETE FROM touched_ids")
         conn.executemany("INSERT OR IGNORE INTO touched_ids VALUES (?)", ((i,) for i in ids))
         conn.execute("UPDATE records SET hidden = 0 WHERE hidden != 0 AND id IN (SELECT id FROM touched_ids)")
-        conn.execute("UPDATE records SET hidden = 1 WHERE id IN (SELECT id FROM touched_ids)"
-                     " AND id IN (SELECT id FROM supersedes)")
+        conn.execute(
+            "UPDATE records SET hidden = 1 WHERE id IN (SELECT id FROM touched_ids)"
+            " AND id IN (SELECT id FROM supersedes)"
+        )
         conn.execute("""
             UPDATE records SET hidden = 2 WHERE rowid IN (
               SELECT rowid FROM (
@@ -477,7 +520,9 @@ class Index:
         for row, vec in zip(rows, vectors):
             cur = conn.execute(
                 "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", (row[0], day, *row[1:12]))
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (row[0], day, *row[1:12]),
+            )
             conn.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, index_text(row[12])))
             if vec is not None:
                 fresh[cur.lastrowid] = vec
@@ -485,8 +530,10 @@ class Index:
 
     @staticmethod
     def _save_day(conn, day: str, rows, stat_fp: str, content_fp: str) -> None:
-        conn.execute("INSERT OR REPLACE INTO days (day, stat_fp, content_fp, n, problems) VALUES (?,?,?,?,?)",
-                     (day, stat_fp, content_fp, len(rows.rows), json.dumps(rows.problems[:50])))
+        conn.execute(
+            "INSERT OR REPLACE INTO days (day, stat_fp, content_fp, n, problems) VALUES (?,?,?,?,?)",
+            (day, stat_fp, content_fp, len(rows.rows), json.dumps(rows.problems[:50])),
+        )
 
     def _refresh_touched(self, conn, days: list[str]) -> None:
         """Days whose files were touched but not changed (a checkout): only their stat fingerprint moves."""
@@ -502,28 +549,35 @@ class Index:
         of the new lines, not of the store. Returns False (and changes nothing) when it does not apply.
         """
         key = lambda day, row: (day, row[4], row[1], row[0])  # the matrix order: day, ts, line_no, id
-        last = conn.execute("SELECT day, ts, line_no, id FROM records WHERE vrow = ?", (n_rows - 1,)).fetchone() \
-            if n_rows else None
+        last = (
+            conn.execute("SELECT day, ts, line_no, id FROM records WHERE vrow = ?", (n_rows - 1,)).fetchone()
+            if n_rows
+            else None
+        )
         sorted_rows = self._sorted_rows(conn, n_rows)
         matrix = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)[0] if n_rows else None
         new_rows: dict[str, tuple[list, list, int]] = {}
         for day, (rows, _, _) in day_data.items():
-            old = conn.execute("SELECT id, line_no, off, len, vrow FROM records WHERE day = ? ORDER BY line_no",
-                               (day,)).fetchall()
-            if len(old) > len(rows.rows) or [tuple(r[:4]) for r in rows.rows[: len(old)]] != [tuple(o[:4]) for o in old]:
+            old = conn.execute(
+                "SELECT id, line_no, off, len, vrow FROM records WHERE day = ? ORDER BY line_no", (day,)
+            ).fetchall()
+            if len(old) > len(rows.rows) or [tuple(r[:4]) for r in rows.rows[: len(old)]] != [
+                tuple(o[:4]) for o in old
+            ]:
                 return False
             for (*_, vrow), vec in zip(old, rows.vectors):  # a re-embedded or repacked day changes vectors
                 if (vec is None) != (vrow < 0) or (vec is not None and not np.array_equal(matrix[vrow], vec)):
                     return False
-            added = rows.rows[len(old):]
-            new_rows[day] = (added, rows.vectors[len(old):], len(old))
+            added = rows.rows[len(old) :]
+            new_rows[day] = (added, rows.vectors[len(old) :], len(old))
         del matrix
         # Rows that sort after every indexed row extend the time-ordered prefix. Others (a turn dated
         # before the newest one: a back-fill, another clock) go to the unsorted tail, which readers
         # scan whole; re-sorting from their day instead would copy the matrix from there (seconds at
         # a million rows). A tail past TAIL_MAX rows is folded in by the full path.
         in_order = sorted_rows == n_rows and all(
-            last is None or key(day, r) > tuple(last) for day, (added, _, _) in new_rows.items() for r in added)
+            last is None or key(day, r) > tuple(last) for day, (added, _, _) in new_rows.items() for r in added
+        )
         if not in_order:
             count = sum(len(a) for a, _, _ in new_rows.values())
             if n_rows + count - sorted_rows > max(TAIL_MIN, int(n_rows * TAIL_SHARE)):
@@ -540,16 +594,20 @@ class Index:
             if fresh:
                 placed = conn.execute(
                     "SELECT rowid, ts FROM records WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY day, ts, line_no, id",
-                    (json.dumps(list(fresh)),)).fetchall()
+                    (json.dumps(list(fresh)),),
+                ).fetchall()
                 vecs = np.stack([fresh[r] for r, _ in placed]).astype(np.float32)
                 times = np.array([t for _, t in placed], np.float64)
                 vecfiles.write_rows(self.meta_dir, gen, n_rows, vecs, times)
-                conn.executemany("UPDATE records SET vrow = ? WHERE rowid = ?",
-                                 [(n_rows + i, r) for i, (r, _) in enumerate(placed)])
+                conn.executemany(
+                    "UPDATE records SET vrow = ? WHERE rowid = ?", [(n_rows + i, r) for i, (r, _) in enumerate(placed)]
+                )
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(n_rows + len(placed)),))
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)",
-                             (str(n_rows + len(placed) if in_order else sorted_rows),))
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)",
+                    (str(n_rows + len(placed) if in_order else sorted_rows),),
+                )
             self._refresh_touched(conn, touched)
             ids = {r[0] for added, _, _ in new_rows.values() for r in added}
             ids |= {s for rows, _, _ in day_data.values() for s in rows.supersedes}

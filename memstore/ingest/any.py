@@ -38,8 +38,17 @@ class _BlobJob:
     records: list[dict] = field(default_factory=list)
 
 
-def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlinks: bool = False,
-               allow_secrets: bool = False, progress=None, verbose: int = 0, secrets: str | None = None) -> WriteResult:
+def ingest_any(
+    store,
+    path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    follow_symlinks: bool = False,
+    allow_secrets: bool = False,
+    progress=None,
+    verbose: int = 0,
+    secrets: str | None = None,
+) -> WriteResult:
     """Ingest a file or folder of any files (see the module docstring); one commit, none if nothing is new."""
     from .location import base_label
     from .path import display, plan_files
@@ -54,8 +63,14 @@ def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlin
     if max_bytes is not None and max_bytes > MAX_PAYLOAD:
         raise UsageError(f"--max-bytes {max_bytes} is above what one segment holds ({MAX_PAYLOAD} bytes)")
     texts, blobs, notes = [], [], []
-    for item in walk(root, max_bytes=max_bytes, follow_symlinks=follow_symlinks, exclude=[store.root],
-                     allow_secrets=how == "allow", blobs=True):
+    for item in walk(
+        root,
+        max_bytes=max_bytes,
+        follow_symlinks=follow_symlinks,
+        exclude=[store.root],
+        allow_secrets=how == "allow",
+        blobs=True,
+    ):
         if isinstance(item, FileItem):
             texts.append(item)
         elif isinstance(item, BlobItem):
@@ -70,14 +85,23 @@ def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlin
     base = base_label(store, root)
     plan = plan_files(store, texts, now, allow_secrets=how != "refuse", verbose=verbose, base=base)
     if plan.found:
-        raise SecretsFound("Refusing to ingest what looks like credentials:\n  " + "\n  ".join(plan.found[:50]),
-                           secret_policy.HINT)
+        raise SecretsFound(
+            "Refusing to ingest what looks like credentials:\n  " + "\n  ".join(plan.found[:50]), secret_policy.HINT
+        )
     records, inputs, jobs = list(plan.records), list(plan.inputs), []
     for item in texts:  # a PDF's original is kept beside its text
         new = [r for r in plan.by_file.get(item.path, []) if r["type"] == "doc"]
         if item.kind == "pdf" and new:
-            jobs.append(_BlobJob(Path(item.path), item.rel, item.sha256, item.size,
-                                 {"mime": "application/pdf", "kind": "pdf", "pages": item.pages}, new))
+            jobs.append(
+                _BlobJob(
+                    Path(item.path),
+                    item.rel,
+                    item.sha256,
+                    item.size,
+                    {"mime": "application/pdf", "kind": "pdf", "pages": item.pages},
+                    new,
+                )
+            )
     moved = _plan_blobs(store, blobs, now, records, inputs, jobs, notes, base) + plan.moved
 
     def message(added) -> str:
@@ -88,8 +112,14 @@ def ingest_any(store, path, *, max_bytes: int = DEFAULT_MAX_BYTES, follow_symlin
         msg = f"Ingest {n_files} files ({n_chunks} chunks, {n_blobs} blobs) from {display(base, root)}"
         return msg + (f"; {moved} moved" if moved else "")
 
-    res = store.write(records, message, embed_inputs=inputs, progress=progress,
-                      before_write=lambda st, added: _write_blobs(st, jobs, added), secrets=how)
+    res = store.write(
+        records,
+        message,
+        embed_inputs=inputs,
+        progress=progress,
+        before_write=lambda st, added: _write_blobs(st, jobs, added),
+        secrets=how,
+    )
     res.notes = notes + plan.notes + res.notes
     return res
 
@@ -122,12 +152,26 @@ def _plan_blobs(store, blobs, now, records, inputs, jobs, notes, base: str = "")
         info = describe_media(Path(item.path).name, data)
         del data
         text = description(item.rel, item.size, info, item.reason)
-        rec = store.normalize({
-            "ts": now, "actor": "document", "role": "system", "type": "doc", "text": text,
-            "session": item.rel,
-            "source": {"path": key, "rel": item.rel, "chunk": 0, "chunks": 1, "file_sha256": item.sha256,
-                       "size": item.size, "media": info},
-        }, derive_id=False)
+        rec = store.normalize(
+            {
+                "ts": now,
+                "actor": "document",
+                "role": "system",
+                "type": "doc",
+                "text": text,
+                "session": item.rel,
+                "source": {
+                    "path": key,
+                    "rel": item.rel,
+                    "chunk": 0,
+                    "chunks": 1,
+                    "file_sha256": item.sha256,
+                    "size": item.size,
+                    "media": info,
+                },
+            },
+            derive_id=False,
+        )
         rec["id"] = f"blob:{_hash(key)[:8]}:{item.sha256[:12]}"
         records.append(rec)
         inputs.append(text)
@@ -150,12 +194,23 @@ def _write_blobs(store, jobs: list[_BlobJob], added: list[dict]) -> list[str]:
             continue  # already in the store (same id): its blob was written then
         data = job.path.read_bytes()
         if hashlib.sha256(data).hexdigest() != job.sha256:
-            raise FormatError(job.path, "changed while it was being ingested",
-                              hint="Run the ingest again; nothing from it was committed.")
+            raise FormatError(
+                job.path,
+                "changed while it was being ingested",
+                hint="Run the ingest again; nothing from it was committed.",
+            )
         when = from_iso(recs[0]["ts"])
         # ContextTape's own manifest keys (type, filename) as well, so its readers understand it
-        manifest = {"type": job.info.get("kind"), "filename": job.path.name, "path": job.rel, "size": len(data),
-                    "sha256": job.sha256, "ingested": to_iso(when), "records": [r["id"] for r in recs], **job.info}
+        manifest = {
+            "type": job.info.get("kind"),
+            "filename": job.path.name,
+            "path": job.rel,
+            "size": len(data),
+            "sha256": job.sha256,
+            "ingested": to_iso(when),
+            "records": [r["id"] for r in recs],
+            **job.info,
+        }
         dtype = DATA_TYPES.get(job.info.get("kind"), DT_BLOB)
         store._tx.add_blob(recs[0]["id"], local_day(when, store.tz), data, dtype, manifest, int(when.timestamp()))
         for r in recs:

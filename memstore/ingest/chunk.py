@@ -338,7 +338,11 @@ def _markdown_pieces(text: str, sizer: _Sizer) -> list[_Piece]:
     pieces: list[_Piece] = []
     for section, end in zip(sections, bounds[1:]):
         found: list[_Piece] = []
-        cost = sizer.cost(text, section.start, end) if end - section.start <= sizer.budget * _CHARS_PER_TOKEN_CEIL else None
+        cost = (
+            sizer.cost(text, section.start, end)
+            if end - section.start <= sizer.budget * _CHARS_PER_TOKEN_CEIL
+            else None
+        )
         if cost is not None and cost <= sizer.budget:
             found.append(_Piece(section.start, end, cost))
         else:
@@ -347,9 +351,7 @@ def _markdown_pieces(text: str, sizer: _Sizer) -> list[_Piece]:
                 levels = _MD_FENCE_LEVELS if has_fence else _MD_PARAGRAPH_LEVELS
                 _refine(text, s, e, levels, sizer, found)
         for p in found:
-            sticky = p.start == section.start < section.heading_end and not text[
-                section.heading_end : p.end
-            ].strip()
+            sticky = p.start == section.start < section.heading_end and not text[section.heading_end : p.end].strip()
             pieces.append(p._replace(heading=section.path, sticky=sticky))
     return pieces
 
@@ -392,9 +394,12 @@ def _markdown_structure(text: str):
             continue
         if fence is not None:
             stripped = line.strip()
-            if stripped and set(stripped) == {fence[0]} and len(stripped) >= fence[1] and len(line) - len(
-                line.lstrip(" ")
-            ) < 4:
+            if (
+                stripped
+                and set(stripped) == {fence[0]}
+                and len(stripped) >= fence[1]
+                and len(line) - len(line.lstrip(" ")) < 4
+            ):
                 fences.append((fence_start, le))
                 fence, pending = None, True
             continue
@@ -439,5 +444,5 @@ def _lines_with_front_matter(text: str):
     while pos < n:
         nl = text.find("\n", pos)
         end = n if nl == -1 else nl + 1
-        yield pos, end, text[pos : end].rstrip("\r\n")
+        yield pos, end, text[pos:end].rstrip("\r\n")
         pos = end

@@ -154,12 +154,21 @@ def message_record(message: dict, node_id: str, parent, last_ts: str | None, con
     if ts is None:
         raise ValueError(f"message {message.get('id') or node_id} has no create_time, nor has its conversation")
     return record(
-        ts, _actor(role, author, model), role, type_, text, model, context["session"],
+        ts,
+        _actor(role, author, model),
+        role,
+        type_,
+        text,
+        model,
+        context["session"],
         id_=f"chatgpt:{message.get('id') or node_id}",
-        conversation_id=context["conversation_id"], conversation_title=context["conversation_title"], parent=parent,
+        conversation_id=context["conversation_id"],
+        conversation_title=context["conversation_title"],
+        parent=parent,
         recipient=recipient if recipient not in (None, "all") else None,
         attachments=[a.get("name") for a in metadata.get("attachments") or [] if isinstance(a, dict)] or None,
-        gizmo_id=context["gizmo_id"], **extra,
+        gizmo_id=context["gizmo_id"],
+        **extra,
     )
 
 

@@ -29,9 +29,17 @@ from pathlib import Path
 from memstore.ingest.importers import Batch, Line, Lines, Problem, ReadResult, at_line, decode_line, read_lines, record
 
 HARNESS_PREFIXES = (
-    "<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>",
-    "<local-command-stderr>", "<local-command-caveat>", "<task-notification>", "<bash-input>",
-    "<bash-stdout>", "<bash-stderr>", "[Request interrupted by user",
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<task-notification>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "[Request interrupted by user",
 )
 COMPACTION_PREFIX = "This session is being continued from a previous conversation"
 
@@ -166,18 +174,27 @@ def _block_fields(block: dict, speaker: dict, row: dict) -> dict | None:
     if kind == "text" and _nonempty(block.get("text")):
         text = block["text"]
         meta_kind = _meta_kind(text, row)
-        return {**speaker, "type_": "meta" if meta_kind else "text", "text": text,
-                "extra": {"kind": meta_kind}}
+        return {**speaker, "type_": "meta" if meta_kind else "text", "text": text, "extra": {"kind": meta_kind}}
     if kind == "tool_use":
         name = block.get("name") or "tool"
-        return {**speaker, "type_": "action", "text": f"{name}: {_json(block.get('input', {}))}",
-                "extra": {"tool_name": name, "tool_use_id": block.get("id")}}
+        return {
+            **speaker,
+            "type_": "action",
+            "text": f"{name}: {_json(block.get('input', {}))}",
+            "extra": {"tool_name": name, "tool_use_id": block.get("id")},
+        }
     if kind == "tool_result":
         text = _result_text(block.get("content"))
         if not text.strip():
             return None
-        return {"actor": "tool", "role": "tool", "model": None, "type_": "text", "text": text,
-                "extra": {"tool_use_id": block.get("tool_use_id"), "is_error": block.get("is_error") is True}}
+        return {
+            "actor": "tool",
+            "role": "tool",
+            "model": None,
+            "type_": "text",
+            "text": text,
+            "extra": {"tool_use_id": block.get("tool_use_id"), "is_error": block.get("is_error") is True},
+        }
     if kind == "thinking" and _nonempty(block.get("thinking")):
         return {**speaker, "type_": "meta", "text": block["thinking"], "extra": {"kind": "thinking"}}
     if kind in ("image", "document"):
@@ -223,16 +240,35 @@ def _summary_record(row: dict, default_session: str) -> dict:
     text = row["summary"]
     leaf = row.get("leafUuid") or "none"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
-    return record(None, "system", "system", "meta", text, None, row.get("sessionId") or default_session,
-                  id_=f"cc:summary:{leaf}:{digest}", kind="summary", leaf=row.get("leafUuid"))
+    return record(
+        None,
+        "system",
+        "system",
+        "meta",
+        text,
+        None,
+        row.get("sessionId") or default_session,
+        id_=f"cc:summary:{leaf}:{digest}",
+        kind="summary",
+        leaf=row.get("leafUuid"),
+    )
 
 
 def _system_record(row: dict, default_session: str) -> dict:
     ctx = _row_context(row, default_session)
     uuid = row.get("uuid")
-    return record(ctx["ts"], "system", "system", "meta", row["content"], None, ctx["session"],
-                  id_=f"cc:{uuid}" if uuid else None, kind=row.get("subtype") or "system",
-                  **ctx["extra"])
+    return record(
+        ctx["ts"],
+        "system",
+        "system",
+        "meta",
+        row["content"],
+        None,
+        ctx["session"],
+        id_=f"cc:{uuid}" if uuid else None,
+        kind=row.get("subtype") or "system",
+        **ctx["extra"],
+    )
 
 
 def _json(value) -> str:

@@ -19,13 +19,19 @@ from collections import Counter
 from pathlib import Path
 
 from ..errors import FormatError, UsageError
-from ..format.segment import (DT_TEXT, VECTOR_TYPES, SegmentError, decode_vector, read_segment, segment_ids,
-                              segment_name)
+from ..format.segment import DT_TEXT, VECTOR_TYPES, SegmentError, decode_vector, read_segment, segment_ids, segment_name
 from ..store import WriteResult
 
 _CHAT_PREFIXES = {"user: ": "user", "assistant: ": "assistant", "system: ": "system"}
-_KIND_NAMES = {1: "vector", 2: "vector", 10: "image blob", 11: "audio blob", 12: "blob", 13: "manifest",
-               100: "coarse index"}
+_KIND_NAMES = {
+    1: "vector",
+    2: "vector",
+    10: "image blob",
+    11: "audio blob",
+    12: "blob",
+    13: "manifest",
+    100: "coarse index",
+}
 
 
 def tape_dirs(path: Path) -> list[Path]:
@@ -52,8 +58,11 @@ def read_pairs(folder: Path) -> tuple[list[tuple[int, int, object, object, bytes
         try:
             segs[sid] = read_segment(p)
         except (OSError, SegmentError) as exc:
-            raise FormatError(p, f"not a readable ContextTape segment ({exc})",
-                              hint="Nothing was imported. Remove or repair that file first.") from None
+            raise FormatError(
+                p,
+                f"not a readable ContextTape segment ({exc})",
+                hint="Nothing was imported. Remove or repair that file first.",
+            ) from None
     pairs, used = [], set()
     for sid, (h, body) in segs.items():
         if h.data_type != DT_TEXT or h.next_id < 0 or h.next_id not in segs:
@@ -62,8 +71,11 @@ def read_pairs(folder: Path) -> tuple[list[tuple[int, int, object, object, bytes
         if vh.data_type in VECTOR_TYPES and vh.prev_id == sid:
             pairs.append((sid, h.next_id, h, vh, body, vbody))
             used.update((sid, h.next_id))
-    left = Counter("orphan text" if h.data_type == DT_TEXT else _KIND_NAMES.get(h.data_type, f"type {h.data_type}")
-                   for sid, (h, _) in segs.items() if sid not in used)
+    left = Counter(
+        "orphan text" if h.data_type == DT_TEXT else _KIND_NAMES.get(h.data_type, f"type {h.data_type}")
+        for sid, (h, _) in segs.items()
+        if sid not in used
+    )
     return pairs, left
 
 
@@ -74,8 +86,16 @@ def _record_fields(text: str) -> dict:
     return {"role": "system", "type": "doc", "actor": "document"}
 
 
-def import_contexttape(store, path, *, model: str | None = None, progress=None, allow_secrets: bool = False,
-                       secrets: str | None = None, **_opts) -> WriteResult:
+def import_contexttape(
+    store,
+    path,
+    *,
+    model: str | None = None,
+    progress=None,
+    allow_secrets: bool = False,
+    secrets: str | None = None,
+    **_opts,
+) -> WriteResult:
     """Import every pair under `path` (see the module docstring); returns the write's result."""
     import numpy as np
 
@@ -106,11 +126,18 @@ def import_contexttape(store, path, *, model: str | None = None, progress=None, 
             try:
                 text = tbody.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise FormatError(tpath, f"text is not UTF-8 (byte {exc.start})", hint="Nothing was imported.") from None
+                raise FormatError(
+                    tpath, f"text is not UTF-8 (byte {exc.start})", hint="Nothing was imported."
+                ) from None
             when = th.unix_time if th.unix_time > 0 else int(tpath.stat().st_mtime)
-            raw = {"ts": dt.datetime.fromtimestamp(when, UTC), "text": text, "session": rel, **_record_fields(text),
-                   # where the pair came from, portably: the imported folder's name and the path below it
-                   "contexttape": {"dir": root.name if folder == root else f"{root.name}/{rel}", "text": tid, "vec": vid}}
+            raw = {
+                "ts": dt.datetime.fromtimestamp(when, UTC),
+                "text": text,
+                "session": rel,
+                **_record_fields(text),
+                # where the pair came from, portably: the imported folder's name and the path below it
+                "contexttape": {"dir": root.name if folder == root else f"{root.name}/{rel}", "text": tid, "vec": vid},
+            }
             try:
                 rec = store.normalize(raw, derive_id=True)
             except RecordError as exc:
@@ -133,7 +160,13 @@ def import_contexttape(store, path, *, model: str | None = None, progress=None, 
         how = f"{kept} vectors kept, {len(added) - kept} re-embedded" if kept else "re-embedded"
         return f"Import {len(added)} contexttape records from {root.name} ({how})"
 
-    res = store.write(records, message, progress=progress, given_vectors=given,
-                      secrets=secrets or ("allow" if allow_secrets else "refuse"), origins=origins)
+    res = store.write(
+        records,
+        message,
+        progress=progress,
+        given_vectors=given,
+        secrets=secrets or ("allow" if allow_secrets else "refuse"),
+        origins=origins,
+    )
     res.notes = notes + res.notes
     return res

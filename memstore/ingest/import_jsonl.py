@@ -14,8 +14,18 @@ import os
 from pathlib import Path
 
 from memstore.format.timeutil import UTC, parse_ts
-from memstore.ingest.importers import (ROLES, TYPES, Batch, Lines, Problem, ReadResult, at_line, decode_line,
-                                       read_lines, record)
+from memstore.ingest.importers import (
+    ROLES,
+    TYPES,
+    Batch,
+    Lines,
+    Problem,
+    ReadResult,
+    at_line,
+    decode_line,
+    read_lines,
+    record,
+)
 
 REQUIRED = ("ts", "role", "text")
 KNOWN = ("ts", "actor", "role", "type", "text", "model", "session", "id")
@@ -56,8 +66,9 @@ def _parse_line(lines: Lines, line, session: str) -> tuple[dict | None, Problem 
         return None, Problem(str(lines.path), line.number, "not a JSON object")
     if obj.get("type", "text") == "text" and isinstance(obj.get("text"), str) and not obj["text"].strip():
         # Public conversation data sets hold empty turns; one must not block a file of good ones.
-        return None, Problem(str(lines.path), line.number, "field 'text' is empty: an empty turn, skipped",
-                             skippable=True)
+        return None, Problem(
+            str(lines.path), line.number, "field 'text' is empty: an empty turn, skipped", skippable=True
+        )
     try:
         return at_line(to_record(obj, session), line.number), None
     except ValueError as exc:
@@ -81,8 +92,16 @@ def to_record(obj: dict, default_session: str) -> dict:
         raise ValueError(f"field 'text' must be a string, not {type(text).__name__}")
     if type_ == "text" and not text.strip():
         raise ValueError("field 'text' is empty")
-    rec = record(ts, _string(obj, "actor", role), role, type_, text, _model(obj.get("model")),
-                 _string(obj, "session", default_session), id_=_optional_id(obj.get("id")))
+    rec = record(
+        ts,
+        _string(obj, "actor", role),
+        role,
+        type_,
+        text,
+        _model(obj.get("model")),
+        _string(obj, "session", default_session),
+        id_=_optional_id(obj.get("id")),
+    )
     rec.update((k, v) for k, v in obj.items() if k not in KNOWN)
     if kind:
         rec.setdefault("kind", kind)

@@ -25,12 +25,16 @@ def data_files(root: str | os.PathLike) -> list[Path]:
     """The day files under main/ and every corpus file, sorted; UsageError if `root` is no data folder."""
     root = Path(root)
     if root.is_file():
-        raise UsageError(f"{root}: give lossless-memory's data folder (the one holding main/), not a file",
-                         "Use 'ct import jsonl FILE' for a single JSONL file.")
+        raise UsageError(
+            f"{root}: give lossless-memory's data folder (the one holding main/), not a file",
+            "Use 'ct import jsonl FILE' for a single JSONL file.",
+        )
     main, corpus = root / "main", root / "corpus"
     if not main.is_dir() and not corpus.is_dir():
-        raise UsageError(f"{root}: not a lossless-memory data folder (it has neither main/ nor corpus/)",
-                         "Point at the data_dir from lossless-memory's config.")
+        raise UsageError(
+            f"{root}: not a lossless-memory data folder (it has neither main/ nor corpus/)",
+            "Point at the data_dir from lossless-memory's config.",
+        )
     files = sorted(p for p in main.glob("*.jsonl") if p.is_file()) if main.is_dir() else []
     if corpus.is_dir():
         for sub in sorted(p for p in corpus.iterdir() if p.is_dir()):
@@ -52,8 +56,9 @@ def corpus_of(path: Path) -> str | None:
     return path.parent.name if path.parent.parent.name == "corpus" else None
 
 
-def read_new(path: str | os.PathLike, cursor=None, final: bool = False,
-             source_timezone: str | None = None) -> ReadResult:
+def read_new(
+    path: str | os.PathLike, cursor=None, final: bool = False, source_timezone: str | None = None
+) -> ReadResult:
     """Records from the complete lines after `cursor`, with naive times placed in `source_timezone`."""
     path = Path(path)
     tz = zone(source_timezone) if source_timezone else None

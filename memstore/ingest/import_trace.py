@@ -35,8 +35,21 @@ from ..format.timeutil import UTC, to_iso
 from ..format.tree import Topic
 
 ROLES = {"user", "assistant", "system", "tool"}
-RECORD_KEYS = {"ts", "actor", "role", "type", "text", "model", "session", "id", "hash", "seg", "source",
-               "supersedes", "meta"}
+RECORD_KEYS = {
+    "ts",
+    "actor",
+    "role",
+    "type",
+    "text",
+    "model",
+    "session",
+    "id",
+    "hash",
+    "seg",
+    "source",
+    "supersedes",
+    "meta",
+}
 HINT = "Nothing was imported."
 UNPLACED = {"unplaced": True}  # the owner of messages that hang directly under ROOT: no topic
 
@@ -52,10 +65,13 @@ class TraceFile:
             raise FormatError(path, 'no "tree" topic node: not a TRACE save', hint=HINT)
         conv = data.get("conversation")
         if conv is None:
-            raise FormatError(path, "saved without its conversation: the tree holds only the first 200 characters "
-                              "of each message, which memstore will not store as verbatim text",
-                              hint="Save it again from TRACE with save(path, save_conversation=True) "
-                                   "(auto_save_path always does). Nothing was imported.")
+            raise FormatError(
+                path,
+                "saved without its conversation: the tree holds only the first 200 characters "
+                "of each message, which memstore will not store as verbatim text",
+                hint="Save it again from TRACE with save(path, save_conversation=True) "
+                "(auto_save_path always does). Nothing was imported.",
+            )
         if not isinstance(conv, list):
             raise FormatError(path, '"conversation" must be a list of {role, content} messages', hint=HINT)
         self.root = root
@@ -75,7 +91,7 @@ class TraceFile:
                 self.topics.append((node, parent))
             children = node.get("children") or []
             if not isinstance(children, list):
-                raise FormatError(self.path, f"topic {node.get('topic_name')!r}: \"children\" must be a list", hint=HINT)
+                raise FormatError(self.path, f'topic {node.get("topic_name")!r}: "children" must be a list', hint=HINT)
             for child in reversed(children):
                 if not isinstance(child, dict):
                     raise FormatError(self.path, "a tree node must be an object", hint=HINT)
@@ -169,8 +185,9 @@ def read_records(tf: TraceFile, fallback_time: float) -> tuple[list[dict | None]
             raise FormatError(tf.path, f"conversation[{i}] is not a message object", hint=HINT)
         role = msg.get("role")
         if role not in ROLES:
-            raise FormatError(tf.path, f"conversation[{i}]: role {role!r} is not one of {', '.join(sorted(ROLES))}",
-                              hint=HINT)
+            raise FormatError(
+                tf.path, f"conversation[{i}]: role {role!r} is not one of {', '.join(sorted(ROLES))}", hint=HINT
+            )
         text = _text(msg.get("content"))
         owner = owners[i]
         anchor = _unix(owner.get("created_at")) if owner else None
@@ -181,9 +198,18 @@ def read_records(tf: TraceFile, fallback_time: float) -> tuple[list[dict | None]
             notes.append(f"skipped conversation[{i}] ({role}): no text")
             out.append(None)
             continue
-        rec = {"ts": to_iso(dt.datetime.fromtimestamp(t, UTC)), "actor": role, "role": role, "type": "text",
-               "text": text, "model": None, "session": session, "id": f"trace:{tf.root_id}:{i}",
-               "ts_approx": True, "trace_index": i}
+        rec = {
+            "ts": to_iso(dt.datetime.fromtimestamp(t, UTC)),
+            "actor": role,
+            "role": role,
+            "type": "text",
+            "text": text,
+            "model": None,
+            "session": session,
+            "id": f"trace:{tf.root_id}:{i}",
+            "ts_approx": True,
+            "trace_index": i,
+        }
         for k, v in msg.items():
             if k in ("role", "content"):
                 continue
@@ -225,8 +251,16 @@ def build_tree(store, tf: TraceFile, ids: list[str | None], keep: set[str], time
             continue
         name, named_by = _name(node, [_text(texts[r].get("content")) or "" for r in recs])
         summary = node.get("summary") if isinstance(node.get("summary"), str) else ""
-        tree.topics[tid] = Topic(id=tid, name=name, summary=summary, parent=topic_id(parent) if parent else None,
-                                 records=recs, created=created_iso, last_active=last, named_by=named_by)
+        tree.topics[tid] = Topic(
+            id=tid,
+            name=name,
+            summary=summary,
+            parent=topic_id(parent) if parent else None,
+            records=recs,
+            created=created_iso,
+            last_active=last,
+            named_by=named_by,
+        )
     tree.archived = sorted(set(tree.archived) | set(archived))
     cur = tf.current()
     if cur is not None:
@@ -273,7 +307,13 @@ def import_trace(store, path, progress=None, allow_secrets: bool = False, secret
     def message(added):
         return f"Import {len(added)} trace records and {len(tf.topics)} topics from {path.name}"
 
-    res = store.write(records, message, progress=progress, after_write=place,
-                      secrets=secrets or ("allow" if allow_secrets else "refuse"), origins=origins)
+    res = store.write(
+        records,
+        message,
+        progress=progress,
+        after_write=place,
+        secrets=secrets or ("allow" if allow_secrets else "refuse"),
+        origins=origins,
+    )
     res.notes = notes + res.notes
     return res

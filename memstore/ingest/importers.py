@@ -83,11 +83,11 @@ class Batch(NamedTuple):
     problems: list[Problem]
 
 
-def record(ts, actor: str, role: str, type_: str, text: str, model: str | None, session: str,
-           id_: str | None = None, **extra) -> dict:
+def record(
+    ts, actor: str, role: str, type_: str, text: str, model: str | None, session: str, id_: str | None = None, **extra
+) -> dict:
     """A record dict in the canonical key order; extra fields that are None or False are left out."""
-    rec = {"ts": ts, "actor": actor, "role": role, "type": type_, "text": text,
-           "model": model, "session": session}
+    rec = {"ts": ts, "actor": actor, "role": role, "type": type_, "text": text, "model": model, "session": session}
     if id_ is not None:
         rec["id"] = id_
     rec.update((k, v) for k, v in extra.items() if v is not None and v is not False)
@@ -148,12 +148,11 @@ class Lines:
         if n == 0:
             return Cursor(self.start.offset, self.start.head_sha, self.start.line, last_ts)
         end = self.start.offset + self._ends[n - 1]
-        head = (self._prefix + self._data[: HEAD_BYTES])[: min(end, HEAD_BYTES)]
+        head = (self._prefix + self._data[:HEAD_BYTES])[: min(end, HEAD_BYTES)]
         return Cursor(end, _sha(head), self.start.line + n, last_ts)
 
 
-def read_lines(path: str | os.PathLike, cursor: Cursor | int | None = None,
-               final: bool = False) -> Lines:
+def read_lines(path: str | os.PathLike, cursor: Cursor | int | None = None, final: bool = False) -> Lines:
     """The complete lines after `cursor`; from the start when the file was rewritten or shrank.
 
     `final` also takes a last line with no "\\n" (for one-shot imports of files nobody writes).

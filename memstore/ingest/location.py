@@ -72,7 +72,8 @@ def live_rows(index, key: str) -> list[tuple[str, str, int]]:
             continue
         seen.add(k)
         for rid, fsha, rowid, rtype in index.conn.execute(
-                "SELECT id, fsha, rowid, type FROM records WHERE source = ? AND hidden = 0", (k,)).fetchall():
+            "SELECT id, fsha, rowid, type FROM records WHERE source = ? AND hidden = 0", (k,)
+        ).fetchall():
             out.append((rid, fsha, rowid))
             if rtype == "meta":
                 src = index.record_at(rowid).get("source") or {}
@@ -85,7 +86,8 @@ def moved_from(index, sha256: str, rel: str, key: str) -> str | None:
     """The location of a live document with the same bytes and relative path, or None."""
     rows = index.conn.execute(
         "SELECT rowid, source FROM records WHERE fsha = ? AND hidden = 0 AND source != ? ORDER BY ts DESC, rowid DESC",
-        (sha256, key)).fetchall()
+        (sha256, key),
+    ).fetchall()
     for rowid, src_path in rows:
         src = index.record_at(rowid).get("source") or {}
         if isinstance(src, dict) and src.get("rel") == rel and src_path:
@@ -102,9 +104,9 @@ def current_location(index, source: dict) -> str | None:
     frontier = path
     for _ in range(32):  # a chain of moves; bounded against a cycle of renames back and forth
         nxt = None
-        for rowid, in index.conn.execute(
-                "SELECT rowid FROM records WHERE fsha = ? AND type = 'meta' AND hidden = 0 ORDER BY ts, rowid",
-                (sha,)).fetchall():
+        for (rowid,) in index.conn.execute(
+            "SELECT rowid FROM records WHERE fsha = ? AND type = 'meta' AND hidden = 0 ORDER BY ts, rowid", (sha,)
+        ).fetchall():
             src = index.record_at(rowid).get("source") or {}
             if isinstance(src, dict) and src.get("moved_from") == frontier and src.get("path") not in seen:
                 nxt = str(src["path"])

@@ -123,8 +123,8 @@ def _jpeg_info(data: bytes) -> dict:
         if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
             pos += 2
             continue
-        seg_len = struct.unpack(">H", data[pos + 2:pos + 4])[0]
-        body = data[pos + 4:pos + 2 + seg_len]
+        seg_len = struct.unpack(">H", data[pos + 2 : pos + 4])[0]
+        body = data[pos + 4 : pos + 2 + seg_len]
         if marker == 0xE1 and body.startswith(b"Exif\x00\x00"):
             taken = _exif_datetime(body[6:])
             if taken:
@@ -161,10 +161,10 @@ def _exif_datetime(tiff: bytes) -> str | None:
 
 
 def _ifd(tiff: bytes, off: int, e: str) -> dict[int, tuple]:
-    count = struct.unpack(e + "H", tiff[off:off + 2])[0]
+    count = struct.unpack(e + "H", tiff[off : off + 2])[0]
     tags = {}
     for i in range(min(count, 512)):
-        entry = tiff[off + 2 + 12 * i: off + 14 + 12 * i]
+        entry = tiff[off + 2 + 12 * i : off + 14 + 12 * i]
         if len(entry) < 12:
             break
         tag, typ, n = struct.unpack(e + "HHI", entry[:8])
@@ -180,7 +180,7 @@ def _ascii(tiff: bytes, entry: tuple | None, e: str) -> str | None:
     if entry is None or entry[0] != 2:
         return None
     n = entry[1]
-    raw = entry[2][:n] if n <= 4 else tiff[struct.unpack(e + "I", entry[2])[0]:][:n]
+    raw = entry[2][:n] if n <= 4 else tiff[struct.unpack(e + "I", entry[2])[0] :][:n]
     text = raw.split(b"\x00", 1)[0].decode("ascii", "replace").strip()
     return text or None
 
@@ -192,10 +192,14 @@ def _audio_info(data: bytes) -> dict:
     if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
         with wave.open(io.BytesIO(data)) as w:
             rate = w.getframerate()
-            return {"duration_s": round(w.getnframes() / rate, 3) if rate else None, "sample_rate": rate,
-                    "channels": w.getnchannels(), "bits": 8 * w.getsampwidth()}
+            return {
+                "duration_s": round(w.getnframes() / rate, 3) if rate else None,
+                "sample_rate": rate,
+                "channels": w.getnchannels(),
+                "bits": 8 * w.getsampwidth(),
+            }
     if data.startswith(b"fLaC") and (data[4] & 0x7F) == 0:  # first metadata block is STREAMINFO
-        info = data[8:8 + 34]
+        info = data[8 : 8 + 34]
         packed = int.from_bytes(info[10:18], "big")
         rate = packed >> 44
         channels = ((packed >> 41) & 0x7) + 1
@@ -217,10 +221,10 @@ def _boxes(data: bytes, start: int, end: int):
     """(type, body start, body end) of each box between start and end."""
     pos = start
     while pos + 8 <= end:
-        size, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        size, kind = struct.unpack(">I4s", data[pos : pos + 8])
         head = 8
         if size == 1:
-            size = struct.unpack(">Q", data[pos + 8:pos + 16])[0]
+            size = struct.unpack(">Q", data[pos + 8 : pos + 16])[0]
             head = 16
         elif size == 0:
             size = end - pos
@@ -242,9 +246,9 @@ def _mp4_info(data: bytes) -> dict:
             if sub == b"mvhd":
                 v = data[sb]
                 if v == 1:
-                    created, _, scale, dur = struct.unpack(">QQIQ", data[sb + 4:sb + 32])
+                    created, _, scale, dur = struct.unpack(">QQIQ", data[sb + 4 : sb + 32])
                 else:
-                    created, _, scale, dur = struct.unpack(">IIII", data[sb + 4:sb + 20])
+                    created, _, scale, dur = struct.unpack(">IIII", data[sb + 4 : sb + 20])
                 if scale:
                     out["duration_s"] = round(dur / scale, 3)
                 if created > _MP4_EPOCH:
@@ -254,7 +258,7 @@ def _mp4_info(data: bytes) -> dict:
                 for tk, tb, te in _boxes(data, sb, se):
                     if tk == b"tkhd":
                         off = tb + (88 if data[tb] == 1 else 76)
-                        w, h = struct.unpack(">II", data[off:off + 8])
+                        w, h = struct.unpack(">II", data[off : off + 8])
                         if w >> 16 and h >> 16:
                             out.update(width=w >> 16, height=h >> 16)
         break
@@ -276,8 +280,12 @@ def description(rel: str, size: int, info: dict, reason: str | None = None) -> s
     """The searchable text record for a blob: every fact, in words, with the file's name and path."""
     kind = info.get("kind", "binary")
     subtype = info.get("mime", "application/octet-stream").split("/", 1)[1].upper()
-    what = {"image": f"{subtype} image", "audio": f"{subtype} audio", "video": f"{subtype} video",
-            "pdf": "PDF document"}.get(kind, f"file of type {info.get('mime')}")
+    what = {
+        "image": f"{subtype} image",
+        "audio": f"{subtype} audio",
+        "video": f"{subtype} video",
+        "pdf": "PDF document",
+    }.get(kind, f"file of type {info.get('mime')}")
     label = {"image": "Image", "audio": "Audio", "video": "Video", "pdf": "PDF"}.get(kind, "File")
     parts = [f"{label} {rel}: {what}"]
     if info.get("width") and info.get("height"):

@@ -19,9 +19,20 @@ from ..store import WriteResult
 from .location import base_label, live_rows, location, moved_from
 
 
-def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, max_pdf_pages=None,
-                follow_symlinks: bool = False, quantize: bool = False, allow_secrets: bool = False,
-                progress=None, verbose: int = 0, secrets: str | None = None) -> WriteResult:
+def ingest_path(
+    store,
+    path,
+    *,
+    exts=None,
+    max_bytes: int = 10 * 1024 * 1024,
+    max_pdf_pages=None,
+    follow_symlinks: bool = False,
+    quantize: bool = False,
+    allow_secrets: bool = False,
+    progress=None,
+    verbose: int = 0,
+    secrets: str | None = None,
+) -> WriteResult:
     from .walk import FileItem, walk
 
     how = secrets or ("allow" if allow_secrets else "refuse")
@@ -29,8 +40,15 @@ def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, ma
     if not root.exists():
         raise UsageError(f"{root}: no such file or folder")
     items, notes = [], []
-    for item in walk(root, exts=exts, max_bytes=max_bytes, follow_symlinks=follow_symlinks,
-                     exclude=[store.root], allow_secrets=how == "allow", max_pdf_pages=max_pdf_pages):
+    for item in walk(
+        root,
+        exts=exts,
+        max_bytes=max_bytes,
+        follow_symlinks=follow_symlinks,
+        exclude=[store.root],
+        allow_secrets=how == "allow",
+        max_pdf_pages=max_pdf_pages,
+    ):
         if not isinstance(item, FileItem):
             notes.append(f"skipped {item.path}: {item.reason}")
             continue
@@ -45,8 +63,9 @@ def ingest_path(store, path, *, exts=None, max_bytes: int = 10 * 1024 * 1024, ma
     notes += plan.notes
     records, inputs, found, files_changed = plan.records, plan.inputs, plan.found, plan.files_changed
     if found:
-        raise SecretsFound("Refusing to ingest what looks like credentials:\n  " + "\n  ".join(found[:50]),
-                           secret_policy.HINT)
+        raise SecretsFound(
+            "Refusing to ingest what looks like credentials:\n  " + "\n  ".join(found[:50]), secret_policy.HINT
+        )
     n_files = len({r["source"]["path"] for r in records if r["type"] == "doc"})
     n_chunks = sum(1 for r in records if r["type"] == "doc")
     msg = f"Ingest {n_files} files ({n_chunks} chunks) from {display(base, root)}"
@@ -68,10 +87,10 @@ class Plan:
     records: list[dict] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    found: list[str] = field(default_factory=list)   # secrets, "path:line: kind (redacted)"
+    found: list[str] = field(default_factory=list)  # secrets, "path:line: kind (redacted)"
     files_changed: int = 0
-    moved: int = 0                                   # files found at a new location, unchanged
-    by_file: dict = field(default_factory=dict)      # FileItem.path -> its new records
+    moved: int = 0  # files found at a new location, unchanged
+    by_file: dict = field(default_factory=dict)  # FileItem.path -> its new records
 
 
 def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0, base: str = "") -> Plan:
@@ -121,11 +140,18 @@ def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0,
         new_hashes = set()
         file_records = []
         for i, ch in enumerate(chunks):
-            rec = store.normalize({
-                "ts": now, "actor": "document", "role": "system", "type": "doc", "text": ch.text,
-                "session": item.rel,
-                "source": _source(key, item, i, len(chunks), ch),
-            }, derive_id=False)
+            rec = store.normalize(
+                {
+                    "ts": now,
+                    "actor": "document",
+                    "role": "system",
+                    "type": "doc",
+                    "text": ch.text,
+                    "session": item.rel,
+                    "source": _source(key, item, i, len(chunks), ch),
+                },
+                derive_id=False,
+            )
             rec["id"] = f"doc:{_hash(key)[:8]}:{item.sha256[:12]}:{i}"
             h = _hash(ch.text)
             new_hashes.add(h)
@@ -149,22 +175,33 @@ def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0,
 
 def superseding_record(store, now, rel: str, key: str, sha256: str, gone: list[str]) -> dict:
     """The `meta` record that retires a changed file's old records (they leave search, never the log)."""
-    return store.normalize({
-        "ts": now, "actor": "memstore", "role": "system", "type": "meta",
-        "text": f"{rel} changed: {len(gone)} chunk(s) superseded",
-        "session": rel, "supersedes": gone,
-        "source": {"path": key, "file_sha256": sha256},
-    })
+    return store.normalize(
+        {
+            "ts": now,
+            "actor": "memstore",
+            "role": "system",
+            "type": "meta",
+            "text": f"{rel} changed: {len(gone)} chunk(s) superseded",
+            "session": rel,
+            "supersedes": gone,
+            "source": {"path": key, "file_sha256": sha256},
+        }
+    )
 
 
 def moving_record(store, now, rel: str, key: str, old: str, sha256: str) -> dict:
     """The `meta` record that notes a document found at a new location with the same bytes (no new chunks)."""
-    return store.normalize({
-        "ts": now, "actor": "memstore", "role": "system", "type": "meta",
-        "text": f"{old} moved to {key}",
-        "session": rel,
-        "source": {"path": key, "rel": rel, "moved_from": old, "file_sha256": sha256},
-    })
+    return store.normalize(
+        {
+            "ts": now,
+            "actor": "memstore",
+            "role": "system",
+            "type": "meta",
+            "text": f"{old} moved to {key}",
+            "session": rel,
+            "source": {"path": key, "rel": rel, "moved_from": old, "file_sha256": sha256},
+        }
+    )
 
 
 def _hash(text: str) -> str:
@@ -174,8 +211,15 @@ def _hash(text: str) -> str:
 
 
 def _source(key: str, item, i: int, n: int, ch) -> dict:
-    src = {"path": key, "rel": item.rel, "chunk": i, "chunks": n, "file_sha256": item.sha256,
-           "start": ch.start, "end": ch.end}
+    src = {
+        "path": key,
+        "rel": item.rel,
+        "chunk": i,
+        "chunks": n,
+        "file_sha256": item.sha256,
+        "start": ch.start,
+        "end": ch.end,
+    }
     if getattr(ch, "heading", None):
         src["heading"] = ch.heading
     if getattr(ch, "pages", None):

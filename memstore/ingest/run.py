@@ -18,8 +18,9 @@ from ..store import WriteResult
 KINDS = ("jsonl", "claude-code", "chatgpt", "trace", "lossless-memory")
 
 
-def import_source(store, kind: str, path, progress=None, allow_secrets: bool = False,
-                  secrets: str | None = None, **_opts) -> WriteResult:
+def import_source(
+    store, kind: str, path, progress=None, allow_secrets: bool = False, secrets: str | None = None, **_opts
+) -> WriteResult:
     """Import one source, or a list of sources of one kind (`ct watch`'s batch), in one commit.
 
     `secrets` (refuse, skip, redact, allow; `allow_secrets` is the old name for allow) says what

@@ -84,7 +84,11 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("slack-token", re.compile(r"(?<![\w-])(xox[baprs]-[A-Za-z0-9-]{10,})"), 1),
     ("google-api-key", re.compile(r"(?<![\w-])(AIza[0-9A-Za-z_-]{35})(?![\w-])"), 1),
     ("stripe-secret-key", re.compile(r"(?<![\w])([sr]k_live_[0-9A-Za-z]{16,})"), 1),
-    ("slack-webhook", re.compile(r"(https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,})"), 1),
+    (
+        "slack-webhook",
+        re.compile(r"(https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,})"),
+        1,
+    ),
     ("jwt", re.compile(r"(?<![\w-])(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,})"), 1),
     ("docker-auth", re.compile(r"(?<![\w])(dckr_pat_[A-Za-z0-9_-]{20,})"), 1),
     ("docker-auth", re.compile(r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{12,}={0,2})\""), 1),
@@ -109,8 +113,27 @@ _AFTER_NAME = re.compile(
 )
 _SECRET_NAME_WORDS = {"key", "secret", "token", "password", "passwd", "pwd", "apikey", "secretkey"}
 _PLACEHOLDER_HINTS = (
-    "your", "example", "xxxx", "****", "....", "changeme", "change-me", "change_me", "placeholder",
-    "dummy", "redacted", "insert", "replace", "sample", "fake", "<", ">", "${", "{{", "%(", "$(",
+    "your",
+    "example",
+    "xxxx",
+    "****",
+    "....",
+    "changeme",
+    "change-me",
+    "change_me",
+    "placeholder",
+    "dummy",
+    "redacted",
+    "insert",
+    "replace",
+    "sample",
+    "fake",
+    "<",
+    ">",
+    "${",
+    "{{",
+    "%(",
+    "$(",
 )
 _ENTROPY_BITS = 3.5  # random base64/base62 of 20+ chars sits near 4+; English-like words near 3
 _HEX_ENTROPY_BITS = 3.0  # hex has only 16 symbols, so its ceiling is 4 bits
@@ -136,8 +159,29 @@ def scan_rules(text: str) -> list[Finding]:
 # Lower-case words that every rule's match contains; only lines holding one are run through the
 # regular expressions, which are slow when tried at every position of a large file.
 _ANCHORS = (
-    "akia", "asia", "sk-", "k_live_", "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "xox", "aiza",
-    "key", "secret", "token", "passw", "pwd", "hooks.slack", "eyj", "dckr_pat_", '"auth"', "npm_", "://",
+    "akia",
+    "asia",
+    "sk-",
+    "k_live_",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "ghu_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "aiza",
+    "key",
+    "secret",
+    "token",
+    "passw",
+    "pwd",
+    "hooks.slack",
+    "eyj",
+    "dckr_pat_",
+    '"auth"',
+    "npm_",
+    "://",
 )
 
 
@@ -178,9 +222,7 @@ def _scan_line(text: str, start: int, end: int, report) -> None:
         value = m.group(value_group)
         if value_group == "bare" and not _ends_bare_value(text, m.end(), m.group("sep")):
             continue  # `f(key=name, ...)`, `key: TypeName | None`: code that names a value
-        if _secret_name(text[name_start : word.end()]) and _high_entropy_value(
-            value, quoted=value_group == "quoted"
-        ):
+        if _secret_name(text[name_start : word.end()]) and _high_entropy_value(value, quoted=value_group == "quoted"):
             report(m.start(value_group), m.end(value_group), "generic-secret")
 
 
@@ -190,8 +232,24 @@ _PASSWORD_RULE = re.compile(
     r"(?:[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+is[ \t]+)"
     r"(?:(?P<q>[\"'])(?P<quoted>[^\"'\r\n]{1,200})(?P=q)|(?P<bare>[^\s\"'`,;)}\]]{1,200}))"
 )
-_PLACEHOLDER_PASSWORDS = {"password", "passwd", "pass", "pwd", "secret", "changeme", "xxx", "none", "null",
-                          "true", "false", "required", "optional", "string", "str", "hidden"}
+_PLACEHOLDER_PASSWORDS = {
+    "password",
+    "passwd",
+    "pass",
+    "pwd",
+    "secret",
+    "changeme",
+    "xxx",
+    "none",
+    "null",
+    "true",
+    "false",
+    "required",
+    "optional",
+    "string",
+    "str",
+    "hidden",
+}
 
 
 def _scan_passwords(text: str, start: int, end: int, report) -> None:
@@ -211,8 +269,9 @@ def _plausible_password(value: str) -> bool:
         return False  # a variable, a format string, a call or an index: code that fetches it
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+", value):
         return False  # settings.DB_PASSWORD
-    classes = sum((any(c.isalpha() for c in value), any(c.isdigit() for c in value),
-                   any(not c.isalnum() for c in value)))
+    classes = sum(
+        (any(c.isalpha() for c in value), any(c.isdigit() for c in value), any(not c.isalnum() for c in value))
+    )
     return classes >= 2
 
 
@@ -316,15 +375,28 @@ def _finding(text: str, pos: int, end: int, kind: str) -> Finding:
 # Plugins that recognise one vendor's token shape; the entropy and keyword plugins are left out of
 # the adopted detector because they flag hashes, UUIDs and words (see the measurements).
 _DS_SPECIFIC = {
-    "AWS Access Key": "aws-access-key-id", "GitHub Token": "github-token", "GitLab Token": "gitlab-token",
-    "Slack Token": "slack-token", "Stripe Access Key": "stripe-secret-key", "JSON Web Token": "jwt",
-    "Private Key": "private-key", "OpenAI Token": "openai-api-key", "NPM tokens": "npm-token",
-    "PyPI Token": "pypi-token", "SendGrid API Key": "sendgrid-key", "Twilio API Key": "twilio-key",
-    "Discord Bot Token": "discord-token", "Telegram Bot Token": "telegram-token",
-    "Mailchimp Access Key": "mailchimp-key", "Azure Storage Account access key": "azure-storage-key",
-    "Square OAuth Secret": "square-oauth-secret", "Artifactory Credentials": "artifactory-token",
-    "Basic Auth Credentials": "basic-auth", "IBM Cloud IAM Key": "ibm-cloud-key",
-    "IBM COS HMAC Credentials": "ibm-cos-hmac", "Cloudant Credentials": "cloudant-credentials",
+    "AWS Access Key": "aws-access-key-id",
+    "GitHub Token": "github-token",
+    "GitLab Token": "gitlab-token",
+    "Slack Token": "slack-token",
+    "Stripe Access Key": "stripe-secret-key",
+    "JSON Web Token": "jwt",
+    "Private Key": "private-key",
+    "OpenAI Token": "openai-api-key",
+    "NPM tokens": "npm-token",
+    "PyPI Token": "pypi-token",
+    "SendGrid API Key": "sendgrid-key",
+    "Twilio API Key": "twilio-key",
+    "Discord Bot Token": "discord-token",
+    "Telegram Bot Token": "telegram-token",
+    "Mailchimp Access Key": "mailchimp-key",
+    "Azure Storage Account access key": "azure-storage-key",
+    "Square OAuth Secret": "square-oauth-secret",
+    "Artifactory Credentials": "artifactory-token",
+    "Basic Auth Credentials": "basic-auth",
+    "IBM Cloud IAM Key": "ibm-cloud-key",
+    "IBM COS HMAC Credentials": "ibm-cos-hmac",
+    "Cloudant Credentials": "cloudant-credentials",
     "SoftLayer Credentials": "softlayer-credentials",
 }
 _DS_SKIP = {"Public IP (ipv4)"}
@@ -359,7 +431,7 @@ def scan_detect_secrets(text: str, specific_only: bool = False, token_lines_only
             continue
         line = lines[s.line_number - 1]
         pos = line.find(value) if value else -1
-        masked = line if pos < 0 else line[:pos] + value[:4] + "…[redacted]" + line[pos + len(value):]
+        masked = line if pos < 0 else line[:pos] + value[:4] + "…[redacted]" + line[pos + len(value) :]
         if kind == "private-key":
             masked = line.strip()
         begin = offsets[s.line_number - 1] + (pos if pos >= 0 else 0)

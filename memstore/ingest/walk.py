@@ -39,9 +39,7 @@ CODE_EXTS = frozenset(
 PDF_EXTS = frozenset({".pdf"})
 DEFAULT_EXTS = MARKDOWN_EXTS | PLAIN_EXTS | CODE_EXTS | PDF_EXTS
 # Extensionless files that are text by convention; read only when `exts` is the default.
-DEFAULT_NAMES = frozenset(
-    {"README", "LICENSE", "COPYING", "CHANGELOG", "NOTICE", "AUTHORS", "Makefile", "Dockerfile"}
-)
+DEFAULT_NAMES = frozenset({"README", "LICENSE", "COPYING", "CHANGELOG", "NOTICE", "AUTHORS", "Makefile", "Dockerfile"})
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 # Never descended into: version-control metadata and memstore's own disposable cache.
@@ -266,7 +264,7 @@ class _Walker:
 
 
 def _extension(name: str) -> str:
-    """".md" for "a.MD"; a dotfile with no other dot is its own extension (".env"), so exts can name it."""
+    """ ".md" for "a.MD"; a dotfile with no other dot is its own extension (".env"), so exts can name it."""
     ext = os.path.splitext(name)[1]
     return (ext or (name if name.startswith(".") else "")).lower()
 

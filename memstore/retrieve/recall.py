@@ -20,13 +20,13 @@ from .search import Filters, Hit, hydrate, search
 from ..results import RecallHit, RecallResult  # noqa: F401  (re-exported)
 
 # Levels: how the answer was found (the `level` of a RecallResult).
-IN_WINDOW = "in_window"            # keyword matches inside the window
-WHOLE_WINDOW = "whole_window"      # no keywords: every line of the window, in order
-WINDOW_ONLY = "window_only"        # the window holds lines but none matched the words: them, ranked by closeness
+IN_WINDOW = "in_window"  # keyword matches inside the window
+WHOLE_WINDOW = "whole_window"  # no keywords: every line of the window, in order
+WINDOW_ONLY = "window_only"  # the window holds lines but none matched the words: them, ranked by closeness
 OUTSIDE_WINDOW = "outside_window"  # the window is empty: the nearest matches outside it
-ALL_TIME = "all_time"              # no time phrase: ranked matches over all time
-RECENT = "recent"                  # neither a time phrase nor keywords: the latest lines
-NOTHING = "nothing"                # nothing matched anywhere
+ALL_TIME = "all_time"  # no time phrase: ranked matches over all time
+RECENT = "recent"  # neither a time phrase nor keywords: the latest lines
+NOTHING = "nothing"  # nothing matched anywhere
 
 # Cosine bands for hits found only by meaning. Above STRONG a line is kept as a match; between WEAK
 # and STRONG it is kept but flagged low-confidence; below WEAK it is dropped, because a vector
@@ -34,22 +34,29 @@ NOTHING = "nothing"                # nothing matched anywhere
 STRONG = 0.5
 WEAK = 0.3
 WINDOW_LIMIT = 200  # lines listed for a whole window (at least k)
-OUTSIDE_EXTRA = 3   # word matches from outside a window shown after its lines when none inside matched
+OUTSIDE_EXTRA = 3  # word matches from outside a window shown after its lines when none inside matched
 TIME_ORDERED = (WHOLE_WINDOW, OUTSIDE_WINDOW, RECENT)
 
 # Conversational filler that a question carries but a memory line need not contain.
-FILLER = frozenset("""happened happen happening talk talked talking discuss discussed discussing discussion
+FILLER = frozenset(
+    """happened happen happening talk talked talking discuss discussed discussing discussion
     mention mentioned chat chatted conversation conversations remind recall remember anything something
     stuff things thing we'd we've i'd i've ok okay please hey again ask asked asking write wrote written
-    type typed told""".split())
+    type typed told""".split()
+)
 # Japanese question words and verbs of saying: a stem like 話 (話した) or 何 says nothing about the topic.
 JA_FILLER = frozenset("何 誰 話 言 聞 思 私 僕 俺 君 どこ いつ どう なぜ".split())
 # "what did I ask / say": the user's own lines are the likelier answer; "what did you suggest": the assistant's.
-_USER_SPEECH = re.compile(r"\b(?:i|i've|i'd)\s+(?:ever\s+)?(?:ask|asked|say|said|tell|told|mention|mentioned|write|wrote|"
-                          r"type|typed|share|shared|want|wanted|need|needed)\b|私が|僕が", re.IGNORECASE)
-_BOT_SPEECH = re.compile(r"\byou\s+(?:ever\s+)?(?:say|said|tell|told|answer|answered|suggest|suggested|reply|replied|"
-                         r"recommend|recommended|propose|proposed|write|wrote)\b|(?:assistant|bot)\s+(?:say|said)\b",
-                         re.IGNORECASE)
+_USER_SPEECH = re.compile(
+    r"\b(?:i|i've|i'd)\s+(?:ever\s+)?(?:ask|asked|say|said|tell|told|mention|mentioned|write|wrote|"
+    r"type|typed|share|shared|want|wanted|need|needed)\b|私が|僕が",
+    re.IGNORECASE,
+)
+_BOT_SPEECH = re.compile(
+    r"\byou\s+(?:ever\s+)?(?:say|said|tell|told|answer|answered|suggest|suggested|reply|replied|"
+    r"recommend|recommended|propose|proposed|write|wrote)\b|(?:assistant|bot)\s+(?:say|said)\b",
+    re.IGNORECASE,
+)
 _ASKING = re.compile(r"\b(?:ask|asked|asking|question|questions)\b|聞い|質問", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _KANA = re.compile(r"[\u3040-\u309f]+")  # hiragana: Japanese particles and inflections
@@ -91,8 +98,9 @@ def _now(now) -> dt.datetime:
     return now_utc() if now is None else now.astimezone(UTC)
 
 
-def recall(store, question: str, now=None, k: int = 10, around: int = 0, docs: bool = False,
-           update_index: bool = True) -> RecallResult:
+def recall(
+    store, question: str, now=None, k: int = 10, around: int = 0, docs: bool = False, update_index: bool = True
+) -> RecallResult:
     """Answer `question` with verbatim lines in time order; see the module docstring for the levels.
 
     `now` (datetime or ISO; naive means the store's timezone) anchors relative phrases, `k` caps the
@@ -103,7 +111,7 @@ def recall(store, question: str, now=None, k: int = 10, around: int = 0, docs: b
     from .timephrase import parse_time_query
 
     if not question or not question.strip():
-        raise UsageError("recall needs a question, e.g. ct recall \"what did we say yesterday about the budget\"")
+        raise UsageError('recall needs a question, e.g. ct recall "what did we say yesterday about the budget"')
     if isinstance(now, str):
         now = parse_ts(now, store.tz)
     elif isinstance(now, dt.datetime) and now.tzinfo is None:
@@ -125,52 +133,74 @@ def recall(store, question: str, now=None, k: int = 10, around: int = 0, docs: b
         if w.start > ref:
             res.notes.append("That window lies in the future; nothing can have been said in it yet.")
         elif res.window_lines == 0:
-            res.notes.append(f"Nothing on record in {_describe(w, store.tz)} (the phrase was understood; "
-                             "the window is empty).")
+            res.notes.append(
+                f"Nothing on record in {_describe(w, store.tz)} (the phrase was understood; the window is empty)."
+            )
         if not words:
             res.level = WHOLE_WINDOW
             res.hits = ctx.listing(since, until, max(k, WINDOW_LIMIT))
             if res.window_lines and res.window_lines > len(res.hits):
-                res.notes.append(f"Showing the first {len(res.hits)} of {res.window_lines} lines in the window; "
-                                 "a narrower phrase (\"yesterday evening\") or keywords show fewer.")
+                res.notes.append(
+                    f"Showing the first {len(res.hits)} of {res.window_lines} lines in the window; "
+                    'a narrower phrase ("yesterday evening") or keywords show fewer.'
+                )
             if speaker and any(h.hit.role == speaker for h in res.hits):
                 who = "your own lines" if speaker == "user" else "the assistant's lines"
-                res.notes.append(f"The question asks what {'you' if speaker == 'user' else 'the assistant'} "
-                                 f"{'asked' if asking else 'said'}: {who}{' that ask something' if asking else ''} "
-                                 "come first, each group in time order.")
+                res.notes.append(
+                    f"The question asks what {'you' if speaker == 'user' else 'the assistant'} "
+                    f"{'asked' if asking else 'said'}: {who}{' that ask something' if asking else ''} "
+                    "come first, each group in time order."
+                )
         else:
             found = ctx.ranked(words, inside, pool_k=_pool(k, tq.occurrence))
             if found:
                 res.level = IN_WINDOW
                 res.hits = _choose(found, tq.occurrence, k, res.notes, store.tz)
                 if not any("exact" in h.flags for h in res.hits):
-                    res.notes.append(f"No line in the window contains the words {words!r}; these lines match "
-                                     "by meaning only.")
+                    res.notes.append(
+                        f"No line in the window contains the words {words!r}; these lines match by meaning only."
+                    )
             elif res.window_lines:
                 res.level = WINDOW_ONLY
                 res.hits = ctx.closest(words, inside, k, speaker)
-                res.notes.append(f"No line in {_describe(w, store.tz)} contains {words!r} or clearly means it: "
-                                 f"the window matched, the words did not. Its {res.window_lines} line(s) are "
-                                 "ranked by closeness to the question, best first.")
-                outside = [h for h in ctx.ranked(words, base, pool_k=max(50, 5 * k))
-                           if not (since <= from_iso(h.hit.ts).timestamp() < until) and "exact" in h.flags]
+                res.notes.append(
+                    f"No line in {_describe(w, store.tz)} contains {words!r} or clearly means it: "
+                    f"the window matched, the words did not. Its {res.window_lines} line(s) are "
+                    "ranked by closeness to the question, best first."
+                )
+                outside = [
+                    h
+                    for h in ctx.ranked(words, base, pool_k=max(50, 5 * k))
+                    if not (since <= from_iso(h.hit.ts).timestamp() < until) and "exact" in h.flags
+                ]
                 if outside:
                     outside.sort(key=lambda h: _distance(h, since, until))
                     for h in outside[:OUTSIDE_EXTRA]:
                         h.flags.append("outside_window")
                         res.hits.append(h)
-                    res.notes.append(f"After them, the {min(len(outside), OUTSIDE_EXTRA)} nearest lines OUTSIDE "
-                                     f"the window that contain {words!r}, labelled as such.")
+                    res.notes.append(
+                        f"After them, the {min(len(outside), OUTSIDE_EXTRA)} nearest lines OUTSIDE "
+                        f"the window that contain {words!r}, labelled as such."
+                    )
             else:
-                outside = [h for h in ctx.ranked(words, base, pool_k=max(50, 5 * k))
-                           if not (since <= from_iso(h.hit.ts).timestamp() < until)]
+                outside = [
+                    h
+                    for h in ctx.ranked(words, base, pool_k=max(50, 5 * k))
+                    if not (since <= from_iso(h.hit.ts).timestamp() < until)
+                ]
                 if outside:
                     res.level = OUTSIDE_WINDOW
                     outside.sort(key=lambda h: ("low_confidence" in h.flags, _distance(h, since, until)))
-                    res.hits = outside[:k] if tq.occurrence is None else _choose(outside, tq.occurrence, k, res.notes, store.tz)
+                    res.hits = (
+                        outside[:k]
+                        if tq.occurrence is None
+                        else _choose(outside, tq.occurrence, k, res.notes, store.tz)
+                    )
                     for h in res.hits:
                         h.flags.append("outside_window")
-                    res.notes.append(f"The {len(res.hits)} nearest matches OUTSIDE the window follow, labelled as such.")
+                    res.notes.append(
+                        f"The {len(res.hits)} nearest matches OUTSIDE the window follow, labelled as such."
+                    )
                 else:
                     res.notes.append(f"Nothing matched {words!r} anywhere else either.")
     elif words:
@@ -179,8 +209,10 @@ def recall(store, question: str, now=None, k: int = 10, around: int = 0, docs: b
             res.level = ALL_TIME
             res.hits = _choose(found, tq.occurrence, k, res.notes, store.tz)
         else:
-            res.notes.append(f"Nothing on record matched {words!r}. Absence is reported as absence: "
-                             "try another phrasing or a time phrase.")
+            res.notes.append(
+                f"Nothing on record matched {words!r}. Absence is reported as absence: "
+                "try another phrasing or a time phrase."
+            )
     else:
         res.level = RECENT
         res.hits = ctx.latest(k)
@@ -232,12 +264,13 @@ def _choose(found: list[RecallHit], occurrence: str | None, k: int, notes: list[
     pick = min if occurrence == "first" else max
     chosen = pick(pool, key=lambda h: (h.hit.ts, h.hit.rowid))
     day = from_iso(chosen.hit.ts).astimezone(tz).date()
-    same = [h for h in pool if h.hit.session == chosen.hit.session
-            and from_iso(h.hit.ts).astimezone(tz).date() == day]
+    same = [h for h in pool if h.hit.session == chosen.hit.session and from_iso(h.hit.ts).astimezone(tz).date() == day]
     same.sort(key=lambda h: (h.hit.ts, h.hit.rowid), reverse=occurrence == "last")
     others = len(pool) - len(same)
-    notes.append(f"The {occurrence} time: {day.isoformat()}"
-                 + (f" ({others} matching lines on other days or sessions not shown)." if others else "."))
+    notes.append(
+        f"The {occurrence} time: {day.isoformat()}"
+        + (f" ({others} matching lines on other days or sessions not shown)." if others else ".")
+    )
     return same[:k]
 
 
@@ -268,8 +301,9 @@ class _Ctx:
 
     def count(self, since: float, until: float) -> int:
         where, args = self._where()
-        return self.index.conn.execute(f"SELECT COUNT(*) FROM records r WHERE {where} AND r.ts >= ? AND r.ts < ?",
-                                       [*args, since, until]).fetchone()[0]
+        return self.index.conn.execute(
+            f"SELECT COUNT(*) FROM records r WHERE {where} AND r.ts >= ? AND r.ts < ?", [*args, since, until]
+        ).fetchone()[0]
 
     def _rows(self, sql_tail: str, args: list) -> list[RecallHit]:
         where, wargs = self._where()
@@ -309,8 +343,11 @@ class _Ctx:
         """The window's lines by hybrid relevance, none dropped: the answer when no line matched.
 
         With a speaker hint, that role's lines go first (stable, so relevance orders each group)."""
-        hits = [h for h in search(self.store, words, k=max(k, 50), mode="hybrid", filters=filters,
-                                  qvec=self.qvec(words)) if self._conversational(h)]
+        hits = [
+            h
+            for h in search(self.store, words, k=max(k, 50), mode="hybrid", filters=filters, qvec=self.qvec(words))
+            if self._conversational(h)
+        ]
         if speaker:
             hits.sort(key=lambda h: h.role != speaker)
         return [RecallHit(h, ["window_only"] + (["vector"] if "vector" in h.parts else [])) for h in hits[:k]]
@@ -328,7 +365,8 @@ class _Ctx:
         ids = [h.hit.rowid for h in exact]
         rows = self.index.conn.execute(
             f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
-            [" AND ".join(terms), *ids]).fetchall()
+            [" AND ".join(terms), *ids],
+        ).fetchall()
         full = {r[0] for r in rows}
         for h in exact:
             if h.hit.rowid in full:
@@ -349,7 +387,8 @@ class _Ctx:
                 rows = conn.execute(
                     f"SELECT r.rowid FROM records r WHERE {where} AND r.session IS ? AND r.rowid != ? AND "
                     f"(r.ts {cmp} ? OR (r.ts = ? AND r.rowid {cmp} ?)) ORDER BY r.ts {order}, r.rowid {order} LIMIT ?",
-                    [*wargs, h.hit.session, h.hit.rowid, ts, ts, h.hit.rowid, n]).fetchall()
+                    [*wargs, h.hit.session, h.hit.rowid, ts, ts, h.hit.rowid, n],
+                ).fetchall()
                 for (rid,) in rows:
                     if rid not in seen:
                         seen.add(rid)

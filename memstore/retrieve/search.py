@@ -33,8 +33,10 @@ def exact_candidates(index, query: str, filters: Filters, limit: int) -> list[tu
         if fast is not None:
             return fast
     where, args = filters.sql()
-    sql = (f"SELECT r.rowid, -bm25(fts) AS s FROM fts JOIN records r ON r.rowid = fts.rowid "
-           f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts) LIMIT ?")
+    sql = (
+        f"SELECT r.rowid, -bm25(fts) AS s FROM fts JOIN records r ON r.rowid = fts.rowid "
+        f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts) LIMIT ?"
+    )
     return [(row[0], float(row[1])) for row in index.conn.execute(sql, [expr, *args, limit])]
 
 
@@ -45,14 +47,22 @@ def _exact_unfiltered(index, expr: str, filters: Filters, limit: int) -> list[tu
     query on a large store, and hidden rows are few, so a list longer by their number suffices.
     """
     conn = index.conn
-    n_hidden = 0 if filters.include_hidden else conn.execute("SELECT COUNT(*) FROM records WHERE hidden != 0").fetchone()[0]
+    n_hidden = (
+        0 if filters.include_hidden else conn.execute("SELECT COUNT(*) FROM records WHERE hidden != 0").fetchone()[0]
+    )
     if n_hidden > 1000:
         return None
-    rows = conn.execute("SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?",
-                        (expr, limit + n_hidden)).fetchall()
+    rows = conn.execute(
+        "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?", (expr, limit + n_hidden)
+    ).fetchall()
     if n_hidden and rows:
-        hidden = {r for (r,) in conn.execute(
-            f"SELECT rowid FROM records WHERE hidden != 0 AND rowid IN ({','.join('?' * len(rows))})", [r for r, _ in rows])}
+        hidden = {
+            r
+            for (r,) in conn.execute(
+                f"SELECT rowid FROM records WHERE hidden != 0 AND rowid IN ({','.join('?' * len(rows))})",
+                [r for r, _ in rows],
+            )
+        }
         rows = [row for row in rows if row[0] not in hidden]
     return [(r, float(s)) for r, s in rows[:limit]]
 
@@ -103,7 +113,8 @@ class _VectorScan:
             where, args = filters.sql()
             rows = index.conn.execute(
                 f"SELECT r.vrow FROM records r WHERE ((r.vrow >= ? AND r.vrow < ?) OR r.vrow >= ?) AND {where}",
-                [lo, hi, ordered if timed else n, *args]).fetchall()
+                [lo, hi, ordered if timed else n, *args],
+            ).fetchall()
             allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             self.tail = np.zeros(0, np.int64)  # the SQL above already picked the tail's rows
             if allowed.size == 0:
@@ -113,9 +124,13 @@ class _VectorScan:
             self.view = vecs[lo:hi]
             self.scanner = _scanner(index, hi - lo, method)
         if not filters.include_hidden:
-            self.hidden = {r[0] for r in index.conn.execute(
-                "SELECT vrow FROM records WHERE hidden != 0 AND ((vrow >= ? AND vrow < ?) OR vrow >= ?)",
-                (lo, hi, ordered if timed else n))}
+            self.hidden = {
+                r[0]
+                for r in index.conn.execute(
+                    "SELECT vrow FROM records WHERE hidden != 0 AND ((vrow >= ? AND vrow < ?) OR vrow >= ?)",
+                    (lo, hi, ordered if timed else n),
+                )
+            }
 
     def scan(self) -> None:
         if self.view is not None:
@@ -150,8 +165,11 @@ class _VectorScan:
         pairs = [(int(v), float(sc)) for v, sc in zip(*self.result) if int(v) not in self.hidden][: self.limit]
         if not pairs:
             return []
-        lookup = dict(self.index.conn.execute(
-            f"SELECT vrow, rowid FROM records WHERE vrow IN ({','.join('?' * len(pairs))})", [v for v, _ in pairs]))
+        lookup = dict(
+            self.index.conn.execute(
+                f"SELECT vrow, rowid FROM records WHERE vrow IN ({','.join('?' * len(pairs))})", [v for v, _ in pairs]
+            )
+        )
         return [(lookup[v], sc) for v, sc in pairs if v in lookup]
 
 
@@ -212,14 +230,18 @@ def _cosines(index, qvec, rowids: list[int]) -> dict[int, float]:
         return {}
     vecs, _ = index.matrix()
     q = np.asarray(qvec, np.float32)
-    rows = dict(index.conn.execute(
-        f"SELECT rowid, vrow FROM records WHERE rowid IN ({','.join('?' * len(rowids))})", rowids))
-    return {r: float(vecs[v] @ q) if v is not None and 0 <= v < vecs.shape[0] else 0.0
-            for r, v in ((r, rows.get(r)) for r in rowids)}
+    rows = dict(
+        index.conn.execute(f"SELECT rowid, vrow FROM records WHERE rowid IN ({','.join('?' * len(rowids))})", rowids)
+    )
+    return {
+        r: float(vecs[v] @ q) if v is not None and 0 <= v < vecs.shape[0] else 0.0
+        for r, v in ((r, rows.get(r)) for r in rowids)
+    }
 
 
-def fuse_scores(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[int, float]],
-                weight: float = FUSION_WEIGHT) -> list[tuple[int, float, dict]]:
+def fuse_scores(
+    index, qvec, exact: list[tuple[int, float]], vector: list[tuple[int, float]], weight: float = FUSION_WEIGHT
+) -> list[tuple[int, float, dict]]:
     """weight·cosine + (1−weight)·BM25 / best BM25 of the query: a blend of scores, not of ranks.
 
     BM25 has no fixed scale, so it is divided by the query's best keyword score; cosine already
@@ -255,8 +277,11 @@ def fuse_alpha(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[i
     missing = [r for r in lex if r not in cos]
     if missing:
         vecs, _ = index.matrix()
-        rows = dict(index.conn.execute(
-            f"SELECT rowid, vrow FROM records WHERE rowid IN ({','.join('?' * len(missing))})", missing))
+        rows = dict(
+            index.conn.execute(
+                f"SELECT rowid, vrow FROM records WHERE rowid IN ({','.join('?' * len(missing))})", missing
+            )
+        )
         for r in missing:
             v = rows.get(r, -1)
             cos[r] = float(vecs[v] @ np.asarray(qvec, np.float32)) if v is not None and v >= 0 else 0.0
@@ -269,8 +294,10 @@ def fuse_alpha(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[i
 
 
 _OPERATOR_WORDS = frozenset({"AND", "OR", "NOT", "NEAR"})
-NO_WORDS_NOTE = ("the query has no searchable words (only punctuation or AND/OR/NOT, which are not query "
-                 "syntax here); nothing was searched")
+NO_WORDS_NOTE = (
+    "the query has no searchable words (only punctuation or AND/OR/NOT, which are not query "
+    "syntax here); nothing was searched"
+)
 
 
 def searchable(query: str) -> bool:
@@ -284,8 +311,17 @@ def searchable(query: str) -> bool:
     return any(w not in _OPERATOR_WORDS for w in _WORD.findall(query or ""))
 
 
-def search(store, query: str, k: int = 10, mode: str = "hybrid", filters: Filters | None = None,
-           alpha: float | None = None, qvec=None, pool: int | None = None, fusion: str | None = None) -> list[Hit]:
+def search(
+    store,
+    query: str,
+    k: int = 10,
+    mode: str = "hybrid",
+    filters: Filters | None = None,
+    alpha: float | None = None,
+    qvec=None,
+    pool: int | None = None,
+    fusion: str | None = None,
+) -> list[Hit]:
     """Ranked hits for `query` in one store (the index must be up to date); none without a searchable word.
 
     `fusion` picks how hybrid mode combines its two rankings: "scores" (the default, FUSION) or
@@ -333,13 +369,31 @@ def hydrate(store, index, rowid: int, score: float, parts: dict) -> Hit:
         moved = current_location(index, source)  # a later ingest found the document elsewhere
         if moved:
             source = {**source, "path": moved, "ingested_as": source["path"]}
-    return Hit(id=str(rec["id"]), ts=rec["ts"], actor=rec.get("actor"), role=rec.get("role"),
-               type=rec.get("type"), text=rec["text"], score=score, session=rec.get("session"),
-               source=source, day=day, rowid=rowid, parts=parts, record=rec)
+    return Hit(
+        id=str(rec["id"]),
+        ts=rec["ts"],
+        actor=rec.get("actor"),
+        role=rec.get("role"),
+        type=rec.get("type"),
+        text=rec["text"],
+        score=score,
+        session=rec.get("session"),
+        source=source,
+        day=day,
+        rowid=rowid,
+        parts=parts,
+        record=rec,
+    )
 
 
-def search_many(stores: list, query: str, k: int = 10, mode: str = "hybrid", filters: Filters | None = None,
-                alpha: float | None = None) -> list[Hit]:
+def search_many(
+    stores: list,
+    query: str,
+    k: int = 10,
+    mode: str = "hybrid",
+    filters: Filters | None = None,
+    alpha: float | None = None,
+) -> list[Hit]:
     """Several stores at once: each ranks its own, then reciprocal-rank fusion across stores."""
     if len(stores) == 1:
         return search(stores[0], query, k, mode, filters, alpha)

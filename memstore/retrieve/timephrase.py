@@ -318,19 +318,34 @@ def _rolling_ja(m, c):
     return _span(m, _rolling(c, _ja_num(m.group("n")), _ja_unit(m.group("u")), m.group(0)))
 
 
-@_rule(r"明日|あした|明後日|あさって|再?来(?:週|月|年)|毎(?:日|週|朝|晩|月|年)|(?:" + _JA_NUM + r")(?:日|週間|ヶ月|か月|カ月|年|時間|分)[後間]|(?:" + _JA_NUM + r")時間(?!前)")
+@_rule(
+    r"明日|あした|明後日|あさって|再?来(?:週|月|年)|毎(?:日|週|朝|晩|月|年)|(?:"
+    + _JA_NUM
+    + r")(?:日|週間|ヶ月|か月|カ月|年|時間|分)[後間]|(?:"
+    + _JA_NUM
+    + r")時間(?!前)"
+)
 def _future_ja(m, c):
     return _piece(m, "shield")
 
 
-@_rule(r"\b(?:for\s+)?(?:the\s+)?first\s+time\b|\b(?:the\s+)?last\s+time\b|\bback\s+then\b|\bat\s+(?:the|that)\s+time\b|\bthat\s+time\b")
+@_rule(
+    r"\b(?:for\s+)?(?:the\s+)?first\s+time\b|\b(?:the\s+)?last\s+time\b|\bback\s+then\b|\bat\s+(?:the|that)\s+time\b|\bthat\s+time\b"
+)
 def _occurrence_en(m, c):
     text = m.group(0).lower()
     occ = "first" if "first" in text else "last" if "last" in text else "then"
     return _piece(m, "occ", occ=occ)
 
 
-_JA_OCCURRENCES = {"最初に": "first", "最初の": "first", "初めて": "first", "はじめて": "first", "前回": "last", "最後に": "last"}
+_JA_OCCURRENCES = {
+    "最初に": "first",
+    "最初の": "first",
+    "初めて": "first",
+    "はじめて": "first",
+    "前回": "last",
+    "最後に": "last",
+}
 
 
 @_rule(r"最初に|最初の|初めて|はじめて|前回|最後に|あの時|あのとき|あの頃|あのころ|当時")
@@ -550,7 +565,9 @@ _JA_RELATIVE = {
 }  # fmt: skip
 
 
-@_rule(r"\b(?:the\s+)?(?P<w>last|this|previous)\s+(?P<u>week|month|year)\b|(?P<ja>先々週|先週|今週|先々月|先月|今月|一昨年|おととし|去年|昨年|今年)")
+@_rule(
+    r"\b(?:the\s+)?(?P<w>last|this|previous)\s+(?P<u>week|month|year)\b|(?P<ja>先々週|先週|今週|先々月|先月|今月|一昨年|おととし|去年|昨年|今年)"
+)
 def _this_or_last(m, c):
     if m.group("ja"):
         unit, back = _JA_RELATIVE[m.group("ja")]
@@ -603,7 +620,13 @@ def _clock_piece(m: re.Match, hour: int) -> _Piece:
     return _piece(m, "tod", clock=(hour, around, False))
 
 
-@_rule(r"(?P<pre>午前|午後|朝|夜|夕方|昼)?(?P<h>" + _JA_NUM + r")時(?!間)(?:(?P<mi>" + _JA_NUM + r")分|半)?(?P<around>頃|ごろ|くらい|ぐらい|前後)?")
+@_rule(
+    r"(?P<pre>午前|午後|朝|夜|夕方|昼)?(?P<h>"
+    + _JA_NUM
+    + r")時(?!間)(?:(?P<mi>"
+    + _JA_NUM
+    + r")分|半)?(?P<around>頃|ごろ|くらい|ぐらい|前後)?"
+)
 def _clock_ja(m, c):
     hour, pre = _ja_num(m.group("h")), m.group("pre")
     if hour > 24:
@@ -613,14 +636,18 @@ def _clock_ja(m, c):
     return _piece(m, "tod", clock=(hour, bool(m.group("around")), pre is None and hour <= 12))
 
 
-@_rule(r"\b(?:in|during)\s+the\s+(?P<p>morning|afternoon|evening)\b|\b(?:at|during|over)\s+(?P<l>lunch(?:time)?)\b|\b(?P<late>late\s+)?at\s+night\b")
+@_rule(
+    r"\b(?:in|during)\s+the\s+(?P<p>morning|afternoon|evening)\b|\b(?:at|during|over)\s+(?P<l>lunch(?:time)?)\b|\b(?P<late>late\s+)?at\s+night\b"
+)
 def _bare_part_en(m, c):
     word = m.group("p") or m.group("l") or ("late" if m.group("late") else "night")
     return _piece(m, "tod", part=_EN_PARTS[word.lower()])
 
 
 _SUFFIX_EN = re.compile(r"\s+(?P<p>morning|afternoon|evening|night)\b", re.I)
-_SUFFIX_JA = re.compile(r"の?(?P<p>早朝|明け方|午前中|午前|朝|昼間|昼|午後|夕方|夜中|深夜|夜|晩)(?!食|飯|ご飯|御飯|酌|刊|ごはん)")
+_SUFFIX_JA = re.compile(
+    r"の?(?P<p>早朝|明け方|午前中|午前|朝|昼間|昼|午後|夕方|夜中|深夜|夜|晩)(?!食|飯|ご飯|御飯|酌|刊|ごはん)"
+)
 
 
 def _attach_parts(pieces: list[_Piece], masked: str, text: str) -> None:
@@ -914,7 +941,12 @@ def _phrase(text: str, used: list[_Piece]) -> str:
 
 
 def _cjk(ch: str) -> bool:
-    return "\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" or "\uff00" <= ch <= "\uffef" or "\uac00" <= ch <= "\ud7af"
+    return (
+        "\u3000" <= ch <= "\u9fff"
+        or "\uf900" <= ch <= "\ufaff"
+        or "\uff00" <= ch <= "\uffef"
+        or "\uac00" <= ch <= "\ud7af"
+    )
 
 
 def _cut(text: str, spans: list[tuple[int, int]]) -> str:

@@ -18,11 +18,11 @@ from .fanout import rebalance
 from .topicdata import RecordData, normalise, thresholds
 
 CONVERSATION_TYPES = ("text", "action")
-SHORT_TURN_WORDS = 2        # "ok", "yes please", "why?" (under 2 content words) continue whatever is going on
-RECENT_WINDOW = 8           # the current topic is judged by its latest records (drift-tolerant)
-MAX_DEPTH = 6               # sub-topics are not opened below this depth
+SHORT_TURN_WORDS = 2  # "ok", "yes please", "why?" (under 2 content words) continue whatever is going on
+RECENT_WINDOW = 8  # the current topic is judged by its latest records (drift-tolerant)
+MAX_DEPTH = 6  # sub-topics are not opened below this depth
 NEAR_TIE = 0.05
-RENAME_UNTIL = 8            # offline names are refined until a topic has this many records
+RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
 
 
 def max_children(store) -> int:
@@ -93,7 +93,9 @@ class Placer:
         if centroid is None:
             return True
         sim = float(centroid @ vec)
-        shared = naming.term_set([rec["text"]], 12) & naming.term_set(self.data.texts(t.records[-RECENT_WINDOW:])[0], 20)
+        shared = naming.term_set([rec["text"]], 12) & naming.term_set(
+            self.data.texts(t.records[-RECENT_WINDOW:])[0], 20
+        )
         return sim + 0.08 * min(len(shared), 2) >= self.th["continue"]
 
     def _branch(self, cur: str, rec: dict, vec: np.ndarray) -> str:
@@ -134,9 +136,15 @@ class Placer:
             pname = self.tree.topics[parent].name if parent else None
             name = naming.llm_name(self.llm, texts, [r.get("role", "user") for r in recs], pname)
             named_by = "llm" if name else "offline"
-        self.tree.topics[tid] = Topic(id=tid, name=name or naming.offline_name(texts), parent=parent,
-                                      records=[], created=recs[0]["ts"], last_active=recs[0]["ts"],
-                                      named_by=named_by)
+        self.tree.topics[tid] = Topic(
+            id=tid,
+            name=name or naming.offline_name(texts),
+            parent=parent,
+            records=[],
+            created=recs[0]["ts"],
+            last_active=recs[0]["ts"],
+            named_by=named_by,
+        )
         self.created.add(tid)
         return tid
 
@@ -148,16 +156,27 @@ class Placer:
         candidates = self.tree.ancestry(cur)
         texts, roles = self.data.texts(t.records[-6:], limit=6)
         recent = "\n".join(f"- {r}: {' '.join(x.split())[:150]}" for x, r in zip(texts, roles))
-        options = "\n".join(["0. ROOT - start a new top-level topic"] + [
-            f"{i}. {self.tree.topics[c].name} - {self.tree.topics[c].summary[:100]}" for i, c in enumerate(candidates, 1)])
-        prompt = (f"Current topic: {t.name}\nSummary: {t.summary}\nRecent exchanges:\n{recent}\n\n"
-                  f"New message:\n- {rec.get('role')}: {' '.join(rec['text'].split())[:400]}\n\n"
-                  f"Available parent topics:\n{options}\n\n"
-                  "Does the new message continue the current topic? If not, name the new topic (2-5 words) "
-                  "and pick its parent: 0 unless it is genuinely a sub-topic of one listed. Reply with JSON: "
-                  '{"belongs_to_current": true|false, "new_topic_name": "...", "new_topic_parent_index": <int>}')
-        data = self.llm.json([{"role": "system", "content": "You organise a conversation into a topic tree."},
-                              {"role": "user", "content": prompt}])
+        options = "\n".join(
+            ["0. ROOT - start a new top-level topic"]
+            + [
+                f"{i}. {self.tree.topics[c].name} - {self.tree.topics[c].summary[:100]}"
+                for i, c in enumerate(candidates, 1)
+            ]
+        )
+        prompt = (
+            f"Current topic: {t.name}\nSummary: {t.summary}\nRecent exchanges:\n{recent}\n\n"
+            f"New message:\n- {rec.get('role')}: {' '.join(rec['text'].split())[:400]}\n\n"
+            f"Available parent topics:\n{options}\n\n"
+            "Does the new message continue the current topic? If not, name the new topic (2-5 words) "
+            "and pick its parent: 0 unless it is genuinely a sub-topic of one listed. Reply with JSON: "
+            '{"belongs_to_current": true|false, "new_topic_name": "...", "new_topic_parent_index": <int>}'
+        )
+        data = self.llm.json(
+            [
+                {"role": "system", "content": "You organise a conversation into a topic tree."},
+                {"role": "user", "content": prompt},
+            ]
+        )
         if data is None:
             return None
         belongs = as_bool(data.get("belongs_to_current"))
@@ -283,8 +302,9 @@ def place_existing(store) -> tuple[list[str], int]:
     tree = treefmt.read(store.root)
     known = set(tree.topic_of()) | set(tree.archived)
     vecs, _ = index.matrix()
-    rows = index.conn.execute("SELECT rowid, id, vrow FROM records WHERE type IN ('text','action') AND hidden != 2 "
-                              "ORDER BY ts, rowid").fetchall()
+    rows = index.conn.execute(
+        "SELECT rowid, id, vrow FROM records WHERE type IN ('text','action') AND hidden != 2 ORDER BY ts, rowid"
+    ).fetchall()
     records, vectors = [], []
     for rowid, rid, vrow in rows:
         if rid in known or vrow is None or vrow < 0:

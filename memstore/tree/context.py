@@ -24,9 +24,9 @@ PATH_CANDIDATES = 50
 
 @dataclass
 class Piece:
-    section: str          # markers | topics | recall | recent
-    priority: float       # lower is taken first
-    order: float          # position inside its section
+    section: str  # markers | topics | recall | recent
+    priority: float  # lower is taken first
+    order: float  # position inside its section
     text: str
     data: dict
     tokens: int = 0
@@ -63,8 +63,10 @@ def lexical_topics(store, tree, terms: list[str]) -> dict[str, set[str]]:
     topic_of = tree.topic_of()
     out: dict[str, set[str]] = {}
     for term in terms:
-        rows = conn.execute("SELECT r.id FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH ? "
-                            "AND r.hidden = 0 LIMIT 2000", ['"' + term.replace('"', "") + '"']).fetchall()
+        rows = conn.execute(
+            "SELECT r.id FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH ? AND r.hidden = 0 LIMIT 2000",
+            ['"' + term.replace('"', "") + '"'],
+        ).fetchall()
         for (rid,) in rows:
             tid = topic_of.get(rid)
             if tid is not None:
@@ -72,8 +74,9 @@ def lexical_topics(store, tree, terms: list[str]) -> dict[str, set[str]]:
     return out
 
 
-def score_topics(store, tree, data: RecordData, qvec: np.ndarray, query: str = "",
-                 min_meaning: float = -1.0) -> list[tuple[float, str]]:
+def score_topics(
+    store, tree, data: RecordData, qvec: np.ndarray, query: str = "", min_meaning: float = -1.0
+) -> list[tuple[float, str]]:
     """(score, topic id), best first, for topics that share a content word with the query or whose
     meaning score reaches `min_meaning`.
 
@@ -88,8 +91,11 @@ def score_topics(store, tree, data: RecordData, qvec: np.ndarray, query: str = "
     lex = lexical_topics(store, tree, terms) if terms else {}
     out = []
     for t in tree.topics.values():
-        vrows = [rows[r][1] for r in t.records if r in rows and rows[r][1] is not None and rows[r][1] >= 0
-                 and r not in archived]
+        vrows = [
+            rows[r][1]
+            for r in t.records
+            if r in rows and rows[r][1] is not None and rows[r][1] >= 0 and r not in archived
+        ]
         if not vrows:
             continue
         sub = np.asarray(vecs[np.asarray(vrows, dtype=np.int64)], np.float32)
@@ -121,8 +127,10 @@ def topic_pieces(store, tree, data, qvec, th, query) -> list[Piece]:
     chosen = [(s, [p for p in path if tree.topics[p].records] or path[-1:]) for s, path in chosen]
     for i, (s, path) in enumerate(chosen, 1):
         names = " → ".join(tree.topics[p].name for p in path)
-        info = {"score": round(s, 4), "path": [{"id": p, "name": tree.topics[p].name,
-                                                "summary": tree.topics[p].summary} for p in path]}
+        info = {
+            "score": round(s, 4),
+            "path": [{"id": p, "name": tree.topics[p].name, "summary": tree.topics[p].summary} for p in path],
+        }
         pieces.append(Piece("topics", 1 + i / 10, i, f"{i}. {names} (match {s:.2f})", info))
     # Ancestry detail for the chosen paths only (TRACE printed every node of 50 paths).
     for i, (s, path) in enumerate(chosen, 1):
@@ -131,8 +139,15 @@ def topic_pieces(store, tree, data, qvec, th, query) -> list[Piece]:
                 continue
             detailed.add(p)
             t = tree.topics[p]
-            pieces.append(Piece("topics", 3 + i / 10 + depth / 100, i + 0.5 + depth / 100,
-                                f"   • {t.name}: {t.summary}", {"detail": p}))
+            pieces.append(
+                Piece(
+                    "topics",
+                    3 + i / 10 + depth / 100,
+                    i + 0.5 + depth / 100,
+                    f"   • {t.name}: {t.summary}",
+                    {"detail": p},
+                )
+            )
     return pieces
 
 
@@ -197,13 +212,23 @@ def marker_and_recent_pieces(store, recent: int) -> list[Piece]:
         lines = w.lines
     else:
         index = store.index(update=False)
-        rows = index.conn.execute("SELECT rowid FROM records WHERE hidden = 0 AND type IN ('text', 'action') "
-                                  "ORDER BY ts DESC, rowid DESC LIMIT ?", (recent,)).fetchall()
+        rows = index.conn.execute(
+            "SELECT rowid FROM records WHERE hidden = 0 AND type IN ('text', 'action') "
+            "ORDER BY ts DESC, rowid DESC LIMIT ?",
+            (recent,),
+        ).fetchall()
         lines = [index.record_at(r[0]) for r in reversed(rows)]
     n = len(lines)
     for i, rec in enumerate(lines):
-        pieces.append(Piece("recent", 4 + (n - i) / 100, i, _line(rec["ts"], rec.get("role", "user"), rec["text"], store.tz),
-                            {k: rec.get(k) for k in ("id", "ts", "role", "text", "session")}))
+        pieces.append(
+            Piece(
+                "recent",
+                4 + (n - i) / 100,
+                i,
+                _line(rec["ts"], rec.get("role", "user"), rec["text"], store.tz),
+                {k: rec.get(k) for k in ("id", "ts", "role", "text", "session")},
+            )
+        )
     return pieces
 
 

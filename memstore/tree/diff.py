@@ -32,14 +32,32 @@ class TreeDiff:
 
     @property
     def empty(self) -> bool:
-        return not (self.added or self.merged or self.archived_topics or self.removed or self.moved
-                    or self.renamed or self.grew or self.archived_records or self.current)
+        return not (
+            self.added
+            or self.merged
+            or self.archived_topics
+            or self.removed
+            or self.moved
+            or self.renamed
+            or self.grew
+            or self.archived_records
+            or self.current
+        )
 
     def to_json(self) -> dict:
-        return {"old": self.old_label, "new": self.new_label, "added": self.added, "merged": self.merged,
-                "archived_topics": self.archived_topics, "removed": self.removed, "moved": self.moved,
-                "renamed": self.renamed, "grew": self.grew, "archived_records": self.archived_records,
-                "current": list(self.current) if self.current else None}
+        return {
+            "old": self.old_label,
+            "new": self.new_label,
+            "added": self.added,
+            "merged": self.merged,
+            "archived_topics": self.archived_topics,
+            "removed": self.removed,
+            "moved": self.moved,
+            "renamed": self.renamed,
+            "grew": self.grew,
+            "archived_records": self.archived_records,
+            "current": list(self.current) if self.current else None,
+        }
 
     def lines(self) -> list[str]:
         out = []
@@ -47,24 +65,28 @@ class TreeDiff:
             then = ""
             if "now_in" in m:
                 then = f", since merged into {m['now_in']}" if m["now_in"] else ", since archived"
-            out.append(f"merged   \"{m['name']}\" ({m['id']}, {m['records']} turns) into \"{m['into_name']}\" ({m['into']}{then})")
+            out.append(
+                f'merged   "{m["name"]}" ({m["id"]}, {m["records"]} turns) into "{m["into_name"]}" ({m["into"]}{then})'
+            )
         for a in self.archived_topics:
-            out.append(f"archived \"{a['name']}\" ({a['id']}): all {a['records']} turns were trivial")
+            out.append(f'archived "{a["name"]}" ({a["id"]}): all {a["records"]} turns were trivial')
         if self.archived_records:
-            out.append(f"archived {self.archived_records} trivial turn{'s' if self.archived_records != 1 else ''} "
-                       "(still in the logs and the search index)")
+            out.append(
+                f"archived {self.archived_records} trivial turn{'s' if self.archived_records != 1 else ''} "
+                "(still in the logs and the search index)"
+            )
         for m in self.moved:
-            out.append(f"moved    \"{m['name']}\" ({m['id']}): under \"{m['from_name']}\" -> under \"{m['to_name']}\"")
+            out.append(f'moved    "{m["name"]}" ({m["id"]}): under "{m["from_name"]}" -> under "{m["to_name"]}"')
         for r in self.renamed:
-            out.append(f"renamed  \"{r['from']}\" -> \"{r['to']}\" ({r['id']})")
+            out.append(f'renamed  "{r["from"]}" -> "{r["to"]}" ({r["id"]})')
         for a in self.added:
             kind = "group" if a["records"] == 0 else f"{a['records']} turns"
-            out.append(f"added    \"{a['name']}\" ({a['id']}, {kind}) under \"{a['parent_name']}\"")
+            out.append(f'added    "{a["name"]}" ({a["id"]}, {kind}) under "{a["parent_name"]}"')
         for g in self.grew:
-            out.append(f"grew     \"{g['name']}\" ({g['id']}): +{g['added']} turns")
+            out.append(f'grew     "{g["name"]}" ({g["id"]}): +{g["added"]} turns')
         for r in self.removed:
             why = f", {r['why']}" if r.get("why") else ""
-            out.append(f"removed  \"{r['name']}\" ({r['id']}, {r['records']} turns{why})")
+            out.append(f'removed  "{r["name"]}" ({r["id"]}, {r["records"]} turns{why})')
         if self.current:
             out.append(f"current  {self.current[0]} -> {self.current[1]}")
         return out or ["no topic changes"]
@@ -105,8 +127,16 @@ def diff_trees(old: Tree, new: Tree, old_label: str = "old", new_label: str = "n
             if n.name != t.name:
                 d.renamed.append({"id": tid, "from": t.name, "to": n.name})
             if n.parent != t.parent:
-                d.moved.append({"id": tid, "name": n.name, "from": t.parent, "to": n.parent,
-                                "from_name": _name(old, t.parent), "to_name": _name(new, n.parent)})
+                d.moved.append(
+                    {
+                        "id": tid,
+                        "name": n.name,
+                        "from": t.parent,
+                        "to": n.parent,
+                        "from_name": _name(old, t.parent),
+                        "to_name": _name(new, n.parent),
+                    }
+                )
             added = len(set(n.records) - set(t.records))
             if added:
                 d.grew.append({"id": tid, "name": n.name, "added": added})
@@ -121,8 +151,13 @@ def diff_trees(old: Tree, new: Tree, old_label: str = "old", new_label: str = "n
                 into = max(set(owners), key=owners.count) if owners else None
             if into is not None:
                 final = new.resolve(into)
-                entry = {"id": tid, "name": t.name, "records": len(t.records), "into": into,
-                         "into_name": _name(new, into) if into in new.topics else _name(old, into)}
+                entry = {
+                    "id": tid,
+                    "name": t.name,
+                    "records": len(t.records),
+                    "into": into,
+                    "into_name": _name(new, into) if into in new.topics else _name(old, into),
+                }
                 if final != into:
                     entry["now_in"] = final  # the target was itself merged or archived afterwards
                 d.merged.append(entry)
@@ -136,8 +171,15 @@ def diff_trees(old: Tree, new: Tree, old_label: str = "old", new_label: str = "n
             d.removed.append({"id": tid, "name": t.name, "records": len(t.records)})
     for tid, n in sorted(new.topics.items(), key=lambda p: (p[1].created, p[0])):
         if tid not in old.topics:
-            d.added.append({"id": tid, "name": n.name, "records": len(n.records), "parent": n.parent,
-                            "parent_name": _name(new, n.parent)})
+            d.added.append(
+                {
+                    "id": tid,
+                    "name": n.name,
+                    "records": len(n.records),
+                    "parent": n.parent,
+                    "parent_name": _name(new, n.parent),
+                }
+            )
     archived_in_gone = sum(a["records"] for a in d.archived_topics)
     d.archived_records = max(0, len(set(new.archived) - set(old.archived)) - archived_in_gone)
     if old.current != new.current and old.current is not None and new.resolve(old.current) != new.current:

@@ -22,7 +22,7 @@ def group_name(tree: Tree, members: list[Topic], data: RecordData) -> tuple[str,
         recs = m.records or [r for d in sorted(tree.descendants(m.id)) for r in tree.topics[d].records]
         texts += data.texts(recs, limit=12)[0] or [m.name]
     terms = naming.key_terms(texts, 3, data.rarity)
-    name = (", ".join(terms) or "Related topics")
+    name = ", ".join(terms) or "Related topics"
     name = name[:1].upper() + name[1:]
     return name, f"{len(members)} related topics: " + "; ".join(m.name for m in members)
 
@@ -39,9 +39,16 @@ def _make_group(tree: Tree, data: RecordData, parent: str | None, members: list[
         if label:
             name, named_by = label, "llm"
     gid = new_topic_id()
-    tree.topics[gid] = Topic(id=gid, name=name, summary=summary, parent=parent, records=[],
-                             created=min(m.created for m in members),
-                             last_active=max(m.last_active for m in members), named_by=named_by)
+    tree.topics[gid] = Topic(
+        id=gid,
+        name=name,
+        summary=summary,
+        parent=parent,
+        records=[],
+        created=min(m.created for m in members),
+        last_active=max(m.last_active for m in members),
+        named_by=named_by,
+    )
     for m in members:
         m.parent = gid
     return gid
@@ -82,8 +89,9 @@ def rebalance(tree: Tree, data: RecordData, max_children: int, llm=None, join: f
     cache: dict = {}
     for _ in range(100_000):
         cmap = tree.children_map()
-        crowded = sorted((p for p, kids in cmap.items() if len(kids) > max_children),
-                         key=lambda p: (p is not None, p or ""))
+        crowded = sorted(
+            (p for p, kids in cmap.items() if len(kids) > max_children), key=lambda p: (p is not None, p or "")
+        )
         if not crowded:
             break
         parent = crowded[0]
@@ -92,8 +100,10 @@ def rebalance(tree: Tree, data: RecordData, max_children: int, llm=None, join: f
         groups = [k for k in kids if not k.records and k.id != tree.current and cmap.get(k.id)]
         leaves = [k for k in kids if k not in groups]
         if leaves and groups:
-            s, leaf, g = max(((_sim(vec[lf.id], vec[g.id]), lf, g) for lf in leaves for g in groups),
-                             key=lambda t: (t[0], t[1].created, t[2].created))
+            s, leaf, g = max(
+                ((_sim(vec[lf.id], vec[g.id]), lf, g) for lf in leaves for g in groups),
+                key=lambda t: (t[0], t[1].created, t[2].created),
+            )
             if s >= join or len(leaves) < 2:
                 leaf.parent = g.id
                 for tid in tree.ancestry(g.id):
@@ -102,7 +112,9 @@ def rebalance(tree: Tree, data: RecordData, max_children: int, llm=None, join: f
         is_group = parent is not None and not tree.topics[parent].records and parent != tree.current
         if len(leaves) >= 2 and not is_group:
             size = max(2, min(len(leaves), max_children // 2 + 1))
-            pairs = [(_sim(vec[a.id], vec[b.id]), i, j) for i, a in enumerate(leaves) for j, b in enumerate(leaves) if i < j]
+            pairs = [
+                (_sim(vec[a.id], vec[b.id]), i, j) for i, a in enumerate(leaves) for j, b in enumerate(leaves) if i < j
+            ]
             _, i, j = max(pairs, key=lambda p: (p[0], -p[1], -p[2]))
             members = [leaves[i], leaves[j]]
             rest = [k for k in leaves if k not in members]

@@ -14,7 +14,8 @@ from functools import lru_cache
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above actually after again against all almost also although always am an and another any anyone
 anything are aren't around as ask asked at be because been before being below between both but by can
 can't cannot could couldn't did didn't do does doesn't doing don't done down during each either else
@@ -31,7 +32,8 @@ was wasn't way we we'd we'll we're we've well were weren't what what's when when
 whether which while who who's whom why why's will with within without won't would wouldn't yeah yes
 yet you you'd you'll you're you've your yours yourself yourselves also lot lots good great sounds
 hello hi hey sorry going gonna wanna kind sort mean means means bit able via per etc let's here's
-""".split())
+""".split()
+)
 
 
 def words(text: str) -> list[str]:
@@ -132,7 +134,7 @@ def offline_name(texts: list[str], rarity=None) -> str:
 
 
 def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=None) -> str:
-    """"N turns about a, b, c, d, e; opens with: <the first sentence someone asked>" (≤ 220 chars)."""
+    """ "N turns about a, b, c, d, e; opens with: <the first sentence someone asked>" (≤ 220 chars)."""
     texts = _scrubbed(texts)
     terms = key_terms(texts, 6, rarity)
     n = len(texts)
@@ -153,6 +155,7 @@ def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=Non
 
 
 # ----- LLM naming (used only when configured; every failure returns None) ---------------------
+
 
 def clean_name(reply, max_words: int = 6) -> str | None:
     """A usable topic name from an LLM reply, or None when it does not look like one."""
@@ -189,17 +192,33 @@ def excerpt(texts: list[str], roles: list[str], limit: int = 1800) -> str:
 
 
 def llm_name(llm, texts: list[str], roles: list[str], parent: str | None = None) -> str | None:
-    ctx = f"It is a sub-topic of \"{parent}\".\n" if parent else ""
-    reply = llm.chat([
-        {"role": "system", "content": "You name conversation topics. Reply with the name only."},
-        {"role": "user", "content": f"{ctx}Give a concise topic name (2-5 words) for this conversation "
-                                    f"segment:\n{excerpt(texts, roles)}"}], temperature=0.3, max_tokens=30)
+    ctx = f'It is a sub-topic of "{parent}".\n' if parent else ""
+    reply = llm.chat(
+        [
+            {"role": "system", "content": "You name conversation topics. Reply with the name only."},
+            {
+                "role": "user",
+                "content": f"{ctx}Give a concise topic name (2-5 words) for this conversation "
+                f"segment:\n{excerpt(texts, roles)}",
+            },
+        ],
+        temperature=0.3,
+        max_tokens=30,
+    )
     return clean_name(reply)
 
 
 def llm_summary(llm, name: str, texts: list[str], roles: list[str]) -> str | None:
-    reply = llm.chat([
-        {"role": "system", "content": "You summarise conversation segments in 1-2 plain sentences."},
-        {"role": "user", "content": f"Summarise this conversation segment about \"{name}\" in 1-2 "
-                                    f"sentences:\n{excerpt(texts, roles)}"}], temperature=0.3, max_tokens=120)
+    reply = llm.chat(
+        [
+            {"role": "system", "content": "You summarise conversation segments in 1-2 plain sentences."},
+            {
+                "role": "user",
+                "content": f'Summarise this conversation segment about "{name}" in 1-2 '
+                f"sentences:\n{excerpt(texts, roles)}",
+            },
+        ],
+        temperature=0.3,
+        max_tokens=120,
+    )
     return clean_summary(reply)

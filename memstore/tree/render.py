@@ -75,10 +75,18 @@ def as_json(tree, depth: int | None = None) -> dict:
     roots: list[dict] = []
     counts = _counts(tree)
     for d, t in tree.walk(depth):
-        node = {"id": t.id, "name": t.name, "summary": t.summary, "records": len(t.records),
-                "turns": counts[t.id], "created": t.created, "last_active": t.last_active,
-                "depth": d, "current": t.id == tree.current, "children": []}
+        node = {
+            "id": t.id,
+            "name": t.name,
+            "summary": t.summary,
+            "records": len(t.records),
+            "turns": counts[t.id],
+            "created": t.created,
+            "last_active": t.last_active,
+            "depth": d,
+            "current": t.id == tree.current,
+            "children": [],
+        }
         nodes[t.id] = node
         (nodes[t.parent]["children"] if t.parent in nodes else roots).append(node)
-    return {"current": tree.current, "topics": roots, "archived": len(tree.archived),
-            "total_topics": len(tree.topics)}
+    return {"current": tree.current, "topics": roots, "archived": len(tree.archived), "total_topics": len(tree.topics)}

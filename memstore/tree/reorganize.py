@@ -50,13 +50,20 @@ def llm_veto(llm, a, b) -> tuple[bool, str] | None:
     """TRACE's relatedness question; None when the call fails or the reply has no usable verdict."""
     from ..adapters.llm import as_bool
 
-    data = llm.json([
-        {"role": "system", "content": "You decide whether two conversation topics belong together."},
-        {"role": "user", "content": (
-            f"Topic A: {a.name}\nSummary: {a.summary[:200]}\n\nTopic B: {b.name}\nSummary: {b.summary[:200]}\n\n"
-            "They were pre-filtered by embedding similarity. Are they about the same subject, so that they "
-            "should be merged into one topic? Say no when the domains differ (e.g. a snake vs a programming "
-            'language). Reply with JSON: {"related": true|false, "reason": "<10 words"}')}])
+    data = llm.json(
+        [
+            {"role": "system", "content": "You decide whether two conversation topics belong together."},
+            {
+                "role": "user",
+                "content": (
+                    f"Topic A: {a.name}\nSummary: {a.summary[:200]}\n\nTopic B: {b.name}\nSummary: {b.summary[:200]}\n\n"
+                    "They were pre-filtered by embedding similarity. Are they about the same subject, so that they "
+                    "should be merged into one topic? Say no when the domains differ (e.g. a snake vs a programming "
+                    'language). Reply with JSON: {"related": true|false, "reason": "<10 words"}'
+                ),
+            },
+        ]
+    )
     if data is None:
         return None
     related = as_bool(data.get("related"))
@@ -112,8 +119,9 @@ def _refresh(tree, data: RecordData, tids, llm) -> None:
         t.summary = summary or naming.offline_summary(texts, roles, data.rarity)
 
 
-def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False,
-               offline: bool = False) -> ReorgResult:
+def reorganize(
+    store, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False, offline: bool = False
+) -> ReorgResult:
     """Run the merge pass (and optionally trivial-turn archiving); one commit unless `dry_run`."""
     from ..adapters.llm import get_llm
 
@@ -126,8 +134,9 @@ def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_
         data = RecordData(store)
         at = to_iso(now_utc())
         live = tree.live_path()
-        frozen = sorted((t for t in tree.topics.values() if t.id not in live and t.records),
-                        key=lambda t: (t.created, t.id))
+        frozen = sorted(
+            (t for t in tree.topics.values() if t.id not in live and t.records), key=lambda t: (t.created, t.id)
+        )
         res.candidates = len(frozen)
         cache: dict = {}
         vecs = [topic_vector(tree, data, t.id, cache) for t in frozen]
@@ -165,12 +174,28 @@ def reorganize(store, threshold: float = 0.55, prune_trivial: bool = False, dry_
                 verdict = offline_veto(term_set(a), term_set(b))
             related, reason = verdict
             if not related:
-                res.vetoed.append({"a": a, "b": b, "a_name": ta.name, "b_name": tb.name,
-                                   "similarity": round(sim, 4), "by": by, "reason": reason})
+                res.vetoed.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "a_name": ta.name,
+                        "b_name": tb.name,
+                        "similarity": round(sim, 4),
+                        "by": by,
+                        "reason": reason,
+                    }
+                )
                 continue
             older, newer = sorted((ta, tb), key=lambda t: (t.created, t.id))
-            entry = {"older": older.id, "newer": newer.id, "older_name": older.name, "newer_name": newer.name,
-                     "similarity": round(sim, 4), "by": by, "reason": reason}
+            entry = {
+                "older": older.id,
+                "newer": newer.id,
+                "older_name": older.name,
+                "newer_name": newer.name,
+                "similarity": round(sim, 4),
+                "by": by,
+                "reason": reason,
+            }
             entry["records"] = _absorb(tree, data, older.id, newer.id, at)
             terms[older.id] = term_set(older.id) | terms.pop(newer.id, set())
             changed.add(older.id)

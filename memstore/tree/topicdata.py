@@ -16,8 +16,10 @@ import numpy as np
 # the query; a shared word (a name, a thing) counts for more than a cosine can on its own.
 # "continue" compares a user turn's content words with the current topic's recent records
 # (measured on the scenarios in tests/tree_scenarios.py: it separates follow-ups from new subjects).
-THRESHOLDS = {"hash": {"continue": 0.2, "recall": 0.3, "topic": 0.3},
-              "minilm": {"continue": 0.4, "recall": 0.3, "topic": 0.3}}
+THRESHOLDS = {
+    "hash": {"continue": 0.2, "recall": 0.3, "topic": 0.3},
+    "minilm": {"continue": 0.4, "recall": 0.3, "topic": 0.3},
+}
 DEFAULT_THRESHOLDS = {"continue": 0.3, "recall": 0.3, "topic": 0.3}
 WORD_WEIGHT = 0.25
 
@@ -44,7 +46,7 @@ class RecordData:
         self.index = store.index(update=False)
         self._rows: dict[str, tuple[int, int, float, str, str]] | None = None
         self._vecs = None
-        self.extra_vecs: dict[str, np.ndarray] = {}    # records being written now (not indexed yet)
+        self.extra_vecs: dict[str, np.ndarray] = {}  # records being written now (not indexed yet)
         self.extra_recs: dict[str, dict] = {}
 
     def rows(self, ids=None) -> dict[str, tuple[int, int, float, str, str]]:
@@ -56,7 +58,8 @@ class RecordData:
             if not self._complete:
                 self._rows = {}
                 for rid, *rest in self.index.conn.execute(
-                        "SELECT id, rowid, vrow, ts, role, type FROM records ORDER BY rowid DESC"):
+                    "SELECT id, rowid, vrow, ts, role, type FROM records ORDER BY rowid DESC"
+                ):
                     self._rows[rid] = tuple(rest)
                 self._complete = True
             return self._rows
@@ -65,8 +68,10 @@ class RecordData:
             for k in range(0, len(missing), 500):
                 part = missing[k : k + 500]
                 for rid, *rest in self.index.conn.execute(
-                        f"SELECT id, rowid, vrow, ts, role, type FROM records WHERE id IN ({','.join('?' * len(part))}) "
-                        "ORDER BY rowid DESC", part):
+                    f"SELECT id, rowid, vrow, ts, role, type FROM records WHERE id IN ({','.join('?' * len(part))}) "
+                    "ORDER BY rowid DESC",
+                    part,
+                ):
                     self._rows[rid] = tuple(rest)
         return self._rows
 
@@ -85,8 +90,9 @@ class RecordData:
             if t in self._rarity:
                 continue
             try:
-                df = self.index.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH ?",
-                                             ['"' + t.replace('"', "") + '"']).fetchone()[0]
+                df = self.index.conn.execute(
+                    "SELECT COUNT(*) FROM fts WHERE fts MATCH ?", ['"' + t.replace('"', "") + '"']
+                ).fetchone()[0]
             except Exception:  # an odd token FTS rejects: treat it as rare rather than fail a write
                 df = 0
             self._rarity[t] = math.log(1 + n / (1 + df)) / math.log(1 + n) if n > 1 else 1.0
@@ -130,7 +136,7 @@ class RecordData:
 
     def texts(self, rids: list[str], limit: int = 60) -> tuple[list[str], list[str]]:
         """(texts, roles) of up to `limit` records: the first ones and the most recent ones."""
-        pick = rids if len(rids) <= limit else rids[: limit // 2] + rids[-(limit - limit // 2):]
+        pick = rids if len(rids) <= limit else rids[: limit // 2] + rids[-(limit - limit // 2) :]
         texts, roles = [], []
         self.rows(pick)
         for rid in pick:

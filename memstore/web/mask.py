@@ -70,9 +70,9 @@ def _span(line: str, excerpt: str) -> tuple[int, int]:
     if j < _KEEP:
         return whole
     start = lead + j - _KEEP
-    if body[lead:start + _KEEP] != excerpt[:j]:
+    if body[lead : start + _KEEP] != excerpt[:j]:
         return whole
-    tail = excerpt[j + len(MARK):]
+    tail = excerpt[j + len(MARK) :]
     if len(excerpt) >= 160 and excerpt.endswith("…"):  # the excerpt was cut short: mask to the line's end
         return start, len(body)
     stripped = body.rstrip()
@@ -94,8 +94,24 @@ def _mask_key_block(lines: list[str], i: int) -> None:
     # A key with no END line has been masked to the end of the text; the header alone says what it was.
 
 
-def mask_fields(obj: dict, fields=("text", "name", "summary", "subject", "body", "session", "from", "to",
-                                   "into_name", "from_name", "to_name", "parent_name", "actor")) -> dict:
+def mask_fields(
+    obj: dict,
+    fields=(
+        "text",
+        "name",
+        "summary",
+        "subject",
+        "body",
+        "session",
+        "from",
+        "to",
+        "into_name",
+        "from_name",
+        "to_name",
+        "parent_name",
+        "actor",
+    ),
+) -> dict:
     """A copy of `obj` with the named string fields masked."""
     out = dict(obj)
     for k in fields:

@@ -30,16 +30,30 @@ def record_view(rec: dict) -> dict:
 def overview(st, p) -> dict:
     """What the page needs first: the store's name and totals, current records per day, every marker."""
     counts = st.days()
-    return {"store": st.root.name, "timezone": st.config.timezone, "records": sum(d["records"] for d in counts),
-            "day_count": len(counts), "first_day": counts[0]["day"] if counts else None,
-            "last_day": counts[-1]["day"] if counts else None, "days": counts,
-            "markers": [_marker_view(m, st.tz) for m in st.markers()]}
+    return {
+        "store": st.root.name,
+        "timezone": st.config.timezone,
+        "records": sum(d["records"] for d in counts),
+        "day_count": len(counts),
+        "first_day": counts[0]["day"] if counts else None,
+        "last_day": counts[-1]["day"] if counts else None,
+        "days": counts,
+        "markers": [_marker_view(m, st.tz) for m in st.markers()],
+    }
 
 
 def search(st, p) -> dict:
     """Ranked hits with their dates, scores and score parts (`ct search --explain`)."""
-    hits = st.search(p["query"], k=p["k"], mode=p["mode"], since=p["since"] or None, until=p["until"] or None,
-                     role=p["role"] or None, session=p["session"] or None, now=p["now"] or None)
+    hits = st.search(
+        p["query"],
+        k=p["k"],
+        mode=p["mode"],
+        since=p["since"] or None,
+        until=p["until"] or None,
+        role=p["role"] or None,
+        session=p["session"] or None,
+        now=p["now"] or None,
+    )
     out = []
     for h in hits:
         j = h.to_json(explain=True)
@@ -69,24 +83,48 @@ def day(st, p) -> dict:
 
 def _flat(tree) -> list[dict]:
     """Topics in display order, each with its parent, depth and record count."""
-    return [mask_fields({"id": t.id, "name": t.name, "summary": t.summary, "parent": t.parent, "depth": depth,
-                         "records": len(t.records), "created": t.created, "last_active": t.last_active,
-                         "current": t.id == tree.current})
-            for depth, t in tree.walk()]
+    return [
+        mask_fields(
+            {
+                "id": t.id,
+                "name": t.name,
+                "summary": t.summary,
+                "parent": t.parent,
+                "depth": depth,
+                "records": len(t.records),
+                "created": t.created,
+                "last_active": t.last_active,
+                "current": t.id == tree.current,
+            }
+        )
+        for depth, t in tree.walk()
+    ]
 
 
 def tree(st, p) -> dict:
     """The topic tree, and the topics that left it (merged, archived, regrouped) with where they went."""
     t = st.tree()
     unnamed = any(not g.get("name") for g in t.gone.values())  # format 1 kept no names in its tombstones
-    names = {**(_gone_names(st, t) if unnamed else {}),
-             **{tid: g["name"] for tid, g in t.gone.items() if g.get("name")}}
+    names = {
+        **(_gone_names(st, t) if unnamed else {}),
+        **{tid: g["name"] for tid, g in t.gone.items() if g.get("name")},
+    }
     gone = []
     for tid, g in sorted(t.gone.items(), key=lambda kv: (kv[1].get("at") or "", kv[0])):
         into = t.resolve(g.get("into")) if g.get("into") else None
-        gone.append(mask_fields({"id": tid, "name": names.get(tid), "why": g.get("why"), "at": g.get("at"),
-                                 "into": g.get("into"), "now_in": into,
-                                 "into_name": t.topics[into].name if into in t.topics else None}))
+        gone.append(
+            mask_fields(
+                {
+                    "id": tid,
+                    "name": names.get(tid),
+                    "why": g.get("why"),
+                    "at": g.get("at"),
+                    "into": g.get("into"),
+                    "now_in": into,
+                    "into_name": t.topics[into].name if into in t.topics else None,
+                }
+            )
+        )
     return {"topics": _flat(t), "current": t.current, "archived_records": len(t.archived), "gone": gone}
 
 
@@ -130,12 +168,22 @@ def topic(st, p) -> dict:
         if g is None:
             raise UsageError(f"no topic {tid!r} in tree.json")
         into = t.resolve(g.get("into")) if g.get("into") else None
-        return {"id": tid, "gone": g.get("why"), "now_in": into,
-                "into_name": mask(t.topics[into].name) if into in t.topics else None, "records": [], "total": 0}
+        return {
+            "id": tid,
+            "gone": g.get("why"),
+            "now_in": into,
+            "into_name": mask(t.topics[into].name) if into in t.topics else None,
+            "records": [],
+            "total": 0,
+        }
     top = t.topics[tid]
     ids = top.records[p["offset"] : p["offset"] + p["limit"]]
-    return {**mask_fields({"id": tid, "name": top.name, "summary": top.summary}), "total": len(top.records),
-            "offset": p["offset"], "records": [record_view(r) for r in st.records(ids)]}
+    return {
+        **mask_fields({"id": tid, "name": top.name, "summary": top.summary}),
+        "total": len(top.records),
+        "offset": p["offset"],
+        "records": [record_view(r) for r in st.records(ids)],
+    }
 
 
 def history(st, p) -> dict:
@@ -163,8 +211,15 @@ def commit(st, p) -> dict:
         before, old_label = Tree(), "(empty)"
     d = diff_trees(before, after, old_label, rev)
     info = next((c for c in st.history(max_count=HISTORY_MAX) if c["sha"].startswith(rev)), None)
-    return {"rev": rev, "commit": mask_fields(info) if info else None,
-            "diff": {k: ([mask_fields(x) for x in v] if isinstance(v, list) and v and isinstance(v[0], dict) else v)
-                     for k, v in d.to_json().items()},
-            "lines": [mask(x) for x in d.lines()], "empty": d.empty,
-            "before": _flat(before), "after": _flat(after)}
+    return {
+        "rev": rev,
+        "commit": mask_fields(info) if info else None,
+        "diff": {
+            k: ([mask_fields(x) for x in v] if isinstance(v, list) and v and isinstance(v[0], dict) else v)
+            for k, v in d.to_json().items()
+        },
+        "lines": [mask(x) for x in d.lines()],
+        "empty": d.empty,
+        "before": _flat(before),
+        "after": _flat(after),
+    }
