@@ -233,7 +233,9 @@ class Store(StoreAPI):
             if dedupe:
                 records, result.skipped = self._drop_known(records)
             elif records:  # placing the records in the tree reads the index: the days written must be in it
-                self.index(update=False).update(days=days)
+                index = self.index(update=False)
+                # a clone's first write builds the whole index (a read would have to), later ones only their days
+                index.update(days=days if index.conn.execute("SELECT 1 FROM days LIMIT 1").fetchone() else None)
             if records and before_write:
                 tx.stage(list(before_write(self, records) or []))
             if records:
