@@ -46,7 +46,11 @@ def lme_questions() -> list[dict]:
             ],
             [
                 _turn("user", "My car needs new tires before the road trip."),
-                _turn("assistant", "Check the tread depth first."),
+                # public conversation data holds leaked credentials: the harness stores them anyway
+                _turn(
+                    "assistant",
+                    'Check the tread depth first. DATABASE_URL = "postgresql://user:password@localhost/mydatabase"',
+                ),
             ],
             [
                 _turn("user", "Max the dog chewed my shoes, typical beagle breed behaviour.", True),
