@@ -49,6 +49,20 @@ def test_fp16_scan_equals_the_exact_scan(filled):
     assert any(p.suffix == ".f16" for p in filled.meta_dir.iterdir())  # the sidecar is kept in .memstore/
 
 
+def test_fp16_scan_in_two_halves_equals_the_exact_scan(filled, monkeypatch):
+    from memstore.format.timeutil import from_iso
+
+    monkeypatch.setattr(ann, "SPLIT_ROWS", 20)  # two threads, each over half the range
+    index = filled.index(update=False)
+    window = Filters(since=from_iso("2026-01-02T00:00:00Z").timestamp())
+    for query, filters in (("budget review", Filters()), ("garden recipe note", window)):
+        q = filled.embedder.embed_query(query)
+        _same_ranking(
+            vector_candidates(index, q, filters, 20, method="auto"),
+            vector_candidates(index, q, filters, 20, method="exact"),
+        )
+
+
 def test_time_slice_and_appended_rows_reach_the_fp16_scan(filled):
     from memstore.format.timeutil import from_iso
 

@@ -22,6 +22,7 @@ import numpy as np
 
 FP16_MIN_ROWS = 200_000  # below this the float32 numpy scan is as fast (matrix in cache)
 RESCORE = 4  # float16 candidates per wanted row, re-scored in float32
+SPLIT_ROWS = 400_000  # from here a float16 scan runs as two halves in two threads
 IVF_NPROBE = 48
 _lock = threading.Lock()
 
@@ -88,15 +89,30 @@ class Fp16Scan:
             f.write(new.astype("<f2").tobytes())
 
     def candidates(self, q: np.ndarray, want: int, lo: int, hi: int) -> np.ndarray:
-        """Row numbers (absolute) of the best `RESCORE × want` rows in [lo, hi), unordered."""
+        """Row numbers (absolute) of the best `RESCORE × want` rows in [lo, hi), unordered.
+
+        From SPLIT_ROWS rows on, the range is scanned as two halves in two threads (faiss releases
+        the GIL; one query alone would use one core, since faiss parallelises across queries)."""
+        _threads()
+        q = np.asarray(q, np.float32)[None]
+        if hi - lo < SPLIT_ROWS:
+            return self._range(q, want, lo, hi)
+        mid = (lo + hi) // 2
+        part: list[np.ndarray] = []
+        worker = threading.Thread(target=lambda: part.append(self._range(q, want, mid, hi)), daemon=True)
+        worker.start()
+        first = self._range(q, want, lo, mid)
+        worker.join()
+        return np.concatenate([first, *part])
+
+    def _range(self, q: np.ndarray, want: int, lo: int, hi: int) -> np.ndarray:
         import faiss
 
-        _threads()
         n = min(RESCORE * want, hi - lo)
         params = None
         if lo > 0 or hi < self.rows:
             params = faiss.SearchParameters(sel=faiss.IDSelectorRange(lo, hi))
-        _, ids = self.index.search(np.asarray(q, np.float32)[None], n, params=params)
+        _, ids = self.index.search(q, n, params=params)
         ids = ids[0]
         return ids[ids >= 0]
 

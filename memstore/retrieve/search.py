@@ -111,10 +111,15 @@ class _VectorScan:
         self.lo, self.hi, self.vecs = lo, max(hi, lo), vecs
         if filters.narrows_rows:
             where, args = filters.sql()
-            rows = index.conn.execute(
-                f"SELECT r.vrow FROM records r WHERE ((r.vrow >= ? AND r.vrow < ?) OR r.vrow >= ?) AND {where}",
-                [lo, hi, ordered if timed else n, *args],
-            ).fetchall()
+            # One range per query: an OR of two ranges keeps SQLite from using the vrow index.
+            ranges = [(lo, hi)] + ([(ordered, n)] if timed and ordered < n else [])
+            rows = [
+                row
+                for a, b in ranges
+                for row in index.conn.execute(
+                    f"SELECT r.vrow FROM records r WHERE r.vrow >= ? AND r.vrow < ? AND {where}", [a, b, *args]
+                )
+            ]
             allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             self.tail = np.zeros(0, np.int64)  # the SQL above already picked the tail's rows
             if allowed.size == 0:
@@ -124,11 +129,12 @@ class _VectorScan:
             self.view = vecs[lo:hi]
             self.scanner = _scanner(index, hi - lo, method)
         if not filters.include_hidden:
+            ranges = [(lo, hi)] + ([(ordered, n)] if timed and ordered < n else [])
             self.hidden = {
                 r[0]
+                for a, b in ranges
                 for r in index.conn.execute(
-                    "SELECT vrow FROM records WHERE hidden != 0 AND ((vrow >= ? AND vrow < ?) OR vrow >= ?)",
-                    (lo, hi, ordered if timed else n),
+                    "SELECT vrow FROM records WHERE hidden != 0 AND vrow >= ? AND vrow < ?", (a, b)
                 )
             }
 
