@@ -292,3 +292,25 @@ def test_hooks_find_memstore_on_path_or_do_nothing(tmp_path, monkeypatch):
         "#!/bin/sh\n# memstore hook (post-commit): old\n/some/venv/bin/python -m memstore hook post-commit\n"
     )
     assert hooks.status(st)["post-commit"].startswith("outdated")
+
+
+def test_writes_commit_on_packed_refs_a_linked_worktree_and_a_detached_head(tmp_path):
+    """HEAD is read from git's ref files (loose, packed, a worktree's own HEAD) and the commit is made
+    with git's plumbing: each layout gets its commit, its reflog entry and a clean status."""
+    store = make_store(tmp_path / "s")
+    root = store.root
+    add(root, "first turn", "2026-11-30T08:00:00Z")
+    git(root, "pack-refs", "--all")
+    assert not (root / ".git" / "refs" / "heads" / "main").exists()
+    add(root, "after pack-refs", "2026-11-30T08:05:00Z")
+    git(root, "worktree", "add", "-q", str(tmp_path / "wt"))
+    add(tmp_path / "wt", "in a linked worktree", "2026-11-30T08:10:00Z")
+    git(root, "checkout", "-q", "--detach")
+    add(root, "on a detached head", "2026-11-30T08:15:00Z")
+    subjects = git(root, "log", "--format=%s").stdout.splitlines()
+    assert subjects[:2] == ["Add user turn: on a detached head", "Add user turn: after pack-refs"]
+    assert git(tmp_path / "wt", "log", "-1", "--format=%s").stdout.strip() == "Add user turn: in a linked worktree"
+    assert "commit: Add user turn: on a detached head" in git(root, "reflog", "-1").stdout
+    for r in (root, tmp_path / "wt"):
+        assert git_clean(r)
+        assert json.loads(ct("-C", r, "fsck", "--json").stdout)["ok"]
