@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import commits, ct, git_clean
+from conftest import commits, ct, git_clean, write_turns
 from memstore.format import tree as treefmt
 from tree_scenarios import BIKE, DISTRACTORS, SARAH_ALLERGY, WEATHER, converse
 
@@ -142,3 +142,23 @@ def test_tree_depth_limits_the_levels_shown():
         ln.split()[-1] for ln in render.text(tree, ZoneInfo("UTC"), depth, summaries=False).splitlines()
     ]
     assert ids(1) == ["tA"] and ids(2) == ["tA", "tB"] and ids(None) == ["tA", "tB", "tC"]
+
+
+def test_document_frequency_is_exact_small_and_estimated_past_the_sample(store, monkeypatch):
+    """Rarity weights need a word's document frequency; past DF_SAMPLE matches it is scaled from the
+    rowid the sample reached, so a common word costs the same in a large store."""
+    from memstore.tree import topicdata
+
+    write_turns(
+        store,
+        [
+            (f"2026-11-01T10:{i:02d}:00Z", "user", "garden beds" if i % 2 else "river walk", "s", "me")
+            for i in range(40)
+        ],
+    )
+    store.index()
+    data = topicdata.RecordData(store)
+    assert data._df("garden") == 20 and data._df("walk") == 20 and data._df("nowhere") == 0
+    monkeypatch.setattr(topicdata, "DF_SAMPLE", 5)
+    estimate = topicdata.RecordData(store)._df("garden")
+    assert 16 <= estimate <= 24  # 5 matches seen by rowid ~10 of 40

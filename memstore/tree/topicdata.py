@@ -38,6 +38,9 @@ def normalise(v: np.ndarray) -> np.ndarray:
     return v / n if n > 0 else v
 
 
+DF_SAMPLE = 5_000  # matches counted exactly for a term's document frequency (see RecordData._df)
+
+
 class RecordData:
     """Lazy lookups over the index for the records the tree mentions (the index must be up to date)."""
 
@@ -89,14 +92,25 @@ class RecordData:
         for t in terms:
             if t in self._rarity:
                 continue
-            try:
-                df = self.index.conn.execute(
-                    "SELECT COUNT(*) FROM fts WHERE fts MATCH ?", ['"' + t.replace('"', "") + '"']
-                ).fetchone()[0]
-            except Exception:  # an odd token FTS rejects: treat it as rare rather than fail a write
-                df = 0
-            self._rarity[t] = math.log(1 + n / (1 + df)) / math.log(1 + n) if n > 1 else 1.0
+            self._rarity[t] = math.log(1 + n / (1 + self._df(t))) / math.log(1 + n) if n > 1 else 1.0
         return {t: self._rarity[t] for t in terms}
+
+    def _df(self, term: str) -> float:
+        """How many records hold `term`. Counted exactly up to DF_SAMPLE matches; past that, scaled up
+        from the rowid the sample reached (FTS5 returns matches in rowid order), so a common word
+        costs the same at a million records as at a thousand."""
+        try:
+            count, last = self.index.conn.execute(
+                f"SELECT COUNT(*), MAX(rowid) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT {DF_SAMPLE})",
+                ['"' + term.replace('"', "") + '"'],
+            ).fetchone()
+        except Exception:  # an odd token FTS rejects: treat it as rare rather than fail a write
+            return 0.0
+        if count < DF_SAMPLE or not last:
+            return float(count)
+        if not hasattr(self, "_top"):
+            self._top = self.index.conn.execute("SELECT MAX(rowid) FROM records").fetchone()[0] or 0
+        return count * max(self._top, last) / last
 
     def matrix(self) -> np.ndarray:
         if self._vecs is None:
