@@ -28,7 +28,7 @@ from pathlib import Path
 from . import synth
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
-ADD_RUNS = 9
+ADD_RUNS = 15
 FIXED_FILES = 8  # memstore.toml, .gitignore, .gitattributes, markers.jsonl, forgotten.jsonl and a little slack
 
 
