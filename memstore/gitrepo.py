@@ -84,7 +84,9 @@ class GitRepo:
             self.run("add", "-A")
         elif paths:
             for i in range(0, len(paths), 500):
-                self.run("add", "-A", "--", *paths[i : i + 500])
+                # preloadIndex stats every tracked file in threads first (7 of 22 ms at 1M records);
+                # with a pathspec only the named paths need a look
+                self.run("-c", "core.preloadIndex=false", "add", "-A", "--", *paths[i : i + 500])
         parent = self.head()
         if parent is not None and git_dir(self.root) is not None:
             return self._plumbing_commit(message, parent, allow_empty, paths if only_paths else None)
