@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CT, commits, ct, git_clean
+from conftest import CT, commits, ct, ct_process, git_clean
 
 WORDS = (
     "budget trip memory store vector index merge crash record segment kyoto train hotel "
@@ -386,9 +386,9 @@ def test_two_concurrent_writers_serialise(store):
     n0 = len(commits(store.root))
     errors = []
 
-    def writer(name):
+    def writer(name):  # two writer processes, as two `ct add` run at once would be
         for i in range(4):
-            proc = ct("-C", store.root, "add", f"{name} line {i}", check=False)
+            proc = ct_process("-C", store.root, "add", f"{name} line {i}", check=False)
             if proc.returncode:
                 errors.append(proc.stderr)
 
@@ -408,7 +408,7 @@ def test_lock_timeout_names_the_lock_and_changes_nothing(store):
     n0 = len(commits(store.root))
     with store.lock():
         t0 = time.monotonic()
-        proc = ct("-C", store.root, "add", "blocked", check=False, env={"MEMSTORE_LOCK_TIMEOUT": "0.5"})
+        proc = ct_process("-C", store.root, "add", "blocked", check=False, env={"MEMSTORE_LOCK_TIMEOUT": "0.5"})
         waited = time.monotonic() - t0
     assert proc.returncode == 7
     assert "Another memstore process has held the write lock" in proc.stderr

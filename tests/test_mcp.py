@@ -9,7 +9,7 @@ import sys
 import anyio
 import pytest
 
-from conftest import commits, ct, git_clean
+from conftest import commits, ct, ct_process, git_clean
 
 pytest.importorskip("mcp")
 
@@ -141,5 +141,5 @@ def test_tools_and_stats_over_stdio(store):
 
 
 def test_not_a_store_fails_before_the_handshake(tmp_path):
-    proc = ct("-C", tmp_path, "mcp", check=False, input="")
+    proc = ct_process("-C", tmp_path, "mcp", check=False, input="")  # the stdio server's own process
     assert proc.returncode == 3 and "Not a memory store" in proc.stderr

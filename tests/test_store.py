@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import commits, ct, git_clean
+from conftest import commits, ct, ct_process, git_clean
 
 
 def test_init_creates_a_git_store(tmp_path):
@@ -27,6 +27,14 @@ def test_outside_a_store_says_so(tmp_path):
     proc = ct("-C", tmp_path, "stat", check=False)
     assert proc.returncode == 3
     assert f'Not a memory store: {tmp_path}. Run "ct init" first.' in proc.stderr
+
+
+def test_in_process_ct_answers_as_the_real_process(tmp_path):
+    """The suite runs `ct` in-process (tests/conftest.py): same exit codes, stdout and stderr as `python -m memstore`."""
+    for args in (["-C", tmp_path, "stat"], ["--help"], ["add", "--role", "nobody", "hi"], ["search"]):
+        fast, real = ct(*args, cwd=tmp_path, check=False), ct_process(*args, cwd=tmp_path, check=False)
+        assert (fast.returncode, fast.stdout, fast.stderr) == (real.returncode, real.stdout, real.stderr), args
+        assert fast.args == real.args
 
 
 def test_store_found_by_env_and_by_searching_upward(tmp_path, store):
