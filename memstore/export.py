@@ -19,6 +19,7 @@ from .errors import UsageError
 from .format.segment import DT_TEXT, MAX_PAYLOAD, Header, segment_name, write_file_atomic
 from .format.stored import day_encoded, record_vector
 from .format.timeutil import from_iso
+from .index.queries import current_vector_rows
 
 MAP_FILE = "memstore-export.json"
 
@@ -29,9 +30,7 @@ def export_contexttape(store, dest, progress=None) -> dict:
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise UsageError(f"{dest}: exists and is not an empty folder", "Export into a new folder.")
     index = store.index()
-    rows = index.conn.execute(
-        "SELECT rowid, day FROM records WHERE hidden = 0 AND vrow >= 0 ORDER BY day, ts, line_no, id"
-    ).fetchall()
+    rows = current_vector_rows(index)
     dest.mkdir(parents=True, exist_ok=True)
     packs: dict[str, dict] = {}
     mapping, skipped = [], 0

@@ -29,6 +29,7 @@ from .errors import MemstoreError, UsageError
 from .format import log as logfmt
 from .format import tombstones as tombfmt
 from .format.timeutil import from_iso, local_day, now_utc, to_iso
+from .index import queries
 
 TOMBSTONES = tombfmt.FILENAME
 ATTRIBUTE = tombfmt.ATTRIBUTE
@@ -75,7 +76,6 @@ def select(
     if not (ids or match or session or since or until):
         raise UsageError("say what to forget: record ids, --match QUERY, --session NAME or --since/--until")
     index = store.index()
-    conn = index.conn
     chosen: set[int] | None = None
 
     def narrow(rowids: set[int]) -> None:
@@ -86,7 +86,7 @@ def select(
         rows = {}
         gone = forgotten_ids(store.root)
         for rid in ids:
-            found = [r for (r,) in conn.execute("SELECT rowid FROM records WHERE id = ?", (rid,))]
+            found = queries.rowids_of(index, record_id=rid)
             if not found and rid in gone:
                 raise UsageError(
                     f"record {rid!r} is forgotten already (forgotten.jsonl).",
@@ -97,13 +97,13 @@ def select(
             rows[rid] = found
         narrow({r for found in rows.values() for r in found})
     if session:
-        narrow({r for (r,) in conn.execute("SELECT rowid FROM records WHERE session = ?", (session,))})
+        narrow(set(queries.rowids_of(index, session=session)))
     if since or until:
         from .retrieve.timefilter import instant
 
         lo = instant(since, store, now, edge="start") if since else float("-inf")
         hi = instant(until, store, now, edge="end") if until else float("inf")
-        narrow({r for (r,) in conn.execute("SELECT rowid FROM records WHERE ts >= ? AND ts <= ?", (lo, hi))})
+        narrow(set(queries.rowids_of(index, ts_range=(lo, hi))))
     if match:
         narrow(_matching(store, match))
     recs = [index.record_at(r) for r in sorted(chosen or ())]
@@ -121,7 +121,7 @@ def _matching(store, query: str) -> set[int]:
         raise UsageError(f"--match {query!r} has no words to look for")
     index = store.index(update=False)
     out = set()
-    for (rowid,) in index.conn.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (expr,)):
+    for rowid in queries.fts_rowids(index, expr):
         text = index.record_at(rowid)["text"].lower()
         if all(w in text for w in words):
             out.add(rowid)
@@ -167,7 +167,7 @@ def _scrub_index(store) -> None:
     """Rebuild the disposable index and compact it, so no free page of it keeps the forgotten text."""
     index = store.index(update=False)
     index.update(rebuild=True)
-    index.conn.execute("VACUUM")
+    queries.vacuum(index)
 
 
 def _rewrite_day(store, day: str, ids: set[str]) -> list[str]:

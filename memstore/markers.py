@@ -15,10 +15,7 @@ from .errors import FormatError, MemstoreError, UsageError
 from .format import log as logfmt
 from .format import markers as markerfmt
 from .format.timeutil import now_utc
-from .index.fresh import fresh_index_connection
-
-# Harness rows and document chunks are not "where the conversation stands".
-CONVERSATION = "type NOT IN ('doc', 'meta')"
+from .index.queries import latest_session
 
 
 # --------------------------------------------------------------------------------------- writing
@@ -141,32 +138,9 @@ def where(store, markers: int = 10, lines: int = 8, now=None) -> Where:
     out.markers_done = len(all_markers) - len(open_)
     out.markers = open_[-markers:] if markers > 0 else []
     out.markers_omitted = len(open_) - len(out.markers)
-    conn = fresh_index_connection(store)
-    if conn is None:
-        out.fast = False
-        conn = store.index().conn
-        _latest_session(store, conn, lines, out)
-    else:
-        try:
-            _latest_session(store, conn, lines, out)
-        finally:
-            conn.close()
+    # Harness rows and document chunks are not "where the conversation stands" (index/queries.py).
+    out.fast, latest = latest_session(store, lines)
+    if latest is not None:
+        out.session, out.session_lines, rows = latest
+        out.lines = [logfmt.read_text_at(logfmt.day_path(store.root, day), off, ln) for day, off, ln in rows]
     return out
-
-
-def _latest_session(store, conn, n: int, out: Where) -> None:
-    row = conn.execute(
-        f"SELECT session FROM records WHERE hidden = 0 AND {CONVERSATION} ORDER BY ts DESC, rowid DESC LIMIT 1"
-    ).fetchone()
-    if row is None:
-        return
-    out.session = row[0]
-    out.session_lines = conn.execute(
-        f"SELECT COUNT(*) FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION}", (row[0],)
-    ).fetchone()[0]
-    rows = conn.execute(
-        f"SELECT day, off, len FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION} "
-        "ORDER BY ts DESC, rowid DESC LIMIT ?",
-        (row[0], max(0, n)),
-    ).fetchall()
-    out.lines = [logfmt.read_text_at(logfmt.day_path(store.root, day), off, ln) for day, off, ln in reversed(rows)]

@@ -38,25 +38,7 @@ class Filters:
     include_hidden: bool = False
     exclude_types: list[str] = field(default_factory=list)
 
-    def sql(self) -> tuple[str, list]:
-        clauses, args = [], []
-        if not self.include_hidden:
-            clauses.append("r.hidden = 0")
-        if self.since is not None:
-            clauses.append("r.ts >= ?")
-            args.append(self.since)
-        if self.until is not None:
-            clauses.append("r.ts < ?")
-            args.append(self.until)
-        for col in ("role", "actor", "type", "session"):
-            values = getattr(self, col)
-            if values:
-                clauses.append(f"r.{col} IN ({','.join('?' * len(values))})")
-                args += list(values)
-        if self.exclude_types:
-            clauses.append(f"r.type NOT IN ({','.join('?' * len(self.exclude_types))})")
-            args += list(self.exclude_types)
-        return (" AND ".join(clauses) or "1"), args
+    # As SQL: memstore/index/queries.py (filters_where).
 
     @property
     def narrows_rows(self) -> bool:

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import os
 
+from .index import queries
+
 
 def stat(store) -> dict:
     index = store.index()
-    c = index.conn
-    by_type = dict(c.execute("SELECT type, COUNT(*) FROM records GROUP BY type"))
-    by_role = dict(c.execute("SELECT role, COUNT(*) FROM records GROUP BY role"))
-    first, last = c.execute("SELECT MIN(day), MAX(day) FROM records").fetchone()
-    sessions = c.execute("SELECT COUNT(DISTINCT session) FROM records").fetchone()[0]
+    rows = queries.summary(index)
     seg_files, seg_bytes = _walk_size(store.root / "segments")
     pack_files, pack_bytes = _walk_size(store.root / "packs")
     log_files, log_bytes = _walk_size(store.root / "log")
-    text_bytes = c.execute("SELECT COALESCE(SUM(len), 0) FROM records").fetchone()[0]
     s = index.stats()
     return {
         "store": str(store.root),
@@ -27,18 +24,18 @@ def stat(store) -> dict:
         "current_records": s["visible"],
         "vectors": s["vectors"],
         "days": s["days"],
-        "first_day": first,
-        "last_day": last,
-        "sessions": sessions,
-        "by_type": by_type,
-        "by_role": by_role,
+        "first_day": rows["first_day"],
+        "last_day": rows["last_day"],
+        "sessions": rows["sessions"],
+        "by_type": rows["by_type"],
+        "by_role": rows["by_role"],
         "packs": pack_files,
         "pack_bytes": pack_bytes,
         "segments": seg_files,
         "segment_bytes": seg_bytes,
         "log_files": log_files,
         "log_bytes": log_bytes,
-        "approx_tokens": int(text_bytes / 4),
+        "approx_tokens": int(rows["text_bytes"] / 4),
     }
 
 

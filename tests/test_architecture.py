@@ -4,6 +4,7 @@ loads; imports inside functions are how the CLI stays light and are not cycles).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "memstore"
@@ -80,3 +81,98 @@ def test_no_import_cycles():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# ----- SQL against the index lives in memstore/index/ ------------------------------------------------
+
+# Modules that may hold SQL: the index owns its schema and every query on it; the benchmarks are
+# not product code. The embedding cache (adapters/cache.py) is a database of its own, not the index.
+SQL_HOMES = ("memstore/index/", "memstore/bench/")
+OWN_DATABASES = {"memstore/adapters/cache.py"}
+_SQL = re.compile(
+    r"\bSELECT\b.*\bFROM\b|\bINSERT INTO\b|\bUPDATE\b.*\bSET\b|\bDELETE FROM\b|\bCREATE (?:TABLE|INDEX)\b", re.S
+)
+_EXECUTE = {"execute", "executemany", "executescript"}
+# Known offences waiting for their module's owner: (module, text of the offending line). Remove the
+# entry with the offence; the test fails on an entry that no longer matches anything.
+PENDING = {("memstore/store.py", 'index.conn.execute("SELECT 1 FROM days LIMIT 1")')}  # -> queries.has_days(index)
+
+
+def _is_git_execute(rel: str, call: ast.Call) -> bool:
+    """memstore/gitrepo.py runs git through GitPython: `Git(cwd).execute([...])`."""
+    recv = call.func.value
+    return (
+        rel == "memstore/gitrepo.py"
+        and isinstance(recv, ast.Call)
+        and isinstance(recv.func, ast.Name)
+        and recv.func.id == "Git"
+    )
+
+
+def sql_offences(rel: str, source: str) -> list[str]:
+    """What in one module's source runs SQL or touches a SQLite connection (`rel: line: what`)."""
+    out = []
+    tree = ast.parse(source)
+    parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}  # judged whole
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _EXECUTE:
+            if not _is_git_execute(rel, node):
+                out.append(f"{rel}:{line}: calls .{node.func.attr}()")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            out += [f"{rel}:{line}: imports {n}" for n in names if n.split(".")[0] in ("sqlite3", "sqlite_utils")]
+        elif isinstance(node, ast.Attribute) and node.attr == "conn":
+            out.append(f"{rel}:{line}: uses .conn")
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            if _SQL.search(text):
+                out.append(f"{rel}:{line}: SQL in an f-string")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
+            if _SQL.search(node.value):
+                out.append(f"{rel}:{line}: SQL in a string")
+    return sorted(out, key=lambda o: (int(o.split(":")[1]), o))
+
+
+def test_sql_only_in_index():
+    offences, pending_seen = [], set()
+    scanned = 0
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).as_posix()
+        if rel.startswith(SQL_HOMES) or rel in OWN_DATABASES:
+            continue
+        scanned += 1
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for offence in sql_offences(rel, source):
+            text = lines[int(offence.split(":")[1]) - 1]
+            waiting = {(m, t) for m, t in PENDING if m == rel and t in text}
+            pending_seen |= waiting
+            if not waiting:
+                offences.append(offence)
+    assert scanned > 50  # the scan sees the package
+    assert offences == [], "SQL and SQLite connections belong in memstore/index/:\n" + "\n".join(offences)
+    assert pending_seen == PENDING, f"fixed, so no longer pending: {sorted(PENDING - pending_seen)}"
+
+
+def test_the_sql_finder_finds_sql():
+    source = (
+        "import sqlite3\n"
+        "def f(index, where):\n"
+        "    index.conn.execute(f'SELECT rowid FROM records WHERE {where}')\n"
+        "    db.executemany('INSERT INTO t VALUES (?)', [])\n"
+        "    q = 'DELETE FROM t'\n"
+        "    Git('.').execute(['git', 'status'])\n"
+    )
+    found = sql_offences("memstore/x.py", source)
+    assert found == [
+        "memstore/x.py:1: imports sqlite3",
+        "memstore/x.py:3: SQL in an f-string",
+        "memstore/x.py:3: calls .execute()",
+        "memstore/x.py:3: uses .conn",
+        "memstore/x.py:4: SQL in a string",
+        "memstore/x.py:4: calls .executemany()",
+        "memstore/x.py:5: SQL in a string",
+        "memstore/x.py:6: calls .execute()",  # Git(...).execute is allowed in gitrepo.py only
+    ]
+    assert sql_offences("memstore/gitrepo.py", "Git('.').execute(['git', 'status'])\n") == []

@@ -19,6 +19,8 @@ import json
 import os
 from pathlib import Path
 
+from ..index import queries
+
 BASES_FILE = "ingest-bases.json"
 
 
@@ -71,9 +73,7 @@ def live_rows(index, key: str) -> list[tuple[str, str, int]]:
         if k in seen:
             continue
         seen.add(k)
-        for rid, fsha, rowid, rtype in index.conn.execute(
-            "SELECT id, fsha, rowid, type FROM records WHERE source = ? AND hidden = 0", (k,)
-        ).fetchall():
+        for rid, fsha, rowid, rtype in queries.live_rows_at(index, k):
             out.append((rid, fsha, rowid))
             if rtype == "meta":
                 src = index.record_at(rowid).get("source") or {}
@@ -84,11 +84,7 @@ def live_rows(index, key: str) -> list[tuple[str, str, int]]:
 
 def moved_from(index, sha256: str, rel: str, key: str) -> str | None:
     """The location of a live document with the same bytes and relative path, or None."""
-    rows = index.conn.execute(
-        "SELECT rowid, source FROM records WHERE fsha = ? AND hidden = 0 AND source != ? ORDER BY ts DESC, rowid DESC",
-        (sha256, key),
-    ).fetchall()
-    for rowid, src_path in rows:
+    for rowid, src_path in queries.live_rows_with_content(index, sha256, key):
         src = index.record_at(rowid).get("source") or {}
         if isinstance(src, dict) and src.get("rel") == rel and src_path:
             return str(src_path)
@@ -104,9 +100,7 @@ def current_location(index, source: dict) -> str | None:
     frontier = path
     for _ in range(32):  # a chain of moves; bounded against a cycle of renames back and forth
         nxt = None
-        for (rowid,) in index.conn.execute(
-            "SELECT rowid FROM records WHERE fsha = ? AND type = 'meta' AND hidden = 0 ORDER BY ts, rowid", (sha,)
-        ).fetchall():
+        for rowid in queries.move_notes(index, sha):
             src = index.record_at(rowid).get("source") or {}
             if isinstance(src, dict) and src.get("moved_from") == frontier and src.get("path") not in seen:
                 nxt = str(src["path"])

@@ -15,6 +15,7 @@ import datetime as dt
 import re
 
 from ..format.timeutil import UTC, from_iso, now_utc, parse_ts, to_iso
+from ..index import queries
 from ..index.tokenize import STOP_WORDS, query_terms
 from .search import Filters, Hit, hydrate, search
 from ..results import RecallHit, RecallResult  # noqa: F401  (re-exported)
@@ -275,7 +276,10 @@ def _choose(found: list[RecallHit], occurrence: str | None, k: int, notes: list[
 
 
 class _Ctx:
-    """What the steps of one recall share: the store, its index and the row filters."""
+    """What the steps of one recall share: the store, its index and the row filters.
+
+    Rows listed from the index pass `base`; without `docs`, memstore's own supersession notes for
+    re-ingested documents are left out too (`own_notes`): they are not conversation either."""
 
     def __init__(self, store, index, k: int, docs: bool, base: Filters, meaning: str = ""):
         self.store, self.index, self.k, self.docs, self.base = store, index, k, docs, base
@@ -292,29 +296,17 @@ class _Ctx:
     def _conversational(self, h: Hit) -> bool:
         return self.docs or not (h.type == "meta" and h.actor == "memstore")
 
-    def _where(self) -> tuple[str, list]:
-        where, args = self.base.sql()
-        if not self.docs:
-            # Our own supersession notes for re-ingested documents are not conversation either.
-            where += " AND NOT (r.type = 'meta' AND r.actor = 'memstore')"
-        return where, args
-
     def count(self, since: float, until: float) -> int:
-        where, args = self._where()
-        return self.index.conn.execute(
-            f"SELECT COUNT(*) FROM records r WHERE {where} AND r.ts >= ? AND r.ts < ?", [*args, since, until]
-        ).fetchone()[0]
+        return queries.count_in_window(self.index, self.base, since, until, own_notes=self.docs)
 
-    def _rows(self, sql_tail: str, args: list) -> list[RecallHit]:
-        where, wargs = self._where()
-        rows = self.index.conn.execute(f"SELECT r.rowid FROM records r WHERE {where} {sql_tail}", [*wargs, *args])
-        return [RecallHit(hydrate(self.store, self.index, rid, 0.0, {})) for (rid,) in rows.fetchall()]
+    def _hits(self, rowids: list[int]) -> list[RecallHit]:
+        return [RecallHit(hydrate(self.store, self.index, rid, 0.0, {})) for rid in rowids]
 
     def listing(self, since: float, until: float, limit: int) -> list[RecallHit]:
-        return self._rows("AND r.ts >= ? AND r.ts < ? ORDER BY r.ts, r.rowid LIMIT ?", [since, until, limit])
+        return self._hits(queries.rowids_in_window(self.index, self.base, since, until, limit, own_notes=self.docs))
 
     def latest(self, n: int) -> list[RecallHit]:
-        hits = self._rows("AND r.type != 'meta' ORDER BY r.ts DESC, r.rowid DESC LIMIT ?", [n])
+        hits = self._hits(queries.latest_rowids(self.index, self.base, n, own_notes=self.docs))
         return hits[::-1]
 
     def ranked(self, words: str, filters: Filters, pool_k: int | None = None) -> list[RecallHit]:
@@ -362,12 +354,7 @@ class _Ctx:
             for h in exact:
                 h.flags.append("all_terms")
             return
-        ids = [h.hit.rowid for h in exact]
-        rows = self.index.conn.execute(
-            f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})",
-            [" AND ".join(terms), *ids],
-        ).fetchall()
-        full = {r[0] for r in rows}
+        full = set(queries.fts_rowids(self.index, " AND ".join(terms), among=[h.hit.rowid for h in exact]))
         for h in exact:
             if h.hit.rowid in full:
                 h.flags.append("all_terms")
@@ -376,23 +363,18 @@ class _Ctx:
         """Each hit plus `n` lines before and after it in the same session (by time), once each.
 
         `merge`: one list in time order; otherwise each hit keeps its rank, its context around it."""
-        where, wargs = self._where()
-        conn = self.index.conn
         seen = {h.hit.rowid for h in hits}
         groups: list[list[RecallHit]] = []
         for h in hits:
             group = [h]
             ts = from_iso(h.hit.ts).timestamp()
-            for cmp, order in (("<", "DESC"), (">", "ASC")):
-                rows = conn.execute(
-                    f"SELECT r.rowid FROM records r WHERE {where} AND r.session IS ? AND r.rowid != ? AND "
-                    f"(r.ts {cmp} ? OR (r.ts = ? AND r.rowid {cmp} ?)) ORDER BY r.ts {order}, r.rowid {order} LIMIT ?",
-                    [*wargs, h.hit.session, h.hit.rowid, ts, ts, h.hit.rowid, n],
-                ).fetchall()
-                for (rid,) in rows:
-                    if rid not in seen:
-                        seen.add(rid)
-                        group.append(RecallHit(hydrate(self.store, self.index, rid, 0.0, {}), ["context"]))
+            near = queries.session_neighbours(
+                self.index, self.base, h.hit.session, h.hit.rowid, ts, n, own_notes=self.docs
+            )
+            for rid in near:
+                if rid not in seen:
+                    seen.add(rid)
+                    group.append(RecallHit(hydrate(self.store, self.index, rid, 0.0, {}), ["context"]))
             group.sort(key=lambda x: (x.hit.ts, x.hit.rowid))
             groups.append(group)
         out = [x for g in groups for x in g]

@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 
+from ..index import queries
 from ..index.tokenize import match_expression
 from ..results import Filters, Hit  # noqa: F401  (re-exported)
 
@@ -28,43 +29,7 @@ def exact_candidates(index, query: str, filters: Filters, limit: int) -> list[tu
     expr = match_expression(query)
     if not expr:
         return []
-    if filters.since is None and filters.until is None and not filters.narrows_rows:
-        fast = _exact_unfiltered(index, expr, filters, limit)
-        if fast is not None:
-            return fast
-    where, args = filters.sql()
-    sql = (
-        f"SELECT r.rowid, -bm25(fts) AS s FROM fts JOIN records r ON r.rowid = fts.rowid "
-        f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts) LIMIT ?"
-    )
-    return [(row[0], float(row[1])) for row in index.conn.execute(sql, [expr, *args, limit])]
-
-
-def _exact_unfiltered(index, expr: str, filters: Filters, limit: int) -> list[tuple[int, float]] | None:
-    """FTS5 ranking on its own, hidden rows dropped afterwards; None when too many rows are hidden.
-
-    Joining every match to `records` just to test `hidden` about doubles the cost of a keyword
-    query on a large store, and hidden rows are few, so a list longer by their number suffices.
-    """
-    conn = index.conn
-    n_hidden = (
-        0 if filters.include_hidden else conn.execute("SELECT COUNT(*) FROM records WHERE hidden != 0").fetchone()[0]
-    )
-    if n_hidden > 1000:
-        return None
-    rows = conn.execute(
-        "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?", (expr, limit + n_hidden)
-    ).fetchall()
-    if n_hidden and rows:
-        hidden = {
-            r
-            for (r,) in conn.execute(
-                f"SELECT rowid FROM records WHERE hidden != 0 AND rowid IN ({','.join('?' * len(rows))})",
-                [r for r, _ in rows],
-            )
-        }
-        rows = [row for row in rows if row[0] not in hidden]
-    return [(r, float(s)) for r, s in rows[:limit]]
+    return queries.bm25_rows(index, expr, filters, limit)
 
 
 class _VectorScan:
@@ -110,17 +75,9 @@ class _VectorScan:
             return
         self.lo, self.hi, self.vecs = lo, max(hi, lo), vecs
         if filters.narrows_rows:
-            where, args = filters.sql()
-            # One range per query: an OR of two ranges keeps SQLite from using the vrow index.
             ranges = [(lo, hi)] + ([(ordered, n)] if timed and ordered < n else [])
-            rows = [
-                row
-                for a, b in ranges
-                for row in index.conn.execute(
-                    f"SELECT r.vrow FROM records r WHERE r.vrow >= ? AND r.vrow < ? AND {where}", [a, b, *args]
-                )
-            ]
-            allowed = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            rows = queries.vrows_where(index, filters, ranges)
+            allowed = np.fromiter(rows, dtype=np.int64, count=len(rows))
             self.tail = np.zeros(0, np.int64)  # the SQL above already picked the tail's rows
             if allowed.size == 0:
                 return
@@ -130,13 +87,7 @@ class _VectorScan:
             self.scanner = _scanner(index, hi - lo, method)
         if not filters.include_hidden:
             ranges = [(lo, hi)] + ([(ordered, n)] if timed and ordered < n else [])
-            self.hidden = {
-                r[0]
-                for a, b in ranges
-                for r in index.conn.execute(
-                    "SELECT vrow FROM records WHERE hidden != 0 AND vrow >= ? AND vrow < ?", (a, b)
-                )
-            }
+            self.hidden = queries.hidden_vrows(index, ranges)
 
     def scan(self) -> None:
         if self.view is not None:
@@ -171,11 +122,7 @@ class _VectorScan:
         pairs = [(int(v), float(sc)) for v, sc in zip(*self.result) if int(v) not in self.hidden][: self.limit]
         if not pairs:
             return []
-        lookup = dict(
-            self.index.conn.execute(
-                f"SELECT vrow, rowid FROM records WHERE vrow IN ({','.join('?' * len(pairs))})", [v for v, _ in pairs]
-            )
-        )
+        lookup = queries.rowids_of_vrows(self.index, [v for v, _ in pairs])
         return [(lookup[v], sc) for v, sc in pairs if v in lookup]
 
 
@@ -236,9 +183,7 @@ def _cosines(index, qvec, rowids: list[int]) -> dict[int, float]:
         return {}
     vecs, _ = index.matrix()
     q = np.asarray(qvec, np.float32)
-    rows = dict(
-        index.conn.execute(f"SELECT rowid, vrow FROM records WHERE rowid IN ({','.join('?' * len(rowids))})", rowids)
-    )
+    rows = queries.vrows_of_rowids(index, rowids)
     return {
         r: float(vecs[v] @ q) if v is not None and 0 <= v < vecs.shape[0] else 0.0
         for r, v in ((r, rows.get(r)) for r in rowids)
@@ -283,11 +228,7 @@ def fuse_alpha(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[i
     missing = [r for r in lex if r not in cos]
     if missing:
         vecs, _ = index.matrix()
-        rows = dict(
-            index.conn.execute(
-                f"SELECT rowid, vrow FROM records WHERE rowid IN ({','.join('?' * len(missing))})", missing
-            )
-        )
+        rows = queries.vrows_of_rowids(index, missing)
         for r in missing:
             v = rows.get(r, -1)
             cos[r] = float(vecs[v] @ np.asarray(qvec, np.float32)) if v is not None and v >= 0 else 0.0
@@ -367,7 +308,7 @@ def search(
 def hydrate(store, index, rowid: int, score: float, parts: dict) -> Hit:
     """Read the record behind one hit from its day log."""
     rec = index.record_at(rowid)
-    day = index.conn.execute("SELECT day FROM records WHERE rowid = ?", (rowid,)).fetchone()[0]
+    day = queries.day_of(index, rowid)
     source = rec.get("source")
     if isinstance(source, dict) and source.get("file_sha256"):
         from ..ingest.location import current_location

@@ -302,9 +302,9 @@ def place_existing(store) -> tuple[list[str], int]:
     tree = treefmt.read(store.root)
     known = set(tree.topic_of()) | set(tree.archived)
     vecs, _ = index.matrix()
-    rows = index.conn.execute(
-        "SELECT rowid, id, vrow FROM records WHERE type IN ('text','action') AND hidden != 2 ORDER BY ts, rowid"
-    ).fetchall()
+    from ..index.queries import conversation_rows
+
+    rows = conversation_rows(index)
     records, vectors = [], []
     for rowid, rid, vrow in rows:
         if rid in known or vrow is None or vrow < 0:

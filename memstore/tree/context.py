@@ -15,6 +15,7 @@ import numpy as np
 
 from ..format import tree as treefmt
 from ..format.timeutil import from_iso
+from ..index import queries
 from .topicdata import WORD_WEIGHT, RecordData, normalise, thresholds
 from ..results import Context  # noqa: F401  (re-exported)
 
@@ -59,15 +60,11 @@ def query_terms(query: str) -> list[str]:
 
 def lexical_topics(store, tree, terms: list[str]) -> dict[str, set[str]]:
     """topic id -> the query terms some record of it contains (FTS, porter-stemmed, one term at a time)."""
-    conn = store.index(update=False).conn
+    index = store.index(update=False)
     topic_of = tree.topic_of()
     out: dict[str, set[str]] = {}
     for term in terms:
-        rows = conn.execute(
-            "SELECT r.id FROM fts JOIN records r ON r.rowid = fts.rowid WHERE fts MATCH ? AND r.hidden = 0 LIMIT 2000",
-            ['"' + term.replace('"', "") + '"'],
-        ).fetchall()
-        for (rid,) in rows:
+        for rid in queries.visible_ids_matching(index, '"' + term.replace('"', "") + '"', 2000):
             tid = topic_of.get(rid)
             if tid is not None:
                 out.setdefault(tid, set()).add(term)
@@ -212,12 +209,8 @@ def marker_and_recent_pieces(store, recent: int) -> list[Piece]:
         lines = w.lines
     else:
         index = store.index(update=False)
-        rows = index.conn.execute(
-            "SELECT rowid FROM records WHERE hidden = 0 AND type IN ('text', 'action') "
-            "ORDER BY ts DESC, rowid DESC LIMIT ?",
-            (recent,),
-        ).fetchall()
-        lines = [index.record_at(r[0]) for r in reversed(rows)]
+        rows = queries.latest_conversation_rowids(index, recent)
+        lines = [index.record_at(r) for r in reversed(rows)]
     n = len(lines)
     for i, rec in enumerate(lines):
         pieces.append(

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from ..index import queries
+
 # Per embedder: (continue, recall) cosine thresholds. The hashing embedder's cosines run lower
 # than a sentence model's for the same relatedness, so one number cannot serve both.
 # "recall" and "topic" are the cosines a line or topic needs when it shares no content word with
@@ -60,22 +62,14 @@ class RecordData:
         if ids is None:
             if not self._complete:
                 self._rows = {}
-                for rid, *rest in self.index.conn.execute(
-                    "SELECT id, rowid, vrow, ts, role, type FROM records ORDER BY rowid DESC"
-                ):
+                for rid, *rest in queries.record_rows(self.index):
                     self._rows[rid] = tuple(rest)
                 self._complete = True
             return self._rows
         missing = [i for i in ids if i not in self._rows and i not in self.extra_recs]
         if missing and not self._complete:
-            for k in range(0, len(missing), 500):
-                part = missing[k : k + 500]
-                for rid, *rest in self.index.conn.execute(
-                    f"SELECT id, rowid, vrow, ts, role, type FROM records WHERE id IN ({','.join('?' * len(part))}) "
-                    "ORDER BY rowid DESC",
-                    part,
-                ):
-                    self._rows[rid] = tuple(rest)
+            for rid, *rest in queries.record_rows(self.index, missing):
+                self._rows[rid] = tuple(rest)
         return self._rows
 
     def rarity(self, terms: list[str]) -> dict[str, float]:
@@ -86,8 +80,7 @@ class RecordData:
         if not hasattr(self, "_rarity"):
             self._rarity: dict[str, float] = {}
             # The index's vector row count (every record with a vector): COUNT(*) walks a million rows.
-            row = self.index.conn.execute("SELECT value FROM meta WHERE key = 'n_rows'").fetchone()
-            self._n = int(row[0]) if row else self.index.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+            self._n = queries.vector_row_count(self.index)
         n = max(self._n, 1)
         for t in terms:
             if t in self._rarity:
@@ -100,16 +93,13 @@ class RecordData:
         from the rowid the sample reached (FTS5 returns matches in rowid order), so a common word
         costs the same at a million records as at a thousand."""
         try:
-            count, last = self.index.conn.execute(
-                f"SELECT COUNT(*), MAX(rowid) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT {DF_SAMPLE})",
-                ['"' + term.replace('"', "") + '"'],
-            ).fetchone()
+            count, last = queries.match_sample(self.index, '"' + term.replace('"', "") + '"', DF_SAMPLE)
         except Exception:  # an odd token FTS rejects: treat it as rare rather than fail a write
             return 0.0
         if count < DF_SAMPLE or not last:
             return float(count)
         if not hasattr(self, "_top"):
-            self._top = self.index.conn.execute("SELECT MAX(rowid) FROM records").fetchone()[0] or 0
+            self._top = queries.max_rowid(self.index)
         return count * max(self._top, last) / last
 
     def matrix(self) -> np.ndarray:
