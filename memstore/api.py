@@ -13,17 +13,19 @@ Result types (all dataclasses): `WriteResult` (add, ingest_path, ingest_any, imp
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass, field
 
 # name -> module, for `memstore.<name>` and `from memstore.api import <name>` without eager imports
 RESULT_TYPES = {
     "WriteResult": "memstore.results",
     "Hit": "memstore.results",
+    "Hits": "memstore.results",
     "Filters": "memstore.results",
     "RecallResult": "memstore.results",
     "RecallHit": "memstore.results",
     "Marker": "memstore.format.markers",
-    "Where": "memstore.markers",
+    "Where": "memstore.results",
     "Report": "memstore.check",
     "Context": "memstore.results",
     "Tree": "memstore.format.tree",
@@ -77,6 +79,15 @@ def _instant(value, store, now, edge: str) -> float | None:
     return instant(str(value), store, now if now is None or isinstance(now, str) else now.isoformat(), edge=edge)
 
 
+def _reference(store, now):
+    """A reference time: None, a datetime, or ISO text (on the store's clock when it has no offset)."""
+    if now is None or not isinstance(now, str):
+        return now
+    from .retrieve.timefilter import reference_now
+
+    return reference_now(now, store.tz)
+
+
 def _list(v) -> list[str]:
     if v is None:
         return []
@@ -100,6 +111,7 @@ class StoreAPI:
         allow_secrets: bool = False,
         progress=None,
         secrets: str | None = None,
+        verbose: int = 0,
     ):
         """Ingest a file or folder of text, code and PDFs as document chunks (`ct ingest-path`) → WriteResult."""
         from .ingest.path import ingest_path
@@ -115,6 +127,7 @@ class StoreAPI:
             allow_secrets=allow_secrets,
             progress=progress,
             secrets=secrets,
+            verbose=verbose,
         )
 
     def ingest_any(
@@ -140,15 +153,98 @@ class StoreAPI:
             secrets=secrets,
         )
 
-    def import_(self, kind: str, path, *, allow_secrets: bool = False, progress=None, **options):
-        """Import another tool's data (`ct import KIND PATH`): jsonl, claude-code, chatgpt, contexttape → WriteResult."""
+    def import_(
+        self,
+        kind: str,
+        path,
+        *,
+        source_timezone: str | None = None,
+        model: str | None = None,
+        allow_secrets: bool = False,
+        progress=None,
+        secrets: str | None = None,
+    ):
+        """Import another tool's data (`ct import KIND PATH`) → WriteResult.
+
+        KIND: jsonl, claude-code, chatgpt, trace, lossless-memory (`source_timezone`: the zone of
+        times written without an offset; default the store's) or contexttape (`model`: the model
+        that made its vectors, kept when it is this store's). Idempotent: records already in the
+        store are skipped.
+        """
+        from .errors import UsageError
+
+        if source_timezone is not None and kind != "lossless-memory":
+            raise UsageError(f"source_timezone is for lossless-memory imports, not {kind}")
+        if model is not None and kind != "contexttape":
+            raise UsageError(f"model is for contexttape imports, not {kind}")
         if kind == "contexttape":
             from .ingest.import_contexttape import import_contexttape
 
-            return import_contexttape(self, path, progress=progress, allow_secrets=allow_secrets, **options)
+            return import_contexttape(
+                self, path, model=model, progress=progress, allow_secrets=allow_secrets, secrets=secrets
+            )
         from .ingest.run import import_source
 
-        return import_source(self, kind, path, progress=progress, allow_secrets=allow_secrets, **options)
+        opts = {"source_timezone": source_timezone} if kind == "lossless-memory" else {}
+        return import_source(self, kind, path, progress=progress, allow_secrets=allow_secrets, secrets=secrets, **opts)
+
+    def watch(
+        self,
+        paths,
+        *,
+        kind: str | None = None,
+        interval: float = 5.0,
+        debounce: float = 2.0,
+        max_delay: float = 60.0,
+        once: bool = False,
+        secrets: str | None = None,
+        report=None,
+    ) -> int:
+        """Follow growing transcripts and import new complete lines in batches, one commit each (`ct watch`).
+
+        Runs until SIGINT/SIGTERM, or one pass with `once`; `report(batch)` is called per batch.
+        Returns the number of commits made.
+        """
+        from .watch import watch
+
+        return watch(
+            self,
+            [paths] if isinstance(paths, (str, os.PathLike)) else list(paths),
+            kind=kind,
+            interval=interval,
+            debounce=debounce,
+            max_delay=max(max_delay, debounce),
+            once=once,
+            secrets=secrets,
+            report=report,
+        )
+
+    def build_wiki(
+        self,
+        topics_file,
+        *,
+        limit: int | None = None,
+        min_chars: int = 0,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        secrets: str | None = None,
+        progress=None,
+        verbose: int = 0,
+    ):
+        """Fetch Wikipedia articles and ingest them as document chunks, one commit (`ct build-wiki`) → WriteResult."""
+        from .wiki import DEFAULT_BASE_URL, TIMEOUT_S, build_wiki
+
+        return build_wiki(
+            self,
+            topics_file,
+            limit=limit,
+            min_chars=min_chars,
+            base_url=base_url or DEFAULT_BASE_URL,
+            timeout=TIMEOUT_S if timeout is None else timeout,
+            secrets=secrets,
+            progress=progress,
+            verbose=verbose,
+        )
 
     def forget(
         self,
@@ -183,17 +279,80 @@ class StoreAPI:
             return ForgetResult(records=records)
         return forget(self, records, purge_history=purge_history)
 
-    def mark(self, text: str, now=None):
-        """Open a "where are we now" marker (`ct mark TEXT`, one commit) → Marker."""
-        from .markers import mark
+    def mark(self, text: str | None = None, *, done: str | None = None, now=None):
+        """Open a "where are we now" marker with `text`, or close the open marker whose id starts
+        with `done` (`ct mark TEXT`, `ct mark --done ID`; one commit) → Marker."""
+        from . import markers
+        from .errors import UsageError
 
-        return mark(self, text, now=now)
+        if bool(text) == bool(done):
+            raise UsageError("give either TEXT (a new marker) or --done ID (close one)")
+        return markers.done(self, done, now=now) if done else markers.mark(self, text, now=now)
 
     def done(self, ref: str, now=None):
-        """Close the marker whose id starts with `ref` (`ct mark --done REF`) → Marker."""
-        from .markers import done
+        """Close the marker whose id starts with `ref`: the same as `mark(done=ref)` → Marker."""
+        return self.mark(done=ref, now=now)
 
-        return done(self, ref, now=now)
+    def reembed(self, embedder: str | None = None, options: dict | None = None, *, dim=None, model=None) -> dict:
+        """Re-embed every record, e.g. with another embedder; one commit (`ct reembed`).
+
+        `dim` and `model` are shorthands for `options` (the embedder's vector size and model name).
+        """
+        from .reembed import reembed
+
+        return reembed(
+            self, embedder, {**(options or {}), **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None}}
+        )
+
+    def gc(self, dry_run: bool = False):
+        """Consolidate every day that has several packs into one pack, one commit (`ct gc`) → GcResult."""
+        from .gc import gc
+
+        return gc(self, dry_run=dry_run)
+
+    def upgrade(self, dry_run: bool = False):
+        """Turn a format-1 store into format 2 in one commit, losslessly (`ct upgrade`) → UpgradeResult."""
+        from .upgrade import upgrade
+
+        return upgrade(self, dry_run=dry_run)
+
+    def hooks(self, action: str = "status", name: str | None = None, args=()):
+        """The git hook stubs (`ct hooks install|uninstall|status`): install → names installed,
+        uninstall → names removed, status → {hook name: state}; run → what the stub `name` does
+        when git calls it with `args` (`ct hook NAME ARGS…`: refresh the index)."""
+        from . import hooks
+        from .errors import UsageError
+
+        if action == "run":
+            return hooks.run_hook(self, name, list(args))
+        if action not in ("install", "uninstall", "status"):
+            raise UsageError(f"hooks: the action is install, uninstall, status or run, not {action!r}")
+        return getattr(hooks, action)(self)
+
+    def sync(self, push: bool = True, set_upstream: str | None = None):
+        """Merge the remote's memory, reindex, push (`ct sync`) → SyncResult."""
+        from .sync import sync
+
+        return sync(self, push=push, set_upstream=set_upstream)
+
+    def place_existing(self) -> int:
+        """Place every conversation record the topic tree does not hold yet, one commit
+        (`ct tree --place-existing`); returns how many were placed."""
+        from .tree.assign import place_existing
+
+        placed = {"n": 0}
+        with self.transaction(lambda: f"Place {placed['n']} existing conversation records in the topic tree") as tx:
+            paths, placed["n"] = place_existing(self)
+            tx.stage(paths)
+        return placed["n"]
+
+    def reorganize(
+        self, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False, offline: bool = False
+    ):
+        """Merge related topics and archive trivial turns, one commit unless `dry_run` (`ct reorganize`) → ReorgResult."""
+        from .tree.reorganize import reorganize
+
+        return reorganize(self, threshold=threshold, prune_trivial=prune_trivial, dry_run=dry_run, offline=offline)
 
     # ----- reading -------------------------------------------------------------------------------
 
@@ -211,18 +370,25 @@ class StoreAPI:
         session=None,
         now=None,
         alpha: float | None = None,
+        also=(),
+        update_index: bool = True,
     ) -> list:
         """Ranked hits for `query` (`ct search`): mode hybrid | exact | vector → list[Hit].
 
         `since`/`until` take a datetime, Unix seconds, ISO text or a phrase ("last week");
-        `role`, `actor`, `type`, `session` take one value or a list.
+        `role`, `actor`, `type`, `session` take one value or a list. `also`: more stores searched
+        together with this one (`ct -C a -C b search`), their hits ranked as one list.
+        `update_index=False` reads the index as it is (`--no-index`).
         """
         from .errors import UsageError
-        from .retrieve.search import MODES, Filters, search
+        from .retrieve.search import MODES, Filters, search, search_many
 
         if mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        self.index()
+        stores = [self, *also]
+        if update_index:
+            for st in stores:
+                st.index()
         filters = Filters(
             since=_instant(since, self, now, "start"),
             until=_instant(until, self, now, "end"),
@@ -231,19 +397,41 @@ class StoreAPI:
             type=_list(type),
             session=_list(session),
         )
-        return search(self, query, k=k, mode=mode, filters=filters, alpha=alpha)
+        from .results import Hits
+        from .retrieve.search import NO_WORDS_NOTE, searchable
 
-    def recall(self, question: str, k: int = 10, *, now=None, around: int = 0, docs: bool = False):
-        """Verbatim lines for a question with a time phrase, in time order (`ct recall`) → RecallResult."""
+        if also:
+            hits = Hits(search_many(stores, query, k, mode, filters, alpha))
+        else:
+            hits = Hits(search(self, query, k=k, mode=mode, filters=filters, alpha=alpha))
+        hits.note = None if searchable(query) else NO_WORDS_NOTE
+        return hits
+
+    def recall(
+        self,
+        question: str,
+        k: int = 10,
+        *,
+        now=None,
+        around: int = 0,
+        docs: bool = False,
+        update_index: bool = True,
+    ):
+        """Verbatim lines for a question with a time phrase, best first (`ct recall`) → RecallResult.
+
+        `now` (datetime or ISO; naive means the store's timezone) anchors phrases like "yesterday".
+        """
         from .retrieve.recall import recall
 
-        return recall(self, question, now=now, k=k, around=around, docs=docs)
+        return recall(
+            self, question, now=_reference(self, now), k=k, around=around, docs=docs, update_index=update_index
+        )
 
     def where(self, markers: int = 10, lines: int = 8, now=None):
         """Open markers and the latest session's last lines (`ct where`) → Where."""
         from .markers import where
 
-        return where(self, markers=markers, lines=lines, now=now)
+        return where(self, markers=markers, lines=lines, now=_reference(self, now))
 
     def context(self, query: str, budget: int | None = None, k: int = 8, recent: int = 6):
         """Markers, topic paths, recalled lines and recent turns for a prompt, within `budget` tokens → Context."""
@@ -251,10 +439,14 @@ class StoreAPI:
 
         return build_context(self, query, budget=budget, k=k, recent=recent)
 
-    def tree(self, rev: str | None = None):
-        """The topic tree (its op log replayed; tree.json in a format-1 store), or as it was at git revision `rev` → Tree."""
+    def tree(self, rev: str | None = None, *, place_existing: bool = False):
+        """The topic tree (its op log replayed; tree.json in a format-1 store), or as it was at git
+        revision `rev` (`ct tree`) → Tree. `place_existing` first places the conversation records the
+        tree does not hold yet (one commit; see `place_existing()` for the count)."""
         from .format import tree as treefmt
 
+        if place_existing:
+            self.place_existing()
         if rev is None:
             return treefmt.read(self.root)
         from .tree.diff import load_version
@@ -310,11 +502,22 @@ class StoreAPI:
             data=d,
         )
 
-    def fsck(self):
-        """Verify every invariant of docs/format.md (`ct fsck`) → Report (`.ok`, `.damage`, `.warnings`)."""
+    def fsck(self, repair: bool = False):
+        """Verify every invariant of docs/format.md (`ct fsck`) → Report (`.ok`, `.damage`, `.warnings`).
+
+        `repair` first rolls back what an interrupted write left and brings the index up to date
+        (committed data is never changed); what it did is in `Report.repair`.
+        """
         from .check import fsck
 
-        return fsck(self)
+        fixed = None
+        if repair:
+            from .repair import repair as roll_back
+
+            fixed = roll_back(self)
+        rep = fsck(self)
+        rep.repair = fixed
+        return rep
 
     def diff(self, rev_a: str | None = None, rev_b: str | None = None):
         """How the topic tree changed between two git revisions (`ct diff`) → TreeDiff."""
@@ -322,28 +525,57 @@ class StoreAPI:
 
         return tree_diff(self, rev_a, rev_b)
 
-    def reorganize(
-        self, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False, offline: bool = False
-    ):
-        """Merge related topics and archive trivial turns, one commit unless `dry_run` (`ct reorganize`) → ReorgResult."""
-        from .tree.reorganize import reorganize
-
-        return reorganize(self, threshold=threshold, prune_trivial=prune_trivial, dry_run=dry_run, offline=offline)
-
-    def sync(self, push: bool = True, set_upstream: str | None = None):
-        """Merge the remote's memory, reindex, push (`ct sync`) → SyncResult."""
-        from .sync import sync
-
-        return sync(self, push=push, set_upstream=set_upstream)
-
-    def reembed(self, embedder: str | None = None, options: dict | None = None) -> dict:
-        """Re-embed every record, e.g. with another embedder; one commit (`ct reembed`)."""
-        from .reembed import reembed
-
-        return reembed(self, embedder, options)
-
-    def history(self, max_count: int = 20) -> list[dict]:
-        """The memory's history from git, newest first (`ct log`)."""
+    def log(self, max_count: int = 20) -> list[dict]:
+        """The memory's history from git, newest first (`ct log`): sha, date, subject, counts per kind."""
         from .history import history
 
         return history(self, max_count=max_count)
+
+    def history(self, max_count: int = 20) -> list[dict]:
+        """The same as `log` (its name before `log` matched the command)."""
+        return self.log(max_count)
+
+    def export(self, kind: str, dest, *, progress=None) -> dict:
+        """Write the store in another tool's format (`ct export contexttape DEST`); the store is not changed."""
+        from .errors import UsageError
+
+        if kind != "contexttape":
+            raise UsageError(f"export: the only format is contexttape, not {kind!r}")
+        from .export import export_contexttape
+
+        self.index()
+        return export_contexttape(self, dest, progress=progress)
+
+    # ----- serving -------------------------------------------------------------------------------
+
+    def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        *,
+        allow_remote: bool = False,
+        writable: bool = False,
+        log: bool = True,
+        ready=None,
+    ) -> None:
+        """Serve the web page and the HTTP JSON API until SIGINT/SIGTERM (`ct serve`).
+
+        `ready(url)` is called once the server listens (with the bound port when `port` is 0).
+        """
+        from .serve import make_server, serve, url_of
+
+        server = make_server(self.root, host=host, port=port, allow_remote=allow_remote, log=log, writable=writable)
+        serve(server, ready=None if ready is None else lambda: ready(url_of(server)))
+
+    def mcp(self) -> None:
+        """Serve the store to AI agents over MCP on stdin/stdout until the client leaves (`ct mcp`)."""
+        from .mcp_server import serve
+
+        serve(self.root)
+
+    def chat(self, session: str | None = None, budget: int = 1500, *, verbose: bool = False, secrets=None):
+        """A chat session with memory (`ct chat`): `.ask(text)` answers through the configured
+        OpenAI-compatible LLM with context from the store and stores both turns → ChatSession."""
+        from .chat import ChatSession
+
+        return ChatSession(self, session=session, budget=budget, verbose=verbose, secrets=secrets)

@@ -35,6 +35,7 @@ class Report:
     records: int = 0
     segments: int = 0
     packs: int = 0
+    repair: object = None  # what `fsck(repair=True)` rolled back first (memstore/repair.py Repair), else None
 
     @property
     def ok(self) -> bool:

@@ -439,16 +439,3 @@ def refuse_if_unfinished(root: Path, doing: str = "write to the store") -> None:
         f'Finish it with "{finish}" (after resolving any conflicts: git status lists them) or undo it '
         f'with "{abort}", then run the command again. Nothing was changed.',
     )
-
-
-def warn_if_unfinished(root: Path) -> None:
-    """For readers: results reflect the half-merged files; say so on stderr."""
-    state = unfinished_operation(root)
-    if state is not None:
-        import sys
-
-        print(
-            f"memstore: warning: git is in the middle of {state[0]} in {root}; results show the files as "
-            f'they are now (finish with "{state[1]}" or "{state[2]}")',
-            file=sys.stderr,
-        )

@@ -11,11 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 MARK = "# memstore hook"
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "hooks"
 INACTIVE = "inactive: neither memstore nor ct is on PATH (the hook does nothing; ct commands index anyway)"
 
 

@@ -8,14 +8,12 @@ when something changed since the last update.
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-
 from .errors import FormatError, MemstoreError, UsageError
 from .format import log as logfmt
 from .format import markers as markerfmt
 from .format.timeutil import now_utc
 from .index.queries import latest_session
+from .results import Where
 
 
 # --------------------------------------------------------------------------------------- writing
@@ -85,47 +83,7 @@ def _subject(text: str, width: int = 60) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def short_ids(markers: list[markerfmt.Marker], floor: int = 12) -> dict[str, str]:
-    """The shortest prefix (at least `floor` characters) that tells each marker apart from the rest."""
-    ids = sorted(m.id for m in markers)
-    out = {}
-    for i, mid in enumerate(ids):
-        n = floor
-        for other in (ids[i - 1] if i else None, ids[i + 1] if i + 1 < len(ids) else None):
-            if other is not None:
-                common = len(os.path.commonprefix([mid, other]))
-                n = max(n, common + 1)
-        out[mid] = mid[:n]
-    return out
-
-
 # --------------------------------------------------------------------------------------- reading
-
-
-@dataclass
-class Where:
-    """Where the conversation stands: open markers (newest last) and the latest session's last lines."""
-
-    now: str
-    markers: list[markerfmt.Marker] = field(default_factory=list)
-    markers_omitted: int = 0
-    markers_done: int = 0
-    session: str | None = None
-    session_lines: int = 0
-    lines: list[dict] = field(default_factory=list)
-    fast: bool = True  # answered from the index without updating it
-
-    def to_json(self) -> dict:
-        return {
-            "now": self.now,
-            "markers": [m.to_json() for m in self.markers],
-            "markers_omitted": self.markers_omitted,
-            "markers_done": self.markers_done,
-            "session": None if self.session is None else {"name": self.session, "lines": self.session_lines},
-            "lines": [
-                {k: r.get(k) for k in ("id", "ts", "actor", "role", "type", "text", "session")} for r in self.lines
-            ],
-        }
 
 
 def where(store, markers: int = 10, lines: int = 8, now=None) -> Where:

@@ -94,19 +94,13 @@ class MemoryServer:
         """Remember one turn or fact verbatim (one git commit). role: user | assistant | system | tool.
         A text holding a detected secret (token, key, password) is refused unless secrets is
         "redact" (stored with [REDACTED kind] markers) or "allow" (stored verbatim)."""
-        from .format.record import RecordError
-
-        def run():
-            try:
-                return (
-                    self._st()
-                    .add(text, role=role, actor=actor, session=session, type=type, model=model, secrets=secrets)
-                    .to_json()
-                )
-            except RecordError as exc:
-                raise ValueError(f"cannot add: {exc}") from None
-
-        return await self._run(run)
+        return await self._run(
+            lambda: (
+                self._st()
+                .add(text, role=role, actor=actor, session=session, type=type, model=model, secrets=secrets)
+                .to_json()
+            )
+        )
 
     async def mark(self, text: str | None = None, done: str | None = None) -> dict:
         """Set a "where are we now" marker with `text`, or close the open marker whose id starts with `done`."""
@@ -114,8 +108,7 @@ class MemoryServer:
             from mcp.server.mcpserver.exceptions import ToolError
 
             raise ToolError("give either text (a new marker) or done (the id of a marker to close)")
-        st = lambda: self._st()  # noqa: E731
-        return await self._run(lambda: (st().done(done) if done else st().mark(text)).to_json())
+        return await self._run(lambda: self._st().mark(text, done=done).to_json())
 
     async def forget(
         self,

@@ -16,11 +16,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from .errors import MemstoreError
 
 JOURNAL = "write-journal.json"
 BACKUP_DIR = "rolled-back"
@@ -96,118 +93,6 @@ class Repair:
             "backup": self.backup,
             "index": self.index,
         }
-
-
-# ----- the writer's side ------------------------------------------------------------------------
-
-
-def refuse_during_git_operation(store, doing: str = "write to the store") -> None:
-    """No write (and no repair) while git waits in a merge, rebase, cherry-pick or revert.
-
-    The working files then hold the other side's records uncommitted; a write would commit half of
-    the operation and a rollback would throw the other side away (the data loss of issue 12).
-    """
-    from .gitrepo import refuse_if_unfinished
-
-    refuse_if_unfinished(store.root, doing)
-
-
-def begin_write(store, check_logs: bool = True) -> list[str]:
-    """Called by `Store.write` holding the write lock: recover from a crashed writer, then journal.
-
-    Without a journal, uncommitted day-log changes cannot be ours to roll back silently (a person
-    may have edited a log), so the writer refuses and names `ct fsck --repair`. `check_logs=False`:
-    the writer checks only the day logs it appends to (`refuse_dirty_logs`), so its cost does not
-    grow with the store's days.
-    """
-    refuse_during_git_operation(store)
-    notes: list[str] = []
-    journal = read_journal(store)
-    if journal is not None:
-        notes = rollback(store, journal).notes()
-    # The journal goes down before this writer runs any git command: even `git status` takes
-    # .git/index.lock, and a kill during it must leave a journal that dates the stale lock.
-    _write_journal(store)
-    store._writing = True
-    if journal is None and check_logs:
-        dirty = [p for _, p in _status(store, "log") if p.endswith(".jsonl")]
-        if dirty:
-            end_write(store)
-            raise _dirty_logs_error(store, dirty)
-    return notes
-
-
-def _dirty_logs_error(store, dirty: list[str]) -> MemstoreError:
-    err = MemstoreError(
-        f"{store.root / dirty[0]} has uncommitted changes"
-        + (f" (and {len(dirty) - 1} more day logs)" if len(dirty) > 1 else "")
-        + "; a write now would commit them.",
-        f'Run "ct -C {store.root} fsck --repair" to roll them back (the lines are kept in '
-        f".memstore/{BACKUP_DIR}/), or commit them with git. Nothing was written.",
-    )
-    err.nothing_written = True  # raised before the writer touched a file: there is nothing to roll back
-    return err
-
-
-def refuse_dirty_logs(store, paths: list[str]) -> None:
-    """Refuse (changing nothing) when a day log the write is about to append to differs from HEAD.
-
-    Costs one `git ls-tree` of those paths and a hash of their bytes, whatever the store's size:
-    each existing file's git blob id is compared with HEAD's. A mismatch (which a clean/smudge
-    filter could also cause) is confirmed by `git status` on those paths before refusing.
-    """
-    import hashlib
-
-    existing = [p for p in paths if (store.root / p).exists()]
-    if not existing:
-        return
-    committed = store.git.blob_ids(existing)
-    suspect = []
-    for p in existing:
-        data = (store.root / p).read_bytes()
-        oid = committed.get(p)
-        algo = hashlib.sha256 if oid and len(oid) == 64 else hashlib.sha1
-        if oid is None or algo(b"blob %d\0" % len(data) + data).hexdigest() != oid:
-            suspect.append(p)
-    dirty = [p for _, p in _status(store, *suspect)] if suspect else []
-    if dirty:
-        raise _dirty_logs_error(store, dirty)
-
-
-@contextmanager
-def write_lock(store, check_logs: bool = True):
-    """The store's write lock, journalled: what `Store.lock()` gives every writer.
-
-    On entry a crashed writer's leftovers are rolled back (their notes land in
-    `store.recovery_notes`) and a journal is written; a clean exit removes it; an exception rolls
-    the failed write back at once, while the lock is still held.
-    """
-    from .locking import file_lock, lock_timeout
-
-    with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
-        store.recovery_notes = begin_write(store, check_logs)
-        try:
-            yield
-        except BaseException as exc:
-            if getattr(exc, "nothing_written", False):
-                end_write(store)
-                raise
-            store._writing = False
-            try:
-                rollback(store, read_journal(store), getattr(exc, "foreign_staged", None))
-            except Exception:  # the journal stays; the next writer rolls back instead
-                pass
-            raise
-        end_write(store)
-
-
-def end_write(store) -> None:
-    """Called after the write's commit: the write is complete, so the journal goes."""
-    try:
-        (store.meta_dir / JOURNAL).unlink()
-    except FileNotFoundError:
-        pass
-    store._writing = False
 
 
 def recover_if_crashed(store) -> Repair | None:
@@ -600,9 +485,10 @@ def repair(store) -> Repair:
     Never changes committed data: a committed record, segment or tree is only ever restored to
     its committed version, never edited.
     """
+    from .gitrepo import refuse_if_unfinished
     from .locking import file_lock, lock_timeout
 
-    refuse_during_git_operation(store, "repair the store")
+    refuse_if_unfinished(store.root, "repair the store")  # mid-merge, the uncommitted lines may be the other side's
     # The bare lock, not Store.lock(): a journalled lock would refuse to start on the very
     # uncommitted lines this is here to roll back.
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):

@@ -3,6 +3,7 @@ result type) loads no numpy, no model and no git. The modules that produce them 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from .format.timeutil import to_iso
@@ -43,6 +44,13 @@ class Filters:
     @property
     def narrows_rows(self) -> bool:
         return bool(self.role or self.actor or self.type or self.session or self.exclude_types)
+
+
+class Hits(list):
+    """What `Store.search` returns: a list of Hit, best first, with `note` saying why it is empty
+    when the query had no word to look for (else None)."""
+
+    note: str | None = None
 
 
 @dataclass
@@ -218,3 +226,42 @@ class ReorgResult:
             "llm_calls": self.llm_calls,
             "llm_failures": self.llm_failures,
         }
+
+
+@dataclass
+class Where:
+    """Where the conversation stands (`Store.where`): open markers (newest last) and the latest
+    session's last lines."""
+
+    now: str
+    markers: list = field(default_factory=list)  # format.markers.Marker
+    markers_omitted: int = 0
+    markers_done: int = 0
+    session: str | None = None
+    session_lines: int = 0
+    lines: list[dict] = field(default_factory=list)
+    fast: bool = True  # answered from the index without updating it
+
+    def to_json(self) -> dict:
+        return {
+            "now": self.now,
+            "markers": [m.to_json() for m in self.markers],
+            "markers_omitted": self.markers_omitted,
+            "markers_done": self.markers_done,
+            "session": None if self.session is None else {"name": self.session, "lines": self.session_lines},
+            "lines": [
+                {k: r.get(k) for k in ("id", "ts", "actor", "role", "type", "text", "session")} for r in self.lines
+            ],
+        }
+
+    def short_ids(self, floor: int = 12) -> dict[str, str]:
+        """The shortest prefix (at least `floor` characters) that tells each open marker apart from the rest."""
+        ids = sorted(m.id for m in self.markers)
+        out = {}
+        for i, mid in enumerate(ids):
+            n = floor
+            for other in (ids[i - 1] if i else None, ids[i + 1] if i + 1 < len(ids) else None):
+                if other is not None:
+                    n = max(n, len(os.path.commonprefix([mid, other])) + 1)
+            out[mid] = mid[:n]
+        return out

@@ -17,14 +17,6 @@ HINT = (
 )
 
 
-def mode(allow: bool = False, skip: bool = False, redact: bool = False) -> str:
-    """The mode the command-line flags ask for; at most one of them may be given."""
-    chosen = [name for name, on in (("allow", allow), ("skip", skip), ("redact", redact)) if on]
-    if len(chosen) > 1:
-        raise UsageError("--allow-secrets, --skip-secrets and --redact-secrets exclude each other; pass one.")
-    return chosen[0] if chosen else "refuse"
-
-
 def _strings(rec: dict):
     """(place, text) for the record's text and every string inside its `meta` and `source`."""
     yield "text", rec.get("text") or ""

@@ -73,21 +73,16 @@ def _search(st, p):
 
 
 def _add(st, p):
-    from .format.record import RecordError
-
-    try:
-        return st.add(
-            p["text"],
-            role=p["role"],
-            actor=p["actor"],
-            session=p["session"],
-            ts=p["ts"],
-            type=p["type"],
-            model=p["model"],
-            secrets=p["secrets"],
-        ).to_json()
-    except RecordError as exc:
-        raise UsageError(f"cannot add: {exc}") from None
+    return st.add(
+        p["text"],
+        role=p["role"],
+        actor=p["actor"],
+        session=p["session"],
+        ts=p["ts"],
+        type=p["type"],
+        model=p["model"],
+        secrets=p["secrets"],
+    ).to_json()
 
 
 def _view(name):

@@ -82,7 +82,12 @@ class Store(StoreAPI):
         timezone: str | None = None,
         dtype: str = "float32",
         embedder_options: dict | None = None,
+        *,
+        dim: int | None = None,
+        model: str | None = None,
     ) -> "Store":
+        """Create a memory store (a git repository) in `path` (`ct init`); `dim` and `model` are
+        shorthands for `embedder_options` (the hash and openai embedders' vector size, model name)."""
         from . import adapters, hooks
         from .gitrepo import GitRepo
 
@@ -93,7 +98,8 @@ class Store(StoreAPI):
             raise MemstoreError(f"--dtype must be float32 or int8, not {dtype!r}")
         tzname = timezone or _local_timezone_name()
         zone(tzname)  # validate before touching the disk
-        desc = adapters.describe(embedder, **(embedder_options or {}))
+        opts = {**(embedder_options or {}), **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None}}
+        desc = adapters.describe(embedder, **opts)
         root.mkdir(parents=True, exist_ok=True)
         repo = GitRepo(root) if (root / ".git").exists() else GitRepo.init(root)
         cfg = configfmt.Config.new(tzname, desc, dtype)
@@ -145,22 +151,49 @@ class Store(StoreAPI):
             )
         self._embedder = embedder
 
-    def index(self, update: bool = True, quiet: bool = True):
-        """The disposable index, brought up to date first unless `update` is False."""
+    def index(
+        self,
+        update: bool = True,
+        quiet: bool = True,
+        *,
+        rebuild: bool = False,
+        dry_run: bool = False,
+        progress=None,
+    ):
+        """The disposable index, brought up to date first unless `update` is False (`ct index`).
+
+        Only the days whose files changed are reindexed; `rebuild` redoes everything, `dry_run`
+        only plans. What was planned or done is in the returned index's `last_plan`.
+        """
         from .index.build import Index
 
         if self._index is None:
             self._index = Index(self)
-        if update:
+        if dry_run:
+            self._index.last_plan = self._index.plan(rebuild)
+        elif update or rebuild:
             from .repair import recover_if_crashed
 
             recover_if_crashed(self)  # one stat unless a writer died mid-write
-            self._index.update(quiet=quiet)
+            self._index.last_plan = self._index.update(rebuild=rebuild, quiet=quiet, progress=progress)
         return self._index
+
+    def unfinished(self) -> str | None:
+        """A warning when git is in the middle of a merge, rebase, … here (reads show the files as
+        they are; writes refuse), else None."""
+        from .gitrepo import unfinished_operation
+
+        state = unfinished_operation(self.root)
+        if state is None:
+            return None
+        return (
+            f"git is in the middle of {state[0]} in {self.root}; results show the files as "
+            f'they are now (finish with "{state[1]}" or "{state[2]}")'
+        )
 
     def lock(self, what: str = "write"):
         if what == "write":  # journalled, so a crashed writer is rolled back (memstore/repair.py)
-            from .repair import write_lock
+            from .transaction import write_lock
 
             return write_lock(self)
         return file_lock(self.meta_dir / f"{what}.lock", timeout=lock_timeout(), what=what)
@@ -227,15 +260,17 @@ class Store(StoreAPI):
         with self.transaction(subject, check_logs=False) as tx:
             result.notes[:0] = tx.notes  # what a crashed writer left was rolled back first
             days = sorted({local_day(from_iso(r["ts"]), self.tz) for r in records})
-            from .repair import refuse_dirty_logs
+            from .transaction import refuse_dirty_logs
 
             refuse_dirty_logs(self, [f"log/{d[:4]}/{d}.jsonl" for d in days])
             if dedupe:
                 records, result.skipped = self._drop_known(records)
             elif records:  # placing the records in the tree reads the index: the days written must be in it
+                from .index import queries
+
                 index = self.index(update=False)
                 # a clone's first write builds the whole index (a read would have to), later ones only their days
-                index.update(days=days if index.conn.execute("SELECT 1 FROM days LIMIT 1").fetchone() else None)
+                index.update(days=days if queries.has_days(index) else None)
             if records and before_write:
                 tx.stage(list(before_write(self, records) or []))
             if records:
@@ -399,10 +434,16 @@ class Store(StoreAPI):
         }
         if meta:
             raw["meta"] = meta
-        rec = self.normalize(raw)  # a fresh id: nothing in the store can hold it, so no look-up by id
-        return self.write(
-            [rec], lambda added: f"Add {rec['role']} turn: {_preview(added[0]['text'])}", secrets=secrets, dedupe=False
-        )
+        try:
+            rec = self.normalize(raw)  # a fresh id: nothing in the store can hold it, so no look-up by id
+            return self.write(
+                [rec],
+                lambda added: f"Add {rec['role']} turn: {_preview(added[0]['text'])}",
+                secrets=secrets,
+                dedupe=False,
+            )
+        except recordfmt.RecordError as exc:  # one message for every face: CLI, HTTP, MCP
+            raise UsageError(f"cannot add: {exc}") from None
 
 
 def _preview(text: str, width: int = 60) -> str:

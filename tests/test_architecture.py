@@ -93,9 +93,6 @@ _SQL = re.compile(
     r"\bSELECT\b.*\bFROM\b|\bINSERT INTO\b|\bUPDATE\b.*\bSET\b|\bDELETE FROM\b|\bCREATE (?:TABLE|INDEX)\b", re.S
 )
 _EXECUTE = {"execute", "executemany", "executescript"}
-# Known offences waiting for their module's owner: (module, text of the offending line). Remove the
-# entry with the offence; the test fails on an entry that no longer matches anything.
-PENDING = {("memstore/store.py", 'index.conn.execute("SELECT 1 FROM days LIMIT 1")')}  # -> queries.has_days(index)
 
 
 def _is_git_execute(rel: str, call: ast.Call) -> bool:
@@ -135,7 +132,7 @@ def sql_offences(rel: str, source: str) -> list[str]:
 
 
 def test_sql_only_in_index():
-    offences, pending_seen = [], set()
+    offences = []
     scanned = 0
     for path in sorted(PKG.rglob("*.py")):
         rel = path.relative_to(PKG.parent).as_posix()
@@ -143,16 +140,9 @@ def test_sql_only_in_index():
             continue
         scanned += 1
         source = path.read_text(encoding="utf-8")
-        lines = source.splitlines()
-        for offence in sql_offences(rel, source):
-            text = lines[int(offence.split(":")[1]) - 1]
-            waiting = {(m, t) for m, t in PENDING if m == rel and t in text}
-            pending_seen |= waiting
-            if not waiting:
-                offences.append(offence)
+        offences += sql_offences(rel, source)
     assert scanned > 50  # the scan sees the package
     assert offences == [], "SQL and SQLite connections belong in memstore/index/:\n" + "\n".join(offences)
-    assert pending_seen == PENDING, f"fixed, so no longer pending: {sorted(PENDING - pending_seen)}"
 
 
 def test_the_sql_finder_finds_sql():

@@ -26,7 +26,7 @@ def test_langchain_retriever_returns_documents_with_metadata(docs_store):
     pytest.importorskip("langchain_core")
     from langchain_core.documents import Document
 
-    from memstore.adapters.langchain_retriever import MemstoreRetriever
+    from memstore.integrations.langchain import MemstoreRetriever
 
     st, notes = docs_store
     retriever = MemstoreRetriever(store=st, k=3, mode="exact")
@@ -50,7 +50,7 @@ def test_langchain_retriever_returns_documents_with_metadata(docs_store):
 
 def test_langchain_retriever_works_from_a_path_and_other_threads(docs_store):
     pytest.importorskip("langchain_core")
-    from memstore.adapters.langchain_retriever import MemstoreRetriever
+    from memstore.integrations.langchain import MemstoreRetriever
 
     st, _ = docs_store
     by_path = MemstoreRetriever(store=str(st.root), k=2, mode="exact")
@@ -71,7 +71,7 @@ def test_llamaindex_retriever_returns_nodes_with_scores(docs_store):
     pytest.importorskip("llama_index.core")
     from llama_index.core.schema import MetadataMode, NodeWithScore
 
-    from memstore.adapters.llamaindex_retriever import MemstoreRetriever
+    from memstore.integrations.llamaindex import MemstoreRetriever
 
     st, notes = docs_store
     retriever = MemstoreRetriever(st, k=3, mode="exact")

@@ -259,16 +259,6 @@ def test_pull_runs_hook_that_indexes_new_days(tmp_path, filled):
     assert "installed" in ct("-C", clone, "hooks", "status").stdout
 
 
-def test_hook_stub_matches_template():
-    from pathlib import Path
-
-    from memstore import hooks
-
-    for name in hooks.HOOKS:
-        template = (Path(hooks.TEMPLATE_DIR) / name).read_text()
-        assert template == hooks.stub(name)
-
-
 def test_index_never_writes_store_files(filled):
     ct("-C", filled.root, "index", "-B")
     assert git_clean(filled.root)

@@ -29,17 +29,14 @@ class Ctx:
         if not self._stores:
             paths = self.store_paths or [None]
             self._stores = [Store.open(p) for p in paths]
-            from ..gitrepo import warn_if_unfinished
-
             for st in self._stores:  # reads go on mid-merge (writes refuse), but say what they show
-                warn_if_unfinished(st.root)
+                warning = st.unfinished()
+                if warning:
+                    click.echo(f"memstore: warning: {warning}", err=True)
         if index:
-            from ..repair import recover_if_crashed
-
             for st in self._stores:
-                recover_if_crashed(st)  # one stat unless a writer died mid-write: then roll back first
                 with progress_for(self, "Indexing") as bar:
-                    st.index(update=False).update(progress=bar)
+                    st.index(progress=bar)  # rolls back a writer that died mid-write first
         return self._stores
 
     def say(self, msg: str) -> None:
@@ -100,9 +97,14 @@ def secret_options(what: str = "Write"):
     def deco(f):
         @functools.wraps(f)
         def wrapper(*args, allow_secrets=False, skip_secrets=False, redact_secrets=False, **kwargs):
-            from ..secret_policy import mode
+            chosen = [
+                n for n, on in (("allow", allow_secrets), ("skip", skip_secrets), ("redact", redact_secrets)) if on
+            ]
+            if len(chosen) > 1:
+                from ..errors import UsageError
 
-            return f(*args, secrets=mode(allow_secrets, skip_secrets, redact_secrets), **kwargs)
+                raise UsageError("--allow-secrets, --skip-secrets and --redact-secrets exclude each other; pass one.")
+            return f(*args, secrets=chosen[0] if chosen else "refuse", **kwargs)
 
         wrapper = click.option(
             "--redact-secrets",

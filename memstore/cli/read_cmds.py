@@ -1,4 +1,5 @@
-"""Read commands: search (recall, where, context and tree live beside it)."""
+"""Commands that read: search, recall, where and context. Each brings the index up to date first
+(where answers from a fresh index without numpy)."""
 
 from __future__ import annotations
 
@@ -25,20 +26,6 @@ def filter_options(f):
     ):
         f = opt(f)
     return f
-
-
-def build_filters(store, since, until, role, actor, type_, session, now):
-    from ..retrieve.search import Filters
-    from ..retrieve.timefilter import instant
-
-    return Filters(
-        since=instant(since, store, now, edge="start") if since else None,
-        until=instant(until, store, now, edge="end") if until else None,
-        role=list(role),
-        actor=list(actor),
-        type=list(type_),
-        session=list(session),
-    )
 
 
 @click.command("search", context_settings={"ignore_unknown_options": True})
@@ -78,22 +65,37 @@ def search_cmd(
 
     Example: ct search "budget decision" --since "last month" -k 5
     """
-    from ..retrieve.search import NO_WORDS_NOTE, search_many, searchable
-
     if not query and not queries:
         raise click.UsageError("give a QUERY or --queries FILE")
     stores = obj.stores(index=not no_index)
-    filters = build_filters(stores[0], since, until, role, actor, type_, session, now)
+
+    def search(q):
+        return stores[0].search(
+            q,
+            k=topk,
+            mode=mode,
+            since=since,
+            until=until,
+            role=role,
+            actor=actor,
+            type=type_,
+            session=session,
+            now=now,
+            alpha=alpha,
+            also=stores[1:],
+            update_index=False,
+        )
+
     if queries:
         for line in queries:
             q = line.rstrip("\n")
             if not q.strip():
                 continue
-            hits = search_many(stores, q, topk, mode, filters, alpha)
+            hits = search(q)
             click.echo(json.dumps({"query": q, "hits": [h.to_json(explain) for h in hits]}, ensure_ascii=False))
         return
-    hits = search_many(stores, query, topk, mode, filters, alpha)
-    note = None if searchable(query) else NO_WORDS_NOTE
+    hits = search(query)
+    note = hits.note
     if as_json:
         emit_json(
             {
@@ -119,3 +121,204 @@ def search_cmd(
         click.echo(f"    {one_line(h.text, 300)}")
         if explain:
             click.echo(f"    parts: {json.dumps(h.parts, ensure_ascii=False)}")
+
+
+def _local(ts: str, tz) -> str:
+    from ..format.timeutil import from_iso
+
+    return from_iso(ts).astimezone(tz).strftime("%Y-%m-%d %H:%M")
+
+
+def _now_line(now_iso: str, tz, tzname: str) -> str:
+    from ..format.timeutil import from_iso
+
+    local = from_iso(now_iso).astimezone(tz)
+    return f"[NOW] {local.strftime('%Y-%m-%d %H:%M %a')} ({tzname}) -- read everything below against this time."
+
+
+# ---------------------------------------------------------------------------------------- recall
+
+_LEVEL_TEXT = {
+    "in_window": "matched in the window",
+    "whole_window": "the whole window, in order",
+    "window_only": "no line in the window matched the words; its lines ranked by closeness",
+    "outside_window": "nothing in the window; nearest matches outside it",
+    "all_time": "matched over all time",
+    "recent": "the latest lines",
+    "nothing": "no match",
+}
+
+
+def _window_text(w, tz) -> str:
+    a, b = w.start.astimezone(tz), w.end.astimezone(tz)
+    return f"{w.phrase!r} = {a.strftime('%Y-%m-%d %H:%M')} to {b.strftime('%Y-%m-%d %H:%M')} ({w.granularity})"
+
+
+def _hit_lines(h, tz, oneline: bool) -> list[str]:
+    hit = h.hit
+    tag = hit.actor or hit.role
+    if hit.type in ("action", "doc", "meta"):
+        tag += f" ({hit.type})"
+    marks = ""
+    if "outside_window" in h.flags:
+        marks += "[outside] "
+    if "window_only" in h.flags:
+        marks += "[window] "
+    if "low_confidence" in h.flags:
+        marks += "[maybe] "
+    head = f"{'  ' if 'context' in h.flags else ''}[{_local(hit.ts, tz)}] {marks}{tag}: "
+    if oneline:
+        return [head + one_line(hit.text, 300)]
+    first, *rest = hit.text.split("\n")
+    return [head + first] + ["    " + line for line in rest]
+
+
+@click.command("recall")
+@click.argument("question")
+@click.option(
+    "-k",
+    "--topk",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, 10000),
+    help="How many matching lines (a whole window lists up to max(k, 200)).",
+)
+@click.option(
+    "--around",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0, 100),
+    help="Also show N neighbouring lines of the same session around each match.",
+)
+@click.option("--docs", is_flag=True, help="Let document chunks into the answer (left out by default).")
+@click.option("--now", default=None, help="Reference time for phrases like 'yesterday' (ISO; default: now).")
+@click.option("--oneline", is_flag=True, help="Flatten each line and cut it at 300 characters.")
+@click.option("--explain", is_flag=True, help="Show each hit's score parts (with --json).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: {query, now, window, level, notes, hits: [... with flags]}."
+)
+@click.pass_obj
+def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json):
+    """Recall what was said: the time phrase in QUESTION picks a window, the other words rank
+    lines inside it (by words and meaning, as search does), and the answer is verbatim lines with
+    timestamps, best first.
+
+    With no words besides the time phrase, the whole window is listed in time order. When no line
+    in the window matches the words, its lines still come back ranked by closeness, marked
+    [window], then the nearest word matches outside it, marked [outside]; an empty window shows
+    the nearest matches outside it. "The first time" / "last time" pick the earliest / latest
+    occurrence. [maybe] marks lines that only resemble the question.
+
+    Example: ct recall "what did we say yesterday evening about the budget"
+    """
+    st = obj.store(index=True)
+    res = st.recall(question, k=topk, now=now or None, around=around, docs=docs, update_index=False)
+    if as_json:
+        emit_json(res.to_json(explain))
+        return
+    click.echo(_now_line(res.now, st.tz, st.config.timezone))
+    scope = _window_text(res.window, st.tz) if res.window is not None else "all time"
+    words = f" for {res.keywords!r}" if res.keywords else ""
+    click.echo(f"-- {scope}{words}: {_LEVEL_TEXT[res.level]} --")
+    for note in res.notes:
+        click.echo(f"note: {note}")
+    if res.hits:
+        n_main = sum(1 for h in res.hits if "context" not in h.flags)
+        extra = f" + {len(res.hits) - n_main} context" if n_main != len(res.hits) else ""
+        order = (
+            "in time order"
+            if res.level in ("whole_window", "outside_window", "recent") or res.occurrence in ("first", "last")
+            else "best first"
+        )
+        click.echo(f"-- {n_main} line(s){extra}, verbatim, {order} --")
+    for h in res.hits:
+        for line in _hit_lines(h, st.tz, oneline):
+            click.echo(line)
+
+
+# ----------------------------------------------------------------------------------------- where
+
+
+@click.command("where")
+@click.option(
+    "-m",
+    "--markers",
+    "n_markers",
+    default=10,
+    show_default=True,
+    type=click.IntRange(0, 10000),
+    help="How many open markers (the newest).",
+)
+@click.option(
+    "-n",
+    "--lines",
+    "n_lines",
+    default=8,
+    show_default=True,
+    type=click.IntRange(0, 10000),
+    help="How many of the latest session's last lines.",
+)
+@click.option("--now", default=None, help="Reference time for the [NOW] line (ISO; default: now).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: {now, markers, session, lines}.")
+@click.pass_obj
+def where_cmd(obj, n_markers, n_lines, now, as_json):
+    """Show where the conversation stands: open markers and the latest session's last lines.
+
+    Example: ct where -n 5
+    """
+    st = obj.store()
+    res = st.where(markers=n_markers, lines=n_lines, now=now or None)
+    if as_json:
+        emit_json(res.to_json())
+        return
+    click.echo(_now_line(res.now, st.tz, st.config.timezone))
+    if res.markers:
+        more = f"; {res.markers_omitted} older not shown" if res.markers_omitted else ""
+        click.echo(f"-- open markers: {len(res.markers)}{more} (newest last) --")
+        ids = res.short_ids()
+        for m in res.markers:
+            click.echo(f"* [{_local(m.ts, st.tz)}] {one_line(m.text, 200)}  ({ids[m.id]})")
+    else:
+        click.echo('-- no open markers (set one: ct mark "TEXT") --')
+    if res.session is None:
+        click.echo("-- no conversation on record yet --")
+        return
+    name = f'"{res.session}"' if res.session else "(no session name)"
+    click.echo(f"-- latest session {name}: last {len(res.lines)} of {res.session_lines} lines --")
+    for r in res.lines:
+        tag = r.get("actor") or r.get("role")
+        if r.get("type") == "action":
+            tag += " (action)"
+        click.echo(f"[{_local(r['ts'], st.tz)}] {tag}: {one_line(r['text'], 300)}")
+
+
+@click.command("context")
+@click.argument("query")
+@click.option(
+    "--budget",
+    type=click.IntRange(1, None),
+    default=None,
+    help="At most this many tokens (counted with the store's embedder tokenizer).",
+)
+@click.option("-k", "--topk", default=8, show_default=True, type=click.IntRange(0, 200), help="Recalled lines at most.")
+@click.option(
+    "--recent",
+    default=6,
+    show_default=True,
+    type=click.IntRange(0, 200),
+    help="Recent turns of the latest session (0: none, e.g. when the host already sends history).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print {query, budget, tokens, sections, text}.")
+@click.pass_obj
+def context_cmd(obj, query, budget, topk, recent, as_json):
+    """Build prompt context for QUERY: markers, topic paths, recalled lines, recent turns.
+
+    Example: ct context "what cake for Sarah's party" --budget 800
+    """
+    ctx = obj.store(index=True).context(query, budget=budget, k=topk, recent=recent)
+    if as_json:
+        emit_json(ctx.to_json())
+    elif ctx.text:
+        click.echo(ctx.text)
+    else:
+        obj.say("Nothing relevant found.")

@@ -1,10 +1,11 @@
-"""Store commands: init, stat, fsck, index, hooks, log, reembed, gc."""
+"""Commands on the store as a whole: init, stat, fsck, index, hooks (and the hidden hook), log,
+sync, reembed, gc, upgrade and export."""
 
 from __future__ import annotations
 
 import click
 
-from .common import emit_json
+from .common import emit_json, progress_for
 
 
 @click.command("init")
@@ -28,8 +29,7 @@ def init_cmd(obj, path, embedder, timezone, dtype, dim, model):
     """
     from ..store import Store
 
-    opts = {k: v for k, v in (("dim", dim), ("model", model)) if v is not None}
-    st = Store.init(path, embedder=embedder, timezone=timezone, dtype=dtype, embedder_options=opts)
+    st = Store.init(path, embedder=embedder, timezone=timezone, dtype=dtype, dim=dim, model=model)
     obj.say(
         f"Initialised memory store in {st.root} (embedder {st.config.embedder['name']}, timezone {st.config.timezone})."
     )
@@ -43,9 +43,7 @@ def stat_cmd(obj, as_json):
 
     Example: ct stat --json
     """
-    from ..stats import stat
-
-    info = stat(obj.store())
+    info = obj.store().stat().to_json()
     if as_json:
         emit_json(info)
         return
@@ -70,13 +68,9 @@ def fsck_cmd(obj, do_repair, as_json):
 
     Example: ct fsck --repair
     """
-    from ..check import fsck
-
-    fixed = None
-    if do_repair:
-        from ..repair import repair
-
-        fixed = repair(obj.store())
+    rep = obj.store().fsck(repair=do_repair)
+    fixed = rep.repair
+    if fixed is not None:
         if not as_json:
             for line in fixed.notes() or ["repair: nothing to roll back"]:
                 click.echo(line)
@@ -87,7 +81,6 @@ def fsck_cmd(obj, do_repair, as_json):
                     f"index: {'rebuilt' if fixed.index['rebuilt'] else 'reindexed'} "
                     f"{len(fixed.index['reindexed'])} days"
                 )
-    rep = fsck(obj.store())
     if as_json:
         emit_json({**rep.to_json(), **({"repair": fixed.to_json()} if fixed else {})})
     else:
@@ -116,13 +109,8 @@ def index_cmd(obj, dry_run, rebuild, as_json):
     """
     from .common import progress_for
 
-    st = obj.store()
-    idx = st.index(update=False)
-    if dry_run:
-        plan = idx.plan(rebuild)
-    else:
-        with progress_for(obj, "Indexing days") as bar:
-            plan = idx.update(rebuild=rebuild, progress=bar)
+    with progress_for(obj, "Indexing days") as bar:
+        plan = obj.store().index(rebuild=rebuild, dry_run=dry_run, progress=bar).last_plan
     if as_json:
         emit_json({**plan.to_json(), "dry_run": dry_run})
         return
@@ -147,9 +135,7 @@ def hooks_cmd():
 @click.pass_obj
 def hooks_install(obj):
     """Install the hook stubs (an optional speed-up: they refresh the index after git changes files)."""
-    from .. import hooks
-
-    names = hooks.install(obj.store())
+    names = obj.store().hooks("install")
     click.echo("installed: " + ", ".join(names))
 
 
@@ -157,9 +143,7 @@ def hooks_install(obj):
 @click.pass_obj
 def hooks_uninstall(obj):
     """Remove memstore's hook stubs (restoring hooks they replaced)."""
-    from .. import hooks
-
-    names = hooks.uninstall(obj.store())
+    names = obj.store().hooks("uninstall")
     click.echo("removed: " + (", ".join(names) or "nothing"))
 
 
@@ -167,9 +151,7 @@ def hooks_uninstall(obj):
 @click.pass_obj
 def hooks_status(obj):
     """Show each hook's state."""
-    from .. import hooks
-
-    for name, state in hooks.status(obj.store()).items():
+    for name, state in obj.store().hooks("status").items():
         click.echo(f"{name:14} {state}")
 
 
@@ -182,9 +164,7 @@ def log_cmd(obj, max_count, as_json):
 
     Example: ct log -n 5
     """
-    from ..history import history
-
-    entries = history(obj.store(), max_count)
+    entries = obj.store().log(max_count=max_count)
     if as_json:
         emit_json(entries)
         return
@@ -204,10 +184,7 @@ def reembed_cmd(obj, embedder, dim, model):
 
     Example: ct reembed --embedder hash
     """
-    from ..reembed import reembed
-
-    opts = {k: v for k, v in (("dim", dim), ("model", model)) if v is not None}
-    res = reembed(obj.store(), embedder, opts)
+    res = obj.store().reembed(embedder, dim=dim, model=model)
     obj.say(
         f"Re-embedded {res['records']} records with {res['model']} ({res['dim']}-d)"
         + (f"; commit {res['commit'][:10]}" if res["commit"] else "")
@@ -224,9 +201,7 @@ def gc_cmd(obj, dry_run, as_json):
     The new pack depends only on what it holds, so clones that consolidate the same day
     write the same file and merge with plain git. Example: ct gc -n
     """
-    from ..gc import gc
-
-    res = gc(obj.store(), dry_run=dry_run)
+    res = obj.store().gc(dry_run=dry_run)
     if as_json:
         emit_json(res.to_json())
     elif not res.days and not res.damaged:
@@ -239,3 +214,94 @@ def gc_cmd(obj, dry_run, as_json):
         )
     for day in res.damaged:
         click.echo(f"left {day} as it is: one of its packs is damaged (run ct fsck)", err=True)
+
+
+@click.command("hook")
+@click.argument("name")
+@click.argument("args", nargs=-1)
+@click.pass_obj
+def hook_cmd(obj, name, args):
+    """Run by the git hook stubs: refresh the index. Never fails the git command."""
+    try:
+        obj.store().hooks("run", name, args)
+    except Exception:  # a hook must never block git
+        pass
+
+
+@click.command("sync")
+@click.option("--no-push", is_flag=True, help="Only fetch, merge and reindex.")
+@click.option(
+    "--set-upstream",
+    "set_upstream",
+    metavar="REMOTE",
+    default=None,
+    help="Push this branch to REMOTE and track it (first sync of a new store).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def sync_cmd(obj, no_push, set_upstream, as_json):
+    """Merge the remote's memory into this clone, reindex, and push (one merge commit at most).
+
+    Example: ct sync
+    """
+    res = obj.store().sync(push=not no_push, set_upstream=set_upstream)
+    if as_json:
+        emit_json(res.to_json())
+        return
+    for note in res.notes:
+        obj.say(note)
+    parts = [f"merged {res.merged} commits" if res.merged else "nothing new from " + res.upstream]
+    if not no_push:
+        parts.append(f"pushed {res.pushed} commits" if res.pushed else "nothing to push")
+    if res.reindexed:
+        parts.append(f"reindexed {len(res.reindexed)} days")
+    obj.say(f"sync with {res.upstream}: " + ", ".join(parts))
+
+
+@click.command("upgrade")
+@click.option("-n", "--dry-run", is_flag=True, help="Print the plan without changing anything.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan or result as JSON.")
+@click.pass_obj
+def upgrade_cmd(obj, dry_run, as_json):
+    """Turn a format-1 store into format 2 in one commit, losslessly.
+
+    Same records (less their `seg` field), same vectors bit for bit (moved into one pack per day),
+    tree.json becomes the tree log, segments/ is removed. A format-2 store is left alone.
+
+    Example: ct upgrade -n
+    """
+    res = obj.store().upgrade(dry_run=dry_run)
+    if as_json:
+        emit_json(res.to_json())
+        return
+    for line in res.lines():
+        click.echo(line)
+
+
+@click.group("export")
+def export_cmd():
+    """Write the store in another tool's format (the store itself is not changed)."""
+
+
+@export_cmd.command("contexttape")
+@click.argument("dest", type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def export_contexttape_cmd(obj, dest, as_json):
+    """A classic ContextTape store in DEST: one segment_<n>.is per text and per vector, linked in pairs.
+
+    ContextTape's ISStore/MultiStore opens DEST and ranks the same vectors as `ct search --mode
+    vector` (superseded records are left out). DEST must be new or empty.
+
+    Example: ct export contexttape /tmp/tape
+    """
+    st = obj.store(index=True)
+    with progress_for(obj, "Exporting") as bar:
+        res = st.export("contexttape", dest, progress=bar)
+    if as_json:
+        emit_json(res)
+        return
+    click.echo(
+        f"Exported {res['pairs']} text/vector pairs to {res['dir']}"
+        + (f" ({res['skipped']} records without a readable vector left out)" if res["skipped"] else "")
+    )

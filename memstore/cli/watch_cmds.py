@@ -49,8 +49,6 @@ def watch_cmd(obj, paths, kind, interval, debounce, max_delay, once, secrets, as
 
     Example: ct watch ~/.claude/projects --interval 10 --debounce 3
     """
-    from ..watch import watch
-
     st = obj.store()
     errors = []
 
@@ -68,13 +66,12 @@ def watch_cmd(obj, paths, kind, interval, debounce, max_delay, once, secrets, as
             f"Watching {len(paths)} path{'s' if len(paths) != 1 else ''} ({kind or 'format detected per file'}) every {interval:g}s; "
             "Ctrl-C stops after the current batch."
         )
-    watch(
-        st,
+    st.watch(
         list(paths),
         kind=kind,
         interval=interval,
         debounce=debounce,
-        max_delay=max(max_delay, debounce),
+        max_delay=max_delay,
         once=once,
         secrets=secrets,
         report=report,

@@ -1,10 +1,12 @@
-"""Write commands: add, ingest-path, import. Each makes one commit (none when nothing changed)."""
+"""Commands that write records or markers: add, mark, ingest-path, ingest-any, import, build-wiki.
+
+Each makes one commit (none when nothing changed)."""
 
 from __future__ import annotations
 
 import click
 
-from .common import emit_json, progress_for, read_text_arg, secret_options
+from .common import emit_json, one_line, progress_for, read_text_arg, secret_options
 
 
 def report(obj, res, as_json: bool, what: str) -> None:
@@ -39,26 +41,44 @@ def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json, secrets)
 
     Example: ct add --role assistant --session planning "We settled on a 40k budget."
     """
-    from ..format.record import RecordError
     from ..errors import UsageError
 
     if type_ not in ("text", "action", "meta"):
         raise UsageError(f"--type must be text, action or meta, not {type_!r} (documents come in with ingest-path)")
-    st = obj.store()
-    try:
-        res = st.add(
-            read_text_arg(text),
-            role=role,
-            actor=actor,
-            session=session,
-            ts=ts,
-            type=type_,
-            model=model,
-            secrets=secrets,
-        )
-    except RecordError as exc:
-        raise UsageError(f"cannot add: {exc}") from None
+    res = obj.store().add(
+        read_text_arg(text),
+        role=role,
+        actor=actor,
+        session=session,
+        ts=ts,
+        type=type_,
+        model=model,
+        secrets=secrets,
+    )
     report(obj, res, as_json, "add")
+
+
+@click.command("mark")
+@click.argument("text", required=False)
+@click.option(
+    "--done", "done_id", default=None, metavar="ID", help="Close the open marker ID (or an unambiguous prefix)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the marker as JSON.")
+@click.pass_obj
+def mark_cmd(obj, text, done_id, as_json):
+    """Set a "where are we now" marker (one commit), or close one with --done ID.
+
+    Example: ct mark "budget: waiting for Ana's numbers"
+    """
+    if bool(text) == bool(done_id):
+        raise click.UsageError("give either TEXT (a new marker) or --done ID (close one)")
+    m = obj.store().mark(text, done=done_id)
+    if as_json:
+        emit_json(m.to_json())
+    elif done_id:
+        obj.say(f"closed marker {m.id}: {one_line(m.text, 100)}")
+    else:
+        obj.say(f"marker {m.id}: {one_line(m.text, 100)}")
 
 
 @click.command("ingest-path")
@@ -82,13 +102,10 @@ def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, 
 
     Example: ct ingest-path docs/ --exts .md,.txt
     """
-    from ..ingest.path import ingest_path
-
     st = obj.store()
     ext_set = {e.strip() if e.strip().startswith(".") else "." + e.strip() for e in exts.split(",")} if exts else None
     with progress_for(obj, "Embedding chunks") as bar:
-        res = ingest_path(
-            st,
+        res = st.ingest_path(
             path,
             exts=ext_set,
             max_bytes=max_bytes,
@@ -102,6 +119,69 @@ def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, 
     report(obj, res, as_json, "ingest-path")
 
 
+@click.command("ingest-any")
+@click.argument("path", type=click.Path(exists=True))
+@click.option(
+    "--max-bytes", type=int, default=None, help="Skip (never truncate) files larger than this. Default: 100 MiB."
+)
+@click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (loops are detected).")
+@secret_options("Ingest")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def ingest_any_cmd(obj, path, max_bytes, follow_symlinks, secrets, as_json):
+    """Ingest any files: text and code as chunks (like ingest-path); PDFs as text plus the original;
+    images, audio, video and other files kept whole as a blob segment with a JSON manifest and a
+    searchable description (name, size, type, image size and date, audio duration). One commit.
+
+    Example: ct ingest-any ~/Pictures/whiteboards
+    """
+    st = obj.store()
+    with progress_for(obj, "Ingesting") as bar:
+        res = st.ingest_any(path, max_bytes=max_bytes, follow_symlinks=follow_symlinks, secrets=secrets, progress=bar)
+    report(obj, res, as_json, "ingest-any")
+
+
+@click.command("build-wiki")
+@click.option(
+    "--topics-file",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Article titles, one per line ('#' starts a comment).",
+)
+@click.option("--limit", type=int, default=None, help="Fetch only the first N titles.")
+@click.option("--min-chars", type=int, default=0, show_default=True, help="Skip articles with less text than this.")
+@click.option(
+    "--base-url",
+    default="https://en.wikipedia.org/wiki/",
+    show_default=True,
+    help="Where articles live; the title is appended.",
+)
+@click.option("--timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for each page.")
+@secret_options("Ingest pages")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def build_wiki_cmd(obj, topics_file, limit, min_chars, base_url, timeout, secrets, as_json):
+    """Fetch Wikipedia articles over HTTP, strip them to text and ingest them as document chunks
+    (one commit; re-running adds only what changed). A page that cannot be fetched is skipped
+    with a message, never stored.
+
+    Example: ct build-wiki --topics-file topics.txt --limit 20 --min-chars 500
+    """
+    st = obj.store()
+    with progress_for(obj, "Embedding chunks") as bar:
+        res = st.build_wiki(
+            topics_file,
+            limit=limit,
+            min_chars=min_chars,
+            base_url=base_url,
+            timeout=timeout,
+            secrets=secrets,
+            progress=bar,
+            verbose=obj.verbose,
+        )
+    report(obj, res, as_json, "build-wiki")
+
+
 @click.group("import")
 def import_cmd():
     """Import conversations (jsonl, claude-code, chatgpt, trace, lossless-memory) or a ContextTape store.
@@ -111,11 +191,9 @@ def import_cmd():
 
 
 def _import(obj, kind, path, as_json, secrets="refuse", **opts):
-    from ..ingest.run import import_source
-
     st = obj.store()
     with progress_for(obj, f"Importing {kind}") as bar:
-        res = import_source(st, kind, path, progress=bar, secrets=secrets, **opts)
+        res = st.import_(kind, path, progress=bar, secrets=secrets, **opts)
     report(obj, res, as_json, f"import {kind}")
 
 
@@ -217,7 +295,4 @@ def import_contexttape_cmd(obj, folder, model, secrets, as_json):
 
     Example: ct import contexttape data/ --model sentence-transformers/all-MiniLM-L6-v2
     """
-    st = obj.store()
-    with progress_for(obj, "Importing contexttape") as bar:
-        res = st.import_("contexttape", folder, model=model, secrets=secrets, progress=bar)
-    report(obj, res, as_json, "import contexttape")
+    _import(obj, "contexttape", folder, as_json, secrets, model=model)

@@ -121,11 +121,6 @@ def read_segment(path: Path) -> tuple[Header, bytes]:
     return header, raw[HEADER_SIZE:]
 
 
-def read_header(path: Path) -> Header:
-    with open(path, "rb") as f:
-        return Header.unpack(f.read(HEADER_SIZE))
-
-
 def write_file_atomic(path: Path, data: bytes, fsync: bool = True) -> None:
     """Write a new file completely under a temp name, then rename it into place."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")

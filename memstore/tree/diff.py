@@ -29,6 +29,8 @@ class TreeDiff:
     grew: list[dict] = field(default_factory=list)
     archived_records: int = 0
     current: tuple[str | None, str | None] | None = None
+    old_tree: Tree | None = field(default=None, repr=False, compare=False)  # the two trees compared
+    new_tree: Tree | None = field(default=None, repr=False, compare=False)
 
     @property
     def empty(self) -> bool:
@@ -193,6 +195,20 @@ def tree_diff(store, rev_a: str | None = None, rev_b: str | None = None) -> Tree
         old_rev, new_rev = ("HEAD" if store.git.head() else None), WORKING
     else:
         old_rev, new_rev = rev_a, rev_b
+    if old_rev is not None and old_rev.endswith("^") and _is_root_commit(store, old_rev[:-1]):
+        old_rev = None  # the parent of the first commit: everything was added
     old = load_version(store, old_rev) if old_rev is not None else Tree()
     new = load_version(store, new_rev)
-    return diff_trees(old, new, old_rev or "(empty)", new_rev or "working tree")
+    d = diff_trees(old, new, old_rev or "(empty)", new_rev or "working tree")
+    d.old_tree, d.new_tree = old, new
+    return d
+
+
+def _is_root_commit(store, rev: str) -> bool:
+    from ..errors import GitError
+
+    try:
+        line = store.git.run("rev-list", "--parents", "-n", "1", f"{rev}^{{commit}}").strip()
+    except GitError:
+        return False
+    return len(line.split()) == 1

@@ -198,18 +198,12 @@ def history(st, p) -> dict:
 
 def commit(st, p) -> dict:
     """One commit's topic changes (the analysis of `ct diff REV^ REV`) and the tree before and after it."""
-    from ..format.tree import Tree
-    from ..tree.diff import diff_trees
-
     rev = p["rev"]
     if not _REV.fullmatch(rev):
         raise UsageError(f"a revision is a commit id (4 to 40 hex digits) or HEAD, HEAD~N, not {rev!r}")
-    after = st.tree(rev)  # UsageError names a bad revision
-    try:
-        before, old_label = st.tree(f"{rev}^"), f"{rev}^"
-    except UsageError:  # the first commit: everything was added
-        before, old_label = Tree(), "(empty)"
-    d = diff_trees(before, after, old_label, rev)
+    st.tree(rev)  # UsageError names a bad revision
+    d = st.diff(f"{rev}^", rev)  # the first commit's parent is the empty tree
+    before, after = d.old_tree, d.new_tree
     info = next((c for c in st.history(max_count=HISTORY_MAX) if c["sha"].startswith(rev)), None)
     return {
         "rev": rev,

@@ -1,6 +1,6 @@
 """A LlamaIndex retriever over a memstore store (`pip install 'memstore[llamaindex]'`).
 
-    from memstore.adapters.llamaindex_retriever import MemstoreRetriever
+    from memstore.integrations.llamaindex import MemstoreRetriever
     nodes = MemstoreRetriever("~/memory", k=5).retrieve("what did we decide about the budget")
 
 Each hit becomes a `NodeWithScore` around a `TextNode` whose id is the record id, whose text is

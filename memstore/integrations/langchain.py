@@ -1,6 +1,6 @@
 """A LangChain retriever over a memstore store (`pip install 'memstore[langchain]'`).
 
-    from memstore.adapters.langchain_retriever import MemstoreRetriever
+    from memstore.integrations.langchain import MemstoreRetriever
     retriever = MemstoreRetriever(store="~/memory", k=5)
     docs = retriever.invoke("what did we decide about the budget")
 

@@ -1,0 +1,110 @@
+"""Commands that serve the store to others: serve (the web page and HTTP API), mcp (agents over
+stdio) and chat (a person, through an LLM)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit_json, secret_options
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=int, default=8765, show_default=True, help="Port (0 picks a free one).")
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a non-loopback --host. The API has no authentication: anyone who can reach it can read "
+    "(and add, with --writable).",
+)
+@click.option("--writable", is_flag=True, help="Let /add write to the store (one commit each). Read-only without it.")
+@click.pass_obj
+def serve_cmd(obj, host, port, allow_remote, writable):
+    """Serve this store as a web page to look at memory (open the address in a browser: search,
+    timeline, topic tree, history) and an HTTP JSON API: /search, /recall, /add, /context, /where,
+    /stats, described at /openapi.json. Listens on localhost only unless --allow-remote; read-only
+    unless --writable. Stops on Ctrl-C.
+
+    Example: ct -C ~/memory serve --port 8765
+    """
+    import sys
+
+    st = obj.store()
+
+    def announce(url):
+        # stdout, flushed: scripts (and the tests) read the bound port from this line when --port 0
+        click.echo(
+            f"Serving {st.root} at {url}/ (API description: {url}/openapi.json{'' if writable else '; read-only'})"
+        )
+        sys.stdout.flush()
+
+    st.serve(host, port, allow_remote=allow_remote, writable=writable, log=not obj.quiet, ready=announce)
+
+
+@click.command("mcp")
+@click.pass_obj
+def mcp_cmd(obj):
+    """Serve this store to AI agents over MCP (stdio): tools search, recall, add, mark, where,
+    context and tree, and the resource memstore://stats.
+
+    Register it with Claude Code:  claude mcp add memstore -- ct -C ~/memory mcp
+
+    Example: ct -C ~/memory mcp
+    """
+    obj.store().mcp()
+
+
+@click.command("chat")
+@click.option("--once", "once", default=None, metavar="TEXT", help="Ask one question, print the answer, exit.")
+@click.option("--session", default=None, help="Session name for the stored turns (default chat-<time>).")
+@click.option(
+    "--budget",
+    default=1500,
+    show_default=True,
+    type=click.IntRange(50, None),
+    help="Token budget of the memory context in each prompt.",
+)
+@click.option(
+    "--verbose", "debug", is_flag=True, help="Write each turn's hits, context and prompt to .memstore/chat-debug/."
+)
+@secret_options("Store turns")
+@click.option("--json", "as_json", is_flag=True, help="With --once: print the turn as JSON.")
+@click.pass_obj
+def chat_cmd(obj, once, session, budget, debug, secrets, as_json):
+    """Chat with memory: answers from an OpenAI-compatible LLM (OPENAI_BASE_URL), turns stored.
+
+    Example: ct chat --once "What did we decide about the trip budget?"
+    """
+    from ..errors import SecretsFound
+
+    chat = obj.store(index=True).chat(session=session, budget=budget, verbose=debug, secrets=secrets)
+    if once is not None:
+        turn = chat.ask(once)
+        if as_json:
+            emit_json(turn.to_json())
+        else:
+            _show(obj, turn)
+        if turn.error:
+            raise SystemExit(1)
+        return
+    obj.say(f"Chatting in session {chat.session} (model {chat.llm.model}). Empty line or Ctrl-D to quit.")
+    while True:
+        try:
+            text = click.prompt("you", prompt_suffix="> ", default="", show_default=False)
+        except (EOFError, click.Abort):
+            break
+        if not text.strip():
+            break
+        try:
+            _show(obj, chat.ask(text))
+        except SecretsFound as exc:  # the session goes on; that turn was neither sent nor stored
+            obj.say(str(exc))
+
+
+def _show(obj, turn) -> None:
+    if turn.reply is not None:
+        click.echo(turn.reply)
+    else:
+        click.echo(f"Error: {turn.error}\nYour message was stored; no answer was stored.", err=True)
+    for f in turn.debug_files:
+        obj.say(f"debug: {f}")

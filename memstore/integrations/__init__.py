@@ -1,0 +1,1 @@
+"""Outward adapters: memstore as a retriever for LangChain and LlamaIndex (optional extras)."""
