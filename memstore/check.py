@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .format import layout
 from .format import log as logfmt
 from .format import record as recordfmt
 from .format.segment import (
@@ -112,10 +113,8 @@ def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) 
     if not isinstance(seg, dict):
         rep.warnings.append(f"{where}: record has no segment reference (not vector-searchable)")
         return
-    from .index.build import safe_path
-
     try:  # a reference that climbs out of the store (e.g. "../../etc") is damage, never a file to open
-        shard = safe_path(store.root, str(seg.get("shard", "")))
+        shard = layout.safe_path(store.root, str(seg.get("shard", "")))
         tpath, vpath = shard / segment_name(int(seg.get("text", -1))), shard / segment_name(int(seg.get("vec", -1)))
     except (ValueError, TypeError) as exc:
         rep.damage.append(f"{where}: bad segment reference ({exc})")
@@ -188,10 +187,8 @@ def _check_blob(store, rec, ref, where, rep, referenced) -> None:
     import hashlib
     import json
 
-    from .index.build import safe_path
-
     try:
-        shard = safe_path(store.root, str(ref.get("shard", "")))
+        shard = layout.safe_path(store.root, str(ref.get("shard", "")))
         bid, mid = int(ref["blob"]), int(ref["manifest"])
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         rep.damage.append(f"{where}: bad blob reference ({exc})")
@@ -240,7 +237,7 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
     from .format import pack as packfmt
 
     out: dict[str, DayPacks] = {}
-    top = store.root / packfmt.PACK_ROOT
+    top = store.root / layout.PACKS
     for dirpath, _dirs, files in os.walk(top):
         folder = Path(dirpath)
         for name in sorted(files):
@@ -291,7 +288,7 @@ def _check_packed(store, rec, where, day, rep, day_packs: "DayPacks | None") -> 
     rid = str(rec["id"])
     entries = (day_packs.vectors if day_packs else {}).get(rid)
     if not entries:
-        rep.damage.append(f"{where}: record {rid} has no vector in packs/{day[:4]}/{day}/")
+        rep.damage.append(f"{where}: record {rid} has no vector in {layout.pack_dir(day)}/")
     elif packfmt.hash16(str(rec.get("hash") or "")) not in entries:
         rep.damage.append(
             f"{sorted(entries.values())[0]}: vector of record {rid} was made from other text "

@@ -9,6 +9,7 @@ from . import FORMAT_VERSION
 from .api import StoreAPI
 from .errors import EmbedderMismatch, MemstoreError, NotAStoreError
 from .format import config as configfmt
+from .format import layout
 from .format import log as logfmt
 from .format import record as recordfmt
 from .format import pack as packfmt
@@ -262,7 +263,7 @@ class Store(StoreAPI):
             days = sorted({local_day(from_iso(r["ts"]), self.tz) for r in records})
             from .transaction import refuse_dirty_logs
 
-            refuse_dirty_logs(self, [f"log/{d[:4]}/{d}.jsonl" for d in days])
+            refuse_dirty_logs(self, [layout.day_log(d) for d in days])
             if dedupe:
                 records, result.skipped = self._drop_known(records)
             elif records:  # placing the records in the tree reads the index: the days written must be in it

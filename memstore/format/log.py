@@ -7,17 +7,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import layout
 from . import record as recordfmt
 
 _DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 
 
 def day_path(root: Path, day: str) -> Path:
-    return Path(root) / "log" / day[:4] / f"{day}.jsonl"
+    return Path(root) / layout.day_log(day)
 
 
 def segment_day_dir(root: Path, day: str) -> Path:
-    return Path(root) / "segments" / day[:4] / day
+    return Path(root) / layout.segment_dir(day)
 
 
 def list_days(root: Path) -> dict[str, Path]:

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import layout
 from .segment import (
     DT_JSON,
     HEADER_SIZE,
@@ -41,7 +42,6 @@ from .segment import (
     write_file_atomic,
 )
 
-PACK_ROOT = "packs"
 PACK_FORMAT = 2
 HASH_PREFIX = 16
 _NAME = re.compile(r"^([0-9a-f]{64})\.is$")
@@ -53,7 +53,7 @@ class PackError(SegmentError):
 
 def day_dir(root: Path, day: str) -> Path:
     """`packs/YYYY/YYYY-MM-DD/` under the store root."""
-    return Path(root) / PACK_ROOT / day[:4] / day
+    return Path(root) / layout.pack_dir(day)
 
 
 def pack_name(data: bytes) -> str:
@@ -76,7 +76,7 @@ def pack_files(folder: Path) -> list[Path]:
 def all_pack_days(root: Path) -> dict[str, Path]:
     """Every day that has a pack folder: {day: folder}."""
     out: dict[str, Path] = {}
-    base = Path(root) / PACK_ROOT
+    base = Path(root) / layout.PACKS
     try:
         years = sorted(os.listdir(base))
     except FileNotFoundError:

@@ -14,6 +14,14 @@ OWN_FIELDS = ("id", "hash", "seg", "source", "supersedes", "meta")
 FIELD_ORDER = LOSSLESS_FIELDS + OWN_FIELDS
 ROLES = ("user", "assistant", "system", "tool")
 TYPES = ("text", "action", "meta", "doc")
+# What was said or done in a conversation; meta rows (a harness's own notes) and document chunks are not.
+CONVERSATION_TYPES = ("text", "action")
+
+
+def is_conversation(rec: dict) -> bool:
+    return rec.get("type") in CONVERSATION_TYPES
+
+
 # Names other tools use for the same roles (lossless-memory writes "ai").
 ROLE_ALIASES = {"ai": "assistant", "human": "user", "bot": "assistant", "model": "assistant", "function": "tool"}
 MAX_ID_LEN = 200

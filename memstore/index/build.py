@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..format import layout
 from ..format import log as logfmt
 from ..format import pack as packfmt
 from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_segment, segment_name
@@ -91,14 +92,6 @@ class DayRows:
     vectors: list  # np.ndarray | None per row
     supersedes: list[str]
     problems: list[str]
-
-
-def safe_path(root: Path, rel: str) -> Path:
-    """`root/rel`, refusing absolute paths and paths that climb out of the store."""
-    p = Path(rel)
-    if p.is_absolute() or ".." in p.parts:
-        raise ValueError(f"path {rel!r} escapes the store")
-    return root / p
 
 
 class Index:
@@ -332,7 +325,7 @@ class Index:
         if not isinstance(seg, dict) or "shard" not in seg or "vec" not in seg:
             return None, None
         try:
-            path = safe_path(self.store.root, str(seg["shard"])) / segment_name(int(seg["vec"]))
+            path = layout.safe_path(self.store.root, str(seg["shard"])) / segment_name(int(seg["vec"]))
         except (ValueError, TypeError) as exc:
             problems.append(f"record {rec.get('id')}: bad segment reference ({exc})")
             return None, None
@@ -366,18 +359,18 @@ class Index:
         rid = str(rec.get("id"))
         hit = packed.get(rid)
         if hit is None:
-            problems.append(f"record {rid}: no vector in packs/{day[:4]}/{day}/")
+            problems.append(f"record {rid}: no vector in {layout.pack_dir(day)}/")
             return None, None
         vec, h16, name = hit
         if h16 != packfmt.hash16(str(rec.get("hash") or "")):
             problems.append(
-                f"packs/{day[:4]}/{day}/{name}: vector of record {rid} was made from other text "
+                f"{layout.pack_dir(day)}/{name}: vector of record {rid} was made from other text "
                 f"(hash16 {h16}, the record's is {packfmt.hash16(str(rec.get('hash') or ''))})"
             )
             return None, None
         if vec.shape[0] != self.dim:
             problems.append(
-                f"packs/{day[:4]}/{day}/{name}: vector of record {rid} has {vec.shape[0]} dimensions, "
+                f"{layout.pack_dir(day)}/{name}: vector of record {rid} has {vec.shape[0]} dimensions, "
                 f"the store uses {self.dim}"
             )
             return None, None

@@ -10,6 +10,8 @@ import os
 import re
 import sqlite3
 
+from ..format import layout
+
 SCHEMA_VERSION = 2
 
 _DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
@@ -72,11 +74,11 @@ def days_on_disk(root: str) -> dict[str, str]:
 
 
 def segment_dir(root: str, day: str) -> str:
-    return os.path.join(root, "segments", day[:4], day)
+    return os.path.join(root, layout.segment_dir(day))
 
 
 def pack_dir(root: str, day: str) -> str:
-    return os.path.join(root, "packs", day[:4], day)
+    return os.path.join(root, layout.pack_dir(day))
 
 
 def fresh_index_connection(store) -> sqlite3.Connection | None:

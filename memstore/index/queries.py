@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
+from ..format.record import CONVERSATION_TYPES
 from .fresh import fresh_index_connection
 
 if TYPE_CHECKING:
     from ..results import Filters
 
-# Harness rows and document chunks are not "where the conversation stands".
-CONVERSATION = "type NOT IN ('doc', 'meta')"
+# What a conversation record is (format/record.py), as SQL: harness rows and document chunks are not.
+CONVERSATION = "type IN (" + ", ".join(f"'{t}'" for t in CONVERSATION_TYPES) + ")"
 # memstore's own supersession notes for re-ingested documents are not conversation either.
 _NOT_OWN_NOTES = " AND NOT (r.type = 'meta' AND r.actor = 'memstore')"
 
@@ -224,8 +225,7 @@ def session_neighbours(
 def latest_conversation_rowids(index, n: int) -> list[int]:
     """The `n` newest current text and action rows, newest first."""
     rows = index.conn.execute(
-        "SELECT rowid FROM records WHERE hidden = 0 AND type IN ('text', 'action') "
-        "ORDER BY ts DESC, rowid DESC LIMIT ?",
+        f"SELECT rowid FROM records WHERE hidden = 0 AND {CONVERSATION} ORDER BY ts DESC, rowid DESC LIMIT ?",
         (n,),
     ).fetchall()
     return [r[0] for r in rows]
@@ -234,7 +234,7 @@ def latest_conversation_rowids(index, n: int) -> list[int]:
 def conversation_rows(index) -> list[tuple[int, str, int]]:
     """(rowid, id, vrow) of every text and action row that is not a repeat of another, in time order."""
     return index.conn.execute(
-        "SELECT rowid, id, vrow FROM records WHERE type IN ('text','action') AND hidden != 2 ORDER BY ts, rowid"
+        f"SELECT rowid, id, vrow FROM records WHERE {CONVERSATION} AND hidden != 2 ORDER BY ts, rowid"
     ).fetchall()
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FormatError, SecretsFound, UsageError
+from ..format import layout
 from ..format.segment import DT_AUDIO, DT_BLOB, DT_IMAGE, MAX_PAYLOAD
 from ..format.timeutil import from_iso, now_utc, to_iso
 from ..store import WriteResult
@@ -225,9 +226,8 @@ def read_blob(store, rec: dict) -> tuple[bytes, dict]:
     ref = rec["source"]["blob"]
     if "shard" in ref:  # format 1: the record names its blob and manifest segments
         from ..format.segment import read_segment, segment_name
-        from ..index.build import safe_path
 
-        shard = safe_path(store.root, str(ref["shard"]))
+        shard = layout.safe_path(store.root, str(ref["shard"]))
         _, payload = read_segment(shard / segment_name(int(ref["blob"])))
         _, manifest = read_segment(shard / segment_name(int(ref["manifest"])))
         return payload, json.loads(manifest.decode("utf-8"))
