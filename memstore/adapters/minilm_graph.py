@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-GRAPH_VERSION = 1  # bump when the graph changes, so cached files are rebuilt
+GRAPH_VERSION = 2  # bump when the graph changes, so cached files are rebuilt (2: the content_mask input)
 _HEADS = 12
 _EPS = 1e-12  # layer_norm_eps in config.json
 _OPSET = 18
@@ -123,13 +123,16 @@ class _Graph:
 
 
 def build_model(t: dict[str, np.ndarray]):
-    """The ONNX ModelProto: input_ids and attention_mask (int64, batch × length) -> unit vectors (batch × 384)."""
+    """The ONNX ModelProto: input_ids, attention_mask and content_mask (int64, batch × length) -> unit vectors
+    (batch × 384): `embedding`, the mean over all real tokens, and `content`, the mean of the same token
+    vectors over the tokens content_mask marks (a row without any gives zeros).
+    """
     from onnx import TensorProto, helper
 
     g = _Graph()
     hidden = t["embeddings.word_embeddings.weight"].shape[1]
     head = hidden // _HEADS
-    ids, mask = "input_ids", "attention_mask"
+    ids, mask, cmask = "input_ids", "attention_mask", "content_mask"
 
     # Embeddings: word + position (rows 0..L-1) + token type 0, then LayerNorm.
     word = g.op("Gather", g.const("word", t["embeddings.word_embeddings.weight"]), ids)
@@ -213,6 +216,15 @@ def build_model(t: dict[str, np.ndarray]):
     norm = g.op("ReduceL2", mean, g.const("axis1c", np.array([1], np.int64)), keepdims=1)
     out = g.op("Div", mean, g.op("Max", norm, g.const("tiny_norm", np.float32(1e-12))))
     g.nodes.append(helper.make_node("Identity", [out], ["embedding"]))
+    # The same pooling over the content words' tokens only (topic placement's continue-or-branch vector).
+    cmaskf = g.op("Cast", cmask, to=TensorProto.FLOAT)
+    c3 = g.op("Unsqueeze", cmaskf, g.const("axis2c", np.array([2], np.int64)))
+    csum = g.op("ReduceSum", g.op("Mul", x, c3), g.const("axis1d", np.array([1], np.int64)), keepdims=0)
+    ccount = g.op("ReduceSum", cmaskf, g.const("axis1e", np.array([1], np.int64)), keepdims=1)
+    cmean = g.op("Div", csum, g.op("Max", ccount, g.const("one_count", np.float32(1.0))))
+    cnorm = g.op("ReduceL2", cmean, g.const("axis1f", np.array([1], np.int64)), keepdims=1)
+    cout = g.op("Div", cmean, g.op("Max", cnorm, g.const("tiny_norm_c", np.float32(1e-12))))
+    g.nodes.append(helper.make_node("Identity", [cout], ["content"]))
 
     graph = helper.make_graph(
         g.nodes,
@@ -220,8 +232,12 @@ def build_model(t: dict[str, np.ndarray]):
         [
             helper.make_tensor_value_info(ids, TensorProto.INT64, ["batch", "length"]),
             helper.make_tensor_value_info(mask, TensorProto.INT64, ["batch", "length"]),
+            helper.make_tensor_value_info(cmask, TensorProto.INT64, ["batch", "length"]),
         ],
-        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])],
+        [
+            helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden]),
+            helper.make_tensor_value_info("content", TensorProto.FLOAT, ["batch", hidden]),
+        ],
         g.inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)], producer_name="memstore")

@@ -72,8 +72,13 @@ class _Bert:
                 )
             )  # fmt: skip
 
-    def embed(self, seqs: list[list[int]]) -> np.ndarray:
-        """Unit sentence vectors for rows of token ids ([CLS] ... [SEP], at most 256 each)."""
+    def embed(self, seqs: list[list[int]], content: list[list[int]] | None = None):
+        """Unit sentence vectors for rows of token ids ([CLS] ... [SEP], at most 256 each).
+
+        With `content` (one 0/1 mask per row, the tokens of its content words), also the mean of
+        the same final token vectors over the masked tokens, at unit length (zero for an empty
+        mask): `(vectors, content_vectors)`, from the one forward pass.
+        """
         lengths = np.array([len(s) for s in seqs])
         rows, width = len(seqs), int(lengths.max())
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -91,9 +96,17 @@ class _Bert:
         for layer in self.layers:
             x = _encoder_layer(x, layer, slot, bias, rows, width)
         # Mean over each row's real tokens, then unit length: sentence-transformers' Pooling + Normalize.
-        vec = np.add.reduceat(x, starts, axis=0) / lengths[:, None].astype(np.float32)
-        norm = np.sqrt(np.einsum("ij,ij->i", vec, vec))[:, None]
-        return vec / np.maximum(norm, np.float32(1e-12))
+        vec = _unit(np.add.reduceat(x, starts, axis=0) / lengths[:, None].astype(np.float32))
+        if content is None:
+            return vec
+        keep = np.concatenate(content).astype(np.float32)
+        picked = np.add.reduceat(x * keep[:, None], starts, axis=0)
+        return vec, _unit(picked / np.maximum(np.add.reduceat(keep, starts), np.float32(1))[:, None])
+
+
+def _unit(vec):
+    norm = np.sqrt(np.einsum("ij,ij->i", vec, vec))[:, None]
+    return vec / np.maximum(norm, np.float32(1e-12))
 
 
 def _encoder_layer(x, w, slot, bias, rows, width):

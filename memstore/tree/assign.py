@@ -213,10 +213,18 @@ def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
     """Vectors of the user turns' content words only, for the continue-or-branch decision.
 
     Filler shared by unrelated questions ("how do I …", "should I …") otherwise counts as
-    similarity; judging the content words against the topic's stored vectors removes it. One
-    batch per write, so a sentence model pays one extra call, not one per record.
+    similarity; judging the content words against the topic's stored vectors removes it. An
+    embedder that can pool its own forward pass over the content words' tokens (MiniLM's
+    `content_vectors`) gives them from the pass that embedded the records, without a second pass;
+    any other embeds the content words as one batch per write.
     """
     users = [r for r in records if r.get("role") == "user"]
+    pooled = getattr(store.embedder, "content_vectors", None)
+    if pooled is not None:
+        from ..store import EMBED_CHARS  # the record's own embedding input, as Store._embed_records cuts it
+
+        vecs = pooled([r["text"][:EMBED_CHARS] for r in users])
+        return {r["id"]: normalise(np.asarray(v, np.float32)) for r, v in zip(users, vecs) if v is not None}
     texts = [" ".join(naming.words(r["text"][: naming.TEXT_CHARS])) for r in users]
     pick = [(r, t) for r, t in zip(users, texts) if t]
     if not pick:

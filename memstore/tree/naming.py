@@ -46,6 +46,20 @@ def words(text: str) -> list[str]:
     return out
 
 
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Where the content words of `text` are: (start, end) character offsets, in order.
+
+    The same words as `words(text)`, i.e. `[text[s:e] for s, e in word_spans(text)] == words(text)`;
+    the sentence model pools its token vectors over these spans (memstore/adapters/minilm.py).
+    """
+    out = []
+    for m in _WORD.finditer(text):
+        w = m.group().strip("'’-")  # the pattern starts with a letter: only the end can shrink
+        if len(w) >= 3 and w.lower() not in STOPWORDS:
+            out.append((m.start(), m.start() + len(w)))
+    return out
+
+
 def _stem(w: str) -> str:
     """A light plural fold so "cakes" and "cake" count as one term."""
     w = w.lower()
