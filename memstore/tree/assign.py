@@ -93,6 +93,12 @@ class Placer:
         if centroid is None:
             return True
         sim = float(centroid @ vec)
+        # Shared words only add, at most 0.16: outside that band they cannot change the answer,
+        # and their key terms (the turn's and the topic's recent records') are most of this time.
+        if sim >= self.th["continue"]:
+            return True
+        if sim + 0.08 * 2 < self.th["continue"]:
+            return False
         shared = naming.term_set([rec["text"]], 12) & naming.term_set(
             self.data.texts(t.records[-RECENT_WINDOW:])[0], 20
         )
@@ -108,7 +114,7 @@ class Placer:
             return self._new_topic(parent, [rec], verdict.get("name"))
         # A sub-topic must be as close to its parent as a continuation would be to the current topic;
         # otherwise the new topic starts at the root (TRACE's rule 4: recency alone is no reason to nest).
-        words = naming.term_set([rec["text"]], 12)
+        words = None
         scored = []
         for depth, tid in enumerate(candidates, 1):
             if depth >= MAX_DEPTH:
