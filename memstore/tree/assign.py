@@ -123,8 +123,13 @@ class Placer:
             c = self.data.centroid(recs, last=40)
             if c is None:
                 continue
+            sim = float(c @ vec)
+            if sim + 0.08 * 2 < self.th["continue"]:
+                continue  # not even two shared words would lift it to the threshold
+            if words is None:
+                words = naming.term_set([rec["text"]], 12)
             shared = words & naming.term_set(self.data.texts(recs[-20:], limit=20)[0], 20)
-            score = float(c @ vec) + 0.08 * min(len(shared), 2)
+            score = sim + 0.08 * min(len(shared), 2)
             if score >= self.th["continue"]:
                 scored.append((score, depth, tid))
         parent = None
