@@ -26,12 +26,12 @@ RESULT_TYPES = {
     "RecallHit": "memstore.results",
     "Marker": "memstore.format.markers",
     "Where": "memstore.results",
-    "Report": "memstore.check",
+    "Report": "memstore.upkeep.fsck",
     "Context": "memstore.results",
     "Tree": "memstore.format.tree",
     "TreeDiff": "memstore.tree.diff",
     "ReorgResult": "memstore.results",
-    "SyncResult": "memstore.sync",
+    "SyncResult": "memstore.upkeep.sync",
 }
 
 
@@ -205,7 +205,7 @@ class StoreAPI:
         Runs until SIGINT/SIGTERM, or one pass with `once`; `report(batch)` is called per batch.
         Returns the number of commits made.
         """
-        from .watch import watch
+        from .ingest.watch import watch
 
         return watch(
             self,
@@ -232,7 +232,7 @@ class StoreAPI:
         verbose: int = 0,
     ):
         """Fetch Wikipedia articles and ingest them as document chunks, one commit (`ct build-wiki`) → WriteResult."""
-        from .wiki import DEFAULT_BASE_URL, TIMEOUT_S, build_wiki
+        from .ingest.wiki import DEFAULT_BASE_URL, TIMEOUT_S, build_wiki
 
         return build_wiki(
             self,
@@ -282,7 +282,7 @@ class StoreAPI:
     def mark(self, text: str | None = None, *, done: str | None = None, now=None):
         """Open a "where are we now" marker with `text`, or close the open marker whose id starts
         with `done` (`ct mark TEXT`, `ct mark --done ID`; one commit) → Marker."""
-        from . import markers
+        from .upkeep import marks as markers
         from .errors import UsageError
 
         if bool(text) == bool(done):
@@ -298,7 +298,7 @@ class StoreAPI:
 
         `dim` and `model` are shorthands for `options` (the embedder's vector size and model name).
         """
-        from .reembed import reembed
+        from .upkeep.reembed import reembed
 
         return reembed(
             self, embedder, {**(options or {}), **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None}}
@@ -306,13 +306,13 @@ class StoreAPI:
 
     def gc(self, dry_run: bool = False):
         """Consolidate every day that has several packs into one pack, one commit (`ct gc`) → GcResult."""
-        from .gc import gc
+        from .upkeep.gc import gc
 
         return gc(self, dry_run=dry_run)
 
     def upgrade(self, dry_run: bool = False):
         """Turn a format-1 store into format 2 in one commit, losslessly (`ct upgrade`) → UpgradeResult."""
-        from .upgrade import upgrade
+        from .upkeep.upgrade import upgrade
 
         return upgrade(self, dry_run=dry_run)
 
@@ -320,7 +320,7 @@ class StoreAPI:
         """The git hook stubs (`ct hooks install|uninstall|status`): install → names installed,
         uninstall → names removed, status → {hook name: state}; run → what the stub `name` does
         when git calls it with `args` (`ct hook NAME ARGS…`: refresh the index)."""
-        from . import hooks
+        from .upkeep import hooks
         from .errors import UsageError
 
         if action == "run":
@@ -331,7 +331,7 @@ class StoreAPI:
 
     def sync(self, push: bool = True, set_upstream: str | None = None):
         """Merge the remote's memory, reindex, push (`ct sync`) → SyncResult."""
-        from .sync import sync
+        from .upkeep.sync import sync
 
         return sync(self, push=push, set_upstream=set_upstream)
 
@@ -429,13 +429,13 @@ class StoreAPI:
 
     def where(self, markers: int = 10, lines: int = 8, now=None):
         """Open markers and the latest session's last lines (`ct where`) → Where."""
-        from .markers import where
+        from .retrieve.where import where
 
         return where(self, markers=markers, lines=lines, now=_reference(self, now))
 
     def context(self, query: str, budget: int | None = None, k: int = 8, recent: int = 6):
         """Markers, topic paths, recalled lines and recent turns for a prompt, within `budget` tokens → Context."""
-        from .tree.context import build_context
+        from .retrieve.context import build_context
 
         return build_context(self, query, budget=budget, k=k, recent=recent)
 
@@ -484,7 +484,7 @@ class StoreAPI:
 
     def stat(self) -> Stats:
         """Counts of records, days, sessions, packs and bytes (`ct stat`) → Stats."""
-        from .stats import stat
+        from .upkeep.stats import stat
 
         d = stat(self)
         return Stats(
@@ -508,7 +508,7 @@ class StoreAPI:
         `repair` first rolls back what an interrupted write left and brings the index up to date
         (committed data is never changed); what it did is in `Report.repair`.
         """
-        from .check import fsck
+        from .upkeep.fsck import fsck
 
         fixed = None
         if repair:
@@ -527,7 +527,7 @@ class StoreAPI:
 
     def log(self, max_count: int = 20) -> list[dict]:
         """The memory's history from git, newest first (`ct log`): sha, date, subject, counts per kind."""
-        from .history import history
+        from .upkeep.history import history
 
         return history(self, max_count=max_count)
 
@@ -541,7 +541,7 @@ class StoreAPI:
 
         if kind != "contexttape":
             raise UsageError(f"export: the only format is contexttape, not {kind!r}")
-        from .export import export_contexttape
+        from .upkeep.export import export_contexttape
 
         self.index()
         return export_contexttape(self, dest, progress=progress)
@@ -562,14 +562,14 @@ class StoreAPI:
 
         `ready(url)` is called once the server listens (with the bound port when `port` is 0).
         """
-        from .serve import make_server, serve, url_of
+        from .serve.http import make_server, serve, url_of
 
         server = make_server(self.root, host=host, port=port, allow_remote=allow_remote, log=log, writable=writable)
         serve(server, ready=None if ready is None else lambda: ready(url_of(server)))
 
     def mcp(self) -> None:
         """Serve the store to AI agents over MCP on stdin/stdout until the client leaves (`ct mcp`)."""
-        from .mcp_server import serve
+        from .serve.mcp import serve
 
         serve(self.root)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .adapters.llm import LLM, LLMError, get_llm
 from .format.timeutil import now_utc, to_iso
-from .tree.context import Context, build_context
+from .retrieve.context import Context, build_context
 
 SYSTEM = """Today is {today}.
 You are a helpful assistant with a long-term memory. The memory context below holds verbatim lines

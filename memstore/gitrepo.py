@@ -173,7 +173,7 @@ class GitRepo:
             hooks = self.root / hooks
         hook = hooks / "post-commit"
         if hook.is_file() and os.access(hook, os.X_OK):
-            from .hooks import MARK
+            from .upkeep.hooks import MARK
 
             ours = MARK in hook.read_text(errors="replace") and not hook.with_name("post-commit.pre-memstore").exists()
             if not ours:

@@ -89,7 +89,8 @@ class Store(StoreAPI):
     ) -> "Store":
         """Create a memory store (a git repository) in `path` (`ct init`); `dim` and `model` are
         shorthands for `embedder_options` (the hash and openai embedders' vector size, model name)."""
-        from . import adapters, hooks
+        from . import adapters
+        from .upkeep import hooks
         from .gitrepo import GitRepo
 
         root = Path(path).expanduser().resolve()

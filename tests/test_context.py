@@ -10,7 +10,7 @@ from hypothesis import strategies as st_
 
 from conftest import ct, make_store
 from memstore.format import tree as treefmt
-from memstore.tree.context import build_context
+from memstore.retrieve.context import build_context
 from tree_scenarios import (
     BIKE,
     NEEDLE,

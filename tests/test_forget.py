@@ -166,8 +166,8 @@ def test_forget_over_mcp_and_http(tmp_path):
 
     import anyio
 
-    from memstore.mcp_server import MemoryServer, build_server
-    from memstore.serve import make_server
+    from memstore.serve.mcp import MemoryServer, build_server
+    from memstore.serve.http import make_server
 
     st = make_store(tmp_path / "s")
     st.add("The spare key is under the blue flowerpot by the door", session="home")

@@ -14,7 +14,8 @@ import pytest
 from conftest import commits, ct, git_clean, write_turns
 from memstore.format import markers as markerfmt
 from memstore.index.fresh import stat_fingerprint
-from memstore.markers import done, mark, where
+from memstore.retrieve.where import where
+from memstore.upkeep.marks import done, mark
 
 NOW = "2026-11-30T10:00:00"
 

@@ -173,7 +173,7 @@ def test_a_big_pack_is_never_rewritten_for_small_additions(tmp_path):
 
 
 def test_flipping_any_byte_of_a_pack_is_found_and_named(tmp_path):
-    from memstore.check import fsck
+    from memstore.upkeep.fsck import fsck
     from memstore.store import Store
 
     st = Store.init(tmp_path / "small", embedder="hash", timezone="UTC", embedder_options={"dim": 8})

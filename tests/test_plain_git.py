@@ -268,7 +268,7 @@ def test_a_store_has_no_merge_driver_and_union_attributes(tmp_path):
 
 
 def test_hooks_find_memstore_on_path_or_do_nothing(tmp_path, monkeypatch):
-    from memstore import hooks
+    from memstore.upkeep import hooks
 
     st = make_store(tmp_path / "s")
     stub = (st.root / ".git" / "hooks" / "post-merge").read_text()

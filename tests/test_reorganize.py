@@ -10,7 +10,7 @@ import pytest
 from conftest import commits, ct, git_clean, make_store
 from memstore.format import tree as treefmt
 from memstore.retrieve.search import search
-from memstore.tree.context import build_context
+from memstore.retrieve.context import build_context
 from memstore.tree.reorganize import reorganize
 from tree_scenarios import CODE, DISTRACTORS, SNAKE, THESEUS, converse, filler, subject_of
 

@@ -137,7 +137,7 @@ def _watch(root, tmp, text, flags):
 
 
 def _mcp(root, tmp, text, flags):
-    from memstore.mcp_server import MemoryServer
+    from memstore.serve.mcp import MemoryServer
 
     mode = {"--allow-secrets": "allow", "--redact-secrets": "redact"}.get(flags[0] if flags else "", "refuse")
 
@@ -152,7 +152,7 @@ def _mcp(root, tmp, text, flags):
 
 
 def _http(root, tmp, text, flags):
-    from memstore.serve import make_server
+    from memstore.serve.http import make_server
     import urllib.error
     import urllib.request
 

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conftest import CT, commits, ct, git_clean, make_store
-from memstore.serve import ENDPOINTS, bind_address, make_server, url_of
+from memstore.serve.http import ENDPOINTS, bind_address, make_server, url_of
 
 
 def call(base, path, body=None, method=None, headers=None, raw: bytes | None = None):

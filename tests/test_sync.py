@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import commits, committed_ids, ct, git_clean, make_store
-from memstore.check import fsck
+from memstore.upkeep.fsck import fsck
 from memstore.store import Store
 
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import CT, commits, ct, git_clean, make_store
-from memstore.watch import Watcher
+from memstore.ingest.watch import Watcher
 
 
 def jline(i: int, session: str = "s") -> str:

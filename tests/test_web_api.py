@@ -12,8 +12,8 @@ import pytest
 
 from conftest import commits, git_clean
 from memstore.ingest.secrets import scan
-from memstore.serve import ENDPOINTS, make_server, url_of
-from memstore.web.mask import MARK, mask
+from memstore.serve.http import ENDPOINTS, make_server, url_of
+from memstore.serve.web.mask import MARK, mask
 from web_store import DAYS, SECRET, build
 
 
@@ -72,7 +72,7 @@ def test_the_page_and_its_files_are_served_with_a_strict_policy(served):
         assert status == 200 and headers["Content-Type"].startswith(ctype) and body
         body = body.replace(b"http://www.w3.org/2000/svg", b"")  # a namespace name, never fetched
         assert b"https://" not in body and b"http://" not in body  # no network at run time
-    status, out = js(base, "/assets/../serve.py")
+    status, out = js(base, "/assets/../http.py")
     assert status == 404
     status, out = js(base, "/assets/nope.js")
     assert status == 404 and "app.js" in out["error"]

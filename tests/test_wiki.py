@@ -10,7 +10,7 @@ from urllib.parse import unquote
 import pytest
 
 from conftest import commits, ct, git_clean, make_store
-from memstore.wiki import FetchError, article_text, page_url, read_topics
+from memstore.ingest.wiki import FetchError, article_text, page_url, read_topics
 
 PHOTO = """<!DOCTYPE html><html><head><title>Photosynthesis - Wikipedia</title>
 <style>.x{color:red}</style><script>var leaked = "SCRIPT TEXT";</script></head>

@@ -645,16 +645,9 @@ def contexttape_compare(b: Bench, store, n: int, queries: list[str], qvecs: np.n
 
 
 def where_timing(b: Bench, store, n: int) -> None:
-    try:
-        from .. import markers
-    except ImportError:
-        b.notes.append("`ct where` not measured: memstore/markers.py is not there yet.")
-        return
-    fn = getattr(markers, "where", None)
-    if fn is None:
-        b.notes.append("`ct where` not measured: memstore.markers has no where().")
-        return
-    times = sample(lambda _: fn(store), [0], 5)
+    from ..retrieve.where import where
+
+    times = sample(lambda _: where(store), [0], 5)
     b.add("warm `where(store)` (no markers in the synthetic store)", f"{n:,}", ms(pct(times, 50)))
 
 

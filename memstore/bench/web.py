@@ -56,7 +56,7 @@ def page_load(root, loads: int = 10) -> dict:
     Returns seconds: `first` (a fresh server: opening the store and its index), `p50`, `max`, `cpu`
     (process CPU time per load, server and client together), and the median of each request in `parts`.
     """
-    from ..serve import make_server, url_of
+    from ..serve.http import make_server, url_of
 
     server = make_server(root, port=0, log=False)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

@@ -231,7 +231,7 @@ def read_blob(store, rec: dict) -> tuple[bytes, dict]:
         _, payload = read_segment(shard / segment_name(int(ref["blob"])))
         _, manifest = read_segment(shard / segment_name(int(ref["manifest"])))
         return payload, json.loads(manifest.decode("utf-8"))
-    from ..check import find_day_blob
+    from ..upkeep.fsck import find_day_blob
     from ..format import pack as packfmt
     from ..format.timeutil import local_day
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..format import tree as treefmt
+from ..format.record import is_conversation
 from ..format.tree import Topic, Tree
 from . import naming
 from .fanout import rebalance
 from .topicdata import RecordData, normalise, thresholds
 
-CONVERSATION_TYPES = ("text", "action")
 SHORT_TURN_WORDS = 2  # "ok", "yes please", "why?" (under 2 content words) continue whatever is going on
 RECENT_WINDOW = 8  # the current topic is judged by its latest records (drift-tolerant)
 MAX_DEPTH = 6  # sub-topics are not opened below this depth
@@ -33,10 +33,6 @@ def max_children(store) -> int:
 def topics_enabled(store) -> bool:
     value = store.config.settings.get("topics", True)
     return value is not False and str(value).lower() not in {"false", "0", "no", "off"}
-
-
-def is_conversation(rec: dict) -> bool:
-    return rec.get("type") in CONVERSATION_TYPES
 
 
 class Placer:

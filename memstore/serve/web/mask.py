@@ -9,7 +9,7 @@ so whatever the detector would call a secret is never sent to a browser in full.
 
 from __future__ import annotations
 
-from ..ingest.secrets import scan
+from ...ingest.secrets import scan
 
 MARK = "…[redacted]"
 _KEEP = 4  # leading characters of a secret kept, as the detector's own excerpts do

@@ -28,7 +28,7 @@ class MemoryServer:
     """Wraps one Store; each public coroutine is an MCP tool."""
 
     def __init__(self, root: Path | str):
-        from .store import Store
+        from ..store import Store
 
         self.root = Path(root)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore")
@@ -43,7 +43,7 @@ class MemoryServer:
     async def _run(self, fn, *args, **kwargs):
         from mcp.server.mcpserver.exceptions import ToolError
 
-        from .errors import MemstoreError
+        from ..errors import MemstoreError
 
         loop = asyncio.get_running_loop()
         try:
@@ -143,7 +143,7 @@ class MemoryServer:
         """The topic tree: nested topics with names, summaries and turn counts, plus an indented text view."""
 
         def run():
-            from .tree import render
+            from ..tree import render
 
             st = self._st()
             t = st.tree()
@@ -167,7 +167,7 @@ def build_server(root: Path | str):
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
-    from . import __version__
+    from .. import __version__
 
     mem = MemoryServer(root)
     server = MCPServer(name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
@@ -196,7 +196,7 @@ def build_server(root: Path | str):
 
 def serve(root: Path | str) -> None:
     """Run the server on stdin/stdout until the client closes the connection."""
-    from .store import Store
+    from ..store import Store
 
     st = Store.open(root)  # fail before the handshake, with the CLI's message, if this is not a store
     server, mem = build_server(st.root)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .index import queries
+from ..index import queries
 
 
 def stat(store) -> dict:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import GitError, MemstoreError
-from .gitrepo import IN_MEMSTORE_ENV
+from ..errors import GitError, MemstoreError
+from ..gitrepo import IN_MEMSTORE_ENV
 
 PUSH_TRIES = 3
 
@@ -44,7 +44,7 @@ class SyncResult:
 
 def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResult:
     """Fetch, merge the upstream branch, bring the index up to date, push what the remote lacks."""
-    from . import forget as forgetting
+    from .. import forget as forgetting
     from . import hooks
 
     with store.lock():  # journalled: a crashed writer's leftovers are rolled back before the merge

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .errors import UsageError
-from .format.segment import DT_TEXT, MAX_PAYLOAD, Header, segment_name, write_file_atomic
-from .format.stored import day_encoded, record_vector
-from .format.timeutil import from_iso
-from .index.queries import current_vector_rows
+from ..errors import UsageError
+from ..format.segment import DT_TEXT, MAX_PAYLOAD, Header, segment_name, write_file_atomic
+from ..format.stored import day_encoded, record_vector
+from ..format.timeutil import from_iso
+from ..index.queries import current_vector_rows
 
 MAP_FILE = "memstore-export.json"
 

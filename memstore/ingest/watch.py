@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import FormatError, MemstoreError, SecretsFound, UsageError
+from ..errors import FormatError, MemstoreError, SecretsFound, UsageError
 
 KINDS = ("claude-code", "jsonl", "chatgpt")
 DETECT_BYTES = 1 << 16  # how much of a file's start format detection reads
@@ -221,7 +221,7 @@ class Watcher:
 
     def _one(self, files: list[str], batch: Batch) -> None:
         """Import the files, one commit per format (the given --kind, else each file's detected one)."""
-        from .ingest.run import import_source
+        from .run import import_source
 
         by_kind: dict[str, list[str]] = {}
         for f in files:

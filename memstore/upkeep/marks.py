@@ -1,22 +1,11 @@
-"""Markers and "where are we now": `mark` and `done` (one commit each) and the cheap `where` view.
-
-`where` must answer in well under 100 ms on a large store and its process must not import numpy,
-so it reads the index's SQLite directly when a stat-only freshness check (the same fingerprints
-the index builder stores) says the index is current, and falls back to a normal index update only
-when something changed since the last update.
-"""
+"""The "where are we now" markers: `mark` opens one and `done` closes one, one commit each
+(markers.jsonl, format/markers.py). Reading them is retrieve/where.py."""
 
 from __future__ import annotations
 
-from .errors import FormatError, MemstoreError, UsageError
-from .format import log as logfmt
-from .format import markers as markerfmt
-from .format.timeutil import now_utc
-from .index.queries import latest_session
-from .results import Where
-
-
-# --------------------------------------------------------------------------------------- writing
+from ..errors import FormatError, MemstoreError, UsageError
+from ..format import markers as markerfmt
+from ..format.timeutil import now_utc
 
 
 def _checked_lines(store) -> list[markerfmt.MarkerLine]:
@@ -81,24 +70,3 @@ def done(store, ref: str, now=None) -> markerfmt.Marker:
 def _subject(text: str, width: int = 60) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-# --------------------------------------------------------------------------------------- reading
-
-
-def where(store, markers: int = 10, lines: int = 8, now=None) -> Where:
-    """Open markers and the last `lines` lines of the latest session, without importing numpy."""
-    from .format.timeutil import to_iso
-
-    out = Where(now=to_iso(now or now_utc()))
-    all_markers = markerfmt.read(store.root)
-    open_ = [m for m in all_markers if m.status == "open"]
-    out.markers_done = len(all_markers) - len(open_)
-    out.markers = open_[-markers:] if markers > 0 else []
-    out.markers_omitted = len(open_) - len(out.markers)
-    # Harness rows and document chunks are not "where the conversation stands" (index/queries.py).
-    out.fast, latest = latest_session(store, lines)
-    if latest is not None:
-        out.session, out.session_lines, rows = latest
-        out.lines = [logfmt.read_text_at(logfmt.day_path(store.root, day), off, ln) for day, off, ln in rows]
-    return out

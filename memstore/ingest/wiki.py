@@ -15,8 +15,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
 
-from .errors import MemstoreError, SecretsFound, UsageError
-from .store import WriteResult
+from ..errors import MemstoreError, SecretsFound, UsageError
+from ..store import WriteResult
 
 DEFAULT_BASE_URL = "https://en.wikipedia.org/wiki/"
 USER_AGENT = "memstore-build-wiki/0.1 (+https://github.com/; Mozilla/5.0 compatible)"
@@ -282,8 +282,8 @@ def build_wiki(
 
     Nothing is written when no page could be fetched (MemstoreError, exit 1) or nothing is new.
     """
-    from .format.timeutil import now_utc
-    from .ingest.path import plan_files
+    from ..format.timeutil import now_utc
+    from .path import plan_files
 
     if limit is not None and limit < 1:
         raise UsageError(f"--limit must be at least 1, not {limit}")

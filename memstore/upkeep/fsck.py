@@ -12,10 +12,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .format import layout
-from .format import log as logfmt
-from .format import record as recordfmt
-from .format.segment import (
+from ..format import layout
+from ..format import log as logfmt
+from ..format import record as recordfmt
+from ..format.segment import (
     DT_AUDIO,
     DT_BLOB,
     DT_IMAGE,
@@ -81,7 +81,7 @@ def fsck(store) -> Report:
     _check_orphans(store, rep, referenced)
     _check_pack_orphans(store, rep, packed, claimed)
     _check_tree(store, rep)
-    from .repair import crashed_journal
+    from ..repair import crashed_journal
 
     journal = crashed_journal(store)
     if journal is not None:
@@ -97,7 +97,7 @@ def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) 
         rep.damage.append(f"{where}: role {rec.get('role')!r} is not one of {recordfmt.ROLES}")
     if rec.get("type") not in recordfmt.TYPES:
         rep.damage.append(f"{where}: type {rec.get('type')!r} is not one of {recordfmt.TYPES}")
-    from .format.timeutil import from_iso, local_day
+    from ..format.timeutil import from_iso, local_day
 
     if local_day(from_iso(rec["ts"]), store.tz) != day:
         rep.damage.append(f"{where}: ts {rec['ts']} is not on day {day} in {store.config.timezone}")
@@ -142,9 +142,9 @@ def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) 
 
 def _check_tree(store, rep) -> None:
     """Every tree op line must parse (named file:line), and a format-1 tree.json as a topic tree."""
-    from .errors import FormatError
-    from .format import tree as treefmt
-    from .format import treelog
+    from ..errors import FormatError
+    from ..format import tree as treefmt
+    from ..format import treelog
 
     if treelog.exists(store.root):
         rep.damage += treelog.read_ops(store.root)[1]
@@ -234,7 +234,7 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
     """Verify every file under packs/: name = sha256 of the bytes, parseable, in its day's folder."""
     import json
 
-    from .format import pack as packfmt
+    from ..format import pack as packfmt
 
     out: dict[str, DayPacks] = {}
     top = store.root / layout.PACKS
@@ -283,7 +283,7 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
 
 def _check_packed(store, rec, where, day, rep, day_packs: "DayPacks | None") -> None:
     """A format-2 record: a vector in a pack of its day made from this text; its blob, if any, intact."""
-    from .format import pack as packfmt
+    from ..format import pack as packfmt
 
     rid = str(rec["id"])
     entries = (day_packs.vectors if day_packs else {}).get(rid)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import UsageError
+from ...errors import UsageError
 from .mask import mask, mask_fields
 
 RECORD_FIELDS = ("id", "ts", "day", "role", "actor", "type", "session", "model", "text")
@@ -64,7 +64,7 @@ def search(st, p) -> dict:
 
 
 def _marker_view(m, tz) -> dict:
-    from ..format.timeutil import from_iso
+    from ...format.timeutil import from_iso
 
     j = m.to_json()
     j["day"] = from_iso(m.ts).astimezone(tz).strftime("%Y-%m-%d")
@@ -137,7 +137,7 @@ def _gone_names(st, t) -> dict[str, str]:
     commits = [c for c in st.history(max_count=HISTORY_MAX) if c["counts"]["tree"]]
     if not commits:
         return {}
-    from ..format.timeutil import from_iso
+    from ...format.timeutil import from_iso
 
     want: dict[str, list[str]] = {}
     for tid, g in t.gone.items():

@@ -55,7 +55,7 @@ def install(store) -> list[str]:
 def configure_git(store) -> None:
     """git fsyncs what it commits (memstore's files rely on it); a merge driver an older memstore
     registered is removed (its command no longer exists, so it would turn merges into conflicts)."""
-    from .errors import GitError
+    from ..errors import GitError
 
     store.git.config_set("core.fsync", "committed")
     store.git.config_set("core.fsyncMethod", "batch")

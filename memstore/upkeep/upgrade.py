@@ -28,13 +28,13 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import FormatError, MemstoreError
-from .format import config as configfmt
-from .format import log as logfmt
-from .format import pack as packfmt
-from .format import record as recordfmt
-from .format.segment import Header, SegmentError, write_file_atomic
-from .format.stored import seg_blob, seg_vector
+from ..errors import FormatError, MemstoreError
+from ..format import config as configfmt
+from ..format import log as logfmt
+from ..format import pack as packfmt
+from ..format import record as recordfmt
+from ..format.segment import Header, SegmentError, write_file_atomic
+from ..format.stored import seg_blob, seg_vector
 
 TARGET = 2
 MARKER = "upgrade-in-progress"  # in .memstore/: an upgrade that dies before its commit is undone by the next
@@ -222,7 +222,7 @@ def _message(res: UpgradeResult) -> str:
 
 def _apply(store, res: UpgradeResult) -> list[str]:
     """Write packs, logs, config, attributes and tree; remove segments/; the paths to commit."""
-    from .format import tree as treefmt
+    from ..format import tree as treefmt
 
     root = store.root
     tree = treefmt.read(root) if res.tree else None  # read while the store still says format 1
@@ -236,7 +236,7 @@ def _apply(store, res: UpgradeResult) -> list[str]:
         staged.append(store.rel(d.log))
     store.config.format_version = TARGET
     store.config.write(root)
-    from .store import GITATTRIBUTES  # a new store's: union merges for the logs, no merge driver
+    from ..store import GITATTRIBUTES  # a new store's: union merges for the logs, no merge driver
 
     (root / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
     staged += [configfmt.FILENAME, ".gitattributes"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from . import adapters
-from .format import config as configfmt
-from .format import log as logfmt
-from .format import pack as packfmt
-from .format.timeutil import from_iso
-from .store import EMBED_CHARS
+from .. import adapters
+from ..format import config as configfmt
+from ..format import log as logfmt
+from ..format import pack as packfmt
+from ..format.timeutil import from_iso
+from ..store import EMBED_CHARS
 
 
 def reembed(store, embedder_name: str | None = None, options: dict | None = None, batch: int = 256) -> dict:
@@ -39,8 +39,8 @@ def reembed(store, embedder_name: str | None = None, options: dict | None = None
 
 def _reembed_day(store, day: str, emb, dtype: str, batch: int) -> int:
     """Write the day's one new pack; returns how many records it holds vectors for."""
-    from .adapters.cache import embed_cached
-    from .format import record as recordfmt
+    from ..adapters.cache import embed_cached
+    from ..format import record as recordfmt
 
     recs: dict[str, dict] = {}
     path = logfmt.day_path(store.root, day)

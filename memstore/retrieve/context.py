@@ -16,7 +16,7 @@ import numpy as np
 from ..format import tree as treefmt
 from ..format.timeutil import from_iso
 from ..index import queries
-from .topicdata import WORD_WEIGHT, RecordData, normalise, thresholds
+from ..tree.topicdata import WORD_WEIGHT, RecordData, normalise, thresholds
 from ..results import Context  # noqa: F401  (re-exported)
 
 MAX_PATHS = 3
@@ -48,7 +48,7 @@ def _line(ts: str, role: str, text: str, tz) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    from .naming import words
+    from ..tree.naming import words
 
     seen: list[str] = []
     for w in words(query):
@@ -149,13 +149,13 @@ def topic_pieces(store, tree, data, qvec, th, query) -> list[Piece]:
 
 
 def _fold(w: str) -> str:
-    from .naming import _stem
+    from ..tree.naming import _stem
 
     return _stem(w)
 
 
 def recall_pieces(store, query: str, qvec, tree, th, k: int, data: RecordData) -> list[Piece]:
-    from ..retrieve.search import Filters, search
+    from .search import Filters, search
 
     hits = search(store, query, k=k * 3, mode="hybrid", filters=Filters(exclude_types=["meta"]), qvec=qvec)
     archived = set(tree.archived)
@@ -193,7 +193,7 @@ def recall_pieces(store, query: str, qvec, tree, th, k: int, data: RecordData) -
 def marker_and_recent_pieces(store, recent: int) -> list[Piece]:
     pieces = []
     try:
-        from ..markers import where
+        from .where import where
     except ImportError:  # markers are optional in older checkouts
         where = None
     w = None

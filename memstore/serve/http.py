@@ -4,8 +4,8 @@ stats) and a web page to look at it (search, timeline, topic tree, history).
 Each API endpoint calls the same `Store` method as the `ct` command of the same name and answers
 with its `to_json()` shape; `/openapi.json` describes them all. Read endpoints take GET query
 parameters or a POST JSON body; `add` is POST only and answers only when the server was started
-writable. The page is plain files shipped in `memstore/web/`, served from `/` (to a browser) and
-`/assets/`; it reads the `/view/...` endpoints (memstore/web/views.py), which mask secrets. All
+writable. The page is plain files shipped in `memstore/serve/web/`, served from `/` (to a browser) and
+`/assets/`; it reads the `/view/...` endpoints (memstore/serve/web/views.py), which mask secrets. All
 store work runs on one dedicated thread, because the index's SQLite connection belongs to the
 thread that opened it.
 
@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from .errors import LockTimeout, MemstoreError, SecretsFound, UsageError
+from ..errors import LockTimeout, MemstoreError, SecretsFound, UsageError
 
 MAX_BODY = 10 * 1024 * 1024
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
@@ -86,7 +86,7 @@ def _add(st, p):
 
 
 def _view(name):
-    """The page's data function `name` from memstore/web/views.py, imported on first use."""
+    """The page's data function `name` from memstore/serve/web/views.py, imported on first use."""
 
     def call(st, p):
         from .web import views
@@ -300,11 +300,11 @@ ASSET_TYPES = {
 
 
 def load_assets() -> dict[str, Page]:
-    """The page's files shipped in memstore/web/, by name."""
+    """The page's files shipped in memstore/serve/web/, by name."""
     from importlib.resources import files
 
     out = {}
-    for f in files("memstore.web").iterdir():
+    for f in files("memstore.serve.web").iterdir():
         ctype = ASSET_TYPES.get(Path(f.name).suffix)
         if ctype and f.is_file():
             out[f.name] = Page(f.read_bytes(), ctype)
@@ -527,7 +527,7 @@ class App:
     """Routes requests to ENDPOINTS and runs the store calls on one worker thread."""
 
     def __init__(self, root: Path, allow_remote: bool = False, log: bool = True, writable: bool = False):
-        from . import __version__
+        from .. import __version__
 
         self.root, self.allow_remote, self.log, self.version = Path(root), allow_remote, log, __version__
         self.writable = writable
@@ -537,7 +537,7 @@ class App:
 
     def _st(self):
         if self._store is None:
-            from .store import Store
+            from ..store import Store
 
             self._store = Store.open(self.root)
         return self._store
