@@ -147,11 +147,17 @@ def read_journal(store) -> dict | None:
     return data
 
 
-def _write_journal(store) -> None:
+def new_journal(store) -> dict:
+    """A writer's journal as it begins: who, when, from which commit, and (filled in as it goes)
+    the size each append-only file had before its first append (-1: it did not exist)."""
+    return {"pid": os.getpid(), "started": time.time(), "head": store.git.head(), "appended": {}}
+
+
+def _write_journal(store, journal: dict) -> None:
     store.meta_dir.mkdir(exist_ok=True)
     path = store.meta_dir / JOURNAL
     tmp = path.with_name(f".{JOURNAL}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps({"pid": os.getpid(), "started": time.time(), "head": store.git.head()}), encoding="utf-8")
+    tmp.write_text(json.dumps(journal), encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -191,7 +197,11 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
     packs = [(xy, p) for xy, p in entries if p.startswith("packs/")]
     others = [(xy, p) for xy, p in entries if not _is_append_only(p) and not p.startswith(("segments/", "packs/"))]
     started = float(journal.get("started") or 0) if journal is not None else None
+    appended = journal.get("appended") if journal is not None else None
     for xy, p in logs:
+        if isinstance(appended, dict):  # the writer said what it appended: cut exactly that
+            _rollback_own_appends(store, p, appended.get(p), rep, backup)
+            continue
         base = ":" if journal is None and xy[0] not in " ?" else "HEAD:"  # staged: the index is the floor
         _rollback_appended(store, xy, p, rep, backup, started, base)
     for xy, p in segs:
@@ -283,6 +293,32 @@ def _rollback_appended(
         path.unlink()
     else:
         os.truncate(path, keep)
+
+
+def _rollback_own_appends(store, p: str, size_before, rep: Repair, backup: "_Backup") -> None:
+    """An append-only file, cut back to the size it had before the crashed writer's first append.
+
+    A file the writer never appended to is left as it is: its uncommitted lines are a person's,
+    however recent (an older writer's journal, without sizes, falls back to file times).
+    """
+    path = store.root / p
+    if not isinstance(size_before, int):
+        rep.untouched.append(f"{p}: uncommitted lines the interrupted write did not make left alone")
+        return
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    if len(data) < size_before:
+        rep.untouched.append(f"{p}: shorter than before the interrupted write; left alone")
+        return
+    tail = data[max(size_before, 0) :]
+    _count_lines(tail, rep)
+    backup.save(p, tail)
+    if size_before < 0:  # the writer created it
+        path.unlink()
+    else:
+        os.truncate(path, size_before)
 
 
 def _count_lines(tail: bytes, rep: Repair) -> None:
@@ -494,7 +530,9 @@ def repair(store) -> Repair:
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
         journal = read_journal(store)
         if journal is None:
-            _write_journal(store)  # so that a repair killed inside git is itself rolled back later
+            # so that a repair killed inside git is itself rolled back later; without sizes, as a
+            # repair cuts every uncommitted line, not only its own appends
+            _write_journal(store, {k: v for k, v in new_journal(store).items() if k != "appended"})
         rep = rollback(store, journal)
         (store.meta_dir / JOURNAL).unlink(missing_ok=True)
         _remove_stray_temps(store, rep)

@@ -15,12 +15,15 @@ its writes would mix two layouts, so `ct upgrade` has to run first.
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from . import FORMAT_VERSION
 from .errors import MemstoreError, VersionError
-from .repair import BACKUP_DIR, JOURNAL, _status, _write_journal, read_journal, rollback
+from .format.log import BEFORE_APPEND
+from .repair import BACKUP_DIR, JOURNAL, _status, _write_journal, new_journal, read_journal, rollback
 
 
 @dataclass
@@ -112,7 +115,8 @@ def begin_write(store, check_logs: bool = True) -> list[str]:
         notes = rollback(store, journal).notes()
     # The journal goes down before this writer runs any git command: even `git status` takes
     # .git/index.lock, and a kill during it must leave a journal that dates the stale lock.
-    _write_journal(store)
+    store._journal = new_journal(store)
+    _write_journal(store, store._journal)
     store._writing = True
     if journal is None and check_logs:
         dirty = [p for _, p in _status(store, "log") if p.endswith(".jsonl")]
@@ -171,6 +175,7 @@ def write_lock(store, check_logs: bool = True):
 
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
         store.recovery_notes = begin_write(store, check_logs)
+        hook = BEFORE_APPEND.set(lambda path: note_append(store, path))
         try:
             yield
         except BaseException as exc:
@@ -183,7 +188,28 @@ def write_lock(store, check_logs: bool = True):
             except Exception:  # the journal stays; the next writer rolls back instead
                 pass
             raise
+        finally:
+            BEFORE_APPEND.reset(hook)
         end_write(store)
+
+
+def note_append(store, path) -> None:
+    """Before the writer's first append to `path`: the journal records the size it had, so a
+    rollback cuts exactly what this writer appended (memstore/repair.py)."""
+    journal = getattr(store, "_journal", None)
+    if journal is None:
+        return
+    try:
+        rel = Path(path).resolve().relative_to(store.root).as_posix()
+    except ValueError:
+        return  # not a store file
+    if rel in journal["appended"]:
+        return
+    try:
+        journal["appended"][rel] = os.stat(path).st_size
+    except FileNotFoundError:
+        journal["appended"][rel] = -1
+    _write_journal(store, journal)
 
 
 def end_write(store) -> None:

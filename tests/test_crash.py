@@ -415,3 +415,34 @@ def test_lock_timeout_names_the_lock_and_changes_nothing(store):
     assert "MEMSTORE_LOCK_TIMEOUT" in proc.stderr
     assert waited < 10
     assert len(commits(store.root)) == n0 and git_clean(store.root)
+
+
+def test_a_failed_write_cuts_exactly_its_own_appends(store, monkeypatch):
+    """The journal records each file's size before the writer's first append, so the rollback of a
+    failed write cuts those bytes and nothing else: a person's line appended a moment before the
+    write, to a day the write does not touch, stays (file times alone could not tell them apart)."""
+    from memstore.gitrepo import GitRepo
+
+    store.add("first", ts="2026-11-30T08:00:00Z")
+    store.add("second", ts="2026-12-01T08:00:00Z")
+    other = store.root / "log/2026/2026-11-30.jsonl"
+    with open(other, "ab") as fh:  # the person's edit, microseconds before the write begins
+        fh.write(HAND_LINE)
+    edited = other.read_bytes()
+    day = store.root / "log/2026/2026-12-01.jsonl"
+    before = day.read_bytes()
+    n = len(commits(store.root))
+
+    def fail(self, *args, **kwargs):
+        assert day.read_bytes() != before  # the write appended its line, then its commit fails
+        raise RuntimeError("commit failed")
+
+    monkeypatch.setattr(GitRepo, "commit", fail)
+    with pytest.raises(RuntimeError, match="commit failed"):
+        store.add("third", ts="2026-12-01T09:00:00Z")
+    assert day.read_bytes() == before  # the writer's own line is gone
+    assert other.read_bytes() == edited  # the person's line is not
+    assert len(commits(store.root)) == n
+    saved = b"".join(p.read_bytes() for p in (store.meta_dir / "rolled-back").rglob("*") if p.is_file())
+    assert b"third" in saved and b"hand-written" not in saved
+    assert not (store.meta_dir / "write-journal.json").exists()

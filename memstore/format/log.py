@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +89,12 @@ def read_text_at(path: Path, offset: int, length: int) -> dict:
         return recordfmt.loads(f.read(length).decode("utf-8"))
 
 
+# Called with each path before `append_lines` first opens it, while a write transaction runs in this
+# thread (memstore/transaction.py): the journal then holds the size the file had before the writer
+# appended, so a rollback cuts exactly the writer's bytes and nothing a person wrote.
+BEFORE_APPEND: ContextVar = ContextVar("memstore_before_append", default=None)
+
+
 def append(path: Path, records: list[dict], fsync: bool = True) -> None:
     """Append complete lines in one write, so a killed process leaves whole lines or nothing new."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,6 +107,9 @@ def append_lines(path: Path, payload: bytes, fsync: bool = True) -> None:
     A file whose last write was cut short gets a newline first, so the damaged line stays on its
     own and the new lines stay parseable.
     """
+    before = BEFORE_APPEND.get()
+    if before is not None:
+        before(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         if os.fstat(fd).st_size > 0:
