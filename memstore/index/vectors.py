@@ -60,7 +60,7 @@ def remove_generations(meta_dir: Path, keep: int) -> None:
     for p in meta_dir.glob("times-*.f64"):
         if p.name != ts_path(meta_dir, keep).name:
             p.unlink(missing_ok=True)
-    # The faiss sidecars (index/ann.py) of other generations: float16 copies and IVF indexes.
-    for p in [*meta_dir.glob("vectors-*.f16"), *meta_dir.glob("ivf-*.faiss")]:
-        if p.name not in (f"vectors-{keep}.f16", f"ivf-{keep}.faiss"):
+    # The faiss sidecars (index/ann.py) of other generations: float16 and int8 copies, IVF indexes.
+    for p in [*meta_dir.glob("vectors-*.f16"), *meta_dir.glob("vectors-*.i8"), *meta_dir.glob("ivf-*.faiss")]:
+        if p.name not in (f"vectors-{keep}.f16", f"vectors-{keep}.i8", f"ivf-{keep}.faiss"):
             p.unlink(missing_ok=True)

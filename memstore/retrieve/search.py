@@ -6,7 +6,6 @@ Candidates are index rows; the verbatim text is read from the day logs only for 
 from __future__ import annotations
 
 import bisect
-import threading
 
 import numpy as np
 
@@ -22,6 +21,8 @@ MODES = ("hybrid", "exact", "vector")
 FUSION = "scores"
 FUSION_WEIGHT = 0.7  # on cosine; SciFact dev nDCG@10 0.7406 at 0.6, 0.7405 at 0.7, LongMemEval better at 0.7
 FUSIONS = ("scores", "rrf")
+# From this many rows a hybrid search scans vectors in a second thread; below, a thread costs more than it saves.
+THREAD_MIN_ROWS = 20_000
 
 
 def exact_candidates(index, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
@@ -33,13 +34,13 @@ def exact_candidates(index, query: str, filters: Filters, limit: int) -> list[tu
 
 
 class _VectorScan:
-    """One vector query in three steps, so the scan can run beside the FTS query.
+    """One vector query in steps, so the scan can run beside the FTS query.
 
-    `prepare` (the constructor) and `finish` use the SQLite connection (owned by the caller's
-    thread); `scan` is numpy or faiss, releases the GIL, and may run in another thread. Large
-    unfiltered or time-sliced scans go through a faiss float16 (or, opted in, IVF) candidate
-    stage that is re-scored in float32 (memstore/index/ann.py); row filters gather their rows and
-    scan them in numpy.
+    `prepare` (the constructor), `collect` and `finish` run in the caller's thread (`finish` uses
+    the SQLite connection it owns); the tasks of `work` are numpy or faiss, release the GIL, and
+    may run in any thread. Large unfiltered or time-sliced scans go through a faiss float16 or
+    int8 (or, opted in, IVF) candidate stage that is re-scored in float32 (memstore/index/ann.py);
+    row filters gather their rows and scan them in numpy.
     """
 
     def __init__(self, index, qvec, filters: Filters, limit: int, method: str | None = None):
@@ -89,9 +90,31 @@ class _VectorScan:
             ranges = [(lo, hi)] + ([(ordered, n)] if timed and ordered < n else [])
             self.hidden = queries.hidden_vrows(index, ranges)
 
-    def scan(self) -> None:
-        if self.view is not None:
-            self._scan_main()
+    def work(self):
+        """The scan as independent tasks (index/ann.py's `Work`): any thread may run them, and
+        `collect` turns their results into `result`. Uses no SQLite connection."""
+        from ..index.ann import Work
+
+        if self.view is None:
+            return Work([])
+        self.want = min(self.limit + len(self.hidden), self.view.shape[0])
+        if self.scanner is None:
+            return Work([self._scan_numpy])
+        tasks = getattr(self.scanner, "tasks", None)
+        if tasks is None:  # IVF: one search
+            return Work([lambda: (None, self.scanner.candidates(self.q, self.want, self.lo, self.hi))])
+        return Work(tasks(self.q, self.want, self.lo, self.hi))
+
+    def collect(self, work) -> None:
+        parts = work.results()
+        if self.view is not None and self.scanner is not None:
+            from ..index.ann import RESCORE, best, rescore
+
+            if len(parts) == 1 and parts[0][0] is None:
+                cand = parts[0][1]
+            else:
+                cand = best(parts, RESCORE * self.want)
+            self.result = rescore(self.vecs, self.q, cand, self.want)
         if self.tail.size:
             want = min(self.limit + len(self.hidden), self.tail.size)
             scores = self.vecs[self.tail] @ self.q
@@ -102,14 +125,16 @@ class _VectorScan:
             top = np.argsort(-sc, kind="stable")[:want]
             self.result = (vrows[top], sc[top])
 
-    def _scan_main(self) -> None:
-        want = min(self.limit + len(self.hidden), self.view.shape[0])
-        if self.scanner is not None:
-            from ..index.ann import rescore
+    def scan(self, threads: int = 1) -> None:
+        work = self.work()
+        if threads > 1 and len(work.tasks) > 1:
+            work.run_beside(lambda: None)
+        else:
+            work.run()
+        self.collect(work)
 
-            cand = self.scanner.candidates(self.q, want, self.lo, self.hi)
-            self.result = rescore(self.vecs, self.q, cand, want)
-            return
+    def _scan_numpy(self) -> None:
+        want = self.want
         scores = self.view @ self.q
         top = np.argpartition(-scores, want - 1)[:want] if want < scores.shape[0] else np.arange(scores.shape[0])
         top = top[np.argsort(-scores[top], kind="stable")]
@@ -130,8 +155,9 @@ def _scanner(index, rows: int, method: str | None):
     """faiss candidate stage for a scan of `rows` rows, or None for the plain numpy scan.
 
     `method` (else `[settings] vector_index`): "exact" never uses faiss; "auto" (the default) uses
-    the float16 scan from FP16_MIN_ROWS rows when faiss is installed; "ivf" uses the approximate
-    IVF index from that size on.
+    the float16 scan from FP16_MIN_ROWS rows when faiss is installed and the int8 scan from
+    INT8_MIN_ROWS; "fp16" and "int8" pick one of them from FP16_MIN_ROWS on; "ivf" uses the
+    approximate IVF index from that size on.
     """
     from ..index import ann
 
@@ -140,28 +166,34 @@ def _scanner(index, rows: int, method: str | None):
         method = str(settings.get("vector_index", "auto"))
     if method == "exact" or rows < ann.FP16_MIN_ROWS:
         return None
-    return ann.scanner_for(index, "ivf" if method == "ivf" else "fp16")
+    if method == "auto":
+        method = "int8" if rows >= ann.INT8_MIN_ROWS else "fp16"
+    return ann.scanner_for(index, method if method in ("ivf", "int8") else "fp16")
 
 
 def vector_candidates(index, qvec: np.ndarray, filters: Filters, limit: int, method: str | None = None):
     """(rowid, cosine) for the nearest rows; time filters slice the time-ordered matrix."""
+    from ..index.ann import SPLIT_ROWS
+
     job = _VectorScan(index, qvec, filters, limit, method)
-    job.scan()
+    job.scan(threads=2 if job.view is not None and job.view.shape[0] >= SPLIT_ROWS else 1)
     return job.finish()
 
 
 def hybrid_candidates(index, query: str, qvec, filters: Filters, limit: int, method: str | None = None):
-    """Exact and vector candidates, the vector scan running in a thread while FTS5 ranks."""
+    """Exact and vector candidates: a worker thread scans while FTS5 ranks, then this thread helps.
+
+    The faiss scans are split into chunks that both threads take from one list, so once the FTS
+    query is done its core joins the scan instead of waiting for it.
+    """
     job = _VectorScan(index, qvec, filters, limit, method)
-    worker = None
-    if job.view is not None and job.view.shape[0] >= 20_000:  # below that a thread costs more than it saves
-        worker = threading.Thread(target=job.scan, daemon=True)
-        worker.start()
+    work = job.work()
+    if job.view is not None and job.view.shape[0] >= THREAD_MIN_ROWS:
+        exact = work.run_beside(lambda: exact_candidates(index, query, filters, limit))
     else:
-        job.scan()
-    exact = exact_candidates(index, query, filters, limit)
-    if worker is not None:
-        worker.join()
+        work.run()
+        exact = exact_candidates(index, query, filters, limit)
+    job.collect(work)
     return exact, job.finish()
 
 

@@ -1,0 +1,162 @@
+"""The chunked faiss scans (float16 and int8) and the shared work list of a hybrid search."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from conftest import write_turns
+
+from memstore.index import ann
+from memstore.retrieve.search import Filters, hybrid_candidates, vector_candidates
+
+pytest.importorskip("faiss")
+
+WORDS = "budget trip hotel flight meeting deadline design review schedule invoice garden recipe".split()
+
+
+@pytest.fixture
+def filled(store, monkeypatch):
+    monkeypatch.setattr(ann, "FP16_MIN_ROWS", 10)  # the faiss paths from tiny stores on
+    monkeypatch.setattr(ann, "INT8_MIN_ROWS", 10)  # "auto" is the int8 scan here
+    monkeypatch.setattr(ann, "CHUNK_ROWS", 64)  # several chunks, the last one partial
+    rows = [
+        (
+            f"2026-01-{1 + i // 40:02d}T{(i // 2) % 24:02d}:{i % 60:02d}:00Z",
+            "user" if i % 2 == 0 else "assistant",
+            f"{WORDS[i % 12]} {WORDS[(i * 7) % 12]} note {i}",
+            "s1",
+            "me",
+        )
+        for i in range(240)
+    ]
+    write_turns(store, rows)
+    store.index()
+    return store
+
+
+def _same_ranking(got, want):
+    """Same scores in the same order; rows may differ only among exactly tied scores."""
+    assert len(got) == len(want)
+    assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)  # re-scored in float32
+    for (r1, s1), (r2, s2) in zip(got, want):
+        tied = [r for r, s in want if abs(s - s2) < 1e-6]
+        assert r1 == r2 or r1 in tied or abs(s1 - want[-1][1]) < 1e-6
+
+
+@pytest.mark.parametrize("method", ["auto", "int8", "fp16"])
+def test_chunked_scans_equal_the_exact_scan(filled, method, monkeypatch):
+    from memstore.format.timeutil import from_iso
+
+    monkeypatch.setattr(ann, "SPLIT_ROWS", 20)  # chunks shared by two threads
+    index = filled.index(update=False)
+    window = Filters(
+        since=from_iso("2026-01-02T05:00:00Z").timestamp(), until=from_iso("2026-01-05T00:00:00Z").timestamp()
+    )
+    for query, filters in (("budget review", Filters()), ("garden recipe note", window), ("flight", window)):
+        q = filled.embedder.embed_query(query)
+        _same_ranking(
+            vector_candidates(index, q, filters, 20, method=method),
+            vector_candidates(index, q, filters, 20, method="exact"),
+        )
+    suffix = ".f16" if method == "fp16" else ".i8"
+    assert any(p.suffix == suffix for p in filled.meta_dir.iterdir())  # the sidecar is kept in .memstore/
+
+
+def test_hybrid_shares_the_scan_and_keeps_both_lists(filled, monkeypatch):
+    import memstore.retrieve.search as search
+
+    index = filled.index(update=False)
+    q = filled.embedder.embed_query("hotel deadline")
+    want_exact, want_vec = hybrid_candidates(index, "hotel deadline", q, Filters(), 15, method="exact")
+    seen = []
+    real = ann.Work.run_beside
+
+    def spy(self, fn):
+        seen.append(len(self.tasks))
+        return real(self, fn)
+
+    monkeypatch.setattr(ann.Work, "run_beside", spy)
+    monkeypatch.setattr(search, "THREAD_MIN_ROWS", 20)  # the thread split from tiny stores on
+    for method in ("int8", "fp16"):
+        exact, vec = hybrid_candidates(index, "hotel deadline", q, Filters(), 15, method=method)
+        assert exact == want_exact
+        _same_ranking(vec, want_vec)
+    assert seen == [4, 4]  # 240 rows in chunks of 64: four tasks shared by the two threads
+
+
+def test_int8_sidecar_reloads_and_extends(filled):
+    from memstore.index.build import Index
+
+    index = filled.index(update=False)
+    q = filled.embedder.embed_query("hotel deadline")
+    before = vector_candidates(index, q, Filters(), 10, method="int8")
+    path = ann.int8_path(index.meta_dir, int(index._meta(index.conn, "gen", "0")))
+    vecs, _ = index.matrix()
+    assert path.stat().st_size == 4 * vecs.shape[1] + vecs.shape[0] * vecs.shape[1]  # scales, then one byte a value
+    fresh = Index(filled)  # another process: codes read back from the file
+    assert vector_candidates(fresh, q, Filters(), 10, method="int8") == before
+    write_turns(filled, [("2026-01-09T10:00:00Z", "user", "hotel deadline hotel deadline", "s1", "me")])
+    index = filled.index()
+    top = vector_candidates(index, q, Filters(), 1, method="int8")
+    assert top == vector_candidates(index, q, Filters(), 1, method="exact")
+    assert index.record_at(top[0][0])["text"] == "hotel deadline hotel deadline"
+
+
+def test_int8_codes_and_query_scale():
+    """Each dimension is scaled to ±127 by its largest |value|; the query is scaled back per
+    dimension, so the integer dot product ranks rows as the float one does."""
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((500, 32)).astype(np.float32)
+    m[:, 5] *= 0.01  # a dimension with a small range keeps its resolution
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    scan = ann.Int8Scan.__new__(ann.Int8Scan)
+    scan.dim = 32
+    scan.scale = scan._scales(m)
+    codes = scan._encode(m).reshape(500, 32).astype(np.int16) - 128
+    assert codes.min() >= -127 and codes.max() <= 127 and np.abs(codes).max(axis=0).min() == 127
+    q = m[7] + 0.05 * rng.standard_normal(32).astype(np.float32)
+    approx = codes @ scan.query(q)[0]
+    assert set(np.argsort(-approx)[:5]) >= set(np.argsort(-(m @ q))[:3])
+
+
+def test_work_runs_each_task_once_and_raises_in_the_caller():
+    calls = []
+    lock = threading.Lock()
+
+    def task(i):
+        def run():
+            with lock:
+                calls.append(i)
+            return i * i
+
+        return run
+
+    work = ann.Work([task(i) for i in range(40)])
+    assert work.run_beside(lambda: "fts") == "fts"
+    assert sorted(calls) == list(range(40)) and work.results() == [i * i for i in range(40)]
+
+    def boom():
+        raise ValueError("scan failed")
+
+    work = ann.Work([boom, task(1)])
+    work.run_beside(lambda: None)
+    with pytest.raises(ValueError, match="scan failed"):
+        work.results()
+
+
+def test_best_keeps_the_highest_scores_of_all_parts():
+    parts = [(np.array([0.1, 0.9]), np.array([3, 4])), None, (np.array([0.5, 0.7, 0.2]), np.array([10, 11, 12]))]
+    assert sorted(ann.best(parts, 3).tolist()) == [4, 10, 11]
+    assert sorted(ann.best(parts, 10).tolist()) == [3, 4, 10, 11, 12]
+    assert ann.best([], 5).size == 0
+
+
+def test_old_generation_sidecars_are_removed(tmp_path):
+    from memstore.index import vectors
+
+    for name in ("vectors-1.i8", "vectors-2.i8", "vectors-1.f16", "vectors-2.f16"):
+        (tmp_path / name).write_bytes(b"x")
+    vectors.remove_generations(tmp_path, keep=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors-2.f16", "vectors-2.i8"]
