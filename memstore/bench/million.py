@@ -122,7 +122,7 @@ def _p50(fn, inputs, repeats: int = 1) -> tuple[float, float]:
 
 
 def hybrid_at_scale(b, n: int = 1_000_000, n_queries: int = 20) -> dict:
-    """Warm hybrid candidates + fusion at n rows: numpy float32 scan vs the faiss float16 stage."""
+    """Warm hybrid candidates + fusion at n rows: numpy float32 scan vs the default faiss stage (float16 or int8)."""
     from ..index import ann
     from ..retrieve.search import Filters, fuse_rrf, hybrid_candidates
 
@@ -139,10 +139,10 @@ def hybrid_at_scale(b, n: int = 1_000_000, n_queries: int = 20) -> dict:
             return fuse_rrf({"exact": exact, "vector": vector})[:10]
 
         if method == "auto":
-            t, _ = synth_timed(lambda: one(0))  # builds (or loads) the float16 sidecar once
+            t, _ = synth_timed(lambda: one(0))  # builds (or loads) the scan's sidecar once
             out["fp16_prepare_s"] = t
         out[method] = _p50(one, list(range(n_queries)))
-    # Same answers: the float16 stage re-scores in float32, so the vector lists agree.
+    # Same answers: the faiss stage re-scores its candidates in float32, so the vector lists agree.
     if "auto" in out:
         from ..retrieve.search import vector_candidates
 
