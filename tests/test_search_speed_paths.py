@@ -160,3 +160,15 @@ def test_old_generation_sidecars_are_removed(tmp_path):
         (tmp_path / name).write_bytes(b"x")
     vectors.remove_generations(tmp_path, keep=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors-2.f16", "vectors-2.i8"]
+
+
+def test_growing_into_the_int8_scan_drops_the_float16_copy(filled):
+    """A store that grows past INT8_MIN_ROWS scans int8 codes; its float16 copy (768 MB at 1M rows)
+    is deleted rather than left unused in .memstore/ until the next index generation."""
+    index = filled.index(update=False)
+    q = filled.embedder.embed_query("hotel deadline")
+    gen = int(index._meta(index.conn, "gen", "0"))
+    fp16 = vector_candidates(index, q, Filters(), 10, method="fp16")
+    assert ann.fp16_path(index.meta_dir, gen).exists()
+    assert vector_candidates(index, q, Filters(), 10, method="int8")[0] == fp16[0]
+    assert not ann.fp16_path(index.meta_dir, gen).exists() and ann.int8_path(index.meta_dir, gen).exists()

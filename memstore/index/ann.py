@@ -401,6 +401,9 @@ def scanner_for(index, kind: str):
                 cur = Fp16Scan(index.meta_dir, gen, vecs)
             elif kind == "int8":
                 cur = Int8Scan(index.meta_dir, gen, vecs)
+                # A store that grew past INT8_MIN_ROWS no longer reads its float16 copy (768 MB at 1M rows).
+                cache.pop("fp16", None)
+                fp16_path(index.meta_dir, gen).unlink(missing_ok=True)
             else:
                 cur = Ivf.load(index.meta_dir, gen)
                 if cur is None or cur.rows > vecs.shape[0]:
