@@ -372,23 +372,35 @@ class StoreAPI:
         alpha: float | None = None,
         also=(),
         update_index: bool = True,
+        progress=None,
     ) -> list:
         """Ranked hits for `query` (`ct search`): mode hybrid | exact | vector → list[Hit].
 
         `since`/`until` take a datetime, Unix seconds, ISO text or a phrase ("last week");
         `role`, `actor`, `type`, `session` take one value or a list. `also`: more stores searched
         together with this one (`ct -C a -C b search`), their hits ranked as one list.
-        `update_index=False` reads the index as it is (`--no-index`).
+        `update_index=False` reads the index as it is (`--no-index`); `progress(n)` is called as
+        days are indexed.
         """
         from .errors import UsageError
-        from .retrieve.search import MODES, Filters, search, search_many
+        from .retrieve.search import MODES, Filters, search, search_many, searchable
 
         if mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         stores = [self, *also]
+        pending = None
+        if update_index and mode != "exact" and not also and searchable(query):
+            # A fresh process loads the model (~0.15 s for MiniLM) while the index is brought up to
+            # date, instead of after it: the two overlap on two cores.
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(1, thread_name_prefix="memstore-embed")
+            pending = pool.submit(lambda: self.embedder.embed_query(query))
+            pool.shutdown(wait=False)
         if update_index:
             for st in stores:
-                st.index()
+                st.index(progress=progress)
+        qvec = pending.result() if pending is not None else None
         filters = Filters(
             since=_instant(since, self, now, "start"),
             until=_instant(until, self, now, "end"),
@@ -398,12 +410,12 @@ class StoreAPI:
             session=_list(session),
         )
         from .results import Hits
-        from .retrieve.search import NO_WORDS_NOTE, searchable
+        from .retrieve.search import NO_WORDS_NOTE
 
         if also:
             hits = Hits(search_many(stores, query, k, mode, filters, alpha))
         else:
-            hits = Hits(search(self, query, k=k, mode=mode, filters=filters, alpha=alpha))
+            hits = Hits(search(self, query, k=k, mode=mode, filters=filters, alpha=alpha, qvec=qvec))
         hits.note = None if searchable(query) else NO_WORDS_NOTE
         return hits
 

@@ -272,3 +272,16 @@ def test_a_garbage_index_is_rebuilt_not_a_traceback(filled):
     db.write_bytes(b"this is not an sqlite database" * 100)
     out = json.loads(ct("-C", filled.root, "search", "budget", "--json").stdout)
     assert out["hits"] and "budget" in out["hits"][0]["text"]
+
+
+def test_a_search_that_indexes_first_embeds_its_query_meanwhile_with_the_same_hits(filled):
+    """Store.search loads the embedder and embeds the query in a thread while it brings the index
+    up to date; the hits are those of a search on an index already current."""
+    ct("-C", filled.root, "add", "--ts", "2026-03-21T10:00:00Z", "a new day: Kyoto trip budget")  # a day to index
+    from memstore.store import Store
+
+    fresh = Store(filled.root)  # a new process's view: no embedder loaded yet
+    overlapped = fresh.search("trip budget", k=5)
+    assert fresh._embedder is not None
+    assert [h.id for h in overlapped] == [h.id for h in fresh.search("trip budget", k=5, update_index=False)]
+    assert overlapped and "Kyoto" in overlapped[0].text

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from .common import emit_json, one_line, short_date
+from .common import emit_json, one_line, progress_for, short_date
 
 
 def filter_options(f):
@@ -67,24 +67,29 @@ def search_cmd(
     """
     if not query and not queries:
         raise click.UsageError("give a QUERY or --queries FILE")
-    stores = obj.stores(index=not no_index)
+    stores = obj.stores()  # Store.search brings the index up to date, loading the model meanwhile
+    indexed = [no_index]
 
     def search(q):
-        return stores[0].search(
-            q,
-            k=topk,
-            mode=mode,
-            since=since,
-            until=until,
-            role=role,
-            actor=actor,
-            type=type_,
-            session=session,
-            now=now,
-            alpha=alpha,
-            also=stores[1:],
-            update_index=False,
-        )
+        with progress_for(obj, "Indexing") as bar:
+            hits = stores[0].search(
+                q,
+                k=topk,
+                mode=mode,
+                since=since,
+                until=until,
+                role=role,
+                actor=actor,
+                type=type_,
+                session=session,
+                now=now,
+                alpha=alpha,
+                also=stores[1:],
+                update_index=not indexed[0],  # once, before the first query
+                progress=bar,
+            )
+        indexed[0] = True
+        return hits
 
     if queries:
         for line in queries:
