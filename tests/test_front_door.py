@@ -4,7 +4,6 @@ formatting helpers. Listed side by side here and in docs/python-api.md."""
 
 from __future__ import annotations
 
-import ast
 import inspect
 import json
 import re
@@ -13,6 +12,8 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+
+from conftest import imports_of
 
 from memstore.cli import COMMANDS, cli
 from memstore.store import Store
@@ -239,21 +240,13 @@ def _face_files():
 
 
 def _imports(path: Path):
-    rel = path.relative_to(REPO)
-    package = ".".join(rel.with_suffix("").parts[:-1])
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                yield node.lineno, a.name
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            for a in node.names:  # `from memstore.tree import render` imports the module memstore.tree.render
-                sub = PKG.parent / f"{mod}.{a.name}".replace(".", "/")
-                yield node.lineno, f"{mod}.{a.name}" if sub.with_suffix(".py").exists() or sub.is_dir() else mod
+    """(line, module) for every import, function-level ones too; `from memstore.tree import render`
+    names the module memstore.tree.render."""
+    package = ".".join(path.relative_to(REPO).with_suffix("").parts[:-1])
+    for line, mod, names in imports_of(path, package):
+        for name in names or [None]:
+            sub = PKG.parent / f"{mod}.{name}".replace(".", "/") if name else None
+            yield line, f"{mod}.{name}" if sub and (sub.with_suffix(".py").exists() or sub.is_dir()) else mod
 
 
 def _own(mod: str) -> bool:

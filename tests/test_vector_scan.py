@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from conftest import write_turns
+from conftest import assert_same_ranking, scan_turns, write_turns
 
 from memstore.index import ann
 from memstore.retrieve.search import Filters, vector_candidates
@@ -15,28 +14,10 @@ pytest.importorskip("faiss")
 @pytest.fixture
 def filled(store, monkeypatch):
     monkeypatch.setattr(ann, "FP16_MIN_ROWS", 10)  # the faiss path from tiny stores on
-    words = "budget trip hotel flight meeting deadline design review schedule invoice garden recipe".split()
-    rows = [
-        (
-            f"2026-01-{1 + i // 40:02d}T{(i // 2) % 24:02d}:{i % 60:02d}:00Z",
-            "user" if i % 2 == 0 else "assistant",
-            f"{words[i % 12]} {words[(i * 7) % 12]} note {i}",
-            "s1",
-            "me",
-        )
-        for i in range(240)
-    ]
+    rows = scan_turns()
     write_turns(store, rows)
     store.index()
     return store
-
-
-def _same_ranking(got, want):
-    """Same scores in the same order; rows may differ only among exactly tied scores."""
-    assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)  # re-scored in float32
-    for (r1, s1), (r2, s2) in zip(got, want):
-        tied = [r for r, s in want if abs(s - s2) < 1e-6]
-        assert r1 == r2 or r1 in tied or abs(s1 - want[-1][1]) < 1e-6
 
 
 def test_fp16_scan_equals_the_exact_scan(filled):
@@ -45,7 +26,7 @@ def test_fp16_scan_equals_the_exact_scan(filled):
         q = filled.embedder.embed_query(query)
         exact = vector_candidates(index, q, Filters(), 20, method="exact")
         fast = vector_candidates(index, q, Filters(), 20, method="auto")
-        _same_ranking(fast, exact)
+        assert_same_ranking(fast, exact)
     assert any(p.suffix == ".f16" for p in filled.meta_dir.iterdir())  # the sidecar is kept in .memstore/
 
 
@@ -57,7 +38,7 @@ def test_fp16_scan_in_two_halves_equals_the_exact_scan(filled, monkeypatch):
     window = Filters(since=from_iso("2026-01-02T00:00:00Z").timestamp())
     for query, filters in (("budget review", Filters()), ("garden recipe note", window)):
         q = filled.embedder.embed_query(query)
-        _same_ranking(
+        assert_same_ranking(
             vector_candidates(index, q, filters, 20, method="auto"),
             vector_candidates(index, q, filters, 20, method="exact"),
         )
@@ -72,7 +53,7 @@ def test_time_slice_and_appended_rows_reach_the_fp16_scan(filled):
         since=from_iso("2026-01-03T00:00:00Z").timestamp(), until=from_iso("2026-01-05T00:00:00Z").timestamp()
     )
     exact = vector_candidates(index, q, window, 15, method="exact")
-    _same_ranking(vector_candidates(index, q, window, 15, method="auto"), exact)
+    assert_same_ranking(vector_candidates(index, q, window, 15, method="auto"), exact)
     write_turns(filled, [("2026-01-09T10:00:00Z", "user", "hotel deadline hotel deadline", "s1", "me")])
     index = filled.index()
     top = vector_candidates(index, q, Filters(), 1, method="auto")
