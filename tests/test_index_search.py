@@ -285,3 +285,54 @@ def test_a_search_that_indexes_first_embeds_its_query_meanwhile_with_the_same_hi
     assert fresh._embedder is not None
     assert [h.id for h in overlapped] == [h.id for h in fresh.search("trip budget", k=5, update_index=False)]
     assert overlapped and "Kyoto" in overlapped[0].text
+
+
+@pytest.mark.parametrize(
+    "question,about_user",
+    [
+        ("Which camera did I buy last month?", True),
+        ("what's my sister's name", True),
+        ("I've been thinking about a new phone, any tips?", True),
+        ("Can you remind me of the restaurant you recommended in Rome?", False),
+        ("I was going through our previous conversation about music theory", False),
+        ("I think we discussed work from home jobs earlier", False),
+        ("what did the assistant say about the budget", False),
+        ("Can you recommend a lens for my camera?", True),  # a request, not a memory of a reply
+        ("what did you say about my lens", False),
+        ("trip budget euros", False),  # no person at all: both sides alike
+    ],
+)
+def test_first_person_questions_are_about_the_user(question, about_user):
+    from memstore.retrieve.search import about_the_user
+
+    assert about_the_user(question) is about_user
+
+
+def test_a_first_person_question_weighs_the_users_turns_above_the_assistants_echo(store):
+    """The user states a fact once; the assistant's long reply repeats its words. "my ..." asks
+    about the user's life, so the user's turn leads; asked about the assistant's words, the reply can."""
+    from memstore.retrieve.search import ROLE_PRIOR, search
+
+    write_turns(
+        store,
+        [
+            ("2026-03-01T09:00:00Z", "user", "I adopted a rescue greyhound called Pixel.", "s1", "ana"),
+            (
+                "2026-03-01T09:01:00Z",
+                "assistant",
+                "Congratulations on adopting a rescue greyhound! Greyhound rescue dogs like Pixel settle in "
+                "well: a rescue greyhound needs a soft bed, short walks and a quiet corner.",
+                "s1",
+                "bot",
+            ),
+        ],
+    )
+    store.index()
+    plain = search(store, "rescue greyhound", k=2)
+    mine = search(store, "what is my rescue greyhound called", k=2)
+    assert mine[0].role == "user"
+    asst = next(h for h in mine if h.role == "assistant")
+    assert asst.parts["role_prior"] == ROLE_PRIOR
+    assert all("role_prior" not in h.parts for h in plain)
+    theirs = search(store, "what did you say about my rescue greyhound", k=2)
+    assert all("role_prior" not in h.parts for h in theirs)

@@ -10,6 +10,7 @@ No numpy here, and no sqlite-utils: `ct where` and the other light commands impo
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Iterator
 
 from ..format.record import CONVERSATION_TYPES
@@ -163,6 +164,15 @@ def rowids_of_vrows(index, vrows: list[int]) -> dict[int, int]:
 def vrows_of_rowids(index, rowids: list[int]) -> dict[int, int]:
     """{rowid: vector row (-1 without a vector)} for these rows."""
     return dict(index.conn.execute(f"SELECT rowid, vrow FROM records WHERE rowid IN ({_marks(rowids)})", rowids))
+
+
+def assistant_rowids(index, rowids: list[int]) -> set[int]:
+    """Those of these rows that are the assistant's turns."""
+    rows = index.conn.execute(
+        "SELECT rowid FROM records WHERE rowid IN (SELECT value FROM json_each(?)) AND role = 'assistant'",
+        (json.dumps(list(rowids)),),
+    )
+    return {r[0] for r in rows}
 
 
 def day_of(index, rowid: int) -> str:

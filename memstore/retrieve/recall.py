@@ -17,7 +17,7 @@ import re
 from ..format.timeutil import UTC, from_iso, now_utc, parse_ts, to_iso
 from ..index import queries
 from ..index.tokenize import STOP_WORDS, query_terms
-from .search import Filters, Hit, hydrate, search
+from .search import Filters, Hit, about_the_user, hydrate, search
 from ..results import RecallHit, RecallResult  # noqa: F401  (re-exported)
 
 # Levels: how the answer was found (the `level` of a RecallResult).
@@ -293,6 +293,10 @@ class _Ctx:
             self._qvec = self.store.embedder.embed_query(self.meaning.strip() or words)
         return self._qvec
 
+    def about_user(self, words: str) -> bool:
+        """Whether the question (not its bare content words, which lose "I" and "my") asks about the user's life."""
+        return about_the_user(self.meaning.strip() or words)
+
     def _conversational(self, h: Hit) -> bool:
         return self.docs or not (h.type == "meta" and h.actor == "memstore")
 
@@ -311,7 +315,15 @@ class _Ctx:
 
     def ranked(self, words: str, filters: Filters, pool_k: int | None = None) -> list[RecallHit]:
         """Search hits judged by their evidence; weak meaning-only hits are dropped, the rest flagged."""
-        hits = search(self.store, words, k=pool_k or self.k, mode="hybrid", filters=filters, qvec=self.qvec(words))
+        hits = search(
+            self.store,
+            words,
+            k=pool_k or self.k,
+            mode="hybrid",
+            filters=filters,
+            qvec=self.qvec(words),
+            about_user=self.about_user(words),
+        )
         kept = []
         for h in hits:
             if not self._conversational(h):
@@ -337,7 +349,15 @@ class _Ctx:
         With a speaker hint, that role's lines go first (stable, so relevance orders each group)."""
         hits = [
             h
-            for h in search(self.store, words, k=max(k, 50), mode="hybrid", filters=filters, qvec=self.qvec(words))
+            for h in search(
+                self.store,
+                words,
+                k=max(k, 50),
+                mode="hybrid",
+                filters=filters,
+                qvec=self.qvec(words),
+                about_user=self.about_user(words),
+            )
             if self._conversational(h)
         ]
         if speaker:
