@@ -35,14 +35,15 @@ def filter_options(f):
     type=click.Choice(["hybrid", "exact", "vector"]),
     default="hybrid",
     show_default=True,
-    help="hybrid fuses exact (BM25) and vector (cosine) rankings.",
+    help="hybrid blends cosine (0.7) with BM25 scaled by the query's best match (0.3); a first-person "
+    "question counts the assistant's turns at 0.8 (docs/quality.md).",
 )
 @click.option("-k", "--topk", default=10, show_default=True, type=click.IntRange(1, 10000), help="How many hits.")
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1),
     default=None,
-    help="Use ContextTape's blend alpha·cosine + (1−alpha)·lexical instead of rank fusion.",
+    help="Use ContextTape's blend alpha·cosine + (1−alpha)·lexical instead of the default blend.",
 )
 @filter_options
 @click.option("--explain", is_flag=True, help="Show each hit's score parts.")
