@@ -130,6 +130,34 @@ def test_minilm_query_path_imports_no_heavy_library():
     assert out.stdout.strip() == "onnx []", out.stderr  # the cached graph is read without the onnx package
 
 
+@pytest.mark.model
+@needs_minilm_weights
+def test_minilm_session_starts_unpacked_and_packs_its_weights_once_it_keeps_working():
+    """A process that embeds one query skips packing the weights (most of a session's start); one
+    that keeps embedding gets the packed session from the PACK_AFTER-th run, with the same vectors."""
+    pytest.importorskip("onnxruntime")
+    import threading
+
+    from memstore.adapters import minilm
+
+    minilm._OnnxBert(minilm.model_dir(), "fp32")  # the optimised graph is cached after the first
+    net = minilm._OnnxBert(minilm.model_dir(), "fp32")
+    emb = get_embedder("minilm")
+    tok, _ = emb._parts()
+    seqs = [tok.encode(t).ids[:256] for t in TEXTS[:6] if t.strip()]
+    unpacked = net.session
+    before = [net.embed([s]) for s in seqs[: minilm.PACK_AFTER - 1]]
+    assert net.session is unpacked and not net.packing
+    net.embed([seqs[0]])  # the PACK_AFTER-th run starts the packing thread
+    assert net.packing
+    for t in threading.enumerate():
+        if t.name == "memstore-onnx-pack":
+            t.join(timeout=60)
+    assert net.session is not unpacked
+    after = [net.embed([s]) for s in seqs[: minilm.PACK_AFTER - 1]]
+    assert max(float(np.abs(a - b).max()) for a, b in zip(before, after)) < 1e-6
+
+
 @needs_minilm_weights
 def test_minilm_graph_is_cached_per_user_and_rebuilt_when_missing(tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
