@@ -130,6 +130,28 @@ def test_minilm_query_path_imports_no_heavy_library():
     assert out.stdout.strip() == "onnx []", out.stderr  # the cached graph is read without the onnx package
 
 
+@needs_minilm_weights
+def test_minilm_graph_key_is_the_weights_content_not_their_path(tmp_path, monkeypatch):
+    """A second install of the same weights (another venv, a fresh clone) reuses the cached graph;
+    other weights of the same shapes get their own."""
+    import shutil
+
+    from memstore.adapters import minilm, minilm_graph
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    weights = minilm.model_dir() / "model.safetensors"
+    copy = tmp_path / "other-venv" / "model.safetensors"
+    copy.parent.mkdir()
+    shutil.copyfile(weights, copy)
+    assert minilm_graph.graph_path(copy) == minilm_graph.graph_path(weights)
+    with open(copy, "r+b") as f:  # a fine-tune: same header, other values
+        f.seek(copy.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 1]))
+    assert minilm_graph.graph_path(copy) != minilm_graph.graph_path(weights)
+
+
 @pytest.mark.model
 @needs_minilm_weights
 def test_minilm_session_starts_unpacked_and_packs_its_weights_once_it_keeps_working():
@@ -164,8 +186,12 @@ def test_minilm_graph_is_cached_per_user_and_rebuilt_when_missing(tmp_path, monk
     from memstore.adapters import minilm, minilm_graph
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    models = tmp_path / "cache" / "memstore" / "models"
+    models.mkdir(parents=True)
+    for stale in ("minilm-0123456789abcdef-fp32.onnx", "minilm-0123456789abcdef-fp32.data", "minilm-g1-x-fp32.onnx"):
+        (models / stale).write_bytes(b"an older graph")  # the old path-and-mtime key, an older graph version
     path = minilm_graph.ensure_graph(minilm.model_dir())
-    assert path.parent == tmp_path / "cache" / "memstore" / "models"
+    assert path.parent == models
     assert path.with_suffix(".data").stat().st_size > 80e6  # the weights, memory-mapped by onnxruntime
     assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, path.with_suffix(".data").name])
     stamp = path.stat().st_mtime_ns

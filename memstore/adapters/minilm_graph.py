@@ -29,14 +29,44 @@ def cache_dir() -> Path:
 
 
 def graph_path(weights: Path, quant: str = "fp32") -> Path:
-    """Where the graph for these weights is cached: keyed by the weights file's identity and version.
+    """Where the graph for these weights is cached: keyed by the graph's version and the weights' content.
 
-    Hashing 90 MB would cost a cold `ct search` ~0.1 s, so the key is the file's path, size and
-    mtime; reinstalling the package changes the mtime and so rebuilds the graph.
+    Hashing 90 MB would cost a cold `ct search` ~0.1 s, so the content is fingerprinted by the file's
+    size, its safetensors header (every tensor's name, shape and offset) and FINGERPRINT_BLOCKS
+    blocks spread over the data (~1 ms). A fine-tune changes every block; a reinstall or a second
+    clone of the same weights finds the graph already built (a key by path and mtime left a new
+    180 MB copy behind each time).
     """
-    st = weights.stat()
-    ident = f"{weights.resolve()}|{st.st_size}|{st.st_mtime_ns}|{GRAPH_VERSION}"
-    return cache_dir() / f"minilm-{hashlib.sha256(ident.encode()).hexdigest()[:16]}-{quant}.onnx"
+    return cache_dir() / f"minilm-g{GRAPH_VERSION}-{weights_fingerprint(weights)}-{quant}.onnx"
+
+
+FINGERPRINT_BLOCKS = 16
+_BLOCK = 64 * 1024
+
+
+def weights_fingerprint(weights: Path) -> str:
+    digest = hashlib.sha256()
+    with open(weights, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        digest.update(str(size).encode())
+        head = f.read(8)
+        digest.update(head)
+        if len(head) == 8:
+            digest.update(f.read(min(int.from_bytes(head, "little"), size)))
+        for i in range(FINGERPRINT_BLOCKS):
+            f.seek(size * i // FINGERPRINT_BLOCKS)
+            digest.update(f.read(_BLOCK))
+        f.seek(max(0, size - _BLOCK))
+        digest.update(f.read(_BLOCK))
+    return digest.hexdigest()[:16]
+
+
+def _remove_stale(folder: Path, keep: Path) -> None:
+    """Graphs cached by other graph versions (or by the old path-and-mtime key) are never loaded again."""
+    current = f"minilm-g{GRAPH_VERSION}-"
+    for old in folder.glob("minilm-*"):
+        if not old.name.startswith(current) and old.suffix in (".onnx", ".data") and old != keep:
+            old.unlink(missing_ok=True)  # a process still using one keeps its memory map
 
 
 def ensure_graph(folder: Path, quant: str = "fp32") -> Path:
@@ -46,6 +76,7 @@ def ensure_graph(folder: Path, quant: str = "fp32") -> Path:
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale(path.parent, path)
     if quant == "fp32":
         _save_external(build_model(read_safetensors(weights)), path)
     elif quant == "int8":
