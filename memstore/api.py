@@ -390,8 +390,8 @@ class StoreAPI:
         stores = [self, *also]
         pending = None
         if update_index and mode != "exact" and not also and searchable(query):
-            # A fresh process loads the model (~0.15 s for MiniLM) while the index is brought up to
-            # date, instead of after it: the two overlap on two cores.
+            # A fresh process loads the model (~0.1 s for MiniLM) while the index is brought up to
+            # date and the words are ranked, instead of after them: they overlap on two cores.
             from concurrent.futures import ThreadPoolExecutor
 
             pool = ThreadPoolExecutor(1, thread_name_prefix="memstore-embed")
@@ -400,7 +400,6 @@ class StoreAPI:
         if update_index:
             for st in stores:
                 st.index(progress=progress)
-        qvec = pending.result() if pending is not None else None
         filters = Filters(
             since=_instant(since, self, now, "start"),
             until=_instant(until, self, now, "end"),
@@ -415,7 +414,7 @@ class StoreAPI:
         if also:
             hits = Hits(search_many(stores, query, k, mode, filters, alpha))
         else:
-            hits = Hits(search(self, query, k=k, mode=mode, filters=filters, alpha=alpha, qvec=qvec))
+            hits = Hits(search(self, query, k=k, mode=mode, filters=filters, alpha=alpha, qvec=pending))
         hits.note = None if searchable(query) else NO_WORDS_NOTE
         return hits
 

@@ -287,6 +287,44 @@ def test_a_search_that_indexes_first_embeds_its_query_meanwhile_with_the_same_hi
     assert overlapped and "Kyoto" in overlapped[0].text
 
 
+def test_a_query_still_being_embedded_ranks_its_words_first_with_the_same_hits(filled, monkeypatch):
+    """search() given a Future of the query vector runs the keyword query while the vector is
+    computed, then scans; the hits equal those of a search given the vector itself."""
+    import threading
+    from concurrent.futures import Future
+
+    from memstore.retrieve.search import search
+
+    filled.index()
+    qvec = filled.embedder.embed_query("trip budget")
+    pending: Future = Future()
+    release = threading.Event()
+
+    def finish():
+        release.wait(5)
+        pending.set_result(qvec)
+
+    threading.Thread(target=finish).start()
+    seen = []
+    from memstore.retrieve import search as searchmod
+
+    real = searchmod.exact_candidates
+
+    def spy(*args, **kwargs):
+        seen.append(pending.done())  # the words are ranked before the vector exists
+        out = real(*args, **kwargs)
+        release.set()
+        return out
+
+    monkeypatch.setattr(searchmod, "exact_candidates", spy)
+    waited = search(filled, "trip budget", k=5, qvec=pending)
+    monkeypatch.undo()
+    assert seen == [False]
+    given = search(filled, "trip budget", k=5, qvec=qvec)
+    assert [(h.id, round(h.score, 9)) for h in waited] == [(h.id, round(h.score, 9)) for h in given]
+    assert waited and "budget" in waited[0].text
+
+
 @pytest.mark.parametrize(
     "question,about_user",
     [

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -322,6 +323,7 @@ def search(
 
     `fusion` picks how hybrid mode combines its two rankings: "scores" (the default, FUSION) or
     "rrf" (reciprocal-rank fusion, kept for comparison); `alpha` overrides both with ContextTape's blend.
+    `qvec` is the query's vector, or a Future of it (embedded in another thread).
     `about_user` says whether the question is about the user's own life (the role prior, ROLE_PRIOR);
     None decides from `query` (a caller that searches for a question's bare content words passes it).
     """
@@ -335,14 +337,23 @@ def search(
     index = store.index(update=False)
     pool = pool or max(50, 3 * k)
     exact, vector = [], []
-    if mode in ("hybrid", "vector") and query.strip() and qvec is None:
-        qvec = store.embedder.embed_query(query)
-    if mode == "exact" or (mode == "hybrid" and qvec is None):
+    if isinstance(qvec, Future) and not qvec.done() and mode == "hybrid":
+        # The query is still being embedded (a fresh process loading the model): rank the words
+        # meanwhile, then scan the vectors. A query embedded already scans beside the words instead.
         exact = exact_candidates(index, query, filters, pool)
-    elif mode == "vector":
-        vector = vector_candidates(index, qvec, filters, pool)
+        qvec = qvec.result()
+        vector = vector_candidates(index, qvec, filters, pool) if qvec is not None else []
     else:
-        exact, vector = hybrid_candidates(index, query, qvec, filters, pool)
+        if isinstance(qvec, Future):
+            qvec = qvec.result()
+        if mode in ("hybrid", "vector") and query.strip() and qvec is None:
+            qvec = store.embedder.embed_query(query)
+        if mode == "exact" or (mode == "hybrid" and qvec is None):
+            exact = exact_candidates(index, query, filters, pool)
+        elif mode == "vector":
+            vector = vector_candidates(index, qvec, filters, pool)
+        else:
+            exact, vector = hybrid_candidates(index, query, qvec, filters, pool)
     if mode == "exact":
         ranked = [(r, s, {"exact": {"rank": i, "score": round(s, 6)}}) for i, (r, s) in enumerate(exact, 1)]
     elif mode == "vector":
