@@ -325,37 +325,26 @@ class Store(StoreAPI):
         return kept, len(records) - len(kept)
 
     def _embed_records(self, records: list[dict], inputs_by_rec: dict, given: dict | None, progress=None):
-        """One vector per record: the caller's where given (keyed by id(record)), embedded otherwise.
+        """One vector per record: the caller's where given (keyed by id(record)), embedded otherwise
+        (memstore/turn_embedding.py: a user turn of several sentences is the mean of its sentences).
 
         An embedding input is cut at EMBED_CHARS: no model reads further (8k tokens at most), and a
         50 MB pasted log would otherwise cost minutes of tokenising for nothing.
         """
-        inputs_by_rec = {id(r): inputs_by_rec.get(id(r), r["text"])[:EMBED_CHARS] for r in records}
+        import numpy as np
+
+        from .turn_embedding import record_vectors
+
+        todo = [r for r in records if id(r) not in (given or {})]
+        texts = [inputs_by_rec.get(id(r), r["text"])[:EMBED_CHARS] for r in todo]
+        vecs = record_vectors(self.embedder, todo, texts, progress)
         if not given:
-            return self._embed([inputs_by_rec.get(id(r), r["text"]) for r in records], progress)
-        import numpy as np
-
+            return vecs
         out = np.zeros((len(records), self.embedder.dim), np.float32)
-        todo = [i for i, r in enumerate(records) if id(r) not in given]
-        if todo:
-            out[todo] = self._embed([inputs_by_rec.get(id(records[i]), records[i]["text"]) for i in todo], progress)
+        fresh = iter(vecs)
         for i, r in enumerate(records):
-            if id(r) in given:
-                out[i] = np.asarray(given[id(r)], np.float32)
+            out[i] = np.asarray(given[id(r)], np.float32) if id(r) in given else next(fresh)
         return out
-
-    def _embed(self, texts: list[str], progress=None):
-        import numpy as np
-
-        from .adapters.cache import embed_cached
-
-        step = 512
-        parts = []
-        for i in range(0, len(texts), step):
-            parts.append(embed_cached(self.embedder, texts[i : i + step], kind="passage"))
-            if progress:
-                progress(min(step, len(texts) - i))
-        return np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), np.float32)
 
     def _write_files(self, records: list[dict], vectors) -> list[str]:
         """One pack per day touched (complete file, renamed into place), then the day-log lines.

@@ -3,8 +3,9 @@
 Run after `make bench-quality` has filled the embedding cache (then it takes minutes):
 `python -m memstore.bench.fusion_sweep --data ../shared/bench-data`. Each question's store is built
 from the cache exactly as the harness builds it; the product's own `hybrid_candidates` (pools of
-300) are fused by `fuse_scores` at each weight, and by RRF for comparison; then, at the default
-weight, the role prior (`weigh_roles` for first-person questions) at several strengths.
+300) are fused by `fuse_scores` at each weight (with the default role prior, as search does), and
+by RRF for comparison; then, at the default weight, the role prior (`weigh_roles` for first-person
+questions) at several strengths.
 """
 
 from __future__ import annotations
@@ -52,11 +53,14 @@ def sweep(data: Path, cache: Path, work: Path, limit: int | None = None, log=pri
         qvec = query_vector(embedder, q.question)
         exact, vector = hybrid_candidates(index, q.question, qvec, Filters(), POOL)
         ids = dict(index.conn.execute("SELECT rowid, id FROM records"))
-        rankings = {f"{w}": fuse_scores(index, qvec, exact, vector, weight=w) for w in WEIGHTS}
+        mine = about_the_user(q.question)
+        rankings = {}
+        for w in WEIGHTS:  # each with the default role prior, as search ranks
+            fused = fuse_scores(index, qvec, exact, vector, weight=w)
+            rankings[f"{w}"] = weigh_roles(index, fused) if mine else fused
         rankings["rrf"] = fuse_rrf({"exact": exact, "vector": vector})
         default = fuse_scores(index, qvec, exact, vector, weight=FUSION_WEIGHT)
         for prior in PRIORS:
-            mine = about_the_user(q.question)
             rankings[f"prior {prior}"] = weigh_roles(index, default, prior) if mine else default
         for name, ranked in rankings.items():
             turn_ids = [ids[r] for r, _, _ in ranked[:100]]
@@ -79,7 +83,9 @@ def main(argv=None) -> int:
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None) as tmp:
         results = sweep(args.data, args.cache, Path(tmp), args.limit, log=say)
-    print("| weight on cosine | session R_all@5 | session nDCG@10 | turn R_any@10 | questions |")
+    print(
+        "| weight on cosine (role prior as default) | session R_all@5 | session nDCG@10 | turn R_any@10 | questions |"
+    )
     print("|---|---|---|---|---|")
     for name, rows in results.items():
         a = lme.summarize(rows)["all"]

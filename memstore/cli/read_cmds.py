@@ -35,7 +35,7 @@ def filter_options(f):
     type=click.Choice(["hybrid", "exact", "vector"]),
     default="hybrid",
     show_default=True,
-    help="hybrid blends cosine (0.7) with BM25 scaled by the query's best match (0.3); a first-person "
+    help="hybrid blends cosine (0.8) with BM25 scaled by the query's best match (0.2); a first-person "
     "question counts the assistant's turns at 0.8 (docs/quality.md).",
 )
 @click.option("-k", "--topk", default=10, show_default=True, type=click.IntRange(1, 10000), help="How many hits.")

@@ -39,8 +39,8 @@ def reembed(store, embedder_name: str | None = None, options: dict | None = None
 
 def _reembed_day(store, day: str, emb, dtype: str, batch: int) -> int:
     """Write the day's one new pack; returns how many records it holds vectors for."""
-    from ..adapters.cache import embed_cached
     from ..format import record as recordfmt
+    from ..turn_embedding import record_vectors
 
     recs: dict[str, dict] = {}
     path = logfmt.day_path(store.root, day)
@@ -53,7 +53,7 @@ def _reembed_day(store, day: str, emb, dtype: str, batch: int) -> int:
     ordered = [recs[k] for k in sorted(recs)]
     for i in range(0, len(ordered), batch):
         part = ordered[i : i + batch]
-        vecs = embed_cached(emb, [r["text"][:EMBED_CHARS] for r in part], kind="passage")  # as Store.write
+        vecs = record_vectors(emb, part, [r["text"][:EMBED_CHARS] for r in part])  # as Store.write
         for rec, vec in zip(part, vecs):
             text_hash = rec.get("hash") or recordfmt.text_hash(rec["text"])
             writer.add_vector(str(rec["id"]), text_hash, vec, dtype, int(from_iso(rec["ts"]).timestamp()))

@@ -1,0 +1,91 @@
+"""What vector a record gets (memstore/turn_embedding.py): a user turn of several sentences is the
+word-count-weighted mean of its sentences' vectors; everything else is embedded whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import write_turns
+
+LONG = (
+    "We had the whole family over for the spring party on Saturday. "
+    "My aunt brought her famous lemon cake and everyone loved it. "
+    "By the way, I finally bought a stand mixer for the kitchen."
+)
+
+
+def stored_vector(store, text: str) -> np.ndarray:
+    """The vector the index holds for the record with this text (read from the day's pack)."""
+    index = store.index()
+    hit = next(h for h in store.search(text, k=50, mode="exact") if h.text == text)
+    vrow = dict(index.conn.execute("SELECT rowid, vrow FROM records"))[hit.rowid]
+    vecs, _ = index.matrix()
+    return np.array(vecs[vrow])
+
+
+def whole(store, text: str) -> np.ndarray:
+    return store.embedder.embed_batch([text], kind="passage")[0]
+
+
+def test_sentences_of_a_user_turn():
+    from memstore.turn_embedding import sentences
+
+    assert sentences({"role": "user", "type": "text"}, LONG) == [
+        "We had the whole family over for the spring party on Saturday.",
+        "My aunt brought her famous lemon cake and everyone loved it.",
+        "By the way, I finally bought a stand mixer for the kitchen.",
+    ]
+    assert sentences({"role": "assistant", "type": "text"}, LONG) == []  # replies are embedded whole
+    assert sentences({"role": "user", "type": "doc"}, LONG) == []
+    assert sentences({"role": "user"}, "One sentence only, however long it is.") == []
+    assert sentences({"role": "user"}, "Ok. Thanks a lot for the help today!") == []  # "Ok." is too short to count
+    assert sentences({"role": "user"}, "我们明天去北京大学参观。然后去吃饭。") == []  # no spaces: embedded whole
+
+
+def test_a_multi_sentence_user_turn_is_the_weighted_mean_of_its_sentences(store):
+    from memstore.turn_embedding import sentences
+
+    write_turns(
+        store,
+        [
+            ("2026-03-01T09:00:00Z", "user", LONG, "s1", "ana"),
+            (
+                "2026-03-01T09:01:00Z",
+                "assistant",
+                "Congratulations on the stand mixer! It makes bread easy.",
+                "s1",
+                "bot",
+            ),
+        ],
+    )
+    parts = sentences({"role": "user"}, LONG)
+    vecs = store.embedder.embed_batch(parts, kind="passage")
+    weights = np.array([len(p.split()) for p in parts], np.float32)
+    mean = (vecs * weights[:, None]).sum(axis=0)
+    expected = mean / np.linalg.norm(mean)
+    got = stored_vector(store, LONG)
+    assert np.allclose(got, expected, atol=1e-6)
+    assert not np.array_equal(got, whole(store, LONG))  # (the hashing embedder is nearly additive)
+    reply = "Congratulations on the stand mixer! It makes bread easy."
+    assert np.allclose(stored_vector(store, reply), whole(store, reply), atol=1e-6)
+
+
+def test_reembed_gives_a_turn_the_vector_the_write_gave_it(store):
+    write_turns(store, [("2026-03-01T09:00:00Z", "user", LONG, "s1", "ana")])
+    before = stored_vector(store, LONG)
+    store.reembed()
+    assert np.allclose(stored_vector(store, LONG), before, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 600])
+def test_batches_and_progress_count_records(store, n):
+    """The pieces of a split turn are embedded beside the whole texts; progress counts records."""
+    from memstore.turn_embedding import record_vectors
+
+    recs = [{"role": "user", "type": "text"}] * n
+    texts = [f"{LONG} Record {i} has its own words." for i in range(n)]
+    seen = []
+    out = record_vectors(store.embedder, recs, texts, progress=seen.append)
+    assert out.shape == (n, store.embedder.dim) and sum(seen) == n
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
