@@ -20,6 +20,10 @@ import numpy as np
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 SENTENCE_MIN_WORDS = 3
+# At most this many sentences, from the start, are averaged: a pasted log of hundreds of sentences
+# would otherwise cost hundreds of model rows, where the whole turn costs one (272 of the 49,504
+# distinct LongMemEval dev user turns have more, 7 gold turns among them; docs/quality.md).
+SENTENCE_MAX = 16
 BATCH = 512  # records per embedding call (and per progress step)
 
 
@@ -28,7 +32,7 @@ def sentences(record: dict, text: str) -> list[str]:
     if record.get("role") != "user" or record.get("type", "text") != "text":
         return []
     found = [s for s in (p.strip() for p in SENTENCE_END.split(text)) if len(s.split()) >= SENTENCE_MIN_WORDS]
-    return found if len(found) >= 2 else []
+    return found[:SENTENCE_MAX] if len(found) >= 2 else []
 
 
 def record_vectors(embedder, records: list[dict], texts: list[str], progress=None) -> np.ndarray:

@@ -41,6 +41,12 @@ def test_sentences_of_a_user_turn():
     assert sentences({"role": "user"}, "One sentence only, however long it is.") == []
     assert sentences({"role": "user"}, "Ok. Thanks a lot for the help today!") == []  # "Ok." is too short to count
     assert sentences({"role": "user"}, "我们明天去北京大学参观。然后去吃饭。") == []  # no spaces: embedded whole
+    from memstore.turn_embedding import SENTENCE_MAX
+
+    paste = " ".join(f"Line {i} of the pasted log says something." for i in range(200))
+    assert sentences({"role": "user"}, paste) == [
+        f"Line {i} of the pasted log says something." for i in range(SENTENCE_MAX)
+    ]
 
 
 def test_a_multi_sentence_user_turn_is_the_weighted_mean_of_its_sentences(store):
