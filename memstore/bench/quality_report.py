@@ -432,7 +432,7 @@ record (a pack and index format change, and 3.5× the rows to scan); the weighte
 embedded: ~0.5M more); so do documents, one-sentence turns and text without spaces (CJK). At most
 the first 16 sentences are averaged, so a pasted log costs 16 model rows rather than hundreds (272
 of the 49,504 distinct dev user turns have more, 7 of them gold turns): the run above has the cap
-and scores exactly what the table's weighted-mean row and the sweep's 0.8 row score without it.
+and scores exactly what the sweep's 0.8 row (without the cap) scores.
 
 With the better user vectors the vector side earns more weight. `python -m memstore.bench.fusion_sweep`
 (every row with the role prior, as search ranks):
