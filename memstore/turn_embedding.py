@@ -40,29 +40,37 @@ def record_vectors(embedder, records: list[dict], texts: list[str], progress=Non
 
     Every piece goes through the content-hash embedding cache in one call per BATCH records. An
     embedder that pools topic placement's content vectors from its own forward pass (MiniLM) is
-    also given a split turn's whole text, so placement finds them without a second pass.
+    given a split turn's content vector as the same weighted mean of its sentences' content vectors
+    when it just ran them, so placement runs no second pass and the whole turn is not embedded for
+    it (with every sentence cached, placement runs the turn itself, as for any cached record).
     """
     from .adapters.cache import embed_cached
 
-    pooled = hasattr(embedder, "content_vectors")
+    remember = getattr(embedder, "remember_content", None)
+    recall = getattr(embedder, "remembered_content", None)
     out = np.zeros((len(records), embedder.dim), np.float32)
     for start in range(0, len(records), BATCH):
         part = range(start, min(start + BATCH, len(records)))
         split = {i: sentences(records[i], texts[i]) for i in part}
-        pieces: list[str] = []
-        for i in part:
-            if not split[i] or pooled:
-                pieces.append(texts[i])
-            pieces += split[i]
+        pieces = [p for i in part for p in (split[i] or [texts[i]])]
         vecs = dict(zip(pieces, embed_cached(embedder, pieces, kind="passage"))) if pieces else {}
         for i in part:
             if not split[i]:
                 out[i] = vecs[texts[i]]
                 continue
-            weights = np.array([len(s.split()) for s in split[i]], np.float32)
-            mean = (np.stack([vecs[s] for s in split[i]]) * weights[:, None]).sum(axis=0)
-            norm = float(np.linalg.norm(mean))
-            out[i] = mean / norm if norm > 0 else vecs[split[i][0]]
+            weights = [len(s.split()) for s in split[i]]
+            out[i] = weighted_mean([vecs[s] for s in split[i]], weights)
+            pooled = recall(split[i]) if recall is not None else None  # from the pass just run, if it ran
+            if pooled is not None:
+                kept = [(v, w) for v, w in zip(pooled, weights) if v is not None]
+                remember(texts[i], weighted_mean(*zip(*kept)) if kept else None)
         if progress:
             progress(len(part))
     return out
+
+
+def weighted_mean(vectors, weights) -> np.ndarray:
+    """The unit-length weighted mean of `vectors` (the first vector if they cancel out)."""
+    mean = (np.stack(vectors) * np.asarray(weights, np.float32)[:, None]).sum(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm).astype(np.float32) if norm > 0 else np.asarray(vectors[0], np.float32)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import write_turns
+from conftest import needs_minilm_weights, write_turns
 
 LONG = (
     "We had the whole family over for the spring party on Saturday. "
@@ -95,3 +95,27 @@ def test_batches_and_progress_count_records(store, n):
     out = record_vectors(store.embedder, recs, texts, progress=seen.append)
     assert out.shape == (n, store.embedder.dim) and sum(seen) == n
     assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.model
+@needs_minilm_weights
+def test_a_split_turns_content_vector_is_pooled_from_its_sentences(tmp_path, monkeypatch):
+    """MiniLM's topic-placement content vector of a split turn is the weighted mean of its
+    sentences' content vectors from the same pass: the whole turn is not run for it."""
+    from memstore.adapters import get_embedder
+    from memstore.turn_embedding import record_vectors, sentences, weighted_mean
+
+    monkeypatch.setenv("MEMSTORE_EMBED_CACHE", str(tmp_path / "cache.sqlite"))
+    emb = get_embedder("minilm")
+    rec = {"role": "user", "type": "text"}
+    runs = []
+    real = emb._forward
+    emb._forward = lambda texts, *a, **kw: runs.append(list(texts)) or real(texts, *a, **kw)
+    record_vectors(emb, [rec], [LONG])
+    parts = sentences(rec, LONG)
+    assert runs == [parts]  # the sentences, once; never the whole turn
+    pooled = emb.remembered_content([LONG])
+    assert pooled is not None
+    expected = weighted_mean(emb.remembered_content(parts), [len(p.split()) for p in parts])
+    assert np.allclose(pooled[0], expected, atol=1e-6)
+    assert emb.content_vectors([LONG])[0] is pooled[0] and len(runs) == 1  # placement runs nothing

@@ -106,14 +106,27 @@ class MiniLMEmbedder(Embedder):
         if kind != "passage":
             return self._forward(texts)[0]
         vecs, content = self._forward(texts, content=True)
+        for text, vec in zip(texts, content):
+            self.remember_content(text, vec)  # re-inserted last: the newest are kept
+        return vecs
+
+    def remember_content(self, text: str, vec: np.ndarray | None) -> None:
+        """Keep `vec` as the content vector of `text`, as if this embedder had just run it (a
+        caller that embedded the text's sentences instead pools theirs: memstore/turn_embedding.py)."""
         with self._content_lock:
-            for text, vec in zip(texts, content):
-                key = _digest(text)
-                self._content.pop(key, None)  # re-inserted last: the newest are kept
-                self._content[key] = vec
+            key = _digest(text)
+            self._content.pop(key, None)
+            self._content[key] = vec
             while len(self._content) > CONTENT_MEMO:
                 del self._content[next(iter(self._content))]
-        return vecs
+
+    def remembered_content(self, texts) -> list[np.ndarray | None] | None:
+        """The content vectors of `texts` if this embedder ran all of them lately, else None (no pass is run)."""
+        keys = [_digest(t) for t in texts]
+        with self._content_lock:
+            if not all(k in self._content for k in keys):
+                return None
+            return [self._content[k] for k in keys]
 
     def content_vectors(self, texts) -> list[np.ndarray | None]:
         """Per text, the mean of its final token vectors over [CLS], its content words' tokens and [SEP].
