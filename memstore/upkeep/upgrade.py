@@ -170,16 +170,21 @@ def _plan_day(store, day: str, path: Path) -> DayPlan:
             try:
                 header, payload = seg_vector(store.root, {"seg": seg})
             except (OSError, SegmentError, KeyError, ValueError) as exc:
-                raise FormatError(
-                    path,
-                    f"line {ln.line_no}: record {rec.get('id')}: its vector segment cannot be read ({exc})",
-                    hint="Run ct fsck; nothing was changed.",
-                ) from None
+                raise _unreadable(path, ln.line_no, rec, "its vector segment", exc) from None
             writer.add_encoded(str(rec["id"]), packfmt.hash16(str(rec.get("hash", ""))), header, payload)
         _convert_blob(store, rec, writer, packed_blobs, path, ln.line_no)
         lines.append(recordfmt.dumps(rec) + "\n")
         n += 1
     return DayPlan(day, path, "".join(lines).encode("utf-8"), writer, n)
+
+
+def _unreadable(path: Path, line_no: int, rec: dict, what: str, exc: Exception) -> FormatError:
+    """The error for a record whose format-1 segment cannot be read: the upgrade stops, nothing changed."""
+    return FormatError(
+        path,
+        f"line {line_no}: record {rec.get('id')}: {what} cannot be read ({exc})",
+        hint="Run ct fsck; nothing was changed.",
+    )
 
 
 def _convert_blob(store, rec: dict, writer, packed: set, path: Path, line_no: int) -> None:
@@ -192,11 +197,7 @@ def _convert_blob(store, rec: dict, writer, packed: set, path: Path, line_no: in
         bheader, body, mbody = seg_blob(store.root, ref)
         sha = json.loads(mbody.decode("utf-8")).get("sha256")
     except (OSError, SegmentError, KeyError, ValueError) as exc:
-        raise FormatError(
-            path,
-            f"line {line_no}: record {rec.get('id')}: its original (source.blob) cannot be read ({exc})",
-            hint="Run ct fsck; nothing was changed.",
-        ) from None
+        raise _unreadable(path, line_no, rec, "its original (source.blob)", exc) from None
     actual = hashlib.sha256(body).hexdigest()
     key = (ref["shard"], ref["blob"])
     if key not in packed:  # chunks of one PDF share one original
