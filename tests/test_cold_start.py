@@ -28,3 +28,38 @@ def test_hash_store_commands_import_no_heavy_library(store, command):
     store.index()
     expected = ["git"] if command[0] == "add" else []  # a write commits through gitpython; reads run no git
     assert _imported(["-C", str(store.root), *command]) == expected
+
+
+def test_the_program_leaves_fast_with_its_exit_status_and_all_its_output(store, tmp_path):
+    """`ct` (memstore.cli.run) skips interpreter teardown: what it printed still arrives whole
+    through a pipe, an error keeps its exit status, and atexit handlers still run."""
+    write_turns(
+        store, [(f"2026-01-02T10:{i:02d}:00Z", "user", f"budget line {i} " * 20, "s1", "me") for i in range(40)]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "memstore", "-C", str(store.root), "search", "budget", "-k", "40", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    assert len(json.loads(proc.stdout)["hits"]) == 40  # 40 hits of ~600 characters: the pipe got all of it
+
+    missing = tmp_path / "no-store-here"
+    missing.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "memstore", "-C", str(missing), "where"], capture_output=True, text=True
+    )
+    assert proc.returncode == 3 and "Not a memory store" in proc.stderr, proc.stderr
+
+    marker = tmp_path / "atexit-ran"
+    code = (
+        "import atexit, pathlib, sys\n"
+        f"atexit.register(lambda: pathlib.Path({str(marker)!r}).write_text('yes'))\n"
+        "from memstore.cli import run\n"
+        "run(['--version'])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("ct"), proc.stderr
+    assert marker.read_text() == "yes"

@@ -149,3 +149,35 @@ def main(argv=None):
         cli.main(args=argv, prog_name="ct", standalone_mode=True)
     except BrokenPipeError:
         sys.exit(0)
+
+
+def run(argv=None) -> None:
+    """The `ct` program: `main`, then leave without tearing the interpreter down.
+
+    A command has committed, closed and flushed what it writes before it returns; what teardown
+    adds is freeing every loaded module's objects one by one, 40-60 ms once numpy, gitpython and
+    sqlite3 are in (a third of a `ct add`). atexit handlers still run first. A thread that is not
+    a daemon, or an exit status that is not a number, takes the ordinary way out.
+    """
+    import threading
+
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is None:
+        code = 0
+    if not isinstance(code, int) or any(
+        t is not threading.current_thread() and not t.daemon and t.is_alive() for t in threading.enumerate()
+    ):
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away, or a closed stream: nothing to keep
+            pass
+    os._exit(code)
