@@ -8,6 +8,9 @@ a copy of the secret in a place the user did not put it.
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 from .errors import SecretsFound, UsageError
 
 MODES = ("refuse", "skip", "redact", "allow")
@@ -36,7 +39,10 @@ def findings(rec: dict) -> list[tuple[str, object]]:
     """(place, Finding) for every secret in the record."""
     from .ingest import secrets
 
-    return [(place, f) for place, text in _strings(rec) if text for f in secrets.scan(text)]
+    found = [(place, f) for place, text in _strings(rec) if text for f in secrets.scan(text)]
+    if rec.get("text") and not any(place == "text" for place, _ in found):
+        _found_clean(clean_key(rec["text"]))  # `scrub` of this text would give it back unchanged
+    return found
 
 
 def apply(records: list[dict], how: str = "refuse", origins: dict | None = None) -> tuple[list[dict], list[str]]:
@@ -123,9 +129,60 @@ def _redact_in_place(rec: dict) -> None:
 
 
 def scrub(text: str) -> str:
-    """Derived text (a commit subject, a topic name or summary) with any detected secret replaced."""
+    """Derived text (a commit subject, a topic name or summary) with any detected secret replaced.
+
+    A text known to come back unchanged (see `clean_key`) is not scanned again."""
     if not text:
+        return text
+    key = clean_key(text)
+    if key in _CLEAN:
         return text
     from .ingest import secrets
 
-    return secrets.redact(text)[0]
+    out = secrets.redact(text)[0]
+    if out == text:
+        _found_clean(key)
+    return out
+
+
+# Texts that `scrub` gives back unchanged, by `clean_key`. Topic names and summaries are built
+# from up to 60 of a topic's texts, re-read on every write: scanning them all again each time cost
+# a `ct add` ~100 ms in a topic with a URL in it (a long token wakes detect-secrets). The tree
+# keeps these keys in the disposable index (memstore/tree/topicdata.py), so later processes skip
+# the scan too; a record written under --allow-secrets is never among them unless it is clean.
+_CLEAN: set[bytes] = set()
+_FRESH: list[bytes] = []  # found clean by this process, not saved yet
+_DETECTOR: list[bytes] = []
+
+
+def clean_key(text: str) -> bytes:
+    """A 16-byte key for "this exact text, checked by this exact detector": the detector's source
+    is part of the key, so a changed rule invalidates every saved verdict."""
+    if not _DETECTOR:
+        here = Path(__file__).resolve().parent
+        source = b"".join((here / name).read_bytes() for name in ("secret_policy.py", "ingest/secrets.py"))
+        _DETECTOR.append(hashlib.blake2b(source, digest_size=16).digest())
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16, key=_DETECTOR[0]).digest()
+
+
+def _found_clean(key: bytes) -> None:
+    if key not in _CLEAN:
+        _CLEAN.add(key)
+        _FRESH.append(key)
+
+
+def unchecked(keys: list[bytes]) -> list[bytes]:
+    """The keys this process does not know as clean yet."""
+    return [k for k in keys if k not in _CLEAN]
+
+
+def known_clean(keys) -> None:
+    """Keys saved earlier (by any process) as clean."""
+    _CLEAN.update(keys)
+
+
+def take_fresh() -> list[bytes]:
+    """The keys found clean since the last call, for saving."""
+    out = list(_FRESH)
+    _FRESH.clear()
+    return out

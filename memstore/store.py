@@ -280,6 +280,7 @@ class Store(StoreAPI):
                 tx.stage(self._write_files(records, vectors))
                 result.added = records
                 tx.stage(self._after_write(records, vectors, after_write, result))
+                self.index(update=False).save_clean_keys(secret_policy.take_fresh())
             tx.stage(extra_paths or [])
         result.commit = tx.commit
         return result

@@ -10,6 +10,7 @@ import json
 import random
 import string
 import subprocess
+import sys
 import threading
 
 import anyio
@@ -335,3 +336,60 @@ def test_hunter2_password_is_caught_and_documented_examples_are_allowed(tmp_path
     ct("-C", st.root, "add", "AWS docs use AKIAIOSFODNN7EXAMPLE as the example key id")
     ct("-C", st.root, "add", "password: <your password>")
     assert len(commits(st.root)) == 3
+
+
+def test_a_group_name_never_holds_an_allowed_secret(tmp_path):
+    """Crowded topics are grouped under a name made of their key terms: a token stored verbatim
+    under --allow-secrets (and repeated in every member) must not become one of them."""
+    st = make_store(tmp_path / "s")
+    toml = st.root / "memstore.toml"
+    toml.write_text(toml.read_text().replace("[settings]", "[settings]\nmax_children = 2"))
+    fillers = ["orchard pruning schedule", "kayak paddle length", "violin rosin brand", "quilt batting weight"]
+    for i, subject in enumerate(fillers):  # so the token is a rare word in the store, not a common one
+        ct("-C", st.root, "add", "--session", f"f{i}", "--ts", f"2025-12-0{i + 1}T10:00:00Z", f"{subject} {subject}")
+    subjects = ["sourdough starter feeding", "bicycle chain lubrication", "tax return deadline", "guitar string gauge"]
+    for i, subject in enumerate(subjects):
+        text = f"{subject} {subject} note {TOKEN} again {TOKEN} and {TOKEN}"
+        ct("-C", st.root, "add", "--allow-secrets", "--session", f"s{i}", "--ts", f"2026-01-0{i + 1}T10:00:00Z", text)
+    tree = "".join(p.read_text() for p in (st.root / "tree").rglob("*.jsonl"))
+    assert "related topics" in tree, "the topics were grouped"
+    assert TOKEN not in tree and TOKEN[4:20] not in tree and TOKEN.lower() not in tree
+
+
+def test_names_scan_a_clean_text_once_and_an_allowed_secret_every_time(tmp_path):
+    """Topic names and summaries are rebuilt from the topic's texts on every write; a text found
+    clean is remembered in the index, so a later process does not scan it again (a URL in a topic
+    no longer wakes detect-secrets on each `ct add`). A text holding an allowed secret is never
+    remembered as clean."""
+    from memstore import secret_policy
+    from memstore.index import queries
+
+    st = make_store(tmp_path / "s")
+    for i in range(3):
+        ct(
+            "-C",
+            st.root,
+            "add",
+            "--session",
+            "s1",
+            f"release pipeline step {i}: https://example.org/project/pull/{1000 + i}",
+        )
+    ct("-C", st.root, "add", "--allow-secrets", "--session", "s1", f"release pipeline token {TOKEN}")
+    code = (
+        "import sys\nfrom memstore.cli import main\n"
+        f"try:\n    main(['-C', {str(st.root)!r}, 'add', '--session', 's1', 'release pipeline step 4'])\n"
+        "except SystemExit:\n    pass\n"
+        "print('detect_secrets' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    # the allowed secret is scanned again (detect-secrets is how a vendor token is recognised) ...
+    assert proc.stdout.strip().splitlines()[-1] == "True"
+    tree = "".join(p.read_text() for p in (st.root / "tree").rglob("*.jsonl"))
+    assert TOKEN[4:20] not in tree
+    index = st.index()
+    texts = {r["text"] for r in (index.record_at(rowid) for _id, rowid, *_ in queries.record_rows(index))}
+    secret_text = next(t for t in texts if TOKEN in t)
+    saved = set(queries.clean_keys(index, [secret_policy.clean_key(t) for t in texts]))
+    assert secret_policy.clean_key(secret_text) not in saved
+    assert len(saved) == len(texts) - 1, "every other text was found clean once and remembered"

@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS supersedes (day TEXT, id TEXT);
 CREATE INDEX IF NOT EXISTS supersedes_day ON supersedes(day);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');
 """
+# Texts the secret scan found nothing in, by secret_policy.clean_key: a cache like the rest.
+CLEAN_TEXTS = "CREATE TABLE IF NOT EXISTS clean_texts (key BLOB PRIMARY KEY) WITHOUT ROWID"
 
 
 RECORD_INDEX_SQL = [st.strip() for st in SCHEMA.split(";") if st.strip().startswith("CREATE INDEX")]
@@ -649,6 +651,17 @@ class Index:
             self._matrix = ((gen, n_rows), arrays, ordered)
             return arrays
         raise RuntimeError("the vector index kept changing while it was being opened")
+
+    def save_clean_keys(self, keys: list[bytes]) -> None:
+        """Remember texts the secret scan found clean (memstore/secret_policy.py); best effort."""
+        if not keys:
+            return
+        try:
+            with self.conn:
+                self.conn.execute(CLEAN_TEXTS)
+                self.conn.executemany("INSERT OR IGNORE INTO clean_texts VALUES (?)", [(k,) for k in keys])
+        except sqlite3.Error:  # a busy or read-only cache only costs a later process the scan
+            pass
 
     def known_ids(self, ids: list[str]) -> set[str]:
         found: set[str] = set()

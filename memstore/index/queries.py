@@ -11,6 +11,7 @@ No numpy here, and no sqlite-utils: `ct where` and the other light commands impo
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import TYPE_CHECKING, Iterator
 
 from ..format.record import CONVERSATION_TYPES
@@ -361,6 +362,19 @@ def summary(index) -> dict:
         "sessions": sessions,
         "text_bytes": text_bytes,
     }
+
+
+def clean_keys(index, keys: list[bytes]) -> list[bytes]:
+    """Which of these secret-scan keys the index holds as clean (none before the first is saved)."""
+    found: list[bytes] = []
+    try:
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            q = f"SELECT key FROM clean_texts WHERE key IN ({_marks(part)})"
+            found += [r[0] for r in index.conn.execute(q, part)]
+    except sqlite3.OperationalError:  # no such table yet
+        return []
+    return found
 
 
 def vector_row_count(index) -> int:

@@ -21,7 +21,7 @@ def group_name(tree: Tree, members: list[Topic], data: RecordData) -> tuple[str,
     for m in members:
         recs = m.records or [r for d in sorted(tree.descendants(m.id)) for r in tree.topics[d].records]
         texts += data.texts(recs, limit=12)[0] or [m.name]
-    terms = naming.key_terms(texts, 3, data.rarity)
+    terms = naming.key_terms(naming.scrubbed(texts), 3, data.rarity)  # a committed name: no secret in it
     name = ", ".join(terms) or "Related topics"
     name = name[:1].upper() + name[1:]
     return name, f"{len(members)} related topics: " + "; ".join(m.name for m in members)

@@ -131,7 +131,7 @@ def term_set(texts: list[str], k: int = 12, rarity=None) -> set[str]:
 TEXT_CHARS = 20_000
 
 
-def _scrubbed(texts: list[str]) -> list[str]:
+def scrubbed(texts: list[str]) -> list[str]:
     """Names and summaries are committed derived text: built from texts with their secrets replaced."""
     from ..secret_policy import scrub
 
@@ -139,7 +139,7 @@ def _scrubbed(texts: list[str]) -> list[str]:
 
 
 def offline_name(texts: list[str], rarity=None) -> str:
-    texts = _scrubbed(texts)
+    texts = scrubbed(texts)
     terms = key_terms(texts, 3, rarity)
     if not terms:
         return "Untitled topic"
@@ -149,7 +149,7 @@ def offline_name(texts: list[str], rarity=None) -> str:
 
 def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=None) -> str:
     """ "N turns about a, b, c, d, e; opens with: <the first sentence someone asked>" (≤ 220 chars)."""
-    texts = _scrubbed(texts)
+    texts = scrubbed(texts)
     terms = key_terms(texts, 6, rarity)
     n = len(texts)
     head = f"{n} turn{'s' if n != 1 else ''} about {', '.join(terms)}" if terms else f"{n} turns"
@@ -181,7 +181,7 @@ def clean_name(reply, max_words: int = 6) -> str | None:
         return None
     if not re.search(r"\w", text) or text.lower() in {"error", "none", "null", "n/a", "unknown", "topic"}:
         return None
-    return _scrubbed([text])[0]
+    return scrubbed([text])[0]
 
 
 def clean_summary(reply) -> str | None:
@@ -191,7 +191,7 @@ def clean_summary(reply) -> str | None:
     text = re.sub(r"^summary\s*:\s*", "", text, flags=re.I)
     if len(text) < 8 or text.lower().startswith(("error", "i'm sorry", "i cannot", "as an ai")):
         return None
-    return _scrubbed([text])[0][:400]
+    return scrubbed([text])[0][:400]
 
 
 def excerpt(texts: list[str], roles: list[str], limit: int = 1800) -> str:

@@ -148,7 +148,17 @@ class RecordData:
             if rec is not None:
                 texts.append(rec.get("text", ""))
                 roles.append(rec.get("role", "user"))
+        self._recall_clean(texts)
         return texts, roles
+
+    def _recall_clean(self, texts: list[str]) -> None:
+        """Tell the secret scrubber which of these texts an earlier process already found clean, so
+        naming (which scrubs what it reads, cut at naming.TEXT_CHARS) does not scan them again."""
+        from .. import secret_policy
+        from .naming import TEXT_CHARS
+
+        keys = [secret_policy.clean_key(t[:TEXT_CHARS]) for t in texts if t]
+        secret_policy.known_clean(queries.clean_keys(self.index, secret_policy.unchecked(keys)))
 
 
 def topic_vector(tree, data: RecordData, tid: str, cache: dict) -> np.ndarray | None:
