@@ -393,3 +393,18 @@ def test_names_scan_a_clean_text_once_and_an_allowed_secret_every_time(tmp_path)
     saved = set(queries.clean_keys(index, [secret_policy.clean_key(t) for t in texts]))
     assert secret_policy.clean_key(secret_text) not in saved
     assert len(saved) == len(texts) - 1, "every other text was found clean once and remembered"
+
+
+def test_an_allowed_secret_is_never_sent_to_the_topic_model(tmp_path, openai_server, monkeypatch):
+    """With topics named by an LLM (opt-in), what the model is shown to name, summarise or place a
+    topic is scrubbed like the names themselves: a secret kept verbatim by --allow-secrets stays home."""
+    monkeypatch.setenv("MEMSTORE_LLM_TOPICS", "1")
+    openai_server.replies = lambda body: '{"belongs_to_current": true}' if "JSON" in str(body) else "Token talk"
+    st = make_store(tmp_path / "s")
+    for i in range(3):
+        text = f"deploy step {i}: the token is {TOKEN} for the deploy pipeline"
+        ct("-C", st.root, "add", "--allow-secrets", "--session", "s1", "--ts", f"2026-01-01T10:0{i}:00Z", text)
+    sent = json.dumps(openai_server.bodies("/v1/chat/completions"))
+    assert sent != "[]", "the topic model was asked"
+    assert TOKEN not in sent and TOKEN[4:20] not in sent
+    assert "[REDACTED github-token]" in sent

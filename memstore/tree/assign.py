@@ -162,6 +162,9 @@ class Placer:
         t = self.tree.topics[cur]
         candidates = self.tree.ancestry(cur)
         texts, roles = self.data.texts(t.records[-6:], limit=6)
+        # what is sent to the model is scrubbed like a name: a secret kept by --allow-secrets stays home
+        texts = naming.scrubbed(texts)
+        message = naming.scrubbed([rec["text"]])[0]
         recent = "\n".join(f"- {r}: {' '.join(x.split())[:150]}" for x, r in zip(texts, roles))
         options = "\n".join(
             ["0. ROOT - start a new top-level topic"]
@@ -172,7 +175,7 @@ class Placer:
         )
         prompt = (
             f"Current topic: {t.name}\nSummary: {t.summary}\nRecent exchanges:\n{recent}\n\n"
-            f"New message:\n- {rec.get('role')}: {' '.join(rec['text'].split())[:400]}\n\n"
+            f"New message:\n- {rec.get('role')}: {' '.join(message.split())[:400]}\n\n"
             f"Available parent topics:\n{options}\n\n"
             "Does the new message continue the current topic? If not, name the new topic (2-5 words) "
             "and pick its parent: 0 unless it is genuinely a sub-topic of one listed. Reply with JSON: "

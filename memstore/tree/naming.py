@@ -195,8 +195,9 @@ def clean_summary(reply) -> str | None:
 
 
 def excerpt(texts: list[str], roles: list[str], limit: int = 1800) -> str:
+    """The lines an LLM is shown to name or summarise a topic, scrubbed of secrets like the result."""
     lines, used = [], 0
-    for role, text in zip(roles, texts):
+    for role, text in zip(roles, scrubbed(texts)):
         line = f"- {role}: {' '.join(text.split())[:300]}"
         if used + len(line) > limit:
             break
