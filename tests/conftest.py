@@ -67,6 +67,18 @@ def ct(*args, cwd=None, input=None, check=True, env=None, process=False):
     return proc
 
 
+def modules_after(argv: list[str], names: tuple[str, ...]) -> list[str]:
+    """Which of `names` a fresh Python process has imported after running `ct ARGV` (in order of `names`)."""
+    code = (
+        "import sys\nfrom memstore.cli import main\n"
+        f"try:\n    main({[str(a) for a in argv]!r})\nexcept SystemExit:\n    pass\n"
+        f"print([m for m in {tuple(names)!r} if m in sys.modules])"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return eval(proc.stdout.strip().splitlines()[-1])  # a list literal printed by the child
+
+
 def ct_process(*args, **kwargs):
     """`ct` in a real subprocess (see ct)."""
     return ct(*args, process=True, **kwargs)

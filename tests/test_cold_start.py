@@ -6,20 +6,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import write_turns
+from conftest import modules_after, write_turns
 
 HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "onnx", "faiss", "git", "sqlite_utils")
 
 
 def _imported(args: list[str]) -> list[str]:
-    code = (
-        "import sys\nfrom memstore.cli import main\n"
-        f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
-        f"print([m for m in {HEAVY!r} if m in sys.modules])"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return eval(proc.stdout.strip().splitlines()[-1])  # a list literal printed by the child
+    return modules_after(args, HEAVY)
 
 
 @pytest.mark.parametrize("command", [["search", "budget"], ["add", "the budget is fine"], ["where"]])

@@ -10,13 +10,12 @@ import json
 import random
 import string
 import subprocess
-import sys
 import threading
 
 import anyio
 import pytest
 
-from conftest import commits, ct, git_clean, make_store
+from conftest import commits, ct, git_clean, make_store, modules_after
 from conftest_openai import openai_server  # noqa: F401  (fixture)
 
 # Assembled at run time so this file holds no literal that looks like a key.
@@ -375,16 +374,9 @@ def test_names_scan_a_clean_text_once_and_an_allowed_secret_every_time(tmp_path)
             f"release pipeline step {i}: https://example.org/project/pull/{1000 + i}",
         )
     ct("-C", st.root, "add", "--allow-secrets", "--session", "s1", f"release pipeline token {TOKEN}")
-    code = (
-        "import sys\nfrom memstore.cli import main\n"
-        f"try:\n    main(['-C', {str(st.root)!r}, 'add', '--session', 's1', 'release pipeline step 4'])\n"
-        "except SystemExit:\n    pass\n"
-        "print('detect_secrets' in sys.modules)"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    after = modules_after(["-C", st.root, "add", "--session", "s1", "release pipeline step 4"], ("detect_secrets",))
     # the allowed secret is scanned again (detect-secrets is how a vendor token is recognised) ...
-    assert proc.stdout.strip().splitlines()[-1] == "True"
+    assert after == ["detect_secrets"]
     tree = "".join(p.read_text() for p in (st.root / "tree").rglob("*.jsonl"))
     assert TOKEN[4:20] not in tree
     index = st.index()
