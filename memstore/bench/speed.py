@@ -292,6 +292,7 @@ def fresh_add(b: Bench, n: int = 1000) -> None:
             store.write(recs[i : i + 250], f"Add {i}")
         store.index()
         wall, cpu = _fresh_runs(b, ["-C", str(store.root), "add", "the budget review moves to friday"])
+        floor = add_floor(store.root)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     b.add(
@@ -303,6 +304,50 @@ def fresh_add(b: Bench, n: int = 1000) -> None:
         ok=(wall <= 0.250) if n >= 1000 else None,
     )
     b.raw["fresh_add"] = [wall, cpu]
+    b.add(
+        "… what a fresh `ct add` spends before any work: Python start-up, then every module it loads "
+        "(fresh processes, medians of 5)",
+        f"{n:,}",
+        f"{ms(floor['start-up'])} + {ms(floor['all'] - floor['start-up'])} = {ms(floor['all'])}",
+        ratio=f"{floor['all'] / wall:.0%} of the add; of the imports: numpy {ms(floor['numpy'])}, "
+        f"gitpython {ms(floor['git'])} (with the two `git version` runs its import makes), "
+        f"click + memstore.cli {ms(floor['cli'])}",
+    )
+    b.raw["fresh_add_floor"] = floor
+
+
+def add_floor(root: Path) -> dict[str, float]:
+    """Fresh-process wall times (median of 5): Python start-up, and start-up plus importing numpy,
+    gitpython, the CLI, or every module a `ct add` in `root` loads (as a child reports them), each
+    minus start-up except "start-up" and "all". What is left of a `ct add` is its work and its git runs."""
+    child = (
+        "import sys\nfrom memstore.cli import main\n"
+        f"try:\n    main(['-C', {str(root)!r}, 'add', 'what did the add import'])\nexcept SystemExit:\n    pass\n"
+        "print(' '.join(sorted(m for m in sys.modules if '.' not in m or m.startswith('memstore.'))))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+    names = [m for m in loaded.stdout.split() if m not in ("__main__", "__mp_main__")]
+
+    def wall(code: str) -> float:
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()  # leaving as ct does: no interpreter teardown (memstore.cli.run)
+            subprocess.run([sys.executable, "-c", code + "\nimport os\nos._exit(0)"], check=True, capture_output=True)
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    start = wall("pass")
+    every = (
+        "import importlib\nfor m in %r:\n    try:\n        importlib.import_module(m)\n    except ImportError:\n        pass"
+        % (names,)
+    )
+    return {
+        "start-up": start,
+        "numpy": wall("import numpy") - start,
+        "git": wall("import git") - start,
+        "cli": wall("import memstore.cli") - start,
+        "all": wall(every),
+    }
 
 
 def fresh_where(b: Bench, store, n: int) -> None:
