@@ -83,6 +83,7 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
         "Machine:",
         "Command: `ct bench",
         "fresh `ct add` process",
+        "what a fresh `ct add` spends before any work",
         "warm hybrid candidates + fusion",
         "fresh `ct where` process",
         "## Scale",
@@ -95,6 +96,8 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
     assert "heavy imports: none" in text
     raw = json.loads((tmp_path / "cache" / "last.json").read_text())
     assert set(raw["queries"]) == {"60", "120"}
+    floor = raw["fresh_add_floor"]  # measured: start-up, then more with every module an add loads
+    assert 0 < floor["start-up"] < floor["all"] and floor["numpy"] > 0 and floor["git"] > 0
     # The one-new-day step undoes itself: the cached store is back to its 120 records, git clean.
     from memstore.bench import synth
     from memstore.store import Store
