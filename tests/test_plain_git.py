@@ -314,3 +314,24 @@ def test_writes_commit_on_packed_refs_a_linked_worktree_and_a_detached_head(tmp_
     for r in (root, tmp_path / "wt"):
         assert git_clean(r)
         assert json.loads(ct("-C", r, "fsck", "--json").stdout)["ok"]
+
+
+def test_a_cherry_pick_then_a_merge_of_its_branch_keeps_one_record(plain_clones):
+    """git merges a line appended by a cherry-picked commit twice (union) when the original branch
+    is merged later: the day log holds two identical lines. Nothing is lost, the record counts once
+    in search, and fsck says what happened instead of only "also at"."""
+    b, c, _ = plain_clones
+    git(c, "checkout", "-q", "-b", "side")
+    rid = add(c, "the boiler service is booked for the ninth", "2026-11-20T09:00:00Z")
+    add(c, "and the plumber comes on the tenth", "2026-11-20T09:05:00Z")
+    add(b, "a note written on main first", "2026-11-20T08:00:00Z")
+    git(b, "fetch", "-q", str(c), "side")
+    git(b, "cherry-pick", "FETCH_HEAD~1")  # the line lands after main's note, not where side has it
+    git(b, "merge", "-q", "--no-edit", "FETCH_HEAD")
+    assert committed_ids(b)[rid] == 2, "git kept both copies of the line"
+    hits = json.loads(ct("-C", b, "search", "boiler service booked", "--json", "-k", "5").stdout)["hits"]
+    assert [h["id"] for h in hits].count(rid) == 1
+    rep = json.loads(ct("-C", b, "fsck", "--json", check=False).stdout)
+    assert rep["ok"], rep
+    [warning] = rep["warnings"]
+    assert "an identical copy of the record at" in warning and "counts once" in warning, warning

@@ -57,7 +57,7 @@ def fsck(store) -> Report:
     rep = Report()
     dim = int(store.config.embedder["dim"])
     referenced: set[Path] = set()
-    ids: dict[str, str] = {}
+    ids: dict[str, tuple[str, Path, int, int]] = {}  # id -> where its first copy is (for duplicates)
     packed = _check_packs(store, rep, dim)
     claimed: dict[str, set[str]] = {}
     for day, path in logfmt.list_days(store.root).items():
@@ -75,9 +75,9 @@ def fsck(store) -> Report:
             rep.records += 1
             claimed.setdefault(day, set()).add(str(rec["id"]))
             _check_record(store, rec, where, day, dim, rep, referenced, packed.get(day))
-            if rec["id"] in ids and ids[rec["id"]] != where:
-                rep.warnings.append(f"{where}: id {rec['id']} also at {ids[rec['id']]} (the earlier copy is used)")
-            ids.setdefault(rec["id"], where)
+            first = ids.setdefault(rec["id"], (where, path, ln.offset, ln.length))
+            if first[0] != where:
+                rep.warnings.append(_duplicate(where, rec, first))
     _check_orphans(store, rep, referenced)
     _check_pack_orphans(store, rep, packed, claimed)
     _check_tree(store, rep)
@@ -90,6 +90,22 @@ def fsck(store) -> Report:
             '"ct fsck --repair" rolls back what it left'
         )
     return rep
+
+
+def _duplicate(where: str, rec: dict, first: tuple[str, Path, int, int]) -> str:
+    """The warning for a second line with a record's id; an identical copy is what git leaves when it
+    merges one appended line twice (a cherry-pick, or a rebase, and then a merge of the original)."""
+    there, path, offset, length = first
+    try:
+        same = logfmt.read_text_at(path, offset, length) == rec
+    except (OSError, ValueError):
+        same = False
+    if same:
+        return (
+            f"{where}: an identical copy of the record at {there} (id {rec['id']}): git merged the same "
+            "line twice, e.g. after a cherry-pick or a rebase; it counts once"
+        )
+    return f"{where}: id {rec['id']} also at {there} (the earlier copy is used)"
 
 
 def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) -> None:
