@@ -160,7 +160,12 @@ def clean_key(text: str) -> bytes:
     is part of the key, so a changed rule invalidates every saved verdict."""
     if not _DETECTOR:
         here = Path(__file__).resolve().parent
-        source = b"".join((here / name).read_bytes() for name in ("secret_policy.py", "ingest/secrets.py"))
+        try:
+            source = b"".join((here / name).read_bytes() for name in ("secret_policy.py", "ingest/secrets.py"))
+        except OSError:  # not installed as files (a zip): the version has to do
+            from . import __version__
+
+            source = f"memstore {__version__}".encode()
         _DETECTOR.append(hashlib.blake2b(source, digest_size=16).digest())
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16, key=_DETECTOR[0]).digest()
 
