@@ -157,8 +157,12 @@ def _write_journal(store, journal: dict) -> None:
     store.meta_dir.mkdir(exist_ok=True)
     path = store.meta_dir / JOURNAL
     tmp = path.with_name(f".{JOURNAL}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(journal), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(journal), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a full disk: no half-written temp file left behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 # ----- rolling back ------------------------------------------------------------------------------

@@ -654,3 +654,40 @@ def test_readme_quick_start_lines_run_as_copied():
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     block = readme.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
     assert "or: cd" not in block, "a copied `cd` would break the relative paths on the next lines"
+
+
+@pytest.mark.parametrize("where", ["day log", "search index"])
+def test_a_full_disk_gets_a_clear_error_and_the_next_write_cleans_up(store, monkeypatch, where):
+    """The machine refusing a write (a full disk) is an error with a sentence, not a traceback;
+    nothing of the write is committed, and the next write rolls back what it left."""
+    import errno
+    import sqlite3
+
+    from memstore.format import log as logfmt
+    from memstore.index import build
+
+    ct("-C", store.root, "add", "the first note")
+    before = commits(store.root)
+    if where == "day log":
+        real = logfmt.append_lines
+
+        def full(path, payload, fsync=True):
+            real(path, payload[: len(payload) // 2], fsync)  # half a line got out before the disk filled
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+        monkeypatch.setattr(logfmt, "append_lines", full)
+    else:
+
+        def full(self, *args, **kwargs):
+            raise sqlite3.OperationalError("database or disk is full")
+
+        monkeypatch.setattr(build.Index, "update", full)
+    proc = ct("-C", store.root, "add", "a note that does not fit", check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("Error: the disk is full") and "Traceback" not in proc.stderr, proc.stderr
+    assert "ct fsck --repair" in proc.stderr
+    assert commits(store.root) == before
+    monkeypatch.undo()
+    ct("-C", store.root, "add", "a note once there is room")
+    assert json.loads(ct("-C", store.root, "fsck", "--json").stdout)["warnings"] == []
+    assert git_clean(store.root) and len(commits(store.root)) == len(before) + 1

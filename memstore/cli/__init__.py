@@ -79,6 +79,35 @@ class LazyGroup(click.Group):
         except MemstoreError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except Exception as exc:
+            said = environment_error(exc)
+            if said is None:
+                raise
+            click.echo(f"Error: {said}", err=True)
+            ctx.exit(1)
+
+
+_FULL = "Free some space and run the command again"
+_AFTER = 'a write cut short is rolled back by the next write or by "ct fsck --repair".'
+
+
+def environment_error(exc: BaseException) -> str | None:
+    """A clear sentence for what the machine refused (a full disk, a read-only or forbidden
+    file), instead of a traceback; None for anything else, which stays a traceback (a bug)."""
+    import errno
+
+    if type(exc).__module__ == "sqlite3" and "full" in str(exc).lower():  # SQLITE_FULL
+        return f"the disk is full (the search index could not grow). {_FULL}; {_AFTER}"
+    if not isinstance(exc, OSError) or exc.errno is None:
+        return None
+    where = f": {exc.filename}" if exc.filename else ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"the disk is full ({exc.strerror}{where}). {_FULL}; {_AFTER}"
+    if exc.errno == errno.EROFS:
+        return f"the store is on a read-only file system ({exc.strerror}{where})."
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"not allowed to write or read a file of the store ({exc.strerror}{where}); {_AFTER}"
+    return None
 
 
 SUMMARIES = {
