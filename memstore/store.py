@@ -46,6 +46,24 @@ def find_root(start: Path | None = None) -> Path:
     raise NotAStoreError(here)
 
 
+def meta_dir_for(root: Path) -> Path:
+    """Where the disposable index and locks live: `.memstore/` in the store, or, when the store
+    cannot be written here (a read-only mount, another user's store), a folder of this user's
+    cache named after the store's path, so reads still work (the index is built there once)."""
+    own = root / META_DIR
+    if _can_write(own if own.exists() else root):
+        return own
+    import hashlib
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return base / "memstore" / "read-only-stores" / f"{root.name}-{key}"
+
+
+def _can_write(path: Path) -> bool:
+    return os.access(path, os.W_OK)
+
+
 class Store(StoreAPI):
     """A memory store: a git repository of plain files plus a disposable index in `.memstore/`."""
 
@@ -55,7 +73,7 @@ class Store(StoreAPI):
             raise NotAStoreError(self.root)
         self.config = configfmt.read(self.root)
         self.tz = zone(self.config.timezone)
-        self.meta_dir = self.root / META_DIR
+        self.meta_dir = meta_dir_for(self.root)
         self._embedder = None
         self._git = None
         self._index = None

@@ -193,3 +193,40 @@ def test_help_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert out.strip().endswith("[]"), out
+
+
+def test_a_store_this_user_cannot_write_is_still_searched(tmp_path, monkeypatch):
+    """A read-only mount or another user's store: the disposable index goes to this user's cache
+    (named after the store's path) instead of `.memstore/`, and reads work; a write says why not."""
+    import os
+    import shutil
+
+    from memstore import store as storemod
+
+    st = storemod.Store.init(tmp_path / "s", embedder="hash", timezone="UTC")
+    ct("-C", st.root, "add", "the shared calendar lives on the team drive")
+    shutil.rmtree(st.root / ".memstore")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.setattr(storemod, "_can_write", lambda path: False)
+    hits = json.loads(ct("-C", st.root, "search", "team drive calendar", "--json").stdout)["hits"]
+    assert [h["text"] for h in hits][:1] == ["the shared calendar lives on the team drive"]
+    assert "the shared calendar" in ct("-C", st.root, "where").stdout
+    assert not (st.root / ".memstore").exists(), "nothing was written into the store"
+    [folder] = (cache / "memstore" / "read-only-stores").iterdir()
+    assert folder.name.startswith("s-") and (folder / "index.db").exists()
+    assert git_clean(st.root)
+    if os.geteuid() != 0:  # permission bits bind everyone but root: the real thing, not a stand-in
+        monkeypatch.undo()
+        monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+        for p in [st.root, *st.root.rglob("*")]:
+            if ".git" not in p.parts:
+                p.chmod(p.stat().st_mode & ~0o222)
+        try:
+            proc = ct_process("-C", st.root, "search", "team drive", "--json")
+            assert json.loads(proc.stdout)["hits"], proc.stderr
+            proc = ct_process("-C", st.root, "add", "cannot be written", check=False)
+            assert proc.returncode != 0 and "Error:" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        finally:
+            for p in [st.root, *st.root.rglob("*")]:
+                p.chmod(p.stat().st_mode | 0o200)

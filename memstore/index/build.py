@@ -114,7 +114,7 @@ class Index:
         """The index database; created on first use. Reads go through the stdlib driver so a
         search does not pay for importing sqlite-utils, which creates the schema."""
         if self._conn is None:
-            self.meta_dir.mkdir(exist_ok=True)
+            self.meta_dir.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=30)
             try:
                 conn.execute("PRAGMA busy_timeout = 30000")
