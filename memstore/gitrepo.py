@@ -14,6 +14,18 @@ INDEX_TUNE_BYTES = 1_000_000  # .git/index size from which writes switch it to f
 IN_MEMSTORE_ENV = "MEMSTORE_COMMITTING"
 
 
+class GitMissing(GitError):
+    """No git to run: gitpython cannot load without it, and a store is a git repository."""
+
+    nothing_written = True  # no write gets past its first step without git: nothing to roll back
+
+    def __init__(self):
+        super().__init__(
+            "git is not installed or not on the PATH: a store is a git repository and memstore runs "
+            "the real git (install it, or set GIT_PYTHON_GIT_EXECUTABLE to its full path)"
+        )
+
+
 class GitRepo:
     """Runs the real `git` on one repository through gitpython's command runner (see `_git`)."""
 
@@ -53,6 +65,8 @@ class GitRepo:
                 for line in found.splitlines():
                     key, _, value = line.partition(b" ")
                     keys[key.lower()] = value
+            except GitMissing:
+                raise
             except GitError:  # exit 1: none is set
                 pass
             self._hooks_path = keys.get(b"core.hookspath", b"").decode("utf-8", "surrogateescape") or None
@@ -394,8 +408,13 @@ def _git(cwd: Path, args: list[str], env) -> bytes:
     GIT_WORK_TREE, GIT_INDEX_FILE) are pinned to this repository rather than dropped. gitpython
     is imported here, on the first git command, so read commands and `ct --help` never load it.
     """
-    from git.cmd import Git
-    from git.exc import GitCommandError
+    try:
+        from git.cmd import Git
+        from git.exc import GitCommandError, GitCommandNotFound
+    except ImportError as exc:  # gitpython refuses to load without a working git
+        if "git executable" not in str(exc).lower():
+            raise
+        raise GitMissing() from None
 
     env = dict(env)
     gdir = git_dir(cwd) if args[:1] != ["init"] else None
@@ -405,6 +424,12 @@ def _git(cwd: Path, args: list[str], env) -> bytes:
         return Git(str(cwd)).execute(
             ["git", *args], env=env, stdout_as_string=False, strip_newline_in_stdout=False, istream=subprocess.DEVNULL
         )
+    except GitCommandNotFound:
+        import shutil
+
+        if shutil.which(os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git") is None:
+            raise GitMissing() from None
+        raise
     except GitCommandError as exc:
         raw = exc.stderr or exc.stdout or ""
         words = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)).strip()

@@ -120,8 +120,14 @@ class Store(StoreAPI):
         zone(tzname)  # validate before touching the disk
         opts = {**(embedder_options or {}), **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None}}
         desc = adapters.describe(embedder, **opts)
+        made = not root.exists()
         root.mkdir(parents=True, exist_ok=True)
-        repo = GitRepo(root) if (root / ".git").exists() else GitRepo.init(root)
+        try:
+            repo = GitRepo(root) if (root / ".git").exists() else GitRepo.init(root)
+        except Exception:
+            if made and not any(root.iterdir()):  # no git: leave no empty folder behind
+                root.rmdir()
+            raise
         cfg = configfmt.Config.new(tzname, desc, dtype)
         cfg.settings["vector_dtype"] = dtype
         cfg.write(root)

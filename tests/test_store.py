@@ -230,3 +230,27 @@ def test_a_store_this_user_cannot_write_is_still_searched(tmp_path, monkeypatch)
         finally:
             for p in [st.root, *st.root.rglob("*")]:
                 p.chmod(p.stat().st_mode | 0o200)
+
+
+def test_without_git_a_write_says_so_and_a_search_still_answers(tmp_path):
+    """No git on the PATH: a write (or init) is refused with one sentence saying what is missing and
+    leaves nothing behind (no journal, no empty folder); reading needs no git and still works."""
+    from memstore.store import Store
+
+    st = Store.init(tmp_path / "s", embedder="hash", timezone="UTC")
+    ct("-C", st.root, "add", "the spare key is under the blue pot")
+    head = commits(st.root)
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {"PATH": str(empty)}
+    proc = ct_process("-C", st.root, "add", "this needs git", env=env, check=False)
+    assert proc.returncode == 8 and "git is not installed" in proc.stderr and "Traceback" not in proc.stderr, (
+        proc.stderr
+    )
+    assert not (st.root / ".memstore" / "write-journal.json").exists()
+    hits = json.loads(ct_process("-C", st.root, "search", "spare key", "--json", env=env).stdout)["hits"]
+    assert hits and hits[0]["text"] == "the spare key is under the blue pot"
+    proc = ct_process("init", tmp_path / "new", "--timezone", "UTC", env=env, check=False)
+    assert proc.returncode == 8 and "git is not installed" in proc.stderr, proc.stderr
+    assert not (tmp_path / "new").exists()
+    assert commits(st.root) == head and git_clean(st.root)
