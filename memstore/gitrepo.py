@@ -265,6 +265,28 @@ class GitRepo:
             )
         return commits
 
+    def deletions(self, folder: str, max_count: int = 200) -> list[dict]:
+        """Commits of this branch that deleted files under `folder`, newest first: sha, subject,
+        body and the deleted paths. Merges are skipped (git shows them no diff)."""
+        args = ["log", f"-n{max_count}", "--no-renames", "--diff-filter=D", "--name-only"]
+        try:
+            out = self.run(*args, "--format=\x1e%H\x1f%s\x1f%b\x1d", "--", folder)
+        except GitError:  # an unborn branch
+            return []
+        commits = []
+        for chunk in out.split("\x1e")[1:]:
+            head, _, names = chunk.partition("\x1d")
+            sha, subject, body = head.split("\x1f")
+            commits.append({"sha": sha, "subject": subject, "body": body, "paths": names.split()})
+        return commits
+
+    def blob(self, rev: str, path: str) -> bytes | None:
+        """The bytes of `path` at revision `rev`, or None where it is absent."""
+        try:
+            return self.run("cat-file", "blob", f"{rev}:{path}", stdout_as_string=False, strip_newline_in_stdout=False)
+        except GitError:
+            return None
+
     def show(self, rev: str, path: str) -> str | None:
         try:
             return self.run("show", f"{rev}:{path}", strip_newline_in_stdout=False)

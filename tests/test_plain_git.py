@@ -5,6 +5,7 @@ while git waits in the middle of a merge or rebase."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -335,3 +336,66 @@ def test_a_cherry_pick_then_a_merge_of_its_branch_keeps_one_record(plain_clones)
     assert rep["ok"], rep
     [warning] = rep["warnings"]
     assert "an identical copy of the record at" in warning and "counts once" in warning, warning
+
+
+def test_git_revert_of_an_older_write_of_the_day_is_named_and_ct_forget_finishes_it(tmp_path):
+    """`git revert` of a day's newest write undoes it cleanly. Of an older one, git deletes the
+    write's pack but keeps its log line (the later lines follow it, and the log merges by union):
+    fsck names the revert commit and both ways out, a read warns, `ct forget` finishes the undo,
+    and restoring the pack from before the revert keeps the record instead."""
+    root = make_store(tmp_path / "s").root
+    first = add(root, "the harvest starts with the apples", "2026-11-30T08:00:00Z")
+    middle = add(root, "then the cherries are picked", "2026-11-30T08:05:00Z")
+    add(root, "the plums come last", "2026-11-30T08:10:00Z")
+    newest = add(root, "a note about the tractor", "2026-11-30T08:15:00Z")
+
+    git(root, "revert", "--no-edit", "HEAD")  # the newest write: no later line, a clean undo
+    assert newest not in committed_ids(root)
+    assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]
+
+    git(root, "revert", "--no-edit", "HEAD~3")  # the cherries, under the plums and the first revert
+    revert = git(root, "rev-parse", "--short=10", "HEAD").stdout.strip()
+    assert middle in committed_ids(root), "git kept the line"
+    fs = ct("-C", root, "fsck", "--json", check=False)
+    [damage] = json.loads(fs.stdout)["damage"]
+    assert fs.returncode == 1 and middle in damage and f"commit {revert} (Revert " in damage
+    assert "half done" in damage and f'"ct forget {middle}" finishes it' in damage
+    found = ct("-C", root, "search", "cherries picked")
+    assert f"record {middle}: no vector" in found.stderr and '"ct fsck"' in found.stderr
+
+    keep = tmp_path / "keep"  # the other way out, on a copy: bring the vector back
+    shutil.copytree(root, keep)
+    restore = damage.split('"git checkout ')[1].split('"')[0]
+    git(keep, "checkout", *restore.split())
+    git(keep, "commit", "-q", "-m", "Bring back the cherries' vector")
+    assert json.loads(ct("-C", keep, "fsck", "--json").stdout)["ok"]
+    assert middle in [h["id"] for h in json.loads(ct("-C", keep, "search", "cherries", "--json").stdout)["hits"]]
+
+    ct("-C", root, "forget", middle)
+    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [], rep
+    assert middle not in committed_ids(root) and first in committed_ids(root)
+    found = ct("-C", root, "search", "cherries picked", "--json")
+    assert middle not in [h["id"] for h in json.loads(found.stdout)["hits"]] and found.stderr == ""
+    assert git_clean(root)
+
+
+def test_a_rebase_that_drops_an_older_write_is_named_by_fsck(tmp_path):
+    """`git rebase -i` dropping a write that later lines of its day follow: the replayed appends
+    bring its line back by union without its pack, and fsck says that no commit held its vector."""
+    root = make_store(tmp_path / "s").root
+    add(root, "the harvest starts with the apples", "2026-11-30T08:00:00Z")
+    dropped = add(root, "then the cherries are picked", "2026-11-30T08:05:00Z")
+    add(root, "the plums come last", "2026-11-30T08:10:00Z")
+    proc = subprocess.run(
+        ["git", *ID, "-C", str(root), "rebase", "-q", "-i", "HEAD~2"],
+        env={**os.environ, "GIT_SEQUENCE_EDITOR": "sed -i 1s/^pick/drop/"},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert dropped in committed_ids(root)
+    [damage] = json.loads(ct("-C", root, "fsck", "--json", check=False).stdout)["damage"]
+    assert "no commit in this branch's history held its vector" in damage and f'"ct forget {dropped}"' in damage
+    ct("-C", root, "forget", dropped)
+    assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]

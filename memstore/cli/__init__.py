@@ -75,7 +75,10 @@ class LazyGroup(click.Group):
         from ..errors import MemstoreError
 
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            if ctx.invoked_subcommand != "fsck" and ctx.obj is not None:
+                ctx.obj.warn_problems()
+            return result
         except MemstoreError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(exc.exit_code)

@@ -39,6 +39,19 @@ class Ctx:
                     st.index(progress=bar)  # rolls back a writer that died mid-write first
         return self._stores
 
+    def warn_problems(self) -> None:
+        """After a command: a store whose index met damaged files (a record with no vector, a line
+        that does not parse) says so once, pointing at `ct fsck`, which names each and what to run."""
+        for st in self._stores:
+            index = st._index
+            problems = index.problems() if index is not None and index._conn is not None else []
+            if problems and not self.quiet:
+                more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+                click.echo(
+                    f'memstore: warning: {st.root}: {problems[0]}{more}; "ct fsck" says what happened and what to run',
+                    err=True,
+                )
+
     def say(self, msg: str) -> None:
         if not self.quiet:
             click.echo(msg, err=True)

@@ -37,6 +37,7 @@ class Report:
     segments: int = 0
     packs: int = 0
     repair: object = None  # what `fsck(repair=True)` rolled back first (memstore/repair.py Repair), else None
+    unvectored: list[tuple[str, str, str]] = field(default_factory=list, repr=False)  # (where, day, id)
 
     @property
     def ok(self) -> bool:
@@ -78,6 +79,7 @@ def fsck(store) -> Report:
             first = ids.setdefault(rec["id"], (where, path, ln.offset, ln.length))
             if first[0] != where:
                 rep.warnings.append(_duplicate(where, rec, first))
+    _explain_unvectored(store, rep)
     _check_orphans(store, rep, referenced)
     _check_pack_orphans(store, rep, packed, claimed)
     _check_tree(store, rep)
@@ -297,6 +299,80 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
     return out
 
 
+EXPLAINED_DAYS = 20  # days whose missing vectors are looked up in git; fsck stays bounded past that
+
+
+def _explain_unvectored(store, rep) -> None:
+    """A record with no vector in its day's packs is damage; say what git did with the vector.
+
+    The usual cause is plain git undoing a write that is not its day's last: `git revert` of it,
+    or a rebase that drops it. The write's pack is a whole file and goes, but the day log merges
+    by union, so the record's line stays wherever later lines follow it. Each message names the
+    commit and the command that finishes the job (or undoes it).
+    """
+    by_day: dict[str, list[tuple[str, str]]] = {}
+    for where, day, rid in rep.unvectored:
+        by_day.setdefault(day, []).append((where, rid))
+    for n, (day, items) in enumerate(sorted(by_day.items())):
+        why = _vector_history(store, day, {rid for _, rid in items}) if n < EXPLAINED_DAYS else {}
+        for where, rid in items:
+            said = f"{where}: record {rid} has no vector in {layout.pack_dir(day)}/"
+            rep.damage.append(f"{said}: {why[rid]}" if rid in why else said)
+
+
+def _vector_history(store, day: str, ids: set[str]) -> dict[str, str]:
+    """{record id: where its vector went and what to run}, read from git for one day's packs."""
+    import re
+
+    from ..errors import MemstoreError
+    from ..format import pack as packfmt
+
+    folder, out = layout.pack_dir(day), {}
+
+    def held(data: bytes | None, path: str) -> set[str]:
+        try:
+            return {str(r[0]) for r in packfmt.parse(data, path).manifest.get("records", [])} & (ids - set(out))
+        except (SegmentError, TypeError):
+            return set()
+
+    try:
+        git = store.git
+        on_disk = {store.rel(p) for p in packfmt.pack_files(packfmt.day_dir(store.root, day))}
+        in_head = git.run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", folder).split("\0")
+        for path in [p for p in in_head if p and p not in on_disk]:
+            for rid in held(git.blob("HEAD", path), path):
+                out[rid] = (
+                    f'{path}, which holds it, was deleted and the deletion is not committed: "git checkout -- {path}" brings it back'
+                )
+        for c in git.deletions(folder):
+            short, subject = c["sha"][:10], c["subject"]
+            reverted = re.search(r"This reverts commit [0-9a-f]{7,40}", c["body"])
+            for path in c["paths"]:
+                for rid in held(git.blob(f"{c['sha']}^", path), path):
+                    out[rid] = (
+                        f"commit {short} ({subject}) reverted the write that made it and deleted its pack, but "
+                        "the day log merges by union, so the record's line stayed (later lines follow it): the "
+                        f'revert is half done. "ct forget {rid}" finishes it; to keep the record instead, "git '
+                        f'checkout {short}^ -- {path}" and a commit bring its vector back'
+                        if reverted
+                        else f'commit {short} ({subject}) deleted {path}, which held it: "git checkout {short}^ '
+                        f'-- {path}" and a commit bring it back; "ct forget {rid}" drops the record'
+                    )
+            if not ids - set(out):
+                break
+        shallow = git.run("rev-parse", "--is-shallow-repository") == "true"
+    except (MemstoreError, OSError):  # no git, or no history to ask: the plain message stands
+        return out
+    history = "this shallow clone's history" if shallow else "this branch's history"
+    for rid in ids - set(out):
+        out[rid] = (
+            f"no commit in {history} held its vector: the write that made it is not in it (dropped by a "
+            "rebase or a reset?) while the day log, which merges by union, kept the record's line. "
+            f'"ct forget {rid}" drops the record'
+        )
+    return out
+
+
 def _check_packed(store, rec, where, day, rep, day_packs: "DayPacks | None") -> None:
     """A format-2 record: a vector in a pack of its day made from this text; its blob, if any, intact."""
     from ..format import pack as packfmt
@@ -304,7 +380,7 @@ def _check_packed(store, rec, where, day, rep, day_packs: "DayPacks | None") -> 
     rid = str(rec["id"])
     entries = (day_packs.vectors if day_packs else {}).get(rid)
     if not entries:
-        rep.damage.append(f"{where}: record {rid} has no vector in {layout.pack_dir(day)}/")
+        rep.unvectored.append((where, day, rid))  # why, and what to run, is read from git afterwards
     elif packfmt.hash16(str(rec.get("hash") or "")) not in entries:
         rep.damage.append(
             f"{sorted(entries.values())[0]}: vector of record {rid} was made from other text "
