@@ -255,10 +255,12 @@ class StoreAPI:
         since=None,
         until=None,
         now=None,
+        commit: str | None = None,
         dry_run: bool = False,
         purge_history: bool = False,
     ):
-        """Forget records (`ct forget`): by id, every word of `match`, session or time range → ForgetResult.
+        """Forget records (`ct forget`): by id, every word of `match`, session, time range or the
+        commit that added them → ForgetResult.
 
         One commit removes their text from every committed file and leaves tombstones; `dry_run`
         only selects; `purge_history` also rewrites git history (see memstore/forget.py).
@@ -267,14 +269,14 @@ class StoreAPI:
 
         ids = list(ids or ())
         gone = forgotten_ids(self.root)
-        if purge_history and ids and all(i in gone for i in ids) and not (match or session or since or until):
+        if purge_history and ids and all(i in gone for i in ids) and not (match or session or since or until or commit):
             # forgotten earlier: only the history is left to clean
             res = ForgetResult(records=[{"id": i, "text": "", "ts": ""} for i in ids], purged=not dry_run)
             texts = texts_in_history(self, ids)
             if not dry_run and texts:
                 res.notes.append(purge(self, texts))
             return res
-        records = select(self, ids, match=match, session=session, since=since, until=until, now=now)
+        records = select(self, ids, match=match, session=session, since=since, until=until, now=now, commit=commit)
         if dry_run:
             return ForgetResult(records=records)
         return forget(self, records, purge_history=purge_history)

@@ -70,11 +70,21 @@ forgotten_ids = tombfmt.ids
 
 
 def select(
-    store, ids=(), match: str | None = None, session: str | None = None, since=None, until=None, now=None
+    store,
+    ids=(),
+    match: str | None = None,
+    session: str | None = None,
+    since=None,
+    until=None,
+    now=None,
+    commit: str | None = None,
 ) -> list[dict]:
-    """The records to forget: by id, by every word of `match`, by session, by time range (ANDed)."""
-    if not (ids or match or session or since or until):
-        raise UsageError("say what to forget: record ids, --match QUERY, --session NAME or --since/--until")
+    """The records to forget: by id, by every word of `match`, by session, by time range, by the
+    commit that added them (ANDed)."""
+    if not (ids or match or session or since or until or commit):
+        raise UsageError(
+            "say what to forget: record ids, --match QUERY, --session NAME, --commit REV or --since/--until"
+        )
     index = store.index()
     chosen: set[int] | None = None
 
@@ -98,6 +108,15 @@ def select(
         narrow({r for found in rows.values() for r in found})
     if session:
         narrow(set(queries.rowids_of(index, session=session)))
+    if commit:
+        added = added_by(store, commit)
+        rows = {r for rid in sorted(added) for r in queries.rowids_of(index, record_id=rid)}
+        if not rows:
+            raise UsageError(
+                f"none of the {len(added)} records commit {commit} added is in the store now (forgotten already?)",
+                "Nothing was forgotten.",
+            )
+        narrow(rows)
     if since or until:
         from .retrieve.timefilter import instant
 
@@ -532,11 +551,50 @@ def _ids_at(store, rev: str) -> set[str]:
     except MemstoreError:
         return out
     for name in names:
-        for line in git.run("show", f"{rev}:{name}").splitlines():
-            try:
-                rid = json.loads(line).get("id")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(rid, str):
-                out.add(rid)
+        out |= _ids_in(git.blob(rev, name))
+    return out
+
+
+def _ids_in(data: bytes | None) -> set[str]:
+    """The record ids of a day log's lines (lines that do not parse are skipped)."""
+    out: set[str] = set()
+    for line in (data or b"").splitlines():
+        try:
+            rid = json.loads(line).get("id")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(rid, str):
+            out.add(rid)
+    return out
+
+
+def added_by(store, rev: str) -> set[str]:
+    """Ids of the records commit `rev` added to the day logs, over its first parent (a merge: what
+    it brought in). What `ct forget --commit` forgets: an import, a chat, a write to undo."""
+    git = store.git
+    try:
+        sha = git.run("rev-parse", "-q", "--verify", f"{rev}^{{commit}}")
+    except MemstoreError:
+        raise UsageError(f"--commit {rev!r} is not a commit of {store.root}", "See `ct log` for the commits.") from None
+    try:
+        parent = git.run("rev-parse", "-q", "--verify", f"{sha}^1")
+    except MemstoreError:  # the first commit
+        parent = None
+    changed = git.run(
+        "diff-tree",
+        "-r",
+        "--name-only",
+        "-z",
+        "--no-commit-id",
+        *([parent, sha] if parent else ["--root", sha]),
+        "--",
+        "log",
+    )
+    out: set[str] = set()
+    for path in filter(None, changed.split("\0")):
+        out |= _ids_in(git.blob(sha, path)) - (_ids_in(git.blob(parent, path)) if parent else set())
+    if not out:
+        raise UsageError(
+            f"commit {sha[:10]} added no records (ct log shows what each commit added)", "Nothing was forgotten."
+        )
     return out

@@ -160,6 +160,46 @@ def test_forget_by_id_session_and_time(tmp_path):
     assert git_clean(st.root)
 
 
+def test_forget_by_commit_undoes_an_import_whatever_came_after(tmp_path):
+    """`ct forget --commit REV`: every record that commit added (over its first parent), and only
+    those, in one commit; the writes before and after it on the same day stay; asked again, or for
+    a commit that added none, or a name that is no commit, it says so and changes nothing."""
+    st = make_store(tmp_path / "s")
+    root = st.root
+    before = st.add("a note before the import", ts="2026-03-01T09:00:00Z").added[0]["id"]
+    f = tmp_path / "wrong.jsonl"
+    f.write_text(
+        "".join(
+            json.dumps({"ts": f"2026-03-01T10:0{i}:00Z", "role": "user", "text": f"wrong file line {i} about otters"})
+            + "\n"
+            for i in range(5)
+        )
+    )
+    imported = json.loads(ct("-C", root, "import", "jsonl", f, "--json").stdout)["ids"]
+    sha = git(root, "rev-parse", "--short", "HEAD").strip()
+    after = st.add("a note after the import", ts="2026-03-01T11:00:00Z").added[0]["id"]
+    mark = ct("-C", root, "mark", "halfway through the cleanup")
+    assert mark.returncode == 0
+
+    preview = json.loads(ct("-C", root, "forget", "--commit", sha, "-n", "--json").stdout)
+    assert sorted(r["id"] for r in preview["records"]) == sorted(imported) and len(imported) == 5
+    assert git(root, "rev-parse", "--short", "HEAD~1").strip() != sha  # later writes came after it
+    done = json.loads(ct("-C", root, "forget", "--commit", sha, "--json").stdout)
+    assert sorted(r["id"] for r in done["records"]) == sorted(imported) and done["commit"]
+    left = json.loads(ct("-C", root, "search", "--json", "--mode", "exact", "note import otters").stdout)["hits"]
+    assert sorted(h["id"] for h in left) == sorted([before, after])
+    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [], rep
+
+    again = ct("-C", root, "forget", "--commit", sha, check=False)
+    assert again.returncode == 2 and "forgotten already" in again.stderr
+    nothing = ct("-C", root, "forget", "--commit", "HEAD~1", check=False)  # the marker's commit
+    assert nothing.returncode == 2 and "added no records" in nothing.stderr
+    bad = ct("-C", root, "forget", "--commit", "no-such-rev", check=False)
+    assert bad.returncode == 2 and "is not a commit" in bad.stderr
+    assert git_clean(root)
+
+
 def test_forget_over_mcp_and_http(tmp_path):
     import threading
     import urllib.request

@@ -11,6 +11,13 @@ from .common import emit_json, one_line
 @click.argument("ids", nargs=-1)
 @click.option("--match", "match", default=None, metavar="QUERY", help="Records whose text holds every word of QUERY.")
 @click.option("--session", default=None, help="Every record of this session.")
+@click.option(
+    "--commit",
+    "commit",
+    default=None,
+    metavar="REV",
+    help="Every record that commit REV added (an import or a write to undo; `ct log` lists them).",
+)
 @click.option("--since", default=None, help="Records from this time on (ISO or a phrase like 'yesterday').")
 @click.option("--until", default=None, help="Records up to this time.")
 @click.option("--now", default=None, help="Reference time for phrases (default: now).")
@@ -22,8 +29,8 @@ from .common import emit_json, one_line
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def forget_cmd(obj, ids, match, session, since, until, now, dry_run, purge_history, as_json):
-    """Forget records: by ID, --match QUERY, --session or --since/--until (combined: all must hold).
+def forget_cmd(obj, ids, match, session, commit, since, until, now, dry_run, purge_history, as_json):
+    """Forget records: by ID, --match QUERY, --session, --commit or --since/--until (combined: all must hold).
 
     One commit removes their text from the day logs, vectors, topic tree and markers, and adds a
     tombstone (id and hash, never the text) to forgotten.jsonl so a merge with a clone that still
@@ -40,6 +47,7 @@ def forget_cmd(obj, ids, match, session, since, until, now, dry_run, purge_histo
         since=since,
         until=until,
         now=now,
+        commit=commit,
         dry_run=dry_run,
         purge_history=purge_history,
     )
