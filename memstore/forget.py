@@ -92,12 +92,22 @@ def select(
         nonlocal chosen
         chosen = rowids if chosen is None else chosen & rowids
 
+    back: list[dict] = []  # forgotten records whose lines a git merge brought back: removed again
     if ids:
         rows = {}
         gone = forgotten_ids(store.root)
+        stale = None
         for rid in ids:
             found = queries.rowids_of(index, record_id=rid)
+            if not found and rid not in gone and rid in _tree_ids(store):
+                back.append({"id": rid, "ts": "", "text": None, "session": None})  # git removed its line
+                continue
             if not found and rid in gone:
+                stale = stale_records(store) if stale is None else stale
+                again = [r for r in stale if r["id"] == rid][:1]
+                if again:
+                    back += again
+                    continue
                 raise UsageError(
                     f"record {rid!r} is forgotten already (forgotten.jsonl).",
                     f'To take its text out of git history too: "ct forget --purge-history {rid}".',
@@ -105,7 +115,8 @@ def select(
             if not found:
                 raise UsageError(f"no record with id {rid!r} in {store.root}", "Nothing was forgotten.")
             rows[rid] = found
-        narrow({r for found in rows.values() for r in found})
+        if rows or not back:
+            narrow({r for found in rows.values() for r in found})
     if session:
         narrow(set(queries.rowids_of(index, session=session)))
     if commit:
@@ -125,9 +136,17 @@ def select(
         narrow(set(queries.rowids_of(index, ts_range=(lo, hi))))
     if match:
         narrow(_matching(store, match))
-    recs = [index.record_at(r) for r in sorted(chosen or ())]
+    recs = [index.record_at(r) for r in sorted(chosen or ())] + back
     seen: set[str] = set()
     return [r for r in recs if not (r["id"] in seen or seen.add(r["id"]))]
+
+
+def _tree_ids(store) -> set[str]:
+    """Every record id the topic tree names (a topic's or archived)."""
+    from .format import tree as treefmt
+
+    tree = treefmt.read(store.root)
+    return set(tree.topic_of()) | set(tree.archived)
 
 
 def _matching(store, query: str) -> set[int]:
@@ -159,18 +178,20 @@ def forget(store, records: list[dict], purge_history: bool = False, message: str
     n = len(records)
     with store.transaction(message or f"Forget {n} record{'s' if n != 1 else ''}") as tx:
         res.paths = _remove_everywhere(store, records)
-        res.paths += _append_tombstones(store, records)
+        full = [r for r in records if r["text"] is not None]  # a tree-only id has no text to tombstone
+        res.paths += _append_tombstones(store, full) if full else []
         tx.stage(res.paths)
     res.commit = tx.commit
     _scrub_index(store)
     if purge_history:
-        res.notes.append(purge(store, [r["text"] for r in records]))
+        res.notes.append(purge(store, [r["text"] for r in records if r["text"] is not None]))
         res.purged = True
     return res
 
 
 def _remove_everywhere(store, records: list[dict]) -> list[str]:
     ids = {r["id"] for r in records}
+    records = [r for r in records if r["text"] is not None]  # the rest are named only by the tree
     texts = [r["text"] for r in records]
     # The tree first: rebuilding names reads the remaining records through the index's offsets
     # into the day logs, which the rewrite below changes.
@@ -208,9 +229,7 @@ def _rewrite_day(store, day: str, ids: set[str]) -> list[str]:
             kept.append(raw)
     if not dropped:
         return []
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(b"".join(kept))
-    os.replace(tmp, path)
+    logfmt.rewrite(path, b"".join(kept))
     return [store.rel(path)]
 
 
@@ -259,9 +278,7 @@ def _forget_in_markers(store, texts: list[str]) -> list[str]:
         kept.append(raw)
     if len(kept) == len(lines):
         return []
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(b"".join(kept))
-    os.replace(tmp, path)
+    logfmt.rewrite(path, b"".join(kept))
     return [store.rel(path)]
 
 

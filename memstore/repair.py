@@ -21,7 +21,8 @@ from pathlib import Path
 
 JOURNAL = "write-journal.json"
 BACKUP_DIR = "rolled-back"
-APPEND_ONLY = ("markers.jsonl",)  # besides log/**.jsonl: files a writer only ever appends to
+APPEND_ONLY = ("markers.jsonl", "forgotten.jsonl")  # besides log/**.jsonl: files a writer only appends to
+REWRITES = "write-journal-rewrites"  # beside the journal: the bytes of files a writer rewrote whole
 OTHER_DATA = ("tree.json", "memstore.toml", ".gitattributes", ".gitignore")  # rewritten whole, not appended
 # File times come from the kernel's coarse clock, which can lag time.time() by a tick.
 MTIME_SLACK = 0.05
@@ -179,6 +180,7 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
     rep = Repair(crashed=journal)
     if journal is not None:
         _clear_git_locks(store, float(journal.get("started") or 0), rep)
+        _restore_rewritten(store, journal.get("rewritten"), rep)
     entries = _status(store)
     if foreign:
         keep = set(foreign)
@@ -221,6 +223,30 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
         except FileNotFoundError:
             pass
     return rep
+
+
+def _restore_rewritten(store, rewritten, rep: Repair) -> None:
+    """Files the writer replaced or removed whole (a forget), put back from the bytes it kept —
+    unless the file is as committed at HEAD: then the write's commit landed before it died."""
+    import shutil
+
+    kept = store.meta_dir / REWRITES
+    for rel, existed in (rewritten or {}).items() if isinstance(rewritten, dict) else ():
+        path = store.root / rel
+        try:
+            now = path.read_bytes()
+        except FileNotFoundError:
+            now = None
+        if now == _committed_bytes(store, rel):
+            continue
+        if existed and (kept / rel).is_file():
+            os.replace(kept / rel, path)
+        elif not existed:
+            path.unlink(missing_ok=True)
+        else:
+            continue
+        rep.restored.append(rel)
+    shutil.rmtree(kept, ignore_errors=True)
 
 
 def _is_data(p: str) -> bool:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from . import FORMAT_VERSION
 from .errors import MemstoreError, VersionError
-from .format.log import BEFORE_APPEND
-from .repair import BACKUP_DIR, JOURNAL, _status, _write_journal, new_journal, read_journal, rollback
+from .format.log import BEFORE_APPEND, BEFORE_REWRITE
+from .repair import BACKUP_DIR, JOURNAL, REWRITES, _status, _write_journal, new_journal, read_journal, rollback
 
 
 @dataclass
@@ -176,6 +176,7 @@ def write_lock(store, check_logs: bool = True):
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
         store.recovery_notes = begin_write(store, check_logs)
         hook = BEFORE_APPEND.set(lambda path: note_append(store, path))
+        rehook = BEFORE_REWRITE.set(lambda path: note_rewrite(store, path))
         try:
             yield
         except BaseException as exc:
@@ -190,6 +191,7 @@ def write_lock(store, check_logs: bool = True):
             raise
         finally:
             BEFORE_APPEND.reset(hook)
+            BEFORE_REWRITE.reset(rehook)
         end_write(store)
 
 
@@ -212,10 +214,37 @@ def note_append(store, path) -> None:
     _write_journal(store, journal)
 
 
+def note_rewrite(store, path) -> None:
+    """Before the writer first replaces or removes `path` whole: its bytes are kept beside the
+    journal (which names it), so a rollback puts the file back exactly as it was."""
+    journal = getattr(store, "_journal", None)
+    if journal is None:
+        return
+    try:
+        rel = Path(path).resolve().relative_to(store.root).as_posix()
+    except ValueError:
+        return  # not a store file
+    rewritten = journal.setdefault("rewritten", {})
+    if rel in rewritten:
+        return
+    keep = store.meta_dir / REWRITES / rel
+    keep.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        keep.write_bytes(Path(path).read_bytes())
+        rewritten[rel] = True
+    except FileNotFoundError:
+        rewritten[rel] = False  # it did not exist: a rollback removes it
+    _write_journal(store, journal)
+
+
 def end_write(store) -> None:
-    """Called after the write's commit: the write is complete, so the journal goes."""
+    """Called after the write's commit: the write is complete, so the journal goes (the kept
+    bytes of rewritten files after it: a journal never names bytes that are gone)."""
+    import shutil
+
     try:
         (store.meta_dir / JOURNAL).unlink()
     except FileNotFoundError:
         pass
+    shutil.rmtree(store.meta_dir / REWRITES, ignore_errors=True)
     store._writing = False

@@ -5,7 +5,9 @@ search, context, tree and where never show it; a stale third clone's merge does 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import time
 
 import pytest
 
@@ -129,6 +131,65 @@ def test_forget_everywhere_then_purge_history(three_clones):
     ct("-C", a, "sync")
     assert "daffodils" in ct("-C", a, "search", "daffodils").stdout and not in_history(a)
     assert ct("-C", a, "fsck").returncode == 0 and ct("-C", b, "fsck").returncode == 0
+
+
+def test_a_line_a_plain_git_merge_brings_back_is_named_and_forgotten_again(tmp_path):
+    """Clone A forgets the day's last record; clone C, which still has it, appends after it; a plain
+    `git pull` on A keeps the line (union merge of adjacent changes). Reads never show it and warn,
+    fsck names it with the command (not as a missing vector to restore), and `ct forget ID` takes
+    the line out again without a second tombstone."""
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    a = make_store(tmp_path / "a").root
+    git(a, "remote", "add", "origin", str(origin))
+    ct("-C", a, "add", "--ts", "2026-03-02T17:00:00Z", "Buy paper lanterns for the garden")
+    rid = json.loads(ct("-C", a, "add", "--ts", "2026-03-02T18:00:00Z", TEXT, "--json").stdout)["ids"][0]
+    git(a, "push", "-q", "-u", "origin", "main")
+    c = clone(origin, tmp_path / "c")
+    ct("-C", a, "forget", rid)
+    ct("-C", c, "add", "--ts", "2026-03-02T19:00:00Z", "A note from the stale desktop")
+    git(c, "push", "-q", "origin", "main")
+    git(a, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    assert in_files(a) == ["log/2026/2026-03-02.jsonl"], "git's union merge kept the line"
+    assert shows(a) == []
+    found = ct("-C", a, "search", "lanterns stale desktop")
+    assert f"record {rid} was forgotten" in found.stderr and "brought its line back" in found.stderr
+    fs = ct("-C", a, "fsck", "--json")
+    rep = json.loads(fs.stdout)
+    assert rep["ok"] and rep["damage"] == [], rep
+    [warning] = rep["warnings"]
+    assert "log/2026/2026-03-02.jsonl:2" in warning and f'"ct forget {rid}" removes it again' in warning
+    ct("-C", a, "forget", rid)
+    assert in_files(a) == [] and shows(a) == []
+    assert (a / "forgotten.jsonl").read_text().count(rid) == 1
+    rep = json.loads(ct("-C", a, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [], rep
+    assert ct("-C", a, "search", "stale desktop").stderr == "" and git_clean(a)
+
+
+def test_a_forget_that_fails_at_its_commit_is_rolled_back_whole(tmp_path):
+    """A forget rewrites files whole (day log, tree shards, markers) and consolidates packs before
+    it commits. When git refuses the commit (here: a stale .git/index.lock), every rewritten file
+    is put back from the bytes the journal kept: the store is as committed, the record is still
+    there, and the forget works once git does."""
+    st = make_store(tmp_path / "s")
+    root = st.root
+    st.add("first note about green tea", ts="2026-03-01T09:00:00Z")
+    rid = st.add(TEXT, ts="2026-03-01T10:00:00Z").added[0]["id"]
+    ct("-C", root, "mark", f"Next: {TEXT}")
+    head = git(root, "rev-parse", "HEAD")
+    lock = root / ".git" / "index.lock"
+    lock.touch()
+    os.utime(lock, (time.time() - 60, time.time() - 60))  # older than the write: not its own, left alone
+    failed = ct("-C", root, "forget", rid, check=False)
+    assert failed.returncode == 8 and "index.lock" in failed.stderr
+    lock.unlink()  # the person clears git's lock; the rollback git refused is finished by --repair
+    repaired = ct("-C", root, "fsck", "--repair")
+    assert repaired.returncode == 0 and git_clean(root), git(root, "status", "--short")
+    assert git(root, "rev-parse", "HEAD") == head and "boathouse" in ct("-C", root, "search", WORDS).stdout
+    assert not (root / ".memstore" / "write-journal-rewrites").exists()
+    ct("-C", root, "forget", rid)
+    assert in_files(root) == [] and shows(root) == [] and git_clean(root)
 
 
 def test_forget_by_id_session_and_time(tmp_path):

@@ -399,3 +399,33 @@ def test_a_rebase_that_drops_an_older_write_is_named_by_fsck(tmp_path):
     assert "no commit in this branch's history held its vector" in damage and f'"ct forget {dropped}"' in damage
     ct("-C", root, "forget", dropped)
     assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]
+
+
+def test_a_revert_git_stops_on_leaves_a_tree_entry_that_fsck_names_and_ct_forget_removes(tmp_path):
+    """Reverting a write whose tree shard a later write appended to stops git on a conflict; kept
+    as is, the tree names a record no day log holds. fsck warns with the command, and `ct forget`
+    takes the id out of the tree (no tombstone: there is no text left) and remakes the names."""
+    root = make_store(tmp_path / "s").root
+    gone = add(root, "an old memory about sailing boats", "2026-11-20T10:00:00Z")
+    add(root, "today we talked about sailing boats again", "2026-11-30T10:00:00Z")
+    older = git(root, "log", "--format=%H", "-n1", "--skip=1").stdout.strip()
+    stopped = git(root, "revert", "--no-edit", older, check=False)
+    if stopped.returncode:  # the tree shard: a modify/delete conflict; keep the later write's lines
+        git(root, "add", "-A", "tree")
+        proc = subprocess.run(
+            ["git", *ID, "-C", str(root), "revert", "--continue"],
+            env={**os.environ, "GIT_EDITOR": "true"},
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stderr
+    assert gone not in committed_ids(root)
+    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+    [warning] = [w for w in rep["warnings"] if gone in w]
+    assert "which no day log holds" in warning and f'"ct forget {gone}"' in warning
+    ct("-C", root, "forget", gone)
+    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [], rep
+    shards = "".join(p.read_text() for p in (root / "tree").rglob("*.jsonl"))
+    assert gone not in shards and "old memory" not in shards
+    assert not (root / "forgotten.jsonl").exists() and git_clean(root)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -47,8 +48,9 @@ class Ctx:
             problems = index.problems() if index is not None and index._conn is not None else []
             if problems and not self.quiet:
                 more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+                first = problems[0].replace(f"{st.root}{os.sep}", "")
                 click.echo(
-                    f'memstore: warning: {st.root}: {problems[0]}{more}; "ct fsck" says what happened and what to run',
+                    f'memstore: warning: {st.root}: {first}{more}; "ct fsck" says what happened and what to run',
                     err=True,
                 )
 

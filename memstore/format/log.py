@@ -93,6 +93,22 @@ def read_text_at(path: Path, offset: int, length: int) -> dict:
 # thread (memstore/transaction.py): the journal then holds the size the file had before the writer
 # appended, so a rollback cuts exactly the writer's bytes and nothing a person wrote.
 BEFORE_APPEND: ContextVar = ContextVar("memstore_before_append", default=None)
+# Called with each path before `rewrite` replaces or removes it whole (forgetting is the one
+# writer that does): the transaction keeps the old bytes, so a failed write puts them back.
+BEFORE_REWRITE: ContextVar = ContextVar("memstore_before_rewrite", default=None)
+
+
+def rewrite(path: Path, data: bytes | None) -> None:
+    """Replace a file whole by `data` (a temp file renamed over it), or remove it when None."""
+    before = BEFORE_REWRITE.get()
+    if before is not None:
+        before(path)
+    if data is None:
+        path.unlink(missing_ok=True)
+        return
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 def append(path: Path, records: list[dict], fsync: bool = True) -> None:

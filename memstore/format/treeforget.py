@@ -8,9 +8,9 @@ remains), so forgetting never needs an LLM and gives the same bytes on every clo
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from . import log as logfmt
 from . import treelog
 
 NO_TEXT_NAME = "Untitled topic"
@@ -69,12 +69,7 @@ def forget_ops(root: Path, ids: set[str], texts: list[str]) -> list[str]:
             continue
         rel = path.relative_to(root).as_posix()
         changed.append(rel)
-        if not data:
-            path.unlink()
-        else:
-            tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-            tmp.write_text(data, encoding="utf-8")
-            os.replace(tmp, path)
+        logfmt.rewrite(path, data.encode("utf-8") if data else None)
     treefmt.read(root)  # refresh the replay cache (the shards' fingerprints changed)
     return changed
 
@@ -181,7 +176,5 @@ def _forget_tree_json(root: Path, ids: set[str], forgotten: list[str]) -> list[s
     text = tree.dumps()
     if path.read_text(encoding="utf-8") == text:
         return []
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    logfmt.rewrite(path, text.encode("utf-8"))
     return [treefmt.FILENAME]

@@ -21,6 +21,7 @@ import numpy as np
 from ..format import layout
 from ..format import log as logfmt
 from ..format import pack as packfmt
+from ..format import tombstones
 from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_segment, segment_name
 from ..format.timeutil import from_iso
 from ..errors import LockTimeout
@@ -28,6 +29,10 @@ from ..locking import file_lock, lock_timeout
 from . import vectors as vecfiles
 from .fresh import SCHEMA_VERSION, days_on_disk, pack_dir, segment_dir, stat_fingerprint
 from .tokenize import index_text
+
+BACK = (
+    "record {rid} was forgotten (forgotten.jsonl), but a git merge with a clone that still had it brought its line back"
+)
 
 
 SCHEMA = """
@@ -268,8 +273,9 @@ class Index:
                 out.problems.append(f"{log_path}:{ln.line_no}: {ln.error}")
                 continue
             rec = ln.record
-            if str(rec.get("id")) in gone:
-                continue  # forgotten on some clone (forgotten.jsonl): never indexed, whatever a merge kept
+            if str(rec.get("id")) in gone:  # forgotten on some clone (forgotten.jsonl): never indexed
+                out.problems.append(f"{log_path}:{ln.line_no}: {tombstones.BACK.format(rid=rec.get('id'))}")
+                continue
             try:
                 ts = from_iso(rec["ts"]).timestamp()
             except (ValueError, TypeError):
@@ -311,8 +317,6 @@ class Index:
 
     def _forgotten(self) -> set[str]:
         """Tombstoned ids (forgotten.jsonl), read again only when the file changed."""
-        from ..format import tombstones
-
         try:
             st = os.stat(self.store.root / tombstones.FILENAME)
             key = (st.st_mtime_ns, st.st_size)

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..format import layout
 from ..format import log as logfmt
 from ..format import record as recordfmt
+from ..format import tombstones
 from ..format.segment import (
     DT_AUDIO,
     DT_BLOB,
@@ -61,6 +62,7 @@ def fsck(store) -> Report:
     ids: dict[str, tuple[str, Path, int, int]] = {}  # id -> where its first copy is (for duplicates)
     packed = _check_packs(store, rep, dim)
     claimed: dict[str, set[str]] = {}
+    gone = tombstones.ids(store.root)
     for day, path in logfmt.list_days(store.root).items():
         try:
             lines = list(logfmt.read_lines(path))
@@ -75,6 +77,12 @@ def fsck(store) -> Report:
             rec = ln.record
             rep.records += 1
             claimed.setdefault(day, set()).add(str(rec["id"]))
+            if rec["id"] in gone:  # its vector went with the forget: only the line is back
+                rep.warnings.append(
+                    f'{where}: {tombstones.BACK.format(rid=rec["id"])}; reads never show it. "ct forget {rec["id"]}" '
+                    'removes it again ("ct sync" does so after every merge)'
+                )
+                continue
             _check_record(store, rec, where, day, dim, rep, referenced, packed.get(day))
             first = ids.setdefault(rec["id"], (where, path, ln.offset, ln.length))
             if first[0] != where:
@@ -82,7 +90,7 @@ def fsck(store) -> Report:
     _explain_unvectored(store, rep)
     _check_orphans(store, rep, referenced)
     _check_pack_orphans(store, rep, packed, claimed)
-    _check_tree(store, rep)
+    _check_tree(store, rep, set(ids) | gone)
     from ..repair import crashed_journal
 
     journal = crashed_journal(store)
@@ -158,14 +166,27 @@ def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) 
         rep.damage.append(f"{tpath}: text differs from the log record at {where}")
 
 
-def _check_tree(store, rep) -> None:
-    """Every tree op line must parse (named file:line), and a format-1 tree.json as a topic tree."""
+def _check_tree(store, rep, known: set[str]) -> None:
+    """Every tree op line must parse (named file:line), and a format-1 tree.json as a topic tree.
+
+    A topic that names a record no day log holds is a warning: git took the record's line out
+    (a revert or a rebase of its write) and kept the tree's op line, which merges by union.
+    """
     from ..errors import FormatError
     from ..format import tree as treefmt
     from ..format import treelog
 
     if treelog.exists(store.root):
-        rep.damage += treelog.read_ops(store.root)[1]
+        ops, damage = treelog.read_ops(store.root)
+        rep.damage += damage
+        tree = treelog.replay(ops)
+        for topic in sorted(tree.topics.values(), key=lambda t: t.id):
+            for rid in [r for r in topic.records if r not in known]:
+                rep.warnings.append(
+                    f"{treefmt.DIR}/: topic {topic.id} ({topic.name}) names record {rid}, which no day log holds "
+                    f'(git removed its line, e.g. in a revert or a rebase, and kept the tree\'s); "ct forget {rid}" '
+                    "takes it out of the tree and remakes the topic's name and summary"
+                )
         return
     if not treefmt.path_of(store.root).exists():
         return
