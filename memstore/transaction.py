@@ -195,18 +195,27 @@ def write_lock(store, check_logs: bool = True):
         end_write(store)
 
 
-def note_append(store, path) -> None:
-    """Before the writer's first append to `path`: the journal records the size it had, so a
-    rollback cuts exactly what this writer appended (memstore/repair.py)."""
+def _journal_entry(store, path, kind: str) -> tuple[dict, dict, str] | None:
+    """(journal, its `kind` map, the path relative to the store) when a write is journalling and
+    the path is a store file the map does not name yet; else None (nothing to note)."""
     journal = getattr(store, "_journal", None)
     if journal is None:
-        return
+        return None
     try:
         rel = Path(path).resolve().relative_to(store.root).as_posix()
     except ValueError:
-        return  # not a store file
-    if rel in journal["appended"]:
+        return None  # not a store file
+    entries = journal.setdefault(kind, {})
+    return None if rel in entries else (journal, entries, rel)
+
+
+def note_append(store, path) -> None:
+    """Before the writer's first append to `path`: the journal records the size it had, so a
+    rollback cuts exactly what this writer appended (memstore/repair.py)."""
+    found = _journal_entry(store, path, "appended")
+    if found is None:
         return
+    journal, _, rel = found
     try:
         journal["appended"][rel] = os.stat(path).st_size
     except FileNotFoundError:
@@ -217,16 +226,10 @@ def note_append(store, path) -> None:
 def note_rewrite(store, path) -> None:
     """Before the writer first replaces or removes `path` whole: its bytes are kept beside the
     journal (which names it), so a rollback puts the file back exactly as it was."""
-    journal = getattr(store, "_journal", None)
-    if journal is None:
+    found = _journal_entry(store, path, "rewritten")
+    if found is None:
         return
-    try:
-        rel = Path(path).resolve().relative_to(store.root).as_posix()
-    except ValueError:
-        return  # not a store file
-    rewritten = journal.setdefault("rewritten", {})
-    if rel in rewritten:
-        return
+    journal, rewritten, rel = found
     keep = store.meta_dir / REWRITES / rel
     keep.parent.mkdir(parents=True, exist_ok=True)
     try:
