@@ -245,6 +245,88 @@ def test_kill_loop_long(tmp_path):
     assert result["figures"]["kills"] == kills
 
 
+def forget_kill_loop(tmp_path: Path, kills: int, seed: int) -> dict:
+    """`ct forget` killed at random: each forget lands whole or not at all, nothing else is touched.
+
+    A forget rewrites day logs, tree shards and markers whole and consolidates packs before its
+    commit; a kill anywhere in that must leave the committed store as it was or as the forget made
+    it, with the rollback (the next command's, or `ct fsck --repair`) putting every file back.
+    """
+    from conftest import make_store
+
+    rng = random.Random(seed)
+    root = make_store(tmp_path / "store").root
+    corpus = Corpus(tmp_path, rng)
+    for _ in range(3):  # three days of records, a tree and a marker that quotes one of them
+        path, _ = corpus.jsonl(60)
+        ct("-C", root, "import", "jsonl", str(path))
+    first = committed_lines(root)
+    ct("-C", root, "mark", json.loads(sorted(first.values())[0])["text"])
+    committed = committed_lines(root)
+    figures, seen, took, gone = Counter(), Counter(), None, set()
+    while figures["kills"] < kills:
+        present = sorted({k.split(":", 1)[1] for k in committed})
+        targets = rng.sample(present, rng.randint(1, 3))
+        figures["runs"] += 1
+        proc = _start(root, ["forget", *targets])
+        t0 = time.monotonic()
+        try:
+            out, err = proc.communicate(timeout=rng.uniform(0.2, 1.1) * took if took else None)
+            assert proc.returncode == 0, f"ct forget failed:\n{err}"
+            took = time.monotonic() - t0
+            figures["completed"] += 1
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            figures["kills"] += 1
+            seen.update(leftovers(root))
+        now = committed_lines(root)
+        removed = {k.split(":", 1)[1] for k in committed} - {k.split(":", 1)[1] for k in now}
+        assert removed in (set(), set(targets)), f"a forget landed in part: {removed} of {targets}"
+        assert all(now[k] == v for k, v in committed.items() if k in now), "a kept record changed"
+        assert set(now) <= set(committed), "a forget added a record"
+        figures["forgets committed"] += bool(removed)
+        gone |= removed
+        committed = now
+        if rng.random() < 0.5:
+            check = ct("-C", root, "fsck", "--json", check=False)
+            if check.returncode != 0 or json.loads(check.stdout)["warnings"]:
+                figures["fsck found leftovers"] += 1
+                ct("-C", root, "fsck", "--repair")
+                figures["repairs"] += 1
+            rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+            assert rep["ok"] and not rep["warnings"], rep
+            assert git_clean(root)
+    ct("-C", root, "fsck", "--repair")
+    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+    assert rep["ok"] and not rep["warnings"], rep
+    assert git_clean(root)
+    tombstoned = {json.loads(line)["id"] for line in (root / "forgotten.jsonl").read_text().splitlines()}
+    assert tombstoned == gone, "a tombstone without its forget, or a forget without its tombstone"
+    from memstore.store import Store
+
+    indexed = {rid for (rid,) in Store.open(root).index().conn.execute("SELECT id FROM records")}
+    assert indexed == {k.split(":", 1)[1] for k in committed}, "the index and the committed logs differ"
+    figures["records"] = len(committed)
+    return {"figures": dict(figures), "leftovers": dict(seen)}
+
+
+def test_forget_kill_loop_lands_whole_or_not_at_all(tmp_path):
+    result = forget_kill_loop(tmp_path, kills=6, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "7")))
+    assert result["figures"]["kills"] == 6
+
+
+@pytest.mark.slow
+def test_forget_kill_loop_long(tmp_path):
+    kills = int(os.environ.get("MEMSTORE_CRASH_KILLS", "60")) // 2
+    result = forget_kill_loop(tmp_path, kills=kills, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "2026")))
+    print("forget kill loop:", json.dumps(result))
+    out = os.environ.get("MEMSTORE_CRASH_REPORT")
+    if out:
+        Path(out).with_suffix(".forget.json").write_text(json.dumps(result, indent=1))
+    assert result["figures"]["kills"] == kills
+
+
 # ----- targeted leftovers: each kind of debris, made by hand, is rolled back exactly ---------------
 
 
