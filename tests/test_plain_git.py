@@ -429,3 +429,26 @@ def test_a_revert_git_stops_on_leaves_a_tree_entry_that_fsck_names_and_ct_forget
     shards = "".join(p.read_text() for p in (root / "tree").rglob("*.jsonl"))
     assert gone not in shards and "old memory" not in shards
     assert not (root / "forgotten.jsonl").exists() and git_clean(root)
+
+
+def test_a_shallow_clone_reads_writes_and_syncs(plain_clones, tmp_path):
+    """`git clone --depth 1`: no history past one commit, and still a whole store. Search finds
+    what the one commit holds, a write commits on top, fsck is clean, `ct log` shows what there is,
+    and the shallow clone pushes to the remote and pulls from it."""
+    b, _, remote = plain_clones
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{remote}", str(shallow))
+    assert git(shallow, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
+    before = committed_ids(shallow)
+    assert before and "Theseus" in ct("-C", shallow, "search", "ship of Theseus planks").stdout
+    rid = add(shallow, "written in a shallow clone", "2026-11-21T09:00:00Z")
+    assert json.loads(ct("-C", shallow, "fsck", "--json").stdout)["ok"]
+    assert "written in a shallow clone" in ct("-C", shallow, "log").stdout
+    git(shallow, "push", "-q", "origin", "HEAD:main")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    assert committed_ids(b)[rid] == 1 and set(before) <= set(committed_ids(b))
+    add(b, "written in the full clone", "2026-11-21T10:00:00Z")
+    git(b, "push", "-q", "origin", "main")
+    git(shallow, "pull", "-q", "--no-rebase", "origin", "main")
+    assert "written in the full clone" in ct("-C", shallow, "search", "written in the full clone").stdout
+    assert json.loads(ct("-C", shallow, "fsck", "--json").stdout)["ok"] and git_clean(shallow)
