@@ -273,16 +273,19 @@ def test_forget_over_mcp_and_http(tmp_path):
     st = make_store(tmp_path / "s")
     st.add("The spare key is under the blue flowerpot by the door", session="home")
     st.add("Water the ferns on Sunday", session="home")
+    wrong = st.add("A note added by mistake about the neighbours", session="home")
 
     async def main():
         mem = MemoryServer(st.root)
         preview = await mem.forget(match="spare key flowerpot", dry_run=True)
         done = await mem.forget(match="spare key flowerpot")
-        return preview, done
+        undone = await mem.forget(commit=wrong.commit)
+        return preview, done, undone
 
-    preview, done = anyio.run(main)
+    preview, done, undone = anyio.run(main)
     assert "flowerpot" in preview["records"][0]["text"] and preview["commit"] is None
     assert done["commit"] and len(done["forgotten"]) == 1
+    assert undone["forgotten"] == [wrong.added[0]["id"]] and undone["commit"]
     _server, mem = build_server(st.root)
     assert mem is not None
     assert "flowerpot" not in ct("-C", st.root, "search", "spare key").stdout

@@ -232,6 +232,7 @@ ENDPOINTS = {
                 Param("session", "string", "Every record of this session."),
                 Param("since", "string", "From this time (ISO or a phrase)."),
                 Param("until", "string", "Up to this time."),
+                Param("commit", "string", "Every record this commit added (an import or a write to undo)."),
                 Param("dry_run", "boolean", "Only list what would be forgotten.", default=False),
             ),
             lambda st, p: st.forget(
@@ -240,6 +241,7 @@ ENDPOINTS = {
                 session=p["session"],
                 since=p["since"],
                 until=p["until"],
+                commit=p["commit"],
                 dry_run=p["dry_run"],
             ).to_json(),
             writes=True,

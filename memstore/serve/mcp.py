@@ -117,15 +117,19 @@ class MemoryServer:
         session: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        commit: str | None = None,
         dry_run: bool = False,
     ) -> dict:
-        """Forget records for good (one git commit): by ids, by every word of `match`, by session or
-        time range (all given must hold). Their text leaves the logs, vectors, topic tree and markers;
-        a tombstone keeps other clones from bringing them back. Run with dry_run=true first."""
+        """Forget records for good (one git commit): by ids, by every word of `match`, by session, by
+        time range, or every record one commit added (`commit`: an import or a write to undo); all
+        given must hold. Their text leaves the logs, vectors, topic tree and markers; a tombstone
+        keeps other clones from bringing them back. Run with dry_run=true first."""
         return await self._run(
             lambda: (
                 self._st()
-                .forget(ids or (), match=match, session=session, since=since, until=until, dry_run=dry_run)
+                .forget(
+                    ids or (), match=match, session=session, since=since, until=until, commit=commit, dry_run=dry_run
+                )
                 .to_json()
             )
         )
