@@ -204,6 +204,20 @@ class Store(StoreAPI):
             self._index.last_plan = self._index.update(rebuild=rebuild, quiet=quiet, progress=progress)
         return self._index
 
+    def warnings(self) -> list[str]:
+        """What a reader should be told about the store now: git waiting in the middle of an
+        operation, and each file the index met damaged while it read (a record with no vector, a
+        line that does not parse, a forgotten line a merge brought back); `ct fsck` says what to
+        run. Only what this process's index saw: no extra reads."""
+        return [w for w in [self.unfinished()] if w] + self.index_problems()
+
+    def index_problems(self) -> list[str]:
+        """The damaged files the index met (paths relative to the store), if it was opened here."""
+        index = self._index
+        if index is None or index._conn is None:
+            return []
+        return [p.replace(f"{self.root}{os.sep}", "") for p in index.problems()]
+
     def unfinished(self) -> str | None:
         """A warning when git is in the middle of a merge, rebase, … here (reads show the files as
         they are; writes refuse), else None."""

@@ -143,3 +143,21 @@ def test_tools_and_stats_over_stdio(store):
 def test_not_a_store_fails_before_the_handshake(tmp_path):
     proc = ct_process("-C", tmp_path, "mcp", check=False, input="")  # the stdio server's own process
     assert proc.returncode == 3 and "Not a memory store" in proc.stderr
+
+
+def test_search_over_mcp_says_when_the_store_needs_attention(store):
+    """A damaged store still answers, and the agent is told: a pack deleted by hand leaves a record
+    with no vector, and the search result carries a warning naming it (none on a healthy store)."""
+    rid = json.loads(ct("-C", store.root, "add", "the boiler is serviced in May", "--json").stdout)["ids"][0]
+
+    async def search():
+        async with _session(store.root) as s:
+            return _data(await s.call_tool("search", {"query": "boiler serviced"}))
+
+    healthy = anyio.run(search)
+    assert healthy["hits"] and "warnings" not in healthy
+    for pack in (store.root / "packs").rglob("*.is"):
+        pack.unlink()
+    damaged = anyio.run(search)
+    assert any(h["id"] == rid for h in damaged["hits"]), "the words still find it"
+    assert any(f"record {rid}: no vector" in w for w in damaged["warnings"]), damaged

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 
@@ -44,13 +43,11 @@ class Ctx:
         """After a command: a store whose index met damaged files (a record with no vector, a line
         that does not parse) says so once, pointing at `ct fsck`, which names each and what to run."""
         for st in self._stores:
-            index = st._index
-            problems = index.problems() if index is not None and index._conn is not None else []
+            problems = st.index_problems()  # git mid-merge was said when the store was opened
             if problems and not self.quiet:
                 more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-                first = problems[0].replace(f"{st.root}{os.sep}", "")
                 click.echo(
-                    f'memstore: warning: {st.root}: {first}{more}; "ct fsck" says what happened and what to run',
+                    f'memstore: warning: {st.root}: {problems[0]}{more}; "ct fsck" says what happened and what to run',
                     err=True,
                 )
 

@@ -66,11 +66,14 @@ class MemoryServer:
         session: list[str] | None = None,
     ) -> dict:
         """Search memory by words and meaning. mode: hybrid (default), exact or vector. since/until: ISO
-        times or phrases like "last week". Returns hits with verbatim text, time, role, session, source."""
+        times or phrases like "last week". Returns hits with verbatim text, time, role, session, source,
+        and `warnings` when the store needs attention (damaged files, git mid-merge; `ct fsck` says more)."""
 
         def run():
-            hits = self._st().search(query, k=k, mode=mode, since=since, until=until, role=role, session=session)
-            return {"query": query, "hits": [h.to_json() for h in hits]}
+            st = self._st()
+            hits = st.search(query, k=k, mode=mode, since=since, until=until, role=role, session=session)
+            warnings = st.warnings()  # damage the index met, git mid-merge: the agent can tell the user
+            return {"query": query, "hits": [h.to_json() for h in hits], **({"warnings": warnings} if warnings else {})}
 
         return await self._run(run)
 
