@@ -336,6 +336,18 @@ def test_a_cherry_pick_then_a_merge_of_its_branch_keeps_one_record(plain_clones)
     assert rep["ok"], rep
     [warning] = rep["warnings"]
     assert "an identical copy of the record at" in warning and "counts once" in warning, warning
+    assert '"ct gc" drops it' in warning
+    log_before = {p: p.read_bytes() for p in (b / "log").rglob("*.jsonl")}
+    preview = ct("-C", b, "gc", "-n")
+    assert "would drop 1 identical copy of record lines" in preview.stdout and git_clean(b)
+    assert {p: p.read_bytes() for p in (b / "log").rglob("*.jsonl")} == log_before, "a dry run changes nothing"
+    done = json.loads(ct("-C", b, "gc", "--json").stdout)
+    assert done["duplicates"] == 1 and done["logs"] == ["log/2026/2026-11-20.jsonl"] and done["commit"]
+    assert committed_ids(b)[rid] == 1 and git_clean(b)
+    rep = json.loads(ct("-C", b, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [], rep
+    hits = json.loads(ct("-C", b, "search", "boiler service booked", "--json", "-k", "5").stdout)["hits"]
+    assert [h["id"] for h in hits].count(rid) == 1
 
 
 def test_git_revert_of_an_older_write_of_the_day_is_named_and_ct_forget_finishes_it(tmp_path):

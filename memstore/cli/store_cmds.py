@@ -192,11 +192,12 @@ def reembed_cmd(obj, embedder, dim, model):
 
 
 @click.command("gc")
-@click.option("-n", "--dry-run", is_flag=True, help="Show what would be consolidated; change nothing.")
+@click.option("-n", "--dry-run", is_flag=True, help="Show what would be done; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def gc_cmd(obj, dry_run, as_json):
-    """Consolidate every day that has several packs into one pack (one commit).
+    """Consolidate every day that has several packs into one pack, and drop the identical copies
+    of record lines that git merges leave (one commit).
 
     The new pack depends only on what it holds, so clones that consolidate the same day
     write the same file and merge with plain git. Example: ct gc -n
@@ -204,14 +205,16 @@ def gc_cmd(obj, dry_run, as_json):
     res = obj.store().gc(dry_run=dry_run)
     if as_json:
         emit_json(res.to_json())
-    elif not res.days and not res.damaged:
-        click.echo("Nothing to consolidate: every day has at most one pack.")
+    elif not res.days and not res.damaged and not res.duplicates:
+        click.echo("Nothing to consolidate: every day has at most one pack (and no record line is repeated).")
     else:
-        click.echo(
-            ("Would consolidate" if dry_run else "Consolidated")
-            + res.message()[len("Consolidate") :]
-            + (f"; commit {res.commit[:10]}" if res.commit else "")
-        )
+        said = []
+        if res.days or not res.duplicates:
+            said.append(f"{'Would consolidate' if dry_run else 'Consolidated'} {res.packs()}")
+        if res.duplicates:
+            said.append(f"{'would drop' if dry_run else 'dropped'} {res.copies()} ({', '.join(res.logs)})")
+        text = "; ".join(said)
+        click.echo(text[0].upper() + text[1:] + (f"; commit {res.commit[:10]}" if res.commit else ""))
     for day in res.damaged:
         click.echo(f"left {day} as it is: one of its packs is damaged (run ct fsck)", err=True)
 

@@ -113,7 +113,7 @@ def _duplicate(where: str, rec: dict, first: tuple[str, Path, int, int]) -> str:
     if same:
         return (
             f"{where}: an identical copy of the record at {there} (id {rec['id']}): git merged the same "
-            "line twice, e.g. after a cherry-pick or a rebase; it counts once"
+            'line twice, e.g. after a cherry-pick or a rebase; it counts once, and "ct gc" drops it'
         )
     return f"{where}: id {rec['id']} also at {there} (the earlier copy is used)"
 

@@ -1,9 +1,12 @@
-"""gc: consolidate the small packs of every day into one deterministic pack per day, in one commit."""
+"""gc: consolidate the small packs of every day into one deterministic pack per day, and drop the
+identical copies of record lines that git merges leave, in one commit."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
+from ..format import log as logfmt
 from ..format import pack as packfmt
 
 
@@ -15,14 +18,26 @@ class GcResult:
     damaged: list[str] = field(default_factory=list)  # days left alone: a pack there is damaged (see fsck)
     packs_before: int = 0
     packs_after: int = 0
+    duplicates: int = 0  # identical copies of a record's line that a git merge left, dropped
+    logs: list[str] = field(default_factory=list)  # the day logs they were dropped from
     commit: str | None = None
     dry_run: bool = False
 
+    def packs(self) -> str:
+        """What consolidation does: "9 packs into 3 for 3 days"."""
+        return f"{self.packs_before} packs into {self.packs_after} for {len(self.days)} day{'s' if len(self.days) != 1 else ''}"
+
+    def copies(self) -> str:
+        """What dropping repeats does: "2 identical copies of record lines that git merged twice"."""
+        n = self.duplicates
+        return f"{n} identical cop{'ies' if n != 1 else 'y'} of record lines that git merged twice"
+
     def message(self) -> str:
-        return (
-            f"Consolidate {self.packs_before} packs into {self.packs_after} "
-            f"for {len(self.days)} day{'s' if len(self.days) != 1 else ''}"
-        )
+        parts = [f"Consolidate {self.packs()}"] if self.days or not self.duplicates else []
+        if self.duplicates:
+            k = len(self.logs)
+            parts.append(f"{'drop' if parts else 'Drop'} {self.copies()} ({k} day log{'s' if k != 1 else ''})")
+        return "; ".join(parts)
 
     def to_json(self) -> dict:
         return {
@@ -30,6 +45,8 @@ class GcResult:
             "damaged": self.damaged,
             "packs_before": self.packs_before,
             "packs_after": self.packs_after,
+            "duplicates": self.duplicates,
+            "logs": self.logs,
             "commit": self.commit,
             "dry_run": self.dry_run,
         }
@@ -62,5 +79,40 @@ def gc(store, dry_run: bool = False) -> GcResult:
                 res.days.append(day)
                 res.packs_before += n
                 res.packs_after += 1
+        for path in logfmt.list_days(store.root).values():
+            kept, dropped = _without_repeats(path.read_bytes())
+            if dropped:
+                res.duplicates += dropped
+                res.logs.append(store.rel(path))
+                if not dry_run:
+                    logfmt.rewrite(path, kept)  # journalled: a failed gc puts the file back
+                    tx.stage(store.rel(path))
     res.commit = tx.commit
     return res
+
+
+def _without_repeats(data: bytes) -> tuple[bytes, int]:
+    """A day log without the later byte-identical copies of a record's line, and how many went.
+
+    git's union merge keeps an appended line twice when both sides hold it (a cherry-pick, then a
+    merge of the original); readers count the first copy only, so dropping the rest changes no
+    record. Only whole record lines count: a line that does not parse stays, whatever it repeats.
+    """
+    lines = data.splitlines(keepends=True)
+    if len(set(lines)) == len(lines):
+        return data, 0
+    seen: set[bytes] = set()
+    kept = []
+    for raw in lines:
+        if raw in seen and raw.endswith(b"\n") and _is_record(raw):
+            continue
+        seen.add(raw)
+        kept.append(raw)
+    return b"".join(kept), len(lines) - len(kept)
+
+
+def _is_record(raw: bytes) -> bool:
+    try:
+        return isinstance(json.loads(raw).get("id"), str)
+    except (ValueError, AttributeError):
+        return False
