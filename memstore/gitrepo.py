@@ -32,7 +32,13 @@ class GitRepo:
     def __init__(self, root: Path):
         self.root = Path(root)
         if not (self.root / ".git").exists():
-            raise GitError(f"{self.root} is not a git repository (no .git in it)")
+            raise GitError(
+                f"{self.root} is not a git repository (no .git in it), so ct cannot commit here; "
+                "reads and searches still work.",
+                f"A copy of the files without .git: clone the store's repository instead, or make this one "
+                f'with "git -C {self.root} init -b main && git -C {self.root} add -A && '
+                f"git -C {self.root} commit -m 'Memory store'\". Nothing was changed.",
+            )
 
     @classmethod
     def init(cls, root: Path) -> "GitRepo":

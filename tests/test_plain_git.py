@@ -464,3 +464,24 @@ def test_a_shallow_clone_reads_writes_and_syncs(plain_clones, tmp_path):
     git(shallow, "pull", "-q", "--no-rebase", "origin", "main")
     assert "written in the full clone" in ct("-C", shallow, "search", "written in the full clone").stdout
     assert json.loads(ct("-C", shallow, "fsck", "--json").stdout)["ok"] and git_clean(shallow)
+
+
+def test_a_copy_without_its_git_folder_is_read_and_says_how_to_write(tmp_path):
+    """Files copied without `.git` (a backup, a sync tool that skips it): search answers, a write
+    refuses with exit 8 naming the fix and changing nothing, and after `git init` + a commit of the
+    files the store takes writes again."""
+    src = make_store(tmp_path / "s").root
+    add(src, "the greenhouse door sticks in wet weather", "2026-11-29T08:00:00Z")
+    copy = tmp_path / "copy"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns(".git"))
+    assert "greenhouse door" in ct("-C", copy, "search", "greenhouse door").stdout
+    files = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file() and ".memstore" not in p.parts}
+    refused = ct("-C", copy, "add", "a second note", check=False)
+    assert refused.returncode == 8 and "is not a git repository" in refused.stderr
+    assert "init -b main" in refused.stderr and "Nothing was changed" in refused.stderr
+    assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file() and ".memstore" not in p.parts} == files
+    git(copy, "init", "-q", "-b", "main")
+    git(copy, "add", "-A")
+    git(copy, "commit", "-q", "-m", "Memory store")
+    add(copy, "a second note", "2026-11-29T09:00:00Z")
+    assert json.loads(ct("-C", copy, "fsck", "--json").stdout)["ok"] and git_clean(copy)
