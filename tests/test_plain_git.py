@@ -485,3 +485,20 @@ def test_a_copy_without_its_git_folder_is_read_and_says_how_to_write(tmp_path):
     git(copy, "commit", "-q", "-m", "Memory store")
     add(copy, "a second note", "2026-11-29T09:00:00Z")
     assert json.loads(ct("-C", copy, "fsck", "--json").stdout)["ok"] and git_clean(copy)
+
+
+def test_a_clone_with_autocrlf_reads_writes_and_forgets(plain_clones, tmp_path):
+    """`core.autocrlf=true` (git's default on Windows) checks the day logs out with CRLF line ends:
+    search, a write (an LF line appended to a CRLF file), fsck, forget and `git status` still agree."""
+    _, _, remote = plain_clones
+    win = tmp_path / "win"
+    git(tmp_path, "clone", "-q", "-c", "core.autocrlf=true", str(remote), str(win))
+    logs = sorted((win / "log").rglob("*.jsonl"))
+    assert logs and b"\r\n" in logs[0].read_bytes(), "checked out with CRLF"
+    assert "Theseus" in ct("-C", win, "search", "ship of Theseus planks").stdout
+    rid = add(win, "a note written on a CRLF checkout", logs[0].stem + "T23:00:00Z")
+    assert json.loads(ct("-C", win, "fsck", "--json").stdout)["ok"] and git_clean(win)
+    assert rid in [h["id"] for h in json.loads(ct("-C", win, "search", "CRLF checkout", "--json").stdout)["hits"]]
+    ct("-C", win, "forget", rid)
+    rep = json.loads(ct("-C", win, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [] and rid not in committed_ids(win) and git_clean(win)
