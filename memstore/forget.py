@@ -115,8 +115,7 @@ def select(
             if not found:
                 raise UsageError(f"no record with id {rid!r} in {store.root}", "Nothing was forgotten.")
             rows[rid] = found
-        if rows or not back:
-            narrow({r for found in rows.values() for r in found})
+        narrow({r for found in rows.values() for r in found})  # ids named: other filters only narrow them
     if session:
         narrow(set(queries.rowids_of(index, session=session)))
     if commit:
