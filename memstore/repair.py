@@ -230,15 +230,16 @@ def _restore_rewritten(store, rewritten, rep: Repair) -> None:
     unless the file is as committed at HEAD: then the write's commit landed before it died."""
     import shutil
 
+    from .errors import GitError
+
     kept = store.meta_dir / REWRITES
     for rel, existed in (rewritten or {}).items() if isinstance(rewritten, dict) else ():
         path = store.root / rel
-        try:
-            now = path.read_bytes()
-        except FileNotFoundError:
-            now = None
-        if now == _committed_bytes(store, rel):
+        try:  # as committed, through git's own filters (a CRLF checkout is the same file)
+            store.git.run("diff", "--quiet", "HEAD", "--", rel)
             continue
+        except GitError:
+            pass
         if existed and (kept / rel).is_file():
             os.replace(kept / rel, path)
         elif not existed:

@@ -192,6 +192,35 @@ def test_a_forget_that_fails_at_its_commit_is_rolled_back_whole(tmp_path):
     assert in_files(root) == [] and shows(root) == [] and git_clean(root)
 
 
+def test_a_forget_killed_after_its_commit_is_not_undone_on_a_crlf_checkout(tmp_path):
+    """A forget that died after its commit but before its journal went: the rollback must leave the
+    committed rewrite alone, also where the working files differ from the blobs byte for byte
+    (core.autocrlf=true checks day logs out with CRLF); only the bytes kept for it are dropped."""
+    origin = make_store(tmp_path / "origin").root
+    ct("-C", origin, "add", "--ts", "2026-03-02T17:00:00Z", "Buy paper lanterns for the garden")
+    ct("-C", origin, "add", "--ts", "2026-03-02T18:00:00Z", TEXT)
+    root = tmp_path / "win"
+    subprocess.run(["git", "clone", "-q", "-c", "core.autocrlf=true", str(origin), str(root)], check=True)
+    git(root, "config", "user.email", "t@example.org")
+    git(root, "config", "user.name", "t")
+    log = root / "log/2026/2026-03-02.jsonl"
+    before = log.read_bytes()
+    assert b"\r\n" in before
+    rid = json.loads(ct("-C", root, "search", "--json", WORDS).stdout)["hits"][0]["id"]
+    ct("-C", root, "forget", rid)
+    after = log.read_bytes()
+    # What a kill right after the commit leaves: the journal naming the rewrite and the old bytes.
+    meta = root / ".memstore"
+    (meta / "write-journal-rewrites/log/2026").mkdir(parents=True)
+    (meta / "write-journal-rewrites/log/2026/2026-03-02.jsonl").write_bytes(before)
+    journal = {"pid": 999999, "started": time.time() - 5, "head": None, "appended": {}}
+    journal["rewritten"] = {"log/2026/2026-03-02.jsonl": True}
+    (meta / "write-journal.json").write_text(json.dumps(journal))
+    ct("-C", root, "fsck", "--repair")
+    assert log.read_bytes() == after and in_files(root) == [] and git_clean(root)
+    assert not (meta / "write-journal-rewrites").exists() and not (meta / "write-journal.json").exists()
+
+
 def test_forget_by_id_session_and_time(tmp_path):
     st = make_store(tmp_path / "s")
     ids = []
