@@ -122,6 +122,40 @@ class Corpus:
         return folder
 
 
+def _fsck_round(root, figures: Counter) -> None:
+    """fsck; when it reports anything, `fsck --repair` must leave a store with no damage, no
+    warning and a clean `git status` (the other rounds leave the cleaning to the next command)."""
+    check = ct("-C", root, "fsck", "--json", check=False)
+    if check.returncode != 0 or json.loads(check.stdout)["warnings"]:
+        figures["fsck found leftovers"] += 1
+        ct("-C", root, "fsck", "--repair")
+        figures["repairs"] += 1
+    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+    assert rep["ok"] and not rep["warnings"], rep
+    assert git_clean(root)
+
+
+def _run_or_kill(root, args, op: str, took: dict, rng, figures: Counter, seen: Counter) -> str | None:
+    """Run `ct ARGS`; the first run of each kind goes to the end and is timed, later ones are killed
+    (the whole process group, git children included) after 20-110 % of the last finished run's
+    time. Returns the output of a run that finished, None for a killed one (its leftovers counted)."""
+    figures["runs"] += 1
+    proc = _start(root, args)
+    t0 = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=rng.uniform(0.2, 1.1) * took[op] if op in took else None)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        figures["kills"] += 1
+        seen.update(leftovers(root))
+        return None
+    assert proc.returncode == 0, f"ct {' '.join(args)} failed:\n{err}"
+    took[op] = time.monotonic() - t0
+    figures["completed"] += 1
+    return out
+
+
 def _start(root, args):
     return subprocess.Popen(
         [*CT, "-C", str(root), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -160,38 +194,18 @@ def crash_loop(tmp_path: Path, kills: int, seed: int, batch: int = 40) -> dict:
             args, expected = ["reorganize", "--prune-trivial"], None
         else:
             args, expected = ["add", "--json", f"crash-add {figures['runs']} {corpus.words(12)}"], None
-        figures["runs"] += 1
-        proc = _start(root, args)
-        t0 = time.monotonic()
-        try:
-            limit = rng.uniform(0.2, 1.1) * took[op] if op in took else None
-            out, err = proc.communicate(timeout=limit)
-            assert proc.returncode == 0, f"ct {' '.join(args)} failed:\n{err}"
-            took[op] = time.monotonic() - t0
-            if op == "add":
-                added_ids.update(json.loads(out)["ids"])
-            figures["completed"] += 1
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            figures["kills"] += 1
-            seen.update(leftovers(root))
-            if op in ("import", "ingest"):
-                pending.append((op, args, expected))
+        out = _run_or_kill(root, args, op, took, rng, figures, seen)
+        if out is not None and op == "add":
+            added_ids.update(json.loads(out)["ids"])
+        elif out is None and op in ("import", "ingest"):
+            pending.append((op, args, expected))
         # Nothing committed before may be lost or changed, and nothing half-written is committed.
         now = committed_lines(root)
         missing = [k for k in committed if now.get(k) != committed[k]]
         assert not missing, f"committed records lost or changed: {missing[:5]}"
         committed = now
         if rng.random() < 0.5:
-            check = ct("-C", root, "fsck", "--json", check=False)
-            if check.returncode != 0 or json.loads(check.stdout)["warnings"]:
-                figures["fsck found leftovers"] += 1
-                ct("-C", root, "fsck", "--repair")
-                figures["repairs"] += 1
-            rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
-            assert rep["ok"] and not rep["warnings"], rep
-            assert git_clean(root)
+            _fsck_round(root, figures)
     # Every interrupted batch, run to the end, lands exactly once; everything passes fsck.
     for kind, args, expected in pending:
         ct("-C", root, *args)
@@ -263,23 +277,11 @@ def forget_kill_loop(tmp_path: Path, kills: int, seed: int) -> dict:
     first = committed_lines(root)
     ct("-C", root, "mark", json.loads(sorted(first.values())[0])["text"])
     committed = committed_lines(root)
-    figures, seen, took, gone = Counter(), Counter(), None, set()
+    figures, seen, took, gone = Counter(), Counter(), {}, set()
     while figures["kills"] < kills:
         present = sorted({k.split(":", 1)[1] for k in committed})
         targets = rng.sample(present, rng.randint(1, 3))
-        figures["runs"] += 1
-        proc = _start(root, ["forget", *targets])
-        t0 = time.monotonic()
-        try:
-            out, err = proc.communicate(timeout=rng.uniform(0.2, 1.1) * took if took else None)
-            assert proc.returncode == 0, f"ct forget failed:\n{err}"
-            took = time.monotonic() - t0
-            figures["completed"] += 1
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            figures["kills"] += 1
-            seen.update(leftovers(root))
+        _run_or_kill(root, ["forget", *targets], "forget", took, rng, figures, seen)
         now = committed_lines(root)
         removed = {k.split(":", 1)[1] for k in committed} - {k.split(":", 1)[1] for k in now}
         assert removed in (set(), set(targets)), f"a forget landed in part: {removed} of {targets}"
@@ -289,18 +291,8 @@ def forget_kill_loop(tmp_path: Path, kills: int, seed: int) -> dict:
         gone |= removed
         committed = now
         if rng.random() < 0.5:
-            check = ct("-C", root, "fsck", "--json", check=False)
-            if check.returncode != 0 or json.loads(check.stdout)["warnings"]:
-                figures["fsck found leftovers"] += 1
-                ct("-C", root, "fsck", "--repair")
-                figures["repairs"] += 1
-            rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
-            assert rep["ok"] and not rep["warnings"], rep
-            assert git_clean(root)
-    ct("-C", root, "fsck", "--repair")
-    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
-    assert rep["ok"] and not rep["warnings"], rep
-    assert git_clean(root)
+            _fsck_round(root, figures)
+    _fsck_round(root, figures)
     tombstoned = {json.loads(line)["id"] for line in (root / "forgotten.jsonl").read_text().splitlines()}
     assert tombstoned == gone, "a tombstone without its forget, or a forget without its tombstone"
     from memstore.store import Store
