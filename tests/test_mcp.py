@@ -152,12 +152,14 @@ def test_search_over_mcp_says_when_the_store_needs_attention(store):
 
     async def search():
         async with _session(store.root) as s:
-            return _data(await s.call_tool("search", {"query": "boiler serviced"}))
+            found = _data(await s.call_tool("search", {"query": "boiler serviced"}))
+            return found, _data(await s.call_tool("recall", {"question": "what did I say about the boiler today"}))
 
-    healthy = anyio.run(search)
-    assert healthy["hits"] and "warnings" not in healthy
+    healthy, recalled = anyio.run(search)
+    assert healthy["hits"] and "warnings" not in healthy and "warnings" not in recalled
     for pack in (store.root / "packs").rglob("*.is"):
         pack.unlink()
-    damaged = anyio.run(search)
+    damaged, recalled = anyio.run(search)
     assert any(h["id"] == rid for h in damaged["hits"]), "the words still find it"
     assert any(f"record {rid}: no vector" in w for w in damaged["warnings"]), damaged
+    assert any(f"record {rid}: no vector" in w for w in recalled["warnings"]), recalled

@@ -81,8 +81,16 @@ class MemoryServer:
         self, question: str, k: int = 10, now: str | None = None, around: int = 0, docs: bool = False
     ) -> dict:
         """Recall what was said: a question with a time phrase ("what did we decide yesterday evening")
-        becomes a time window; returns verbatim lines in time order and how they were found (level)."""
-        return await self._run(lambda: self._st().recall(question, k=k, now=now, around=around, docs=docs).to_json())
+        becomes a time window; returns verbatim lines in time order and how they were found (level),
+        and `warnings` when the store needs attention, as search does."""
+
+        def run():
+            st = self._st()
+            out = st.recall(question, k=k, now=now, around=around, docs=docs).to_json()
+            warnings = st.warnings()
+            return {**out, "warnings": warnings} if warnings else out
+
+        return await self._run(run)
 
     async def add(
         self,
