@@ -265,18 +265,19 @@ class StoreAPI:
         One commit removes their text from every committed file and leaves tombstones; `dry_run`
         only selects; `purge_history` also rewrites git history (see memstore/forget.py).
         """
-        from .forget import ForgetResult, forget, forgotten_ids, purge, select, texts_in_history
+        from .forget import Criteria, ForgetResult, forget, forgotten_ids, purge, select, texts_in_history
 
         ids = list(ids or ())
+        criteria = Criteria(match=match, session=session, since=since, until=until, now=now, commit=commit)
         gone = forgotten_ids(self.root)
-        if purge_history and ids and all(i in gone for i in ids) and not (match or session or since or until or commit):
+        if purge_history and ids and all(i in gone for i in ids) and not criteria.given():
             # forgotten earlier: only the history is left to clean
             res = ForgetResult(records=[{"id": i, "text": "", "ts": ""} for i in ids], purged=not dry_run)
             texts = texts_in_history(self, ids)
             if not dry_run and texts:
                 res.notes.append(purge(self, texts))
             return res
-        records = select(self, ids, match=match, session=session, since=since, until=until, now=now, commit=commit)
+        records = select(self, ids, criteria)
         if dry_run:
             return ForgetResult(records=records)
         return forget(self, records, purge_history=purge_history)

@@ -69,19 +69,26 @@ forgotten_ids = tombfmt.ids
 # ----- choosing records ---------------------------------------------------------------------------
 
 
-def select(
-    store,
-    ids=(),
-    match: str | None = None,
-    session: str | None = None,
-    since=None,
-    until=None,
-    now=None,
-    commit: str | None = None,
-) -> list[dict]:
+@dataclass(frozen=True)
+class Criteria:
+    """What to forget besides ids (`Store.forget`'s keywords); every one given must hold."""
+
+    match: str | None = None  # every word of it in the text
+    session: str | None = None
+    since: object = None  # ISO time or a phrase ("yesterday"), read against `now`
+    until: object = None
+    now: object = None
+    commit: str | None = None  # the records this commit added
+
+    def given(self) -> bool:
+        return any((self.match, self.session, self.since, self.until, self.commit))
+
+
+def select(store, ids=(), criteria: Criteria = Criteria()) -> list[dict]:
     """The records to forget: by id, by every word of `match`, by session, by time range, by the
     commit that added them (ANDed)."""
-    if not (ids or match or session or since or until or commit):
+    c = criteria
+    if not (ids or c.given()):
         raise UsageError(
             "say what to forget: record ids, --match QUERY, --session NAME, --commit REV or --since/--until"
         )
@@ -116,25 +123,25 @@ def select(
                 raise UsageError(f"no record with id {rid!r} in {store.root}", "Nothing was forgotten.")
             rows[rid] = found
         narrow({r for found in rows.values() for r in found})  # ids named: other filters only narrow them
-    if session:
-        narrow(set(queries.rowids_of(index, session=session)))
-    if commit:
-        added = added_by(store, commit)
+    if c.session:
+        narrow(set(queries.rowids_of(index, session=c.session)))
+    if c.commit:
+        added = added_by(store, c.commit)
         rows = {r for rid in sorted(added) for r in queries.rowids_of(index, record_id=rid)}
         if not rows:
             raise UsageError(
-                f"none of the {len(added)} records commit {commit} added is in the store now (forgotten already?)",
+                f"none of the {len(added)} records commit {c.commit} added is in the store now (forgotten already?)",
                 "Nothing was forgotten.",
             )
         narrow(rows)
-    if since or until:
+    if c.since or c.until:
         from .retrieve.timefilter import instant
 
-        lo = instant(since, store, now, edge="start") if since else float("-inf")
-        hi = instant(until, store, now, edge="end") if until else float("inf")
+        lo = instant(c.since, store, c.now, edge="start") if c.since else float("-inf")
+        hi = instant(c.until, store, c.now, edge="end") if c.until else float("inf")
         narrow(set(queries.rowids_of(index, ts_range=(lo, hi))))
-    if match:
-        narrow(_matching(store, match))
+    if c.match:
+        narrow(_matching(store, c.match))
     recs = [index.record_at(r) for r in sorted(chosen or ())] + back
     seen: set[str] = set()
     return [r for r in recs if not (r["id"] in seen or seen.add(r["id"]))]
