@@ -435,6 +435,17 @@ def git_dir(root: Path) -> Path | None:
     return None
 
 
+def detached_head(root: Path) -> str | None:
+    """HEAD's commit when HEAD is detached (a `git checkout` of a commit, a rebase stopped), else None.
+    One file read, no git process."""
+    gdir = git_dir(root)
+    try:
+        head = (gdir / "HEAD").read_text(encoding="utf-8").strip() if gdir is not None else ""
+    except OSError:
+        return None
+    return head if _is_oid(head) else None
+
+
 def _git(cwd: Path, args: list[str], env) -> bytes:
     """stdout of `git args` run in `cwd` through gitpython's command runner; GitError with git's stderr.
 

@@ -307,7 +307,12 @@ def test_writes_commit_on_packed_refs_a_linked_worktree_and_a_detached_head(tmp_
     git(root, "worktree", "add", "-q", str(tmp_path / "wt"))
     add(tmp_path / "wt", "in a linked worktree", "2026-11-30T08:10:00Z")
     git(root, "checkout", "-q", "--detach")
-    add(root, "on a detached head", "2026-11-30T08:15:00Z")
+    quiet_read = ct("-C", root, "search", "turn")
+    assert "detached" not in quiet_read.stderr  # only a commit made on it is worth a warning
+    on_detached = ct("-C", root, "add", "on a detached head", "--ts", "2026-11-30T08:15:00Z")
+    sha = git(root, "rev-parse", "HEAD").stdout.strip()
+    assert f"HEAD is detached, so commit {sha[:10]} is on no branch" in on_detached.stderr
+    assert '"git switch -c NAME"' in on_detached.stderr
     subjects = git(root, "log", "--format=%s").stdout.splitlines()
     assert subjects[:2] == ["Add user turn: on a detached head", "Add user turn: after pack-refs"]
     assert git(tmp_path / "wt", "log", "-1", "--format=%s").stdout.strip() == "Add user turn: in a linked worktree"

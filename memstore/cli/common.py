@@ -15,6 +15,7 @@ class Ctx:
     quiet: bool = False
     verbose: int = 0
     _stores: list = field(default_factory=list)
+    _heads: dict = field(default_factory=dict)  # store root -> detached HEAD's commit when opened
 
     def store(self, index: bool = False):
         """The one store this command works on."""
@@ -28,7 +29,10 @@ class Ctx:
 
         if not self._stores:
             paths = self.store_paths or [None]
+            from ..gitrepo import detached_head
+
             self._stores = [Store.open(p) for p in paths]
+            self._heads = {st.root: detached_head(st.root) for st in self._stores}
             for st in self._stores:  # reads go on mid-merge (writes refuse), but say what they show
                 warning = st.unfinished()
                 if warning:
@@ -41,8 +45,19 @@ class Ctx:
 
     def warn_problems(self) -> None:
         """After a command: a store whose index met damaged files (a record with no vector, a line
-        that does not parse) says so once, pointing at `ct fsck`, which names each and what to run."""
+        that does not parse) says so once, pointing at `ct fsck`, which names each and what to run;
+        a commit made on a detached HEAD says it is on no branch, before a checkout leaves it behind."""
+        from ..gitrepo import detached_head
+
         for st in self._stores:
+            head = detached_head(st.root)
+            if head and head != self._heads.get(st.root):
+                click.echo(
+                    f"memstore: warning: {st.root}: HEAD is detached, so commit {head[:10]} is on no branch; "
+                    f'"git switch -c NAME" keeps it on a new branch (after a checkout of a branch only '
+                    f"git reflog finds it)",
+                    err=True,
+                )
             problems = st.index_problems()  # git mid-merge was said when the store was opened
             if problems and not self.quiet:
                 more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
