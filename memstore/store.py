@@ -218,6 +218,12 @@ class Store(StoreAPI):
             return []
         return [p.replace(f"{self.root}{os.sep}", "") for p in index.problems()]
 
+    def detached_head(self) -> str | None:
+        """HEAD's commit when HEAD is detached (a commit made there is on no branch), else None."""
+        from .gitrepo import detached_head
+
+        return detached_head(self.root)
+
     def unfinished(self) -> str | None:
         """A warning when git is in the middle of a merge, rebase, … here (reads show the files as
         they are; writes refuse), else None."""

@@ -29,10 +29,8 @@ class Ctx:
 
         if not self._stores:
             paths = self.store_paths or [None]
-            from ..gitrepo import detached_head
-
             self._stores = [Store.open(p) for p in paths]
-            self._heads = {st.root: detached_head(st.root) for st in self._stores}
+            self._heads = {st.root: st.detached_head() for st in self._stores}
             for st in self._stores:  # reads go on mid-merge (writes refuse), but say what they show
                 warning = st.unfinished()
                 if warning:
@@ -47,10 +45,8 @@ class Ctx:
         """After a command: a store whose index met damaged files (a record with no vector, a line
         that does not parse) says so once, pointing at `ct fsck`, which names each and what to run;
         a commit made on a detached HEAD says it is on no branch, before a checkout leaves it behind."""
-        from ..gitrepo import detached_head
-
         for st in self._stores:
-            head = detached_head(st.root)
+            head = st.detached_head()
             if head and head != self._heads.get(st.root):
                 click.echo(
                     f"memstore: warning: {st.root}: HEAD is detached, so commit {head[:10]} is on no branch; "
