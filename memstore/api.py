@@ -462,7 +462,9 @@ class StoreAPI:
         if place_existing:
             self.place_existing()
         if rev is None:
-            return treefmt.read(self.root)
+            from .forget import without_stale_summaries
+
+            return without_stale_summaries(self, treefmt.read(self.root))
         from .tree.diff import load_version
 
         return load_version(self, rev)

@@ -106,11 +106,18 @@ def select(store, ids=(), criteria: Criteria = Criteria()) -> list[dict]:
         stale = None
         for rid in ids:
             found = queries.rowids_of(index, record_id=rid)
+            if not found and rid.startswith("topic:"):  # fsck names a topic whose summary quotes a forgotten record
+                stale = (stale_records(store) + leftovers(store)) if stale is None else stale
+                again = [r for r in stale if r["id"] == rid][:1]
+                if not again:
+                    raise UsageError(f"{rid}: no topic summary quotes a forgotten record", "Nothing was forgotten.")
+                back += again
+                continue
             if not found and rid not in gone and rid in _tree_ids(store):
                 back.append({"id": rid, "ts": "", "text": None, "session": None})  # git removed its line
                 continue
             if not found and rid in gone:
-                stale = stale_records(store) if stale is None else stale
+                stale = (stale_records(store) + leftovers(store)) if stale is None else stale
                 again = [r for r in stale if r["id"] == rid][:1]
                 if again:
                     back += again
@@ -183,8 +190,8 @@ def forget(store, records: list[dict], purge_history: bool = False, message: str
         return res
     n = len(records)
     with store.transaction(message or f"Forget {n} record{'s' if n != 1 else ''}") as tx:
-        res.paths = _remove_everywhere(store, records)
-        full = [r for r in records if r["text"] is not None]  # a tree-only id has no text to tombstone
+        res.paths, markers = _remove_everywhere(store, records)
+        full = [r for r in records if r["text"] is not None] + markers  # a tree-only id has no text to tombstone
         res.paths += _append_tombstones(store, full) if full else []
         tx.stage(res.paths)
     res.commit = tx.commit
@@ -195,18 +202,22 @@ def forget(store, records: list[dict], purge_history: bool = False, message: str
     return res
 
 
-def _remove_everywhere(store, records: list[dict]) -> list[str]:
+def _remove_everywhere(store, records: list[dict]) -> tuple[list[str], list[dict]]:
+    """(paths changed, marker lines removed): the marker lines get tombstones of their own."""
     ids = {r["id"] for r in records}
-    records = [r for r in records if r["text"] is not None]  # the rest are named only by the tree
-    texts = [r["text"] for r in records]
+    # the rest are named only by the tree, a pack or markers.jsonl (what a git merge brought back)
+    with_text = [r for r in records if r["text"] is not None]
+    texts = [r["text"] for r in with_text] + [r["quote"] for r in records if r.get("quote")]
     # The tree first: rebuilding names reads the remaining records through the index's offsets
     # into the day logs, which the rewrite below changes.
-    paths = _forget_in_tree(store, ids, texts) + _forget_in_markers(store, texts)
-    days = sorted({local_day(from_iso(r["ts"]), store.tz) for r in records})
+    marker_paths, markers = _forget_in_markers(store, texts, ids)
+    paths = _forget_in_tree(store, ids, texts) + marker_paths
+    days = {local_day(from_iso(r["ts"]), store.tz) for r in with_text}
+    days = sorted(days | {r["day"] for r in records if r.get("day")})
     for day in days:
         paths += _rewrite_day(store, day, ids)
     paths += _remove_vectors(store, days, ids)
-    return paths
+    return paths, markers
 
 
 def _scrub_index(store) -> None:
@@ -264,28 +275,32 @@ def _forget_in_tree(store, ids: set[str], texts: list[str]) -> list[str]:
     return list(treefmt.forget(store.root, ids, texts))
 
 
-def _forget_in_markers(store, texts: list[str]) -> list[str]:
+def _forget_in_markers(store, texts: list[str], ids: set[str]) -> tuple[list[str], list[dict]]:
+    """markers.jsonl without the lines that quote a forgotten text or are named by id (a forgotten
+    marker a merge brought back): (paths, the removed lines, which get tombstones)."""
     from .format import markers as markfmt
 
     path = markfmt.path(store.root)
     if not path.exists():
-        return []
+        return [], []
     flat = [" ".join(t.split()) for t in texts]
     lines = path.read_bytes().splitlines(keepends=True)
-    kept = []
+    kept, removed = [], []
     for raw in lines:
         try:
-            text = " ".join(str(json.loads(raw).get("text") or "").split())
+            obj = json.loads(raw)
+            text = " ".join(str(obj.get("text") or "").split())
         except (ValueError, AttributeError):
             kept.append(raw)
             continue
-        if text and any(text == f or (len(f) >= 12 and f in text) for f in flat):
+        if obj.get("id") in ids or (text and any(text == f or (len(f) >= 12 and f in text) for f in flat)):
+            removed.append({"id": obj.get("id"), "text": obj.get("text") or ""})
             continue
         kept.append(raw)
-    if len(kept) == len(lines):
-        return []
+    if not removed:
+        return [], []
     logfmt.rewrite(path, b"".join(kept))
-    return [store.rel(path)]
+    return [store.rel(path)], [m for m in removed if isinstance(m["id"], str)]
 
 
 def _append_tombstones(store, records: list[dict]) -> list[str]:
@@ -335,10 +350,98 @@ def stale_records(store) -> list[dict]:
     return out
 
 
+def leftovers(store) -> list[dict]:
+    """What a git merge kept of forgotten records besides day-log lines: a vector in another clone's
+    copy of the day's pack (each clone rewrote the pack without its own forgotten records, and the
+    merge keeps both), and a forgotten marker's line. One entry each, text None, for `forget`."""
+    from .format import markers as markfmt
+    from .format import pack
+
+    gone = forgotten_ids(store.root)
+    if not gone:
+        return []
+    out: dict[str, dict] = {}
+    for day, folder in pack.all_pack_days(store.root).items():
+        for p in pack.pack_files(folder):
+            try:
+                held = pack.manifest_ids(p) & gone
+            except (OSError, pack.PackError):
+                continue  # a damaged pack is fsck's to name
+            for rid in sorted(held):
+                where = f"its vector in {store.rel(folder)}/, which a git merge kept"
+                out.setdefault(rid, {"id": rid, "ts": "", "text": None, "session": None, "day": day, "note": where})
+    for line in markfmt.forgotten_lines(store.root):
+        note = "a forgotten marker, which a git merge brought back to markers.jsonl"
+        out.setdefault(line["id"], {"id": line["id"], "ts": line.get("ts") or "", "text": None, "note": note})
+    return list(out.values()) + stale_quotes(store)
+
+
+def stale_quotes(store) -> list[dict]:
+    """Topics whose summary quotes an opening sentence none of their records holds: a clone that
+    named the topic before it learnt of a forget, merged in. The quote is treated as forgotten
+    text, so `forget` names the topic again from the records it holds."""
+    from .format import tree as treefmt
+
+    tree = treefmt.read(store.root)
+    out = []
+    for tid, quote in sorted(stale_topics(store, tree).items()):
+        note = f"topic {tree.topics[tid].name!r}: its summary quotes a record it no longer holds (forgotten on another clone)"
+        out.append({"id": f"topic:{tid}", "ts": "", "text": None, "quote": quote, "note": note})
+    return out
+
+
+def stale_topics(store, tree) -> dict[str, str]:
+    """{topic id: the quote} for each topic of `tree` whose summary opens with a sentence no record
+    of it (or of its sub-topics) holds; empty when nothing was ever forgotten."""
+    from .tree.naming import scrubbed
+
+    if not forgotten_ids(store.root):
+        return {}
+    index = store.index()
+    out = {}
+    for tid, topic in tree.topics.items():
+        _, sep, opener = (topic.summary or "").partition("; opens with: ")
+        quote = " ".join(opener.rstrip("…").split())
+        if not sep or len(quote) < 12:
+            continue
+        flat = quote.casefold()
+        if not any(
+            flat in " ".join(text.split()).casefold()
+            for rec in _topic_records(index, tree, tid)
+            for text in scrubbed([str(rec["text"])])  # summaries are made from scrubbed text
+        ):
+            out[tid] = quote
+    return out
+
+
+def _topic_records(index, tree, tid: str):
+    for t in [tid, *sorted(tree.descendants(tid))]:
+        for rid in tree.topics[t].records if t in tree.topics else []:
+            for row in queries.rowids_of(index, record_id=rid):
+                yield index.record_at(row)
+
+
+def without_stale_summaries(store, tree):
+    """The tree as reads show it: a summary quoting a forgotten record (merged in from a clone that
+    had not learnt of the forget) is made again from the records the topic holds, until a forget
+    or `ct sync` commits that."""
+    from .tree.naming import offline_summary
+
+    index = None
+    for tid in stale_topics(store, tree):
+        index = index or store.index(update=False)
+        recs = list(_topic_records(index, tree, tid))
+        tree.topics[tid].summary = (
+            offline_summary([str(r["text"]) for r in recs], [str(r.get("role") or "") for r in recs]) if recs else ""
+        )
+    return tree
+
+
 def apply_tombstones(store) -> ForgetResult:
     """Remove from this clone's files what another clone forgot (one commit; none when clean)."""
     store.index()  # a merge may have rewritten day logs: topic names are rebuilt through fresh offsets
     stale = stale_records(store)
+    stale += [r for r in leftovers(store) if r["id"] not in {s["id"] for s in stale}]
     if not stale:
         from .format import tree as treefmt
 

@@ -498,9 +498,14 @@ def consolidate_day(store, day: str) -> int | None:
     the day is left as it is for fsck to name (a repack must never drop or launder what it holds).
     The caller stages the day's pack folder in its transaction: deletions and new pack, one commit.
     """
+    from .format import tombstones
+
     had = set(packfmt.pack_files(packfmt.day_dir(store.root, day)))
+    gone = tombstones.ids(store.root)  # a forgotten record's vector that a git merge kept is not carried on
     try:
-        new, old = packfmt.consolidate_safely(store.root, day, int(store.config.embedder["dim"]))
+        new, old = packfmt.consolidate_safely(
+            store.root, day, int(store.config.embedder["dim"]), keep=(lambda rid, _h: rid not in gone) if gone else None
+        )
     except (OSError, packfmt.PackError):
         return None
     for p in old:

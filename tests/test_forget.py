@@ -93,7 +93,9 @@ def test_forget_everywhere_then_purge_history(three_clones):
     assert len(commits(a)) == n + 1 and git_clean(a)
     assert in_files(a) == [] and shows(a) == []
     tomb = [json.loads(x) for x in (a / "forgotten.jsonl").read_text().splitlines()]
-    assert [t["id"] for t in tomb] == [rid] and set(tomb[0]) == {"id", "hash", "at"}
+    marker = json.loads(ct("-C", b, "where", "--json").stdout)["markers"][0]["id"]
+    # the marker quoting the record gets a tombstone too, so no merge brings its line back
+    assert [t["id"] for t in tomb] == [rid, marker] and all(set(t) == {"id", "hash", "at"} for t in tomb)
     assert "boathouse" not in (a / "forgotten.jsonl").read_text()
     assert in_history(a), "history still holds it until --purge-history"
 
@@ -356,3 +358,63 @@ def test_a_forgotten_record_does_not_come_back_by_importing_its_source_again(tmp
     assert "forgotten earlier" in proc.stderr
     assert "4417" not in "".join(p.read_text() for p in (st.root / "log").rglob("*.jsonl"))
     assert git_clean(st.root)
+
+
+def test_what_a_plain_merge_keeps_of_a_forget_is_named_and_removed(tmp_path):
+    """Two clones forget different records of one day: each rewrites the day's pack without its own,
+    and a plain `git pull` keeps both new packs, so each pack still holds the other's forgotten
+    vector. A clone that marked and named a topic before it learnt of the forgets brings back the
+    marker's line and a summary quoting the record. Reads never show any of it; fsck names each
+    with the command; `ct forget` takes them out (no second tombstone for a record), and after
+    that no tracked file holds a forgotten id, its text or its words."""
+    from memstore.format import pack
+
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    a = make_store(tmp_path / "a").root
+    git(a, "remote", "add", "origin", str(origin))
+    pin = "Zebra crossing password is tulip seven"
+    ids = [
+        json.loads(ct("-C", a, "add", "--session", "s", "--ts", f"2026-03-02T1{i}:00:00Z", t, "--json").stdout)["ids"][
+            0
+        ]
+        for i, t in enumerate([TEXT, "Water the ferns on the balcony", "Call the plumber about the sink", pin])
+    ]
+    ct("-C", a, "add", "--session", "s", "--ts", "2026-03-02T14:00:00Z", "Another zebra crossing note here")
+    ct("-C", a, "mark", f"Next: {TEXT}")
+    git(a, "push", "-q", "-u", "origin", "main")
+    b = clone(origin, tmp_path / "b")
+    c = clone(origin, tmp_path / "c")  # marks and adds to the topic before it learns of either forget
+    ct("-C", a, "forget", ids[3])  # the zebra topic's opening line
+    git(a, "push", "-q", "origin", "main")
+    ct("-C", b, "forget", ids[0])  # the marker quoting it goes with it, with its own tombstone
+    git(b, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    ct("-C", c, "mark", "c was here")
+    ct("-C", c, "add", "--session", "s", "--ts", "2026-03-02T14:10:00Z", "A third zebra crossing note from c")
+    git(b, "pull", "-q", "--no-rebase", "--no-edit", str(c), "main")
+    forgotten = {ids[0], ids[3]}
+
+    def held(root):
+        out = set()
+        for p in (root / "packs").rglob("*.is"):
+            out |= pack.manifest_ids(p)
+        return out
+
+    assert forgotten <= held(b), "each merged pack still holds the other clone's forgotten vector"
+    assert shows(b) == [] and "tulip" not in ct("-C", b, "context", "zebra crossing").stdout
+    rep = json.loads(ct("-C", b, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["damage"] == [], rep
+    said = "\n".join(rep["warnings"])
+    assert all(f'"ct forget {rid}" removes it' in said for rid in forgotten), said  # its line or its vector
+    assert "holds the vector of forgotten record" in said, said
+    assert "markers.jsonl: marker" in said and "its summary quotes a record it no longer holds" in said, said
+    again = [w.split('"ct forget ')[1].split('"')[0] for w in rep["warnings"]]
+    before = (b / "forgotten.jsonl").read_text()
+    ct("-C", b, "forget", *again)
+    assert json.loads(ct("-C", b, "fsck", "--json").stdout)["warnings"] == []
+    assert not forgotten & held(b) and git_clean(b)
+    assert all(before.count(rid) == 1 for rid in forgotten)
+    tracked = git(b, "ls-files").split()
+    for words in (pin, "tulip", TEXT, "boathouse"):
+        assert not [p for p in tracked if words.encode() in (b / p).read_bytes()], words
+    assert "A third zebra crossing note" in ct("-C", b, "search", "third zebra").stdout

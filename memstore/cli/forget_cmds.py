@@ -55,7 +55,11 @@ def forget_cmd(obj, ids, match, session, commit, since, until, now, dry_run, pur
         emit_json({**res.to_json(), "dry_run": dry_run})
         return
     for r in res.records:
-        text = one_line(r["text"], 80) if r["text"] is not None else "(in no day log; named by the topic tree)"
+        text = (
+            one_line(r["text"], 80)
+            if r["text"] is not None
+            else f"({r.get('note') or 'in no day log; named by the topic tree'})"
+        )
         when = r["ts"][:16].replace("T", " ") or "-"
         click.echo(f"{when}  {r['id']}  {r.get('session') or '-'}  {text}")
     if dry_run:

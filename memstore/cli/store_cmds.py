@@ -196,17 +196,22 @@ def reembed_cmd(obj, embedder, dim, model):
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def gc_cmd(obj, dry_run, as_json):
-    """Consolidate every day that has several packs into one pack, and drop the identical copies
-    of record lines that git merges leave (one commit).
+    """Consolidate each day's small packs, and drop the identical copies of record lines that
+    git merges leave (one commit).
 
-    The new pack depends only on what it holds, so clones that consolidate the same day
-    write the same file and merge with plain git. Example: ct gc -n
+    Packs are merged only while none is over 45% of the result, so a day keeps a few packs of
+    growing size and git never takes a consolidation for a rename. The new pack depends only on
+    what it holds, so clones that consolidate the same day write the same file and merge with
+    plain git. Example: ct gc -n
     """
     res = obj.store().gc(dry_run=dry_run)
     if as_json:
         emit_json(res.to_json())
     elif not res.days and not res.damaged and not res.duplicates:
-        click.echo("Nothing to consolidate: every day has at most one pack (and no record line is repeated).")
+        click.echo(
+            "Nothing to consolidate: no day has small packs to merge (packs of similar size stay apart, "
+            "so git never sees a rename), and no record line is repeated."
+        )
     else:
         said = []
         if res.days or not res.duplicates:

@@ -101,11 +101,36 @@ def read_lines(root: Path) -> list[MarkerLine]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(p, f"invalid UTF-8 at byte {exc.start}", None, _HINT) from None
+    from .tombstones import ids as forgotten
+
+    gone = forgotten(root)  # a forgotten marker's line that a git merge brought back stays hidden
     out = []
     for no, raw in enumerate(text.split("\n"), start=1):
         if raw.strip():
-            out.append(_parse(raw, p, no))
+            line = _parse(raw, p, no)
+            if line.id not in gone:
+                out.append(line)
     out.sort(key=lambda m: (m.ts, m.id))
+    return out
+
+
+def forgotten_lines(root: Path) -> list[dict]:
+    """The lines of markers.jsonl that a tombstone names (a forgotten marker a git merge brought back)."""
+    from .tombstones import ids as forgotten
+
+    gone = forgotten(root)
+    try:
+        data = path(root).read_bytes() if gone else b""
+    except FileNotFoundError:
+        return []
+    out = []
+    for raw in data.splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("id") in gone:
+            out.append(obj)
     return out
 
 

@@ -167,6 +167,26 @@ def read(path: Path, verify: bool = False) -> Pack:
     return parse(data, path)
 
 
+def manifest_ids(path: Path) -> set[str]:
+    """The record ids one pack holds a vector or blob for, from its manifest alone (segment 0: one
+    header and its payload read, not the vectors); PackError if the head is not a pack manifest."""
+    with open(path, "rb") as fh:
+        head = fh.read(HEADER_SIZE)
+        try:
+            header = Header.unpack(head)
+        except SegmentError as exc:
+            raise PackError(f"{path}: {exc}") from None
+        body = fh.read(header.data_len) if header.data_type == DT_JSON and header.data_len > 0 else b""
+    try:
+        manifest = json.loads(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise PackError(f"{path}: does not start with a readable manifest segment") from None
+    if not isinstance(manifest, dict):
+        raise PackError(f"{path}: does not start with a pack manifest")
+    rows = list(manifest.get("records") or []) + list(manifest.get("blobs") or [])
+    return {row[0] for row in rows if isinstance(row, list) and row and isinstance(row[0], str)}
+
+
 def day_vectors(root: Path, day: str) -> dict[str, tuple[object, str]]:
     """{record id: (vector, hash16)} from every pack of one day; the first pack by name wins a repeat."""
     out: dict[str, tuple[object, str]] = {}
@@ -285,11 +305,12 @@ def consolidate(
     return new, [p for p in old if p != new]
 
 
-def consolidate_safely(root: Path, day: str, dim: int) -> tuple[Path | None, list[Path]]:
-    """Merge the day's `mergeable` packs, checking the share against the real result; (None, []) if none."""
+def consolidate_safely(root: Path, day: str, dim: int, keep=None) -> tuple[Path | None, list[Path]]:
+    """Merge the day's `mergeable` packs, checking the share against the real result; (None, []) if none.
+    `keep(record_id, hash16)` may drop entries, as in `consolidate`."""
     chosen = mergeable(pack_files(day_dir(root, day)))
     while len(chosen) >= 2:
-        w = merged_writer(day, dim, chosen)
+        w = merged_writer(day, dim, chosen, keep)
         size = len(w.to_bytes())
         if _small_enough(max(p.stat().st_size for p in chosen), size):  # one manifest, no duplicates: smaller
             new = w.write(root)

@@ -283,8 +283,10 @@ def pack(pieces: list[Piece], budget: int | None, count) -> tuple[list[Piece], i
 
 def build_context(store, query: str, budget: int | None = None, k: int = 8, recent: int = 6) -> Context:
     """The context for `query` (the index is brought up to date first)."""
+    from ..forget import without_stale_summaries
+
     store.index()
-    tree = treefmt.read(store.root)
+    tree = without_stale_summaries(store, treefmt.read(store.root))
     th = thresholds(store)
     qvec = np.asarray(store.embedder.embed_query(query), np.float32)
     data = RecordData(store)

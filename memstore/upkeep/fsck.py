@@ -75,7 +75,6 @@ def fsck(store) -> Report:
                 rep.damage.append(f"{where}: {ln.error}")
                 continue
             rec = ln.record
-            rep.records += 1
             claimed.setdefault(day, set()).add(str(rec["id"]))
             if rec["id"] in gone:  # its vector went with the forget: only the line is back
                 rep.warnings.append(
@@ -83,13 +82,15 @@ def fsck(store) -> Report:
                     'removes it again ("ct sync" does so after every merge)'
                 )
                 continue
+            rep.records += 1
             _check_record(store, rec, where, day, dim, rep, referenced, packed.get(day))
             first = ids.setdefault(rec["id"], (where, path, ln.offset, ln.length))
             if first[0] != where:
                 rep.warnings.append(_duplicate(where, rec, first))
     _explain_unvectored(store, rep)
     _check_orphans(store, rep, referenced)
-    _check_pack_orphans(store, rep, packed, claimed)
+    _check_pack_orphans(store, rep, packed, claimed, gone)
+    _check_forgotten_markers(store, rep)
     _check_tree(store, rep, set(ids) | gone)
     from ..repair import crashed_journal
 
@@ -435,12 +436,36 @@ def find_day_blob(blobs: list[tuple[str, str, bytes, dict]], record_id: str, sha
     return None
 
 
-def _check_pack_orphans(store, rep, packed: dict[str, DayPacks], claimed: dict[str, set[str]]) -> None:
+def _check_forgotten_markers(store, rep) -> None:
+    from ..format import markers as markfmt
+    from ..forget import stale_quotes
+
+    if tombstones.ids(store.root):
+        store.index()
+        for topic in stale_quotes(store):
+            rep.warnings.append(f'{topic["note"]}; "ct forget {topic["id"]}" names it again from the records it holds')
+
+    for line in markfmt.forgotten_lines(store.root):
+        rep.warnings.append(
+            f"{markfmt.FILENAME}: marker {line['id']} was forgotten (forgotten.jsonl), but a git merge brought its "
+            f'line back; reads never show it. "ct forget {line["id"]}" removes it again ("ct sync" does so after '
+            "every merge)"
+        )
+
+
+def _check_pack_orphans(store, rep, packed: dict[str, DayPacks], claimed: dict[str, set[str]], gone: set[str]) -> None:
     for day, got in sorted(packed.items()):
         mine = claimed.get(day, set())
         by_pack: dict[str, list[str]] = {}
         for rid, entries in got.vectors.items():
-            if rid not in mine:
+            if rid in gone and rid not in mine:
+                for rel in entries.values():
+                    rep.warnings.append(
+                        f"{rel}: holds the vector of forgotten record {rid} (forgotten.jsonl): a git merge kept "
+                        f"another clone's copy of the day's pack. \"ct forget {rid}\" removes it "
+                        '("ct sync" does so after every merge)'
+                    )
+            elif rid not in mine:
                 for rel in entries.values():
                     by_pack.setdefault(rel, []).append(rid)
         for rid, rel, _body, manifest in got.blobs:
