@@ -269,6 +269,10 @@ class StoreAPI:
 
         ids = list(ids or ())
         criteria = Criteria(match=match, session=session, since=since, until=until, now=now, commit=commit)
+        if purge_history:
+            from .forget import refuse_shallow_purge
+
+            refuse_shallow_purge(self)
         gone = forgotten_ids(self.root)
         if purge_history and ids and all(i in gone for i in ids) and not criteria.given():
             # forgotten earlier: only the history is left to clean

@@ -553,6 +553,22 @@ fr.RepoFilter(args, blob_callback=blob_callback, message_callback=message_callba
 """
 
 
+def refuse_shallow_purge(store) -> None:
+    """A shallow clone holds only the newest commits: rewriting them would make its cut-off point a
+    root commit, and the force push the rewrite asks for would replace the remote's whole history."""
+    from .gitrepo import _common_dir, git_dir
+
+    gdir = git_dir(store.root)
+    if gdir is not None and (_common_dir(gdir) / "shallow").exists():
+        raise UsageError(
+            f"{store.root} is a shallow clone: its history stops at a cut-off commit, so --purge-history cannot "
+            "reach the older commits that hold the text, and the force push it needs would replace the remote's "
+            "whole history with this clone's few commits.",
+            f'Fetch the whole history first ("git -C {store.root} fetch --unshallow"), or run the command in a full '
+            "clone. Nothing was changed.",
+        )
+
+
 def purge(store, texts: list[str]) -> str:
     """Rewrite this clone's history (every branch) so no commit holds the texts; returns the notice."""
     git = store.git

@@ -469,6 +469,12 @@ def test_a_shallow_clone_reads_writes_and_syncs(plain_clones, tmp_path):
     git(shallow, "pull", "-q", "--no-rebase", "origin", "main")
     assert "written in the full clone" in ct("-C", shallow, "search", "written in the full clone").stdout
     assert json.loads(ct("-C", shallow, "fsck", "--json").stdout)["ok"] and git_clean(shallow)
+    head = git(shallow, "rev-parse", "HEAD").stdout
+    for args in (["--purge-history", rid], ["--purge-history", "-n", rid]):
+        refused = ct("-C", shallow, "forget", *args, check=False)  # its force push would cut the remote's history
+        assert refused.returncode == 2 and "is a shallow clone" in refused.stderr and "--unshallow" in refused.stderr
+    assert git(shallow, "rev-parse", "HEAD").stdout == head and (shallow / ".git" / "shallow").exists()
+    assert git_clean(shallow) and "written in a shallow clone" in ct("-C", shallow, "search", "shallow clone").stdout
 
 
 def test_a_copy_without_its_git_folder_is_read_and_says_how_to_write(tmp_path):
