@@ -394,6 +394,16 @@ class StoreAPI:
 
         if mode not in MODES:
             raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        from .format.record import ROLES, TYPES
+
+        for name, given, known in (("role", role, ROLES), ("type", type, TYPES)):
+            wrong = [v for v in _list(given) or [] if v not in known]
+            if wrong:
+                raise UsageError(f"--{name} must be one of {', '.join(known)}, not {wrong[0]!r}")
+        if isinstance(now, str):
+            from .retrieve.timefilter import reference_now
+
+            reference_now(now, self.tz)  # a bad --now is an error even when no phrase needs it
         stores = [self, *also]
         pending = None
         if update_index and mode != "exact" and not also and searchable(query):
@@ -544,6 +554,16 @@ class StoreAPI:
         from .tree.diff import tree_diff
 
         return tree_diff(self, rev_a, rev_b)
+
+    def commit_id(self, rev: str) -> str:
+        """The full id of the commit `rev` names (a commit id or its prefix, HEAD, HEAD~N, a branch);
+        UsageError when it names none."""
+        from .errors import GitError, UsageError
+
+        try:
+            return self.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        except GitError:
+            raise UsageError(f"{rev!r} is not a revision of {self.root}", 'See "ct log" for revisions.') from None
 
     def log(self, max_count: int = 20) -> list[dict]:
         """The memory's history from git, newest first (`ct log`): sha, date, subject, counts per kind."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from . import FORMAT_VERSION
 from .api import StoreAPI
-from .errors import EmbedderMismatch, MemstoreError, NotAStoreError
+from .errors import EmbedderMismatch, MemstoreError, NotAStoreError, UsageError
 from .format import config as configfmt
 from .format import layout
 from .format import log as logfmt
@@ -117,8 +117,12 @@ class Store(StoreAPI):
         if dtype not in ("float32", "int8"):
             raise MemstoreError(f"--dtype must be float32 or int8, not {dtype!r}")
         tzname = timezone or _local_timezone_name()
-        zone(tzname)  # validate before touching the disk
+        try:
+            zone(tzname)  # validate before touching the disk
+        except ValueError as exc:
+            raise UsageError(f"--timezone: {exc}.", "Nothing was changed.") from None
         opts = {**(embedder_options or {}), **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None}}
+        adapters.check(embedder, opts)
         desc = adapters.describe(embedder, **opts)
         made = not root.exists()
         root.mkdir(parents=True, exist_ok=True)

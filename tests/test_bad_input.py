@@ -691,3 +691,30 @@ def test_a_full_disk_gets_a_clear_error_and_the_next_write_cleans_up(store, monk
     ct("-C", store.root, "add", "a note once there is room")
     assert json.loads(ct("-C", store.root, "fsck", "--json").stdout)["warnings"] == []
     assert git_clean(store.root) and len(commits(store.root)) == len(before) + 1
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--timezone", "Not/AZone"], "unknown timezone 'Not/AZone'"),
+        (["--embedder", "bogus"], "unknown embedder 'bogus': known are hash, minilm, openai"),
+        (["--embedder", "hash", "--dim", "0"], "--dim must be a whole number of 1 or more, not 0"),
+        (["--embedder", "hash", "--dim", "-5"], "--dim must be a whole number of 1 or more, not -5"),
+    ],
+)
+def test_init_and_reembed_refuse_bad_settings_in_one_line(tmp_path, store, args, words):
+    """A bad --timezone, --embedder or --dim is a usage error (exit 2, one line, no traceback) that
+    makes no folder; reembed refuses the same embedder and size mistakes with the store unchanged."""
+    made = ct("init", tmp_path / "new", *args, check=False)
+    assert made.returncode == 2 and words in made.stderr and "Traceback" not in made.stderr, made.stderr
+    assert not (tmp_path / "new").exists()
+    if "--timezone" not in args:
+        with unchanged(store.root):
+            again = ct(
+                "-C",
+                store.root,
+                "reembed",
+                *args[2:] if args[0] == "--embedder" and len(args) > 2 else args,
+                check=False,
+            )
+            assert again.returncode == 2 and words.split(":")[0] in again.stderr and "Traceback" not in again.stderr

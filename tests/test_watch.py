@@ -236,6 +236,21 @@ def test_a_bad_file_does_not_hold_back_the_good_ones(tmp_path):
     assert len(texts(st)) == 4 and git_clean(st.root)
 
 
+def test_a_file_of_only_broken_lines_is_reported_without_kind_too(tmp_path):
+    """Without --kind a file's kind comes from its lines; when every complete line is broken, none
+    says it, and the file is named with its first bad line (exit 1), never passed over as "nothing new"."""
+    st = make_store(tmp_path / "s")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "good.jsonl").write_text(jline(0, "good"), encoding="utf-8")
+    (logs / "bad.jsonl").write_text("not json\n[1, 2]\n", encoding="utf-8")
+    proc = ct("-C", st.root, "watch", logs, "--once", check=False)
+    assert proc.returncode == 1 and "bad.jsonl:1: not valid JSON" in proc.stderr and "pass --kind" in proc.stderr
+    assert texts(st) == ["line 0 of good"] and git_clean(st.root)
+    (logs / "bad.jsonl").write_text("not json", encoding="utf-8")  # no complete line yet: nothing to say
+    assert ct("-C", st.root, "watch", logs, "--once").returncode == 0
+
+
 def test_usage_errors(store, tmp_path):
     proc = ct("-C", store.root, "watch", tmp_path / "nowhere", check=False)
     assert proc.returncode == 2 and "nowhere" in proc.stderr

@@ -174,6 +174,9 @@ def test_commit_view_is_the_diff_analysis_with_trees_before_and_after(served):
     first = hist["commits"][-1]["sha"]
     _, out = js(base, f"/view/commit?rev={first}")  # the first commit has no parent: diffed against nothing
     assert out["before"] == [] and out["empty"]
+    for rev, i in (("HEAD", 0), ("HEAD~1", 1), (hist["commits"][1]["sha"][:8], 1)):
+        _, out = js(base, f"/view/commit?rev={rev}")
+        assert out["rev"] == rev and out["commit"]["sha"] == hist["commits"][i]["sha"], rev
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,20 @@ def get_embedder(name: str, **options) -> Embedder:
     return factory(**options)
 
 
+def check(name: str, options: dict) -> None:
+    """UsageError (nothing changed) for an embedder name that is not registered or a vector size
+    below 1, before a store is made or re-embedded with them."""
+    from ..errors import UsageError
+
+    if name not in EMBEDDERS:
+        raise UsageError(
+            f"unknown embedder {name!r}: known are {', '.join(sorted(EMBEDDERS))}.", "Nothing was changed."
+        )
+    dim = options.get("dim")
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+        raise UsageError(f"--dim must be a whole number of 1 or more, not {dim!r}.", "Nothing was changed.")
+
+
 def describe(name: str, **options) -> dict:
     """name/model/dim for memstore.toml without loading model weights where possible."""
     module_name, _, attr = EMBEDDERS[name].partition(":")

@@ -79,7 +79,7 @@ def render(b) -> str:
         f"SQLite {m['sqlite']}; run {m['date']}; load average at the end (1 / 5 / 15 min): {m['load']}"
         + (" — other work shared these cores, so wall times include waiting for a core." if m["busy"] else "."),
         "",
-        f"Budgets (product.md §8): {len(verdicts) - len(failed)} of {len(verdicts)} pass"
+        f"Speed budgets (the product's, each with its limit in the tables below): {len(verdicts) - len(failed)} of {len(verdicts)} pass"
         + (f"; failing: {', '.join(r.measure + ' @' + r.size for r in failed)}." if failed else "."),
         "",
         "Synthetic stores: chat-like records (8–39 Zipf-distributed words), "

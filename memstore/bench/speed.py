@@ -1,7 +1,7 @@
 """The speed benchmark: memstore's search, index and ingest timings beside numpy and ContextTape.
 
 Every figure is measured in the same run as the peers it is compared with, because these machines
-are noisy; the report marks each budget of product.md §8 as pass or fail.
+are noisy; the report marks each of the product's speed budgets as pass or fail.
 Run: `python -m memstore.bench.speed --out docs/benchmarks.md` (or `ct bench`).
 """
 

@@ -58,7 +58,7 @@ def bench_cmd(out, sizes, per_day, queries, repeats, ingest_n, base, contexttape
     """Measure search, index and ingest speed beside a bare numpy scan and ContextTape.
 
     Builds (once, cached under --base) synthetic stores of each size and prints a table with every
-    budget of product.md §8 marked pass or fail; exit status 1 when a budget fails.
+    speed budget of the product (each row says its limit) marked pass or fail; exit status 1 when a budget fails.
 
     Example: ct bench --sizes 10000 --no-contexttape
     """

@@ -47,7 +47,7 @@ def filter_options(f):
 )
 @filter_options
 @click.option("--explain", is_flag=True, help="Show each hit's score parts.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: {query, hits: [...]}.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: {query, mode, hits: [...]}.")
 @click.option(
     "--queries",
     type=click.File("r", encoding="utf-8"),
@@ -201,7 +201,10 @@ def _hit_lines(h, tz, oneline: bool) -> list[str]:
 @click.option("--oneline", is_flag=True, help="Flatten each line and cut it at 300 characters.")
 @click.option("--explain", is_flag=True, help="Show each hit's score parts (with --json).")
 @click.option(
-    "--json", "as_json", is_flag=True, help="Print JSON: {query, now, window, level, notes, hits: [... with flags]}."
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON: {query, now, window, level, keywords, occurrence, window_lines, notes, hits: [... with flags]}.",
 )
 @click.pass_obj
 def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json):
@@ -265,7 +268,9 @@ def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json
     help="How many of the latest session's last lines.",
 )
 @click.option("--now", default=None, help="Reference time for the [NOW] line (ISO; default: now).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: {now, markers, session, lines}.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: {now, markers, markers_omitted, markers_done, session, lines}."
+)
 @click.pass_obj
 def where_cmd(obj, n_markers, n_lines, now, as_json):
     """Show where the conversation stands: open markers and the latest session's last lines.
@@ -314,7 +319,7 @@ def where_cmd(obj, n_markers, n_lines, now, as_json):
     type=click.IntRange(0, 200),
     help="Recent turns of the latest session (0: none, e.g. when the host already sends history).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print {query, budget, tokens, sections, text}.")
+@click.option("--json", "as_json", is_flag=True, help="Print {query, budget, tokens, dropped, sections, text}.")
 @click.pass_obj
 def context_cmd(obj, query, budget, topk, recent, as_json):
     """Build prompt context for QUERY: markers, topic paths, recalled lines, recent turns.

@@ -45,7 +45,7 @@ def serve_cmd(obj, host, port, allow_remote, writable):
 @click.pass_obj
 def mcp_cmd(obj):
     """Serve this store to AI agents over MCP (stdio): tools search, recall, add, mark, where,
-    context and tree, and the resource memstore://stats.
+    context, tree and forget, and the resource memstore://stats.
 
     Register it with Claude Code:  claude mcp add memstore -- ct -C ~/memory mcp
 

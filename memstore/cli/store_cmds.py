@@ -156,7 +156,7 @@ def hooks_status(obj):
 
 
 @click.command("log")
-@click.option("-n", "max_count", type=int, default=20, show_default=True, help="How many commits.")
+@click.option("-n", "max_count", type=click.IntRange(min=1), default=20, show_default=True, help="How many commits.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def log_cmd(obj, max_count, as_json):

@@ -86,14 +86,17 @@ def detect_kind(path: Path) -> str | None:
     lines = head.split(b"\n")
     if not head.endswith(b"\n"):
         lines = lines[:-1]  # the last line may still be being written
+    broken = None  # the first complete line that is no JSON object
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         try:
             row = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
+            broken = broken or (number, "not valid JSON")
             continue  # a broken line says nothing; the reader reports it by line
         if not isinstance(row, dict):
+            broken = broken or (number, "not a JSON object")
             continue
         if row.get("type") in ("user", "assistant", "summary", "system") and (
             "message" in row or "sessionId" in row or "uuid" in row or "summary" in row
@@ -106,6 +109,8 @@ def detect_kind(path: Path) -> str | None:
         raise FormatError(
             path, "line is neither a Claude Code transcript row nor a {ts, role, text} record; pass --kind", line=number
         )
+    if broken is not None and len(head) < DETECT_BYTES:  # every complete line is broken: say so, not "nothing new"
+        raise FormatError(path, f"{broken[1]}, and no line says what the file holds; pass --kind", line=broken[0])
     return None
 
 

@@ -179,7 +179,7 @@ def _check_tree(store, rep, known: set[str]) -> None:
 
     if treelog.exists(store.root):
         ops, damage = treelog.read_ops(store.root)
-        rep.damage += damage
+        rep.damage += [d.replace(f"{store.root}{os.sep}", "", 1) for d in damage]  # paths as the store names them
         tree = treelog.replay(ops)
         for topic in sorted(tree.topics.values(), key=lambda t: t.id):
             for rid in [r for r in topic.records if r not in known]:

@@ -16,6 +16,7 @@ def reembed(store, embedder_name: str | None = None, options: dict | None = None
     opts = options or {k: v for k, v in store.config.embedder.items() if k not in ("name", "model", "dtype", "dim")}
     if name == store.config.embedder["name"] and not options:
         opts.setdefault("dim", store.config.embedder["dim"])
+    adapters.check(name, opts)
     emb = adapters.get_embedder(name, **opts)
     dtype = store.config.setting("vector_dtype")
     count = {"n": 0}

@@ -204,7 +204,8 @@ def commit(st, p) -> dict:
     st.tree(rev)  # UsageError names a bad revision
     d = st.diff(f"{rev}^", rev)  # the first commit's parent is the empty tree
     before, after = d.old_tree, d.new_tree
-    info = next((c for c in st.history(max_count=HISTORY_MAX) if c["sha"].startswith(rev)), None)
+    sha = st.commit_id(rev)  # HEAD and HEAD~N as well as an id or its prefix
+    info = next((c for c in st.history(max_count=HISTORY_MAX) if c["sha"] == sha), None)
     return {
         "rev": rev,
         "commit": mask_fields(info) if info else None,
