@@ -279,7 +279,7 @@ class StoreAPI:
             res = ForgetResult(records=[{"id": i, "text": "", "ts": ""} for i in ids], purged=not dry_run)
             texts = texts_in_history(self, ids)
             if not dry_run and texts:
-                res.notes.append(purge(self, texts))
+                res.notes.append(purge(self, texts, ids))
             return res
         records = select(self, ids, criteria)
         if dry_run:

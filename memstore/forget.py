@@ -197,7 +197,8 @@ def forget(store, records: list[dict], purge_history: bool = False, message: str
     res.commit = tx.commit
     _scrub_index(store)
     if purge_history:
-        res.notes.append(purge(store, [r["text"] for r in records if r["text"] is not None]))
+        full = [r for r in records if r["text"] is not None]
+        res.notes.append(purge(store, [r["text"] for r in full], [r["id"] for r in full]))
         res.purged = True
     return res
 
@@ -544,8 +545,31 @@ def clean_message(message):
         if n >= 24:
             message = message.replace(flat[:n], new)
     return message
+import re
+words = spec.get("words") or []
+named = re.compile(r"(?i)(?<!\w)(" + "|".join(re.escape(w) for w in words) + r")(?!\w)") if words else None
+def scrub_names(data):
+    # topic names and summaries are made from key words: a word only the forgotten records held goes
+    if named is None or b'"op"' not in data:
+        return data
+    out, changed = [], False
+    for line in data.split(b"\n"):
+        try:
+            d = json.loads(line)
+        except ValueError:
+            d = None
+        if isinstance(d, dict) and d.get("op") in ("topic", "set"):
+            hit = False
+            for k in ("name", "summary"):
+                v = d.get(k)
+                if isinstance(v, str) and named.search(v):
+                    d[k], hit = named.sub(spec["replacement"], v), True
+            if hit:
+                line, changed = json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), True
+        out.append(line)
+    return b"\n".join(out) if changed else data
 def blob_callback(blob, _metadata):
-    blob.data = clean(blob.data)
+    blob.data = scrub_names(clean(blob.data))
 def message_callback(message):
     return clean_message(message)
 args = fr.FilteringOptions.parse_args(["--force", "--quiet"])
@@ -569,8 +593,29 @@ def refuse_shallow_purge(store) -> None:
         )
 
 
-def purge(store, texts: list[str]) -> str:
-    """Rewrite this clone's history (every branch) so no commit holds the texts; returns the notice."""
+def _own_words(store, texts: list[str]) -> list[str]:
+    """The content words of the forgotten texts that no remaining record holds: older topic names and
+    summaries made while a forgotten record was in the topic may hold them, and the purge takes them
+    out there (a word a remaining record also says tells nothing, and stays)."""
+    from .tree.naming import words
+
+    mine = {w.casefold() for t in texts for w in words(t)}
+    for path in logfmt.list_days(store.root).values():
+        if not mine:
+            break
+        for raw in path.read_bytes().splitlines():
+            try:
+                text = json.loads(raw).get("text")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(text, str):
+                mine -= {w.casefold() for w in words(text)}
+    return sorted(mine)
+
+
+def purge(store, texts: list[str], ids=()) -> str:
+    """Rewrite this clone's history (every branch) so no commit holds the texts (of records `ids`);
+    returns the notice."""
     git = store.git
     remotes = {name: git.run("remote", "get-url", name) for name in git.run("remote").split()}
     tracking = _tracking_config(store)
@@ -581,8 +626,9 @@ def purge(store, texts: list[str]) -> str:
     ]
     pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in _variants(t)]
     prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
+    words = _own_words(store, texts)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-        json.dump({"pairs": pairs, "prefixes": prefixes, "replacement": REPLACEMENT}, fh)
+        json.dump({"pairs": pairs, "prefixes": prefixes, "replacement": REPLACEMENT, "words": words}, fh)
         spec = fh.name
     try:
         with store.lock():
@@ -604,7 +650,7 @@ def purge(store, texts: list[str]) -> str:
             git.run("reflog", "expire", "--expire=now", "--all")
             git.run("gc", "--quiet", "--prune=now")
             (store.meta_dir / PURGED_MARK).write_text(
-                json.dumps({"at": to_iso(now_utc()), "old": old}) + "\n", encoding="utf-8"
+                json.dumps({"at": to_iso(now_utc()), "old": old, "ids": sorted(ids)}) + "\n", encoding="utf-8"
             )
     finally:
         os.unlink(spec)
@@ -642,6 +688,25 @@ def refuse_unpublished_purge(store, res) -> None:
         f"{res.upstream} still has the old history (with the forgotten text). ct sync does not merge it back.",
         f'Publish the rewritten history first: "git -C {store.root} push --force {res.remote} '
         f'HEAD:{res.upstream.split("/", 1)[-1]}", then run ct sync again. Nothing was changed.',
+    )
+
+
+def old_history_back(store) -> str | None:
+    """After --purge-history here: a warning when a commit of the old history (as the remote had it)
+    is in this branch again, which a plain `git pull` from the not yet rewritten remote does; else None."""
+    mark = store.meta_dir / PURGED_MARK
+    try:
+        info = json.loads(mark.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    back = [sha for sha in info.get("old") or [] if _is_ancestor(store, sha, "HEAD")]
+    if not back:
+        return None
+    ids = " ".join(info.get("ids") or []) or "ID…"
+    return (
+        f"commit {back[0][:10]} of the old history that ct forget --purge-history rewrote (it holds the forgotten "
+        f'text) is in this branch again: a plain "git pull" merged it back. "ct forget --purge-history {ids}" '
+        'rewrites it again; then "git push --force" publishes the rewritten history'
     )
 
 

@@ -117,9 +117,14 @@ def test_forget_everywhere_then_purge_history(three_clones):
     # Purge: history rewritten on A, force-pushed; B follows and keeps its unpushed record.
     ct("-C", b, "sync")
     ct("-C", b, "add", "--session", "b-only", "Another unpushed note about daffodils")
+    named_before = git(a, "log", "-p", "--all", "--", "tree").lower()
+    assert "boathouse" in named_before and "dana" in named_before, "older topic names and summaries hold its words"
     out = ct("-C", a, "forget", "--purge-history", rid)
     assert "force" in out.stderr and "re-clone" in out.stderr
     assert not in_history(a) and in_files(a) == []
+    named = git(a, "log", "-p", "--all", "--", "tree").lower()  # words only the forgotten record said
+    assert "boathouse" not in named and "dana" not in named and "[forgotten]" in named
+    assert "lanterns" in named or "party" in named, "words other records say stay"
     refused = ct("-C", a, "sync", check=False)
     assert refused.returncode != 0 and "push --force" in refused.stderr
     assert not in_history(a), "a refused sync fetched nothing old"
@@ -418,3 +423,22 @@ def test_what_a_plain_merge_keeps_of_a_forget_is_named_and_removed(tmp_path):
     for words in (pin, "tulip", TEXT, "boathouse"):
         assert not [p for p in tracked if words.encode() in (b / p).read_bytes()], words
     assert "A third zebra crossing note" in ct("-C", b, "search", "third zebra").stdout
+
+
+def test_a_plain_pull_of_the_old_history_after_a_purge_is_named_and_purged_again(three_clones):
+    """`ct sync` refuses to merge the remote's old history back after --purge-history; a plain
+    `git pull` does it anyway. fsck names the old commit that is back and the command that rewrites
+    history again, and after it no commit holds the text."""
+    origin, a, b, c = three_clones
+    rid = ct("-C", a, "forget", "--match", WORDS, "-n").stdout.split()[2]
+    ct("-C", a, "forget", "--purge-history", "--match", WORDS)
+    assert not in_history(a)
+    git(a, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")  # the old history, text and all
+    assert in_history(a)
+    rep = json.loads(ct("-C", a, "fsck", "--json").stdout)
+    said = "\n".join(rep["warnings"])
+    assert "of the old history that ct forget --purge-history rewrote" in said, said
+    assert f'"ct forget --purge-history {rid}" rewrites it again' in said, said
+    ct("-C", a, "forget", "--purge-history", rid)
+    assert not in_history(a)
+    assert "old history" not in "\n".join(json.loads(ct("-C", a, "fsck", "--json").stdout)["warnings"])

@@ -438,7 +438,11 @@ def find_day_blob(blobs: list[tuple[str, str, bytes, dict]], record_id: str, sha
 
 def _check_forgotten_markers(store, rep) -> None:
     from ..format import markers as markfmt
-    from ..forget import stale_quotes
+    from ..forget import old_history_back, stale_quotes
+
+    back = old_history_back(store)
+    if back:
+        rep.warnings.append(back)
 
     if tombstones.ids(store.root):
         store.index()
