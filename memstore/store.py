@@ -312,7 +312,13 @@ class Store(StoreAPI):
             days = sorted({local_day(from_iso(r["ts"]), self.tz) for r in records})
             from .transaction import refuse_dirty_logs
 
-            refuse_dirty_logs(self, [layout.day_log(d) for d in days])
+            # today's tree shard too: the records' placement is appended to it, and a commit of it would
+            # carry lines someone left uncommitted (a git reset --mixed of an earlier write, say)
+            from .format import treelog
+            from .format.timeutil import now_utc
+
+            shard = self.rel(treelog.shard_path(self.root, local_day(now_utc(), self.tz)))
+            refuse_dirty_logs(self, [layout.day_log(d) for d in days] + ([shard] if after_write is not False else []))
             if dedupe:
                 records, result.skipped = self._drop_known(records)
             elif records:  # placing the records in the tree reads the index: the days written must be in it

@@ -119,20 +119,30 @@ def begin_write(store, check_logs: bool = True) -> list[str]:
     _write_journal(store, store._journal)
     store._writing = True
     if journal is None and check_logs:
-        dirty = [p for _, p in _status(store, "log") if p.endswith(".jsonl")]
-        if dirty:
+        found = [(xy, p) for xy, p in _status(store, "log") if p.endswith(".jsonl")]
+        if found:
             end_write(store)
-            raise _dirty_logs_error(store, dirty)
+            raise _dirty_logs_error(store, [p for _, p in found], staged=any(xy[0] not in " ?" for xy, _ in found))
     return notes
 
 
-def _dirty_logs_error(store, dirty: list[str]) -> MemstoreError:
+def _dirty_logs_error(store, dirty: list[str], staged: bool = False) -> MemstoreError:
+    if staged:  # a person's `git add` or `git reset --soft`: fsck --repair leaves staged work alone
+        fix = (
+            f'They are staged: commit them ("git -C {store.root} commit"), or unstage them '
+            f'("git -C {store.root} restore --staged {dirty[0]}") and run "ct -C {store.root} fsck --repair" '
+            f"to roll them back (the lines are kept in .memstore/{BACKUP_DIR}/). Nothing was written."
+        )
+    else:
+        fix = (
+            f'Run "ct -C {store.root} fsck --repair" to roll them back (the lines are kept in '
+            f".memstore/{BACKUP_DIR}/), or commit them with git. Nothing was written."
+        )
     err = MemstoreError(
         f"{store.root / dirty[0]} has uncommitted changes"
         + (f" (and {len(dirty) - 1} more day logs)" if len(dirty) > 1 else "")
         + "; a write now would commit them.",
-        f'Run "ct -C {store.root} fsck --repair" to roll them back (the lines are kept in '
-        f".memstore/{BACKUP_DIR}/), or commit them with git. Nothing was written.",
+        fix,
     )
     err.nothing_written = True  # raised before the writer touched a file: there is nothing to roll back
     return err
@@ -158,9 +168,9 @@ def refuse_dirty_logs(store, paths: list[str]) -> None:
         algo = hashlib.sha256 if oid and len(oid) == 64 else hashlib.sha1
         if oid is None or algo(b"blob %d\0" % len(data) + data).hexdigest() != oid:
             suspect.append(p)
-    dirty = [p for _, p in _status(store, *suspect)] if suspect else []
-    if dirty:
-        raise _dirty_logs_error(store, dirty)
+    found = _status(store, *suspect) if suspect else []
+    if found:
+        raise _dirty_logs_error(store, [p for _, p in found], staged=any(xy[0] not in " ?" for xy, _ in found))
 
 
 @contextmanager

@@ -399,6 +399,11 @@ def test_writer_without_journal_refuses_uncommitted_log_lines(store):
     proc = ct("-C", store.root, "import", "jsonl", src, check=False)
     assert proc.returncode == 1 and f"{log} has uncommitted changes" in proc.stderr
     assert len(commits(store.root)) == n and log.read_bytes() == edited
+    # Staged (a person's git add), fsck --repair leaves it alone: the refusal says to commit or unstage.
+    subprocess.run(["git", "-C", str(store.root), "add", str(log)], check=True)
+    proc = ct("-C", store.root, "add", "--ts", "2026-11-30T10:00:00Z", "more", check=False)
+    assert proc.returncode == 1 and "They are staged" in proc.stderr and "restore --staged" in proc.stderr
+    assert len(commits(store.root)) == n and log.read_bytes() == edited
 
 
 def test_a_write_to_another_day_commits_only_its_own_files(store):

@@ -513,3 +513,23 @@ def test_a_clone_with_autocrlf_reads_writes_and_forgets(plain_clones, tmp_path):
     ct("-C", win, "forget", rid)
     rep = json.loads(ct("-C", win, "fsck", "--json").stdout)
     assert rep["ok"] and rep["warnings"] == [] and rid not in committed_ids(win) and git_clean(win)
+
+
+def test_a_write_after_git_reset_mixed_does_not_commit_the_undone_tree_lines(tmp_path):
+    """`git reset --mixed HEAD~1` leaves the undone write's lines uncommitted, its tree lines in
+    today's shard among them. A write to another day appends to that shard too, so it refuses
+    (changing nothing) instead of committing a placement of a record no committed log holds; once
+    the lines are rolled back (or committed), it writes, and fsck is clean."""
+    store = make_store(tmp_path / "s")
+    root = store.root
+    add(root, "reset one", "2026-01-05T10:00:00Z")
+    add(root, "reset two", "2026-01-05T11:00:00Z")
+    git(root, "reset", "-q", "--mixed", "HEAD~1")
+    head = git(root, "rev-parse", "HEAD").stdout
+    refused = ct("-C", root, "add", "other day", "--ts", "2026-01-07T12:00:00Z", check=False)
+    assert refused.returncode == 1 and "tree/" in refused.stderr and "has uncommitted changes" in refused.stderr
+    assert git(root, "rev-parse", "HEAD").stdout == head
+    ct("-C", root, "fsck", "--repair")
+    add(root, "other day", "2026-01-07T12:00:00Z")
+    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [] and git_clean(root), rep
