@@ -66,7 +66,9 @@ class GitRepo:
             keys: dict[bytes, bytes] = {}
             try:  # one process answers both questions a write has: who commits, and where hooks live
                 found = _git(
-                    self.root, ["config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath)$"], os.environ
+                    self.root,
+                    ["config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath|core\.sparsecheckout)$"],
+                    os.environ,
                 )
                 for line in found.splitlines():
                     key, _, value = line.partition(b" ")
@@ -76,11 +78,18 @@ class GitRepo:
             except GitError:  # exit 1: none is set
                 pass
             self._hooks_path = keys.get(b"core.hookspath", b"").decode("utf-8", "surrogateescape") or None
+            self._sparse = keys.get(b"core.sparsecheckout", b"").strip().lower() in (b"true", b"yes", b"on", b"1")
             has = b"user.name" in keys and b"user.email" in keys
             self._identity = (
                 [] if (has or env_has) else ["-c", f"user.name={IDENTITY[0]}", "-c", f"user.email={IDENTITY[1]}"]
             )
         return self._identity
+
+    @property
+    def sparse(self) -> bool:
+        """Is this a sparse checkout (core.sparseCheckout)? Read with the identity, no extra process."""
+        self._identity_args()
+        return self._sparse
 
     def config_set(self, key: str, value: str) -> None:
         self.run("config", "--local", key, value)

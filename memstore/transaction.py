@@ -109,6 +109,15 @@ def begin_write(store, check_logs: bool = True) -> list[str]:
     grow with the store's days.
     """
     refuse_during_git_operation(store)
+    if store.git.sparse:
+        err = MemstoreError(
+            f"{store.root} is a sparse checkout (core.sparseCheckout): the day logs, packs and tree shards a write "
+            "appends to may not be here, and git refuses to commit paths outside the checkout.",
+            f'Check the whole store out first ("git -C {store.root} sparse-checkout disable"); reads work as they '
+            "are. Nothing was written.",
+        )
+        err.nothing_written = True
+        raise err
     notes: list[str] = []
     journal = read_journal(store)
     if journal is not None:

@@ -533,3 +533,27 @@ def test_a_write_after_git_reset_mixed_does_not_commit_the_undone_tree_lines(tmp
     add(root, "other day", "2026-01-07T12:00:00Z")
     rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
     assert rep["ok"] and rep["warnings"] == [] and git_clean(root), rep
+
+
+def test_a_sparse_checkout_reads_warns_and_refuses_writes(tmp_path):
+    """A sparse checkout leaves some day logs and packs out: reads answer from what is here, fsck
+    says up front that what it names missing may be outside the checkout, and every write (forget
+    too, whose advice fsck prints) refuses with the command that checks the store out whole."""
+    store = make_store(tmp_path / "s")
+    root = store.root
+    rid = add(root, "sparse one", "2026-01-05T10:00:00Z")
+    add(root, "sparse two", "2026-01-06T10:00:00Z")
+    git(root, "sparse-checkout", "set", "--no-cone", "/*", "!/log/2026/2026-01-05.jsonl", "!/packs/2026/2026-01-05/")
+    assert not (root / "log/2026/2026-01-05.jsonl").exists()
+    assert "sparse two" in ct("-C", root, "search", "sparse").stdout
+    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+    assert rep["warnings"][0].startswith("this clone is a sparse checkout"), rep
+    head = git(root, "rev-parse", "HEAD").stdout
+    for args in (["add", "into the left-out day", "--ts", "2026-01-05T12:00:00Z"], ["forget", rid]):
+        refused = ct("-C", root, *args, check=False)
+        assert refused.returncode == 1 and "sparse-checkout disable" in refused.stderr, refused.stderr
+    assert git(root, "rev-parse", "HEAD").stdout == head and git_clean(root)
+    git(root, "sparse-checkout", "disable")
+    add(root, "into the left-out day", "2026-01-05T12:00:00Z")
+    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [] and rep["records"] == 3, rep

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..format import layout
 from ..format import log as logfmt
 from ..format import record as recordfmt
+from ..errors import MemstoreError
 from ..format import tombstones
 from ..format.segment import (
     DT_AUDIO,
@@ -443,6 +444,17 @@ def _check_forgotten_markers(store, rep) -> None:
     back = old_history_back(store)
     if back:
         rep.warnings.append(back)
+    try:
+        sparse = store.git.sparse
+    except MemstoreError:  # no git here (a copy without .git): nothing to say about a checkout
+        sparse = False
+    if sparse:
+        rep.warnings.insert(
+            0,
+            "this clone is a sparse checkout (core.sparseCheckout): files outside it are not here, so a record, "
+            "vector or topic entry named missing below may be in them; ct refuses to write until "
+            '"git sparse-checkout disable"',
+        )
 
     if tombstones.ids(store.root):
         store.index()
