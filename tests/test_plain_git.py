@@ -557,3 +557,22 @@ def test_a_sparse_checkout_reads_warns_and_refuses_writes(tmp_path):
     add(root, "into the left-out day", "2026-01-05T12:00:00Z")
     rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
     assert rep["ok"] and rep["warnings"] == [] and rep["records"] == 3, rep
+
+
+def test_a_day_log_moved_with_git_mv_is_named_as_moved_not_as_lost(tmp_path):
+    """`git mv` of a day log to another day's name: fsck says the records belong under their own day
+    and to move the file back, rather than that their vectors were dropped (which would point at
+    `ct forget`); moved back, the store is clean."""
+    store = make_store(tmp_path / "s")
+    root = store.root
+    add(root, "moved one", "2026-01-05T10:00:00Z")
+    git(root, "mv", "log/2026/2026-01-05.jsonl", "log/2026/2026-01-07.jsonl")
+    git(root, "commit", "-qm", "mv")
+    rep = json.loads(ct("-C", root, "fsck", "--json", check=False).stdout)
+    said = "\n".join(rep["damage"] + rep["warnings"])
+    assert "belong in log/2026/2026-01-05.jsonl" in said and '"git mv" it back' in said, said
+    assert "ct forget" not in said, said
+    git(root, "mv", "log/2026/2026-01-07.jsonl", "log/2026/2026-01-05.jsonl")
+    git(root, "commit", "-qm", "back")
+    rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [], rep

@@ -127,8 +127,14 @@ def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) 
         rep.damage.append(f"{where}: type {rec.get('type')!r} is not one of {recordfmt.TYPES}")
     from ..format.timeutil import from_iso, local_day
 
-    if local_day(from_iso(rec["ts"]), store.tz) != day:
-        rep.damage.append(f"{where}: ts {rec['ts']} is not on day {day} in {store.config.timezone}")
+    own = local_day(from_iso(rec["ts"]), store.tz)
+    if own != day:
+        rep.damage.append(
+            f"{where}: ts {rec['ts']} is not on day {day} in {store.config.timezone} (a day log moved or renamed? "
+            f"its records belong in {layout.day_log(own)}, and its vectors are in {layout.pack_dir(own)}/: "
+            '"git mv" it back)'
+        )
+        return  # its vector is looked for under its own day, not this file's: no second, misleading message
     if rec.get("hash") and rec["hash"] != recordfmt.text_hash(rec["text"]):
         rep.damage.append(f"{where}: text does not match its hash")
     src = rec.get("source")
