@@ -498,6 +498,12 @@ class StoreAPI:
 
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day or ""):
             raise UsageError(f"a day is written YYYY-MM-DD, not {day!r}")
+        import datetime as dt
+
+        try:
+            dt.date.fromisoformat(day)
+        except ValueError:
+            raise UsageError(f"{day!r} is no day of the calendar") from None
         return day_records(self.index(), day)
 
     def records(self, ids) -> list[dict]:

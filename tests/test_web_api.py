@@ -121,6 +121,7 @@ def test_a_day_is_verbatim_in_time_order_masked_and_without_corrected_records(se
     "path,status,message",
     [
         ("/view/day?day=yesterday", 400, "YYYY-MM-DD"),
+        ("/view/day?day=2026-13-01", 400, "is no day of the calendar"),
         ("/view/day", 400, "needs the parameter 'day'"),
         ("/view/commit?rev=--output=/tmp/x", 400, "a revision is a commit id"),
         ("/view/commit?rev=deadbeef", 400, "is not a revision"),

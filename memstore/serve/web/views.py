@@ -166,7 +166,7 @@ def topic(st, p) -> dict:
     if tid not in t.topics:
         g = t.gone.get(tid)
         if g is None:
-            raise UsageError(f"no topic {tid!r} in tree.json")
+            raise UsageError(f"no topic {tid!r} in the topic tree")
         into = t.resolve(g.get("into")) if g.get("into") else None
         return {
             "id": tid,
