@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import commits, ct, git_clean, write_turns
+from conftest import commits, ct, git_clean, make_store, write_turns
 from memstore.format import tree as treefmt
 from tree_scenarios import BIKE, DISTRACTORS, SARAH_ALLERGY, WEATHER, converse
 
@@ -162,3 +162,21 @@ def test_document_frequency_is_exact_small_and_estimated_past_the_sample(store, 
     monkeypatch.setattr(topicdata, "DF_SAMPLE", 5)
     estimate = topicdata.RecordData(store)._df("garden")
     assert 16 <= estimate <= 24  # 5 matches seen by rowid ~10 of 40
+
+
+def test_writes_on_other_days_without_a_read_between_name_topics_from_every_record(tmp_path):
+    """A write brings only its own days into the index; the topic tree it updates also names records
+    of days written since the last read. Those are read too, so no topic that holds records is
+    named "Untitled topic" or summarised as "0 turns", and placement sees the texts it compares."""
+    root = make_store(tmp_path / "s").root
+    for d in range(1, 6):
+        ct(
+            "-C",
+            root,
+            "add",
+            "--ts",
+            f"2026-01-0{d}T10:00:00Z",
+            f"day {d} note about the harbour crane and its repairs",
+        )
+    flat = json.dumps(json.loads(ct("-C", root, "tree", "--json").stdout))
+    assert "Untitled topic" not in flat and '"0 turns' not in flat, flat

@@ -70,6 +70,14 @@ class RecordData:
         if missing and not self._complete:
             for rid, *rest in queries.record_rows(self.index, missing):
                 self._rows[rid] = tuple(rest)
+            if any(i not in self._rows for i in missing) and not getattr(self, "_refreshed", False):
+                # A write brings only its own days into the index; a record the tree names from a day
+                # written since the last read (or pulled) is not there yet: update once, like a read.
+                self._refreshed = True
+                self.index.update()
+                self._vecs = None
+                for rid, *rest in queries.record_rows(self.index, [i for i in missing if i not in self._rows]):
+                    self._rows[rid] = tuple(rest)
         return self._rows
 
     def rarity(self, terms: list[str]) -> dict[str, float]:
