@@ -551,6 +551,7 @@ class StoreAPI:
             from .repair import repair as roll_back
 
             fixed = roll_back(self)
+            self.reload_config()  # the rollback may have put memstore.toml back (a killed reembed)
         rep = fsck(self)
         rep.repair = fixed
         return rep

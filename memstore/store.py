@@ -173,6 +173,20 @@ class Store(StoreAPI):
             self._embedder = emb
         return self._embedder
 
+    def reload_config(self) -> None:
+        """Read memstore.toml again. A writer calls it holding the write lock (after rolling back a
+        crashed writer, which may put the file back): another process may have changed the embedder
+        (`ct reembed`) since this one opened the store, and vectors must be made with the one the
+        store says now. The embedder and index are dropped only when the embedder changed."""
+        fresh = configfmt.read(self.root)
+        if fresh.embedder != self.config.embedder:
+            self._embedder = None
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+        self.config = fresh
+        self.tz = zone(fresh.timezone)
+
     def set_embedder(self, embedder) -> None:
         """Use an already-built embedder object (tests, benchmarks); it must match the store."""
         if embedder.dim != int(self.config.embedder["dim"]) or embedder.model != self.config.embedder["model"]:

@@ -122,6 +122,7 @@ def begin_write(store, check_logs: bool = True) -> list[str]:
     journal = read_journal(store)
     if journal is not None:
         notes = rollback(store, journal).notes()
+    store.reload_config()  # as it is now, under the lock: a reembed may have committed (or been rolled back)
     # The journal goes down before this writer runs any git command: even `git status` takes
     # .git/index.lock, and a kill during it must leave a journal that dates the stale lock.
     store._journal = new_journal(store)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CT, commits, ct, ct_process, git_clean
+from conftest import CT, commits, ct, ct_process, git_clean, make_store
 
 WORDS = (
     "budget trip memory store vector index merge crash record segment kyoto train hotel "
@@ -525,3 +525,43 @@ def test_a_failed_write_cuts_exactly_its_own_appends(store, monkeypatch):
     saved = b"".join(p.read_bytes() for p in (store.meta_dir / "rolled-back").rglob("*") if p.is_file())
     assert b"third" in saved and b"hand-written" not in saved
     assert not (store.meta_dir / "write-journal.json").exists()
+
+
+def test_a_writer_embeds_with_the_embedder_the_store_has_when_it_takes_the_lock(tmp_path):
+    """A process that opened the store before another one re-embedded it (`ct reembed` changes
+    memstore.toml) must not commit vectors of the old size: a writer reads the config again under
+    the write lock. Likewise after a reembed killed before its commit: the rollback puts the old
+    config back, the next write uses it, and `fsck --repair` checks against it (no false damage)."""
+    import sys
+
+    from memstore.format import pack
+    from memstore.store import Store
+
+    def dims():
+        return {pack.read(p).manifest["dim"] for p in (store.root / "packs").rglob("*.is")}
+
+    def killed_reembed(dim):  # dies where a kill between writing the files and committing leaves it
+        code = (
+            "import os, sys; from memstore.gitrepo import GitRepo; GitRepo.commit = lambda *a, **k: os._exit(9); "
+            "from memstore.store import Store; Store.open(sys.argv[1]).reembed(dim=int(sys.argv[2]))"
+        )
+        assert subprocess.run([sys.executable, "-c", code, str(store.root), str(dim)]).returncode == 9
+        assert f"dim = {dim}" in (store.root / "memstore.toml").read_text()
+
+    store = make_store(tmp_path / "s")
+    store.add("first turn about the harbour", ts="2026-11-30T08:00:00Z")
+    early = Store.open(store.root)  # opened with the 384-d config, before the reembed below
+    ct("-C", store.root, "reembed", "--dim", "32")
+    early.add("written by the process that opened the store first", ts="2026-11-30T09:00:00Z")
+    rep = json.loads(ct("-C", store.root, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["damage"] == [] and dims() == {32}, rep
+
+    killed_reembed(96)
+    ct("-C", store.root, "add", "--ts", "2026-11-30T10:00:00Z", "after a killed reembed")
+    rep = json.loads(ct("-C", store.root, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["damage"] == [] and dims() == {32} and git_clean(store.root), rep
+
+    killed_reembed(96)
+    repaired = ct("-C", store.root, "fsck", "--repair", check=False)
+    assert repaired.returncode == 0 and "DAMAGE" not in repaired.stdout + repaired.stderr, repaired.stdout
+    assert dims() == {32} and git_clean(store.root) and "dim = 32" in (store.root / "memstore.toml").read_text()
