@@ -296,3 +296,25 @@ def test_sync_merges_again_when_the_remote_moves_during_the_push(clones, tmp_pat
     ids = committed_ids(b)
     assert len(ids) == 2 and max(ids.values()) == 1
     assert git(a, "rev-parse", "HEAD").stdout == git(b, "rev-parse", "HEAD").stdout
+
+
+def test_a_reembed_on_one_clone_and_writes_on_another_sync_to_one_vector_size(clones):
+    """Clone B re-embeds (memstore.toml says 64 dimensions) while clone A writes with 384: the merge
+    would hold packs of both sizes. ct sync makes the merged days' vectors again with the store's
+    embedder, in one commit, in either direction; both clones end clean and find every record."""
+    a, b, _ = clones
+    ct("-C", a, "add", "--ts", "2026-03-01T09:00:00Z", "the old lighthouse keeper's logbook")
+    ct("-C", a, "sync")
+    ct("-C", b, "sync")
+    ct("-C", b, "reembed", "--dim", "64")
+    ct("-C", a, "add", "--ts", "2026-03-02T09:00:00Z", "a new lantern for the lighthouse")
+    ct("-C", b, "add", "--ts", "2026-03-02T10:00:00Z", "b paints the lighthouse door")
+    ct("-C", b, "sync")
+    res = ct("-C", a, "sync")
+    assert "re-embedded" in res.stderr and "vectors of another size" in res.stderr, res.stderr
+    ct("-C", b, "sync")
+    for root in (a, b):
+        rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+        assert rep["ok"] and rep["damage"] == [], rep
+        found = ct("-C", root, "search", "--mode", "vector", "lantern lighthouse", "-k", "5").stdout
+        assert "a new lantern" in found and git(root, "status", "--short").stdout == ""

@@ -170,6 +170,13 @@ def read(path: Path, verify: bool = False) -> Pack:
 def manifest_ids(path: Path) -> set[str]:
     """The record ids one pack holds a vector or blob for, from its manifest alone (segment 0: one
     header and its payload read, not the vectors); PackError if the head is not a pack manifest."""
+    manifest = read_manifest(path)
+    rows = list(manifest.get("records") or []) + list(manifest.get("blobs") or [])
+    return {row[0] for row in rows if isinstance(row, list) and row and isinstance(row[0], str)}
+
+
+def read_manifest(path: Path) -> dict:
+    """A pack's manifest (segment 0) without reading its vectors; PackError if it is not one."""
     with open(path, "rb") as fh:
         head = fh.read(HEADER_SIZE)
         try:
@@ -183,8 +190,7 @@ def manifest_ids(path: Path) -> set[str]:
         raise PackError(f"{path}: does not start with a readable manifest segment") from None
     if not isinstance(manifest, dict):
         raise PackError(f"{path}: does not start with a pack manifest")
-    rows = list(manifest.get("records") or []) + list(manifest.get("blobs") or [])
-    return {row[0] for row in rows if isinstance(row, list) and row and isinstance(row[0], str)}
+    return manifest
 
 
 def day_vectors(root: Path, day: str) -> dict[str, tuple[object, str]]:

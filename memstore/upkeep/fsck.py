@@ -310,13 +310,20 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
             if pk.manifest.get("day") != day:
                 rep.damage.append(f"{rel}: manifest says day {pk.manifest.get('day')!r}, the pack is in {day}")
             if pk.manifest.get("dim") != dim:
-                rep.damage.append(f"{rel}: manifest says {pk.manifest.get('dim')} dimensions, the store uses {dim}")
+                rep.damage.append(
+                    f"{rel}: manifest says {pk.manifest.get('dim')} dimensions, the store uses {dim} (made with "
+                    'another embedder, e.g. merged from a clone that re-embedded; "ct reembed" makes every vector '
+                    'again with the store\'s, and "ct sync" does it for what a merge brings)'
+                )
             got = out.setdefault(day, DayPacks())
+            odd = 0
             for rid, h16, seg in pk.manifest.get("records", []):
                 if pk.segments[seg][0].dim != dim:
-                    rep.damage.append(
-                        f"{rel}: vector of {rid} has {pk.segments[seg][0].dim} dimensions, the store uses {dim}"
-                    )
+                    odd += 1
+                    if odd <= 3:  # the manifest line above says what to run; three examples are enough
+                        rep.damage.append(
+                            f"{rel}: vector of {rid} has {pk.segments[seg][0].dim} dimensions, the store uses {dim}"
+                        )
                 got.vectors.setdefault(str(rid), {}).setdefault(str(h16), rel)
             for rid, bseg, mseg in pk.manifest.get("blobs", []):
                 try:

@@ -10,6 +10,35 @@ from ..format.timeutil import from_iso
 from ..store import EMBED_CHARS
 
 
+def reembed_days(store, days: list[str], why: str, batch: int = 256) -> dict:
+    """Re-embed only `days` with the store's own embedder (one commit; memstore.toml unchanged):
+    the days a merge brought packs of another vector size into."""
+    count = {"n": 0}
+    with store.transaction(lambda: f"Re-embed {count['n']} records of {len(days)} days: {why}") as tx:
+        emb, dtype = store.embedder, store.config.setting("vector_dtype")
+        for day in days:
+            count["n"] += _reembed_day(store, day, emb, dtype, batch)
+            tx.stage(store.rel(packfmt.day_dir(store.root, day)))
+    return {"records": count["n"], "days": list(days), "commit": tx.commit}
+
+
+def mismatched_days(store, packs=None) -> list[str]:
+    """Days with a pack whose vectors are not of the store's size (a merge with a clone that
+    re-embedded while this one wrote); only `packs` (paths) are looked at when given."""
+    dim = int(store.config.embedder["dim"])
+    if packs is None:
+        packs = [p for folder in packfmt.all_pack_days(store.root).values() for p in packfmt.pack_files(folder)]
+    days = set()
+    for p in packs:
+        try:
+            manifest = packfmt.read_manifest(p)
+        except (OSError, packfmt.PackError):
+            continue  # a damaged or deleted pack is fsck's to name
+        if manifest.get("dim") != dim and (manifest.get("records") or []):
+            days.add(str(manifest.get("day") or p.parent.name))
+    return sorted(days)
+
+
 def reembed(store, embedder_name: str | None = None, options: dict | None = None, batch: int = 256) -> dict:
     """Every day gets one new pack with the new vectors (blobs carried over byte for byte); old packs go."""
     name = embedder_name or store.config.embedder["name"]

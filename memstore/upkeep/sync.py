@@ -59,11 +59,13 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
         forgetting.refuse_unpublished_purge(store, res)
         _fetch(store, remote)
         local = forgetting.follow_rewritten_remote(store, res, before)
+        head, embedder = store.git.head(), dict(store.config.embedder)
         if local is None:
             _merge(store, res)
     if local:  # this clone's own records, moved onto the rewritten history (one commit)
         w = store.write(local, f"Re-apply {len(local)} records not on the rewritten {upstream}", secrets="allow")
         res.notes.append(f"re-applied {len(w.added)} records of this clone on the rewritten {upstream}")
+    _reembed_merged(store, res, head, embedder)
     applied = forgetting.apply_tombstones(store)
     if applied.commit:
         res.notes.append(
@@ -76,6 +78,29 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
     plan = store.index(update=False).update()
     res.reindexed = plan.changed
     return res
+
+
+def _reembed_merged(store, res: SyncResult, head: str | None, embedder: dict) -> None:
+    """After the merge, vectors of one size only: when a clone re-embedded (memstore.toml changed)
+    while this one wrote, the packs made with the other embedder are made again with the store's
+    (one commit). Only the packs the merge added are read, or every pack if the embedder changed."""
+    from .reembed import mismatched_days, reembed_days
+
+    if not res.merge_commit or head is None:
+        return
+    store.reload_config()
+    if store.config.embedder == embedder:
+        added = store.git.run("diff", "--name-only", "--diff-filter=A", "-z", head, "HEAD", "--", "packs")
+        packs = [store.root / p for p in added.split("\0") if p.endswith(".is")]
+        days = mismatched_days(store, packs) if packs else []
+    else:
+        days = mismatched_days(store)
+    if days:
+        done = reembed_days(store, days, "merged with vectors of another size (a clone re-embedded meanwhile)")
+        res.notes.append(
+            f"re-embedded {done['records']} records of {len(days)} days that came with vectors of another size "
+            f"(commit {done['commit'][:10]})"
+        )
 
 
 def _ref(store, ref: str) -> str | None:
