@@ -565,3 +565,19 @@ def test_a_writer_embeds_with_the_embedder_the_store_has_when_it_takes_the_lock(
     repaired = ct("-C", store.root, "fsck", "--repair", check=False)
     assert repaired.returncode == 0 and "DAMAGE" not in repaired.stdout + repaired.stderr, repaired.stdout
     assert dims() == {32} and git_clean(store.root) and "dim = 32" in (store.root / "memstore.toml").read_text()
+
+
+def test_fsck_names_a_stale_git_index_lock(tmp_path):
+    """A .git/index.lock that a dead git process left makes every write fail with git's words; fsck
+    names it (only when it is old: a running git holds it for moments) with what to run."""
+    store = make_store(tmp_path / "s")
+    store.add("first", ts="2026-11-30T08:00:00Z")
+    lock = store.root / ".git" / "index.lock"
+    lock.touch()
+    assert json.loads(ct("-C", store.root, "fsck", "--json").stdout)["warnings"] == []  # fresh: a git at work
+    os.utime(lock, (time.time() - 7200, time.time() - 7200))
+    warnings = json.loads(ct("-C", store.root, "fsck", "--json").stdout)["warnings"]
+    assert len(warnings) == 1 and "index.lock: a git lock file 120 minutes old" in warnings[0], warnings
+    assert f'"rm {lock}"' in warnings[0]
+    lock.unlink()
+    ct("-C", store.root, "add", "second", "--ts", "2026-11-30T09:00:00Z")

@@ -450,6 +450,25 @@ def find_day_blob(blobs: list[tuple[str, str, bytes, dict]], record_id: str, sha
     return None
 
 
+def _check_git_lock(store, rep) -> None:
+    """git's .git/index.lock left by a git process that died: every write fails on it until it goes."""
+    import time
+
+    from ..gitrepo import git_dir
+
+    gdir = git_dir(store.root)
+    lock = gdir / "index.lock" if gdir is not None else None
+    try:
+        age = time.time() - lock.stat().st_mtime if lock is not None else None
+    except OSError:
+        return
+    if age is not None and age > 60:
+        rep.warnings.append(
+            f"{lock}: a git lock file {int(age // 60)} minutes old, left by a git process that died; every write "
+            f'fails on it. If no git command is running here, remove it ("rm {lock}")'
+        )
+
+
 def _check_forgotten_markers(store, rep) -> None:
     from ..format import markers as markfmt
     from ..forget import old_history_back, stale_quotes
@@ -457,6 +476,7 @@ def _check_forgotten_markers(store, rep) -> None:
     back = old_history_back(store)
     if back:
         rep.warnings.append(back)
+    _check_git_lock(store, rep)
     try:
         sparse = store.git.sparse
     except MemstoreError:  # no git here (a copy without .git): nothing to say about a checkout
