@@ -351,6 +351,10 @@ class Store(StoreAPI):
                 self.index(update=False).save_clean_keys(secret_policy.take_fresh())
             tx.stage(extra_paths or [])
         result.commit = tx.commit
+        if result.added and result.commit:
+            # The index takes in what this write committed, so the next write (whatever its day) finds
+            # these records when it places its own in the topic tree; only the days written are read.
+            self.index(update=False).take_in(days)
         return result
 
     def _after_write(self, records: list[dict], vectors, after_write, result: WriteResult) -> list[str]:

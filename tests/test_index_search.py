@@ -125,10 +125,31 @@ def test_multi_store_results_are_labelled(tmp_path, filled):
     assert stores == {str(filled.root), str(other.root)}
 
 
-def test_index_plan_and_vanished_days(filled):
+def test_index_plan_and_vanished_days(filled, tmp_path):
     idx = filled.index()
     assert idx.plan().empty
-    write_turns(filled, [("2026-03-09T09:00:00Z", "user", "a new day", "s", "ana")])
+    write_turns(filled, [("2026-03-08T09:00:00Z", "user", "a day ct wrote", "s", "ana")])
+    assert filled.index(update=False).plan().empty, "a write leaves the index holding what it committed"
+    other = tmp_path / "other"  # a day that arrives by git (a pull), which no ct command indexed
+    subprocess.run(["git", "clone", "-q", str(filled.root), str(other)], check=True)
+    from memstore.store import Store
+
+    write_turns(Store.open(other), [("2026-03-09T09:00:00Z", "user", "a new day", "s", "ana")])
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(filled.root),
+            "-c",
+            "core.hooksPath=/dev/null",
+            "pull",
+            "-q",
+            "--ff-only",
+            str(other),
+            "main",
+        ],
+        check=True,
+    )  # no hook indexes it
     assert filled.index(update=False).plan().changed == ["2026-03-09"]
     out = ct("-C", filled.root, "index", "-n").stdout
     assert "would reindex 2026-03-09" in out

@@ -152,7 +152,7 @@ def test_where_on_an_empty_store(store):
     assert json.loads(ct("-C", store.root, "where", "--json").stdout)["session"] is None
 
 
-def test_where_reads_a_fresh_index_directly_and_updates_a_stale_one(store):
+def test_where_reads_a_fresh_index_directly_and_updates_a_stale_one(store, tmp_path):
     _turns(store, [("2026-11-30T08:00:00Z", "user", "s", "hello", "text")])
     index = store.index()
     for day, fp in index.conn.execute("SELECT day, stat_fp FROM days"):
@@ -170,9 +170,19 @@ def test_where_reads_a_fresh_index_directly_and_updates_a_stale_one(store):
         )
     first = where(store)
     assert first.fast and [r["text"] for r in first.lines] == ["hello"]
-    _turns(store, [("2026-11-30T08:05:00Z", "user", "s", "a newer line", "text")])
+    _turns(store, [("2026-11-30T08:04:00Z", "user", "s", "a line ct wrote", "text")])
+    assert where(store).fast, "a write leaves the index holding what it committed"
+    other = tmp_path / "other"  # a line that arrives by git (a pull), which no ct command indexed
+    subprocess.run(["git", "clone", "-q", str(store.root), str(other)], check=True)
+    from memstore.store import Store
+
+    _turns(Store.open(other), [("2026-11-30T08:05:00Z", "user", "s", "a newer line", "text")])
+    subprocess.run(
+        ["git", "-C", str(store.root), "-c", "core.hooksPath=/dev/null", "pull", "-q", "--ff-only", str(other), "main"],
+        check=True,
+    )  # no hook indexes it
     stale = where(store)
-    assert not stale.fast and [r["text"] for r in stale.lines] == ["hello", "a newer line"]
+    assert not stale.fast and [r["text"] for r in stale.lines] == ["hello", "a line ct wrote", "a newer line"]
     assert where(store).fast
 
 

@@ -147,6 +147,14 @@ class Index:
             db.enable_wal()
         conn.executescript(SCHEMA)
 
+    def take_in(self, days: list[str]) -> None:
+        """Bring `days` up to date after a write committed them; a failure here only leaves the
+        cache behind (the next read updates it and says what failed), never fails the write."""
+        try:
+            self.update(days=days)
+        except (OSError, sqlite3.Error):
+            pass
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
