@@ -339,15 +339,8 @@ def stale_records(store) -> list[dict]:
     needles = [rid.encode("utf-8") for rid in gone]
     for day, path in sorted(logfmt.list_days(store.root).items()):
         data = path.read_bytes()
-        if not any(n in data for n in needles):
-            continue
-        for raw in data.splitlines():
-            try:
-                rec = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(rec, dict) and rec.get("id") in gone:
-                out.append(rec)
+        if any(n in data for n in needles):
+            out += tombfmt.lines_named(data, gone)
     return out
 
 

@@ -117,21 +117,13 @@ def read_lines(root: Path) -> list[MarkerLine]:
 def forgotten_lines(root: Path) -> list[dict]:
     """The lines of markers.jsonl that a tombstone names (a forgotten marker a git merge brought back)."""
     from .tombstones import ids as forgotten
+    from .tombstones import lines_named
 
     gone = forgotten(root)
     try:
-        data = path(root).read_bytes() if gone else b""
+        return lines_named(path(root).read_bytes(), gone) if gone else []
     except FileNotFoundError:
         return []
-    out = []
-    for raw in data.splitlines():
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and obj.get("id") in gone:
-            out.append(obj)
-    return out
 
 
 def fold(lines: list[MarkerLine]) -> list[Marker]:

@@ -32,3 +32,16 @@ def read(root: Path) -> dict[str, dict]:
 
 def ids(root: Path) -> set[str]:
     return set(read(root))
+
+
+def lines_named(data: bytes, gone) -> list[dict]:
+    """The JSON-object lines of `data` (a day log, markers.jsonl) whose "id" a tombstone names."""
+    out = []
+    for raw in data.splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("id") in gone:
+            out.append(obj)
+    return out
