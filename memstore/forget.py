@@ -270,10 +270,27 @@ def _remove_vectors(store, days: list[str], ids: set[str]) -> list[str]:
 
 
 def _forget_in_tree(store, ids: set[str], texts: list[str]) -> list[str]:
-    """The tree's op lines rewritten so none names the records or quotes their text (format/treeforget.py)."""
+    """The tree's op lines rewritten so none names the records or quotes their text (format/treeforget.py);
+    a topic the forget left with no record and no sub-topic leaves the tree (a `gone` op), as one
+    whose records were superseded does, instead of staying as an "Untitled topic" of 0 turns."""
     from .format import tree as treefmt
 
-    return list(treefmt.forget(store.root, ids, texts))
+    before = treefmt.read(store.root)
+    held = {tid for tid, t in before.topics.items() if ids & set(t.records)}
+    paths = list(treefmt.forget(store.root, ids, texts))
+    if not held:
+        return paths
+    tree = treefmt.read(store.root)
+    at = to_iso(now_utc())
+    emptied = sorted(tid for tid in held if tid in tree.topics and not tree.topics[tid].records)
+    for tid in emptied:
+        if tree.children(tid):
+            continue
+        topic = tree.topics.pop(tid)
+        tree.gone[tid] = {"into": None, "why": "its records were forgotten", "at": at}
+        if tree.current == tid:
+            tree.current = topic.parent
+    return sorted(set(paths) | set(treefmt.write(store.root, tree)))
 
 
 def _forget_in_markers(store, texts: list[str], ids: set[str]) -> tuple[list[str], list[dict]]:

@@ -442,3 +442,32 @@ def test_a_plain_pull_of_the_old_history_after_a_purge_is_named_and_purged_again
     ct("-C", a, "forget", "--purge-history", rid)
     assert not in_history(a)
     assert "old history" not in "\n".join(json.loads(ct("-C", a, "fsck", "--json").stdout)["warnings"])
+
+
+def test_a_topic_a_forget_empties_leaves_the_tree_and_a_stale_clone_merges(tmp_path):
+    """Forgetting the only record of a topic takes the topic out of the tree (a gone op), rather than
+    leaving an "Untitled topic" of 0 turns; a clone that still had the record and placed another
+    turn in that topic merges with plain git, and both stores end clean."""
+    from memstore.format import tree as treefmt
+
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    a = make_store(tmp_path / "a").root
+    git(a, "remote", "add", "origin", str(origin))
+    ct("-C", a, "add", "--ts", "2026-03-01T10:00:00Z", "zebra crossing note one")
+    rid = json.loads(ct("-C", a, "add", "--ts", "2026-03-02T10:00:00Z", TEXT, "--json").stdout)["ids"][0]
+    git(a, "push", "-q", "-u", "origin", "main")
+    c = clone(origin, tmp_path / "c")
+    tid = treefmt.read(a).topic_of()[rid]
+    ct("-C", a, "forget", rid)
+    tree = treefmt.read(a)
+    assert tid not in tree.topics and tid in tree.gone
+    assert "Untitled topic" not in ct("-C", a, "tree").stdout
+    ct("-C", c, "add", "--ts", "2026-03-02T10:05:00Z", "The surprise party needs lanterns and a cake too")
+    git(c, "push", "-q", "origin", "main")
+    git(a, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    for root in (a, c):
+        rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+        assert rep["ok"] and rep["damage"] == [], rep
+    assert "lanterns and a cake" in ct("-C", a, "search", "lanterns cake").stdout
+    assert "Untitled topic" not in ct("-C", a, "tree").stdout and shows(a) == []
