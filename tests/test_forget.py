@@ -59,6 +59,15 @@ def clone(origin, path):
     return path
 
 
+def origin_and_store(tmp_path):
+    """(bare origin, store a with it as its remote "origin"): nothing pushed yet."""
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    a = make_store(tmp_path / "a").root
+    git(a, "remote", "add", "origin", str(origin))
+    return origin, a
+
+
 @pytest.fixture
 def three_clones(tmp_path):
     origin = tmp_path / "origin.git"
@@ -145,10 +154,7 @@ def test_a_line_a_plain_git_merge_brings_back_is_named_and_forgotten_again(tmp_p
     `git pull` on A keeps the line (union merge of adjacent changes). Reads never show it and warn,
     fsck names it with the command (not as a missing vector to restore), and `ct forget ID` takes
     the line out again without a second tombstone."""
-    origin = tmp_path / "origin.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
-    a = make_store(tmp_path / "a").root
-    git(a, "remote", "add", "origin", str(origin))
+    origin, a = origin_and_store(tmp_path)
     ct("-C", a, "add", "--ts", "2026-03-02T17:00:00Z", "Buy paper lanterns for the garden")
     rid = json.loads(ct("-C", a, "add", "--ts", "2026-03-02T18:00:00Z", TEXT, "--json").stdout)["ids"][0]
     git(a, "push", "-q", "-u", "origin", "main")
@@ -374,10 +380,7 @@ def test_what_a_plain_merge_keeps_of_a_forget_is_named_and_removed(tmp_path):
     that no tracked file holds a forgotten id, its text or its words."""
     from memstore.format import pack
 
-    origin = tmp_path / "origin.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
-    a = make_store(tmp_path / "a").root
-    git(a, "remote", "add", "origin", str(origin))
+    origin, a = origin_and_store(tmp_path)
     pin = "Zebra crossing password is tulip seven"
     ids = [
         json.loads(ct("-C", a, "add", "--session", "s", "--ts", f"2026-03-02T1{i}:00:00Z", t, "--json").stdout)["ids"][
@@ -450,10 +453,7 @@ def test_a_topic_a_forget_empties_leaves_the_tree_and_a_stale_clone_merges(tmp_p
     turn in that topic merges with plain git, and both stores end clean."""
     from memstore.format import tree as treefmt
 
-    origin = tmp_path / "origin.git"
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
-    a = make_store(tmp_path / "a").root
-    git(a, "remote", "add", "origin", str(origin))
+    origin, a = origin_and_store(tmp_path)
     ct("-C", a, "add", "--ts", "2026-03-01T10:00:00Z", "zebra crossing note one")
     rid = json.loads(ct("-C", a, "add", "--ts", "2026-03-02T10:00:00Z", TEXT, "--json").stdout)["ids"][0]
     git(a, "push", "-q", "-u", "origin", "main")
