@@ -36,6 +36,7 @@ class Repair:
 
     crashed: dict | None = None
     records: int = 0  # complete log lines that were never committed
+    other_lines: int = 0  # complete lines of the topic tree's shards or markers.jsonl never committed
     partial_lines: int = 0  # unfinished last lines
     segments: int = 0  # uncommitted segment files removed (format 1)
     packs: int = 0  # uncommitted packs removed (format 2)
@@ -50,6 +51,7 @@ class Repair:
     def changed(self) -> bool:
         return bool(
             self.records
+            or self.other_lines
             or self.partial_lines
             or self.segments
             or self.packs
@@ -63,6 +65,8 @@ class Repair:
             return []
         who = f" (pid {self.crashed['pid']})" if self.crashed and self.crashed.get("pid") else ""
         parts = [f"{self.records} uncommitted records"] if self.records else []
+        if self.other_lines:
+            parts.append(f"{self.other_lines} uncommitted lines of the topic tree or markers")
         if self.partial_lines:
             parts.append(f"{self.partial_lines} unfinished lines")
         if self.segments:
@@ -75,7 +79,8 @@ class Repair:
             parts.append(f"stale git locks ({', '.join(self.git_locks)})")
         if self.restored:
             parts.append(f"{len(self.restored)} files restored from HEAD")
-        out = [f"Rolled back an interrupted write{who}: " + ", ".join(parts) + "."]
+        what = f"an interrupted write{who}" if self.crashed else "uncommitted changes (no write was running)"
+        out = [f"Rolled back {what}: " + ", ".join(parts) + "."]
         if self.backup:
             out.append(f"The rolled-back lines are kept in {self.backup}.")
         return out
@@ -84,6 +89,7 @@ class Repair:
         return {
             "crashed": self.crashed,
             "records": self.records,
+            "other_lines": self.other_lines,
             "partial_lines": self.partial_lines,
             "segments": self.segments,
             "packs": self.packs,
@@ -318,7 +324,7 @@ def _rollback_appended(
     else:
         rep.untouched.append(f"{p}: differs from its committed version other than by appended lines")
         return
-    _count_lines(tail, rep)
+    _count_lines(tail, rep, p)
     backup.save(p, tail)
     if keep is None:
         path.unlink()
@@ -344,7 +350,7 @@ def _rollback_own_appends(store, p: str, size_before, rep: Repair, backup: "_Bac
         rep.untouched.append(f"{p}: shorter than before the interrupted write; left alone")
         return
     tail = data[max(size_before, 0) :]
-    _count_lines(tail, rep)
+    _count_lines(tail, rep, p)
     backup.save(p, tail)
     if size_before < 0:  # the writer created it
         path.unlink()
@@ -352,10 +358,14 @@ def _rollback_own_appends(store, p: str, size_before, rep: Repair, backup: "_Bac
         os.truncate(path, size_before)
 
 
-def _count_lines(tail: bytes, rep: Repair) -> None:
+def _count_lines(tail: bytes, rep: Repair, p: str) -> None:
     lines = tail.split(b"\n")
     complete, last = lines[:-1], lines[-1]
-    rep.records += sum(1 for ln in complete if ln.strip())
+    n = sum(1 for ln in complete if ln.strip())
+    if p.startswith("log/"):
+        rep.records += n
+    else:
+        rep.other_lines += n
     if last.strip():
         rep.partial_lines += 1
 

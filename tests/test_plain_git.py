@@ -529,7 +529,9 @@ def test_a_write_after_git_reset_mixed_does_not_commit_the_undone_tree_lines(tmp
     refused = ct("-C", root, "add", "other day", "--ts", "2026-01-07T12:00:00Z", check=False)
     assert refused.returncode == 1 and "tree/" in refused.stderr and "has uncommitted changes" in refused.stderr
     assert git(root, "rev-parse", "HEAD").stdout == head
-    ct("-C", root, "fsck", "--repair")
+    said = ct("-C", root, "fsck", "--repair").stdout
+    assert "Rolled back uncommitted changes (no write was running): 1 uncommitted records" in said, said
+    assert "uncommitted lines of the topic tree or markers" in said, said  # tree lines are not records
     add(root, "other day", "2026-01-07T12:00:00Z")
     rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
     assert rep["ok"] and rep["warnings"] == [] and git_clean(root), rep

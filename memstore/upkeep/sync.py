@@ -68,10 +68,16 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
     _reembed_merged(store, res, head, embedder)
     applied = forgetting.apply_tombstones(store)
     if applied.commit:
-        res.notes.append(
-            f"removed {len(applied.records) or len(applied.paths)} records forgotten on another clone "
-            f"(commit {applied.commit[:10]})"
+        lines = sum(1 for r in applied.records if r.get("text") is not None)
+        rest = len(applied.records) - lines
+        said = [f"{lines} records forgotten on another clone"] if lines else []
+        said += (
+            [f"{rest} leftovers of forgotten records the merge kept (vectors, markers, topic summaries)"]
+            if rest
+            else []
         )
+        said = said or ["topic tree entries of records forgotten on another clone"]
+        res.notes.append(f"removed {'; and '.join(said)} (commit {applied.commit[:10]})")
     if push:
         with store.lock():
             _push(store, res, first=set_upstream is not None)
