@@ -94,6 +94,11 @@ class GitRepo:
     def config_set(self, key: str, value: str) -> None:
         self.run("config", "--local", key, value)
 
+    def set_head_of(self, other: Path, branch: str) -> None:
+        """Point the HEAD of another repository on this machine (a bare remote) at `branch`."""
+        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+        _git(self.root, ["--git-dir", str(other), "symbolic-ref", "HEAD", f"refs/heads/{branch}"], env)
+
     def commit(
         self, message: str, paths: list[str] | None = None, allow_empty: bool = False, only_paths: bool = False
     ) -> str | None:

@@ -318,3 +318,90 @@ def test_a_reembed_on_one_clone_and_writes_on_another_sync_to_one_vector_size(cl
         assert rep["ok"] and rep["damage"] == [], rep
         found = ct("-C", root, "search", "--mode", "vector", "lantern lighthouse", "-k", "5").stdout
         assert "a new lantern" in found and git(root, "status", "--short").stdout == ""
+
+
+def _sync_loop(root: Path, name: str, rounds: int) -> subprocess.Popen:
+    """A shell loop in its own process: `ct add` then `ct sync`, `rounds` times; any failure exits 1."""
+    ct_cmd = " ".join(f'"{c}"' for c in (*sys_ct(), "-C", str(root)))
+    script = "set -e\n" + "".join(
+        f'{ct_cmd} add "{name} round {i} keeps the budget at 24{i:02d}" --ts 2026-11-30T10:{i:02d}:00Z >/dev/null\n'
+        f"{ct_cmd} sync --json >> {root}.sync.jsonl\n"
+        for i in range(rounds)
+    )
+    return subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def sys_ct() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "memstore"]
+
+
+def test_four_clones_syncing_at_once_merge_again_when_a_push_loses_the_race(clones, tmp_path):
+    """Four clones add and sync against one bare remote at the same time: no sync gives up (a push
+    that lost the race fetches, merges and pushes again), and all end with every record once."""
+    a, b, remote = clones
+    roots = [a, b]
+    for name in ("c", "d"):
+        git(tmp_path, "clone", "-q", str(remote), str(tmp_path / name))
+        roots.append(tmp_path / name)
+    for i, root in enumerate(roots):
+        git(root, "config", "user.name", f"writer{i}")
+        git(root, "config", "user.email", f"w{i}@example.invalid")
+    rounds = 4
+    procs = [_sync_loop(root, f"w{i}", rounds) for i, root in enumerate(roots)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [err for _, err in outs]
+    results = [json.loads(ln) for r in roots for ln in Path(f"{r}.sync.jsonl").read_text().splitlines()]
+    assert len(results) == 4 * rounds
+    for root in roots:  # one more round each, so every clone has what the last pushers pushed
+        ct("-C", root, "sync")
+    ct("-C", roots[0], "sync")
+    heads = {git(r, "rev-parse", "HEAD").stdout for r in roots}
+    assert len(heads) == 1
+    for root in roots:
+        ids = committed_ids(root)
+        assert len(ids) == 4 * rounds and max(ids.values()) == 1
+        assert git_clean(root)
+
+
+def test_a_first_push_to_a_bare_remote_whose_head_names_master_leaves_it_clonable(tmp_path):
+    """`git init --bare` names master as HEAD; after `ct sync --set-upstream` pushed main, a plain
+    `git clone` checks main out (before: an empty checkout and "Not a memory store")."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(
+        ["git", "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(remote)], check=True, capture_output=True
+    )
+    a = make_store(tmp_path / "a").root
+    ct("-C", a, "add", "the budget stays at 2400", "--ts", "2026-11-30T10:00:00Z")
+    git(a, "remote", "add", "origin", str(remote))
+    out = ct("-C", a, "sync", "--set-upstream", "origin")
+    assert "HEAD now names main" in out.stderr
+    proc = git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "b"))
+    assert "nonexistent ref" not in proc.stderr
+    assert len(committed_ids(tmp_path / "b")) == 1
+    assert "2400" in ct("-C", tmp_path / "b", "search", "budget").stdout
+
+
+def test_an_uncommitted_edit_that_blocks_the_merge_is_named_with_stash_or_commit(clones):
+    """Not a "conflict" to resolve with git merge: the edit must be committed or stashed first."""
+    a, b, _ = clones
+    for root, name in ((a, "a"), (b, "b")):
+        git(root, "config", "user.name", name)
+        git(root, "config", "user.email", f"{name}@example.invalid")
+    toml = b / "memstore.toml"
+    toml.write_text(toml.read_text() + "\n# b's note\n")
+    git(b, "commit", "-qam", "A note in the config")
+    git(b, "push", "-q")
+    mine = a / "memstore.toml"
+    mine.write_text("# a's own edit\n" + mine.read_text())  # another hunk: the stash pops back cleanly
+    before = git(a, "rev-parse", "HEAD").stdout
+    out = ct("-C", a, "sync", check=False)
+    assert out.returncode == 8
+    assert "memstore.toml" in out.stderr and "not a conflict" in out.stderr
+    assert "stash" in out.stderr and "git merge" not in out.stderr
+    assert git(a, "rev-parse", "HEAD").stdout == before and "a's own edit" in mine.read_text()
+    git(a, "stash", "-q")
+    ct("-C", a, "sync")
+    git(a, "stash", "pop", "-q")
+    assert "a's own edit" in mine.read_text() and "b's note" in mine.read_text()

@@ -260,7 +260,7 @@ def sync_cmd(obj, no_push, set_upstream, as_json):
         obj.say(note)
     parts = [f"merged {res.merged} commits" if res.merged else "nothing new from " + res.upstream]
     if not no_push:
-        parts.append(f"pushed {res.pushed} commits" if res.pushed else "nothing to push")
+        parts.append(f"pushed {res.pushed} commit{'s' if res.pushed != 1 else ''}" if res.pushed else "nothing to push")
     if res.reindexed:
         parts.append(f"reindexed {len(res.reindexed)} days")
     obj.say(f"sync with {res.upstream}: " + ", ".join(parts))

@@ -3,17 +3,22 @@
 Git moves the data; memstore's files are laid out so that a plain `git merge` never conflicts:
 day logs, tree ops and markers merge by union (.gitattributes), packs are named by their bytes. So sync
 is `git pull` + reindex + `git push` with retries, and a plain `git pull` does the same merge.
-Sync holds the write lock the whole time, so no local write lands between the merge and the push.
+Sync holds the write lock while it merges and while it pushes, so no local write lands inside either.
 """
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..errors import GitError, MemstoreError
 from ..gitrepo import IN_MEMSTORE_ENV
 
-PUSH_TRIES = 3
+PUSH_TRIES = 10
+# git's words for a push another clone's push beat: not a failure, a reason to merge again.
+RACE_WORDS = ("fetch first", "non-fast-forward", "failed to update ref", "stale info", "cannot lock ref", "is at ")
 
 
 @dataclass
@@ -25,6 +30,7 @@ class SyncResult:
     merge_commit: str | None = None
     fast_forward: bool = False
     pushed: int = 0  # commits the remote did not have
+    retries: int = 0  # pushes that lost a race and were tried again after a new merge
     reindexed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -37,13 +43,17 @@ class SyncResult:
             "merge_commit": self.merge_commit,
             "fast_forward": self.fast_forward,
             "pushed": self.pushed,
+            "retries": self.retries,
             "reindexed": self.reindexed,
             "notes": self.notes,
         }
 
 
 def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResult:
-    """Fetch, merge the upstream branch, bring the index up to date, push what the remote lacks."""
+    """Fetch, merge the upstream branch, bring the index up to date, push what the remote lacks.
+
+    A push that loses a race (another clone pushed first) starts the round again: fetch, merge,
+    push, up to PUSH_TRIES times with a short randomized back-off, so many clones can sync at once."""
     from .. import forget as forgetting
     from . import hooks
 
@@ -55,16 +65,51 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
         branch = _branch(store)
         remote, upstream = _upstream(store, branch, set_upstream)
         res = SyncResult(remote=remote, branch=branch, upstream=upstream, notes=notes)
-        before = _ref(store, f"refs/remotes/{upstream}")
         forgetting.refuse_unpublished_purge(store, res)
-        _fetch(store, remote)
+    first = set_upstream is not None
+    for attempt in range(PUSH_TRIES):
+        if attempt:
+            _back_off(attempt)
+        _pull_round(store, res)
+        if not push:
+            break
+        with store.lock():
+            pushed = _push(store, res, first)
+        if pushed:
+            break
+        first = first and _counts(store, res.upstream) is None
+        res.retries += 1
+        res.notes.append(f"{res.upstream} moved while syncing (someone pushed); merging again")
+    else:
+        raise GitError(
+            f"{res.upstream} kept moving: {PUSH_TRIES} pushes were rejected because others pushed first.",
+            "Everything is merged and kept here; run ct sync again.",
+        )
+    plan = store.index(update=False).update()
+    res.reindexed = plan.changed
+    return res
+
+
+def _back_off(attempt: int) -> None:
+    """A short randomized wait before trying again, growing with each lost race (at most ~1.6 s)."""
+    time.sleep(random.uniform(0.05, 0.1 * 2 ** min(attempt, 4)))
+
+
+def _pull_round(store, res: SyncResult) -> None:
+    """One fetch and merge of the upstream, then what a merge may need: this clone's records moved
+    onto a rewritten history, vectors made again in the store's size, forgets of other clones applied."""
+    from .. import forget as forgetting
+
+    with store.lock():
+        before = _ref(store, f"refs/remotes/{res.upstream}")
+        _fetch(store, res.remote)
         local = forgetting.follow_rewritten_remote(store, res, before)
         head, embedder = store.git.head(), dict(store.config.embedder)
         if local is None:
             _merge(store, res)
     if local:  # this clone's own records, moved onto the rewritten history (one commit)
-        w = store.write(local, f"Re-apply {len(local)} records not on the rewritten {upstream}", secrets="allow")
-        res.notes.append(f"re-applied {len(w.added)} records of this clone on the rewritten {upstream}")
+        w = store.write(local, f"Re-apply {len(local)} records not on the rewritten {res.upstream}", secrets="allow")
+        res.notes.append(f"re-applied {len(w.added)} records of this clone on the rewritten {res.upstream}")
     _reembed_merged(store, res, head, embedder)
     applied = forgetting.apply_tombstones(store)
     if applied.commit:
@@ -78,12 +123,6 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
         )
         said = said or ["topic tree entries of records forgotten on another clone"]
         res.notes.append(f"removed {'; and '.join(said)} (commit {applied.commit[:10]})")
-    if push:
-        with store.lock():
-            _push(store, res, first=set_upstream is not None)
-    plan = store.index(update=False).update()
-    res.reindexed = plan.changed
-    return res
 
 
 def _reembed_merged(store, res: SyncResult, head: str | None, embedder: dict) -> None:
@@ -107,6 +146,13 @@ def _reembed_merged(store, res: SyncResult, head: str | None, embedder: dict) ->
             f"re-embedded {done['records']} records of {len(days)} days that came with vectors of another size "
             f"(commit {done['commit'][:10]})"
         )
+
+
+def _untouched(err: GitError) -> GitError:
+    """A sync error raised before anything here changed (a fetch, a merge git would not start or that
+    was aborted): the write lock must leave the work tree alone, a person's edits included."""
+    err.nothing_written = True
+    return err
 
 
 def _ref(store, ref: str) -> str | None:
@@ -168,9 +214,11 @@ def _fetch(store, remote: str) -> None:
     try:
         store.git.run("fetch", "--quiet", remote)
     except GitError as exc:
-        raise GitError(
-            f"Cannot reach remote {remote!r} ({_url(store, remote)}): {_git_words(exc)}",
-            "Nothing was changed; your commits stay here. Check the address or the network and run ct sync again.",
+        raise _untouched(
+            GitError(
+                f"Cannot reach remote {remote!r} ({_url(store, remote)}): {_git_words(exc)}",
+                "Nothing was changed; your commits stay here. Check the address or the network and run ct sync again.",
+            )
         ) from None
 
 
@@ -210,16 +258,19 @@ def _merge(store, res: SyncResult) -> None:
             env={IN_MEMSTORE_ENV: "1"},
         )
     except GitError as exc:
+        _refuse_local_changes(store, res, exc)
         conflicted = git.run("diff", "--name-only", "--diff-filter=U").split()
         try:
             git.run("merge", "--abort")
         except GitError:
             pass
-        raise GitError(
-            f"Merging {res.upstream} into {res.branch} conflicts in {', '.join(conflicted) or '(see git)'}: "
-            f"{_git_words(exc) if not conflicted else 'these are not files memstore merges by itself'}.",
-            f"The merge was undone; nothing was changed. Resolve it by hand with "
-            f'"git -C {store.root} merge {res.upstream}", then run ct sync again.',
+        raise _untouched(
+            GitError(
+                f"Merging {res.upstream} into {res.branch} conflicts in {', '.join(conflicted) or '(see git)'}: "
+                f"{_git_words(exc) if not conflicted else 'these are not files memstore merges by itself'}.",
+                f"The merge was undone; nothing was changed. Resolve it by hand with "
+                f'"git -C {store.root} merge {res.upstream}", then run ct sync again.',
+            )
         ) from None
     res.merged += behind
     res.merge_commit = git.head()
@@ -228,35 +279,73 @@ def _merge(store, res: SyncResult) -> None:
     res.notes.append(f"{res.upstream} had {behind} new commit{'s' if behind != 1 else ''}: merged ({how})")
 
 
-def _push(store, res: SyncResult, first: bool) -> None:
-    """Push HEAD; if the remote moved meanwhile, fetch and merge again (a few times), then give up clearly."""
-    for attempt in range(PUSH_TRIES):
-        counts = _counts(store, res.upstream)
-        ahead = counts[0] if counts is not None else int(store.git.run("rev-list", "--count", "HEAD"))
-        if ahead == 0 and not first:
-            return
-        args = ["push", "--quiet", *(["-u"] if first else []), res.remote, f"HEAD:refs/heads/{_remote_branch(res)}"]
-        try:
-            store.git.run(*args)
-            res.pushed += ahead
-            if first:
-                res.notes.append(f"{res.branch} now tracks {res.upstream}")
-            return
-        except GitError as exc:
-            words = _git_words(exc)
-            if not any(k in words for k in ("fetch first", "non-fast-forward", "failed to update ref", "stale info")):
-                raise GitError(
-                    f"Cannot push to {res.remote!r} ({_url(store, res.remote)}): {words}",
-                    "Your commits (and any merge) are kept here; run ct sync again when the remote is reachable.",
-                ) from None
-            res.notes.append(f"{res.upstream} moved while syncing (someone pushed); merging again")
-            _fetch(store, res.remote)
-            _merge(store, res)
-            first = first and _counts(store, res.upstream) is None
-    raise GitError(
-        f"{res.upstream} kept moving: {PUSH_TRIES} pushes were rejected because others pushed first.",
-        "Everything is merged and kept here; run ct sync again.",
-    )
+def _refuse_local_changes(store, res: SyncResult, exc: GitError) -> None:
+    """git would not start the merge because a file it changes has uncommitted edits here (say to
+    memstore.toml): no conflict, nothing to resolve; commit or stash them, then sync."""
+    if "would be overwritten by merge" not in exc.message:
+        return
+    lines = exc.message.splitlines()
+    files = [ln.strip() for ln in lines if ln.startswith(("\t", "        ")) and ln.strip()]
+    untracked = "untracked working tree files" in exc.message
+    what = "untracked files" if untracked else "uncommitted changes to"
+    raise _untouched(
+        GitError(
+            f"{store.root}: the merge of {res.upstream} did not start: your {what} "
+            f"{', '.join(files) or '(see git status)'} would be overwritten by it. This is not a conflict.",
+            f'Commit them ("git -C {store.root} commit -am MESSAGE") or put them aside '
+            f'("git -C {store.root} stash{" -u" if untracked else ""}", then "git -C {store.root} stash pop" after), '
+            "and run ct sync again. Nothing was changed.",
+        )
+    ) from None
+
+
+def _push(store, res: SyncResult, first: bool) -> bool:
+    """Push HEAD: True when pushed (or nothing to push), False when the remote moved meanwhile."""
+    counts = _counts(store, res.upstream)
+    ahead = counts[0] if counts is not None else int(store.git.run("rev-list", "--count", "HEAD"))
+    if ahead == 0 and not first:
+        return True
+    args = ["push", "--quiet", *(["-u"] if first else []), res.remote, f"HEAD:refs/heads/{_remote_branch(res)}"]
+    try:
+        store.git.run(*args)
+    except GitError as exc:
+        words = _git_words(exc)
+        if any(k in words for k in RACE_WORDS):
+            return False
+        raise GitError(
+            f"Cannot push to {res.remote!r} ({_url(store, res.remote)}): {words}",
+            "Your commits (and any merge) are kept here; run ct sync again when the remote is reachable.",
+        ) from None
+    res.pushed += ahead
+    if first:
+        res.notes.append(f"{res.branch} now tracks {res.upstream}")
+        _point_remote_head(store, res)
+    return True
+
+
+def _point_remote_head(store, res: SyncResult) -> None:
+    """After the first push, a plain `git clone` of the remote must check something out. A bare
+    repository made by `git init --bare` names `master` (or init.defaultBranch) as its HEAD whatever
+    was pushed; when that branch does not exist there, a remote on this machine is pointed at the
+    pushed branch, and for any other the note says what to run on the server."""
+    branch = _remote_branch(res)
+    try:
+        named = store.git.run("ls-remote", "--symref", res.remote, "HEAD")
+    except GitError:
+        return
+    if named.strip():
+        return  # HEAD resolves: a clone checks it out
+    url = _url(store, res.remote)
+    local = Path(url.removeprefix("file://"))
+    if not (local.is_absolute() or url.startswith(".")) or not local.is_dir():
+        res.notes.append(
+            f"{res.remote}'s HEAD names a branch it does not have, so a plain git clone of it checks out nothing: "
+            f'on the server run "git symbolic-ref HEAD refs/heads/{branch}" in the repository '
+            "(or set its default branch in the host's settings)"
+        )
+        return
+    store.git.set_head_of(store.root / local if not local.is_absolute() else local, branch)
+    res.notes.append(f"{res.remote}'s HEAD now names {branch}, so a plain git clone of it checks it out")
 
 
 def _remote_branch(res: SyncResult) -> str:
