@@ -323,7 +323,7 @@ class StoreAPI:
 
         return upgrade(self, dry_run=dry_run)
 
-    def hooks(self, action: str = "status", name: str | None = None, args=()):
+    def hooks(self, action: str = "status", name: str | None = None, args=(), stdin=None):
         """The git hook stubs (`ct hooks install|uninstall|status`): install → names installed,
         uninstall → names removed, status → {hook name: state}; run → what the stub `name` does
         when git calls it with `args` (`ct hook NAME ARGS…`: refresh the index)."""
@@ -331,10 +331,46 @@ class StoreAPI:
         from .errors import UsageError
 
         if action == "run":
-            return hooks.run_hook(self, name, list(args))
+            return hooks.run_hook(self, name, list(args), stdin=stdin)
         if action not in ("install", "uninstall", "status"):
             raise UsageError(f"hooks: the action is install, uninstall, status or run, not {action!r}")
         return getattr(hooks, action)(self)
+
+    @staticmethod
+    def bare_remote(path):
+        """`path`, resolved, when it is a bare git repository (a shared remote to guard), else None."""
+        from pathlib import Path
+
+        from .gitrepo import is_bare
+
+        p = Path(path).expanduser()
+        return p.resolve() if is_bare(p) else None
+
+    @staticmethod
+    def install_guard(gdir) -> list[str]:
+        """`ct -C REMOTE.git hooks install`: the bare remote's pre-receive guard → hook names."""
+        from .upkeep.hooks import install_bare
+
+        return install_bare(gdir)
+
+    @staticmethod
+    def check_push(gdir, lines: list[str]) -> list[str]:
+        """The pre-receive guard's check of a push (`old new ref` lines) → the problems that refuse it."""
+        from .gitrepo import RevReader
+        from .upkeep.guard import pre_receive
+
+        return pre_receive(RevReader(gdir), lines)
+
+    @staticmethod
+    def before_hook(name: str, root) -> None:
+        """Before a hook opens the store: a post-merge hook names the merge git has just committed, so
+        the store does not count it as unfinished (git keeps MERGE_HEAD while post-merge runs)."""
+        import os
+
+        from .upkeep.hooks import MERGED_ENV, finished_merge
+
+        if name == "post-merge":
+            os.environ[MERGED_ENV] = finished_merge(root) or ""
 
     def sync(self, push: bool = True, set_upstream: str | None = None):
         """Merge the remote's memory, reindex, push (`ct sync`) → SyncResult."""
@@ -552,9 +588,23 @@ class StoreAPI:
 
             fixed = roll_back(self)
             self.reload_config()  # the rollback may have put memstore.toml back (a killed reembed)
+            self._honour_forgets(fixed)
         rep = fsck(self)
         rep.repair = fixed
         return rep
+
+    def _honour_forgets(self, fixed) -> None:
+        """fsck --repair: remove what a plain git merge brought back of forgotten records (one commit),
+        unless git is in the middle of an operation (writes refuse then; fsck still names it)."""
+        from .forget import apply_tombstones
+        from .format import tombstones
+        from .gitrepo import unfinished_operation
+
+        if not tombstones.ids(self.root) or unfinished_operation(self.root) is not None:
+            return
+        applied = apply_tombstones(self)
+        if applied.commit:
+            fixed.forgotten, fixed.forgotten_commit = len(applied.records) or len(applied.paths), applied.commit
 
     def diff(self, rev_a: str | None = None, rev_b: str | None = None):
         """How the topic tree changed between two git revisions (`ct diff`) → TreeDiff."""

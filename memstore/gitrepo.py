@@ -335,6 +335,68 @@ class GitRepo:
         return p if p.is_absolute() else self.root / p
 
 
+class RevReader:
+    """Reads files of commits in a repository by its git folder (a clone's .git or a bare remote),
+    with no work tree: what the push guard needs. Keeps git's environment as a hook gets it (in a
+    pre-receive hook the pushed objects are in a quarantine folder that GIT_OBJECT_DIRECTORY names)."""
+
+    def __init__(self, gdir: Path):
+        self.gdir = Path(gdir)
+
+    def _run(self, *args: str, data: bytes | None = None) -> bytes:
+        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+        proc = subprocess.run(["git", "--git-dir", str(self.gdir), *args], input=data, capture_output=True, env=env)
+        if proc.returncode:
+            raise GitError(f"git {args[0]} failed in {self.gdir}: {proc.stderr.decode('utf-8', 'replace').strip()}")
+        return proc.stdout
+
+    def has_commit(self, oid: str) -> bool:
+        try:
+            self._run("cat-file", "-e", f"{oid}^{{commit}}")
+        except GitError:
+            return False
+        return True
+
+    def changed_paths(self, old: str | None, new: str) -> list[str]:
+        """The files `new` changed since `old` (every file of `new` when old is None)."""
+        args = (
+            ("ls-tree", "-r", "--name-only", "-z", new)
+            if old is None
+            else ("diff", "--name-only", "-z", "--no-renames", old, new)
+        )
+        return [p for p in self._run(*args).decode("utf-8", "surrogateescape").split("\0") if p]
+
+    def blob(self, rev: str, path: str) -> bytes | None:
+        return self.blobs(rev, [path])[0]
+
+    def blobs(self, rev: str, paths: list[str]) -> list[bytes | None]:
+        """The bytes of each path at `rev` (None where it has none), with one `git cat-file --batch`."""
+        if not paths:
+            return []
+        out = self._run(
+            "cat-file", "--batch", data="".join(f"{rev}:{p}\n" for p in paths).encode("utf-8", "surrogateescape")
+        )
+        got: list[bytes | None] = []
+        pos = 0
+        for _ in paths:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            pos = end + 1
+            if len(header) < 3 or header[-1] == b"missing" or header[1] != b"blob":
+                got.append(None)
+                continue
+            size = int(header[2])
+            got.append(out[pos : pos + size])
+            pos += size + 1
+        return got
+
+
+def is_bare(path: Path) -> bool:
+    """Is `path` a bare git repository (HEAD, objects/ and refs/ in it, and no work tree)?"""
+    p = Path(path)
+    return (p / "HEAD").is_file() and (p / "objects").is_dir() and (p / "refs").is_dir() and not (p / ".git").exists()
+
+
 def clean_message(message: str) -> str:
     """git commit's default clean-up of a -m message: no trailing blanks on lines, no leading or
     trailing empty lines, runs of empty lines made one; ends with a newline."""
@@ -504,9 +566,21 @@ def unfinished_operation(root: Path) -> tuple[str, str, str] | None:
     if gdir is None:
         return None
     for name, what, finish, abort in UNFINISHED:
-        if (gdir / name).exists():
+        if (gdir / name).exists() and not _merge_done(gdir, name):
             return what, finish, abort
     return None
+
+
+def _merge_done(gdir: Path, name: str) -> bool:
+    """A post-merge hook runs while MERGE_HEAD is still there, after git committed the merge: the
+    hook names that MERGE_HEAD (checked by upkeep/hooks.finished_merge) in MEMSTORE_MERGE_DONE."""
+    done = os.environ.get("MEMSTORE_MERGE_DONE")
+    if name != "MERGE_HEAD" or not done:
+        return False
+    try:
+        return (gdir / name).read_text().strip() == done
+    except OSError:
+        return False
 
 
 def refuse_if_unfinished(root: Path, doing: str = "write to the store") -> None:

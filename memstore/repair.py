@@ -46,6 +46,8 @@ class Repair:
     untouched: list[str] = field(default_factory=list)  # uncommitted changes we did not make and left alone
     backup: str | None = None
     index: dict | None = None
+    forgotten: int = 0  # what a git merge brought back of forgotten records, removed again ...
+    forgotten_commit: str | None = None  # ... in this commit
 
     @property
     def changed(self) -> bool:
@@ -61,6 +63,15 @@ class Repair:
         )
 
     def notes(self) -> list[str]:
+        out = self._rollback_notes()
+        if self.forgotten_commit:
+            out.append(
+                f"Removed again what a git merge brought back of {self.forgotten} forgotten records "
+                f"(commit {self.forgotten_commit[:10]})."
+            )
+        return out
+
+    def _rollback_notes(self) -> list[str]:
         if not self.changed:
             return []
         who = f" (pid {self.crashed['pid']})" if self.crashed and self.crashed.get("pid") else ""
@@ -99,6 +110,8 @@ class Repair:
             "untouched": self.untouched,
             "backup": self.backup,
             "index": self.index,
+            "forgotten": self.forgotten,
+            "forgotten_commit": self.forgotten_commit,
         }
 
 

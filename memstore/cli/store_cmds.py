@@ -4,6 +4,7 @@ sync, reembed, gc, upgrade and export."""
 from __future__ import annotations
 
 import click
+from pathlib import Path
 
 from .common import emit_json, progress_for
 
@@ -134,9 +135,28 @@ def hooks_cmd():
 @hooks_cmd.command("install")
 @click.pass_obj
 def hooks_install(obj):
-    """Install the hook stubs (an optional speed-up: they refresh the index after git changes files)."""
+    """Install the hook stubs: they refresh the index after git changes files (an optional speed-up),
+    remove what a merge brought back of forgotten records, and refuse a push that would carry it.
+
+    On a bare repository (ct -C REMOTE.git hooks install) it installs the remote's guard instead: a
+    pre-receive hook that refuses pushes bringing back forgotten records, conflict markers or files
+    memstore cannot read (it needs memstore or ct on the server's PATH)."""
+    from ..store import Store
+
+    bare = _bare_target(obj)
+    if bare is not None:
+        names = Store.install_guard(bare)
+        click.echo("installed: " + ", ".join(names) + f" (the guard of the shared remote {bare})")
+        return
     names = obj.store().hooks("install")
     click.echo("installed: " + ", ".join(names))
+
+
+def _bare_target(obj):
+    """The -C path when it is a bare git repository (a shared remote), else None."""
+    from ..store import Store
+
+    return Store.bare_remote(obj.store_paths[0]) if len(obj.store_paths) == 1 else None
 
 
 @hooks_cmd.command("uninstall")
@@ -229,11 +249,49 @@ def gc_cmd(obj, dry_run, as_json):
 @click.argument("args", nargs=-1)
 @click.pass_obj
 def hook_cmd(obj, name, args):
-    """Run by the git hook stubs: refresh the index. Never fails the git command."""
+    """Run by the git hook stubs: refresh the index; the guards (pre-push, pre-receive) exit 1 to
+    refuse a push. Otherwise never fails the git command."""
+    import os
+    import sys
+
+    from ..store import Store
+
+    if name == "pre-receive":  # in a bare remote: no store, only its git folder
+        _guard_remote(Path(os.environ.get("GIT_DIR") or "."))
+        return
     try:
-        obj.store().hooks("run", name, args)
-    except Exception:  # a hook must never block git
-        pass
+        Store.before_hook(name, obj.store_paths[0] if obj.store_paths else ".")
+        said = obj.store().hooks("run", name, args, stdin=sys.stdin if name == "pre-push" else None)
+    except Exception as exc:  # a hook must never block git
+        if name == "pre-push":
+            click.echo(f"memstore guard: could not check this push ({exc}); pushed unchecked", err=True)
+        return
+    if name == "pre-push" and said:
+        _refuse(said, "pre-push")
+    for line in said:
+        click.echo(line, err=True)
+
+
+def _guard_remote(gdir) -> None:
+    """The pre-receive guard: refuse the whole push (exit 1) when a pushed tip has a problem, or
+    when it cannot be checked."""
+    import sys
+
+    from ..store import Store
+
+    try:
+        problems = Store.check_push(gdir, sys.stdin.read().splitlines())
+    except Exception as exc:
+        click.echo(f"memstore guard: could not check this push ({exc}): refused", err=True)
+        raise SystemExit(1) from None
+    if problems:
+        _refuse(problems, "pre-receive")
+
+
+def _refuse(problems: list[str], where: str) -> None:
+    shown = problems[:20] + ([f"… and {len(problems) - 20} more"] if len(problems) > 20 else [])
+    click.echo(f"memstore guard ({where}): push refused:\n  " + "\n  ".join(shown), err=True)
+    raise SystemExit(1)
 
 
 @click.command("sync")

@@ -34,6 +34,19 @@ def ids(root: Path) -> set[str]:
     return set(read(root))
 
 
+def ids_in(data: bytes) -> set[str]:
+    """The ids the tombstones in `data` (forgotten.jsonl's bytes at some commit) name."""
+    out = set()
+    for line in data.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+            out.add(obj["id"])
+    return out
+
+
 def lines_named(data: bytes, gone) -> list[dict]:
     """The JSON-object lines of `data` (a day log, markers.jsonl) whose "id" a tombstone names."""
     out = []

@@ -30,6 +30,13 @@ from ..format.segment import (
     segment_name,
 )
 
+# A forget must hold on every clone: whatever a plain git merge brought back of a forgotten record is
+# damage (exit 1), with the ways to remove it again.
+REMOVE_AGAIN = (
+    '"ct fsck --repair" (or "ct forget {rid}") removes it again in one commit; "ct sync" does so after every '
+    'merge, and so does the post-merge hook of "ct hooks install"'
+)
+
 
 @dataclass
 class Report:
@@ -77,10 +84,10 @@ def fsck(store) -> Report:
                 continue
             rec = ln.record
             claimed.setdefault(day, set()).add(str(rec["id"]))
-            if rec["id"] in gone:  # its vector went with the forget: only the line is back
-                rep.warnings.append(
-                    f'{where}: {tombstones.BACK.format(rid=rec["id"])}; reads never show it. "ct forget {rec["id"]}" '
-                    'removes it again ("ct sync" does so after every merge)'
+            if rec["id"] in gone:  # a forget not honoured here: the text is in the files again
+                rep.damage.append(
+                    f"{where}: {tombstones.BACK.format(rid=rec['id'])}; reads never show it, but the text is in the "
+                    f"files again. {REMOVE_AGAIN.format(rid=rec['id'])}"
                 )
                 continue
             rep.records += 1
@@ -492,13 +499,15 @@ def _check_forgotten_markers(store, rep) -> None:
     if tombstones.ids(store.root):
         store.index()
         for topic in stale_quotes(store):
-            rep.warnings.append(f'{topic["note"]}; "ct forget {topic["id"]}" names it again from the records it holds')
+            rep.damage.append(
+                f'{topic["note"]}; "ct forget {topic["id"]}" or "ct fsck --repair" names it again from the records '
+                "it holds"
+            )
 
     for line in markfmt.forgotten_lines(store.root):
-        rep.warnings.append(
+        rep.damage.append(
             f"{markfmt.FILENAME}: marker {line['id']} was forgotten (forgotten.jsonl), but a git merge brought its "
-            f'line back; reads never show it. "ct forget {line["id"]}" removes it again ("ct sync" does so after '
-            "every merge)"
+            f"line back; reads never show it. {REMOVE_AGAIN.format(rid=line['id'])}"
         )
 
 
@@ -509,10 +518,9 @@ def _check_pack_orphans(store, rep, packed: dict[str, DayPacks], claimed: dict[s
         for rid, entries in got.vectors.items():
             if rid in gone and rid not in mine:
                 for rel in entries.values():
-                    rep.warnings.append(
+                    rep.damage.append(
                         f"{rel}: holds the vector of forgotten record {rid} (forgotten.jsonl): a git merge kept "
-                        f"another clone's copy of the day's pack. \"ct forget {rid}\" removes it "
-                        '("ct sync" does so after every merge)'
+                        f"another clone's copy of the day's pack. {REMOVE_AGAIN.format(rid=rid)}"
                     )
             elif rid not in mine:
                 for rel in entries.values():

@@ -1,9 +1,18 @@
-"""Git hook stubs that refresh the disposable index after git changes the files: an optimisation only.
+"""Git hook stubs: refresh the disposable index after git changes the files (an optimisation
+only), honour forgets a merge undid, and guard pushes.
 
 A stub finds memstore on the PATH (`memstore`, then `ct`, then `python3 -m memstore` where that
 imports) and exits 0 quietly when it finds none: no absolute interpreter path is written, so a
 moved venv or another machine never breaks a git command, and every ct read updates the index
 anyway. No merge driver is needed: every committed file merges with git's built-in rules.
+
+`post-merge` also removes, in one commit, what the merge brought back of records forgotten on
+another clone (git still holds MERGE_HEAD while the hook runs; the merge is committed, so the
+hook's own commit is allowed). `pre-push` refuses a push that would carry such text, a conflict
+marker or an unreadable file to the remote (memstore/upkeep/guard.py). On a bare repository
+(`ct -C REMOTE.git hooks install`) the one hook is `pre-receive`, the remote's guard, which
+refuses such pushes from every clone; it needs memstore (or ct) on the server's PATH and refuses
+pushes it cannot check.
 """
 
 from __future__ import annotations
@@ -12,13 +21,43 @@ import os
 import shutil
 import subprocess
 
-HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
+HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite", "pre-push")
+BARE_HOOKS = ("pre-receive",)
+MERGED_ENV = "MEMSTORE_MERGE_DONE"  # the MERGE_HEAD of a merge git has committed (post-merge runs)
 MARK = "# memstore hook"
 INACTIVE = "inactive: neither memstore nor ct is on PATH (the hook does nothing; ct commands index anyway)"
 
 
+FIND = (  # sets $run to the command that runs memstore, or to nothing
+    "run=\n"
+    "if command -v memstore >/dev/null 2>&1; then run=memstore\n"
+    "elif command -v ct >/dev/null 2>&1; then run=ct\n"
+    "elif command -v python3 >/dev/null 2>&1 && python3 -c 'import memstore' 2>/dev/null; then "
+    "run='python3 -m memstore'\n"
+    "fi\n"
+)
+
+
 def stub(name: str) -> str:
     """The hook file's text: run memstore's indexer if one can be found, never failing the git command."""
+    if name == "pre-push":
+        return (
+            f"#!/bin/sh\n{MARK} ({name}): refuse a push carrying a forgotten record's text, a conflict marker or an "
+            "unreadable file\n"
+            'input=$(cat)\n[ -n "$MEMSTORE_COMMITTING" ] || {\n'
+            + FIND.replace("\n", "\n  ").rstrip(" ")
+            + f'  [ -z "$run" ] || printf \'%s\\n\' "$input" | $run hook {name} "$@" || exit 1\n'
+            "}\n"
+        )
+    if name == "pre-receive":
+        return (
+            f"#!/bin/sh\n{MARK} ({name}): the guard of a shared remote (ct -C REMOTE.git hooks install)\n"
+            + FIND
+            + f'[ -z "$run" ] || exec $run hook {name}\n'
+            "echo 'memstore guard: neither memstore nor ct is on this server'\\''s PATH, so this push cannot be "
+            "checked: refused. Install memstore here, or remove hooks/pre-receive to push unguarded.' >&2\n"
+            "exit 1\n"
+        )
     return (
         f"#!/bin/sh\n{MARK} ({name}): refresh the disposable index (optional: every ct read does it too)\n"
         '[ -n "$MEMSTORE_COMMITTING" ] || {\n'
@@ -26,9 +65,8 @@ def stub(name: str) -> str:
         f'  elif command -v ct >/dev/null 2>&1; then ct hook {name} "$@"\n'
         "  elif command -v python3 >/dev/null 2>&1 && python3 -c 'import memstore' 2>/dev/null; then\n"
         f'    python3 -m memstore hook {name} "$@"\n'
-        "  fi\n"
-        "} >/dev/null 2>&1\n"
-        "true\n"
+        "  fi\n" + ("} >/dev/null\n" if name == "post-merge" else "} >/dev/null 2>&1\n") + "true\n"
+        # post-merge says on stderr when it removed what the merge brought back of forgotten records
     )
 
 
@@ -44,12 +82,41 @@ def install(store) -> list[str]:
         text = stub(name)
         chained = path.with_name(name + ".pre-memstore")
         if chained.exists():
-            text += f'"{chained}" "$@"\n'
+            text += chain(name, chained)
         path.write_text(text)
         os.chmod(path, 0o755)
         done.append(name)
     configure_git(store)
     return done
+
+
+def chain(name: str, chained) -> str:
+    """The line that runs the hook memstore's replaced, after memstore's own part."""
+    if name == "pre-push":  # it reads the refs on stdin too, and its refusal counts
+        return f'printf \'%s\\n\' "$input" | "{chained}" "$@" || exit $?\n'
+    return f'"{chained}" "$@"\n'
+
+
+def install_bare(gdir) -> list[str]:
+    """The remote's guard: a `pre-receive` hook in a bare repository (a foreign one is chained)."""
+    from pathlib import Path
+
+    hooks_dir = Path(gdir) / "hooks"
+    hooks_dir.mkdir(parents=True, exist_ok=True)
+    path = hooks_dir / "pre-receive"
+    chained = path.with_name("pre-receive.pre-memstore")
+    if path.exists() and MARK not in path.read_text(errors="replace"):
+        path.rename(chained)
+    text = stub("pre-receive")
+    if chained.exists():  # stdin is read by memstore's guard first: keep a copy for the chained hook
+        text = text.replace(
+            '[ -z "$run" ] || exec $run hook pre-receive\n',
+            'input=$(cat)\nif [ -n "$run" ]; then printf \'%s\\n\' "$input" | $run hook pre-receive || exit 1\n'
+            f'  printf \'%s\\n\' "$input" | "{chained}"; exit $?\nfi\n',
+        )
+    path.write_text(text)
+    os.chmod(path, 0o755)
+    return list(BARE_HOOKS)
 
 
 def configure_git(store) -> None:
@@ -111,10 +178,51 @@ def status(store) -> dict[str, str]:
     return out
 
 
-def run_hook(store, name: str, args: list[str]) -> None:
-    """What a stub does: bring the index up to date (the changed days are found by fingerprint)."""
+def run_hook(store, name: str, args: list[str], stdin=None) -> list[str]:
+    """What a stub does: bring the index up to date (the changed days are found by fingerprint);
+    after a merge, remove what it brought back of forgotten records; before a push, check it.
+    Returns the problems that refuse a push (pre-push), else the notes to show."""
+    if name == "pre-push":
+        from ..gitrepo import RevReader, git_dir
+        from .guard import pre_push
+
+        return pre_push(RevReader(git_dir(store.root)), list(stdin or []))
     if name == "post-checkout" and len(args) >= 3 and args[2] == "0":
-        return  # a file checkout, not a branch switch: the next read catches any change
+        return []  # a file checkout, not a branch switch: the next read catches any change
     # No check for an unfinished merge here: git still holds MERGE_HEAD while post-merge runs, and
     # indexing is only a cache update (rolling back is skipped mid-merge by recover_if_crashed).
     store.index(update=True)
+    if name == "post-merge" and os.environ.get(MERGED_ENV):
+        from ..forget import apply_tombstones
+
+        applied = apply_tombstones(store)
+        if applied.commit:
+            return [
+                f"memstore: removed what the merge brought back of records forgotten on another clone "
+                f"(commit {applied.commit[:10]})"
+            ]
+    return []
+
+
+def finished_merge(root) -> str | None:
+    """The MERGE_HEAD of a merge git has already committed (what a post-merge hook sees), else None."""
+    from pathlib import Path
+
+    from ..errors import GitError
+    from ..gitrepo import GitRepo, git_dir
+
+    gdir = git_dir(Path(root))
+    try:
+        merged = (gdir / "MERGE_HEAD").read_text().strip() if gdir is not None else ""
+    except OSError:
+        return None
+    if not merged:
+        return None
+    git = GitRepo(Path(root))
+    try:
+        git.run("merge-base", "--is-ancestor", merged, "HEAD")
+        if git.run("diff", "--name-only", "--diff-filter=U"):
+            return None
+    except GitError:
+        return None
+    return merged

@@ -307,7 +307,7 @@ def _push(store, res: SyncResult, first: bool) -> bool:
         return True
     args = ["push", "--quiet", *(["-u"] if first else []), res.remote, f"HEAD:refs/heads/{_remote_branch(res)}"]
     try:
-        store.git.run(*args)
+        store.git.run(*args, env={IN_MEMSTORE_ENV: "1"})  # the pre-push guard: sync applied tombstones itself
     except GitError as exc:
         words = _git_words(exc)
         if any(k in words for k in RACE_WORDS):

@@ -1,0 +1,130 @@
+"""The plain-git soak: 4 clones in parallel processes against one bare remote, each doing random
+adds, imports, forgets (of any clone's records), marks, gc and consolidating bursts, synced by a
+random mix of `git pull` (merge), `git pull --rebase`, `git push` and `ct sync`. Afterwards: no
+conflict on memstore's files, every clone holds exactly the records written minus those forgotten,
+no forgotten text in any tracked file of any clone or of the remote's main, fsck clean.
+
+The short version runs in `make test`; `make test-slow` runs 4 x 50 rounds with the hash embedder
+and with MiniLM (docs/reliability.md has the figures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ct
+
+WORKER = Path(__file__).with_name("soak_worker.py")
+
+
+def git(root, *args):
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
+    return proc.stdout
+
+
+def soak(tmp_path: Path, embedder: str, rounds: int, clones: int = 4, seed: int = 2026) -> dict:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    first = tmp_path / "c0"
+    ct("init", first, "--embedder", embedder, "--timezone", "UTC", process=True)
+    git(first, "remote", "add", "origin", str(remote))
+    roots = [first]
+    for i in range(1, clones):
+        roots.append(tmp_path / f"c{i}")
+    for i, root in enumerate(roots):
+        if i:
+            git(tmp_path, "clone", "-q", str(remote), str(root))
+            if i % 2:  # half the clones with memstore's hooks, half as a plain `git clone` leaves them
+                ct("-C", root, "hooks", "install")
+        git(root, "config", "user.name", f"writer{i}")
+        git(root, "config", "user.email", f"w{i}@example.invalid")
+        if not i:
+            ct("-C", root, "sync", "--set-upstream", "origin", process=True)
+    started = time.monotonic()
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH")])),
+    }
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(root), str(seed + i), str(rounds), str(tmp_path / f"{root.name}.json")],
+            env=env,
+        )
+        for i, root in enumerate(roots)
+    ]
+    assert [p.wait(timeout=3000) for p in procs] == [0] * clones
+    took = time.monotonic() - started
+    runs = [json.loads((tmp_path / f"{r.name}.json").read_text()) for r in roots]
+    for _ in range(2):  # one ct sync each, twice round, so every clone has every other's last push
+        for root in roots:
+            ct("-C", root, "sync", process=True)
+    written = {k: v for r in runs for k, v in r["written"].items()}
+    forgotten = {k: v for r in runs for k, v in r["forgotten"].items()}
+    return {"roots": roots, "remote": remote, "runs": runs, "written": written, "forgotten": forgotten, "took": took}
+
+
+def check(res: dict) -> None:
+    runs, roots = res["runs"], res["roots"]
+    conflicts = [c for r in runs for c in r["conflicts"]]
+    errors = [e for r in runs for e in r["errors"]]
+    assert conflicts == [], conflicts
+    assert errors == [], errors
+    expected = set(res["written"]) - set(res["forgotten"])
+    heads = {git(r, "rev-parse", "HEAD") for r in roots}
+    assert len(heads) == 1, "clones did not converge"
+    assert git(res["remote"], "rev-parse", "main") in heads
+    for root in roots:
+        ids = {}
+        for path in git(root, "ls-files", "log").split():
+            for line in (root / path).read_text().splitlines():
+                rid = json.loads(line)["id"]
+                ids[rid] = ids.get(rid, 0) + 1
+        assert set(ids) == expected, f"{root}: lost {expected - set(ids)}, extra {set(ids) - expected}"
+        assert max(ids.values(), default=1) == 1
+        tracked = "".join(
+            (root / p).read_text(errors="replace") for p in git(root, "ls-files").split() if not p.endswith(".is")
+        )
+        back = [t for t in res["forgotten"].values() if t in tracked]
+        assert back == [], f"{root}: forgotten text in the files: {back[:3]}"
+        rep = json.loads(ct("-C", root, "fsck", "--json", check=False, process=True).stdout)
+        assert rep["ok"] and rep["damage"] == [], rep
+    remote_files = git(res["remote"], "ls-tree", "-r", "--name-only", "main").split()
+    on_main = "".join(git(res["remote"], "show", f"main:{p}") for p in remote_files if p.endswith(".jsonl"))
+    assert [t for t in res["forgotten"].values() if t in on_main] == []
+
+
+def test_soak_of_plain_git_short(tmp_path):
+    res = soak(tmp_path, "hash", rounds=8)
+    check(res)
+    assert len(res["written"]) > 10 and res["forgotten"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("embedder", ["hash", "minilm"])
+def test_soak_of_plain_git(tmp_path, embedder):
+    res = soak(tmp_path, embedder, rounds=50)
+    check(res)
+    report = os.environ.get("MEMSTORE_SOAK_REPORT")
+    if report:
+        with open(report, "a") as f:
+            f.write(
+                json.dumps(
+                    {
+                        "embedder": embedder,
+                        "rounds": 50 * 4,
+                        "written": len(res["written"]),
+                        "forgotten": len(res["forgotten"]),
+                        "seconds": round(res["took"], 1),
+                        "commits": int(git(res["roots"][0], "rev-list", "--count", "HEAD")),
+                    }
+                )
+                + "\n"
+            )
