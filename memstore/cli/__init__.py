@@ -80,7 +80,9 @@ class LazyGroup(click.Group):
                 ctx.obj.warn_problems()
             return result
         except MemstoreError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            from ..secret_policy import error_text
+
+            click.echo(f"Error: {error_text(exc)}", err=True)
             ctx.exit(exc.exit_code)
         except Exception as exc:
             said = environment_error(exc)
