@@ -84,7 +84,7 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("gitlab-token", re.compile(r"(?<![\w-])(glpat-[A-Za-z0-9_-]{20,})"), 1),
     ("google-oauth-client-secret", re.compile(r"(?<![\w-])(GOCSPX-[A-Za-z0-9_-]{28})(?![\w-])"), 1),
     # a Google Cloud service-account key file: its private key is found as a key; this is its id
-    ("gcp-service-account", re.compile(r"[\"']private_key_id[\"']\s*:\s*[\"']([0-9a-f]{40})[\"']"), 1),
+    ("gcp-service-account", re.compile(r"[\"']private_key_id\\*[\"']\s*:\s*\\*[\"']([0-9a-f]{40})\\*[\"']"), 1),
     ("github-token", re.compile(r"(?<![\w])(gh[pousr]_[A-Za-z0-9]{36,255})(?![A-Za-z0-9])"), 1),
     ("github-token", re.compile(r"(?<![\w])(github_pat_[A-Za-z0-9_]{22,255})"), 1),
     ("slack-token", re.compile(r"(?<![\w-])(xox[baprs]-[A-Za-z0-9-]{10,})"), 1),
@@ -98,6 +98,7 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("jwt", re.compile(r"(?<![\w-])(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,})"), 1),
     ("docker-auth", re.compile(r"(?<![\w])(dckr_pat_[A-Za-z0-9_-]{20,})"), 1),
     ("docker-auth", re.compile(r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{12,}={0,2})\""), 1),
+    ("telegram-bot-token", re.compile(r"(?<![\w:])([0-9]{8,10}:AA[0-9A-Za-z_-]{33})(?![\w-])"), 1),
     ("npm-token", re.compile(r"(?<![\w])(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])"), 1),
     ("url-credentials", re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,64}:([^\s:/@]{3,128})@[\w.-]"), 1),
 )
@@ -107,10 +108,10 @@ _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?----
 _KEY_BODY_LINE = re.compile(r"^[ \t]*[A-Za-z0-9+/=]{32,}[ \t]*\r?$", re.MULTILINE)
 # The same key pasted on one line, or inside a JSON string with its line breaks escaped as \n.
 _KEY_BODY_INLINE = re.compile(
-    r"(?:[ \t]|\\r|\\n)+(?:[A-Za-z-]+: [^\\\n]*(?:\\r)?\\n)*(?:\\r|\\n)*[A-Za-z0-9+/=]{32,}"  # Proc-Type: ... headers
+    r"(?:[ \t]|\\+r|\\+n)+(?:[A-Za-z-]+: [^\\\n]*(?:\\+r)?\\+n)*(?:\\+r|\\+n)*[A-Za-z0-9+/=]{32,}"  # Proc-Type: ... headers
 )
 _KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----")
-_KEY_INLINE_RUN = re.compile(r"(?:[A-Za-z0-9+/=]|\\r|\\n|[ \t])+")
+_KEY_INLINE_RUN = re.compile(r"(?:[A-Za-z0-9+/=]|\\+r|\\+n|[ \t])+")
 
 # name = value, name: value, "name": "value", name := value, export NAME=value. The search starts
 # at the name's last word (key, secret, ...) and reads the name backwards from there, because an
@@ -202,6 +203,7 @@ _ANCHORS = (
     "api_org_",
     "glpat-",
     "gocspx-",
+    ":aa",
 )
 
 
@@ -373,7 +375,7 @@ _WRAP_PREFIXES = (
     "aiza", "akia", "asia", "hf_", "api_org_", "npm_", "dckr_pat_", "eyj", "glpat-", "gocspx-",
 )  # fmt: skip
 _TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.+/=")
-_WRAP_BREAK = re.compile(r"[ \t]*(?:\\?\r?\n|\\n)[ \t>]*")
+_WRAP_BREAK = re.compile(r"[ \t]*(?:\\?\r?\n|\\+n)[ \t>]*")
 _MAX_WRAPS = 3  # a token of up to 4 lines
 
 
