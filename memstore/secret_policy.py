@@ -165,14 +165,6 @@ def mask_message(text: str) -> str:
     return secrets.redact(text)[0]
 
 
-def error_text(exc) -> str:
-    """What the user is shown for an error (CLI stderr, HTTP body, MCP error), secrets masked: a
-    refusal is built masked; any other message may quote an input (a bad role, a file's name)."""
-    if isinstance(exc, SecretsFound):
-        return str(exc)
-    return mask_message(str(exc))
-
-
 def _default_origin(rec: dict) -> str:
     src = rec.get("source")
     if isinstance(src, dict) and src.get("path"):

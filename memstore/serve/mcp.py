@@ -49,9 +49,9 @@ class MemoryServer:
         try:
             return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
         except (MemstoreError, ValueError) as exc:  # the user-facing message, as the CLI would print it
-            from ..secret_policy import error_text
+            from ..errors import user_message
 
-            raise ToolError(error_text(exc)) from None
+            raise ToolError(user_message(exc)) from None
 
     # ----- tools -------------------------------------------------------------------------------
 
