@@ -286,15 +286,16 @@ class StoreAPI:
             return ForgetResult(records=records)
         return forget(self, records, purge_history=purge_history)
 
-    def mark(self, text: str | None = None, *, done: str | None = None, now=None):
+    def mark(self, text: str | None = None, *, done: str | None = None, now=None, secrets: str = "refuse"):
         """Open a "where are we now" marker with `text`, or close the open marker whose id starts
-        with `done` (`ct mark TEXT`, `ct mark --done ID`; one commit) → Marker."""
+        with `done` (`ct mark TEXT`, `ct mark --done ID`; one commit) → Marker. A marker holding a
+        detected secret is refused unless `secrets` is "redact" or "allow"."""
         from .upkeep import marks as markers
         from .errors import UsageError
 
         if bool(text) == bool(done):
             raise UsageError("give either TEXT (a new marker) or --done ID (close one)")
-        return markers.done(self, done, now=now) if done else markers.mark(self, text, now=now)
+        return markers.done(self, done, now=now) if done else markers.mark(self, text, now=now, secrets=secrets)
 
     def done(self, ref: str, now=None):
         """Close the marker whose id starts with `ref`: the same as `mark(done=ref)` → Marker."""
@@ -670,9 +671,20 @@ class StoreAPI:
 
         serve(self.root)
 
-    def chat(self, session: str | None = None, budget: int = 1500, *, verbose: bool = False, secrets=None):
+    def chat(
+        self,
+        session: str | None = None,
+        budget: int = 1500,
+        *,
+        verbose: bool = False,
+        secrets=None,
+        send_secrets: bool = False,
+    ):
         """A chat session with memory (`ct chat`): `.ask(text)` answers through the configured
-        OpenAI-compatible LLM with context from the store and stores both turns → ChatSession."""
+        OpenAI-compatible LLM with context from the store and stores both turns → ChatSession.
+        Secrets in what is sent (records stored with --allow-secrets) are masked unless `send_secrets`."""
         from .chat import ChatSession
 
-        return ChatSession(self, session=session, budget=budget, verbose=verbose, secrets=secrets)
+        return ChatSession(
+            self, session=session, budget=budget, verbose=verbose, secrets=secrets, send_secrets=send_secrets
+        )

@@ -39,6 +39,7 @@ class ChatTurn:
     ids: list[str] = field(default_factory=list)
     error: str | None = None
     debug_files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -49,6 +50,7 @@ class ChatTurn:
             "error": self.error,
             "context_tokens": self.context.tokens,
             "debug_files": self.debug_files,
+            "notes": self.notes,
         }
 
 
@@ -61,7 +63,8 @@ class ChatSession:
         budget: int = 1500,
         verbose: bool = False,
         history_turns: int = 6,
-        secrets: str = "refuse",
+        secrets: str | None = "refuse",
+        send_secrets: bool = False,
     ):
         self.store = store
         self.llm = llm or get_llm(store.root, require=True)
@@ -71,7 +74,8 @@ class ChatSession:
         self.verbose = verbose
         self.history: list[dict] = []
         self.history_turns = history_turns
-        self.secrets = secrets
+        self.secrets = secrets or "refuse"
+        self.send_secrets = send_secrets
 
     def prompt(self, text: str, ctx: Context) -> list[dict]:
         today = datetime.now(self.store.tz).strftime("%A, %d %B %Y, %H:%M %Z")
@@ -80,6 +84,26 @@ class ChatSession:
             {"role": "system", "content": system},
             *self.history[-2 * self.history_turns :],
             {"role": "user", "content": text},
+        ]
+
+    def outgoing(self, messages: list[dict]) -> tuple[list[dict], list[str]]:
+        """What may leave the machine: every message with its secrets masked (records stored with
+        --allow-secrets reach the memory context, an allowed question the history), and a note of
+        what was masked; as they are with `send_secrets` (the user's choice for this session)."""
+        if self.send_secrets:
+            return messages, []
+        from .secret_policy import scrub_kinds
+
+        out, kinds = [], []
+        for m in messages:
+            content, found = scrub_kinds(m["content"])
+            out.append({**m, "content": content})
+            kinds += found
+        if not kinds:
+            return out, []
+        return out, [
+            f"masked {len(kinds)} secret{'s' if len(kinds) != 1 else ''} ({', '.join(sorted(set(kinds)))}) "
+            "in what was sent to the LLM; pass --send-secrets to send them as stored"
         ]
 
     def ask(self, text: str) -> ChatTurn:
@@ -96,8 +120,8 @@ class ChatSession:
             text = scrub(text)
         asked_at = to_iso(now_utc())
         ctx = build_context(self.store, text, budget=self.budget, recent=0)
-        messages = self.prompt(text, ctx)
-        turn = ChatTurn(user=text, reply=None, context=ctx, messages=messages)
+        messages, notes = self.outgoing(self.prompt(text, ctx))
+        turn = ChatTurn(user=text, reply=None, context=ctx, messages=messages, notes=notes)
         try:
             turn.reply = self.llm.complete(messages, temperature=0.7)
         except LLMError as exc:

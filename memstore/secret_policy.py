@@ -9,6 +9,7 @@ a copy of the secret in a place the user did not put it.
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 from .errors import SecretsFound, UsageError
@@ -20,29 +21,97 @@ HINT = (
 )
 
 
-def _strings(rec: dict):
-    """(place, text) for the record's text and every string inside its `meta` and `source`."""
-    yield "text", rec.get("text") or ""
-    for key in ("meta", "source"):
-        stack = [(key, rec.get(key))]
-        while stack:
-            place, value = stack.pop()
-            if isinstance(value, str):
-                yield place, value
-            elif isinstance(value, dict):
-                stack += [(f"{place}.{k}", v) for k, v in value.items()]
-            elif isinstance(value, list):
-                stack += [(f"{place}[{i}]", v) for i, v in enumerate(value)]
+# Fields the record format fixes (checked values, a timestamp, hashes memstore computes) hold no
+# text of the user's; every other string is scanned, dict keys too.
+_FIXED = frozenset(("ts", "role", "type", "hash", "seg"))
+_LONG_FIELD = 300  # longer strings, and strings of several lines, are scanned alone, like a text
+# Identifiers made of hex digits or lower-case base32 (memstore's ids, UUIDs, "chatgpt:<uuid>"): no
+# rule finds a secret in one without a secret's name, so they are not scanned (a write's ids are
+# all new, and each would cost a look at detect-secrets).
+_PLAIN_ID = re.compile(r"(?:[a-z][a-z0-9_-]{0,20}:)?(?:[0-9a-f-]{8,64}|[0-9a-hjkmnp-tv-z]{26})")
+
+
+def _fields(rec: dict):
+    """(place, key, value) for every field but the text: value is a str, a scalar, or None for a
+    dict's or list's own key (its contents come after it)."""
+    for key, value in rec.items():
+        if key != "text" and key not in _FIXED:
+            yield from _walk(key, key, value)
+
+
+def _walk(place: str, key: str, value):
+    if isinstance(value, dict):
+        yield place, key, None
+        for k, v in value.items():
+            yield from _walk(f"{place}.{k}", str(k), v)
+    elif isinstance(value, list):
+        yield place, key, None
+        for i, v in enumerate(value):
+            yield from _walk(f"{place}[{i}]", key, v)
+    else:
+        yield place, key, value
+
+
+def _field_line(key: str, value) -> str:
+    """How a short field is scanned: `key: value`, so a secret's name (password: ...) counts."""
+    if value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and _plain(key, value)):
+        return f"{key}:"
+    return f"{key}: {value}"
+
+
+def _plain(key: str, value: str) -> bool:
+    lowered = key.lower()
+    if any(word in lowered for word in ("key", "secret", "token", "passw", "pwd", "auth", "cred")):
+        return False  # a secret's name makes a hex value one (private_key_id, token: <hex>)
+    return len(value) <= 80 and _PLAIN_ID.fullmatch(value) is not None
+
+
+def _long(value) -> bool:
+    return isinstance(value, str) and (len(value) > _LONG_FIELD or "\n" in value)
+
+
+# Field lines found clean by this process (a session's name, a model, a file's path recur on every
+# record of an import); bounded, since it is only a shortcut.
+_CLEAN_LINES: set[str] = set()
+_CLEAN_LINES_MAX = 100_000
 
 
 def findings(rec: dict) -> list[tuple[str, object]]:
-    """(place, Finding) for every secret in the record."""
+    """(place, Finding) for every secret in the record: its text, and every other string field
+    (session, actor, model, id, source, meta and unknown fields kept, nested ones, dict keys)."""
     from .ingest import secrets
 
-    found = [(place, f) for place, text in _strings(rec) if text for f in secrets.scan(text)]
-    if rec.get("text") and not any(place == "text" for place, _ in found):
-        _found_clean(clean_key(rec["text"]))  # `scrub` of this text would give it back unchanged
+    text = rec.get("text") or ""
+    found = [("text", f) for f in secrets.scan(text)] if text else []
+    if text and not found:
+        _found_clean(clean_key(text))  # `scrub` of this text would give it back unchanged
+    lines: list[tuple[str, str]] = []
+    for place, key, value in _fields(rec):
+        if _long(value):
+            found += [(place, f) for f in secrets.scan(value)]
+            value = None
+        line = _field_line(key, value)
+        if line not in _CLEAN_LINES:
+            lines.append((place, line))
+    if lines:
+        found += _scan_lines(lines)
     return found
+
+
+def _scan_lines(lines: list[tuple[str, str]]) -> list[tuple[str, object]]:
+    """The field lines scanned as one text (a blank line between, so no two are read as one)."""
+    from .ingest import secrets
+
+    hits = secrets.scan("\n\n".join(line for _, line in lines))
+    out, flagged = [], set()
+    for f in hits:
+        i = (f.line - 1) // 2
+        flagged.add(i)
+        out.append((lines[i][0], secrets.Finding(1, f.kind, f.excerpt_redacted)))
+    if len(_CLEAN_LINES) > _CLEAN_LINES_MAX:
+        _CLEAN_LINES.clear()
+    _CLEAN_LINES.update(line for i, (_, line) in enumerate(lines) if i not in flagged)
+    return out
 
 
 def apply(records: list[dict], how: str = "refuse", origins: dict | None = None) -> tuple[list[dict], list[str]]:
@@ -65,13 +134,17 @@ def apply(records: list[dict], how: str = "refuse", origins: dict | None = None)
         where = origins.get(id(rec)) or _default_origin(rec)
         if how == "refuse":
             said = f"{where} (record {rec['id']})" if id(rec) in origins and rec.get("id") else where
-            refused += [f"{said}: {_place(rec, place, f)}{f.kind} ({f.excerpt_redacted})" for place, f in found]
+            # a file name, a record id or a session may hold a secret of its own: masked too
+            said = mask_message(said)
+            refused += [
+                f"{said}: {mask_message(_place(rec, place, f))}{f.kind} ({f.excerpt_redacted})" for place, f in found
+            ]
         elif how == "skip":
-            notes.append(f"left out {where}: holds {_kinds(f for _, f in found)}")
+            notes.append(f"left out {mask_message(where)}: holds {_kinds(f for _, f in found)}")
         else:
             _redact_in_place(rec)
             kept.append(rec)
-            notes.append(f"redacted {_kinds(f for _, f in found)} in {where}")
+            notes.append(f"redacted {_kinds(f for _, f in found)} in {mask_message(where)}")
     if refused:
         raise SecretsFound(
             "Refusing to write what looks like credentials:\n  "
@@ -82,6 +155,16 @@ def apply(records: list[dict], how: str = "refuse", origins: dict | None = None)
     return kept, notes
 
 
+def mask_message(text: str) -> str:
+    """A message for the user (an error, a note) with every detected secret in it replaced: a
+    refusal names a file, a record id or a session, any of which may itself be a token."""
+    if not text:
+        return text
+    from .ingest import secrets
+
+    return secrets.redact(text)[0]
+
+
 def _default_origin(rec: dict) -> str:
     src = rec.get("source")
     if isinstance(src, dict) and src.get("path"):
@@ -90,9 +173,10 @@ def _default_origin(rec: dict) -> str:
 
 
 def _place(rec: dict, place: str, f) -> str:
-    """Where in the record: nothing for a one-line text, else "text line 3: " or "meta.x: "."""
-    multiline = place != "text" or "\n" in (rec.get("text") or "")
-    return f"{place} line {f.line}: " if multiline else ""
+    """Where in the record: nothing for a one-line text, else "text line 3: ", "meta.x: " or "meta.x line 2: "."""
+    if place == "text":
+        return f"text line {f.line}: " if "\n" in (rec.get("text") or "") else ""
+    return f"{place} line {f.line}: " if f.excerpt_redacted and f.line > 1 else f"{place}: "
 
 
 def _kinds(found) -> str:
@@ -103,46 +187,87 @@ def _kinds(found) -> str:
 def _redact_in_place(rec: dict) -> None:
     """Each secret in the record replaced by `[REDACTED kind]`; meta.redacted lists the kinds.
 
-    In place, because the write keys its embedding inputs and given vectors by id(record).
-    """
+    Every field is cleaned as `findings` scans it, so the result is found clean. An id (or a
+    `supersedes` id) holding a secret becomes a hash of it, so a second import of the same input
+    still finds the record. In place, because the write keys its embedding inputs and given vectors
+    by id(record)."""
     from .ingest import secrets
 
-    def clean(value):
-        if isinstance(value, str):
-            text, kinds = secrets.redact(value)
-            all_kinds.extend(kinds)
-            return text
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-
     all_kinds: list[str] = []
-    rec["text"] = clean(rec["text"])
-    for key in ("meta", "source"):
-        if key in rec:
-            rec[key] = clean(rec[key])
+
+    def red(value: str) -> str:
+        out, kinds = secrets.redact(value)
+        all_kinds.extend(kinds)
+        return out
+
+    def clean_key_name(key: str) -> str:
+        line = f"{key}:"
+        cleaned = red(line)
+        if cleaned == line:
+            return key
+        return cleaned[:-1] if cleaned.endswith(":") else red(key)
+
+    def pair(key: str, value):
+        """(key, value) cleaned the way `findings` shows them to the scan."""
+        if _long(value):
+            return clean_key_name(key), red(value)
+        line = _field_line(key, value)
+        if line == f"{key}:":
+            return clean_key_name(key), value
+        cleaned = red(line)
+        if cleaned == line:
+            return key, value
+        if cleaned.startswith(f"{key}: "):
+            return key, cleaned[len(key) + 2 :]
+        return clean_key_name(key), red(value)
+
+    def clean(key: str, value):
+        if isinstance(value, dict):
+            return clean_key_name(key), dict(clean(str(k), v) for k, v in value.items())
+        if isinstance(value, list):
+            return clean_key_name(key), [clean(key, v)[1] for v in value]
+        return pair(key, value)
+
+    rec["text"] = red(rec["text"])
+    for key in [k for k in rec if k != "text" and k not in _FIXED]:
+        value = clean(key, rec[key])[1]
+        if key in ("id", "supersedes"):
+            value = _id_without_secret(rec[key], value)
+        rec[key] = value  # the record's own field names are fixed; only nested keys are renamed
     meta = dict(rec.get("meta") or {})
     meta["redacted"] = sorted(set(all_kinds))
     rec["meta"] = meta
+
+
+def _id_without_secret(old, new):
+    """An id the redaction changed becomes a hash of the original: unique, and the same on re-import."""
+    if isinstance(old, list):
+        return [_id_without_secret(o, n) for o, n in zip(old, new)]
+    if isinstance(old, str) and old != new:
+        return "r" + hashlib.sha256(old.encode("utf-8", "surrogatepass")).hexdigest()[:25]
+    return new
 
 
 def scrub(text: str) -> str:
     """Derived text (a commit subject, a topic name or summary) with any detected secret replaced.
 
     A text known to come back unchanged (see `clean_key`) is not scanned again."""
+    return scrub_kinds(text)[0]
+
+
+def scrub_kinds(text: str) -> tuple[str, list[str]]:
+    """`scrub`, and the kinds of secret it replaced."""
     if not text:
-        return text
+        return text, []
     key = clean_key(text)
     if key in _CLEAN:
-        return text
+        return text, []
     from .ingest import secrets
 
-    out = secrets.redact(text)[0]
+    out, kinds = secrets.redact(text)
     if out == text:
         _found_clean(key)
-    return out
+    return out, kinds
 
 
 # Texts that `scrub` gives back unchanged, by `clean_key`. Topic names and summaries are built

@@ -6,7 +6,7 @@ kind of secret appears in several settings (prose, a config file, a shell line, 
 users paste them into a conversation; the look-alikes are what a memory of developer conversations
 is full of: hashes, UUIDs, git SHAs, base64 images, AWS's documented example keys, placeholders.
 
-    python -m memstore.bench.secret_set          # prints the table for docs/reliability.md
+    python -m memstore.bench.secret_set          # prints the table (recall, false-positive rate)
 """
 
 from __future__ import annotations
@@ -95,7 +95,21 @@ def secrets(rng: random.Random) -> list[Case]:
     twilio = "SK" + _r(rng, "0123456789abcdef", 32)
     pypi = "pypi-" + "AgEIcHlwaS5vcmc" + _r(rng, B62 + "-_", 70)
     telegram = f"{rng.randrange(10**8, 10**9)}:AA" + _r(rng, B62 + "-_", 33)
+    hf = "h" + "f_" + _r(rng, string.ascii_letters, 34)
+    glpat = "gl" + "pat-" + _r(rng, B62 + "-_", 20)
+    gocspx = "GOC" + "SPX-" + _r(rng, B62 + "-_", 28)
+    anthropic = "sk-" + "ant-api03-" + _r(rng, B62 + "-_", 93) + "AA"
+    rsa = _private_key(rng, "RSA")
     return [
+        *side_door_secrets(rng, gh, hf, rsa),
+        Case("huggingface-token", f"export HF_TOKEN={hf}"),
+        Case("huggingface-token", f"huggingface-cli login --token {hf}"),
+        Case("gitlab-token", f"git remote set-url origin https://oauth2:{glpat}@gitlab.com/acme/app.git"),
+        Case(
+            "google-oauth-client-secret",
+            f'{{"installed": {{"client_id": "1234.apps.googleusercontent.com", "client_secret": "{gocspx}"}}}}',
+        ),
+        Case("anthropic-api-key", f"ANTHROPIC_API_KEY={anthropic}"),
         Case("github-token", f"here is my token {gh} please remember it"),
         Case("github-token", f"export GITHUB_TOKEN={gho}"),
         Case("github-token", f"git clone https://{ghpat}@github.com/acme/app.git"),
@@ -128,6 +142,70 @@ def secrets(rng: random.Random) -> list[Case]:
         Case("other-vendor", f"twilio api key sid {twilio}"),
         Case("other-vendor", f"[pypi]\nusername = __token__\npassword = {pypi}"),
         Case("other-vendor", f"bot = telegram.Bot('{telegram}')"),
+    ]
+
+
+def side_door_secrets(rng: random.Random, gh: str, hf: str, rsa: str) -> list[Case]:
+    """Secrets in the shapes issue 26 found missed: keys with escaped or no line breaks, a Google
+    service-account file, tokens wrapped over lines."""
+    sa = json.dumps(
+        {
+            "type": "service_account",
+            "project_id": "acme-prod",
+            "private_key_id": "%040x" % rng.getrandbits(160),
+            "private_key": _private_key(rng, "") + "\n",
+            "client_email": "deploy@acme-prod.iam.gserviceaccount.com",
+            "client_id": str(rng.randrange(10**20, 10**21)),
+        },
+        indent=2,
+    )
+    return [
+        Case("private-key", json.dumps({"ssh_key": rsa})),  # inside JSON: line breaks escaped as \n
+        Case("private-key", "the key: " + rsa.replace("\n", " ")),  # pasted on one line
+        Case("private-key", "DEPLOY_KEY='" + _private_key(rng, "EC").replace("\n", "\\n") + "'"),
+        Case("private-key", sa),
+        Case("private-key", json.dumps({"messages": [{"role": "user", "content": "key file:\n" + sa}]})),
+        Case("github-token", f"my token is {gh[:22]}\n{gh[22:]} (it wrapped)"),
+        Case("github-token", f'{{"text": "use {gh[:15]}\\n{gh[15:]}"}}'),
+        Case("huggingface-token", f"> {hf[:20]}\n> {hf[20:]}"),
+    ]
+
+
+def hard_lookalikes(rng: random.Random) -> list[Case]:
+    """Look-alikes a developer's memory is full of: ids, hashes in logs, images, docs with placeholder keys."""
+    sha1 = hashlib.sha1(rng.randbytes(16)).hexdigest()
+    sha256 = hashlib.sha256(rng.randbytes(16)).hexdigest()
+    uids = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(3)]
+    jpeg = base64.b64encode(b"\xff\xd8\xff\xe0" + rng.randbytes(600)).decode()
+    wheel = base64.urlsafe_b64encode(rng.randbytes(32)).decode().rstrip("=")
+    log = "\n".join(
+        f"2026-03-01T10:0{i}:00Z INFO build {hashlib.sha1(rng.randbytes(8)).hexdigest()[:12]} "
+        f"layer sha256:{hashlib.sha256(rng.randbytes(8)).hexdigest()} pulled"
+        for i in range(4)
+    )
+    return [
+        Case("none", f"session {uids[0]} resumed; parent {uids[1]}, request {uids[2]}"),
+        Case("none", f'{{"uuid": "{uids[0]}", "parentUuid": "{uids[1]}", "sessionId": "{uids[2]}"}}'),
+        Case("none", f"git checkout {sha1} && git cherry-pick {sha1[:10]}"),
+        Case("none", f"Merge: {sha1[:7]} {hashlib.sha1(rng.randbytes(4)).hexdigest()[:7]}\ncommit {sha1}"),
+        Case("none", log),
+        Case("none", f"docker pull python@sha256:{sha256}"),
+        Case("none", f"![diagram](data:image/jpeg;base64,{jpeg})"),
+        Case("none", f'background: url("data:image/png;base64,{_b64(rng, 400)}");'),
+        Case("none", f"{sha256}  memstore-0.9.0-py3-none-any.whl\nRECORD sha256={wheel}"),
+        Case("none", "curl -H 'Authorization: Bearer YOUR_API_KEY' https://api.example.com/v1/items"),
+        Case("none", 'client = OpenAI(api_key="sk-...")  # put your key here'),
+        Case("none", "export HF_TOKEN=hf_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+        Case("none", "from huggingface_hub import hf_hub_download\npath = hf_hub_download(repo_id, filename)"),
+        Case("none", "Set `GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}` in the workflow."),
+        Case("none", "aws configure set aws_secret_access_key <SECRET_ACCESS_KEY>"),
+        Case("none", '{"type": "service_account", "project_id": "my-project", "private_key": "<paste the key>"}'),
+        Case("none", "The header line is -----BEGIN RSA PRIVATE KEY----- and the body is base64."),
+        Case("none", "Stripe test keys start with sk_test_ and live keys with sk_live_."),
+        Case("none", f"ghp_ tokens are 40 characters, e.g. the one revoked in {sha1[:8]}"),
+        Case("none", f"model: {rng.choice(['gpt-4o-2024-08-06', 'claude-3-5-sonnet-20241022'])}"),
+        Case("none", f'ETag: W/"{hashlib.md5(rng.randbytes(8)).hexdigest()}"; x-request-id: {uids[0]}'),
+        Case("none", f"ssh-rsa {_b64(rng, 270)} ann@laptop"),
     ]
 
 
@@ -178,6 +256,7 @@ def labelled_set(seed: int = 7, copies: int = 3) -> list[Case]:
         rng = random.Random(seed * 1000 + i)
         out += secrets(rng)
         out += lookalikes(rng)
+        out += hard_lookalikes(rng)
     return out
 
 
@@ -211,7 +290,8 @@ def main() -> None:
         ),
         "adopted: rules + detect-secrets specific plugins (memstore.ingest.secrets.scan)": sec.scan,
     }
-    print("| detector | secrets found | false positives | ms per text | missed kinds |")
+    print(f"{sum(c.secret for c in cases)} secrets, {sum(not c.secret for c in cases)} look-alikes (seed 7, 3 draws)\n")
+    print("| detector | secrets found (recall) | false positives (rate) | ms per text | missed kinds |")
     print("|---|---|---|---|---|")
     for name, fn in detectors.items():
         r = rates(fn, cases)

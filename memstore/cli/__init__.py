@@ -80,7 +80,9 @@ class LazyGroup(click.Group):
                 ctx.obj.warn_problems()
             return result
         except MemstoreError as exc:
-            click.echo(f"Error: {exc}", err=True)
+            from ..errors import user_message
+
+            click.echo(f"Error: {user_message(exc)}", err=True)
             ctx.exit(exc.exit_code)
         except Exception as exc:
             said = environment_error(exc)

@@ -68,16 +68,23 @@ def mcp_cmd(obj):
     "--verbose", "debug", is_flag=True, help="Write each turn's hits, context and prompt to .memstore/chat-debug/."
 )
 @secret_options("Store turns")
+@click.option(
+    "--send-secrets",
+    is_flag=True,
+    help="Send the LLM the secrets of records stored with --allow-secrets (masked by default).",
+)
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the turn as JSON.")
 @click.pass_obj
-def chat_cmd(obj, once, session, budget, debug, secrets, as_json):
+def chat_cmd(obj, once, session, budget, debug, secrets, send_secrets, as_json):
     """Chat with memory: answers from an OpenAI-compatible LLM (OPENAI_BASE_URL), turns stored.
 
     Example: ct chat --once "What did we decide about the trip budget?"
     """
     from ..errors import SecretsFound
 
-    chat = obj.store(index=True).chat(session=session, budget=budget, verbose=debug, secrets=secrets)
+    chat = obj.store(index=True).chat(
+        session=session, budget=budget, verbose=debug, secrets=secrets, send_secrets=send_secrets
+    )
     if once is not None:
         turn = chat.ask(once)
         if as_json:
@@ -102,6 +109,8 @@ def chat_cmd(obj, once, session, budget, debug, secrets, as_json):
 
 
 def _show(obj, turn) -> None:
+    for note in turn.notes:
+        obj.say(note)
     if turn.reply is not None:
         click.echo(turn.reply)
     else:

@@ -63,16 +63,27 @@ def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json, secrets)
 @click.option(
     "--done", "done_id", default=None, metavar="ID", help="Close the open marker ID (or an unambiguous prefix)."
 )
+@click.option("--redact-secrets", is_flag=True, help="Replace each detected secret by [REDACTED <kind>].")
+@click.option(
+    "--allow-secrets",
+    is_flag=True,
+    help="Keep verbatim even what looks like credentials (the commit subject is masked).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the marker as JSON.")
 @click.pass_obj
-def mark_cmd(obj, text, done_id, as_json):
+def mark_cmd(obj, text, done_id, redact_secrets, allow_secrets, as_json):
     """Set a "where are we now" marker (one commit), or close one with --done ID.
 
     Example: ct mark "budget: waiting for Ana's numbers"
     """
     if bool(text) == bool(done_id):
         raise click.UsageError("give either TEXT (a new marker) or --done ID (close one)")
-    m = obj.store().mark(text, done=done_id)
+    if redact_secrets and allow_secrets:
+        from ..errors import UsageError
+
+        raise UsageError("--allow-secrets and --redact-secrets exclude each other; pass one.")
+    how = "allow" if allow_secrets else "redact" if redact_secrets else "refuse"
+    m = obj.store().mark(text, done=done_id, secrets=how)
     if as_json:
         emit_json(m.to_json())
     elif done_id:

@@ -131,7 +131,10 @@ def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0,
             plan.notes.append(f"skipped {item.path}: no text")
             continue
         if not allow_secrets:
-            plan.found += [f"{item.path}:{f.line}: {f.kind} ({f.excerpt_redacted})" for f in secrets.scan(text)]
+            found = secrets.scan(text)
+            if found:  # the file's name may hold a secret of its own
+                where = secret_policy.mask_message(str(item.path))
+                plan.found += [f"{where}:{f.line}: {f.kind} ({f.excerpt_redacted})" for f in found]
         chunks = chunk(text, item.kind, emb.count_tokens, max_tokens, overlap)
         current_hashes = {}
         for rid, _, rowid in current:

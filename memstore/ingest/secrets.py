@@ -78,7 +78,13 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         1,
     ),
+    ("anthropic-api-key", re.compile(r"(?<![\w-])(sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_-]{40,})"), 1),
     ("openai-api-key", re.compile(r"(?<![\w-])(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})"), 1),
+    ("huggingface-token", re.compile(r"(?<![\w-])((?:hf|api_org)_[A-Za-z0-9]{30,40})(?![A-Za-z0-9_])"), 1),
+    ("gitlab-token", re.compile(r"(?<![\w-])(glpat-[A-Za-z0-9_-]{20,})"), 1),
+    ("google-oauth-client-secret", re.compile(r"(?<![\w-])(GOCSPX-[A-Za-z0-9_-]{28})(?![\w-])"), 1),
+    # a Google Cloud service-account key file: its private key is found as a key; this is its id
+    ("gcp-service-account", re.compile(r"[\"']private_key_id\\*[\"']\s*:\s*\\*[\"']([0-9a-f]{40})\\*[\"']"), 1),
     ("github-token", re.compile(r"(?<![\w])(gh[pousr]_[A-Za-z0-9]{36,255})(?![A-Za-z0-9])"), 1),
     ("github-token", re.compile(r"(?<![\w])(github_pat_[A-Za-z0-9_]{22,255})"), 1),
     ("slack-token", re.compile(r"(?<![\w-])(xox[baprs]-[A-Za-z0-9-]{10,})"), 1),
@@ -92,6 +98,7 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("jwt", re.compile(r"(?<![\w-])(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,})"), 1),
     ("docker-auth", re.compile(r"(?<![\w])(dckr_pat_[A-Za-z0-9_-]{20,})"), 1),
     ("docker-auth", re.compile(r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{12,}={0,2})\""), 1),
+    ("telegram-bot-token", re.compile(r"(?<![\w:])([0-9]{8,10}:AA[0-9A-Za-z_-]{33})(?![\w-])"), 1),
     ("npm-token", re.compile(r"(?<![\w])(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])"), 1),
     ("url-credentials", re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,64}:([^\s:/@]{3,128})@[\w.-]"), 1),
 )
@@ -99,6 +106,12 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
 _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----")
 # A key block is only reported when key material follows, so prose that names the header is not.
 _KEY_BODY_LINE = re.compile(r"^[ \t]*[A-Za-z0-9+/=]{32,}[ \t]*\r?$", re.MULTILINE)
+# The same key pasted on one line, or inside a JSON string with its line breaks escaped as \n.
+_KEY_BODY_INLINE = re.compile(
+    r"(?:[ \t]|\\+r|\\+n)+(?:[A-Za-z-]+: [^\\\n]*(?:\\+r)?\\+n)*(?:\\+r|\\+n)*[A-Za-z0-9+/=]{32,}"  # Proc-Type: ... headers
+)
+_KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----")
+_KEY_INLINE_RUN = re.compile(r"(?:[A-Za-z0-9+/=]|\\+r|\\+n|[ \t])+")
 
 # name = value, name: value, "name": "value", name := value, export NAME=value. The search starts
 # at the name's last word (key, secret, ...) and reads the name backwards from there, because an
@@ -149,11 +162,15 @@ def scan_rules(text: str) -> list[Finding]:
             found[(pos, end)] = kind
 
     for m in _PRIVATE_KEY.finditer(text):
-        if _KEY_BODY_LINE.search(text, m.end(), m.end() + 4096):
+        if _KEY_BODY_INLINE.match(text, m.end()):
+            report(m.start(), _inline_key_end(text, m.end()), "private-key")
+        elif _KEY_BODY_LINE.search(text, m.end(), m.end() + 4096):
             report(m.start(), _key_block_end(text, m.end()), "private-key")
     for start, end in _candidate_lines(text):
         _scan_line(text, start, end, report)
-    return [_finding(text, pos, end, kind) for (pos, end), kind in sorted(found.items())]
+    _scan_wrapped(text, report)
+    spans = sorted(found.items())
+    return [_finding(text, pos, end, kind, spans) for (pos, end), kind in spans]
 
 
 # Lower-case words that every rule's match contains; only lines holding one are run through the
@@ -182,6 +199,11 @@ _ANCHORS = (
     '"auth"',
     "npm_",
     "://",
+    "hf_",
+    "api_org_",
+    "glpat-",
+    "gocspx-",
+    ":aa",
 )
 
 
@@ -298,6 +320,9 @@ def _plausible_token(kind: str, value: str) -> bool:
         return any(c.isdigit() for c in tail) and any(c.isupper() for c in tail)
     if kind == "slack-token":
         return any(c.isdigit() for c in value)
+    if kind == "huggingface-token":  # random mixed-case letters, unlike hf_hub_download or hf_TOKENNAME
+        tail = value.split("_", 1)[1]
+        return any(c.isupper() for c in tail) and any(c.islower() for c in tail)
     if kind == "docker-auth" and not value.startswith("dckr_"):
         return _decodes_to_user_and_password(value)
     if kind == "url-credentials":
@@ -343,9 +368,78 @@ def _high_entropy_value(value: str, *, quoted: bool) -> bool:
     return shannon_entropy(value) >= _ENTROPY_BITS
 
 
+# Token shapes that start with a fixed prefix: a token of one of them that a terminal or an editor
+# wrapped over two lines is found by joining the lines at the break.
+_WRAP_PREFIXES = (
+    "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "sk-", "sk_live_", "rk_live_", "xox",
+    "aiza", "akia", "asia", "hf_", "api_org_", "npm_", "dckr_pat_", "eyj", "glpat-", "gocspx-",
+)  # fmt: skip
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.+/=")
+_WRAP_BREAK = re.compile(r"[ \t]*(?:\\?\r?\n|\\+n)[ \t>]*")
+_MAX_WRAPS = 3  # a token of up to 4 lines
+
+
+def _scan_wrapped(text: str, report) -> None:
+    """Report tokens cut by line breaks: each prefix's run of token characters that ends at a line
+    break is joined with the runs that start the next lines, and the rules are tried on the join."""
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return
+    for prefix in _WRAP_PREFIXES:
+        pos = lowered.find(prefix)
+        while pos != -1:
+            _try_wrapped(text, pos, report)
+            pos = lowered.find(prefix, pos + len(prefix))
+
+
+def _run_end(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _TOKEN_CHARS:
+        pos += 1
+    return pos
+
+
+def _try_wrapped(text: str, pos: int, report) -> None:
+    pieces = [(pos, _run_end(text, pos))]  # (start, end) in the text of each line's part
+    for _ in range(_MAX_WRAPS):
+        brk = _WRAP_BREAK.match(text, pieces[-1][1])
+        if brk is None:
+            break
+        end = _run_end(text, brk.end())
+        if end == brk.end():
+            break
+        pieces.append((brk.end(), end))
+    if len(pieces) == 1:
+        return
+    joined = "".join(text[a:b] for a, b in pieces)
+    cuts = [0]
+    for a, b in pieces:
+        cuts.append(cuts[-1] + b - a)
+
+    def place(i: int) -> int:  # a position in `joined` -> the position in `text`
+        for (a, _b), lo, hi in zip(pieces, cuts, cuts[1:]):
+            if i < hi or hi == cuts[-1]:
+                return a + i - lo
+        return pieces[-1][1]
+
+    for kind, pattern, group in _TOKEN_RULES:
+        m = pattern.search(joined)
+        if m and m.start(group) < cuts[1] < m.end(group) and _plausible_token(kind, m.group(group)):
+            report(place(m.start(group)), place(m.end(group) - 1) + 1, kind)
+            return
+
+
+def _inline_key_end(text: str, pos: int) -> int:
+    """The end of a key pasted on one line or with escaped line breaks: its END marker, else its run."""
+    m = _KEY_END.search(text, pos, pos + 16384)
+    if m and "\n" not in text[pos : m.start()]:
+        return m.end()
+    run = _KEY_INLINE_RUN.match(text, pos)
+    return run.end() if run else pos
+
+
 def _key_block_end(text: str, pos: int) -> int:
     """The end of a private key block: its END line, else the last line of key material."""
-    m = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----").search(text, pos)
+    m = _KEY_END.search(text, pos)
     if m:
         return m.end()
     last = pos
@@ -356,17 +450,42 @@ def _key_block_end(text: str, pos: int) -> int:
     return last
 
 
-def _finding(text: str, pos: int, end: int, kind: str) -> Finding:
-    """The finding with its line number and its line, the secret masked (first four characters kept)."""
+def _finding(text: str, pos: int, end: int, kind: str, spans=()) -> Finding:
+    """The finding with its line number and its line, with this secret and every other one found
+    on the line masked (first four characters kept; a private key keeps its header)."""
     line_no = text.count("\n", 0, pos) + 1
     start = text.rfind("\n", 0, pos) + 1
-    stop = text.find("\n", pos)
+    return Finding(line_no, kind, _masked_line(text, start, [((pos, end), kind), *spans]), pos, end)
+
+
+def _mask_secret(secret: str, kind: str) -> str:
+    """A private key keeps its header (a header alone on its line as it is), anything else four characters."""
+    head = _PRIVATE_KEY.match(secret) if kind == "private-key" else None
+    if head:
+        return secret if secret == head.group(0) else head.group(0) + "…[redacted]"
+    return secret[:4] + "…[redacted]"
+
+
+def _masked_line(text: str, start: int, spans) -> str:
+    """The line starting at `start`, each (start, end) span of `spans` that meets it masked."""
+    stop = text.find("\n", start)
     line = text[start : len(text) if stop == -1 else stop].rstrip("\r")
-    line_end = min(end, start + len(line))
-    secret = text[pos:line_end]
-    masked = secret if secret.startswith("-----BEGIN") else secret[:4] + "…[redacted]"
-    excerpt = (line[: pos - start] + masked + line[line_end - start :]).strip()
-    return Finding(line_no, kind, excerpt if len(excerpt) <= 160 else excerpt[:159] + "…", pos, end)
+    line_end = start + len(line)
+    cuts = sorted({(max(a, start), min(b, line_end), k) for (a, b), k in spans if a < line_end and b > start})
+    out, at = [], start
+    for a, b, kind in cuts:
+        if a < at:
+            a = at
+            if a >= b:
+                continue
+            out.append("…[redacted]")
+        else:
+            secret = text[a:b]
+            out += [text[at:a], _mask_secret(secret, kind)]
+        at = b
+    out.append(text[at:line_end])
+    excerpt = "".join(out).strip()
+    return excerpt if len(excerpt) <= 160 else excerpt[:159] + "…"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,7 +538,7 @@ def scan_detect_secrets(text: str, specific_only: bool = False, token_lines_only
     numbered = list(enumerate(lines, start=1))
     if specific_only if token_lines_only is None else token_lines_only:
         numbered = [(n, line) for n, line in numbered if _LONG_TOKEN.search(line)]
-    out: dict[int, Finding] = {}
+    out: dict[tuple[int, int], str] = {}
     # The line-based scan of a file (with the heuristic filters), minus the file I/O; its name is
     # private, which is why the dependency is pinned.
     for s in ds_scan._process_line_based_plugins(numbered, filename="record.txt"):
@@ -430,14 +549,22 @@ def scan_detect_secrets(text: str, specific_only: bool = False, token_lines_only
         if _documented_example(value) or (value and _is_placeholder(value)):
             continue
         line = lines[s.line_number - 1]
-        pos = line.find(value) if value else -1
-        masked = line if pos < 0 else line[:pos] + value[:4] + "…[redacted]" + line[pos + len(value) :]
-        if kind == "private-key":
-            masked = line.strip()
-        begin = offsets[s.line_number - 1] + (pos if pos >= 0 else 0)
-        stop = begin + len(value) if pos >= 0 else offsets[s.line_number - 1] + len(line)
-        out.setdefault(s.line_number, Finding(s.line_number, kind, masked.strip()[:160], begin, stop))
-    return [out[n] for n in sorted(out)]
+        base = offsets[s.line_number - 1]
+        places = _occurrences(line, value) or [(0, len(line))]  # not found as such: the whole line
+        for pos, stop in places:
+            out.setdefault((base + pos, base + stop), kind)
+    spans = sorted(out.items())
+    return [_finding(text, a, b, kind, spans) for (a, b), kind in spans]
+
+
+def _occurrences(line: str, value: str) -> list[tuple[int, int]]:
+    if not value:
+        return []
+    out, pos = [], line.find(value)
+    while pos != -1:
+        out.append((pos, pos + len(value)))
+        pos = line.find(value, pos + len(value))
+    return out
 
 
 _DS_SETTINGS = []
@@ -462,23 +589,48 @@ def _documented_example(value: str) -> bool:
 
 def scan(text: str) -> list[Finding]:
     """The adopted detector: the hand-written rules, plus detect-secrets' vendor-specific plugins
-    on lines the rules found nothing on (docs/reliability.md has the measurements)."""
+    where the rules found nothing (docs/reliability.md has the measurements).
+
+    Each finding's excerpt masks every secret found on its line, not only its own."""
     found = scan_rules(text)
-    hit = {f.line for f in found}
     if _LONG_TOKEN.search(text):  # every vendor shape has one; prose without one skips the slow part
+        ours = len(found)
         for f in scan_detect_secrets(text, specific_only=True):
-            if f.line not in hit and f.kind != "private-key":  # the rules' key check needs the key body
-                found.append(f)
-                hit.add(f.line)
-    return sorted(found, key=lambda f: f.line)
+            if f.kind != "private-key" and not any(g.start < f.end and f.start < g.end for g in found):
+                found.append(f)  # the rules' key check needs the key body; a place is reported once
+        if ours < len(found):  # the excerpts of each side mask the other side's secrets too
+            every = sorted(((f.start, f.end), f.kind) for f in found)
+            found = [_finding(text, f.start, f.end, f.kind, every) for f in found]
+    return sorted(found, key=lambda f: (f.start, f.line))
 
 
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=.:-]{20,}")
+_REDACT_PASSES = 8
 
 
 def redact(text: str, findings: list[Finding] | None = None) -> tuple[str, list[str]]:
-    """The text with every detected secret replaced by `[REDACTED <kind>]`, and the kinds replaced."""
-    findings = scan(text) if findings is None else findings
+    """The text with every detected secret replaced by `[REDACTED <kind>]`, and the kinds replaced.
+
+    The result is scanned again until the detector finds nothing in it (a second copy of a token that
+    only showed once the first was gone, a secret that overlapped another); a line still flagged
+    after several passes is replaced whole."""
+    kinds: list[str] = []
+    for _ in range(_REDACT_PASSES):
+        findings = scan(text) if findings is None else findings
+        if not findings:
+            return text, kinds
+        text, more = _replace(text, findings)
+        kinds += more
+        findings = None
+    lines = text.split("\n")
+    for f in scan(text):
+        if 0 < f.line <= len(lines):
+            lines[f.line - 1] = f"[REDACTED {f.kind}]"
+            kinds.append(f.kind)
+    return "\n".join(lines), kinds
+
+
+def _replace(text: str, findings: list[Finding]) -> tuple[str, list[str]]:
     spans = sorted((f.start, f.end, f.kind) for f in findings if 0 <= f.start < f.end)
     out, pos, kinds = [], 0, []
     for start, end, kind in spans:

@@ -621,13 +621,15 @@ class App:
         return raw
 
     def _call(self, ep: Endpoint, params: dict) -> dict:
+        from ..errors import user_message  # every message masked for secrets
+
         def run():
             try:
                 return ep.call(self._st(), params)
             except MemstoreError as exc:
-                raise HTTPError(status_for(exc), str(exc)) from None
+                raise HTTPError(status_for(exc), user_message(exc)) from None
             except ValueError as exc:  # bad values the library rejects (a malformed time, an empty query)
-                raise HTTPError(400, str(exc)) from None
+                raise HTTPError(400, user_message(exc)) from None
 
         try:
             return self.pool.submit(run).result()

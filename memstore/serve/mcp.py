@@ -48,10 +48,10 @@ class MemoryServer:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
-        except MemstoreError as exc:  # the user-facing message, as the CLI would print it
-            raise ToolError(str(exc)) from None
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
+        except (MemstoreError, ValueError) as exc:  # the user-facing message, as the CLI would print it
+            from ..errors import user_message
+
+            raise ToolError(user_message(exc)) from None
 
     # ----- tools -------------------------------------------------------------------------------
 

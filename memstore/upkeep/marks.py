@@ -15,9 +15,13 @@ def _checked_lines(store) -> list[markerfmt.MarkerLine]:
         raise FormatError(exc.path, exc.problem, exc.line, "Nothing was changed. " + (exc.hint or "")) from None
 
 
-def mark(store, text: str, now=None) -> markerfmt.Marker:
-    """Append an open marker to markers.jsonl and commit it ("Mark: <text>")."""
+def mark(store, text: str, now=None, secrets: str = "refuse") -> markerfmt.Marker:
+    """Append an open marker to markers.jsonl and commit it ("Mark: <text>").
+
+    A marker is scanned for secrets like a record: refused (the default), redacted, or kept
+    verbatim with `secrets="allow"`; the commit subject never holds one either way."""
     when = now or now_utc()
+    text = _checked_for_secrets(text, secrets)
     try:
         line = markerfmt.opening(text, when)
     except ValueError as exc:
@@ -67,6 +71,32 @@ def done(store, ref: str, now=None) -> markerfmt.Marker:
     return target
 
 
+def _checked_for_secrets(text, how: str):
+    from ..errors import SecretsFound
+    from ..ingest import secrets
+
+    if how not in ("refuse", "redact", "allow"):
+        raise UsageError(f"a marker's secrets mode is refuse, redact or allow, not {how!r}")
+    if how == "allow" or not isinstance(text, str):
+        return text
+    found = secrets.scan(text)
+    if not found:
+        return text
+    if how == "redact":
+        return secrets.redact(text)[0]
+    lines = [
+        f"marker text{f' line {f.line}' if chr(10) in text else ''}: {f.kind} ({f.excerpt_redacted})" for f in found
+    ]
+    raise SecretsFound(
+        "Refusing to mark what looks like credentials:\n  " + "\n  ".join(lines),
+        "Nothing was written. Remove them, or pass --redact-secrets (replace each secret by a marker "
+        "naming its kind) or --allow-secrets (keep the marker verbatim; its commit subject is masked).",
+    )
+
+
 def _subject(text: str, width: int = 60) -> str:
-    flat = " ".join(text.split())
+    """The commit subject's excerpt of a marker: any secret in it replaced, whatever the mode."""
+    from ..secret_policy import scrub
+
+    flat = " ".join(scrub(text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -1,26 +1,35 @@
 """Masks secrets in text before it is shown: the ingest secret detector finds them, this hides them.
 
-The detector reports each suspected secret with its line and an excerpt of that line in which the
-secret is already cut to its first four characters. Where that excerpt lets us place the secret in
-the line, only the secret is masked; where it does not (a detector that words its excerpts
-differently), the whole line is. The result is scanned again until the detector finds nothing,
-so whatever the detector would call a secret is never sent to a browser in full.
+The detector reports where each suspected secret lies in the text; that span is cut to its first
+four characters (a private key to its header). The result is scanned again until the detector
+finds nothing, so whatever the detector would call a secret is never sent to a browser in full.
 """
 
 from __future__ import annotations
+
+import re
+from functools import lru_cache
 
 from ...ingest.secrets import scan
 
 MARK = "…[redacted]"
 _KEEP = 4  # leading characters of a secret kept, as the detector's own excerpts do
 _MAX_PASSES = 8
-_SHORT = 120  # the detector's excerpts hold up to 160 characters of a line
 
 
 def mask(text):
     """`text` with every detected secret masked; anything that is not a non-empty string is returned as is."""
     if not isinstance(text, str) or not text:
         return text
+    return _mask(text) if len(text) <= 256 else _mask_text(text)
+
+
+@lru_cache(maxsize=8192)
+def _mask(text: str) -> str:
+    return _mask_text(text)
+
+
+def _mask_text(text: str) -> str:
     for _ in range(_MAX_PASSES):
         findings = scan(text)
         if not findings:
@@ -35,86 +44,80 @@ def mask(text):
 
 
 def _mask_findings(text: str, findings) -> str:
-    lines = text.split("\n")
-    for f in findings:
-        if f.kind == "private-key" and 0 < f.line <= len(lines):
-            _mask_key_block(lines, f.line - 1)
-    for i in sorted({f.line - 1 for f in findings if f.kind != "private-key" and 0 < f.line <= len(lines)}):
-        lines[i] = _mask_line(lines[i])
-    return "\n".join(lines)
+    """Each finding's span masked: its first four characters kept, a private key's header and END
+    line kept around one mark; a finding without a span hides its whole line."""
+    spans = sorted((f.start, f.end, f.kind) for f in findings if 0 <= f.start < f.end <= len(text))
+    lines_only = [f.line for f in findings if not 0 <= f.start < f.end <= len(text)]
+    out, pos = [], 0
+    for start, end, kind in spans:
+        if end <= pos:
+            continue
+        if start < pos:  # overlaps the one before: its rest goes too
+            start = pos
+            out.append(MARK)
+        else:
+            out += [text[pos:start], _shown(text[start:end], kind)]
+        pos = end
+    out.append(text[pos:])
+    text = "".join(out)
+    if lines_only:
+        lines = text.split("\n")
+        for n in lines_only:
+            if 0 < n <= len(lines):
+                lines[n - 1] = MARK
+        text = "\n".join(lines)
+    return text
 
 
-def _mask_line(line: str) -> str:
-    """The line with its secrets masked; a long line is halved first, so each excerpt covers its secret."""
-    found = scan(line)
-    if not found:
-        return line  # found only together with the lines around it; a later pass masks the whole line
-    if len(line) > _SHORT:
-        cut = line.rfind(" ", 0, len(line) // 2)
-        cut = cut if cut > 0 else line.find(" ", len(line) // 2)
-        if cut > 0:
-            joined = _mask_line(line[:cut]) + _mask_line(line[cut:])
-            if not scan(joined):
-                return joined
-    for start, end in sorted({_span(line, f.excerpt_redacted) for f in found}, reverse=True):
-        line = line[:start] + line[start : start + _KEEP] + MARK + line[end:]  # right to left: offsets stay valid
-    return line
+def _shown(secret: str, kind: str) -> str:
+    if kind == "private-key" and secret.startswith("-----BEGIN"):
+        head, _, rest = secret.partition("\n")
+        if not rest:  # on one line, or its line breaks escaped: the header stays
+            m = re.match(r"-----BEGIN [A-Z0-9 ]*-----", secret)
+            return (m.group(0) if m else secret[:_KEEP]) + MARK
+        end = rest.rsplit("\n", 1)[-1] if "-----END" in rest.rsplit("\n", 1)[-1] else None
+        return "\n".join([head, MARK] + ([end] if end else []))
+    return secret[:_KEEP] + MARK
 
 
-def _span(line: str, excerpt: str) -> tuple[int, int]:
-    """(start, end) of the secret in `line`, read from the detector's excerpt; the whole line if unsure."""
-    body = line.rstrip("\r")
-    lead = len(body) - len(body.lstrip())
-    whole = (lead, len(body))
-    j = excerpt.find(MARK)
-    if j < _KEEP:
-        return whole
-    start = lead + j - _KEEP
-    if body[lead : start + _KEEP] != excerpt[:j]:
-        return whole
-    tail = excerpt[j + len(MARK) :]
-    if len(excerpt) >= 160 and excerpt.endswith("…"):  # the excerpt was cut short: mask to the line's end
-        return start, len(body)
-    stripped = body.rstrip()
-    if not stripped.endswith(tail):
-        return whole
-    end = len(stripped) - len(tail)
-    return (start, end) if end >= start + _KEEP else whole
+# Fields whose values memstore writes itself in a fixed form (times, days, counts, checked roles):
+# shown as they are. Every other string, at any depth, is masked.
+_AS_IS = frozenset(
+    (
+        "ts",
+        "day",
+        "closed_day",
+        "role",
+        "type",
+        "created",
+        "last_active",
+        "at",
+        "date",
+        "why",
+        "mode",
+        "gone",
+    )
+)
 
 
-def _mask_key_block(lines: list[str], i: int) -> None:
-    """Replace the key material after a BEGIN ... PRIVATE KEY line, up to its END line, by one mark."""
-    j = i + 1
-    while j < len(lines) and "-----END" not in lines[j]:
-        j += 1
-    if j > i + 1:
-        lines[i + 1 : j] = [MARK]
-    elif j == len(lines):
-        lines.append(MARK)
-    # A key with no END line has been masked to the end of the text; the header alone says what it was.
+def mask_fields(obj: dict, fields=None) -> dict:
+    """A copy of `obj` with its string values masked: the named fields, or (by default) every
+    string at any depth but the fixed-form ones (model, id, source.path, session, actor, topic
+    names and summaries, commit subjects and anything a record carries)."""
+    if fields is not None:
+        out = dict(obj)
+        for k in fields:
+            if isinstance(out.get(k), str):
+                out[k] = mask(out[k])
+        return out
+    return {k: (v if k in _AS_IS else _mask_all(v)) for k, v in obj.items()}
 
 
-def mask_fields(
-    obj: dict,
-    fields=(
-        "text",
-        "name",
-        "summary",
-        "subject",
-        "body",
-        "session",
-        "from",
-        "to",
-        "into_name",
-        "from_name",
-        "to_name",
-        "parent_name",
-        "actor",
-    ),
-) -> dict:
-    """A copy of `obj` with the named string fields masked."""
-    out = dict(obj)
-    for k in fields:
-        if isinstance(out.get(k), str):
-            out[k] = mask(out[k])
-    return out
+def _mask_all(value):
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return mask_fields(value)
+    if isinstance(value, list):
+        return [_mask_all(v) for v in value]
+    return value
