@@ -26,7 +26,18 @@ import json
 import os
 from pathlib import Path
 
-from memstore.ingest.importers import Batch, Line, Lines, Problem, ReadResult, at_line, decode_line, read_lines, record
+from memstore.ingest.importers import (
+    Batch,
+    Line,
+    Lines,
+    Problem,
+    ReadResult,
+    at_line,
+    decode_line,
+    parse_json,
+    read_lines,
+    record,
+)
 
 HARNESS_PREFIXES = (
     "<command-name>",
@@ -107,10 +118,9 @@ def _parse_line(lines: Lines, line: Line, session: str) -> tuple[list[dict], Pro
         return [], problem
     if not text.strip():
         return [], None
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return [], Problem(str(lines.path), line.number, f"not valid JSON ({exc.msg}, column {exc.colno})")
+    row, why = parse_json(text)
+    if why is not None:
+        return [], Problem(str(lines.path), line.number, why)
     if not isinstance(row, dict):
         return [], Problem(str(lines.path), line.number, "not a JSON object")
     return [at_line(r, line.number) for r in row_records(row, session)], None

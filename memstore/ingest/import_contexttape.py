@@ -13,7 +13,6 @@ indexes) are not imported, and the result's notes say how many of each were left
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from collections import Counter
 from pathlib import Path
@@ -100,7 +99,7 @@ def import_contexttape(
     import numpy as np
 
     from ..format.record import RecordError
-    from ..format.timeutil import UTC
+    from .importers import unix_time
 
     root = Path(path).expanduser().resolve()
     if not root.is_dir():
@@ -130,8 +129,12 @@ def import_contexttape(
                     tpath, f"text is not UTF-8 (byte {exc.start})", hint="Nothing was imported."
                 ) from None
             when = th.unix_time if th.unix_time > 0 else int(tpath.stat().st_mtime)
+            try:
+                ts = unix_time(when, "header time")
+            except ValueError as exc:
+                raise FormatError(tpath, str(exc), hint="Nothing was imported.") from None
             raw = {
-                "ts": dt.datetime.fromtimestamp(when, UTC),
+                "ts": ts,
                 "text": text,
                 "session": rel,
                 **_record_fields(text),

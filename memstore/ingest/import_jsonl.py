@@ -9,7 +9,6 @@ without `id` gets none here; the store derives one. Anything wrong is a Problem 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from memstore.ingest.importers import (
     ReadResult,
     at_line,
     decode_line,
+    parse_json,
     read_lines,
     record,
 )
@@ -58,10 +58,9 @@ def _parse_line(lines: Lines, line, session: str) -> tuple[dict | None, Problem 
         return None, problem
     if not text.strip():
         return None, None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, Problem(str(lines.path), line.number, f"not valid JSON ({exc.msg}, column {exc.colno})")
+    obj, why = parse_json(text)
+    if why is not None:
+        return None, Problem(str(lines.path), line.number, why)
     if not isinstance(obj, dict):
         return None, Problem(str(lines.path), line.number, "not a JSON object")
     if obj.get("type", "text") == "text" and isinstance(obj.get("text"), str) and not obj["text"].strip():

@@ -33,6 +33,7 @@ from ..format import tree as treefmt
 from ..format.record import RecordError
 from ..format.timeutil import UTC, to_iso
 from ..format.tree import Topic
+from .importers import unix_time
 
 ROLES = {"user", "assistant", "system", "tool"}
 RECORD_KEYS = {
@@ -146,6 +147,9 @@ def load(path: Path) -> TraceFile:
         raise FormatError(path, f"not UTF-8 ({exc.reason} at byte {exc.start})", hint=HINT) from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"not valid JSON ({exc.msg})", line=exc.lineno, hint=HINT) from None
+    except (RecursionError, ValueError) as exc:  # json raises these for hostile input, not JSONDecodeError
+        why = "nested too deep" if isinstance(exc, RecursionError) else "a number with too many digits"
+        raise FormatError(path, f"not valid JSON we can read ({why})", hint=HINT) from None
     finally:
         sys.setrecursionlimit(limit)
     if not isinstance(data, dict):
@@ -169,7 +173,15 @@ def _text(content) -> str | None:
 
 
 def _unix(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+    """A usable Unix time, else None: a time outside the calendar (1e30, inf) counts as none given,
+    as TRACE's times are only an approximation of when each message was said."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        return None
+    try:
+        unix_time(value, "created_at")
+    except ValueError:
+        return None
+    return float(value)
 
 
 def read_records(tf: TraceFile, fallback_time: float) -> tuple[list[dict | None], list[str]]:
