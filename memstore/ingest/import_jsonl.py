@@ -82,7 +82,7 @@ def to_record(obj: dict, default_session: str) -> dict:
     ts = obj["ts"]
     try:
         parse_ts(ts, UTC)  # only checked here, so the store's later normalising cannot fail
-    except ValueError as exc:
+    except (ValueError, OverflowError, OSError) as exc:  # a Unix time past any calendar (1e999)
         raise ValueError(f"field 'ts': {exc}") from None
     role = _role(obj["role"])
     type_, kind = _type(obj.get("type", "text"))
