@@ -276,6 +276,16 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_named(store, tmp_path):
     _refused(proc, store.root, before, "d\\xe9j\\xe0: the folder's name is not valid UTF-8")
 
 
+def test_an_import_file_named_in_latin1_imports_and_is_named_with_escapes(store, tmp_path):
+    f = tmp_path / os.fsdecode(b"caf\xe9.jsonl")
+    f.write_text(_line())
+    ct("-C", store.root, "import", "jsonl", f)
+    assert [json.loads(ln)["session"] for ln in _log_lines(store.root)] == ["caf\\xe9"]  # a derived name
+    f.write_text(_line() + "[\n")
+    before = _head(store.root)
+    _refused(ct("-C", store.root, "import", "jsonl", f, check=False), store.root, before, "caf\\xe9.jsonl:2: not valid")
+
+
 def test_follow_symlinks_through_a_link_to_the_root_of_the_disk_is_a_loop(store, tmp_path):
     folder = tmp_path / "docs"
     folder.mkdir()

@@ -35,6 +35,7 @@ from memstore.ingest.importers import (
     at_line,
     decode_line,
     parse_json,
+    printable,
     read_lines,
     record,
 )
@@ -86,7 +87,7 @@ def read_new(path: str | os.PathLike, cursor=None, final: bool = False) -> ReadR
     reading stops before it so that it is dated once more of the file exists.
     """
     lines = read_lines(path, cursor, final)
-    session = Path(path).stem
+    session = printable(Path(path).stem)
     last_ts = lines.start.last_ts
     per_line: list[tuple[list[dict], Problem | None]] = []
     undated: list[dict] = []

@@ -99,7 +99,7 @@ def import_contexttape(
     import numpy as np
 
     from ..format.record import RecordError
-    from .importers import unix_time
+    from .importers import printable, unix_time
 
     root = Path(path).expanduser().resolve()
     if not root.is_dir():
@@ -117,7 +117,7 @@ def import_contexttape(
     wrong_dim = 0
     for folder in folders:
         pairs, left = read_pairs(folder)
-        rel = folder.relative_to(root).as_posix() if folder != root else root.name
+        rel = printable(folder.relative_to(root).as_posix() if folder != root else root.name)
         for kind, n in sorted(left.items()):
             notes.append(f"{folder}: {n} {kind} segment(s) not in a text/vector pair, not imported")
         for tid, vid, th, vh, tbody, vbody in pairs:
@@ -139,7 +139,11 @@ def import_contexttape(
                 "session": rel,
                 **_record_fields(text),
                 # where the pair came from, portably: the imported folder's name and the path below it
-                "contexttape": {"dir": root.name if folder == root else f"{root.name}/{rel}", "text": tid, "vec": vid},
+                "contexttape": {
+                    "dir": printable(root.name) if folder == root else f"{printable(root.name)}/{rel}",
+                    "text": tid,
+                    "vec": vid,
+                },
             }
             try:
                 rec = store.normalize(raw, derive_id=True)
@@ -161,7 +165,7 @@ def import_contexttape(
     def message(added) -> str:
         kept = sum(1 for r in added if id(r) in given)
         how = f"{kept} vectors kept, {len(added) - kept} re-embedded" if kept else "re-embedded"
-        return f"Import {len(added)} contexttape records from {root.name} ({how})"
+        return f"Import {len(added)} contexttape records from {printable(root.name)} ({how})"
 
     res = store.write(
         records,

@@ -23,6 +23,7 @@ from memstore.ingest.importers import (
     at_line,
     decode_line,
     parse_json,
+    printable,
     read_lines,
     record,
 )
@@ -41,7 +42,7 @@ def read_jsonl(path: str | os.PathLike) -> Batch:
 def read_new(path: str | os.PathLike, cursor=None, final: bool = False) -> ReadResult:
     """Records from the complete lines after `cursor` (a Cursor, a byte offset or None)."""
     lines = read_lines(path, cursor, final)
-    session = Path(path).stem
+    session = printable(Path(path).stem)  # a name that is not UTF-8 is shown with \xNN escapes
     records, problems = [], []
     for line in lines.lines:
         rec, problem = _parse_line(lines, line, session)

@@ -33,7 +33,7 @@ from ..format import tree as treefmt
 from ..format.record import RecordError
 from ..format.timeutil import UTC, to_iso
 from ..format.tree import Topic
-from .importers import unix_time
+from .importers import printable, unix_time
 
 ROLES = {"user", "assistant", "system", "tool"}
 RECORD_KEYS = {
@@ -77,7 +77,7 @@ class TraceFile:
             raise FormatError(path, '"conversation" must be a list of {role, content} messages', hint=HINT)
         self.root = root
         self.conversation = conv
-        self.root_id = str(root.get("node_id") or "") or hashlib.sha256(path.name.encode()).hexdigest()[:16]
+        self.root_id = str(root.get("node_id") or "") or hashlib.sha256(printable(path.name).encode()).hexdigest()[:16]
         # (topic node, parent topic node or None for ROOT's children), parents before children
         self.topics: list[tuple[dict, dict | None]] = []
         self.owner: dict[int, dict | None] = {}  # message_index -> topic node, UNPLACED, or None (archived)
@@ -188,7 +188,7 @@ def read_records(tf: TraceFile, fallback_time: float) -> tuple[list[dict | None]
     """One raw record per conversation message (None where a message has no text), and notes."""
     owners = tf.owners()
     root_time = _unix(tf.root.get("created_at")) or fallback_time
-    session = tf.path.stem
+    session = printable(tf.path.stem)
     out: list[dict | None] = []
     notes: list[str] = []
     prev = None
@@ -317,7 +317,7 @@ def import_trace(store, path, progress=None, allow_secrets: bool = False, secret
         return treefmt.write(st.root, build_tree(st, tf, ids, keep, times))
 
     def message(added):
-        return f"Import {len(added)} trace records and {len(tf.topics)} topics from {path.name}"
+        return f"Import {len(added)} trace records and {len(tf.topics)} topics from {printable(path.name)}"
 
     res = store.write(
         records,

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-from memstore.errors import FormatError
+from memstore.errors import FormatError, shown_path
 
 ROLES = ("user", "assistant", "system", "tool")
 TYPES = ("text", "action", "meta", "doc")
@@ -268,7 +268,7 @@ def unix_time(value: float, what: str):
 
 def printable(path) -> str:
     """A path as text that can be printed and stored: bytes that are not UTF-8 shown as \\xNN."""
-    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+    return shown_path(path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Iterable, Iterator
 
 import pathspec
 
-from ..errors import UsageError
+from ..errors import UsageError, shown_path
 from .secrets import is_credentials_file
 
 __all__ = [
@@ -291,7 +291,7 @@ def _utf8(name: str) -> bool:
 
 def _shown(path: Path) -> Path:
     """The path as it can be printed: bytes that are not UTF-8 written as \\xNN."""
-    return Path(os.fsencode(path).decode("utf-8", "backslashreplace"))
+    return Path(shown_path(path))
 
 
 def _extension(name: str) -> str:
