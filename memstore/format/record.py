@@ -44,6 +44,25 @@ def _lone_surrogate(text: str) -> int:
         return exc.start
 
 
+def _any_lone_surrogate(value, depth: int = 0) -> bool:
+    """The quick check (no names built): is there a string UTF-8 cannot store anywhere in value?"""
+    if isinstance(value, str):
+        return not value.isascii() and _lone_surrogate(value) >= 0
+    if depth > 100:
+        return False
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if (isinstance(v, (str, dict, list)) and _any_lone_surrogate(v, depth + 1)) or (
+                isinstance(k, str) and not k.isascii() and _lone_surrogate(k) >= 0
+            ):
+                return True
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, (str, dict, list)) and _any_lone_surrogate(v, depth + 1):
+                return True
+    return False
+
+
 def _unstorable(value, where: str, depth: int = 0) -> UnstorableText | None:
     """The error for the first string (a value or a key, at any depth) UTF-8 cannot store, or None."""
     if isinstance(value, str):
@@ -113,9 +132,8 @@ def normalize(raw: dict, tz, *, defaults: dict | None = None, derive_id: bool = 
         raise RecordError("missing field 'text'" if text is None else "field 'text' must be a string")
     # NUL and other control characters are kept: JSON escapes them in the log (\u0000). A lone
     # surrogate (in any field, meta too) cannot be stored verbatim, so the record is refused.
-    problem = _unstorable(text, "text") or _unstorable(src, "")
-    if problem is not None:
-        raise problem
+    if _any_lone_surrogate(src):
+        raise _unstorable(text, "text") or _unstorable(src, "")
     role = str(src.get("role") or "").strip().lower()
     role = ROLE_ALIASES.get(role, role)
     if role not in ROLES:
