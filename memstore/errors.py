@@ -41,13 +41,22 @@ class NotAStoreError(MemstoreError):
         self.path = path
 
 
+def shown_path(path) -> str:
+    """A path as text that prints and stores everywhere: name bytes that are not UTF-8 as \\xNN."""
+    text = str(path)
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file system gave (from JSON): escape it as such
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class FormatError(MemstoreError):
     """A file in the store (or an input file) is malformed; names the file and what is wrong."""
 
     exit_code = 4
 
     def __init__(self, path, problem: str, line: int | None = None, hint: str | None = None):
-        where = f"{path}:{line}" if line is not None else f"{path}"
+        where = f"{shown_path(path)}:{line}" if line is not None else shown_path(path)
         super().__init__(f"{where}: {problem}", hint)
         self.path = str(path)
         self.line = line

@@ -113,6 +113,7 @@ class GitRepo:
         `only_paths`: refuse (unstaging `paths` again) when the commit would also carry changes
         someone else staged (the write transaction's commits carry only their own files).
         """
+        message = str(message).replace("\0", "\\0")  # git takes no NUL in a message; a turn's excerpt may hold one
         self._tune_index()
         if paths is None:
             self.run("add", "-A")

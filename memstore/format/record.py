@@ -44,6 +44,47 @@ def _lone_surrogate(text: str) -> int:
         return exc.start
 
 
+def _any_lone_surrogate(value, depth: int = 0) -> bool:
+    """The quick check (no names built): is there a string UTF-8 cannot store anywhere in value?"""
+    if isinstance(value, str):
+        return not value.isascii() and _lone_surrogate(value) >= 0
+    if depth > 100:
+        return False
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if (isinstance(v, (str, dict, list)) and _any_lone_surrogate(v, depth + 1)) or (
+                isinstance(k, str) and not k.isascii() and _lone_surrogate(k) >= 0
+            ):
+                return True
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, (str, dict, list)) and _any_lone_surrogate(v, depth + 1):
+                return True
+    return False
+
+
+def _unstorable(value, where: str, depth: int = 0) -> UnstorableText | None:
+    """The error for the first string (a value or a key, at any depth) UTF-8 cannot store, or None."""
+    if isinstance(value, str):
+        bad = _lone_surrogate(value)
+        if bad < 0:
+            return None
+        return UnstorableText(
+            f"field {where!r} holds a lone UTF-16 surrogate ({value[bad]!r} at character {bad}, "
+            "half of an emoji or a byte that was not UTF-8), which UTF-8 cannot store"
+        )
+    if depth > 100:  # deeper values are refused by the reader's JSON first; nothing to walk for
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        name = f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key
+        problem = _unstorable(key, f"{where} key" if where else "key", depth + 1) if isinstance(key, str) else None
+        problem = problem or _unstorable(item, name, depth + 1)
+        if problem is not None:
+            return problem
+    return None
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -89,13 +130,10 @@ def normalize(raw: dict, tz, *, defaults: dict | None = None, derive_id: bool = 
     text = src.get("text")
     if not isinstance(text, str):
         raise RecordError("missing field 'text'" if text is None else "field 'text' must be a string")
-    # NUL and other control characters are kept: JSON escapes them in the log (\u0000).
-    bad = _lone_surrogate(text)
-    if bad >= 0:
-        raise UnstorableText(
-            f"field 'text' holds a lone UTF-16 surrogate ({text[bad]!r} at character {bad}, "
-            "half of an emoji?), which UTF-8 cannot store"
-        )
+    # NUL and other control characters are kept: JSON escapes them in the log (\u0000). A lone
+    # surrogate (in any field, meta too) cannot be stored verbatim, so the record is refused.
+    if _any_lone_surrogate(src):
+        raise _unstorable(text, "text") or _unstorable(src, "")
     role = str(src.get("role") or "").strip().lower()
     role = ROLE_ALIASES.get(role, role)
     if role not in ROLES:

@@ -22,6 +22,7 @@ from ..format import layout
 from ..format.segment import DT_AUDIO, DT_BLOB, DT_IMAGE, MAX_PAYLOAD
 from ..format.timeutil import from_iso, now_utc, to_iso
 from ..store import WriteResult
+from .importers import printable
 
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 DATA_TYPES = {"image": DT_IMAGE, "audio": DT_AUDIO}  # everything else is DT_BLOB
@@ -80,7 +81,7 @@ def ingest_any(
             notes.append(f"skipped {item.path}: {item.reason}")
     if not texts and not blobs and root.is_file():
         reason = notes[0].split(": ", 1)[1] if notes else "nothing to read"
-        raise FormatError(root, reason, hint="Nothing was written.")
+        raise FormatError(printable(root), reason, hint="Nothing was written.")
 
     now = now_utc()
     base = base_label(store, root)

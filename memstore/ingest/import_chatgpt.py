@@ -27,14 +27,13 @@ the label `conversation_title`; id is "chatgpt:<message id>"; model is `metadata
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import zipfile
 from pathlib import Path
 
 from memstore.errors import FormatError
-from memstore.ingest.importers import ROLES, Batch, Problem, record
+from memstore.ingest.importers import ROLES, Batch, Problem, parse_json, record, unix_time
 
 FILE_NAME = "conversations.json"
 
@@ -63,11 +62,11 @@ def load_conversations(path: str | os.PathLike) -> list:
             data = _read_from_zip(path)
         else:
             data = path.read_bytes()
-        conversations = json.loads(data)
     except (OSError, zipfile.BadZipFile) as exc:
         raise FormatError(path, f"cannot read the export ({exc})") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise FormatError(path, f"not valid JSON ({exc})", hint="Pass the export's conversations.json.") from exc
+    conversations, why = parse_json(data)
+    if why is not None:
+        raise FormatError(path, why, hint="Pass the export's conversations.json.")
     if isinstance(conversations, dict) and "mapping" in conversations:
         return [conversations]  # a single conversation saved on its own
     if not isinstance(conversations, list):
@@ -95,7 +94,7 @@ def conversation_records(conv) -> list[dict]:
         "conversation_title": conv.get("title") or None,
         "gizmo_id": conv.get("gizmo_id"),
     }
-    last_ts = _iso(conv.get("create_time")) or _iso(conv.get("update_time"))
+    last_ts = _iso(conv.get("create_time")) or _iso(conv.get("update_time"), "update_time")
     out = []
     for node_id in current_branch(mapping, conv.get("current_node")):
         node = mapping[node_id]
@@ -150,7 +149,7 @@ def message_record(message: dict, node_id: str, parent, last_ts: str | None, con
         return None
     metadata = message.get("metadata") or {}
     model = metadata.get("model_slug") if role in ("assistant", "tool") else None
-    ts = _iso(message.get("create_time")) or last_ts
+    ts = _iso(message.get("create_time"), f"message {message.get('id') or node_id}: create_time") or last_ts
     if ts is None:
         raise ValueError(f"message {message.get('id') or node_id} has no create_time, nor has its conversation")
     return record(
@@ -244,8 +243,8 @@ def _fallback_text(content: dict) -> str:
     return json.dumps(rest, ensure_ascii=False) if rest else ""
 
 
-def _iso(value) -> str | None:
+def _iso(value, what: str = "create_time") -> str | None:
     """A Unix time (ChatGPT writes floats) as ISO-8601 UTC; None when there is none."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return dt.datetime.fromtimestamp(value, dt.timezone.utc).isoformat()
+    return unix_time(value, what).isoformat()

@@ -26,7 +26,19 @@ import json
 import os
 from pathlib import Path
 
-from memstore.ingest.importers import Batch, Line, Lines, Problem, ReadResult, at_line, decode_line, read_lines, record
+from memstore.ingest.importers import (
+    Batch,
+    Line,
+    Lines,
+    Problem,
+    ReadResult,
+    at_line,
+    decode_line,
+    parse_json,
+    printable,
+    read_lines,
+    record,
+)
 
 HARNESS_PREFIXES = (
     "<command-name>",
@@ -75,7 +87,7 @@ def read_new(path: str | os.PathLike, cursor=None, final: bool = False) -> ReadR
     reading stops before it so that it is dated once more of the file exists.
     """
     lines = read_lines(path, cursor, final)
-    session = Path(path).stem
+    session = printable(Path(path).stem)
     last_ts = lines.start.last_ts
     per_line: list[tuple[list[dict], Problem | None]] = []
     undated: list[dict] = []
@@ -107,10 +119,9 @@ def _parse_line(lines: Lines, line: Line, session: str) -> tuple[list[dict], Pro
         return [], problem
     if not text.strip():
         return [], None
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return [], Problem(str(lines.path), line.number, f"not valid JSON ({exc.msg}, column {exc.colno})")
+    row, why = parse_json(text)
+    if why is not None:
+        return [], Problem(str(lines.path), line.number, why)
     if not isinstance(row, dict):
         return [], Problem(str(lines.path), line.number, "not a JSON object")
     return [at_line(r, line.number) for r in row_records(row, session)], None

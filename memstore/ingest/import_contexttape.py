@@ -13,7 +13,6 @@ indexes) are not imported, and the result's notes say how many of each were left
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from collections import Counter
 from pathlib import Path
@@ -100,7 +99,7 @@ def import_contexttape(
     import numpy as np
 
     from ..format.record import RecordError
-    from ..format.timeutil import UTC
+    from .importers import printable, unix_time
 
     root = Path(path).expanduser().resolve()
     if not root.is_dir():
@@ -118,7 +117,7 @@ def import_contexttape(
     wrong_dim = 0
     for folder in folders:
         pairs, left = read_pairs(folder)
-        rel = folder.relative_to(root).as_posix() if folder != root else root.name
+        rel = printable(folder.relative_to(root).as_posix() if folder != root else root.name)
         for kind, n in sorted(left.items()):
             notes.append(f"{folder}: {n} {kind} segment(s) not in a text/vector pair, not imported")
         for tid, vid, th, vh, tbody, vbody in pairs:
@@ -130,13 +129,21 @@ def import_contexttape(
                     tpath, f"text is not UTF-8 (byte {exc.start})", hint="Nothing was imported."
                 ) from None
             when = th.unix_time if th.unix_time > 0 else int(tpath.stat().st_mtime)
+            try:
+                ts = unix_time(when, "header time")
+            except ValueError as exc:
+                raise FormatError(tpath, str(exc), hint="Nothing was imported.") from None
             raw = {
-                "ts": dt.datetime.fromtimestamp(when, UTC),
+                "ts": ts,
                 "text": text,
                 "session": rel,
                 **_record_fields(text),
                 # where the pair came from, portably: the imported folder's name and the path below it
-                "contexttape": {"dir": root.name if folder == root else f"{root.name}/{rel}", "text": tid, "vec": vid},
+                "contexttape": {
+                    "dir": printable(root.name) if folder == root else f"{printable(root.name)}/{rel}",
+                    "text": tid,
+                    "vec": vid,
+                },
             }
             try:
                 rec = store.normalize(raw, derive_id=True)
@@ -158,7 +165,7 @@ def import_contexttape(
     def message(added) -> str:
         kept = sum(1 for r in added if id(r) in given)
         how = f"{kept} vectors kept, {len(added) - kept} re-embedded" if kept else "re-embedded"
-        return f"Import {len(added)} contexttape records from {root.name} ({how})"
+        return f"Import {len(added)} contexttape records from {printable(root.name)} ({how})"
 
     res = store.write(
         records,

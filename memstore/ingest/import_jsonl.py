@@ -9,7 +9,6 @@ without `id` gets none here; the store derives one. Anything wrong is a Problem 
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -23,6 +22,8 @@ from memstore.ingest.importers import (
     ReadResult,
     at_line,
     decode_line,
+    parse_json,
+    printable,
     read_lines,
     record,
 )
@@ -41,7 +42,7 @@ def read_jsonl(path: str | os.PathLike) -> Batch:
 def read_new(path: str | os.PathLike, cursor=None, final: bool = False) -> ReadResult:
     """Records from the complete lines after `cursor` (a Cursor, a byte offset or None)."""
     lines = read_lines(path, cursor, final)
-    session = Path(path).stem
+    session = printable(Path(path).stem)  # a name that is not UTF-8 is shown with \xNN escapes
     records, problems = [], []
     for line in lines.lines:
         rec, problem = _parse_line(lines, line, session)
@@ -58,10 +59,9 @@ def _parse_line(lines: Lines, line, session: str) -> tuple[dict | None, Problem 
         return None, problem
     if not text.strip():
         return None, None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, Problem(str(lines.path), line.number, f"not valid JSON ({exc.msg}, column {exc.colno})")
+    obj, why = parse_json(text)
+    if why is not None:
+        return None, Problem(str(lines.path), line.number, why)
     if not isinstance(obj, dict):
         return None, Problem(str(lines.path), line.number, "not a JSON object")
     if obj.get("type", "text") == "text" and isinstance(obj.get("text"), str) and not obj["text"].strip():
@@ -83,7 +83,7 @@ def to_record(obj: dict, default_session: str) -> dict:
     ts = obj["ts"]
     try:
         parse_ts(ts, UTC)  # only checked here, so the store's later normalising cannot fail
-    except ValueError as exc:
+    except (ValueError, OverflowError, OSError) as exc:  # a Unix time past any calendar (1e999)
         raise ValueError(f"field 'ts': {exc}") from None
     role = _role(obj["role"])
     type_, kind = _type(obj.get("type", "text"))

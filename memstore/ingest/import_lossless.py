@@ -18,7 +18,7 @@ from pathlib import Path
 from memstore.errors import UsageError
 from memstore.format.timeutil import parse_ts, zone
 from memstore.ingest import import_jsonl
-from memstore.ingest.importers import ReadResult
+from memstore.ingest.importers import ReadResult, printable
 
 
 def data_files(root: str | os.PathLike) -> list[Path]:
@@ -53,7 +53,7 @@ def check_timezone(name: str) -> str:
 
 def corpus_of(path: Path) -> str | None:
     """The corpus name of a corpus file (its folder), None for a main/ day file."""
-    return path.parent.name if path.parent.parent.name == "corpus" else None
+    return printable(path.parent.name) if path.parent.parent.name == "corpus" else None
 
 
 def read_new(

@@ -33,6 +33,7 @@ from ..format import tree as treefmt
 from ..format.record import RecordError
 from ..format.timeutil import UTC, to_iso
 from ..format.tree import Topic
+from .importers import printable, unix_time
 
 ROLES = {"user", "assistant", "system", "tool"}
 RECORD_KEYS = {
@@ -76,7 +77,7 @@ class TraceFile:
             raise FormatError(path, '"conversation" must be a list of {role, content} messages', hint=HINT)
         self.root = root
         self.conversation = conv
-        self.root_id = str(root.get("node_id") or "") or hashlib.sha256(path.name.encode()).hexdigest()[:16]
+        self.root_id = str(root.get("node_id") or "") or hashlib.sha256(printable(path.name).encode()).hexdigest()[:16]
         # (topic node, parent topic node or None for ROOT's children), parents before children
         self.topics: list[tuple[dict, dict | None]] = []
         self.owner: dict[int, dict | None] = {}  # message_index -> topic node, UNPLACED, or None (archived)
@@ -146,6 +147,9 @@ def load(path: Path) -> TraceFile:
         raise FormatError(path, f"not UTF-8 ({exc.reason} at byte {exc.start})", hint=HINT) from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"not valid JSON ({exc.msg})", line=exc.lineno, hint=HINT) from None
+    except (RecursionError, ValueError) as exc:  # json raises these for hostile input, not JSONDecodeError
+        why = "nested too deep" if isinstance(exc, RecursionError) else "a number with too many digits"
+        raise FormatError(path, f"not valid JSON we can read ({why})", hint=HINT) from None
     finally:
         sys.setrecursionlimit(limit)
     if not isinstance(data, dict):
@@ -169,14 +173,22 @@ def _text(content) -> str | None:
 
 
 def _unix(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+    """A usable Unix time, else None: a time outside the calendar (1e30, inf) counts as none given,
+    as TRACE's times are only an approximation of when each message was said."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        return None
+    try:
+        unix_time(value, "created_at")
+    except ValueError:
+        return None
+    return float(value)
 
 
 def read_records(tf: TraceFile, fallback_time: float) -> tuple[list[dict | None], list[str]]:
     """One raw record per conversation message (None where a message has no text), and notes."""
     owners = tf.owners()
     root_time = _unix(tf.root.get("created_at")) or fallback_time
-    session = tf.path.stem
+    session = printable(tf.path.stem)
     out: list[dict | None] = []
     notes: list[str] = []
     prev = None
@@ -305,7 +317,7 @@ def import_trace(store, path, progress=None, allow_secrets: bool = False, secret
         return treefmt.write(st.root, build_tree(st, tf, ids, keep, times))
 
     def message(added):
-        return f"Import {len(added)} trace records and {len(tf.topics)} topics from {path.name}"
+        return f"Import {len(added)} trace records and {len(tf.topics)} topics from {printable(path.name)}"
 
     res = store.write(
         records,

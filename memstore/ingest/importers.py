@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-from memstore.errors import FormatError
+from memstore.errors import FormatError, shown_path
 
 ROLES = ("user", "assistant", "system", "tool")
 TYPES = ("text", "action", "meta", "doc")
@@ -222,6 +222,53 @@ def decode_line(lines: Lines, line: Line) -> tuple[str | None, Problem | None]:
     if line.number == 1:
         text = text.removeprefix("\ufeff")  # editors on Windows write a byte-order mark
     return text, None
+
+
+def parse_json(text: str | bytes) -> tuple[Any, str | None]:
+    """(the value, None), or (None, why it is not JSON we can read) for any input, hostile ones too.
+
+    json.loads raises more than JSONDecodeError: RecursionError for values nested thousands deep,
+    ValueError for an integer of more than 4300 digits (Python's int-string limit), and
+    UnicodeDecodeError for bytes that are not UTF-8. Each becomes a sentence, never a traceback.
+    """
+    import json
+
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg}, column {exc.colno})"
+    except RecursionError:
+        return None, "not valid JSON we can read (nested too deep)"
+    except UnicodeDecodeError as exc:
+        return None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+    except ValueError as exc:  # the int-string conversion limit
+        if "digits" in str(exc):
+            return None, f"a number with too many digits (more than {_int_digits()})"
+        return None, f"not valid JSON ({exc})"
+
+
+def _int_digits() -> int:
+    import sys
+
+    return sys.get_int_max_str_digits() or 4300
+
+
+def unix_time(value: float, what: str):
+    """The UTC datetime of a Unix time; ValueError naming `what` when it is out of any calendar."""
+    import datetime as dt
+    import math
+
+    if not math.isfinite(value):
+        raise ValueError(f"{what}: {value!r} is not a Unix time")
+    try:
+        return dt.datetime.fromtimestamp(value, dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        raise ValueError(f"{what}: {value!r} is not a Unix time (outside the years 1-9999)") from None
+
+
+def printable(path) -> str:
+    """A path as text that can be printed and stored: bytes that are not UTF-8 shown as \\xNN."""
+    return shown_path(path)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,7 +31,24 @@ def folder_of(root: Path) -> Path:
 
 
 def base_label(store, root: Path) -> str:
-    """The committed name of the ingested folder `root` (see the module docstring)."""
+    """The committed name of the ingested folder `root` (see the module docstring).
+
+    FormatError when that name is not UTF-8 (it is committed as text, verbatim or not at all)."""
+    label = _base_label(store, root)
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError:
+        from ..errors import FormatError
+        from .importers import printable
+
+        shown = printable(folder_of(root))
+        raise FormatError(
+            shown, "the folder's name is not valid UTF-8; rename it", hint="Nothing was ingested."
+        ) from None
+    return label
+
+
+def _base_label(store, root: Path) -> str:
     folder = folder_of(root)
     try:
         return folder.relative_to(store.root).as_posix().strip(".")

@@ -64,7 +64,7 @@ def describe_media(name: str, data: bytes) -> dict:
             info.update(_audio_info(data))
         if info["kind"] in ("audio", "video") and data[4:8] == b"ftyp":
             info.update(_mp4_info(data))
-    except (struct.error, ValueError, IndexError, EOFError, wave.Error):
+    except (struct.error, ValueError, IndexError, EOFError, wave.Error, ArithmeticError, OSError):
         pass  # a damaged header gives fewer facts; the bytes are kept regardless
     return info
 
@@ -252,7 +252,10 @@ def _mp4_info(data: bytes) -> dict:
                 if scale:
                     out["duration_s"] = round(dur / scale, 3)
                 if created > _MP4_EPOCH:
-                    when = dt.datetime.fromtimestamp(created - _MP4_EPOCH, dt.timezone.utc)
+                    try:
+                        when = dt.datetime.fromtimestamp(created - _MP4_EPOCH, dt.timezone.utc)
+                    except (OverflowError, OSError, ValueError):  # a 64-bit time past year 9999
+                        continue  # no date, but the duration and frame size still count
                     out["taken"] = when.strftime("%Y-%m-%d %H:%M:%S")
             elif sub == b"trak" and "width" not in out:
                 for tk, tb, te in _boxes(data, sb, se):

@@ -16,6 +16,7 @@ from ..errors import FormatError, SecretsFound, UsageError
 from ..format.timeutil import now_utc
 from .. import secret_policy
 from ..store import WriteResult
+from .importers import printable
 from .location import base_label, live_rows, location, moved_from
 
 
@@ -55,7 +56,7 @@ def ingest_path(
         items.append(item)
     if not items and root.is_file():
         reason = notes[0].split(": ", 1)[1] if notes else "nothing to read"
-        raise FormatError(root, reason, hint="Nothing was written.")
+        raise FormatError(printable(root), reason, hint="Nothing was written.")
 
     # Refusing names file and line here; skipping or redacting is per chunk, in the store's write.
     base = base_label(store, root)

@@ -14,17 +14,36 @@ from pathlib import Path
 from ..errors import FormatError, UsageError
 from ..format.record import RecordError, UnstorableText
 from ..store import WriteResult
+from .importers import Problem, parse_json, printable
 
 KINDS = ("jsonl", "claude-code", "chatgpt", "trace", "lossless-memory")
+# a bad line refuses the whole file (one-shot imports); in the other kinds it is skipped and named
+STRICT_KINDS = ("jsonl", "lossless-memory")
 
 
 def import_source(
-    store, kind: str, path, progress=None, allow_secrets: bool = False, secrets: str | None = None, **_opts
+    store,
+    kind: str,
+    path,
+    progress=None,
+    allow_secrets: bool = False,
+    secrets: str | None = None,
+    follow: bool = False,
+    **_opts,
 ) -> WriteResult:
     """Import one source, or a list of sources of one kind (`ct watch`'s batch), in one commit.
 
     `secrets` (refuse, skip, redact, allow; `allow_secrets` is the old name for allow) says what
     to do with records that hold a detected secret; messages name the input file and line.
+
+    What a bad item does (docs/format.md, "Imports"): a line of a jsonl or lossless-memory file
+    that cannot be read refuses the file (FormatError, nothing imported); in Claude Code
+    transcripts and ChatGPT exports each bad line or conversation is skipped with a note naming
+    it. A record whose text UTF-8 cannot store is skipped in every kind, and so is a last line
+    cut off without a newline. When nothing at all could be imported and something was skipped,
+    FormatError (exit 4) names the first. `follow` (`ct watch`): a bad line never refuses a file
+    nor the batch, it is a note and the cursor moves past it so it is not reported again; a last
+    line without a newline is waited for in silence.
     """
     how = secrets or ("allow" if allow_secrets else "refuse")
     paths = [Path(p).expanduser().resolve() for p in (path if isinstance(path, (list, tuple)) else [path])]
@@ -41,30 +60,37 @@ def import_source(
         _opts["source_timezone"] = check_timezone(_opts.get("source_timezone") or store.config.timezone)
     state_path = store.meta_dir / "import-state.json"
     state = _load_state(state_path)
-    raw, cursors, notes = [], {}, []
+    raw, cursors, notes, bad = [], {}, [], []
     for p in paths:
-        r, c, n = _read(kind, p, state, _opts)
+        r, c, n, b = _read(kind, p, state, _opts, follow)
         raw += r
         cursors.update(c)
         notes += n
+        bad += b
+    strict = kind in STRICT_KINDS and not follow
     records, origins = [], {}
     for i, (src, rec) in enumerate(raw):
         line = getattr(rec, "line", None)
+        where = f"{printable(src)}:{line}" if line is not None else f"{printable(src)}: record {i + 1}"
         try:
             norm = store.normalize(rec, derive_id=True)
-        except UnstorableText as exc:  # that one record is reported; the rest of the file comes in
-            notes.append(f"skipped {src}:{line if line is not None else f' record {i + 1}'}: {exc}")
-            continue
         except RecordError as exc:
-            if line is not None:
-                raise FormatError(src, str(exc), line=line, hint="Nothing was imported.") from None
-            raise FormatError(src, f"record {i + 1}: {exc}", hint="Nothing was imported.") from None
-        origins[id(norm)] = f"{src}:{line}" if line is not None else f"{src}: record {i + 1}"
+            problem = Problem(printable(src), line, str(exc) if line is not None else f"record {i + 1}: {exc}")
+            if strict and not isinstance(exc, UnstorableText):
+                raise FormatError(problem.path, problem.message, line=line, hint="Nothing was imported.") from None
+            notes.append(f"skipped {problem}")  # that one record is reported; the rest of the file comes in
+            bad.append(problem)
+            continue
+        origins[id(norm)] = where
         records.append(norm)
+    if not records and bad and not follow:
+        more = len(bad) - 1
+        also = f" ({more} more item{'s' if more > 1 else ''} could not be read either)" if more else ""
+        raise FormatError(bad[0].path, bad[0].message, line=bad[0].line, hint=f"Nothing was imported{also}.")
 
     def message(added):
         sessions = len({r["session"] for r in added})
-        where = path.name if len(paths) == 1 else f"{len(paths)} paths"
+        where = printable(path.name) if len(paths) == 1 else f"{len(paths)} paths"
         return f"Import {len(added)} {kind} records from {where} ({sessions} sessions)"
 
     res = store.write(records, message, progress=progress, secrets=how, origins=origins)
@@ -74,11 +100,12 @@ def import_source(
     return res
 
 
-def _read(kind: str, path: Path, state: dict, opts: dict | None = None):
-    """[(source file, record)], new cursors, notes."""
+def _read(kind: str, path: Path, state: dict, opts: dict | None = None, follow: bool = False):
+    """[(source file, record)], new cursors, notes, and the items that could not be read."""
     from .importers import Cursor
 
     notes: list[str] = []
+    bad: list[str] = []
     out: list[tuple[Path, dict]] = []
     cursors: dict[str, dict] = {}
     if kind == "chatgpt":
@@ -87,7 +114,8 @@ def _read(kind: str, path: Path, state: dict, opts: dict | None = None):
         batch = read_chatgpt(path)
         for p in batch.problems:
             notes.append(f"skipped {p}")
-        return [(path, r) for r in batch.records], cursors, notes
+            bad.append(p)
+        return [(path, r) for r in batch.records], cursors, notes, bad
     read_opts: dict = {}
     if kind == "jsonl":
         from . import import_jsonl as mod
@@ -104,38 +132,61 @@ def _read(kind: str, path: Path, state: dict, opts: dict | None = None):
 
         files = mod.session_files(path)
         if not files:
-            raise UsageError(f"{path}: no Claude Code session files (*.jsonl) found")
+            raise UsageError(f"{printable(path)}: no Claude Code session files (*.jsonl) found")
     for f in files:
         key = str(f)
         cursor = Cursor.from_dict(state[key]) if key in state else None
-        result = mod.read_new(f, cursor, final=_complete_tail(f), **read_opts)
+        tail = _last_line(f)
+        whole = tail is not None and parse_json(tail)[1] is None  # a finished file's last line
+        result = mod.read_new(f, cursor, final=whole, **read_opts)
         hard = [p for p in result.problems if not p.skippable]
-        if hard and kind in ("jsonl", "lossless-memory"):
+        if hard and kind in STRICT_KINDS and not follow:
             p = hard[0]
-            raise FormatError(p.path, p.message, line=p.line, hint="Nothing was imported.")
+            raise FormatError(printable(p.path), p.message, line=p.line, hint="Nothing was imported.")
         notes += [f"skipped {p}" if not p.skippable else str(p) for p in result.problems]
+        bad += hard
+        cut = None if follow or whole else _cut_off(f, result.cursor, tail)
+        if cut is not None:
+            notes.append(f"skipped {cut}")
+            bad.append(cut)
         out += [(f, r) for r in result.records]
         cursors[key] = result.cursor.to_dict()
-    return out, cursors, notes
+    return out, cursors, notes, bad
 
 
-def _complete_tail(path: Path) -> bool:
-    """True when the file's last line lacks a newline but is a whole JSON value (a finished file)."""
+def _last_line(path: Path) -> bytes | None:
+    """The file's last line when it lacks a newline (None when the file ends with one or is empty)."""
     try:
         with open(path, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - (1 << 20)))
-            tail = fh.read()
+            end = fh.seek(0, os.SEEK_END)
+            pos, tail = end, b""
+            while pos > 0:
+                step = min(pos, 1 << 20)
+                pos -= step
+                fh.seek(pos)
+                tail = fh.read(step) + tail
+                if pos == end - step and tail.endswith(b"\n"):
+                    return None
+                if b"\n" in tail:
+                    return tail.rsplit(b"\n", 1)[1]
+            return tail or None
     except OSError:
-        return False
-    if not tail or tail.endswith(b"\n"):
-        return False
-    last = tail.rsplit(b"\n", 1)[-1]
-    try:
-        json.loads(last)
-        return True
-    except (ValueError, UnicodeDecodeError):
-        return False
+        return None
+
+
+def _cut_off(path: Path, cursor, tail: bytes | None):
+    """A Problem for a last line that stops without a newline and is no whole JSON value (a
+    one-shot import leaves it, and the cursor before it: a later import takes it once whole)."""
+    if tail is None or not tail.strip():
+        return None
+    with open(path, "rb") as fh:
+        fh.seek(cursor.offset)
+        newlines = fh.read().count(b"\n")
+    return Problem(
+        str(path),
+        cursor.line + newlines + 1,
+        "the last line is cut off (no newline at the end, and not whole JSON); not imported",
+    )
 
 
 def _load_state(path: Path) -> dict:

@@ -12,7 +12,7 @@ from typing import Iterable, Iterator
 
 import pathspec
 
-from ..errors import UsageError
+from ..errors import UsageError, shown_path
 from .secrets import is_credentials_file
 
 __all__ = [
@@ -148,6 +148,8 @@ class _Walker:
             st = os.stat(self.root)
             self.visited[(st.st_dev, st.st_ino)] = "."
             yield from self._walk_dir(self.root, "", self.root_real, [], ())
+        elif not _utf8(self.root.name):
+            yield Skip(_shown(self.root), "file name is not valid UTF-8; rename it")
         else:
             yield from self._read_file(self.root, self.root.name, self.root_real)
 
@@ -160,37 +162,47 @@ class _Walker:
         specs = specs + _load_ignore_specs(path, rel, entries)
         ancestors = ancestors + (real,)
         for entry in entries:
-            child_rel = f"{rel}{entry.name}"
             child = path / entry.name
             try:
-                is_link = entry.is_symlink()
-                is_dir = entry.is_dir(follow_symlinks=True)
-            except OSError as exc:
-                yield Skip(child, f"cannot stat: {exc.strerror or exc}")
-                continue
-            if is_dir and entry.name in SKIP_DIRS:
-                continue
-            if _ignored(specs, child_rel, is_dir):
-                continue
-            if not is_dir and not self._wanted(entry.name):
-                continue  # other extensions pass silently, or every image in a folder would print
-            child_real = os.path.realpath(child) if is_link else os.path.join(real, entry.name)
-            if self._excluded(child_real):
-                continue
-            if is_link:
-                problem = self._symlink_problem(child, child_real, is_dir, ancestors)
-                if problem:
-                    yield Skip(child, problem)
-                    continue
-            if is_dir:
-                if is_link and not self._first_visit(child, child_rel):
-                    yield Skip(child, f"symlink to a folder already walked ({self._seen_as(child)})")
-                    continue
-                if not is_link:
-                    self._first_visit(child, child_rel)
-                yield from self._walk_dir(child, child_rel + "/", child_real, specs, ancestors)
-            else:
-                yield from self._read_file(child, child_rel, child_real)
+                yield from self._entry(entry, child, rel, real, specs, ancestors)
+            except OSError as exc:  # it went away or changed while walked (/proc, a build folder)
+                yield Skip(_shown(child), f"cannot read: {exc.strerror or exc}")
+
+    def _entry(self, entry: os.DirEntry, child: Path, rel: str, real: str, specs: list, ancestors: tuple) -> Iterator:
+        """What one folder entry yields: itself, its folder's files, or a Skip saying why not."""
+        child_rel = f"{rel}{entry.name}"
+        try:
+            is_link = entry.is_symlink()
+            is_dir = entry.is_dir(follow_symlinks=True)
+        except OSError as exc:
+            yield Skip(_shown(child), f"cannot stat: {exc.strerror or exc}")
+            return
+        if is_dir and entry.name in SKIP_DIRS:
+            return
+        if _ignored(specs, child_rel, is_dir):
+            return
+        if not is_dir and not self._wanted(entry.name):
+            return  # other extensions pass silently, or every image in a folder would print
+        if not _utf8(entry.name):  # a record stores its path as UTF-8 text, verbatim or not at all
+            yield Skip(_shown(child), f"{'folder' if is_dir else 'file'} name is not valid UTF-8; rename it")
+            return
+        child_real = os.path.realpath(child) if is_link else os.path.join(real, entry.name)
+        if self._excluded(child_real):
+            return
+        if is_link:
+            problem = self._symlink_problem(child, child_real, is_dir, ancestors)
+            if problem:
+                yield Skip(child, problem)
+                return
+        if is_dir:
+            if is_link and not self._first_visit(child, child_rel):
+                yield Skip(child, f"symlink to a folder already walked ({self._seen_as(child)})")
+                return
+            if not is_link:
+                self._first_visit(child, child_rel)
+            yield from self._walk_dir(child, child_rel + "/", child_real, specs, ancestors)
+        else:
+            yield from self._read_file(child, child_rel, child_real)
 
     blobs = False
 
@@ -211,8 +223,8 @@ class _Walker:
             if self._inside_root(target):
                 return "symlink inside the root; its target is walked under its own name"
             return f"symlink to {target}, outside the root (use --follow-symlinks to include)"
-        if is_dir and target in ancestors:
-            return f"symlink loop (points back to {target})"
+        if is_dir and any(_within(a, target) for a in ancestors):  # a link to `/` holds the walk too
+            return f"symlink loop (points back to {target}, which holds this folder)"
         return None
 
     def _first_visit(self, path: Path, rel: str) -> bool:
@@ -261,6 +273,25 @@ class _Walker:
             yield Skip(path, "empty file" if not data else "no text")
             return
         yield FileItem(path, rel, len(data), digest, kind, pages, pages_read, _text=text)
+
+
+def _within(path: str, folder: str) -> bool:
+    """Is `path` the folder `folder` or below it?"""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _utf8(name: str) -> bool:
+    """Can the name be stored as UTF-8 text (os gives bytes that are not UTF-8 as lone surrogates)?"""
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _shown(path: Path) -> Path:
+    """The path as it can be printed: bytes that are not UTF-8 written as \\xNN."""
+    return Path(shown_path(path))
 
 
 def _extension(name: str) -> str:

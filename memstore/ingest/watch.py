@@ -76,7 +76,7 @@ def detect_kind(path: Path) -> str | None:
 
     FormatError when the lines are JSON but neither shape, so the file is reported, not ignored.
     """
-    import json
+    from .importers import parse_json
 
     with open(path, "rb") as f:
         head = f.read(DETECT_BYTES)
@@ -90,9 +90,8 @@ def detect_kind(path: Path) -> str | None:
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
-        try:
-            row = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        row, why = parse_json(raw)
+        if why is not None:
             broken = broken or (number, "not valid JSON")
             continue  # a broken line says nothing; the reader reports it by line
         if not isinstance(row, dict):
@@ -235,7 +234,7 @@ class Watcher:
                 continue  # no complete line yet: nothing to read, nothing to report
             by_kind.setdefault(kind, []).append(f)
         for kind, group in sorted(by_kind.items()):
-            res = import_source(self.store, kind, group, secrets=self.secrets)
+            res = import_source(self.store, kind, group, secrets=self.secrets, follow=True)
             batch.added += len(res.added)
             batch.skipped += res.skipped
             batch.notes += res.notes

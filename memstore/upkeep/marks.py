@@ -23,6 +23,13 @@ def mark(store, text: str, now=None, secrets: str = "refuse") -> markerfmt.Marke
     when = now or now_utc()
     text = _checked_for_secrets(text, secrets)
     try:
+        text.encode("utf-8")  # the line is stored as UTF-8 JSON, verbatim or not at all
+    except UnicodeEncodeError as exc:
+        raise UsageError(
+            f"cannot mark: the text holds a lone UTF-16 surrogate ({text[exc.start]!r} at character "
+            f"{exc.start}, half of an emoji or a byte that was not UTF-8), which UTF-8 cannot store"
+        ) from None
+    try:
         line = markerfmt.opening(text, when)
     except ValueError as exc:
         raise UsageError(f"cannot mark: {exc}") from None
