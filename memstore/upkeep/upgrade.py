@@ -251,9 +251,9 @@ def _convert_blob(store, rec: dict, key: bytes, writer, packed: set, path: Path,
     except (OSError, SegmentError, KeyError, ValueError) as exc:
         raise _unreadable(path, line_no, rec, "its original (source.blob)", exc) from None
     actual = hashlib.sha256(body).hexdigest()
-    key = (ref["shard"], ref["blob"])
-    if key not in packed:  # chunks of one PDF share one original
-        packed.add(key)
+    where = (ref["shard"], ref["blob"])
+    if where not in packed:  # chunks of one PDF share one original
+        packed.add(where)
         writer.add_blob(str(rec["id"]), key, body, bheader.data_type, mbody, bheader.unix_time)
     rec["source"] = {**src, "blob": {"sha256": sha or actual, "bytes": len(body)}}
 
