@@ -12,7 +12,7 @@ import zlib
 from conftest import commits, ct, git_clean
 
 from memstore.format import pack as packfmt
-from memstore.format.segment import DT_AUDIO, DT_BLOB, DT_IMAGE, DT_JSON
+from memstore.format.segment import DT_AUDIO, DT_BLOB, DT_IMAGE
 
 
 # ----- tiny real files, built byte by byte ------------------------------------------------------
