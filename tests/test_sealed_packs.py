@@ -36,12 +36,26 @@ def _clone(origin, path):
 
 
 def _pair(tmp_path, embedder: str, adds: int):
-    """(a, b): two plain clones of one origin holding `adds` one-record writes (packs) on DAY."""
+    """(a, b): two plain clones of one origin holding, on DAY, one write of five records (one pack,
+    which a format-2 forget rewrote) and then `adds` one-record writes (a pack each)."""
     origin = tmp_path / "origin.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
-    a = make_store(tmp_path / "a", embedder=embedder).root
+    st = make_store(tmp_path / "a", embedder=embedder)
+    a = st.root
     git(a, "remote", "add", "origin", str(origin))
-    ids = [_add(a, f"turn {k}: the night train to vienna leaves at {k} o'clock", k) for k in range(adds)]
+    batch = [
+        st.normalize(
+            {
+                "ts": f"{DAY}T09:0{k}:00Z",
+                "role": "user",
+                "session": "s",
+                "text": f"batch turn {k}: the ferry to the island leaves at {k}",
+            }
+        )
+        for k in range(5)
+    ]
+    ids = [r["id"] for r in st.write(batch, "Add 5 turns").added]
+    ids += [_add(a, f"turn {k}: the night train to vienna leaves at {k} o'clock", k) for k in range(adds)]
     git(a, "push", "-q", "-u", "origin", "main")
     return a, _clone(origin, tmp_path / "b"), ids
 
@@ -72,49 +86,49 @@ def _packs(root) -> list:
 @pytest.mark.parametrize("mode", PULLS)
 @pytest.mark.parametrize("embedder", EMBEDDERS)
 def test_two_clones_forget_different_records_of_one_day_and_pull(tmp_path, embedder, mode):
-    a, b, ids = _pair(tmp_path, embedder, 3)
+    a, b, ids = _pair(tmp_path, embedder, 0)
     ct("-C", a, "forget", ids[0])
     git(a, "push", "-q", "origin", "main")
-    ct("-C", b, "forget", ids[2])
+    ct("-C", b, "forget", ids[4])
     _pull(b, mode)
-    assert _records(b) == 1
-    hits = json.loads(ct("-C", b, "search", "night train", "--json").stdout)["hits"]
-    assert [h["id"] for h in hits] == [ids[1]]
+    assert _records(b) == 3
+    hits = json.loads(ct("-C", b, "search", "ferry island", "--json").stdout)["hits"]
+    assert sorted(h["id"] for h in hits) == sorted(ids[1:4])
 
 
 @pytest.mark.parametrize("mode", PULLS)
 @pytest.mark.parametrize("embedder", EMBEDDERS)
 def test_a_forget_on_one_clone_and_a_consolidating_write_on_the_other_pull(tmp_path, embedder, mode):
-    a, b, ids = _pair(tmp_path, embedder, 8)
+    a, b, ids = _pair(tmp_path, embedder, 7)
     ct("-C", a, "forget", ids[3])
     git(a, "push", "-q", "origin", "main")
     before = set(_packs(b))
     new = _add(b, "the ninth turn: it consolidates the day", 30)
     assert len(_packs(b)) < len(before)  # the write consolidated the day's packs
     _pull(b, mode)
-    assert _records(b) == 8
+    assert _records(b) == 12
     git(b, "push", "-q", "origin", "main")
     _pull(a, mode)  # and the other way round
-    assert _records(a) == 8
+    assert _records(a) == 12
     assert new in ct("-C", a, "search", "ninth turn consolidates", "--json").stdout
 
 
 @pytest.mark.parametrize("mode", PULLS)
 @pytest.mark.parametrize("embedder", EMBEDDERS)
 def test_two_clones_consolidating_different_sets_of_a_day_pull_and_sync(tmp_path, embedder, mode):
-    a, b, _ids = _pair(tmp_path, embedder, 8)
+    a, b, _ids = _pair(tmp_path, embedder, 7)
     _add(a, "written on a, consolidating", 40)
     _add(b, "written on b, consolidating too", 41)
     ct("-C", b, "forget", _ids[5])
     git(a, "push", "-q", "origin", "main")
     _pull(b, mode)
-    assert _records(b) == 9
+    assert _records(b) == 13
     git(b, "push", "-q", "origin", "main")
     ct("-C", a, "add", "--ts", f"{DAY}T11:00:00Z", "one more on a")  # and ct sync merges it too
     ct("-C", a, "sync")
-    assert _records(a) == 10 and git_clean(a)
+    assert _records(a) == 14 and git_clean(a)
     ct("-C", a, "gc")
-    assert _records(a) == 10
+    assert _records(a) == 14
 
 
 def _opened(root) -> dict:
