@@ -2,9 +2,9 @@
 
 __version__ = "0.1.0"
 
-FORMAT_VERSION = 2
-# Formats this code reads; writes need FORMAT_VERSION (`ct upgrade` turns format 1 into 2).
-READABLE_FORMATS = (1, 2)
+FORMAT_VERSION = 3
+# Formats this code reads; writes need FORMAT_VERSION (`ct upgrade` turns format 1 or 2 into 3).
+READABLE_FORMATS = (1, 2, 3)
 
 
 def __getattr__(name):

@@ -4,8 +4,9 @@
 Where a record's text lives, and what forgetting does there:
 
     log/YYYY/YYYY-MM-DD.jsonl   the day file is rewritten without the record's line
-    packs/YYYY/YYYY-MM-DD/      the day's packs are consolidated into one without its vector (and blob);
-                                a format-1 store is refused like every write ("run ct upgrade")
+    packs/YYYY/YYYY-MM-DD/      untouched: the vector (and original) is sealed under the key the line
+                                held, so it is unreadable once the line is gone; an older store is
+                                refused like every write ("run ct upgrade")
     topic tree                  its id leaves every topic; names and summaries are rebuilt from what
                                 remains (format 2: `memstore.format.tree.forget`)
     markers.jsonl               a marker whose text holds the forgotten text is removed
@@ -252,21 +253,11 @@ def _rewrite_day(store, day: str, ids: set[str]) -> list[str]:
 
 
 def _remove_vectors(store, days: list[str], ids: set[str]) -> list[str]:
-    """Each day's packs, consolidated into one without the records' vectors (and blobs)."""
-    from .format import pack
-
-    dim = int(store.config.embedder["dim"])
-    paths: list[str] = []
-    for day in days:
-        if not pack.pack_files(pack.day_dir(store.root, day)):
-            continue
-        new, old = pack.consolidate(store.root, day, dim, keep=lambda rid, _h16: rid not in ids)
-        for p in old:
-            p.unlink()
-            paths.append(store.rel(p))
-        if new is not None:
-            paths.append(store.rel(new))
-    return paths
+    """Nothing to rewrite: a record's vector and original are sealed under the key its day-log line
+    holds (format/seal.py), so `_rewrite_day` removing the line leaves them unreadable in packs that
+    are never touched (and so never a merge conflict). The next consolidation of the day leaves them
+    behind for good."""
+    return []
 
 
 def _forget_in_tree(store, ids: set[str], texts: list[str]) -> list[str]:
@@ -362,25 +353,16 @@ def stale_records(store) -> list[dict]:
 
 
 def leftovers(store) -> list[dict]:
-    """What a git merge kept of forgotten records besides day-log lines: a vector in another clone's
-    copy of the day's pack (each clone rewrote the pack without its own forgotten records, and the
-    merge keeps both), and a forgotten marker's line. One entry each, text None, for `forget`."""
+    """What a git merge kept of forgotten records besides day-log lines: a forgotten marker's line
+    and stale topic summaries (a pack keeps nothing readable: see `_remove_vectors`). One entry
+    each, text None, for `forget`."""
     from .format import markers as markfmt
-    from .format import pack
 
     gone = forgotten_ids(store.root)
     if not gone:
         return []
     out: dict[str, dict] = {}
-    for day, folder in pack.all_pack_days(store.root).items():
-        for p in pack.pack_files(folder):
-            try:
-                held = pack.manifest_ids(p) & gone
-            except (OSError, pack.PackError):
-                continue  # a damaged pack is fsck's to name
-            for rid in sorted(held):
-                where = f"its vector in {store.rel(folder)}/, which a git merge kept"
-                out.setdefault(rid, {"id": rid, "ts": "", "text": None, "session": None, "day": day, "note": where})
+    # No pack holds anything of them that can be read: their keys left with their lines.
     for line in markfmt.forgotten_lines(store.root):
         note = "a forgotten marker, which a git merge brought back to markers.jsonl"
         out.setdefault(line["id"], {"id": line["id"], "ts": line.get("ts") or "", "text": None, "note": note})

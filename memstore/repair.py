@@ -441,20 +441,23 @@ def _pack_needed(store, path: Path, day: str, untracked: set[Path]) -> bool:
     from .format import log as logfmt
     from .format import pack as packfmt
 
+    log = logfmt.day_path(store.root, day)
+    if not log.exists():
+        return False
+    keys = packfmt.ring(ln.record for ln in logfmt.read_lines(log) if ln.record)  # the committed lines' keys
+
+    def held(p: Path) -> set:
+        pk = packfmt.read(p)
+        return set(pk.vectors(keys if pk.sealed else [(rid, None) for rid, _ in keys]))
+
     try:
-        ids = set(packfmt.read(path).vectors())
+        committed = held(path)
     except (OSError, ValueError):
         return False  # unreadable: it cannot be anybody's vector
-    log = logfmt.day_path(store.root, day)
-    if not ids or not log.exists():
-        return False
-    committed = {str(ln.record.get("id")) for ln in logfmt.read_lines(log) if ln.record} & ids
-    if not committed:
-        return False
     for other in packfmt.pack_files(path.parent):
-        if other != path and other not in untracked:
+        if other != path and other not in untracked and committed:
             try:
-                committed -= set(packfmt.read(other).vectors())
+                committed -= held(other)
             except (OSError, ValueError):
                 continue
     return bool(committed)

@@ -13,6 +13,7 @@ from .format import layout
 from .format import log as logfmt
 from .format import record as recordfmt
 from .format import pack as packfmt
+from .format import seal
 from .format.timeutil import from_iso, local_day, zone
 from .locking import file_lock, lock_timeout
 from .results import WriteResult  # noqa: F401  (re-exported: writers import it from here)
@@ -444,19 +445,22 @@ class Store(StoreAPI):
             had = len(packfmt.pack_files(folder))
             writer = packfmt.PackWriter(day, dim)
             for rec, vec in by_day.get(day, []):
-                rec.pop("seg", None)  # format 2: a record names no file
+                rec.pop("seg", None)  # a record names no file
                 rec["hash"] = recordfmt.text_hash(rec["text"])
-                writer.add_vector(rec["id"], rec["hash"], vec, dtype, int(from_iso(rec["ts"]).timestamp()))
+                rec["vkey"] = seal.new_key()  # its vector (and original) can be read with this line only
+                key = seal.key_bytes(rec["vkey"])
+                writer.add_vector(rec["id"], key, rec["hash"], vec, dtype, int(from_iso(rec["ts"]).timestamp()))
+            keys = {r["id"]: seal.key_bytes(r["vkey"]) for r, _ in by_day.get(day, [])}
             for rid, _day, payload, data_type, manifest, unix in blobs.get(day, []):
-                writer.add_blob(rid, payload, data_type, manifest, unix)
+                writer.add_blob(rid, keys[rid], payload, data_type, manifest, unix)
             writer.write(self.root)
-            if limit and had >= limit:
-                consolidate_day(self, day)
             touched.append(self.rel(folder))
             if by_day.get(day):
                 logpath = logfmt.day_path(self.root, day)
                 logfmt.append(logpath, [r for r, _ in by_day[day]], fsync=False)
                 touched.append(self.rel(logpath))
+            if limit and had >= limit:  # after the lines: a consolidation carries what their keys open
+                consolidate_day(self, day)
         return touched
 
     # ----- helpers for commands -------------------------------------------------------------
@@ -517,22 +521,34 @@ def _preview(text: str, width: int = 60) -> str:
     return " ".join(scrub(text).split())[:width]
 
 
-def consolidate_day(store, day: str) -> int | None:
-    """Merge a day's small packs into one deterministic pack (old ones deleted); how many it merged.
+def day_ring(root, day: str) -> list:
+    """The (record id, key) pairs the day log's lines hold: what can open that day's packs."""
+    path = logfmt.day_path(root, day)
+    if not path.exists():
+        return []
+    return packfmt.ring(ln.record for ln in logfmt.read_lines(path) if ln.record is not None)
 
-    Only packs that are each at most 45% of the result are merged (`pack.mergeable`), so that
-    git never takes a consolidation for a rename, which would conflict with another clone's
-    consolidation of the same day. 0: nothing worth merging; None: a pack of the day is damaged and
+
+def consolidate_day(store, day: str) -> int | None:
+    """Merge a day's small packs into one new pack (old ones deleted); how many it merged.
+
+    Only packs that are each at most 45% of the result are merged (`pack.mergeable`), so a write
+    never rewrites the day's big pack for a small addition; what the day log's keys no longer open
+    (forgotten records) is left behind. 0: nothing worth merging; None: a pack of the day is damaged and
     the day is left as it is for fsck to name (a repack must never drop or launder what it holds).
     The caller stages the day's pack folder in its transaction: deletions and new pack, one commit.
     """
     from .format import tombstones
 
     had = set(packfmt.pack_files(packfmt.day_dir(store.root, day)))
-    gone = tombstones.ids(store.root)  # a forgotten record's vector that a git merge kept is not carried on
+    gone = tombstones.ids(store.root)  # a line a git merge brought back is forgotten all the same
     try:
         new, old = packfmt.consolidate_safely(
-            store.root, day, int(store.config.embedder["dim"]), keep=(lambda rid, _h: rid not in gone) if gone else None
+            store.root,
+            day,
+            int(store.config.embedder["dim"]),
+            day_ring(store.root, day),
+            keep=(lambda rid, _h: rid not in gone) if gone else None,
         )
     except (OSError, packfmt.PackError):
         return None

@@ -151,7 +151,7 @@ def _pack_of(store, rec):
     from memstore.format import pack as packfmt
 
     for p in packfmt.pack_files(packfmt.day_dir(store.root, rec["ts"][:10])):
-        if rec["id"] in packfmt.read(p).vectors():
+        if packfmt.read(p).vectors(packfmt.ring([rec])):
             return p
     raise AssertionError(f"no pack holds {rec['id']}")
 
@@ -190,7 +190,8 @@ def test_wrong_vector_dimension(store):
 
     log, recs = _store_with_two_records(store)
     w = packfmt.PackWriter("2026-11-30", 3)
-    w.add_vector(recs[0]["id"], recs[0]["hash"], np.ones(3, np.float32), "float32", 0)
+    key = packfmt.ring([recs[0]])[0][1]
+    w.add_vector(recs[0]["id"], key, recs[0]["hash"], np.ones(3, np.float32), "float32", 0)
     _pack_of(store, recs[0]).unlink()
     w.write(store.root)
     _commit_all(store.root, "wrong dimension")

@@ -16,7 +16,7 @@ def test_init_creates_a_git_store(tmp_path):
     ct("init", tmp_path / "s", "--embedder", "hash", "--timezone", "Europe/Berlin")
     root = tmp_path / "s"
     toml = (root / "memstore.toml").read_text()
-    assert "format_version = 2" in toml and 'timezone = "Europe/Berlin"' in toml and "dim = 384" in toml
+    assert "format_version = 3" in toml and 'timezone = "Europe/Berlin"' in toml and "dim = 384" in toml
     assert (root / ".gitignore").read_text().strip() == "/.memstore/"
     assert "merge=union" in (root / ".gitattributes").read_text()
     assert (root / ".git" / "hooks" / "post-merge").exists()
@@ -160,9 +160,9 @@ def test_stat_counts(store):
 
 def test_version_mismatch_is_refused(store):
     toml = store.root / "memstore.toml"
-    toml.write_text(toml.read_text().replace("format_version = 2", "format_version = 3"))
+    toml.write_text(toml.read_text().replace("format_version = 3", "format_version = 4"))
     proc = ct("-C", store.root, "stat", check=False)
-    assert proc.returncode == 5 and "format_version 3 is not supported" in proc.stderr
+    assert proc.returncode == 5 and "format_version 4 is not supported" in proc.stderr
 
 
 def test_other_embedder_names_reembed(store):

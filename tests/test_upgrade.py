@@ -173,17 +173,18 @@ def test_upgrade_keeps_records_vectors_tree_and_search_results(old_code, tmp_pat
     res = json.loads(ct("-C", root, "upgrade", "--json").stdout)
     assert res["commit"] and res["records"] == len(before_recs) and res["vectors"] == len(before_recs)
     assert res["blobs"] == 1
-    assert len(commits(root)) == n_commits + 1 and commits(root)[0].startswith("Upgrade store to format 2")
+    assert len(commits(root)) == n_commits + 1 and commits(root)[0].startswith("Upgrade store to format 3")
     assert git_clean(root)
-    assert "format_version = 2" in (root / "memstore.toml").read_text()
+    assert "format_version = 3" in (root / "memstore.toml").read_text()
     assert not (root / "segments").exists() and not (root / "tree.json").exists()
     assert list((root / "tree").rglob("*.jsonl"))  # the tree op log
     attrs = (root / ".gitattributes").read_text()
     assert "merge=memstore-tree" not in attrs and "log/**/*.jsonl merge=union" in attrs
 
-    # records: the same, less seg; the blob reference names the original by content
+    # records: the same, less seg, plus each one's key; the blob reference names the original by content
     after_recs = records(root)
     assert len(after_recs) == len(before_recs)
+    assert len({new.pop("vkey") for new in after_recs}) == len(after_recs)  # one random key per record
     for old, new in zip(before_recs, after_recs):
         assert "seg" not in new
         old = {k: v for k, v in old.items() if k != "seg"}
@@ -200,7 +201,7 @@ def test_upgrade_keeps_records_vectors_tree_and_search_results(old_code, tmp_pat
     assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]
 
     again = ct("-C", root, "upgrade").stdout
-    assert "already format 2" in again and len(commits(root)) == n_commits + 1
+    assert "already format 3" in again and len(commits(root)) == n_commits + 1
 
 
 def test_a_damaged_format1_store_is_refused_untouched(old_code, tmp_path):
@@ -239,7 +240,47 @@ def test_an_upgrade_killed_before_its_commit_is_undone_by_the_next(old_code, tmp
     assert "would rewrite 1 day logs" in plan
     assert git_clean(root) and records(root) == before and not (root / ".memstore" / "upgrade-in-progress").exists()
     ct("-C", root, "upgrade")
-    assert [{k: v for k, v in r.items()} for r in records(root)] == [
+    assert [{k: v for k, v in r.items() if k != "vkey"} for r in records(root)] == [
         {k: v for k, v in r.items() if k != "seg"} for r in before
     ]
     assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]
+
+
+LAST_FORMAT_2 = "e08e6df"  # the last commit that wrote format 2
+
+
+@pytest.fixture(scope="module")
+def format2_code(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("format-2")
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", LAST_FORMAT_2, "memstore"], capture_output=True)
+    assert archive.returncode == 0, f"commit {LAST_FORMAT_2} is not in this clone: {archive.stderr.decode()[-300:]}"
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest
+
+
+def test_a_format_2_store_is_upgraded_to_format_3_in_one_commit(format2_code, tmp_path):
+    """Every record gains a key (nothing else in its line changes), every vector is sealed bit for
+    bit, search ranks the same, and the store is written to again; before it, writes exit 5."""
+    root = tmp_path / "store"
+    old_ct(format2_code, "init", root, "--embedder", "hash", "--timezone", "UTC")
+    for k, text in enumerate(["the ficus needs water", "book the night train", "trip budget is 2400", "call mum"]):
+        old_ct(format2_code, "-C", root, "add", "--ts", f"2026-03-0{1 + k % 2}T10:0{k}:00Z", text)
+    old_ct(format2_code, "-C", root, "forget", "--match", "call mum")
+    before_recs, before_vecs = records(root), vectors_after(root)
+    before = searches(root, tmp_path, "vector")
+    proc = ct("-C", root, "add", "not yet", check=False)
+    assert proc.returncode == 5 and 'this store is format 2; run "ct upgrade"' in proc.stderr
+    n = len(commits(root))
+    res = json.loads(ct("-C", root, "upgrade", "--json").stdout)
+    assert res["from_format"] == 2 and res["records"] == 3 and res["vectors"] == 3
+    assert len(commits(root)) == n + 1 and commits(root)[0].startswith("Upgrade store to format 3")
+    assert "format_version = 3" in (root / "memstore.toml").read_text() and git_clean(root)
+    after = records(root)
+    assert [{k: v for k, v in r.items() if k != "vkey"} for r in after] == before_recs
+    assert all(len(r["vkey"]) == 43 for r in after)
+    assert vectors_after(root) == before_vecs  # every vector bit for bit, opened with its line's key
+    assert searches(root, tmp_path, "vector") == before
+    assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]
+    ct("-C", root, "add", "--ts", "2026-03-01T11:00:00Z", "written after the upgrade")
+    assert json.loads(ct("-C", root, "fsck", "--json").stdout)["records"] == 4
+    assert "already format 3" in ct("-C", root, "upgrade").stdout

@@ -448,11 +448,12 @@ def bytes_per_record(store, n: int) -> dict:
     for p in (root / "log").rglob("*.jsonl"):
         out["log"] += p.stat().st_size
     from ..format import pack as packfmt
-    from ..format.segment import HEADER_SIZE, VECTOR_TYPES
+    from ..format.segment import HEADER_SIZE
 
     for p in (root / "packs").rglob("*.is"):
         st = p.stat()
-        vec = sum(HEADER_SIZE + len(body) for h, body in packfmt.read(p).segments if h.data_type in VECTOR_TYPES)
+        pk = packfmt.read(p)
+        vec = sum(HEADER_SIZE + len(pk.segments[row[-1]][1]) for row in pk.manifest.get("records", []))
         out["vec_seg"] += vec
         out["pack_rest"] += st.st_size - vec  # the manifest segment (ids, hash16s, positions)
         out["pack_disk"] += st.st_blocks * 512

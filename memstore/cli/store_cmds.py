@@ -220,9 +220,9 @@ def gc_cmd(obj, dry_run, as_json):
     git merges leave (one commit).
 
     Packs are merged only while none is over 45% of the result, so a day keeps a few packs of
-    growing size and git never takes a consolidation for a rename. The new pack depends only on
-    what it holds, so clones that consolidate the same day write the same file and merge with
-    plain git. Example: ct gc -n
+    growing size (a day whose packs repeat each other, after two clones consolidated it, is merged
+    whole). Every pack's bytes are unique, so git never takes one for a rename of another and
+    clones that consolidate differently merge with plain git. Example: ct gc -n
     """
     res = obj.store().gc(dry_run=dry_run)
     if as_json:
@@ -230,7 +230,7 @@ def gc_cmd(obj, dry_run, as_json):
     elif not res.days and not res.damaged and not res.duplicates:
         click.echo(
             "Nothing to consolidate: no day has small packs to merge (packs of similar size stay apart, "
-            "so git never sees a rename), and no record line is repeated."
+            "so a big pack is not rewritten for a small one), and no record line is repeated."
         )
     else:
         said = []
@@ -329,10 +329,11 @@ def sync_cmd(obj, no_push, set_upstream, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print the plan or result as JSON.")
 @click.pass_obj
 def upgrade_cmd(obj, dry_run, as_json):
-    """Turn a format-1 store into format 2 in one commit, losslessly.
+    """Turn a format-1 or format-2 store into format 3 in one commit, losslessly.
 
-    Same records (less their `seg` field), same vectors bit for bit (moved into one pack per day),
-    tree.json becomes the tree log, segments/ is removed. A format-2 store is left alone.
+    Same records, each with a key of its own added (format 1: less its `seg` field), same vectors
+    bit for bit, sealed under those keys in one pack per day; format 1: tree.json becomes the tree
+    log and segments/ is removed. A format-3 store is left alone.
 
     Example: ct upgrade -n
     """

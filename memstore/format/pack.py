@@ -1,22 +1,24 @@
-"""Segment packs (store format 2): one `.is` file per write and day, named by the sha256 of its bytes.
+"""Segment packs: one `.is` file per write and day, named by the sha256 of its bytes.
 
-A pack is a plain sequence of ContextTape segments (the same 32-byte header, payload types and int8
-scheme as `segment.py`). Segment 0 is a DT_JSON manifest that makes the pack self-describing:
+A pack is a plain sequence of ContextTape segments (the same 32-byte header as `segment.py`).
+Segment 0 is a DT_JSON manifest. Format 3 (this code writes it) seals every item:
 
-    {"pack": 2, "day": "2026-11-30", "dim": 384,
-     "records": [[record_id, hash16, seg], ...],          # one vector segment per record
-     "blobs":   [[record_id, blob_seg, manifest_seg], ...]}   # ingest-any originals (optional)
+    {"nonce": "<24 hex: random, one per pack>", "pack": 3, "day": "2026-11-30", "dim": 384,
+     "records": [[tag, seg], ...],                # one sealed vector segment per record
+     "blobs":   [[tag, blob_seg, manifest_seg], ...]}   # ingest-any originals (optional)
 
-`hash16` is the first 16 hex digits of the record's text hash, so a vector is tied to the exact text
-it was made from; `seg` is the segment's position in the pack (0 is the manifest). Links inside a
-pack (`next_id`/`prev_id`) are positions too, so a pack read as a ContextTape segment list is
-consistent. Packs hold no text: the day log is the one place a record's words live (see
-docs/format.md for the measurement behind that choice).
+Each item is sealed (ChaCha20-Poly1305, `seal.py`) under the key that only its record's day-log
+line holds (`vkey`), and its tag is a keyed hash of the pack's nonce: nothing in a pack names a
+record, only the line's key finds and opens its entry, and a forget (which removes the line) leaves
+the pack untouched and its item unreadable. The random nonce makes every pack's bytes unique, so
+git's rename detection never pairs a pack with another, whatever they hold. A sealed vector opens
+to `hash16` (8 bytes), its inner header (data type, dim, int8 scale, Unix time) and its payload.
+Format-2 packs (read, never written) hold the same items in the clear, named by record id.
 
-The name is `<sha256 of the bytes>.is`: identical content means an identical name, two clones can
-never write the same path with different bytes, and `fsck` checks every byte against the name.
-Readers tolerate the same record in several packs (a union of two clones' consolidations) and take
-one copy; nothing points at a pack by name, so packs can be consolidated without touching a log.
+The name is `<sha256 of the bytes>.is`: two clones can never write the same path with different
+bytes, and `fsck` checks every byte against the name. Readers tolerate the same record in several
+packs (a union of two clones' consolidations) and take one copy; nothing points at a pack by name,
+so packs can be consolidated without touching a log.
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ import hashlib
 import json
 import os
 import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import layout
+from . import seal
 from .segment import (
     DT_JSON,
+    DT_SEALED,
     HEADER_SIZE,
     KNOWN_TYPES,
     MAX_PAYLOAD,
@@ -42,8 +47,11 @@ from .segment import (
     write_file_atomic,
 )
 
-PACK_FORMAT = 2
+PACK_FORMAT = 3
+READABLE_PACKS = (2, 3)
 HASH_PREFIX = 16
+_INNER = struct.Struct("<iifq")  # a sealed vector's inner header: data type, dim, scale, Unix time
+_BLOB_INNER = struct.Struct("<iq")  # a sealed original's: data type, Unix time
 _NAME = re.compile(r"^([0-9a-f]{64})\.is$")
 
 
@@ -92,6 +100,30 @@ def all_pack_days(root: Path) -> dict[str, Path]:
     return out
 
 
+Ring = list  # [(record id, key bytes), ...] in day-log order: the keys the day's lines hold
+
+
+def ring(records) -> Ring:
+    """The (record id, key) pairs of records (day-log dicts) that carry a well-formed `vkey`."""
+    out = []
+    for rec in records:
+        key = seal.key_bytes(rec.get("vkey")) if isinstance(rec, dict) else None
+        if key is not None:
+            out.append((str(rec.get("id")), key))
+    return out
+
+
+@dataclass
+class Item:
+    """One opened vector: its record, the key that opened it, its plain header and payload."""
+
+    record_id: str
+    key: bytes | None  # the key given for it (format 2: nothing is sealed, maybe None)
+    h16: str
+    header: Header
+    payload: bytes
+
+
 @dataclass
 class Pack:
     """One parsed pack: its manifest and its segments as (header, payload) in order."""
@@ -99,21 +131,72 @@ class Pack:
     path: Path
     manifest: dict
     segments: list[tuple[Header, bytes]]
+    _tags: dict = field(default_factory=dict, repr=False)
 
-    def vectors(self) -> dict[str, tuple[object, str]]:
-        """{record id: (float32 vector, hash16)} for every record this pack holds a vector for."""
-        out = {}
-        for rid, h16, seg in self.manifest.get("records", []):
-            header, payload = self.segments[seg]
-            out[rid] = (decode_vector(header, payload), h16)
+    @property
+    def sealed(self) -> bool:
+        return self.manifest.get("pack") == 3
+
+    @property
+    def entries(self) -> int:
+        return len(self.manifest.get("records") or [])
+
+    def _found(self, keys: Ring, rows_key: str, kind: bytes):
+        """(record id, key, row) for each manifest row of `rows_key` one of `keys` names."""
+        if rows_key not in self._tags:  # format 3: by tag; format 2: by record id
+            self._tags[rows_key] = {row[0]: row for row in self.manifest.get(rows_key) or []}
+        by_tag = self._tags[rows_key]
+        nonce = bytes.fromhex(self.manifest["nonce"]) if self.sealed else b""
+        out = []
+        for rid, key in keys:
+            row = by_tag.get(seal.tag(key, nonce, kind) if self.sealed else rid)
+            if row is not None:
+                out.append((rid, key, row))
         return out
 
-    def blob(self, record_id: str) -> tuple[Header, bytes, dict] | None:
+    def items(self, keys: Ring) -> list[Item]:
+        """Every vector the keys open (format 2: the keys' record ids name); one that will not open is skipped."""
+        out = []
+        nonce = bytes.fromhex(self.manifest["nonce"]) if self.sealed else b""
+        for rid, key, row in self._found(keys, "records", seal.VECTOR):
+            header, payload = self.segments[row[-1]]
+            if not self.sealed:
+                out.append(Item(rid, None, row[1], header, payload))
+                continue
+            plain = seal.unseal(key, nonce, seal.VECTOR, payload)
+            if plain is None or len(plain) < 8 + _INNER.size:
+                continue  # damaged: fsck names the pack (its bytes no longer hash to its name)
+            dtype, dim, scale, unix = _INNER.unpack_from(plain, 8)
+            body = plain[8 + _INNER.size :]
+            out.append(Item(rid, key, plain[:8].hex(), Header(-1, -1, len(body), dtype, dim, scale, unix), body))
+        return out
+
+    def vectors(self, keys: Ring) -> dict[tuple[str, bytes | None], tuple[object, str]]:
+        """{(record id, key): (float32 vector, hash16)} for every vector the keys open."""
+        return {(it.record_id, it.key): (decode_vector(it.header, it.payload), it.h16) for it in self.items(keys)}
+
+    def blobs(self, keys: Ring) -> list[tuple[str, bytes | None, Header, bytes, bytes]]:
+        """(record id, key, blob header, blob bytes, manifest bytes) of every original the keys open."""
+        out = []
+        nonce = bytes.fromhex(self.manifest["nonce"]) if self.sealed else b""
+        for rid, key, row in self._found(keys, "blobs", seal.BLOB):
+            (bh, body), (_mh, mbody) = self.segments[row[1]], self.segments[row[2]]
+            if self.sealed:
+                plain = seal.unseal(key, nonce, seal.BLOB, body)
+                mbody = seal.unseal(key, nonce, seal.BLOB_MANIFEST, mbody)
+                if plain is None or mbody is None or len(plain) < _BLOB_INNER.size:
+                    continue
+                dtype, unix = _BLOB_INNER.unpack_from(plain)
+                body = plain[_BLOB_INNER.size :]
+                bh = Header(-1, -1, len(body), dtype, 0, 1.0, unix)
+            out.append((rid, key, bh, body, mbody))
+        return out
+
+    def blob(self, record_id: str, keys: Ring) -> tuple[Header, bytes, dict] | None:
         """(blob header, blob bytes, its JSON manifest) for a record's original file, or None."""
-        for rid, bseg, mseg in self.manifest.get("blobs", []):
+        for rid, _key, bh, body, mbody in self.blobs([k for k in keys if k[0] == record_id]):
             if rid == record_id:
-                bh, body = self.segments[bseg]
-                return bh, body, json.loads(self.segments[mseg][1].decode("utf-8"))
+                return bh, body, json.loads(mbody.decode("utf-8"))
         return None
 
 
@@ -137,15 +220,24 @@ def parse(data: bytes, path: Path | str = "<pack>") -> Pack:
         manifest = json.loads(segs[0][1].decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}: manifest is not JSON ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("pack") != PACK_FORMAT:
-        raise PackError(f"{path}: manifest is not a format-{PACK_FORMAT} pack manifest")
+    if not isinstance(manifest, dict) or manifest.get("pack") not in READABLE_PACKS:
+        raise PackError(f"{path}: manifest is not a pack manifest of format {' or '.join(map(str, READABLE_PACKS))}")
+    sealed = manifest["pack"] == 3
+    if sealed and not (
+        isinstance(manifest.get("nonce"), str)
+        and len(manifest["nonce"]) == 2 * seal.NONCE_BYTES
+        and all(c in "0123456789abcdef" for c in manifest["nonce"])
+    ):
+        raise PackError(f"{path}: manifest has no nonce (every format-3 pack has one)")
+    vector_types = {DT_SEALED} if sealed else VECTOR_TYPES
     for row in manifest.get("records", []):
         if not (
             isinstance(row, list)
-            and len(row) == 3
-            and isinstance(row[2], int)
-            and 0 < row[2] < len(segs)
-            and segs[row[2]][0].data_type in VECTOR_TYPES
+            and len(row) == (2 if sealed else 3)
+            and isinstance(row[0], str)
+            and isinstance(row[-1], int)
+            and 0 < row[-1] < len(segs)
+            and segs[row[-1]][0].data_type in vector_types
         ):
             raise PackError(f"{path}: manifest entry {row!r} does not name a vector segment")
     for row in manifest.get("blobs", []):
@@ -153,7 +245,7 @@ def parse(data: bytes, path: Path | str = "<pack>") -> Pack:
             isinstance(row, list)
             and len(row) == 3
             and all(isinstance(x, int) and 0 < x < len(segs) for x in row[1:])
-            and segs[row[2]][0].data_type == DT_JSON
+            and segs[row[2]][0].data_type == (DT_SEALED if sealed else DT_JSON)
         ):
             raise PackError(f"{path}: blob entry {row!r} does not name a blob and its manifest")
     return Pack(Path(path), manifest, segs)
@@ -165,14 +257,6 @@ def read(path: Path, verify: bool = False) -> Pack:
     if verify and pack_name(data) != Path(path).name:
         raise PackError(f"{path}: bytes do not hash to the file name (the pack is damaged)")
     return parse(data, path)
-
-
-def manifest_ids(path: Path) -> set[str]:
-    """The record ids one pack holds a vector or blob for, from its manifest alone (segment 0: one
-    header and its payload read, not the vectors); PackError if the head is not a pack manifest."""
-    manifest = read_manifest(path)
-    rows = list(manifest.get("records") or []) + list(manifest.get("blobs") or [])
-    return {row[0] for row in rows if isinstance(row, list) and row and isinstance(row[0], str)}
 
 
 def read_manifest(path: Path) -> dict:
@@ -193,65 +277,95 @@ def read_manifest(path: Path) -> dict:
     return manifest
 
 
-def day_vectors(root: Path, day: str) -> dict[str, tuple[object, str]]:
-    """{record id: (vector, hash16)} from every pack of one day; the first pack by name wins a repeat."""
-    out: dict[str, tuple[object, str]] = {}
+def day_vectors(root: Path, day: str, keys: Ring | None = None) -> dict[str, tuple[object, str]]:
+    """{record id: (vector, hash16)} from every pack of one day, opened with `keys` (default: the day
+    log's lines); the first pack by name wins a repeat."""
+    if keys is None:
+        from . import log as logfmt
+
+        path = logfmt.day_path(root, day)
+        keys = ring(ln.record for ln in logfmt.read_lines(path) if ln.record) if path.exists() else []
+    out: dict = {}
     for p in pack_files(day_dir(root, day)):
-        for rid, item in read(p).vectors().items():
+        pk = read(p)
+        for (rid, _key), item in pk.vectors(keys if pk.sealed else [(r, None) for r, _ in keys]).items():
             out.setdefault(rid, item)
     return out
 
 
 @dataclass
 class PackWriter:
-    """Collects one day's vectors (and blobs) and writes them as one content-named pack."""
+    """Collects one day's vectors (and blobs) and writes them, sealed, as one content-named pack.
+
+    Every item is given in the clear with its record's key; `to_bytes` seals it under the pack's
+    nonce (random unless given), so two writers never produce the same bytes.
+    """
 
     day: str
     dim: int
-    records: list[tuple[str, str, Header, bytes]] = field(default_factory=list)
-    blobs: list[tuple[str, Header, bytes, bytes]] = field(default_factory=list)
+    nonce: bytes = field(default_factory=seal.new_nonce)
+    records: list[tuple[str, bytes, str, Header, bytes]] = field(default_factory=list)
+    blobs: list[tuple[str, bytes, Header, bytes, bytes]] = field(default_factory=list)
+    _bytes: bytes | None = field(default=None, repr=False)
 
-    def add_vector(self, record_id: str, text_hash: str, vec, dtype: str, unix_time: int) -> None:
+    def add_vector(self, record_id: str, key: bytes, text_hash: str, vec, dtype: str, unix_time: int) -> None:
         vtype, body, scale = encode_vector(vec, dtype)
-        self.add_encoded(
-            record_id, hash16(text_hash), Header(-1, -1, len(body), vtype, self.dim, scale, unix_time), body
-        )
+        header = Header(-1, -1, len(body), vtype, self.dim, scale, unix_time)
+        self.add_encoded(record_id, key, hash16(text_hash), header, body)
 
-    def add_encoded(self, record_id: str, h16: str, header: Header, body: bytes) -> None:
-        """A vector segment kept byte for byte (consolidation, upgrade); links are set on write."""
-        self.records.append((record_id, h16, header, body))
+    def add_encoded(self, record_id: str, key: bytes, h16: str, header: Header, body: bytes) -> None:
+        """A vector segment (plain header and payload) kept bit for bit (consolidation, upgrade)."""
+        self.records.append((record_id, key, h16, header, body))
+        self._bytes = None
 
-    def add_blob(self, record_id: str, payload: bytes, data_type: int, manifest: dict, unix_time: int) -> None:
+    def add_blob(
+        self, record_id: str, key: bytes, payload: bytes, data_type: int, manifest: dict | bytes, unix_time: int
+    ) -> None:
         if len(payload) > MAX_PAYLOAD:
             raise PackError("blob too large for one segment (2 GiB)")
-        mbody = json.dumps(manifest, ensure_ascii=False, sort_keys=True).encode("utf-8")
-        self.blobs.append((record_id, Header(-1, -1, len(payload), data_type, 0, 1.0, unix_time), payload, mbody))
+        mbody = (
+            manifest
+            if isinstance(manifest, bytes)
+            else json.dumps(manifest, ensure_ascii=False, sort_keys=True).encode("utf-8")
+        )
+        self.blobs.append((record_id, key, Header(-1, -1, len(payload), data_type, 0, 1.0, unix_time), payload, mbody))
+        self._bytes = None
 
     def __bool__(self) -> bool:
         return bool(self.records or self.blobs)
 
     def to_bytes(self) -> bytes:
-        """The pack's bytes: manifest, then vectors, then blob/manifest pairs; deterministic for its input."""
-        rows, brows, body = [], [], []
+        """The pack's bytes: manifest, then sealed vectors, then sealed blob/manifest pairs (by tag)."""
+        if self._bytes is not None:
+            return self._bytes
+        n = self.nonce
+        vecs = sorted((seal.tag(key, n, seal.VECTOR), key, h16, h, body) for _rid, key, h16, h, body in self.records)
+        blobs = sorted((seal.tag(key, n, seal.BLOB), key, h, body, m) for _rid, key, h, body, m in self.blobs)
+        rows, brows, out = [], [], []
         seg = 1
-        for rid, h16, header, payload in self.records:
-            rows.append([rid, h16, seg])
-            body.append(_relink(header, -1, -1).pack() + payload)
+        for tg, key, h16, h, body in vecs:
+            plain = bytes.fromhex(h16) + _INNER.pack(h.data_type, h.dim, h.scale, h.unix_time) + body
+            sealed = seal.seal(key, n, seal.VECTOR, plain)
+            rows.append([tg, seg])
+            out.append(Header(-1, -1, len(sealed), DT_SEALED, self.dim, 1.0, 0).pack() + sealed)
             seg += 1
-        for rid, bheader, payload, mbody in self.blobs:
-            brows.append([rid, seg, seg + 1])
-            body.append(_relink(bheader, seg + 1, -1).pack() + payload)
-            body.append(Header(-1, seg, len(mbody), DT_JSON, 0, 1.0, bheader.unix_time).pack() + mbody)
+        for tg, key, h, body, mbody in blobs:
+            sb = seal.seal(key, n, seal.BLOB, _BLOB_INNER.pack(h.data_type, h.unix_time) + body)
+            sm = seal.seal(key, n, seal.BLOB_MANIFEST, mbody)
+            brows.append([tg, seg, seg + 1])
+            out.append(Header(seg + 1, -1, len(sb), DT_SEALED, 0, 1.0, 0).pack() + sb)
+            out.append(Header(-1, seg, len(sm), DT_SEALED, 0, 1.0, 0).pack() + sm)
             seg += 2
-        manifest = {"pack": PACK_FORMAT, "day": self.day, "dim": self.dim, "records": rows}
+        # the nonce first: no 64-byte run of a pack's first bytes is like another pack's
+        manifest = {"nonce": n.hex(), "pack": PACK_FORMAT, "day": self.day, "dim": self.dim, "records": rows}
         if brows:
             manifest["blobs"] = brows
-        mjson = json.dumps(manifest, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
-        head = Header(-1, -1, len(mjson), DT_JSON, 0, 1.0, 0).pack() + mjson
-        return b"".join([head, *body])
+        mjson = json.dumps(manifest, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self._bytes = b"".join([Header(-1, -1, len(mjson), DT_JSON, 0, 1.0, 0).pack() + mjson, *out])
+        return self._bytes
 
     def write(self, root: Path, fsync: bool = False) -> Path:
-        """Write the pack under its content name (temp file, rename); an identical pack already there is kept."""
+        """Write the pack under its content name (temp file, rename)."""
         data = self.to_bytes()
         folder = day_dir(root, self.day)
         folder.mkdir(parents=True, exist_ok=True)
@@ -261,15 +375,11 @@ class PackWriter:
         return path
 
 
-def _relink(h: Header, next_id: int, prev_id: int) -> Header:
-    return Header(next_id, prev_id, h.data_len, h.data_type, h.dim, h.scale, h.unix_time)
-
-
-# A consolidation merges only packs that are each at most 9/20 (45%) of the result. Git's merge
-# takes "a file deleted and a new file at least 50% like it" for a rename, and a rename of a pack
-# that the other clone consolidated differently is a rename/delete conflict; below half, the new
-# pack can never look like a pack it replaces (git's score is at most old size / new size), so both
-# sides' deletions and additions merge cleanly. Integers, so the choice never hangs on rounding.
+# A consolidation merges only packs that are each at most 9/20 (45%) of the result, so a day keeps
+# a few packs of geometrically growing size and a write never rewrites the day's big pack for a
+# small addition (the cost of a write stays bounded, and git stores no near-copy of a big pack per
+# write). Renames play no part any more: every pack's bytes are unique (its nonce), so git never
+# pairs a new pack with one it replaces. Integers, so the choice never hangs on rounding.
 SHARE_NUM, SHARE_DEN = 9, 20
 
 
@@ -280,10 +390,8 @@ def _small_enough(size: int, total: int) -> bool:
 def mergeable(paths: list[Path]) -> list[Path]:
     """The largest set of a day's packs (smallest first) in which no pack is over 45% of the whole.
 
-    Depends only on the packs' sizes and names, so two clones holding the same packs choose the
-    same set. Fewer than two packs means nothing is worth merging; a day therefore keeps a few
-    packs of geometrically growing size rather than one, and never rewrites its big pack for a
-    small addition.
+    Fewer than two packs means nothing is worth merging; a day therefore keeps a few packs of
+    geometrically growing size rather than one, and never rewrites its big pack for a small addition.
     """
     sized = sorted((Path(p).stat().st_size, Path(p).name, Path(p)) for p in paths)
     best: list[Path] = []
@@ -296,50 +404,65 @@ def mergeable(paths: list[Path]) -> list[Path]:
 
 
 def consolidate(
-    root: Path, day: str, dim: int, keep=None, packs: list[Path] | None = None
+    root: Path, day: str, dim: int, keys: Ring, keep=None, packs: list[Path] | None = None
 ) -> tuple[Path | None, list[Path]]:
     """Merge `packs` (default: every pack of `day`) into one: (new pack or None, the packs it replaces).
 
-    The result depends only on the set of (record, hash16, vector) entries, sorted, so two clones
-    that consolidate the same packs write the same bytes under the same name. `keep(record_id,
-    hash16)` may drop entries (forgetting); by default everything is kept. The caller removes the
-    old packs and commits. A pack whose bytes do not match its name raises PackError.
+    Only what `keys` (the day log's) open is carried over: an item whose line is gone (forgotten)
+    stays behind, unreadable, and goes with its old pack. `keep(record_id, hash16)` may drop more.
+    The caller removes the old packs and commits. A pack whose bytes do not match its name raises
+    PackError.
     """
     old = list(packs) if packs is not None else pack_files(day_dir(root, day))
-    w = merged_writer(day, dim, old, keep)
+    w = merged_writer(day, dim, old, keys, keep)
     new = w.write(root) if w else None
     return new, [p for p in old if p != new]
 
 
-def consolidate_safely(root: Path, day: str, dim: int, keep=None) -> tuple[Path | None, list[Path]]:
+def consolidate_safely(root: Path, day: str, dim: int, keys: Ring, keep=None) -> tuple[Path | None, list[Path]]:
     """Merge the day's `mergeable` packs, checking the share against the real result; (None, []) if none.
-    `keep(record_id, hash16)` may drop entries, as in `consolidate`."""
-    chosen = mergeable(pack_files(day_dir(root, day)))
+
+    A day whose packs repeat each other (two clones consolidated the same packs, each under its own
+    nonce) is merged whole when that drops at least a third of its bytes.
+    """
+    every = pack_files(day_dir(root, day))
+    chosen = mergeable(every)
     while len(chosen) >= 2:
-        w = merged_writer(day, dim, chosen, keep)
-        size = len(w.to_bytes())
-        if _small_enough(max(p.stat().st_size for p in chosen), size):  # one manifest, no duplicates: smaller
-            new = w.write(root)
-            return new, [p for p in chosen if p != new]
+        w = merged_writer(day, dim, chosen, keys, keep)
+        if w and _small_enough(max(p.stat().st_size for p in chosen), len(w.to_bytes())):
+            return w.write(root), list(chosen)
+        if not w:
+            return None, list(chosen)  # nothing in them opens any more (every record forgotten)
         chosen = mergeable(chosen[:-1])
+    if len(every) >= 2:
+        w = merged_writer(day, dim, every, keys, keep)
+        total = sum(p.stat().st_size for p in every)
+        if not w or len(w.to_bytes()) * 3 <= total * 2:
+            return (w.write(root) if w else None), list(every)
     return None, []
 
 
-def merged_writer(day: str, dim: int, old: list[Path], keep=None) -> PackWriter:
-    """A PackWriter holding every entry of `old`, each (record, hash16) once, in sorted order."""
-    entries: dict[tuple[str, str], tuple[Header, bytes]] = {}
-    blobs: dict[str, tuple[Header, bytes, bytes]] = {}
+def merged_writer(day: str, dim: int, old: list[Path], keys: Ring, keep=None) -> PackWriter:
+    """A PackWriter holding every item of `old` that `keys` open, each (record, key, hash16) once."""
+    entries: dict[tuple[str, bytes | None, str], Item] = {}
+    blobs: dict[tuple[str, bytes | None], tuple] = {}
+    by_id = {}
+    for rid, key in keys:
+        by_id.setdefault(rid, key)
     for p in old:
         pk = read(p, verify=True)  # never carry a damaged pack's bytes into a new, valid-looking one
-        for rid, h16, seg in pk.manifest.get("records", []):
-            entries.setdefault((rid, h16), pk.segments[seg])
-        for rid, bseg, mseg in pk.manifest.get("blobs", []):
-            blobs.setdefault(rid, (pk.segments[bseg][0], pk.segments[bseg][1], pk.segments[mseg][1]))
-    w = PackWriter(day, dim)
-    for (rid, h16), (header, payload) in sorted(entries.items()):
-        if keep is None or keep(rid, h16):
-            w.add_encoded(rid, h16, header, payload)
-    for rid, (bheader, payload, mbody) in sorted(blobs.items()):
-        if keep is None or keep(rid, None):
-            w.blobs.append((rid, bheader, payload, mbody))
+        for it in pk.items(keys):
+            entries.setdefault((it.record_id, it.key, it.h16), it)
+        for rid, key, bh, body, mbody in pk.blobs(keys):
+            blobs.setdefault((rid, key), (bh, body, mbody))
+    w, seen = PackWriter(day, dim), set()
+    for (rid, key, h16), it in sorted(entries.items(), key=lambda kv: (kv[0][0], kv[0][2])):
+        key = key if key is not None else by_id.get(rid)  # a format-2 item gets its line's key
+        if key is not None and (rid, key, h16) not in seen and (keep is None or keep(rid, h16)):
+            seen.add((rid, key, h16))
+            w.add_encoded(rid, key, h16, it.header, it.payload)
+    for (rid, key), (bh, body, mbody) in sorted(blobs.items(), key=lambda kv: kv[0][0]):
+        key = key if key is not None else by_id.get(rid)
+        if key is not None and (keep is None or keep(rid, None)):
+            w.add_blob(rid, key, body, bh.data_type, mbody, bh.unix_time)
     return w

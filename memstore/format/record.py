@@ -10,7 +10,7 @@ import time
 from .timeutil import normalize_ts, parse_ts
 
 LOSSLESS_FIELDS = ("ts", "actor", "role", "type", "text", "model", "session")
-OWN_FIELDS = ("id", "hash", "seg", "source", "supersedes", "meta")
+OWN_FIELDS = ("id", "hash", "vkey", "seg", "source", "supersedes", "meta")
 FIELD_ORDER = LOSSLESS_FIELDS + OWN_FIELDS
 ROLES = ("user", "assistant", "system", "tool")
 TYPES = ("text", "action", "meta", "doc")

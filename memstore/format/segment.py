@@ -23,7 +23,8 @@ DT_IMAGE = 10
 DT_AUDIO = 11
 DT_BLOB = 12
 DT_JSON = 13
-KNOWN_TYPES = {DT_TEXT, DT_VEC_F32, DT_VEC_I8, DT_IMAGE, DT_AUDIO, DT_BLOB, DT_JSON, 100}
+DT_SEALED = 14  # format-3 packs: a vector or an original, sealed under its record's key (format/seal.py)
+KNOWN_TYPES = {DT_TEXT, DT_VEC_F32, DT_VEC_I8, DT_IMAGE, DT_AUDIO, DT_BLOB, DT_JSON, DT_SEALED, 100}
 VECTOR_TYPES = {DT_VEC_F32, DT_VEC_I8}
 
 _NAME = re.compile(r"^segment_(\d+)\.is$")

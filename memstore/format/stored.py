@@ -1,7 +1,7 @@
-"""Where a record's stored vector bytes live, in either store format: format 1 `seg` pairs or format 2 packs.
+"""Where a record's stored vector bytes live, in any store format: format 1 `seg` pairs, format 2 or 3 packs.
 
-Both return the vector segment exactly as committed (header and payload), so copying it elsewhere
-(`ct upgrade`, `ct export contexttape`) keeps every vector bit for bit.
+Both return the vector segment as committed (header and payload; a format-3 pack's unsealed), so
+copying it elsewhere (`ct upgrade`, `ct export contexttape`) keeps every vector bit for bit.
 """
 
 from __future__ import annotations
@@ -38,24 +38,30 @@ def seg_blob(root: Path, ref: dict) -> tuple[Header, bytes, bytes]:
     return bh, body, manifest
 
 
-def day_encoded(root: Path, day: str) -> dict[str, tuple[str, Header, bytes]]:
-    """Format 2: {record id: (hash16, vector header, payload)} from every pack of the day (first by name wins)."""
+def day_encoded(root: Path, day: str, records=None) -> dict[str, tuple[str, Header, bytes]]:
+    """Formats 2 and 3: {record id: (hash16, plain vector header, payload)} from the day's packs (first
+    pack by name wins), opened with the keys of `records` (default: the day log's lines)."""
+    from . import log as logfmt
+
+    if records is None:
+        path = logfmt.day_path(root, day)
+        records = [ln.record for ln in logfmt.read_lines(path) if ln.record] if path.exists() else []
+    keys = packfmt.ring(records)
+    plain = [(str(r.get("id")), None) for r in records if isinstance(r, dict)]
     out: dict[str, tuple[str, Header, bytes]] = {}
     for p in packfmt.pack_files(packfmt.day_dir(root, day)):
         pk = packfmt.read(p)
-        for rid, h16, seg in pk.manifest.get("records", []):
-            if rid not in out:
-                header, payload = pk.segments[seg]
-                out[rid] = (h16, header, payload)
+        for it in pk.items(keys if pk.sealed else plain):
+            out.setdefault(it.record_id, (it.h16, it.header, it.payload))
     return out
 
 
 def record_vector(root: Path, day: str, rec: dict, packs: dict | None = None) -> tuple[Header, bytes] | None:
-    """A record's stored vector segment in either format; `packs` caches `day_encoded(root, day)`."""
+    """A record's stored vector segment, in the clear, in any format; `packs` caches `day_encoded`."""
     if isinstance(rec.get("seg"), dict):
         return seg_vector(root, rec)
     if packs is None:
-        packs = day_encoded(root, day)
+        packs = day_encoded(root, day, [rec])
     got = packs.get(rec["id"])
     if got is None or got[0] != packfmt.hash16(str(rec.get("hash", ""))):
         return None

@@ -355,23 +355,31 @@ class Index:
             return None, None
         return vec, f"{seg['shard']}:{seg['vec']}"
 
-    def _read_packs(self, day: str, problems: list[str]) -> dict:
-        """Every vector in the day's packs; a damaged pack is a problem and is skipped, the rest still count."""
-        out: dict[str, tuple] = {}
+    def _read_packs(self, day: str, problems: list[str]) -> list:
+        """The day's packs, parsed; a damaged pack is a problem and is skipped, the rest still count."""
+        out = []
         for p in packfmt.pack_files(packfmt.day_dir(self.store.root, day)):
             try:
-                vectors = packfmt.read(p).vectors()
+                out.append(packfmt.read(p))
             except (OSError, SegmentError, ValueError) as exc:
                 problems.append(f"{exc}" if str(p) in str(exc) else f"{p}: {exc}")
-                continue
-            for rid, (vec, h16) in vectors.items():
-                out.setdefault(rid, (vec, h16, p.name))
         return out
 
-    def _pack_vector(self, rec: dict, packed: dict, day: str, problems: list[str]):
-        """A format-2 record's vector: found by (day, id), and it must belong to the record's text."""
+    def _pack_vector(self, rec: dict, packs: list, day: str, problems: list[str]):
+        """A record's vector: the first pack (by name) its line's key opens; it must belong to its text."""
         rid = str(rec.get("id"))
-        hit = packed.get(rid)
+        hit = None
+        keys = packfmt.ring([rec])
+        for pk in packs:
+            items = pk.items(keys if pk.sealed else [(rid, None)])
+            mine = [it for it in items if it.record_id == rid]
+            if mine:
+                try:
+                    hit = (decode_vector(mine[0].header, mine[0].payload), mine[0].h16, pk.path.name)
+                except SegmentError as exc:
+                    problems.append(f"{layout.pack_dir(day)}/{pk.path.name}: vector of record {rid}: {exc}")
+                    return None, None
+                break
         if hit is None:
             problems.append(f"record {rid}: no vector in {layout.pack_dir(day)}/")
             return None, None

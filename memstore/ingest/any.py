@@ -233,15 +233,19 @@ def read_blob(store, rec: dict) -> tuple[bytes, dict]:
         _, manifest = read_segment(shard / segment_name(int(ref["manifest"])))
         return payload, json.loads(manifest.decode("utf-8"))
     from ..upkeep.fsck import find_day_blob
+    from ..format import log as logfmt  # noqa: F811
     from ..format import pack as packfmt
     from ..format.timeutil import local_day
 
     day = local_day(from_iso(rec["ts"]), store.tz)
+    path = logfmt.day_path(store.root, day)
+    lines = [ln.record for ln in logfmt.read_lines(path) if ln.record] if path.exists() else [rec]
+    keys = packfmt.ring(lines)  # an original is sealed under the key of the record it was stored with
     blobs = []
     for p in packfmt.pack_files(packfmt.day_dir(store.root, day)):
         pk = packfmt.read(p)
-        for rid, bseg, mseg in pk.manifest.get("blobs", []):
-            blobs.append((rid, p.name, pk.segments[bseg][1], json.loads(pk.segments[mseg][1].decode("utf-8"))))
+        for rid, _key, _bh, body, mbody in pk.blobs(keys if pk.sealed else [(str(r.get("id")), None) for r in lines]):
+            blobs.append((rid, p.name, body, json.loads(mbody.decode("utf-8"))))
     found = find_day_blob(blobs, str(rec["id"]), ref.get("sha256"))
     if found is None:
         raise FormatError(packfmt.day_dir(store.root, day), f"no pack holds the original of record {rec['id']}")

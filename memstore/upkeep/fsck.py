@@ -291,6 +291,7 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
     from ..format import pack as packfmt
 
     out: dict[str, DayPacks] = {}
+    rings: dict = {}
     top = store.root / layout.PACKS
     for dirpath, _dirs, files in os.walk(top):
         folder = Path(dirpath)
@@ -323,23 +324,36 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
                     'again with the store\'s, and "ct sync" does it for what a merge brings)'
                 )
             got = out.setdefault(day, DayPacks())
+            keys = _day_keys(store, day, rings, pk.sealed)
             odd = 0
-            for rid, h16, seg in pk.manifest.get("records", []):
-                if pk.segments[seg][0].dim != dim:
+            for it in pk.items(keys):
+                if it.header.dim != dim:
                     odd += 1
                     if odd <= 3:  # the manifest line above says what to run; three examples are enough
                         rep.damage.append(
-                            f"{rel}: vector of {rid} has {pk.segments[seg][0].dim} dimensions, the store uses {dim}"
+                            f"{rel}: vector of {it.record_id} has {it.header.dim} dimensions, the store uses {dim}"
                         )
-                got.vectors.setdefault(str(rid), {}).setdefault(str(h16), rel)
-            for rid, bseg, mseg in pk.manifest.get("blobs", []):
+                got.vectors.setdefault(it.record_id, {}).setdefault(it.h16, rel)
+            for rid, _key, _bh, body, mbody in pk.blobs(keys):
                 try:
-                    manifest = json.loads(pk.segments[mseg][1].decode("utf-8"))
+                    manifest = json.loads(mbody.decode("utf-8"))
                 except (ValueError, UnicodeDecodeError):
                     rep.damage.append(f"{rel}: blob manifest of {rid} is not JSON")
                     continue
-                got.blobs.append((str(rid), rel, pk.segments[bseg][1], manifest))
+                got.blobs.append((str(rid), rel, body, manifest))
     return out
+
+
+def _day_keys(store, day: str, cache: dict, sealed: bool = True) -> list:
+    """What opens the day's packs: the (record id, key) pairs of its log's lines; for a format-2
+    pack, (record id, None) for every line. Read once per day."""
+    from ..format import pack as packfmt
+
+    if day not in cache:
+        path = store.root / layout.day_log(day)
+        lines = [ln.record for ln in logfmt.read_lines(path) if ln.record] if path.exists() else []
+        cache[day] = (packfmt.ring(lines), [(str(r.get("id")), None) for r in lines])
+    return cache[day][0 if sealed else 1]
 
 
 EXPLAINED_DAYS = 20  # days whose missing vectors are looked up in git; fsck stays bounded past that
@@ -370,11 +384,13 @@ def _vector_history(store, day: str, ids: set[str]) -> dict[str, str]:
     from ..errors import MemstoreError
     from ..format import pack as packfmt
 
-    folder, out = layout.pack_dir(day), {}
+    folder, out, rings = layout.pack_dir(day), {}, {}
 
     def held(data: bytes | None, path: str) -> set[str]:
         try:
-            return {str(r[0]) for r in packfmt.parse(data, path).manifest.get("records", [])} & (ids - set(out))
+            pk = packfmt.parse(data, path)
+            keys = [k for k in _day_keys(store, day, rings, pk.sealed) if k[0] in ids]
+            return {it.record_id for it in pk.items(keys)} & (ids - set(out))
         except (SegmentError, TypeError):
             return set()
 

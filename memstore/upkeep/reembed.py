@@ -80,21 +80,23 @@ def _reembed_day(store, day: str, emb, dtype: str, batch: int) -> int:
                 recs.setdefault(str(ln.record["id"]), ln.record)
     old = packfmt.pack_files(packfmt.day_dir(store.root, day))
     writer = packfmt.PackWriter(day, emb.dim)
-    ordered = [recs[k] for k in sorted(recs)]
+    keys = packfmt.ring(recs.values())
+    key_of = dict(keys)
+    ordered = [recs[k] for k in sorted(recs) if k in key_of]  # a line without its key can seal nothing
     for i in range(0, len(ordered), batch):
         part = ordered[i : i + batch]
         vecs = record_vectors(emb, part, [r["text"][:EMBED_CHARS] for r in part])  # as Store.write
         for rec, vec in zip(part, vecs):
             text_hash = rec.get("hash") or recordfmt.text_hash(rec["text"])
-            writer.add_vector(str(rec["id"]), text_hash, vec, dtype, int(from_iso(rec["ts"]).timestamp()))
+            rid = str(rec["id"])
+            writer.add_vector(rid, key_of[rid], text_hash, vec, dtype, int(from_iso(rec["ts"]).timestamp()))
     seen = set()
-    for p in old:  # originals of ingest-any are not vectors: kept as they are
+    for p in old:  # originals of ingest-any are not vectors: carried over as they are
         pk = packfmt.read(p)
-        for rid, bseg, mseg in pk.manifest.get("blobs", []):
-            if rid not in seen:
+        for rid, _key, bh, body, mbody in pk.blobs(keys):
+            if rid not in seen and rid in key_of:
                 seen.add(rid)
-                writer.blobs.append((rid, pk.segments[bseg][0], pk.segments[bseg][1], pk.segments[mseg][1]))
-    writer.blobs.sort(key=lambda b: b[0])
+                writer.add_blob(rid, key_of[rid], body, bh.data_type, mbody, bh.unix_time)
     new = writer.write(store.root) if writer else None
     for p in old:
         if p != new:

@@ -1,19 +1,21 @@
-"""`ct upgrade`: turn a format-1 store into format 2 in one commit, losing nothing.
+"""`ct upgrade`: turn a format-1 or format-2 store into format 3 in one commit, losing nothing.
 
-What changes (docs/format.md, "Upgrading from format 1"):
+What changes (docs/format.md, "Upgrading from format 1 or 2"):
 
-- every day-log record loses its `seg` field — nothing else in it changes — and a record whose
-  `source.blob` named format-1 segments gets `{"sha256", "bytes"}` of the original instead;
-- every record's vector segment is copied byte for byte (type, dim, int8 scale, Unix time,
-  payload) into one pack per day (`PackWriter.add_encoded`), so every vector is bit-identical and
-  search ranks exactly as before; each ingest-any original goes, with its manifest bytes as they
-  were, into the pack of its first record's day;
-- `tree.json` becomes the tree log (`memstore.format.tree.write` once the store says format 2);
-- `.gitattributes` is rewritten without the merge driver, `segments/` is removed and
-  `memstore.toml` says `format_version = 2`.
+- every day-log record gains a `vkey` (a random key: format/seal.py); from format 1 it also loses
+  its `seg` field, and a record whose `source.blob` named format-1 segments gets `{"sha256",
+  "bytes"}` of the original instead — nothing else in a line changes;
+- every record's vector (type, dim, int8 scale, Unix time, payload) goes bit for bit, sealed under
+  its record's key, into one new pack per day (`PackWriter.add_encoded`), so every vector is the
+  same and search ranks exactly as before; each ingest-any original goes, with its manifest bytes
+  as they were, into the pack of its first record's day; from format 2 the day's old packs go
+  (and with them any vector a merge kept of a forgotten record, which format 2 held in the clear);
+- from format 1: `tree.json` becomes the tree log (`memstore.format.tree.write`), `.gitattributes`
+  is rewritten without the merge driver and `segments/` is removed;
+- `memstore.toml` says `format_version = 3`.
 
-Everything is read and checked before anything is written: a damaged line or segment stops the
-upgrade with its file named and the store untouched. A store that is already format 2 is left
+Everything is read and checked before anything is written: a damaged line, segment or pack stops
+the upgrade with its file named and the store untouched. A store that is already format 3 is left
 alone. The files are written in one write transaction (`store.transaction`) and committed together; an upgrade
 killed before its commit is undone by the next `ct upgrade` (it started from a clean store, so every
 uncommitted change is its own), which then runs again.
@@ -33,10 +35,11 @@ from ..format import config as configfmt
 from ..format import log as logfmt
 from ..format import pack as packfmt
 from ..format import record as recordfmt
-from ..format.segment import Header, SegmentError, write_file_atomic
+from ..format import seal
+from ..format.segment import SegmentError, write_file_atomic
 from ..format.stored import seg_blob, seg_vector
 
-TARGET = 2
+TARGET = 3
 MARKER = "upgrade-in-progress"  # in .memstore/: an upgrade that dies before its commit is undone by the next
 TREE_JSON = "tree.json"
 
@@ -50,6 +53,7 @@ class DayPlan:
     data: bytes
     writer: packfmt.PackWriter
     records: int = 0
+    old_packs: list[Path] = field(default_factory=list)  # format 2: the day's packs, replaced
 
 
 @dataclass
@@ -58,6 +62,7 @@ class UpgradeResult:
 
     already: bool = False
     dry_run: bool = False
+    source: int = 1  # the format upgraded from
     days: list[DayPlan] = field(default_factory=list)
     segment_files: int = 0
     tree: bool = False
@@ -79,6 +84,7 @@ class UpgradeResult:
         return {
             "already": self.already,
             "dry_run": self.dry_run,
+            "from_format": self.source,
             "days": len(self.days),
             "records": self.records,
             "vectors": self.vectors,
@@ -93,31 +99,44 @@ class UpgradeResult:
         if self.already:
             return [f"already format {TARGET}: nothing to do"]
         verb = "would" if self.dry_run else "did"
-        out = [
-            f"{verb} rewrite {len(self.days)} day logs: {self.records} records lose their seg field",
-            f"{verb} pack {self.vectors} vectors (bit for bit) and {self.blobs} originals into "
-            f"{sum(1 for d in self.days if d.writer)} day packs",
-            f"{verb} remove segments/ ({self.segment_files} files)",
-        ]
-        if self.tree:
-            out.append(f"{verb} turn tree.json into the tree log (tree/)")
-        out.append(f"{verb} rewrite .gitattributes (no merge driver) and set format_version = {TARGET}")
+        packs = sum(1 for d in self.days if d.writer)
+        if self.source == 2:
+            out = [
+                f"{verb} rewrite {len(self.days)} day logs: {self.records} records gain their key (vkey)",
+                f"{verb} seal {self.vectors} vectors (bit for bit) and {self.blobs} originals into {packs} day "
+                f"packs, replacing {sum(len(d.old_packs) for d in self.days)} format-2 packs",
+            ]
+        else:
+            out = [
+                f"{verb} rewrite {len(self.days)} day logs: {self.records} records lose their seg field "
+                "and gain their key (vkey)",
+                f"{verb} seal {self.vectors} vectors (bit for bit) and {self.blobs} originals into {packs} day packs",
+                f"{verb} remove segments/ ({self.segment_files} files)",
+            ]
+            if self.tree:
+                out.append(f"{verb} turn tree.json into the tree log (tree/)")
+            out.append(f"{verb} rewrite .gitattributes (no merge driver)")
+        out.append(f"{verb} set format_version = {TARGET}")
         if self.commit:
             out.append(f"commit {self.commit[:10]}")
         return out
 
 
 def upgrade(store, dry_run: bool = False) -> UpgradeResult:
-    """Upgrade `store` to format 2 (see the module docstring); a format-2 store is left alone."""
+    """Upgrade `store` to format 3 (see the module docstring); a format-3 store is left alone."""
     if _undo_interrupted(store):
         store.config = configfmt.read(store.root)
     if store.config.format_version >= TARGET:
         return UpgradeResult(already=True, dry_run=dry_run)
     _refuse_unfinished(store)
-    res = UpgradeResult(dry_run=dry_run)
-    res.days = [_plan_day(store, day, path) for day, path in logfmt.list_days(store.root).items()]
-    res.segment_files = sum(len(files) for _, _, files in os.walk(store.root / "segments"))
-    res.tree = (store.root / TREE_JSON).is_file()
+    res = UpgradeResult(dry_run=dry_run, source=store.config.format_version)
+    if res.source == 2:
+        days = sorted(set(logfmt.list_days(store.root)) | set(packfmt.all_pack_days(store.root)))
+        res.days = [_plan_day2(store, day) for day in days]
+    else:
+        res.days = [_plan_day(store, day, path) for day, path in logfmt.list_days(store.root).items()]
+        res.segment_files = sum(len(files) for _, _, files in os.walk(store.root / "segments"))
+        res.tree = (store.root / TREE_JSON).is_file()
     if dry_run:
         return res
     marker = store.meta_dir / MARKER
@@ -133,9 +152,9 @@ def upgrade(store, dry_run: bool = False) -> UpgradeResult:
 
 
 def _undo_interrupted(store) -> bool:
-    """An upgrade that died before its commit started from a clean format-1 store: put that store back."""
+    """An upgrade that died before its commit started from a clean older store: put that store back."""
     marker = store.meta_dir / MARKER
-    if not marker.exists() or store.git.run("show", f"HEAD:{configfmt.FILENAME}").find("format_version = 1") < 0:
+    if not marker.exists() or f"format_version = {TARGET}" in store.git.run("show", f"HEAD:{configfmt.FILENAME}"):
         return False
     store.git.run("checkout", "HEAD", "--", ".")
     store.git.run("clean", "-fdq", "--", "packs", "tree", "log")
@@ -158,7 +177,7 @@ def _refuse_unfinished(store) -> None:
 def _plan_day(store, day: str, path: Path) -> DayPlan:
     """Read one day log and its segments; the new log bytes and the day's pack, or FormatError."""
     writer = packfmt.PackWriter(day, int(store.config.embedder["dim"]))
-    lines, packed_blobs, n = [], set(), 0
+    lines, packed_blobs, n, keys = [], set(), 0, {}
     for ln in logfmt.read_lines(path):
         if ln.record is None:
             raise FormatError(
@@ -166,16 +185,49 @@ def _plan_day(store, day: str, path: Path) -> DayPlan:
             )
         rec = dict(ln.record)
         seg = rec.pop("seg", None)
+        rec["vkey"] = keys.setdefault(str(rec["id"]), rec.get("vkey") or seal.new_key())
+        key = seal.key_bytes(rec["vkey"])
         if isinstance(seg, dict):
             try:
                 header, payload = seg_vector(store.root, {"seg": seg})
             except (OSError, SegmentError, KeyError, ValueError) as exc:
                 raise _unreadable(path, ln.line_no, rec, "its vector segment", exc) from None
-            writer.add_encoded(str(rec["id"]), packfmt.hash16(str(rec.get("hash", ""))), header, payload)
-        _convert_blob(store, rec, writer, packed_blobs, path, ln.line_no)
+            writer.add_encoded(str(rec["id"]), key, packfmt.hash16(str(rec.get("hash", ""))), header, payload)
+        _convert_blob(store, rec, key, writer, packed_blobs, path, ln.line_no)
         lines.append(recordfmt.dumps(rec) + "\n")
         n += 1
     return DayPlan(day, path, "".join(lines).encode("utf-8"), writer, n)
+
+
+def _plan_day2(store, day: str) -> DayPlan:
+    """Format 2: the day log with a key on every line, and one sealed pack of what the day's packs
+    hold for its records (a tombstoned record's vector, which a merge may have kept, is not carried)."""
+    from ..format import tombstones
+
+    path = logfmt.day_path(store.root, day)
+    keys: dict[str, str] = {}
+    lines, n = [], 0
+    for ln in logfmt.read_lines(path) if path.exists() else []:
+        if ln.record is None:
+            raise FormatError(
+                path, f"line {ln.line_no}: {ln.error}", hint="Run ct fsck --repair first; nothing was changed."
+            )
+        rec = dict(ln.record)
+        rec["vkey"] = keys.setdefault(str(rec["id"]), rec.get("vkey") or seal.new_key())  # copies of a line stay alike
+        lines.append(recordfmt.dumps(rec) + "\n")
+        n += 1
+    old = packfmt.pack_files(packfmt.day_dir(store.root, day))
+    ring = [(rid, seal.key_bytes(k)) for rid, k in keys.items()]
+    gone = tombstones.ids(store.root)
+    try:
+        writer = packfmt.merged_writer(
+            day, int(store.config.embedder["dim"]), old, ring, lambda rid, _h: rid not in gone
+        )
+    except (OSError, SegmentError) as exc:
+        raise FormatError(
+            packfmt.day_dir(store.root, day), str(exc), hint="Run ct fsck; nothing was changed."
+        ) from None
+    return DayPlan(day, path, "".join(lines).encode("utf-8"), writer, n, old_packs=old)
 
 
 def _unreadable(path: Path, line_no: int, rec: dict, what: str, exc: Exception) -> FormatError:
@@ -187,7 +239,7 @@ def _unreadable(path: Path, line_no: int, rec: dict, what: str, exc: Exception) 
     )
 
 
-def _convert_blob(store, rec: dict, writer, packed: set, path: Path, line_no: int) -> None:
+def _convert_blob(store, rec: dict, key: bytes, writer, packed: set, path: Path, line_no: int) -> None:
     """A format-1 `source.blob` becomes {"sha256", "bytes"}; the original goes into the day's pack once."""
     src = rec.get("source")
     ref = src.get("blob") if isinstance(src, dict) else None
@@ -199,24 +251,23 @@ def _convert_blob(store, rec: dict, writer, packed: set, path: Path, line_no: in
     except (OSError, SegmentError, KeyError, ValueError) as exc:
         raise _unreadable(path, line_no, rec, "its original (source.blob)", exc) from None
     actual = hashlib.sha256(body).hexdigest()
-    key = (ref["shard"], ref["blob"])
-    if key not in packed:  # chunks of one PDF share one original
-        packed.add(key)
-        writer.blobs.append(
-            (
-                str(rec["id"]),
-                Header(-1, -1, bheader.data_len, bheader.data_type, 0, bheader.scale, bheader.unix_time),
-                body,
-                mbody,
-            )
-        )
+    where = (ref["shard"], ref["blob"])
+    if where not in packed:  # chunks of one PDF share one original
+        packed.add(where)
+        writer.add_blob(str(rec["id"]), key, body, bheader.data_type, mbody, bheader.unix_time)
     rec["source"] = {**src, "blob": {"sha256": sha or actual, "bytes": len(body)}}
 
 
 def _message(res: UpgradeResult) -> str:
+    packs = sum(1 for d in res.days if d.writer)
+    if res.source == 2:
+        return (
+            f"Upgrade store to format 3: {res.records} records keyed, {res.vectors} vectors and {res.blobs} "
+            f"originals sealed in {packs} day packs (bit for bit)"
+        )
     return (
-        f"Upgrade store to format 2: {res.records} records, {res.vectors} vectors and {res.blobs} originals "
-        f"in {sum(1 for d in res.days if d.writer)} day packs (bit for bit); segments/ removed"
+        f"Upgrade store to format 3: {res.records} records, {res.vectors} vectors and {res.blobs} originals "
+        f"sealed in {packs} day packs (bit for bit); segments/ removed"
         + ("; tree.json became the tree log" if res.tree else "")
     )
 
@@ -231,12 +282,19 @@ def _apply(store, res: UpgradeResult) -> list[str]:
     for d in res.days:
         if d.writer:
             staged.append(store.rel(d.writer.write(root)))
-        tmp = d.log.with_name(f".{d.log.name}.upgrade-{os.getpid()}")
-        write_file_atomic(tmp, d.data, fsync=True)
-        os.replace(tmp, d.log)
-        staged.append(store.rel(d.log))
+        for p in d.old_packs:
+            p.unlink()
+            staged.append(store.rel(p))
+        if d.data or d.log.exists():
+            tmp = d.log.with_name(f".{d.log.name}.upgrade-{os.getpid()}")
+            write_file_atomic(tmp, d.data, fsync=True)
+            os.replace(tmp, d.log)
+            staged.append(store.rel(d.log))
     store.config.format_version = TARGET
     store.config.write(root)
+    staged.append(configfmt.FILENAME)
+    if res.source == 2:
+        return sorted(set(staged))
     from ..store import GITATTRIBUTES  # a new store's: union merges for the logs, no merge driver
 
     (root / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
