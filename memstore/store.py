@@ -447,7 +447,7 @@ class Store(StoreAPI):
             for rec, vec in by_day.get(day, []):
                 rec.pop("seg", None)  # a record names no file
                 rec["hash"] = recordfmt.text_hash(rec["text"])
-                rec["vkey"] = seal.new_key()  # its vector (and original) can be read with this line only
+                rec["vkey"] = seal.record_key(rec["id"], rec["text"])  # only this line opens its vector
                 key = seal.key_bytes(rec["vkey"])
                 writer.add_vector(rec["id"], key, rec["hash"], vec, dtype, int(from_iso(rec["ts"]).timestamp()))
             keys = {r["id"]: seal.key_bytes(r["vkey"]) for r, _ in by_day.get(day, [])}

@@ -190,3 +190,23 @@ def test_every_pack_is_unique_and_holds_nothing_in_the_clear(tmp_path):
     assert line["id"].encode() not in data and line["hash"][:16].encode() not in data
     vec = packfmt.day_vectors(st.root, DAY)[line["id"]][0]
     assert np.asarray(vec, "<f4").tobytes()[:32] not in data
+
+
+def test_two_clones_importing_the_same_file_write_the_same_lines_and_a_merge_keeps_one(tmp_path):
+    """A record's key is made from its id and text, so the same import on two clones writes identical
+    lines: union merge keeps each once (a random key gave two differing lines with one id)."""
+    a, b, _ids = _pair(tmp_path, "hash", 0)
+    turns = tmp_path / "turns.jsonl"
+    rows = [
+        {"ts": f"{DAY}T1{k}:00:00Z", "role": "user", "session": "imp", "text": f"imported turn {k}"} for k in range(3)
+    ]
+    turns.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for root in (a, b):
+        ct("-C", root, "import", "jsonl", turns)
+    git(a, "push", "-q")
+    git(b, "pull", "-q", "--no-rebase", "--no-edit")
+    lines = (b / "log" / DAY[:4] / f"{DAY}.jsonl").read_text().splitlines()
+    ids = [json.loads(ln)["id"] for ln in lines]
+    assert len(ids) == len(set(ids)), "a merge kept two lines of one record"
+    rep = json.loads(ct("-C", b, "fsck", "--json").stdout)
+    assert rep["ok"] and rep["warnings"] == [], rep

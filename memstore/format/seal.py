@@ -1,5 +1,7 @@
 """Sealing pack contents (store format 3): each record's vector, and an original file kept for it,
-is encrypted under a random key that only the record's day-log line holds (`vkey`).
+is encrypted under a key that only the record's day-log line holds (`vkey`), derived from the
+record's id and its full text (not from its published sha256): two clones that write or upgrade the
+same record write the same line, so a merge keeps one line, not two that differ in their key.
 
 Forgetting a record removes its line, and with it the key, so the sealed bytes in a pack that is
 never rewritten can no longer be opened by anything in the files. Every pack also carries a random
@@ -23,9 +25,15 @@ AAD = b"memstore pack 3"
 VECTOR, BLOB, BLOB_MANIFEST = b"v", b"b", b"m"
 
 
-def new_key() -> str:
-    """A fresh record key as the day log stores it: 32 random bytes, base64url without padding."""
-    return base64.urlsafe_b64encode(os.urandom(KEY_BYTES)).rstrip(b"=").decode("ascii")
+def record_key(rid: str, text: str) -> str:
+    """A record's key as the day log stores it: 32 bytes, base64url without padding.
+
+    BLAKE2b-256 of the id and the whole text, personalised for memstore: without the text (gone with
+    a forgotten line) it cannot be made again; the tombstone's sha256 of the text does not give it.
+    Who can guess the text can make the key, as they can confirm the guess by the tombstone's hash."""
+    data = str(rid).encode("utf-8") + b"\0" + str(text).encode("utf-8", "surrogatepass")
+    raw = hashlib.blake2b(data, digest_size=KEY_BYTES, person=b"memstore3-vkey").digest()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def key_bytes(text) -> bytes | None:
