@@ -189,13 +189,14 @@ def forget(store, records: list[dict], purge_history: bool = False, message: str
         res.notes.append("nothing to forget")
         return res
     n = len(records)
+    vectors = _document_vectors(store, records)
     with store.transaction(message or f"Forget {n} record{'s' if n != 1 else ''}") as tx:
         res.paths, markers = _remove_everywhere(store, records)
         full = [r for r in records if r["text"] is not None] + markers  # a tree-only id has no text to tombstone
         res.paths += _append_tombstones(store, full) if full else []
         tx.stage(res.paths)
     res.commit = tx.commit
-    _scrub_index(store)
+    res.notes += scrub_this_machine(store, records + markers, vectors)
     if purge_history:
         full = [r for r in records if r["text"] is not None]
         res.notes.append(purge(store, [r["text"] for r in full], [r["id"] for r in full]))
@@ -221,11 +222,97 @@ def _remove_everywhere(store, records: list[dict]) -> tuple[list[str], list[dict
     return paths, markers
 
 
-def _scrub_index(store) -> None:
-    """Rebuild the disposable index and compact it, so no free page of it keeps the forgotten text."""
+# ----- this machine's own copies (.memstore/ and the embedding cache) -------------------------------
+
+
+def scrub_this_machine(store, records: list[dict], vectors=()) -> list[str]:
+    """Take the forgotten records out of what this machine keeps besides the committed files: the
+    index (rebuilt, its FTS5 segments merged, VACUUMed, its WAL emptied), the rolled-back copies
+    under .memstore/rolled-back/, and the user's embedding cache. Returns notes for what could
+    not be done."""
+    from .secret_policy import clean_key
+
+    texts = [r["text"] for r in records if isinstance(r.get("text"), str) and r["text"]]
+    notes = []
     index = store.index(update=False)
     index.update(rebuild=True)
-    queries.vacuum(index)
+    if not queries.scrub(index, [clean_key(t) for t in texts]):
+        notes.append(
+            f"{index.path}-wal could not be emptied: another process is reading the index; the next ct write empties it"
+        )
+    _scrub_rolled_back(store, {r["id"] for r in records if r.get("id")}, texts)
+    notes += _scrub_embedding_cache(store, records, texts, vectors)
+    return notes
+
+
+def _document_vectors(store, records: list[dict]) -> list:
+    """The stored vectors of the document chunks among the records (read from the index before the
+    forget): a chunk is embedded with its neighbours' text, so the cache knows it by its vector."""
+    docs = [r["id"] for r in records if r.get("type") == "doc" or r.get("source")]
+    if not docs:
+        return []
+    index = store.index(update=False)
+    vecs, _times = index.matrix()
+    out = []
+    for rid in docs:
+        for row in queries.rowids_of(index, record_id=rid):
+            (vrow,) = index.conn.execute("SELECT vrow FROM records WHERE rowid = ?", (row,)).fetchone()
+            if 0 <= vrow < len(vecs):
+                out.append(vecs[vrow].copy())
+    return out
+
+
+def _scrub_rolled_back(store, ids: set[str], texts: list[str]) -> None:
+    """Lines a rollback saved under .memstore/rolled-back/ that hold a forgotten record (by id or
+    text) are removed; a file or folder left empty goes."""
+    from .repair import BACKUP_DIR
+
+    top = store.meta_dir / BACKUP_DIR
+    if not top.is_dir():
+        return
+    needles = [json.dumps({"id": rid}, separators=(",", ":"))[1:-1].encode() for rid in ids]
+    needles += [v for t in texts for v in _variants(t)]
+    for path in sorted(p for p in top.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if not any(n in data for n in needles):
+            continue
+        kept = [ln for ln in data.splitlines(keepends=True) if not any(n in ln for n in needles)]
+        if kept:
+            path.write_bytes(b"".join(kept))
+        else:
+            path.unlink()
+    for folder in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+def _scrub_embedding_cache(store, records: list[dict], texts: list[str], vectors) -> list[str]:
+    """The user's embedding cache without the records' vectors: by the keyed hash of each text and
+    of each sentence a user turn's vector was averaged over, by the tombstones' hashes (an older
+    memstore's keys), and by vector for document chunks."""
+    import sqlite3
+
+    from .adapters.cache import default_path, EmbeddingCache
+    from .store import EMBED_CHARS
+    from .turn_embedding import sentences
+
+    path = default_path()
+    if not path.exists():
+        return []
+    pieces = set()
+    for r in records:
+        text = r.get("text")
+        if isinstance(text, str) and text:
+            pieces |= {text, text[:EMBED_CHARS], *sentences(r, text[:EMBED_CHARS])}
+    hashes = [t.get("hash") for t in tombstones(store.root).values()]
+    try:
+        with EmbeddingCache(path) as cache:
+            cache.forget(sorted(pieces), hashes, vectors)
+    except (OSError, sqlite3.Error) as exc:
+        return [f"the embedding cache {path} could not be cleaned ({exc}); delete it to be sure (it is only a cache)"]
+    return []
 
 
 def _rewrite_day(store, day: str, ids: set[str]) -> list[str]:
