@@ -233,6 +233,16 @@ def default_cache() -> EmbeddingCache | None:
         return _default
 
 
+def forget_in_cache(path, texts=(), hashes=(), vectors=()) -> str | None:
+    """EmbeddingCache(path).forget(...); the error, in words, when the cache cannot be opened or written."""
+    try:
+        with EmbeddingCache(path) as cache:
+            cache.forget(texts, hashes, vectors)
+    except (OSError, sqlite3.Error) as exc:
+        return str(exc)
+    return None
+
+
 def _worth_caching(embedder) -> bool:
     return getattr(embedder, "cacheable", embedder.name not in UNCACHED)
 

@@ -398,6 +398,15 @@ def vacuum(index) -> None:
     index.conn.execute("VACUUM")
 
 
+def vector_of(index, rowid: int):
+    """A copy of the row's vector from the current matrix, or None when it has none."""
+    row = index.conn.execute("SELECT vrow FROM records WHERE rowid = ?", (rowid,)).fetchone()
+    vecs, _times = index.matrix()
+    if row is None or not 0 <= row[0] < len(vecs):
+        return None
+    return vecs[row[0]].copy()
+
+
 def scrub(index, clean_keys: list[bytes] = ()) -> bool:
     """After a forget's rebuild: no byte of index.db or its WAL may keep a forgotten text. The
     secret scan's verdicts on the texts (`clean_keys`) go; FTS5 keeps a deleted row's words in

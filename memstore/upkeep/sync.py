@@ -42,8 +42,11 @@ class SyncResult:
         }
 
 
-def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResult:
-    """Fetch, merge the upstream branch, bring the index up to date, push what the remote lacks."""
+def sync(store, push: bool = True, set_upstream: str | None = None, drop_purged: bool = False) -> SyncResult:
+    """Fetch, merge the upstream branch, bring the index up to date, push what the remote lacks.
+
+    Never merges or pushes a commit that `ct forget --purge-history` removed (purged-history.jsonl);
+    `drop_purged` moves a branch that holds one (after a plain `git pull`) onto the upstream."""
     from .. import forget as forgetting
     from . import hooks
 
@@ -58,9 +61,11 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
         before = _ref(store, f"refs/remotes/{upstream}")
         forgetting.refuse_unpublished_purge(store, res)
         _fetch(store, remote)
-        local = forgetting.follow_rewritten_remote(store, res, before)
+        local = forgetting.follow_rewritten_remote(store, res, before, drop_purged=drop_purged)
         head, embedder = store.git.head(), dict(store.config.embedder)
         if local is None:
+            forgetting.refuse_purged(store, res, f"refs/remotes/{upstream}", what="merge")
+            forgetting.refuse_purged(store, res, "HEAD", what="push")
             _merge(store, res)
     if local:  # this clone's own records, moved onto the rewritten history (one commit)
         w = store.write(local, f"Re-apply {len(local)} records not on the rewritten {upstream}", secrets="allow")
@@ -230,7 +235,10 @@ def _merge(store, res: SyncResult) -> None:
 
 def _push(store, res: SyncResult, first: bool) -> None:
     """Push HEAD; if the remote moved meanwhile, fetch and merge again (a few times), then give up clearly."""
+    from .. import forget as forgetting
+
     for attempt in range(PUSH_TRIES):
+        forgetting.refuse_purged(store, res, "HEAD", what="push")
         counts = _counts(store, res.upstream)
         ahead = counts[0] if counts is not None else int(store.git.run("rev-list", "--count", "HEAD"))
         if ahead == 0 and not first:
