@@ -373,11 +373,11 @@ class StoreAPI:
         if name == "post-merge":
             os.environ[MERGED_ENV] = finished_merge(root) or ""
 
-    def sync(self, push: bool = True, set_upstream: str | None = None):
+    def sync(self, push: bool = True, set_upstream: str | None = None, drop_purged: bool = False):
         """Merge the remote's memory, reindex, push (`ct sync`) → SyncResult."""
         from .upkeep.sync import sync
 
-        return sync(self, push=push, set_upstream=set_upstream)
+        return sync(self, push=push, set_upstream=set_upstream, drop_purged=drop_purged)
 
     def place_existing(self) -> int:
         """Place every conversation record the topic tree does not hold yet, one commit

@@ -190,13 +190,14 @@ def forget(store, records: list[dict], purge_history: bool = False, message: str
         res.notes.append("nothing to forget")
         return res
     n = len(records)
+    vectors = _document_vectors(store, records)
     with store.transaction(message or f"Forget {n} record{'s' if n != 1 else ''}") as tx:
         res.paths, markers = _remove_everywhere(store, records)
         full = [r for r in records if r["text"] is not None] + markers  # a tree-only id has no text to tombstone
         res.paths += _append_tombstones(store, full) if full else []
         tx.stage(res.paths)
     res.commit = tx.commit
-    _scrub_index(store)
+    res.notes += scrub_this_machine(store, records + markers, vectors)
     if purge_history:
         full = [r for r in records if r["text"] is not None]
         res.notes.append(purge(store, [r["text"] for r in full], [r["id"] for r in full]))
@@ -222,11 +223,94 @@ def _remove_everywhere(store, records: list[dict]) -> tuple[list[str], list[dict
     return paths, markers
 
 
-def _scrub_index(store) -> None:
-    """Rebuild the disposable index and compact it, so no free page of it keeps the forgotten text."""
+# ----- this machine's own copies (.memstore/ and the embedding cache) -------------------------------
+
+
+def scrub_this_machine(store, records: list[dict], vectors=()) -> list[str]:
+    """Take the forgotten records out of what this machine keeps besides the committed files: the
+    index (rebuilt, its FTS5 segments merged, VACUUMed, its WAL emptied), the rolled-back copies
+    under .memstore/rolled-back/, and the user's embedding cache. Returns notes for what could
+    not be done."""
+    from .secret_policy import clean_key
+
+    texts = [r["text"] for r in records if isinstance(r.get("text"), str) and r["text"]]
+    notes = []
     index = store.index(update=False)
     index.update(rebuild=True)
-    queries.vacuum(index)
+    if not queries.scrub(index, [clean_key(t) for t in texts]):
+        notes.append(
+            f"{index.path}-wal could not be emptied: another process is reading the index; the next ct write empties it"
+        )
+    _scrub_rolled_back(store, {r["id"] for r in records if r.get("id")}, texts)
+    notes += _scrub_embedding_cache(store, records, texts, vectors)
+    return notes
+
+
+def _document_vectors(store, records: list[dict]) -> list:
+    """The stored vectors of the document chunks among the records (read from the index before the
+    forget): a chunk is embedded with its neighbours' text, so the cache knows it by its vector."""
+    docs = [r["id"] for r in records if r.get("type") == "doc" or r.get("source")]
+    if not docs:
+        return []
+    index = store.index(update=False)
+    out = []
+    for rid in docs:
+        for row in queries.rowids_of(index, record_id=rid):
+            vec = queries.vector_of(index, row)
+            if vec is not None:
+                out.append(vec)
+    return out
+
+
+def _scrub_rolled_back(store, ids: set[str], texts: list[str]) -> None:
+    """Lines a rollback saved under .memstore/rolled-back/ that hold a forgotten record (by id or
+    text) are removed; a file or folder left empty goes."""
+    from .repair import BACKUP_DIR
+
+    top = store.meta_dir / BACKUP_DIR
+    if not top.is_dir():
+        return
+    needles = [json.dumps({"id": rid}, separators=(",", ":"))[1:-1].encode() for rid in ids]
+    needles += [v for t in texts for v in _variants(t)]
+    for path in sorted(p for p in top.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if not any(n in data for n in needles):
+            continue
+        kept = [ln for ln in data.splitlines(keepends=True) if not any(n in ln for n in needles)]
+        if kept:
+            path.write_bytes(b"".join(kept))
+        else:
+            path.unlink()
+    for folder in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+def _scrub_embedding_cache(store, records: list[dict], texts: list[str], vectors) -> list[str]:
+    """The user's embedding cache without the records' vectors: by the keyed hash of each text and
+    of each sentence a user turn's vector was averaged over, by the tombstones' hashes (an older
+    memstore's keys), and by vector for document chunks."""
+    from .adapters.cache import default_path, forget_in_cache
+    from .store import EMBED_CHARS
+    from .turn_embedding import sentences
+
+    path = default_path()
+    if not path.exists():
+        return []
+    pieces = set()
+    for r in records:
+        text = r.get("text")
+        if isinstance(text, str) and text:
+            pieces |= {text, text[:EMBED_CHARS], *sentences(r, text[:EMBED_CHARS])}
+    hashes = [t.get("hash") for t in tombstones(store.root).values()]
+    failed = forget_in_cache(path, sorted(pieces), hashes, vectors)
+    if failed:
+        return [
+            f"the embedding cache {path} could not be cleaned ({failed}); delete it to be sure (it is only a cache)"
+        ]
+    return []
 
 
 def _rewrite_day(store, day: str, ids: set[str]) -> list[str]:
@@ -464,9 +548,13 @@ What this means:
         git -C {root} push --force {remote} {branch}
     (ct sync refuses to merge the old history back; it says so).
   - Every other clone still holds the old commits, and the text in them. On each one, either
-    re-clone, or run "ct sync": it sees the rewritten remote, keeps that clone's unpushed records
-    and moves it onto the new history. Then it holds no reachable commit with the text; run
-    "git gc --prune=now" there to drop the old objects too.
+    re-clone, or run "ct sync": it sees the rewritten remote, keeps that clone's unpushed records,
+    moves it onto the new history, and expires its reflogs and prunes, so no object there keeps
+    the text. A clone that ran a plain "git pull" instead merged the old history back: its
+    "ct sync" refuses to push it (purged-history.jsonl, committed, names the purged commits), and
+    "ct sync --drop-purged" there does the same move. By hand (losing that clone's unpushed
+    records): "git reset --hard {remote}/{branch} && git reflog expire --expire=now --all &&
+    git gc --prune=now".
   - Hosting services may keep old commits reachable by id (pull requests, caches) until they
     expire them; ask the host to purge them if the text was sensitive."""
 
@@ -616,6 +704,7 @@ def purge(store, texts: list[str], ids=()) -> str:
         line.split()[1]
         for line in git.run("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes").splitlines()
     ]
+    parents = _parents(store)
     pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in _variants(t)]
     prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
     words = _own_words(store, texts)
@@ -639,27 +728,164 @@ def purge(store, texts: list[str], ids=()) -> str:
                 git.run("config", key, value)
             for ref in git.run("for-each-ref", "--format=%(refname)", "refs/remotes").split():
                 git.run("update-ref", "-d", ref)  # the old history, as last fetched: it holds the text
+            purged = _first_rewritten(store, parents)
             git.run("reflog", "expire", "--expire=now", "--all")
             git.run("gc", "--quiet", "--prune=now")
-            (store.meta_dir / PURGED_MARK).write_text(
-                json.dumps({"at": to_iso(now_utc()), "old": old, "ids": sorted(ids)}) + "\n", encoding="utf-8"
-            )
     finally:
         os.unlink(spec)
+    _record_purge(store, purged, old, ids)
     branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
     return PURGE_NOTICE.format(root=store.root, remote=next(iter(remotes), "origin"), branch=branch)
 
 
 # ----- sync after a history rewrite -----------------------------------------------------------------
 
-PURGED_MARK = "purged-history.json"  # in .memstore/: this clone rewrote history and has not published it
+PURGED_MARK = "purged-history.json"  # in .memstore/ of an older memstore: the old remote tips of its purge
+PURGED = "purged-history.jsonl"  # committed: the commits every --purge-history removed (ids, never text)
+PURGED_ATTRIBUTE = f"{PURGED} merge=union"
+
+
+def _parents(store) -> dict[str, list[str]]:
+    """{commit: its parents} for every commit reachable from a ref (before a rewrite)."""
+    out = {}
+    for line in store.git.run("rev-list", "--all", "--parents").splitlines():
+        sha, *parents = line.split()
+        out[sha] = parents
+    return out
+
+
+def _first_rewritten(store, parents: dict[str, list[str]]) -> list[str]:
+    """The commits filter-repo rewrote whose parents it did not: the first commits of the old
+    history that held the text. Every other rewritten commit descends from one of them, so a
+    branch holds a purged commit exactly when it holds one of these."""
+    from .gitrepo import _common_dir, git_dir
+
+    try:
+        lines = (_common_dir(git_dir(store.root)) / "filter-repo" / "commit-map").read_text().splitlines()[1:]
+    except (OSError, TypeError):
+        return []
+    rewritten = {a for a, b in (ln.split() for ln in lines if len(ln.split()) == 2) if a != b}
+    return sorted(c for c in rewritten if not any(p in rewritten for p in parents.get(c, [])))
+
+
+def _record_purge(store, commits: list[str], tips: list[str], ids) -> None:
+    """One line in purged-history.jsonl, committed: every clone learns on its next pull which
+    commits hold forgotten text, so ct sync refuses to push them and fsck names them."""
+    if not commits and not tips:
+        return
+    line = {"at": to_iso(now_utc()), "commits": commits, "tips": sorted(set(tips)), "ids": sorted(ids)}
+    with store.transaction(f"Record the {len(commits)} first commits --purge-history rewrote") as tx:
+        logfmt.append_lines(store.root / PURGED, (json.dumps(line, separators=(",", ":")) + "\n").encode(), fsync=False)
+        attrs = store.root / ".gitattributes"
+        current = attrs.read_text(encoding="utf-8") if attrs.exists() else ""
+        if PURGED_ATTRIBUTE not in current:
+            attrs.write_text(
+                current + ("\n" if current and not current.endswith("\n") else "") + PURGED_ATTRIBUTE + "\n"
+            )
+        tx.stage([PURGED, ".gitattributes"])
+
+
+def purges(store) -> list[dict]:
+    """Every purge the store records (purged-history.jsonl, and an older memstore's local mark)."""
+    out = []
+    try:
+        data = (store.root / PURGED).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        data = ""
+    for raw in data.splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    try:
+        old = json.loads((store.meta_dir / PURGED_MARK).read_text(encoding="utf-8"))
+        out.append({"commits": [], "tips": old.get("old") or [], "ids": old.get("ids") or []})
+    except (OSError, ValueError, AttributeError):
+        pass
+    return out
+
+
+def purged_in(store, rev: str = "HEAD") -> list[str]:
+    """The purged commits (purged-history.jsonl) that `rev` holds; [] on a clean clone (one git
+    command: the old commits are not even present)."""
+    wanted = sorted({c for p in purges(store) for c in [*(p.get("commits") or []), *(p.get("tips") or [])]})
+    if not wanted:
+        return []
+    proc = subprocess.run(
+        ["git", "-C", str(store.root), "cat-file", "--batch-check"],
+        input="".join(f"{c}\n" for c in wanted),
+        capture_output=True,
+        text=True,
+    )
+    present = [ln.split()[0] for ln in proc.stdout.splitlines() if ln.endswith(" commit") or " commit " in ln]
+    return [c for c in present if _is_ancestor(store, c, rev)]
+
+
+def purged_ids(store, commits) -> list[str]:
+    """The forgotten record ids of the purges that removed these commits."""
+    commits = set(commits)
+    return sorted(
+        {
+            i
+            for p in purges(store)
+            if commits & set((p.get("commits") or []) + (p.get("tips") or []))
+            for i in p.get("ids") or []
+        }
+    )
+
+
+def refuse_purged(store, res, rev: str = "HEAD", what: str = "push") -> None:
+    """ct sync never pushes (nor merges) a commit that --purge-history removed: it holds forgotten text."""
+    back = purged_in(store, rev)
+    if not back:
+        return
+    ids = " ".join(purged_ids(store, back)) or "ID"
+    if rev == "HEAD":
+        raise MemstoreError(
+            f"{store.root}: {res.branch} holds commit {back[0][:10]}, which ct forget --purge-history removed "
+            f'(purged-history.jsonl): it holds forgotten text (a plain "git pull" merged the old history back). '
+            f"ct sync does not {what} it.",
+            f'Drop it: "ct -C {store.root} sync --drop-purged" moves {res.branch} onto {res.upstream}, writes again '
+            "this clone's records that are not there, and expires the reflog and prunes so no object keeps the "
+            "text. Nothing was pushed.",
+        )
+    raise MemstoreError(
+        f"{store.root}: {rev} holds commit {back[0][:10]}, which ct forget --purge-history removed "
+        "(purged-history.jsonl): someone pushed the old history back. ct sync does not merge it.",
+        f'On a clone whose history is clean: "ct forget --purge-history {ids}" rewrites it away, then '
+        f'"git push --force {res.remote} {res.branch}". Nothing was merged.',
+    )
+
+
+def expire_old_history(store) -> list[str]:
+    """Drop every object only the reflog or a pruned ref keeps (so no object holds purged text):
+    the reflogs of every ref but the stash are expired, then git gc --prune=now. Returns what still
+    holds a purged commit (a branch, a tag, the stash) for the user to delete."""
+    git = store.git
+    refs = [r for r in git.run("for-each-ref", "--format=%(refname)").split() if r != "refs/stash"]
+    git.run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "HEAD", *refs)
+    git.run("gc", "--quiet", "--prune=now")
+    held = []
+    for c in purged_in_any(store):
+        held += git.run("for-each-ref", "--format=%(refname:short)", "--contains", c).split()
+    return sorted(set(held))
+
+
+def purged_in_any(store) -> list[str]:
+    """The purged commits any ref (or the stash) holds."""
+    out = []
+    for ref in store.git.run("for-each-ref", "--format=%(refname)").split():
+        out += [c for c in purged_in(store, ref) if c not in out]
+    return out
 
 
 def refuse_unpublished_purge(store, res) -> None:
-    """After --purge-history here, sync must not fetch or merge the remote's old history back in:
-    checked with ls-remote, before any fetch."""
-    mark = store.meta_dir / PURGED_MARK
-    if not mark.exists():
+    """After --purge-history (here or on a clone this one pulled from), sync must not fetch or
+    merge the remote's old history back in: checked with ls-remote, before any fetch."""
+    tips = {t for p in purges(store) for t in p.get("tips") or []}
+    if not tips:
         return
     git = store.git
     branch = res.upstream.split("/", 1)[-1]
@@ -668,12 +894,8 @@ def refuse_unpublished_purge(store, res) -> None:
     except MemstoreError:
         return  # unreachable: the fetch that follows says so
     remote = line.split()[0] if line.strip() else None
-    try:
-        old = set(json.loads(mark.read_text(encoding="utf-8")).get("old") or [])
-    except ValueError:
-        old = set()
-    if remote not in old:
-        mark.unlink()  # the remote moved off the old history (force-pushed, maybe built on since)
+    if remote not in tips:
+        (store.meta_dir / PURGED_MARK).unlink(missing_ok=True)  # an older memstore's mark: the remote moved on
         return
     raise MemstoreError(
         f"{store.root}: this clone's history was rewritten by ct forget --purge-history, and "
@@ -684,22 +906,36 @@ def refuse_unpublished_purge(store, res) -> None:
 
 
 def old_history_back(store) -> str | None:
-    """After --purge-history here: a warning when a commit of the old history (as the remote had it)
-    is in this branch again, which a plain `git pull` from the not yet rewritten remote does; else None."""
-    mark = store.meta_dir / PURGED_MARK
-    try:
-        info = json.loads(mark.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    back = [sha for sha in info.get("old") or [] if _is_ancestor(store, sha, "HEAD")]
+    """A warning when this branch holds a commit that --purge-history removed (a plain `git pull`
+    from a remote or clone that still had the old history), naming the commands that drop it; else None."""
+    back = purged_in(store, "HEAD")
     if not back:
         return None
-    ids = " ".join(info.get("ids") or []) or "ID…"
-    return (
-        f"commit {back[0][:10]} of the old history that ct forget --purge-history rewrote (it holds the forgotten "
-        f'text) is in this branch again: a plain "git pull" merged it back. "ct forget --purge-history {ids}" '
-        'rewrites it again; then "git push --force" publishes the rewritten history'
+    ids = " ".join(purged_ids(store, back)) or "ID…"
+    said = (
+        f"commit {back[0][:10]} of the old history that ct forget --purge-history rewrote (purged-history.jsonl; "
+        'it holds the forgotten text) is in this branch again: a plain "git pull" merged it back, and a push '
+        "would publish it (ct sync refuses)."
     )
+    upstream = _upstream_ref(store)
+    if upstream and not purged_in(store, upstream):
+        return (
+            f'{said} "ct sync --drop-purged" moves this branch onto {upstream.removeprefix("refs/remotes/")} '
+            "(keeping this clone's own records) and expires the reflog and prunes, so no object keeps the text; "
+            f'or "ct forget --purge-history {ids}" rewrites it again'
+        )
+    return f'{said} "ct forget --purge-history {ids}" rewrites it again; then "git push --force" publishes the rewritten history'
+
+
+def _upstream_ref(store) -> str | None:
+    git = store.git
+    try:
+        branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
+        remote = git.run("config", "--get", f"branch.{branch}.remote")
+        merge = git.run("config", "--get", f"branch.{branch}.merge").removeprefix("refs/heads/")
+        return git.run("rev-parse", "-q", "--verify", "--symbolic-full-name", f"refs/remotes/{remote}/{merge}")
+    except MemstoreError:
+        return None
 
 
 def _is_ancestor(store, a: str, b: str) -> bool:
@@ -707,15 +943,23 @@ def _is_ancestor(store, a: str, b: str) -> bool:
     return proc.returncode == 0
 
 
-def follow_rewritten_remote(store, res, before: str | None) -> list[dict] | None:
-    """When the remote's history was rewritten (a force push after --purge-history elsewhere): move
-    this clone onto it and return its own records the remote lacks, to write again; None otherwise."""
+def follow_rewritten_remote(store, res, before: str | None, drop_purged: bool = False) -> list[dict] | None:
+    """When the remote's history was rewritten (a force push after --purge-history elsewhere), or
+    with `drop_purged` when this branch holds purged commits the remote does not (a plain `git pull`
+    merged them back): move this clone onto the remote, drop every object only the old history
+    kept (reflogs expired, gc --prune=now), and return its own records the remote lacks, to write
+    again; None otherwise."""
     git = store.git
     try:
         after = git.run("rev-parse", "-q", "--verify", f"refs/remotes/{res.upstream}")
     except MemstoreError:
         return None
-    if not before or before == after or _is_ancestor(store, before, after):
+    if drop_purged:
+        if not purged_in(store, "HEAD"):
+            res.notes.append("this branch holds no commit --purge-history removed: nothing to drop")
+            return None
+        refuse_purged(store, res, f"refs/remotes/{res.upstream}")
+    elif not before or before == after or _is_ancestor(store, before, after):
         return None
     remote_ids = _ids_at(store, f"refs/remotes/{res.upstream}")
     gone = set()
@@ -728,7 +972,7 @@ def follow_rewritten_remote(store, res, before: str | None) -> list[dict] | None
     except (MemstoreError, ValueError):
         pass
     gone |= forgotten_ids(store.root)
-    local = []
+    local, stale = [], []
     for _day, path in sorted(logfmt.list_days(store.root).items()):
         for raw in path.read_bytes().splitlines():
             try:
@@ -737,9 +981,27 @@ def follow_rewritten_remote(store, res, before: str | None) -> list[dict] | None
                 continue
             if isinstance(rec, dict) and rec.get("id") not in remote_ids and rec.get("id") not in gone:
                 local.append(rec)
+            elif isinstance(rec, dict) and rec.get("id") in gone and isinstance(rec.get("text"), str):
+                stale.append(rec)
     git.run("reset", "--hard", "-q", f"refs/remotes/{res.upstream}")
     res.notes.append(f"{res.upstream} was rewritten (history purged on another clone): this clone now follows it")
+    _drop_old_objects(store, res, stale)
     return [store.normalize(r) for r in local]
+
+
+def _drop_old_objects(store, res, stale: list[dict]) -> None:
+    """After moving onto the rewritten history: no object, reflog entry or index page of this
+    clone keeps the old history's forgotten text."""
+    held = expire_old_history(store)
+    res.notes.append("expired the reflogs and pruned: no object of the old history is left in this clone")
+    if held:
+        res.notes.append(
+            f"{', '.join(held)} still hold{'s' if len(held) == 1 else ''} commits --purge-history removed (forgotten "
+            f'text): delete {"them" if len(held) > 1 else "it"} ("git branch -D" / "git tag -d" / "git stash drop"), '
+            'then "git gc --prune=now"'
+        )
+    if stale:
+        res.notes += scrub_this_machine(store, stale)
 
 
 def _ids_at(store, rev: str) -> set[str]:

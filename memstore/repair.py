@@ -21,7 +21,11 @@ from pathlib import Path
 
 JOURNAL = "write-journal.json"
 BACKUP_DIR = "rolled-back"
-APPEND_ONLY = ("markers.jsonl", "forgotten.jsonl")  # besides log/**.jsonl: files a writer only appends to
+APPEND_ONLY = (
+    "markers.jsonl",
+    "forgotten.jsonl",
+    "purged-history.jsonl",
+)  # besides log/**.jsonl: files a writer only appends to
 REWRITES = "write-journal-rewrites"  # beside the journal: the bytes of files a writer rewrote whole
 OTHER_DATA = ("tree.json", "memstore.toml", ".gitattributes", ".gitignore")  # rewritten whole, not appended
 # File times come from the kernel's coarse clock, which can lag time.time() by a tick.

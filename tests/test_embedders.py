@@ -258,7 +258,7 @@ def test_cache_persists_and_ignores_damaged_rows(tmp_path):
     emb = Counting()
     with EmbeddingCache(path) as cache:
         embed_cached(emb, ["one", "two"], cache=cache)
-        cache._db.execute("UPDATE vectors SET vector = x'00' WHERE sha256 = ?", (hashlib.sha256(b"two").digest(),))
+        cache._db.execute("UPDATE entries SET vector = x'00' WHERE key = ?", (cache.key("two"),))
     emb.seen.clear()
     with EmbeddingCache(path) as cache:
         rows = embed_cached(emb, ["one", "two"], cache=cache)

@@ -303,14 +303,20 @@ def _refuse(problems: list[str], where: str) -> None:
     default=None,
     help="Push this branch to REMOTE and track it (first sync of a new store).",
 )
+@click.option(
+    "--drop-purged",
+    is_flag=True,
+    help="Move a branch holding commits --purge-history removed (a plain git pull merged them back) onto the "
+    "upstream, keeping this clone's records, then expire the reflog and prune.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def sync_cmd(obj, no_push, set_upstream, as_json):
+def sync_cmd(obj, no_push, set_upstream, drop_purged, as_json):
     """Merge the remote's memory into this clone, reindex, and push (one merge commit at most).
 
     Example: ct sync
     """
-    res = obj.store().sync(push=not no_push, set_upstream=set_upstream)
+    res = obj.store().sync(push=not no_push, set_upstream=set_upstream, drop_purged=drop_purged)
     if as_json:
         emit_json(res.to_json())
         return

@@ -69,6 +69,12 @@ RECORD_INDEXES = [st.split("EXISTS", 1)[1].split()[0] for st in RECORD_INDEX_SQL
 TAIL_MIN = 5_000
 TAIL_SHARE = 0.02
 
+# index.db-wal: `ct` leaves through os._exit, so SQLite's checkpoint on close never runs. Each
+# update ends with a checkpoint that empties the WAL (TRUNCATE) when no reader is in it, and
+# journal_size_limit cuts it back to this size whenever it is reset, so it never grows to the
+# size of the database (a rebuild writes every page into it).
+WAL_LIMIT = 4 << 20
+
 
 @dataclass
 class Plan:
@@ -123,6 +129,8 @@ class Index:
             conn = sqlite3.connect(self.path, timeout=30)
             try:
                 conn.execute("PRAGMA busy_timeout = 30000")
+                conn.execute("PRAGMA secure_delete = ON")  # a freed page is zeroed: deleted text leaves no copy
+                conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")
                 if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
                     self._create(conn)
                 stale = self._meta(conn, "schema") not in (None, str(SCHEMA_VERSION)) or self._meta(
@@ -258,6 +266,7 @@ class Index:
         try:  # free at once (the common case); had another process applied the plan meanwhile, applying it again changes nothing
             with file_lock(self.meta_dir / "index.lock", timeout=0, what="index"):
                 self._apply(plan, progress)
+                self.checkpoint()
             return plan
         except LockTimeout:
             pass
@@ -265,7 +274,25 @@ class Index:
             plan = self.plan(rebuild, days)  # another process may have done it while we waited
             if not plan.empty:
                 self._apply(plan, progress)
+                self.checkpoint()
         return plan
+
+    def checkpoint(self, wait: bool = False) -> bool:
+        """Copy index.db-wal into index.db and empty it (SQLite's TRUNCATE checkpoint); True when
+        it is empty. Without `wait` it gives up at once if a reader is in the WAL (the next update
+        tries again; journal_size_limit bounds it meanwhile); with it, it waits for readers as
+        long as any SQLite lock (30 s)."""
+        conn = self.conn
+        if not wait:
+            conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            busy, _frames, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.OperationalError:
+            return False
+        finally:
+            if not wait:
+                conn.execute("PRAGMA busy_timeout = 30000")
+        return busy == 0
 
     def _read_day(self, day: str) -> tuple[DayRows, str, str]:
         log_path = logfmt.day_path(self.store.root, day)

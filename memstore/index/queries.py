@@ -396,3 +396,32 @@ def has_days(index) -> bool:
 def vacuum(index) -> None:
     """Compact the database, so no free page keeps text the last rebuild removed."""
     index.conn.execute("VACUUM")
+
+
+def vector_of(index, rowid: int):
+    """A copy of the row's vector from the current matrix, or None when it has none."""
+    row = index.conn.execute("SELECT vrow FROM records WHERE rowid = ?", (rowid,)).fetchone()
+    vecs, _times = index.matrix()
+    if row is None or not 0 <= row[0] < len(vecs):
+        return None
+    return vecs[row[0]].copy()
+
+
+def scrub(index, clean_keys: list[bytes] = ()) -> bool:
+    """After a forget's rebuild: no byte of index.db or its WAL may keep a forgotten text. The
+    secret scan's verdicts on the texts (`clean_keys`) go; FTS5 keeps a deleted row's words in
+    its older segments until they are merged, so the full-text index is merged into one segment
+    (optimize); VACUUM writes the database afresh (freed pages gone); the WAL, which holds every
+    page the rebuild and the VACUUM wrote, is emptied. False when a reader kept the WAL busy."""
+    conn = index.conn
+    with conn:
+        if clean_keys:
+            try:
+                for i in range(0, len(clean_keys), 500):
+                    part = list(clean_keys[i : i + 500])
+                    conn.execute(f"DELETE FROM clean_texts WHERE key IN ({_marks(part)})", part)
+            except sqlite3.OperationalError:  # no such table yet
+                pass
+        conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+    conn.execute("VACUUM")
+    return index.checkpoint(wait=True)

@@ -49,11 +49,13 @@ class SyncResult:
         }
 
 
-def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResult:
+def sync(store, push: bool = True, set_upstream: str | None = None, drop_purged: bool = False) -> SyncResult:
     """Fetch, merge the upstream branch, bring the index up to date, push what the remote lacks.
 
     A push that loses a race (another clone pushed first) starts the round again: fetch, merge,
-    push, up to PUSH_TRIES times with a short randomized back-off, so many clones can sync at once."""
+    push, up to PUSH_TRIES times with a short randomized back-off, so many clones can sync at once.
+    Never merges or pushes a commit that `ct forget --purge-history` removed (purged-history.jsonl);
+    `drop_purged` moves a branch that holds one (after a plain `git pull`) onto the upstream."""
     from .. import forget as forgetting
     from . import hooks
 
@@ -70,7 +72,7 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
     for attempt in range(PUSH_TRIES):
         if attempt:
             _back_off(attempt)
-        _pull_round(store, res)
+        _pull_round(store, res, drop_purged)
         if not push:
             break
         with store.lock():
@@ -95,7 +97,7 @@ def _back_off(attempt: int) -> None:
     time.sleep(random.uniform(0.05, 0.1 * 2 ** min(attempt, 4)))
 
 
-def _pull_round(store, res: SyncResult) -> None:
+def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
     """One fetch and merge of the upstream, then what a merge may need: this clone's records moved
     onto a rewritten history, vectors made again in the store's size, forgets of other clones applied."""
     from .. import forget as forgetting
@@ -103,9 +105,11 @@ def _pull_round(store, res: SyncResult) -> None:
     with store.lock():
         before = _ref(store, f"refs/remotes/{res.upstream}")
         _fetch(store, res.remote)
-        local = forgetting.follow_rewritten_remote(store, res, before)
+        local = forgetting.follow_rewritten_remote(store, res, before, drop_purged=drop_purged)
         head, embedder = store.git.head(), dict(store.config.embedder)
         if local is None:
+            forgetting.refuse_purged(store, res, f"refs/remotes/{res.upstream}", what="merge")
+            forgetting.refuse_purged(store, res, "HEAD", what="push")
             _merge(store, res)
     if local:  # this clone's own records, moved onto the rewritten history (one commit)
         w = store.write(local, f"Re-apply {len(local)} records not on the rewritten {res.upstream}", secrets="allow")
@@ -301,6 +305,9 @@ def _refuse_local_changes(store, res: SyncResult, exc: GitError) -> None:
 
 def _push(store, res: SyncResult, first: bool) -> bool:
     """Push HEAD: True when pushed (or nothing to push), False when the remote moved meanwhile."""
+    from .. import forget as forgetting
+
+    forgetting.refuse_purged(store, res, "HEAD", what="push")
     counts = _counts(store, res.upstream)
     ahead = counts[0] if counts is not None else int(store.git.run("rev-list", "--count", "HEAD"))
     if ahead == 0 and not first:

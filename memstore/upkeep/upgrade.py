@@ -185,7 +185,9 @@ def _plan_day(store, day: str, path: Path) -> DayPlan:
             )
         rec = dict(ln.record)
         seg = rec.pop("seg", None)
-        rec["vkey"] = keys.setdefault(str(rec["id"]), rec.get("vkey") or seal.record_key(rec["id"], rec.get("text", "")))
+        rec["vkey"] = keys.setdefault(
+            str(rec["id"]), rec.get("vkey") or seal.record_key(rec["id"], rec.get("text", ""))
+        )
         key = seal.key_bytes(rec["vkey"])
         if isinstance(seg, dict):
             try:
@@ -213,7 +215,9 @@ def _plan_day2(store, day: str) -> DayPlan:
                 path, f"line {ln.line_no}: {ln.error}", hint="Run ct fsck --repair first; nothing was changed."
             )
         rec = dict(ln.record)
-        rec["vkey"] = keys.setdefault(str(rec["id"]), rec.get("vkey") or seal.record_key(rec["id"], rec.get("text", "")))  # copies of a line stay alike
+        rec["vkey"] = keys.setdefault(
+            str(rec["id"]), rec.get("vkey") or seal.record_key(rec["id"], rec.get("text", ""))
+        )  # copies of a line stay alike
         lines.append(recordfmt.dumps(rec) + "\n")
         n += 1
     old = packfmt.pack_files(packfmt.day_dir(store.root, day))
