@@ -133,3 +133,32 @@ def test_a_well_formed_but_wrong_tree_cache_is_rebuilt(tmp_path):
     assert treefmt.read(st.root).topic_of() == want.topic_of()
     path.write_bytes(b"\xff\xfe not json")
     assert treefmt.read(st.root).topic_of() == want.topic_of()
+
+
+def test_a_planted_write_journal_touches_nothing_outside_the_store(tmp_path):
+    """A copied store's `.memstore/write-journal.json` looks like a crashed writer's: the next read
+    rolls it back. The files it names must be the store's own, or a planted journal would replace
+    the user's ~/.bashrc with a file from the copy (code on the next shell) or delete any file."""
+    st = make_store(tmp_path / "home" / "stores" / "s")
+    ct("-C", st.root, "add", "A turn about the lake cabin")
+    home = tmp_path / "home"
+    bashrc, victim = home / ".bashrc", home / "thesis.txt"
+    bashrc.write_text("# the user's own shell start-up\n")
+    victim.write_text("years of work\n")
+    (st.root / "planted-bashrc").write_text("touch PWNED\n")  # came with the copy
+    meta = st.root / ".memstore"
+    journal = {
+        "pid": 1,
+        "started": 0,
+        "head": None,
+        "appended": {},
+        "rewritten": {"../../.bashrc": True, str(victim): False, "../../thesis.txt": False},
+    }
+    (meta / "write-journal.json").write_text(json.dumps(journal))
+    kept = meta / "write-journal-rewrites"
+    kept.mkdir()
+    (st.root / ".bashrc").write_text("touch PWNED\n")  # kept / "../../.bashrc" is the store's .bashrc
+    for args in (["search", "cabin"], ["fsck", "--repair"]):
+        ct("-C", st.root, *args, check=False)
+        assert bashrc.read_text() == "# the user's own shell start-up\n"
+        assert victim.read_text() == "years of work\n"
