@@ -257,20 +257,40 @@ def _restore_rewritten(store, rewritten, rep: Repair) -> None:
 
     kept = store.meta_dir / REWRITES
     for rel, existed in (rewritten or {}).items() if isinstance(rewritten, dict) else ():
-        path = store.root / rel
+        where = _journal_paths(store, kept, rel)
+        if where is None:  # a journal only ever names the store's own files: this one is planted
+            rep.untouched.append(f"{rel!r}: named by the write journal but not a file of the store; left alone")
+            continue
+        path, kept_copy = where
         try:  # as committed, through git's own filters (a CRLF checkout is the same file)
             store.git.run("diff", "--quiet", "HEAD", "--", rel)
             continue
         except GitError:
             pass
-        if existed and (kept / rel).is_file():
-            os.replace(kept / rel, path)
+        if existed and kept_copy.is_file():
+            os.replace(kept_copy, path)
         elif not existed:
             path.unlink(missing_ok=True)
         else:
             continue
         rep.restored.append(rel)
     shutil.rmtree(kept, ignore_errors=True)
+
+
+def _journal_paths(store, kept: Path, rel) -> tuple[Path, Path] | None:
+    """(the store file, its kept copy) for a path a journal names, or None unless it is a plain
+    relative path that stays inside the store (outside .git and the disposable folder) and whose
+    copy stays inside the kept folder, symlinks resolved: `.memstore/` may come from someone else."""
+    if not isinstance(rel, str) or not rel or "\\" in rel or rel.startswith("/"):
+        return None
+    parts = Path(rel).parts
+    if ".." in parts or Path(rel).is_absolute() or parts[0] in (".git", store.meta_dir.name):
+        return None
+    root, kept_root = store.root.resolve(), kept.resolve()
+    path, copy = (root / rel).resolve(), (kept_root / rel).resolve()
+    if not (path.is_relative_to(root) and copy.is_relative_to(kept_root)) or path == root:
+        return None
+    return path, copy
 
 
 def _is_data(p: str) -> bool:

@@ -161,8 +161,10 @@ class Store(StoreAPI):
         """The store's embedder, loaded on first use (model weights are not loaded by open())."""
         if self._embedder is None:
             from . import adapters
+            from .userconfig import embedder_options
 
-            opts = {k: v for k, v in self.config.embedder.items() if k not in ("name", "model", "dtype")}
+            # dim from the store (what its vectors are); paths and endpoints only from the user.
+            opts = {**embedder_options(), "model": self.config.embedder["model"], "dim": self.config.embedder["dim"]}
             emb = adapters.get_embedder(self.config.embedder["name"], **opts)
             if emb.dim != int(self.config.embedder["dim"]) or emb.model != self.config.embedder["model"]:
                 raise EmbedderMismatch(

@@ -27,6 +27,9 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     monkeypatch.setenv("MEMSTORE_EMBED_CACHE", str(cache / "embeddings.sqlite"))
     monkeypatch.delenv("MEMSTORE_DIR", raising=False)
+    # No developer's own ~/.config/memstore/config.toml (LLM endpoints, keys) reaches a test.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.getbasetemp() / "config"))
+    monkeypatch.delenv("MEMSTORE_CONFIG", raising=False)
     monkeypatch.setenv("TZ", "UTC")
     # Git hooks find memstore on the PATH (no interpreter path is written into them), as after `pip install`.
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")

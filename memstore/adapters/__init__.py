@@ -41,7 +41,8 @@ class Embedder:
 
 
 def get_embedder(name: str, **options) -> Embedder:
-    """Instantiate the embedder registered as `name` (options come from memstore.toml)."""
+    """Instantiate the embedder registered as `name` (the store gives model and dim; endpoints, keys
+    and paths come from the user, memstore/userconfig.py, or the calling program)."""
     try:
         target = EMBEDDERS[name]
     except KeyError:

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,49 +38,28 @@ class LLMConfig:
         return bool(self.base_url or self.api_key)
 
 
-def _dotenv(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines of a .env file (quotes stripped, comments and `export` ignored)."""
-    out: dict[str, str] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return out
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        out[key.strip()] = value.strip().strip("'\"")
-    return out
-
-
-def _truthy(v) -> bool:
-    return v is True or str(v).strip().lower() in {"1", "true", "yes", "on"}
-
-
 def load_config(root: Path | None = None) -> LLMConfig:
-    """Environment first, then a `.env` in the store (or the current folder), then `[llm]` in memstore.toml.
+    """The user's LLM settings (memstore/userconfig.py): the environment, a `.env` in the current
+    folder outside any store, then ~/.config/memstore/config.toml. Never the store's files: they
+    arrive with `git pull`, and would choose where conversations and keys are sent. `root` is
+    accepted for callers that name the store; it is not read."""
+    from ..userconfig import llm_settings
 
-    The API key is read from the environment or .env only (the variable named by `api_key_env`,
-    default OPENAI_API_KEY): memstore.toml is committed and pushed, so it never holds a secret.
-    """
-    section: dict = {}
-    if root is not None:
-        try:
-            section = tomllib.loads((Path(root) / "memstore.toml").read_text(encoding="utf-8")).get("llm", {}) or {}
-        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-            section = {}
-    env = {}
-    for folder in [Path.cwd(), *([Path(root)] if root else [])]:
-        env.update(_dotenv(folder / ".env"))
-    env.update(os.environ)
-    key_var = str(section.get("api_key_env", "OPENAI_API_KEY"))
+    own = llm_settings()
+    try:
+        timeout = float(own["timeout"] or 30.0)
+    except ValueError:
+        timeout = -1.0
+    if not timeout > 0:
+        from ..errors import UsageError
+
+        raise UsageError(f"MEMSTORE_LLM_TIMEOUT must be a number of seconds above 0, not {own['timeout']!r}.")
     return LLMConfig(
-        base_url=env.get("OPENAI_BASE_URL") or section.get("base_url") or None,
-        api_key=env.get(key_var) or None,
-        model=env.get("MEMSTORE_LLM_MODEL") or section.get("model") or DEFAULT_MODEL,
-        timeout=float(env.get("MEMSTORE_LLM_TIMEOUT") or section.get("timeout") or 30.0),
-        topics=_truthy(env.get("MEMSTORE_LLM_TOPICS", section.get("topics", False))),
+        base_url=own["base_url"],
+        api_key=own["api_key"],
+        model=own["model"] or DEFAULT_MODEL,
+        timeout=timeout,
+        topics=own["topics"],
     )
 
 
@@ -126,7 +103,7 @@ class LLM:
             self.last_error = f"{type(exc).__name__}: {exc}"
             raise LLMError(
                 f"the LLM at {self.config.base_url or 'api.openai.com'} failed: {self.last_error}",
-                "Check OPENAI_BASE_URL / OPENAI_API_KEY (or [llm] in memstore.toml).",
+                "Check OPENAI_BASE_URL / OPENAI_API_KEY (or [llm] in ~/.config/memstore/config.toml).",
             ) from None
         if not isinstance(text, str) or not text.strip():
             self.failures += 1
@@ -161,8 +138,8 @@ def get_llm(root: Path | None = None, require: bool = False) -> LLM | None:
         if require:
             raise LLMError(
                 "no LLM endpoint is configured.",
-                "Set OPENAI_BASE_URL (and OPENAI_API_KEY), e.g. in a .env file, or add base_url "
-                "and model under [llm] in memstore.toml.",
+                "Set OPENAI_BASE_URL (and OPENAI_API_KEY), or add base_url and model under [llm] in "
+                "~/.config/memstore/config.toml (a store's own files never choose an endpoint).",
             )
         return None
     return LLM(cfg)

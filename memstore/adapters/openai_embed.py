@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 from . import Embedder
 
@@ -12,33 +10,14 @@ DEFAULT_MODEL = "text-embedding-3-small"
 BATCH = 128  # texts per request; well under the API's 2048-input and 300k-token limits
 
 
-def read_dotenv(path: str | Path = ".env") -> dict[str, str]:
-    """KEY=VALUE pairs from a .env file (comments, `export` and quotes allowed); {} if absent."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (FileNotFoundError, IsADirectoryError, PermissionError):
-        return {}
-    values = {}
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        values[key.strip()] = value
-    return values
-
-
 def openai_settings(base_url: str | None = None, api_key: str | None = None) -> tuple[str | None, str | None]:
-    """(base_url, api_key): arguments first, then OPENAI_BASE_URL / OPENAI_API_KEY, then ./.env."""
-    dotenv = read_dotenv()
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL") or dotenv.get("OPENAI_BASE_URL")
-    api_key = api_key or os.environ.get("OPENAI_API_KEY") or dotenv.get("OPENAI_API_KEY")
-    return base_url or None, api_key or None
+    """(base_url, api_key): arguments first (a program's own choice), then the user's settings
+    (memstore/userconfig.py: OPENAI_BASE_URL / OPENAI_API_KEY, a .env outside any store,
+    ~/.config/memstore/config.toml). A store's memstore.toml never supplies either."""
+    from ..userconfig import openai_endpoint
+
+    own_url, own_key = openai_endpoint()
+    return base_url or own_url or None, api_key or own_key or None
 
 
 def _fail(message: str, hint: str | None = None):

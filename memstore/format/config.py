@@ -1,7 +1,18 @@
-"""`memstore.toml`: format version, store id, timezone, embedder and settings."""
+"""`memstore.toml`: format version, store id, timezone, embedder and settings.
+
+The file is committed, so it arrives with every `git pull` and every copied folder: it is data
+describing the store, never authority over the machine that reads it. Every value is checked
+(FormatError, exit 4, naming the key). Anything that would send data somewhere, pick a credential
+or load code (the `[llm]` section, an embedder's endpoint, key or model path) is the user's own
+(memstore/userconfig.py); such a key found here is ignored with a one-line warning naming the
+commit that set it.
+"""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 import tomllib
 import uuid
 from dataclasses import dataclass, field
@@ -19,6 +30,14 @@ DEFAULT_SETTINGS = {
     # A write that finds this many packs in a day it touches consolidates the day into one pack.
     "consolidate_packs": 8,
 }
+
+# The only [embedder] keys a store may set: they say what made its vectors. Anything else there
+# (base_url, api_key, api_key_env, model_path, ...) is ignored: see memstore/userconfig.py.
+EMBEDDER_KEYS = ("name", "model", "dim", "dtype")
+# Whole sections that are the user's own, never the store's.
+USER_SECTIONS = ("llm",)
+WHERE_INSTEAD = "they are read only from the environment or ~/.config/memstore/config.toml (docs/format.md)"
+_warned: set = set()
 
 
 @dataclass
@@ -73,13 +92,14 @@ def read(root: Path) -> Config:
     """Read and check memstore.toml; the version is checked before anything else is trusted."""
     path = Path(root) / FILENAME
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except FileNotFoundError:
         raise
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise FormatError(path, f"not valid TOML ({exc})") from None
     version = data.get("format_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise FormatError(path, "missing integer 'format_version'")
     if version not in READABLE_FORMATS:
         raise VersionError(
@@ -91,11 +111,153 @@ def read(root: Path) -> Config:
     if not isinstance(emb, dict) or not {"name", "model", "dim"} <= set(emb):
         raise FormatError(path, "[embedder] must have name, model and dim")
     settings = dict(DEFAULT_SETTINGS)
-    settings.update(data.get("settings") or {})
-    return Config(
-        store_id=str(data.get("store_id", "")),
-        timezone=str(data.get("timezone", "UTC")),
-        embedder=dict(emb),
+    raw_settings = data.get("settings", {})
+    if not isinstance(raw_settings, dict):
+        raise _bad(path, "settings", "must be a table ([settings])")
+    settings.update(raw_settings)
+    cfg = Config(
+        store_id=data.get("store_id", ""),
+        timezone=data.get("timezone", "UTC"),
+        embedder={k: v for k, v in emb.items() if k in EMBEDDER_KEYS},
         settings=settings,
         format_version=version,
     )
+    check(path, cfg)
+    ignored = [(sec, key) for sec in USER_SECTIONS for key in _keys(data.get(sec))]
+    ignored += [("embedder", key) for key in emb if key not in EMBEDDER_KEYS]
+    if ignored:
+        _warn_ignored(path, text, ignored)
+    return cfg
+
+
+# ----- checks ----------------------------------------------------------------------------------
+
+
+def _bad(path: Path, key: str, problem: str) -> FormatError:
+    return FormatError(
+        path,
+        f"{key} {problem}",
+        hint="Nothing was changed. Fix the value in memstore.toml (git log -p memstore.toml shows who set it).",
+    )
+
+
+def _whole(value, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _choice(path: Path, key: str, value, choices: tuple) -> None:
+    if value not in choices:
+        raise _bad(path, key, f"must be one of {', '.join(choices)}, not {value!r}")
+
+
+def check(path: Path, cfg: Config) -> None:
+    """FormatError naming memstore.toml and the key for any value of the wrong type or range."""
+    from ..adapters import EMBEDDERS
+    from .timeutil import zone
+
+    if not isinstance(cfg.store_id, str):
+        raise _bad(path, "store_id", f"must be a string, not {cfg.store_id!r}")
+    if not isinstance(cfg.timezone, str):
+        raise _bad(path, "timezone", f"must be an IANA timezone name, not {cfg.timezone!r}")
+    try:
+        zone(cfg.timezone)
+    except ValueError as exc:
+        raise _bad(path, "timezone", f"is not usable: {exc}") from None
+    emb = cfg.embedder
+    _choice(path, "[embedder] name", emb["name"], tuple(sorted(EMBEDDERS)))
+    if not isinstance(emb["model"], str) or not emb["model"]:
+        raise _bad(path, "[embedder] model", f"must be a model name, not {emb['model']!r}")
+    if not _whole(emb["dim"], 1):
+        raise _bad(path, "[embedder] dim", f"must be a whole number of 1 or more, not {emb['dim']!r}")
+    if "dtype" in emb:
+        _choice(path, "[embedder] dtype", emb["dtype"], ("float32", "int8"))
+    _check_settings(path, cfg.settings)
+
+
+def _check_settings(path: Path, s: dict) -> None:
+    for key, low in (("chunk_tokens", 1), ("chunk_overlap", 0), ("consolidate_packs", 0), ("max_children", 2)):
+        if key in s and not _whole(s[key], low):
+            raise _bad(path, f"[settings] {key}", f"must be a whole number of {low} or more, not {s[key]!r}")
+    if s["chunk_overlap"] >= s["chunk_tokens"]:
+        raise _bad(
+            path,
+            "[settings] chunk_overlap",
+            f"must be smaller than chunk_tokens ({s['chunk_tokens']}), not {s['chunk_overlap']!r}",
+        )
+    _choice(path, "[settings] vector_dtype", s["vector_dtype"], ("float32", "int8"))
+    if "vector_index" in s:
+        _choice(path, "[settings] vector_index", s["vector_index"], ("auto", "exact", "ivf"))
+    if "topics" in s and not isinstance(s["topics"], bool):
+        raise _bad(path, "[settings] topics", f"must be true or false, not {s['topics']!r}")
+    for key in ("topic_continue_threshold", "topic_recall_threshold", "topic_topic_threshold"):
+        value = s.get(key)
+        if key in s and (isinstance(value, bool) or not isinstance(value, (int, float)) or not -1 <= value <= 1):
+            raise _bad(path, f"[settings] {key}", f"must be a number from -1 to 1, not {value!r}")
+
+
+# ----- keys that are the user's own ------------------------------------------------------------
+
+
+def _keys(section) -> list[str]:
+    if isinstance(section, dict):
+        return list(section)
+    return [] if section is None else ["(the whole value)"]
+
+
+def _warn_ignored(path: Path, text: str, ignored: list[tuple[str, str]]) -> None:
+    """One line per ignored key, once per process and version of the file, naming who set it."""
+    token = (str(path), hash(text), tuple(ignored))
+    if token in _warned:
+        return
+    _warned.add(token)
+    for section, key in ignored:
+        name = f"[{section}] {key}" if key != "(the whole value)" else section
+        print(
+            f"memstore: warning: {path}: ignoring {name} ({_who_set(path, text, section, key)}): "
+            f"endpoints, API keys, model paths and LLM switches are never taken from a store; {WHERE_INSTEAD}",
+            file=sys.stderr,
+        )
+
+
+def _line_of(text: str, section: str, key: str) -> int | None:
+    """The 1-based line that sets `key` in `[section]` (or `section.key` / `section = {...}`)."""
+    current = ""
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        head = re.match(r"\[\s*([^\]]+?)\s*\]", stripped)
+        if head:
+            current = head.group(1).strip().strip('"')
+            continue
+        m = re.match(r'([A-Za-z0-9_."\- ]+?)\s*=', stripped)
+        if not m:
+            continue
+        name = m.group(1).replace('"', "").replace(" ", "")
+        full = f"{current}.{name}" if current else name
+        if full in (f"{section}.{key}", section):
+            return n
+    return None
+
+
+def _who_set(path: Path, text: str, section: str, key: str) -> str:
+    """`set by commit abc1234 (Name, 2026-05-01)`, from git blame of the line; cheap enough because
+    it runs only when such a key is present."""
+    line = _line_of(text, section, key)
+    if line is None:
+        return "line not found"
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(path.parent), "blame", "--porcelain", "-L", f"{line},{line}", "--", path.name],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return f"line {line}"
+    rows = out.stdout.splitlines()
+    if out.returncode != 0 or not rows:
+        return f"line {line}, not in git"
+    sha = rows[0].split()[0]
+    if set(sha) == {"0"}:
+        return f"line {line}, not committed yet"
+    author = next((r[7:] for r in rows if r.startswith("author ")), "?")
+    return f"line {line}, set by commit {sha[:10]} by {author}"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,9 @@ from . import treelog
 
 FILENAME = "tree.json"  # format 1
 DIR = treelog.DIR  # format 2: tree/YYYY/YYYY-MM-DD.jsonl
-CACHE = "tree-cache.pickle"  # in .memstore/: the replayed tree, keyed by the shards' stat fingerprint
+CACHE = "tree-cache.json"  # in .memstore/: the replayed tree, keyed by the shards' stat fingerprint
+OLD_CACHE = "tree-cache.pickle"  # what memstore once kept there: never read, removed on the next save
+CACHE_VERSION = 3
 TREE_FORMAT = 1
 TOPIC_KEYS = ("name", "summary", "parent", "records", "created", "last_active")
 
@@ -307,45 +308,73 @@ def _fingerprint(root: Path) -> list:
     out = []
     for p in treelog.shards(root):
         st = p.stat()
-        out.append((p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns, st.st_ino))
+        out.append([p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns, st.st_ino])
     return out
 
 
-def _pack(tree: Tree) -> tuple:
-    """Plain tuples and lists: pickles several times faster than the dataclasses."""
-    return (
-        {
-            tid: (t.name, t.summary, t.parent, t.records, t.created, t.last_active, t.named_by)
+def _pack(tree: Tree) -> dict:
+    """Plain lists and dicts: JSON reads them back several times faster than the dataclasses."""
+    return {
+        "topics": {
+            tid: [t.name, t.summary, t.parent, t.records, t.created, t.last_active, t.named_by]
             for tid, t in tree.topics.items()
         },
-        tree.current,
-        tree.archived,
-        tree.gone,
-    )
+        "current": tree.current,
+        "archived": tree.archived,
+        "gone": tree.gone,
+    }
 
 
-def _unpack(packed: tuple) -> Tree:
-    topics, current, archived, gone = packed
-    return Tree(
-        topics={tid: Topic(tid, *fields) for tid, fields in topics.items()},
-        current=current,
-        archived=archived,
-        gone=gone,
-    )
+def _str_list(value) -> bool:
+    return isinstance(value, list) and set(map(type, value)) <= {str}
+
+
+def _unpack(packed) -> Tree | None:
+    """The Tree a cache entry holds, or None when any part has the wrong shape (damage or a planted
+    file: the cache is data in a folder anyone who copied the store could have written)."""
+    if not isinstance(packed, dict):
+        return None
+    topics, current, archived, gone = (packed.get(k) for k in ("topics", "current", "archived", "gone"))
+    if not isinstance(topics, dict) or not _str_list(archived) or not isinstance(gone, dict):
+        return None
+    if current is not None and not isinstance(current, str):
+        return None
+    out = {}
+    for tid, f in topics.items():
+        if not (isinstance(f, list) and len(f) == 7 and _str_list(f[3])):
+            return None
+        if not all(isinstance(v, str) for v in (f[0], f[1], f[4], f[5], f[6])) or not isinstance(
+            f[2], (str, type(None))
+        ):
+            return None
+        out[tid] = Topic(tid, *f)
+    if not all(isinstance(v, dict) for v in gone.values()):
+        return None
+    return Tree(topics=out, current=current, archived=archived, gone=gone)
+
+
+def _cached(meta: Path, fp: list) -> tuple[Tree, str, list[str]] | None:
+    """The cache's (tree, newest op time, problems) when it is ours, whole and for these shards."""
+    try:
+        data = json.loads((meta / CACHE).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None  # missing, damaged or not JSON: rebuilt by the caller
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or data.get("fp") != fp:
+        return None
+    last_at, problems = data.get("last_at"), data.get("problems")
+    tree = _unpack(data.get("tree"))
+    if tree is None or not isinstance(last_at, str) or not _str_list(problems):
+        return None
+    return tree, last_at, problems
 
 
 def _replayed(root: Path) -> tuple[Tree, str, list[str]]:
     """(tree, newest op time, damaged-line problems), from the cache when the shards are unchanged."""
     meta = root / ".memstore"
     fp = _fingerprint(root)
-    if meta.is_dir():
-        try:
-            with open(meta / CACHE, "rb") as fh:
-                data = pickle.load(fh)
-            if data.get("version") == 2 and data.get("fp") == fp:
-                return _unpack(data["tree"]), data["last_at"], data["problems"]
-        except (OSError, pickle.PickleError, EOFError, AttributeError, TypeError, KeyError, ValueError):
-            pass  # a missing or stale cache is rebuilt below
+    hit = _cached(meta, fp) if meta.is_dir() else None
+    if hit is not None:
+        return hit
     ops, problems = treelog.read_ops(root)
     tree = treelog.replay(ops)
     last_at = ops[-1].at if ops else ""
@@ -358,7 +387,7 @@ def _save_cache(root: Path, tree: Tree, last_at: str, problems: list[str] | None
     if not meta.is_dir():
         return
     data = {
-        "version": 2,
+        "version": CACHE_VERSION,
         "fp": fp if fp is not None else _fingerprint(root),
         "tree": _pack(tree),
         "last_at": last_at,
@@ -366,9 +395,9 @@ def _save_cache(root: Path, tree: Tree, last_at: str, problems: list[str] | None
     }
     tmp = meta / f".{CACHE}.tmp-{os.getpid()}"
     try:
-        with open(tmp, "wb") as fh:
-            pickle.dump(data, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, meta / CACHE)
+        (meta / OLD_CACHE).unlink(missing_ok=True)
     except OSError:
         tmp.unlink(missing_ok=True)
 

@@ -2,7 +2,8 @@
 
 TRACE's temporal rule decides where a turn may go: it continues the current topic, or opens a new
 topic under the current topic or one of its ancestors (or at the root). Offline, the decision is
-made with the embeddings the write just computed; with an LLM opted in (`[llm] topics = true`)
+made with the embeddings the write just computed; with an LLM opted in by the user (`[llm] topics =
+true` in ~/.config/memstore/config.toml or MEMSTORE_LLM_TOPICS=1, never by the store)
 the LLM classifies and names, and any failure falls back to the offline rule. Only the user's turn
 decides; the replies and tool calls that follow it join the same topic.
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import adapters
 from ..format import config as configfmt
+from ..userconfig import embedder_options
 from ..format import log as logfmt
 from ..format import pack as packfmt
 from ..format.timeutil import from_iso
@@ -42,11 +43,12 @@ def mismatched_days(store, packs=None) -> list[str]:
 def reembed(store, embedder_name: str | None = None, options: dict | None = None, batch: int = 256) -> dict:
     """Every day gets one new pack with the new vectors (blobs carried over byte for byte); old packs go."""
     name = embedder_name or store.config.embedder["name"]
-    opts = options or {k: v for k, v in store.config.embedder.items() if k not in ("name", "model", "dtype", "dim")}
+    opts = dict(options or {})
     if name == store.config.embedder["name"] and not options:
         opts.setdefault("dim", store.config.embedder["dim"])
+        opts.setdefault("model", store.config.embedder["model"])
     adapters.check(name, opts)
-    emb = adapters.get_embedder(name, **opts)
+    emb = adapters.get_embedder(name, **{**embedder_options(), **opts})
     dtype = store.config.setting("vector_dtype")
     count = {"n": 0}
     with store.transaction(lambda: f"Re-embed {count['n']} records with {emb.model} ({emb.dim}-d)") as tx:
@@ -59,8 +61,7 @@ def reembed(store, embedder_name: str | None = None, options: dict | None = None
             "model": emb.model,
             "dim": emb.dim,
             "dtype": dtype,
-            **{k: v for k, v in opts.items() if k not in ("dim",)},
-        }
+        }  # only what says how the vectors were made (configfmt.EMBEDDER_KEYS), never an endpoint or path
         store.config.write(store.root)
         store._embedder = emb
         tx.stage(configfmt.FILENAME)
