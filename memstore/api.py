@@ -265,7 +265,16 @@ class StoreAPI:
         One commit removes their text from every committed file and leaves tombstones; `dry_run`
         only selects; `purge_history` also rewrites git history (see memstore/forget.py).
         """
-        from .forget import Criteria, ForgetResult, forget, forgotten_ids, purge, select, texts_in_history
+        from .forget import (
+            Criteria,
+            ForgetResult,
+            forget,
+            forgotten_ids,
+            keys_in_history,
+            purge,
+            select,
+            texts_in_history,
+        )
 
         ids = list(ids or ())
         criteria = Criteria(match=match, session=session, since=since, until=until, now=now, commit=commit)
@@ -279,7 +288,7 @@ class StoreAPI:
             res = ForgetResult(records=[{"id": i, "text": "", "ts": ""} for i in ids], purged=not dry_run)
             texts = texts_in_history(self, ids)
             if not dry_run and texts:
-                res.notes.append(purge(self, texts, ids))
+                res.notes.append(purge(self, texts, ids, keys_in_history(self, ids)))
             return res
         records = select(self, ids, criteria)
         if dry_run:

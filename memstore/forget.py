@@ -200,7 +200,7 @@ def forget(store, records: list[dict], purge_history: bool = False, message: str
     res.notes += scrub_this_machine(store, records + markers, vectors)
     if purge_history:
         full = [r for r in records if r["text"] is not None]
-        res.notes.append(purge(store, [r["text"] for r in full], [r["id"] for r in full]))
+        res.notes.append(purge(store, [r["text"] for r in full], [r["id"] for r in full], [_vkey(r) for r in full]))
         res.purged = True
     return res
 
@@ -570,6 +570,16 @@ def _tracking_config(store) -> list[tuple[str, str]]:
 
 def texts_in_history(store, ids) -> list[str]:
     """The texts that tombstoned records had in git history (to purge them after forgetting)."""
+    return sorted({r["text"] for r in lines_in_history(store, ids) if isinstance(r.get("text"), str)})
+
+
+def keys_in_history(store, ids) -> list[str]:
+    """The keys (vkey) their lines had in git history: each opens a sealed vector in older packs."""
+    return sorted({r["vkey"] for r in lines_in_history(store, ids) if isinstance(r.get("vkey"), str)})
+
+
+def lines_in_history(store, ids) -> list[dict]:
+    """Every day-log line that tombstoned records had in git history."""
     git = store.git
     out = []
     for rid in ids:
@@ -586,10 +596,12 @@ def texts_in_history(store, ids) -> list[str]:
                     for line in blob.splitlines():
                         if needle in line:
                             try:
-                                out.append(json.loads(line)["text"])
-                            except (ValueError, KeyError):
-                                pass
-    return sorted(set(out))
+                                rec = json.loads(line)
+                            except ValueError:
+                                continue
+                            if isinstance(rec, dict):
+                                out.append(rec)
+    return out
 
 
 def _variants(text: str) -> list[bytes]:
@@ -693,7 +705,14 @@ def _own_words(store, texts: list[str]) -> list[str]:
     return sorted(mine)
 
 
-def purge(store, texts: list[str], ids=()) -> str:
+def _vkey(rec: dict) -> str:
+    """The record's key as its line holds it (made from its id and text: format/seal.py)."""
+    from .format import seal
+
+    return rec.get("vkey") or seal.record_key(rec["id"], rec["text"])
+
+
+def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
     """Rewrite this clone's history (every branch) so no commit holds the texts (of records `ids`);
     returns the notice."""
     git = store.git
@@ -706,6 +725,8 @@ def purge(store, texts: list[str], ids=()) -> str:
     ]
     parents = _parents(store)
     pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in _variants(t)]
+    # Each record's key (vkey) in older lines opens its sealed vector in older packs: it goes too.
+    pairs += [(k.encode().hex(), REPLACEMENT.encode().hex()) for k in vkeys if isinstance(k, str) and k]
     prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
     words = _own_words(store, texts)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:

@@ -96,6 +96,8 @@ def test_forget_everywhere_then_purge_history(three_clones):
     assert "would forget 1 records" in preview.stderr and "boathouse" in preview.stdout
     assert in_files(a), "-n changed nothing"
     rid = preview.stdout.split()[2]
+    lines = [json.loads(x) for p in (a / "log").rglob("*.jsonl") for x in p.read_text().splitlines()]
+    vkey = next(r["vkey"] for r in lines if r["id"] == rid)  # opens its sealed vector in every older pack
 
     n = len(commits(a))
     ct("-C", a, "forget", "--match", WORDS)
@@ -131,6 +133,7 @@ def test_forget_everywhere_then_purge_history(three_clones):
     out = ct("-C", a, "forget", "--purge-history", rid)
     assert "force" in out.stderr and "re-clone" in out.stderr
     assert not in_history(a) and in_files(a) == []
+    assert vkey not in git(a, "log", "-p", "--all", "--", "log"), "the key to its vector in older packs is gone too"
     named = git(a, "log", "-p", "--all", "--", "tree").lower()  # words only the forgotten record said
     assert "boathouse" not in named and "dana" not in named and "[forgotten]" in named
     assert "lanterns" in named or "party" in named, "words other records say stay"
