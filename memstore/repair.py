@@ -579,6 +579,7 @@ def repair(store) -> Repair:
         _remove_stray_temps(store, rep)
         # A damaged index is only a cache: Index throws it away and builds it again from the files.
         idx = store.index(update=False)
+        idx.drop_if_damaged()  # what the cheap check on opening cannot see (SQLite's quick_check)
         plan = idx.update()
         rep.index = {"reindexed": plan.changed, "dropped": plan.vanished, "rebuilt": idx.dropped}
     return rep

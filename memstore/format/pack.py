@@ -212,6 +212,10 @@ class PackWriter:
     blobs: list[tuple[str, Header, bytes, bytes]] = field(default_factory=list)
 
     def add_vector(self, record_id: str, text_hash: str, vec, dtype: str, unix_time: int) -> None:
+        import numpy as np
+
+        if not np.isfinite(np.asarray(vec, dtype=np.float32)).all():  # would rank first for every query
+            raise PackError(f"vector of record {record_id} holds NaN or Infinity")
         vtype, body, scale = encode_vector(vec, dtype)
         self.add_encoded(
             record_id, hash16(text_hash), Header(-1, -1, len(body), vtype, self.dim, scale, unix_time), body

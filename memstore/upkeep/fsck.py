@@ -61,6 +61,7 @@ def fsck(store) -> Report:
     dim = int(store.config.embedder["dim"])
     referenced: set[Path] = set()
     ids: dict[str, tuple[str, Path, int, int]] = {}  # id -> where its first copy is (for duplicates)
+    _check_index(store, rep)
     packed = _check_packs(store, rep, dim)
     claimed: dict[str, set[str]] = {}
     gone = tombstones.ids(store.root)
@@ -102,6 +103,18 @@ def fsck(store) -> Report:
             '"ct fsck --repair" rolls back what it left'
         )
     return rep
+
+
+def _check_index(store, rep) -> None:
+    """The index is a cache, but a damaged one broke every search: name it and what rebuilds it."""
+    from ..index.build import check
+
+    damage = check(store)
+    if damage:
+        rep.damage.append(
+            f'.memstore/{damage}: the index is a cache of the files; "ct fsck --repair" or "ct index -B" '
+            "rebuilds it (the next read does too)"
+        )
 
 
 def _duplicate(where: str, rec: dict, first: tuple[str, Path, int, int]) -> str:
@@ -324,6 +337,11 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
                         rep.damage.append(
                             f"{rel}: vector of {rid} has {pk.segments[seg][0].dim} dimensions, the store uses {dim}"
                         )
+                elif not _finite(*pk.segments[seg]):
+                    rep.damage.append(
+                        f'{rel}: vector of {rid} holds NaN or Infinity (searches leave it out); "ct reembed" '
+                        "makes every vector again"
+                    )
                 got.vectors.setdefault(str(rid), {}).setdefault(str(h16), rel)
             for rid, bseg, mseg in pk.manifest.get("blobs", []):
                 try:
@@ -333,6 +351,17 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
                     continue
                 got.blobs.append((str(rid), rel, pk.segments[bseg][1], manifest))
     return out
+
+
+def _finite(header, payload: bytes) -> bool:
+    import numpy as np
+
+    from ..format.segment import decode_vector
+
+    try:
+        return bool(np.isfinite(decode_vector(header, payload)).all())
+    except SegmentError:
+        return True  # a payload of the wrong size is named by the pack's own checks
 
 
 EXPLAINED_DAYS = 20  # days whose missing vectors are looked up in git; fsck stays bounded past that
