@@ -46,11 +46,13 @@ class Repair:
     untouched: list[str] = field(default_factory=list)  # uncommitted changes we did not make and left alone
     backup: str | None = None
     index: dict | None = None
+    upgrade: str | None = None  # a killed `ct upgrade`, undone whole: what it was
 
     @property
     def changed(self) -> bool:
         return bool(
-            self.records
+            self.upgrade
+            or self.records
             or self.other_lines
             or self.partial_lines
             or self.segments
@@ -61,6 +63,8 @@ class Repair:
         )
 
     def notes(self) -> list[str]:
+        if self.upgrade:
+            return [f'Rolled back {self.upgrade}: the store is format 1 as committed; "ct upgrade" upgrades it again.']
         if not self.changed:
             return []
         who = f" (pid {self.crashed['pid']})" if self.crashed and self.crashed.get("pid") else ""
@@ -99,6 +103,7 @@ class Repair:
             "untouched": self.untouched,
             "backup": self.backup,
             "index": self.index,
+            "upgrade": self.upgrade,
         }
 
 
@@ -184,6 +189,8 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
     Caller holds the write lock.
     """
     rep = Repair(crashed=journal)
+    if _undo_upgrade(store, journal, rep):
+        return rep
     if journal is not None:
         _clear_git_locks(store, float(journal.get("started") or 0), rep)
         _restore_rewritten(store, journal.get("rewritten"), rep)
@@ -229,6 +236,22 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
         except FileNotFoundError:
             pass
     return rep
+
+
+def _undo_upgrade(store, journal: dict | None, rep: Repair) -> bool:
+    """A killed `ct upgrade` is undone whole (it began on a clean committed store), never in part."""
+    from .upkeep import upgrade
+
+    said = upgrade.interrupted(store)
+    if said is None:
+        return False
+    if journal is not None:
+        _clear_git_locks(store, float(journal.get("started") or 0), rep)
+    upgrade.undo_interrupted(store)
+    store.reload_config()  # format 1 again
+    rep.upgrade = said.split(": ", 1)[1].split(";")[0]
+    (store.meta_dir / JOURNAL).unlink(missing_ok=True)
+    return True
 
 
 def _restore_rewritten(store, rewritten, rep: Repair) -> None:
@@ -322,7 +345,17 @@ def _rollback_appended(
     elif data.startswith(head):
         tail, keep = data[len(head) :], len(head)
     else:
-        rep.untouched.append(f"{p}: differs from its committed version other than by appended lines")
+        added = _lines_beyond(head, data)
+        if added is None:
+            rep.untouched.append(f"{p}: differs from its committed version other than by appended lines")
+            return
+        # truncated (or lines of it deleted): the committed bytes come back, lines added since are kept aside
+        _count_lines(added, rep, p)
+        backup.save(p, added)
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp.write_bytes(head)
+        os.replace(tmp, path)
+        rep.restored.append(p)
         return
     _count_lines(tail, rep, p)
     backup.save(p, tail)
@@ -330,6 +363,35 @@ def _rollback_appended(
         path.unlink()
     else:
         os.truncate(path, keep)
+
+
+def _lines_beyond(head: bytes, data: bytes) -> bytes | None:
+    """The whole record lines of a day log that its committed version lacks, when every other line
+    is a committed one (or the cut end of one: a truncation); None when a committed record was
+    changed or a line is neither (a person's edit, left alone)."""
+    from .format import record as recordfmt
+
+    committed = set(head.split(b"\n"))
+    ids: set[str] = set()
+    for line in head.split(b"\n"):
+        try:
+            ids.add(str(recordfmt.loads(line)["id"]))
+        except recordfmt.RecordError:
+            continue
+    added = []
+    for line in data.split(b"\n"):
+        if line in committed or not line.strip():
+            continue
+        try:
+            rec = recordfmt.loads(line)
+        except recordfmt.RecordError:
+            if any(c.startswith(line) for c in committed):
+                continue  # where the file was cut
+            return None
+        if str(rec["id"]) in ids:
+            return None  # a committed record edited
+        added.append(line + b"\n")
+    return b"".join(added)
 
 
 def _rollback_own_appends(store, p: str, size_before, rep: Repair, backup: "_Backup") -> None:

@@ -5,7 +5,9 @@ corrupt git objects named, a killed upgrade pointing at `ct upgrade`."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from conftest import commits, ct, git_clean, log_records, make_store
 
 from memstore.format.segment import ShardWriter
+from test_upgrade import old_code  # noqa: F401  (the fixture: the previous release, for format-1 stores)
 
 
 # ----- NaN and Infinity are refused at input -------------------------------------------------------
@@ -197,3 +200,147 @@ def test_a_page_corrupt_index_is_named_by_fsck_and_rebuilt_by_index_rebuild(tmp_
     proc = ct("-C", st.root, "index", "-B", check=False)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert ct("-C", st.root, "fsck").returncode == 0
+
+
+# ----- committed records missing from the work tree ----------------------------------------------
+
+
+def _two_days(store):
+    for i in range(4):
+        store.add(f"first day note {i} about trains", ts=f"2026-11-29T0{i}:00:00Z")
+    store.add("second day note", ts="2026-11-30T08:00:00Z")
+    return store.root / "log/2026/2026-11-29.jsonl"
+
+
+def test_a_deleted_committed_day_log_is_damage_and_repair_restores_it(store):
+    log = _two_days(store)
+    committed = log.read_bytes()
+    log.unlink()
+    out = ct("-C", store.root, "fsck", check=False)
+    assert out.returncode == 1, out.stdout
+    assert "DAMAGE  log/2026/2026-11-29.jsonl: the committed day log is missing from the work tree" in out.stdout
+    assert "ct forget" not in out.stdout  # the records are not gone: nothing to forget
+    ct("-C", store.root, "fsck", "--repair")
+    assert log.read_bytes() == committed and git_clean(store.root)
+    assert ct("-C", store.root, "fsck").returncode == 0
+
+
+def test_a_truncated_committed_day_log_is_restored_keeping_a_line_added_since(store):
+    log = _two_days(store)
+    committed = log.read_bytes()
+    lines = committed.split(b"\n")
+    added = json.dumps(
+        {"ts": "2026-11-29T09:00:00Z", "role": "user", "type": "text", "text": "typed by hand", "id": "byhand"}
+    ).encode()
+    log.write_bytes(lines[0] + b"\n" + lines[1][:40] + b"\n" + added + b"\n")  # cut mid-line, then a line added
+    out = ct("-C", store.root, "fsck", check=False)
+    assert out.returncode == 1 and "lacks 3 of its committed records (truncated" in out.stdout, out.stdout
+    fixed = ct("-C", store.root, "fsck", "--repair")
+    assert log.read_bytes() == committed and git_clean(store.root)
+    assert "1 files restored from HEAD" in fixed.stdout and "1 uncommitted records" in fixed.stdout
+    kept = list((store.meta_dir / "rolled-back").rglob("2026-11-29.jsonl"))
+    assert kept and kept[0].read_bytes() == added + b"\n"  # the person's line is not thrown away unseen
+    assert ct("-C", store.root, "fsck").returncode == 0
+
+
+def test_a_truncated_log_whose_committed_record_was_edited_is_left_alone(store):
+    log = _two_days(store)
+    lines = log.read_bytes().split(b"\n")
+    log.write_bytes(lines[0].replace(b"note 0", b"NOTE 0") + b"\n")
+    fixed = ct("-C", store.root, "fsck", "--repair", check=False)
+    assert fixed.returncode == 1 and "left alone: log/2026/2026-11-29.jsonl" in fixed.stdout
+    assert b"NOTE 0" in log.read_bytes()
+
+
+# ----- corrupt git objects are named by path ----------------------------------------------------------
+
+
+def _loose_object(root, path: str):
+    import subprocess
+
+    oid = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", f"HEAD:{path}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    obj = root / ".git" / "objects" / oid[:2] / oid[2:]
+    obj.chmod(0o644)
+    return oid, obj
+
+
+def test_fsck_names_a_corrupt_git_object_of_a_committed_file(store):
+    import zlib
+
+    _two_days(store)
+    path = "log/2026/2026-11-30.jsonl"
+    oid, obj = _loose_object(store.root, path)
+    obj.write_bytes(b"garbage")  # not zlib at all
+    out = ct("-C", store.root, "fsck", check=False)
+    assert out.returncode == 1 and f"DAMAGE  {path}: its committed git object {oid[:12]} is damaged" in out.stdout
+
+    pack = next(p for p in (store.root / "packs").rglob("*.is") if "2026-11-29" in str(p))
+    rel = store.rel(pack)
+    oid2, obj2 = _loose_object(store.root, rel)
+    raw = zlib.decompress(obj2.read_bytes())
+    obj2.write_bytes(zlib.compress(raw[:-4] + b"XXXX"))  # inflates, but to other bytes
+    out = ct("-C", store.root, "fsck", check=False)
+    assert f"DAMAGE  {rel}: its committed git object {oid2[:12]} is damaged: its bytes do not hash" in out.stdout
+    assert f"DAMAGE  {path}:" in out.stdout  # the first one is still named
+    obj2.write_bytes(obj2.read_bytes()[:20])  # cut short: git dies streaming it
+    out = ct("-C", store.root, "fsck", check=False)
+    assert f"DAMAGE  {rel}: its committed git object {oid2[:12]} is damaged: git cannot read it" in out.stdout
+    assert out.stdout.count("is damaged") == 2, out.stdout  # and no object after it is blamed
+
+
+# ----- a killed upgrade says "ct upgrade" -------------------------------------------------------------
+
+
+def _killed_upgrade(old_code, tmp_path, when: str):
+    """A format-1 store whose `ct upgrade` died (os._exit, as a SIGKILL: no cleanup) inside its write."""
+    import subprocess
+    import sys
+
+    from test_upgrade import old_ct, records
+
+    root = tmp_path / "store"
+    old_ct(old_code, "init", root, "--embedder", "hash", "--timezone", "UTC")
+    old_ct(old_code, "-C", root, "add", "the ficus needs water", "--ts", "2026-11-20T08:00:00Z")
+    old_ct(old_code, "-C", root, "add", "the budget is 2400", "--ts", "2026-11-21T08:00:00Z")
+    before = records(root)
+    die = {  # after everything but the commit, or before segments/ is removed (the config already says 2)
+        "before commit": "def dying(store, res):\n    orig(store, res)\n    os._exit(137)\nup._apply = dying\n",
+        "before segments go": "up.shutil.rmtree = lambda *a, **k: os._exit(137)\n",
+    }[when]
+    code = (
+        f"import os, memstore.upkeep.upgrade as up\norig = up._apply\n{die}"
+        f"from memstore.cli import main\nmain(['-C', {str(root)!r}, 'upgrade'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 137, proc.stderr
+    assert not git_clean(root)
+    return root, before
+
+
+@pytest.mark.parametrize("when", ["before commit", "before segments go"])
+def test_a_killed_upgrade_is_met_with_run_ct_upgrade(old_code, tmp_path, when):
+    from test_upgrade import records
+
+    root, before = _killed_upgrade(old_code, tmp_path, when)
+    out = ct("-C", root, "fsck", check=False)
+    assert out.returncode == 1 and 'run "ct upgrade"' in out.stdout and "git add" not in out.stdout, out.stdout
+    fixed = ct("-C", root, "fsck", "--repair")
+    assert "Rolled back an upgrade to format 2" in fixed.stdout and '"ct upgrade" upgrades it again' in fixed.stdout
+    assert "git add" not in fixed.stdout, fixed.stdout
+    assert git_clean(root) and records(root) == before
+    assert ct("-C", root, "fsck").returncode == 0
+    ct("-C", root, "upgrade")
+    assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"] and git_clean(root)
+
+
+def test_a_read_after_a_killed_upgrade_undoes_it_whole(old_code, tmp_path):
+    from test_upgrade import records
+
+    root, before = _killed_upgrade(old_code, tmp_path, "before commit")
+    assert "ficus" in ct("-C", root, "search", "ficus").stdout
+    assert git_clean(root) and records(root) == before  # never half rolled back
+    ct("-C", root, "upgrade")
+    assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]

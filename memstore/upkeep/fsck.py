@@ -57,13 +57,20 @@ class Report:
 
 
 def fsck(store) -> Report:
+    from .upgrade import interrupted
+
     rep = Report()
+    killed = interrupted(store)
+    if killed:  # half old format, half new: every other check would only mislead
+        rep.damage.append(killed)
+        return rep
     dim = int(store.config.embedder["dim"])
     referenced: set[Path] = set()
     ids: dict[str, tuple[str, Path, int, int]] = {}  # id -> where its first copy is (for duplicates)
     _check_index(store, rep)
+    absent = _check_committed(store, rep)  # {day: ids of committed records the work tree lacks}
     packed = _check_packs(store, rep, dim)
-    claimed: dict[str, set[str]] = {}
+    claimed: dict[str, set[str]] = {day: set(got) for day, got in absent.items()}
     gone = tombstones.ids(store.root)
     for day, path in logfmt.list_days(store.root).items():
         try:
@@ -93,7 +100,7 @@ def fsck(store) -> Report:
     _check_orphans(store, rep, referenced)
     _check_pack_orphans(store, rep, packed, claimed, gone)
     _check_forgotten_markers(store, rep)
-    _check_tree(store, rep, set(ids) | gone)
+    _check_tree(store, rep, set(ids) | gone | {rid for got in absent.values() for rid in got})
     from ..repair import crashed_journal
 
     journal = crashed_journal(store)
@@ -115,6 +122,83 @@ def _check_index(store, rep) -> None:
             f'.memstore/{damage}: the index is a cache of the files; "ct fsck --repair" or "ct index -B" '
             "rebuilds it (the next read does too)"
         )
+
+
+STORE_FILES = ("log/", "packs/", "segments/", "tree/")  # and the top-level files git keeps for the store
+
+
+def _check_committed(store, rep) -> dict[str, set[str]]:
+    """HEAD's blobs of the store's files must be readable and hash to their ids (a corrupt git
+    object is named by path), and every committed record must still be in the work tree's day
+    log (a deleted or truncated log is damage that `ct fsck --repair` restores from HEAD)."""
+    from ..errors import GitError
+
+    try:
+        git = store.git
+        listing = git.run("ls-tree", "-r", "-z", "--full-tree", "HEAD", strip_newline_in_stdout=False)
+        sparse = git.sparse
+    except GitError as exc:
+        if "Not a valid object name HEAD" not in str(exc) and "not a tree object" not in str(exc):
+            rep.damage.append(f"HEAD: git cannot read the committed tree ({str(exc).splitlines()[0]})")
+        return {}
+    except MemstoreError:  # no git here (a copy without .git): nothing committed to compare with
+        return {}
+    paths: dict[str, list[str]] = {}
+    for item in listing.split("\0"):
+        meta, _, path = item.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob" and (path.startswith(STORE_FILES) or "/" not in path):
+            paths.setdefault(parts[2], []).append(path)
+    absent: dict[str, set[str]] = {}
+    for oid, data, why in git.read_blobs(list(paths)):
+        for path in paths[oid]:
+            if why is not None:
+                rep.damage.append(
+                    f'{path}: its committed git object {oid[:12]} is damaged: {why}; "git fsck" says more, '
+                    "and another clone of the store holds an intact copy"
+                )
+            elif path.startswith("log/") and path.endswith(".jsonl") and not sparse:
+                _compare_day_log(store, path, data, rep, absent)
+    return absent
+
+
+def _compare_day_log(store, path: str, committed: bytes, rep, absent: dict[str, set[str]]) -> None:
+    """Damage for each committed record of a day log that is not in the work tree's copy."""
+    local = store.root / path
+    try:
+        data = local.read_bytes()
+    except FileNotFoundError:
+        data = None
+    except OSError:
+        return  # named as unreadable by the day-log check
+    if data is not None and data.startswith(committed):
+        return  # the usual case: as committed, or with lines appended
+    ids = {str(rec.get("id")) for rec in _records_of(committed)}
+    if data is not None:
+        ids -= {str(rec.get("id")) for rec in _records_of(data)}
+    if not ids:
+        return  # every committed record is still there (an edit of one is named by the record checks)
+    day = Path(path).stem
+    absent.setdefault(day, set()).update(ids)
+    what = (
+        "is missing from the work tree (deleted?)"
+        if data is None
+        else f"lacks {len(ids)} of its committed records (truncated, or lines deleted?)"
+    )
+    rep.damage.append(
+        f'{path}: the committed day log {what}; "ct fsck --repair" restores its committed records from HEAD'
+    )
+
+
+def _records_of(data: bytes) -> list[dict]:
+    out = []
+    for line in data.split(b"\n"):
+        try:
+            rec = recordfmt.loads(line)
+        except recordfmt.RecordError:
+            continue
+        out.append(rec)
+    return out
 
 
 def _duplicate(where: str, rec: dict, first: tuple[str, Path, int, int]) -> str:

@@ -109,7 +109,7 @@ class UpgradeResult:
 
 def upgrade(store, dry_run: bool = False) -> UpgradeResult:
     """Upgrade `store` to format 2 (see the module docstring); a format-2 store is left alone."""
-    if _undo_interrupted(store):
+    if undo_interrupted(store):
         store.config = configfmt.read(store.root)
     if store.config.format_version >= TARGET:
         return UpgradeResult(already=True, dry_run=dry_run)
@@ -132,14 +132,31 @@ def upgrade(store, dry_run: bool = False) -> UpgradeResult:
     return res
 
 
-def _undo_interrupted(store) -> bool:
-    """An upgrade that died before its commit started from a clean format-1 store: put that store back."""
+def interrupted(store) -> str | None:
+    """What to tell a person when an upgrade died before its commit (its marker is there and HEAD is
+    still format 1), else None: every other command's rollback would only undo part of it."""
+    from ..errors import GitError
+
     marker = store.meta_dir / MARKER
-    if not marker.exists() or store.git.run("show", f"HEAD:{configfmt.FILENAME}").find("format_version = 1") < 0:
+    try:
+        if not marker.exists() or store.git.run("show", f"HEAD:{configfmt.FILENAME}").find("format_version = 1") < 0:
+            return None
+        pid = marker.read_text(encoding="utf-8").strip()
+    except (GitError, OSError):
+        return None
+    return (
+        f".memstore/{MARKER}: an upgrade to format {TARGET} (pid {pid}) was killed before its commit; "
+        'run "ct upgrade": it puts the committed format-1 store back and upgrades it again'
+    )
+
+
+def undo_interrupted(store) -> bool:
+    """An upgrade that died before its commit started from a clean format-1 store: put that store back."""
+    if interrupted(store) is None:
         return False
     store.git.run("checkout", "HEAD", "--", ".")
     store.git.run("clean", "-fdq", "--", "packs", "tree", "log")
-    marker.unlink()
+    (store.meta_dir / MARKER).unlink()
     return True
 
 
