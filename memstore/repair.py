@@ -114,17 +114,17 @@ def recover_if_crashed(store) -> Repair | None:
     """
     if getattr(store, "_writing", False) or not (store.meta_dir / JOURNAL).exists():
         return None
-    from .gitrepo import unfinished_operation
-
-    if unfinished_operation(store.root):
-        return None  # never roll back mid-merge: the uncommitted lines may be the other side's
     from .errors import LockTimeout
+    from .gitrepo import unfinished_operation
     from .locking import file_lock
 
     try:
         with file_lock(store.meta_dir / "write.lock", timeout=0, what="write"):
             journal = read_journal(store)
-            return rollback(store, journal) if journal is not None else None
+            abort_own_merge(store, journal)  # a killed ct sync's merge
+            if journal is None or unfinished_operation(store.root):
+                return None  # never roll back a person's merge: the uncommitted lines may be the other side's
+            return rollback(store, journal)
     except LockTimeout:
         return None
 
@@ -163,6 +163,38 @@ def new_journal(store) -> dict:
     """A writer's journal as it begins: who, when, from which commit, and (filled in as it goes)
     the size each append-only file had before its first append (-1: it did not exist)."""
     return {"pid": os.getpid(), "started": time.time(), "head": store.git.head(), "appended": {}}
+
+
+def journal_merge(store) -> None:
+    """Say in the running writer's journal that git merges now: git writes the day logs, tree shards
+    and packs, so no append is noted, and a kill is rolled back by file times (every store file
+    changed since the lock was taken came from the merge, which the next sync makes again)."""
+    journal = getattr(store, "_journal", None)
+    if journal is not None:
+        journal["merge"] = True
+        _write_journal(store, journal)
+
+
+def abort_own_merge(store, journal: dict | None) -> bool:
+    """A `git merge` that `ct sync` began and was killed in (its journal says so, and HEAD has not
+    moved): git's MERGE_HEAD is ct's own, so the merge is aborted, leaving what it left to the
+    rollback. Caller holds the write lock. A person's merge (no such journal) is never touched."""
+    from .errors import GitError
+    from .gitrepo import git_dir
+
+    gdir = git_dir(store.root)
+    if not journal or not journal.get("merge") or gdir is None or not (gdir / "MERGE_HEAD").exists():
+        return False
+    if journal.get("head") not in (None, store.git.head()):
+        return False  # a commit landed since: not the merge this journal began
+    _clear_git_locks(store, float(journal.get("started") or 0), Repair())
+    try:
+        store.git.run("merge", "--abort")
+    except GitError:  # git could not put the index back: it is reset to HEAD, the files are left to the rollback
+        store.git.run("reset", "-q")
+        for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
+            (gdir / name).unlink(missing_ok=True)
+    return True
 
 
 def _write_journal(store, journal: dict) -> None:
@@ -216,7 +248,8 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
     packs = [(xy, p) for xy, p in entries if p.startswith("packs/")]
     others = [(xy, p) for xy, p in entries if not _is_append_only(p) and not p.startswith(("segments/", "packs/"))]
     started = float(journal.get("started") or 0) if journal is not None else None
-    appended = journal.get("appended") if journal is not None else None
+    # a merge's journal lists no appends (git wrote the files): what changed since it began is the merge's
+    appended = journal.get("appended") if journal is not None and not journal.get("merge") else None
     for xy, p in logs:
         if isinstance(appended, dict):  # the writer said what it appended: cut exactly that
             _rollback_own_appends(store, p, appended.get(p), rep, backup)
@@ -627,11 +660,12 @@ def repair(store) -> Repair:
     from .gitrepo import refuse_if_unfinished
     from .locking import file_lock, lock_timeout
 
-    refuse_if_unfinished(store.root, "repair the store")  # mid-merge, the uncommitted lines may be the other side's
     # The bare lock, not Store.lock(): a journalled lock would refuse to start on the very
     # uncommitted lines this is here to roll back.
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
         journal = read_journal(store)
+        abort_own_merge(store, journal)  # a killed ct sync's merge is undone; a person's is refused
+        refuse_if_unfinished(store.root, "repair the store")  # mid-merge, the uncommitted lines may be the other side's
         if journal is None:
             # so that a repair killed inside git is itself rolled back later; without sizes, as a
             # repair cuts every uncommitted line, not only its own appends

@@ -251,6 +251,10 @@ class Store(StoreAPI):
         state = unfinished_operation(self.root)
         if state is None:
             return None
+        from .repair import crashed_journal
+
+        if state[0] == "a merge" and (crashed_journal(self) or {}).get("merge"):
+            return f'ct sync was killed in its merge in {self.root}: "ct fsck --repair" (or the next write) undoes it'
         return (
             f"git is in the middle of {state[0]} in {self.root}; results show the files as "
             f'they are now (finish with "{state[1]}" or "{state[2]}")'

@@ -344,3 +344,84 @@ def test_a_read_after_a_killed_upgrade_undoes_it_whole(old_code, tmp_path):
     assert git_clean(root) and records(root) == before  # never half rolled back
     ct("-C", root, "upgrade")
     assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]
+
+
+# ----- a killed ct sync needs one repair ---------------------------------------------------------------
+
+
+def test_a_sync_killed_inside_git_merge_is_undone_by_one_repair(tmp_path):
+    """git killed before its merge commit leaves MERGE_HEAD and the merged files: that merge is ct's own."""
+    import subprocess
+    import sys
+
+    from test_crash import _git, committed_lines
+
+    remote = tmp_path / "remote.git"
+    _git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    a = make_store(tmp_path / "a").root
+    _git(a, "remote", "add", "origin", str(remote))
+    ct("-C", a, "add", "from a before", "--ts", "2026-11-20T08:00:00Z")
+    ct("-C", a, "sync", "--set-upstream", "origin")
+    b = tmp_path / "b"
+    _git(tmp_path, "clone", "-q", str(remote), str(b))
+    ct("-C", b, "add", "from b", "--ts", "2026-11-20T09:00:00Z")
+    ct("-C", b, "sync")
+    ct("-C", a, "add", "from a after", "--ts", "2026-11-20T10:00:00Z")
+    before = committed_lines(a)
+    code = (
+        "import os, subprocess, memstore.upkeep.sync as sy\n"
+        "def dying(store, res):\n"
+        "    subprocess.run(['git', '-C', str(store.root), 'merge', '--no-commit', '-q', 'refs/remotes/' + res.upstream])\n"
+        "    os._exit(137)\n"
+        "sy._merge = dying\n"
+        f"from memstore.cli import main\nmain(['-C', {str(a)!r}, 'sync'])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 137, proc.stderr
+    assert (a / ".git" / "MERGE_HEAD").exists() and not git_clean(a)
+    ct("-C", a, "fsck", "--repair")
+    rep = json.loads(ct("-C", a, "fsck", "--json").stdout)
+    assert rep["ok"] and not rep["warnings"], rep
+    assert git_clean(a) and not (a / ".git" / "MERGE_HEAD").exists() and committed_lines(a) == before
+    ct("-C", a, "sync")
+    texts = {json.loads(v)["text"] for v in committed_lines(a).values()}
+    assert texts == {"from a before", "from b", "from a after"}
+
+
+def test_a_person_s_unfinished_merge_is_still_refused_by_repair(tmp_path):
+    a = make_store(tmp_path / "a")
+    a.add("one", ts="2026-11-20T08:00:00Z")
+    head = (a.root / ".git" / "HEAD").read_text()
+    (a.root / ".git" / "MERGE_HEAD").write_text(
+        __import__("subprocess")
+        .run(["git", "-C", str(a.root), "rev-parse", "HEAD"], capture_output=True, text=True)
+        .stdout
+    )
+    out = ct("-C", a.root, "fsck", "--repair", check=False)
+    assert out.returncode != 0 and "in the middle of a merge" in out.stderr
+    assert (a.root / ".git" / "MERGE_HEAD").exists() and (a.root / ".git" / "HEAD").read_text() == head
+
+
+# ----- text without whitespace is chunked at the chunk size -------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["a" * 300_000, "0123456789abcdef" * 20_000, "é" * 100_000])
+def test_text_without_whitespace_is_cut_at_the_chunk_size(text):
+    from memstore.adapters.hashing import HashEmbedder
+    from memstore.ingest.chunk import chunk
+
+    chunks = chunk(text, "text", HashEmbedder().count_tokens, 256, 32)
+    assert "".join(c.text for c in chunks) == text  # still exact slices
+    assert max(len(c.text) for c in chunks) <= (256 - 32) * 16
+    assert len(chunks) >= len(text) // ((256 - 32) * 16)
+
+
+def test_ingesting_a_whitespace_free_file_makes_records_of_the_chunk_size(tmp_path, store):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "blob.txt").write_text("x" * 200_000 + "\n")
+    ct("-C", store.root, "ingest-path", folder)
+    texts = [r["text"] for r in log_records(store.root)]
+    assert "".join(texts) == "x" * 200_000 + "\n"
+    assert len(texts) >= 200_000 // 3584 and max(map(len, texts)) <= 3584

@@ -34,6 +34,11 @@ KINDS = ("markdown", "code", "text", "pdf")
 # Spans longer than this many characters per token of budget are cut without being counted first:
 # no tokenizer packs that many characters into one token, and merging puts the pieces back.
 _CHARS_PER_TOKEN_CEIL = 64
+# What a span costs at the least, whatever the counter says: a counter of words (the hash
+# embedder's) or a WordPiece tokenizer (one [UNK] for a "word" past 100 characters) calls 100 MB
+# without whitespace one token. No tokenizer averages more than this many characters a token, so
+# text without whitespace is cut at the chunk size: (max_tokens - overlap_tokens) * 16 characters.
+_MAX_CHARS_PER_TOKEN = 16
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ class Chunk:
     start: int  # character offsets into the text: text[start:end] == self.text
     end: int
     text: str
-    tokens: int  # count_tokens(text)
+    tokens: int  # count_tokens(text), or len(text) / 16 where that is more (see _MAX_CHARS_PER_TOKEN)
     heading: str = ""  # Markdown: the heading path at the chunk's start, "A > B"
     pages: tuple[int, int] | None = None  # PDF: first and last page (1-based) the chunk touches
 
@@ -66,7 +71,7 @@ class _Sizer:
         self.base = count("")  # special tokens ([CLS], [SEP]) a counter adds to every call
 
     def cost(self, text: str, start: int, end: int) -> int:
-        return self.count(text[start:end])
+        return max(self.count(text[start:end]), -(-(end - start) // _MAX_CHARS_PER_TOKEN))
 
 
 def chunk(

@@ -61,6 +61,9 @@ def sync(store, push: bool = True, set_upstream: str | None = None) -> SyncResul
         local = forgetting.follow_rewritten_remote(store, res, before)
         head, embedder = store.git.head(), dict(store.config.embedder)
         if local is None:
+            from ..repair import journal_merge
+
+            journal_merge(store)  # a kill inside git's merge is rolled back whole (memstore/repair.py)
             _merge(store, res)
     if local:  # this clone's own records, moved onto the rewritten history (one commit)
         w = store.write(local, f"Re-apply {len(local)} records not on the rewritten {upstream}", secrets="allow")
@@ -251,6 +254,9 @@ def _push(store, res: SyncResult, first: bool) -> None:
                 ) from None
             res.notes.append(f"{res.upstream} moved while syncing (someone pushed); merging again")
             _fetch(store, res.remote)
+            from ..repair import journal_merge
+
+            journal_merge(store)
             _merge(store, res)
             first = first and _counts(store, res.upstream) is None
     raise GitError(
