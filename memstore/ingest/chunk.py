@@ -49,7 +49,7 @@ class Chunk:
     start: int  # character offsets into the text: text[start:end] == self.text
     end: int
     text: str
-    tokens: int  # count_tokens(text), or len(text) / 16 where that is more (see _MAX_CHARS_PER_TOKEN)
+    tokens: int  # count_tokens(text)
     heading: str = ""  # Markdown: the heading path at the chunk's start, "A > B"
     pages: tuple[int, int] | None = None  # PDF: first and last page (1-based) the chunk touches
 
@@ -71,7 +71,7 @@ class _Sizer:
         self.base = count("")  # special tokens ([CLS], [SEP]) a counter adds to every call
 
     def cost(self, text: str, start: int, end: int) -> int:
-        return max(self.count(text[start:end]), -(-(end - start) // _MAX_CHARS_PER_TOKEN))
+        return max(self.count(text[start:end]), (end - start) // _MAX_CHARS_PER_TOKEN)
 
 
 def chunk(
@@ -102,9 +102,14 @@ def chunk(
     spans = _merge(text, pieces, sizer)
     page_breaks = [m.start() for m in re.finditer("\f", text)] if kind == "pdf" else None
     return [
-        Chunk(i, s, e, text[s:e], tokens, heading, _pages(page_breaks, s, e))
+        Chunk(i, s, e, text[s:e], _counted(tokens, text, s, e, count_tokens), heading, _pages(page_breaks, s, e))
         for i, (s, e, tokens, heading) in enumerate(spans)
     ]
+
+
+def _counted(tokens: int, text: str, start: int, end: int, count_tokens: CountTokens) -> int:
+    """The counter's own count of a chunk: counted again only where the floor may have said more."""
+    return tokens if tokens > (end - start) // _MAX_CHARS_PER_TOKEN else count_tokens(text[start:end])
 
 
 def embedding_input(
