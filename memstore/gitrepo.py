@@ -314,6 +314,57 @@ class GitRepo:
         except (KeyError, ValueError, IndexError, git.BadName, git.BadObject):
             return None
 
+    def read_blobs(self, oids: list[str]):
+        """Yield (oid, bytes, None) for each blob git reads whole and whose bytes hash to its id, else
+        (oid, None, why): one `git cat-file --batch` process, started again past an object it dies on."""
+        import hashlib
+        import threading
+
+        todo = list(oids)
+        while todo:
+            proc = subprocess.Popen(
+                ["git", "-C", str(self.root), "cat-file", "--batch"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+
+            def feed(items=todo, pipe=proc.stdin):
+                try:
+                    pipe.write("".join(f"{o}\n" for o in items).encode())
+                    pipe.close()
+                except OSError:  # git died on an object: the rest is asked again
+                    pass
+
+            threading.Thread(target=feed, daemon=True).start()
+            done = 0
+            for oid in todo:
+                head = proc.stdout.readline().split()
+                if len(head) == 2 and head[1] == b"missing":
+                    done += 1
+                    yield oid, None, "git cannot read it (missing, or its header is corrupt)"
+                    continue
+                if len(head) != 3:
+                    break
+                size = int(head[2])
+                data = proc.stdout.read(size)
+                if len(data) != size:
+                    break  # git died while it streamed this one
+                proc.stdout.read(1)
+                done += 1
+                algo = hashlib.sha256 if len(oid) == 64 else hashlib.sha1
+                if algo(b"blob %d\0" % size + data).hexdigest() != oid:
+                    yield oid, None, "its bytes do not hash to its id"
+                else:
+                    yield oid, data, None
+            proc.stdout.close()
+            err = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
+            proc.wait()
+            if done < len(todo):  # git died reading todo[done]
+                yield todo[done], None, f"git cannot read it: {err[-1] if err else 'git exited'}"
+                done += 1
+            todo = todo[done:]
+
     def show(self, rev: str, path: str) -> str | None:
         try:
             return self.run("show", f"{rev}:{path}", strip_newline_in_stdout=False)

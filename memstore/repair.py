@@ -52,11 +52,13 @@ class Repair:
     index: dict | None = None
     forgotten: int = 0  # what a git merge brought back of forgotten records, removed again ...
     forgotten_commit: str | None = None  # ... in this commit
+    upgrade: str | None = None  # a killed `ct upgrade`, undone whole: what it was
 
     @property
     def changed(self) -> bool:
         return bool(
-            self.records
+            self.upgrade
+            or self.records
             or self.other_lines
             or self.partial_lines
             or self.segments
@@ -76,6 +78,10 @@ class Repair:
         return out
 
     def _rollback_notes(self) -> list[str]:
+        if self.upgrade:
+            return [
+                f'Rolled back {self.upgrade}: the store is as committed (its older format); "ct upgrade" upgrades it again.'
+            ]
         if not self.changed:
             return []
         who = f" (pid {self.crashed['pid']})" if self.crashed and self.crashed.get("pid") else ""
@@ -116,6 +122,7 @@ class Repair:
             "index": self.index,
             "forgotten": self.forgotten,
             "forgotten_commit": self.forgotten_commit,
+            "upgrade": self.upgrade,
         }
 
 
@@ -126,17 +133,17 @@ def recover_if_crashed(store) -> Repair | None:
     """
     if getattr(store, "_writing", False) or not (store.meta_dir / JOURNAL).exists():
         return None
-    from .gitrepo import unfinished_operation
-
-    if unfinished_operation(store.root):
-        return None  # never roll back mid-merge: the uncommitted lines may be the other side's
     from .errors import LockTimeout
+    from .gitrepo import unfinished_operation
     from .locking import file_lock
 
     try:
         with file_lock(store.meta_dir / "write.lock", timeout=0, what="write"):
             journal = read_journal(store)
-            return rollback(store, journal) if journal is not None else None
+            abort_own_merge(store, journal)  # a killed ct sync's merge
+            if journal is None or unfinished_operation(store.root):
+                return None  # never roll back a person's merge: the uncommitted lines may be the other side's
+            return rollback(store, journal)
     except LockTimeout:
         return None
 
@@ -177,6 +184,38 @@ def new_journal(store) -> dict:
     return {"pid": os.getpid(), "started": time.time(), "head": store.git.head(), "appended": {}}
 
 
+def journal_merge(store) -> None:
+    """Say in the running writer's journal that git merges now: git writes the day logs, tree shards
+    and packs, so no append is noted, and a kill is rolled back by file times (every store file
+    changed since the lock was taken came from the merge, which the next sync makes again)."""
+    journal = getattr(store, "_journal", None)
+    if journal is not None:
+        journal["merge"] = True
+        _write_journal(store, journal)
+
+
+def abort_own_merge(store, journal: dict | None) -> bool:
+    """A `git merge` that `ct sync` began and was killed in (its journal says so, and HEAD has not
+    moved): git's MERGE_HEAD is ct's own, so the merge is aborted, leaving what it left to the
+    rollback. Caller holds the write lock. A person's merge (no such journal) is never touched."""
+    from .errors import GitError
+    from .gitrepo import git_dir
+
+    gdir = git_dir(store.root)
+    if not journal or not journal.get("merge") or gdir is None or not (gdir / "MERGE_HEAD").exists():
+        return False
+    if journal.get("head") not in (None, store.git.head()):
+        return False  # a commit landed since: not the merge this journal began
+    _clear_git_locks(store, float(journal.get("started") or 0), Repair())
+    try:
+        store.git.run("merge", "--abort")
+    except GitError:  # git could not put the index back: it is reset to HEAD, the files are left to the rollback
+        store.git.run("reset", "-q")
+        for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
+            (gdir / name).unlink(missing_ok=True)
+    return True
+
+
 def _write_journal(store, journal: dict) -> None:
     store.meta_dir.mkdir(exist_ok=True)
     path = store.meta_dir / JOURNAL
@@ -201,6 +240,8 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
     Caller holds the write lock.
     """
     rep = Repair(crashed=journal)
+    if _undo_upgrade(store, journal, rep):
+        return rep
     if journal is not None:
         _clear_git_locks(store, float(journal.get("started") or 0), rep)
         _restore_rewritten(store, journal.get("rewritten"), rep)
@@ -226,7 +267,8 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
     packs = [(xy, p) for xy, p in entries if p.startswith("packs/")]
     others = [(xy, p) for xy, p in entries if not _is_append_only(p) and not p.startswith(("segments/", "packs/"))]
     started = float(journal.get("started") or 0) if journal is not None else None
-    appended = journal.get("appended") if journal is not None else None
+    # a merge's journal lists no appends (git wrote the files): what changed since it began is the merge's
+    appended = journal.get("appended") if journal is not None and not journal.get("merge") else None
     for xy, p in logs:
         if isinstance(appended, dict):  # the writer said what it appended: cut exactly that
             _rollback_own_appends(store, p, appended.get(p), rep, backup)
@@ -246,6 +288,22 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
         except FileNotFoundError:
             pass
     return rep
+
+
+def _undo_upgrade(store, journal: dict | None, rep: Repair) -> bool:
+    """A killed `ct upgrade` is undone whole (it began on a clean committed store), never in part."""
+    from .upkeep import upgrade
+
+    said = upgrade.interrupted(store)
+    if said is None:
+        return False
+    if journal is not None:
+        _clear_git_locks(store, float(journal.get("started") or 0), rep)
+    upgrade.undo_interrupted(store)
+    store.reload_config()  # format 1 again
+    rep.upgrade = said.split(": ", 1)[1].split(";")[0]
+    (store.meta_dir / JOURNAL).unlink(missing_ok=True)
+    return True
 
 
 def _restore_rewritten(store, rewritten, rep: Repair) -> None:
@@ -359,7 +417,17 @@ def _rollback_appended(
     elif data.startswith(head):
         tail, keep = data[len(head) :], len(head)
     else:
-        rep.untouched.append(f"{p}: differs from its committed version other than by appended lines")
+        added = _lines_beyond(head, data)
+        if added is None:
+            rep.untouched.append(f"{p}: differs from its committed version other than by appended lines")
+            return
+        # truncated (or lines of it deleted): the committed bytes come back, lines added since are kept aside
+        _count_lines(added, rep, p)
+        backup.save(p, added)
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp.write_bytes(head)
+        os.replace(tmp, path)
+        rep.restored.append(p)
         return
     _count_lines(tail, rep, p)
     backup.save(p, tail)
@@ -367,6 +435,35 @@ def _rollback_appended(
         path.unlink()
     else:
         os.truncate(path, keep)
+
+
+def _lines_beyond(head: bytes, data: bytes) -> bytes | None:
+    """The whole record lines of a day log that its committed version lacks, when every other line
+    is a committed one (or the cut end of one: a truncation); None when a committed record was
+    changed or a line is neither (a person's edit, left alone)."""
+    from .format import record as recordfmt
+
+    committed = set(head.split(b"\n"))
+    ids: set[str] = set()
+    for line in head.split(b"\n"):
+        try:
+            ids.add(str(recordfmt.loads(line)["id"]))
+        except recordfmt.RecordError:
+            continue
+    added = []
+    for line in data.split(b"\n"):
+        if line in committed or not line.strip():
+            continue
+        try:
+            rec = recordfmt.loads(line)
+        except recordfmt.RecordError:
+            if any(c.startswith(line) for c in committed):
+                continue  # where the file was cut
+            return None
+        if str(rec["id"]) in ids:
+            return None  # a committed record edited
+        added.append(line + b"\n")
+    return b"".join(added)
 
 
 def _rollback_own_appends(store, p: str, size_before, rep: Repair, backup: "_Backup") -> None:
@@ -605,11 +702,12 @@ def repair(store) -> Repair:
     from .gitrepo import refuse_if_unfinished
     from .locking import file_lock, lock_timeout
 
-    refuse_if_unfinished(store.root, "repair the store")  # mid-merge, the uncommitted lines may be the other side's
     # The bare lock, not Store.lock(): a journalled lock would refuse to start on the very
     # uncommitted lines this is here to roll back.
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
         journal = read_journal(store)
+        abort_own_merge(store, journal)  # a killed ct sync's merge is undone; a person's is refused
+        refuse_if_unfinished(store.root, "repair the store")  # mid-merge, the uncommitted lines may be the other side's
         if journal is None:
             # so that a repair killed inside git is itself rolled back later; without sizes, as a
             # repair cuts every uncommitted line, not only its own appends
@@ -619,6 +717,7 @@ def repair(store) -> Repair:
         _remove_stray_temps(store, rep)
         # A damaged index is only a cache: Index throws it away and builds it again from the files.
         idx = store.index(update=False)
+        idx.drop_if_damaged()  # what the cheap check on opening cannot see (SQLite's quick_check)
         plan = idx.update()
         rep.index = {"reindexed": plan.changed, "dropped": plan.vanished, "rebuilt": idx.dropped}
     return rep

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from . import FORMAT_VERSION
 from .api import StoreAPI
-from .errors import EmbedderMismatch, MemstoreError, NotAStoreError, UsageError
+from .errors import EmbedderMismatch, FormatError, MemstoreError, NotAStoreError, UsageError
 from .format import config as configfmt
 from .format import layout
 from .format import log as logfmt
@@ -230,7 +230,8 @@ class Store(StoreAPI):
         operation, and each file the index met damaged while it read (a record with no vector, a
         line that does not parse, a forgotten line a merge brought back); `ct fsck` says what to
         run. Only what this process's index saw: no extra reads."""
-        return [w for w in [self.unfinished()] if w] + self.index_problems()
+        note = self._index.note if self._index is not None else None  # a damaged index, rebuilt
+        return [w for w in [self.unfinished(), note] if w] + self.index_problems()
 
     def index_problems(self) -> list[str]:
         """The damaged files the index met (paths relative to the store), if it was opened here."""
@@ -253,6 +254,10 @@ class Store(StoreAPI):
         state = unfinished_operation(self.root)
         if state is None:
             return None
+        from .repair import crashed_journal
+
+        if state[0] == "a merge" and (crashed_journal(self) or {}).get("merge"):
+            return f'ct sync was killed in its merge in {self.root}: "ct fsck --repair" (or the next write) undoes it'
         return (
             f"git is in the middle of {state[0]} in {self.root}; results show the files as "
             f'they are now (finish with "{state[1]}" or "{state[2]}")'
@@ -348,6 +353,7 @@ class Store(StoreAPI):
                 tx.stage(list(before_write(self, records) or []))
             if records:
                 vectors = self._embed_records(records, inputs_by_rec, given_vectors, progress)
+                refuse_non_finite(records, vectors, origins, self.config.embedder.get("model"))
                 tx.stage(self._write_files(records, vectors))
                 result.added = records
                 tx.stage(self._after_write(records, vectors, after_write, result))
@@ -570,3 +576,18 @@ def _local_timezone_name() -> str:
     except OSError:
         pass
     return "UTC"
+
+
+def refuse_non_finite(records: list[dict], vectors, origins: dict | None, model) -> None:
+    """A vector holding NaN or Infinity ranks first for every query: refuse the write, naming the record."""
+    import numpy as np
+
+    bad = np.flatnonzero(~np.isfinite(np.asarray(vectors, dtype=np.float32)).all(axis=1)) if len(records) else []
+    if len(bad):
+        rec = records[int(bad[0])]
+        where = (origins or {}).get(id(rec)) or f"record {rec['id']}"
+        raise FormatError(
+            where,
+            f"its vector holds NaN or Infinity ({len(bad)} of {len(records)} vectors; embedder {model})",
+            hint="Nothing was written.",
+        )

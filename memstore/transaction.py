@@ -23,7 +23,17 @@ from dataclasses import dataclass, field
 from . import FORMAT_VERSION
 from .errors import MemstoreError, VersionError
 from .format.log import BEFORE_APPEND, BEFORE_REWRITE
-from .repair import BACKUP_DIR, JOURNAL, REWRITES, _status, _write_journal, new_journal, read_journal, rollback
+from .repair import (
+    BACKUP_DIR,
+    JOURNAL,
+    REWRITES,
+    _status,
+    _write_journal,
+    abort_own_merge,
+    new_journal,
+    read_journal,
+    rollback,
+)
 
 
 @dataclass
@@ -108,6 +118,7 @@ def begin_write(store, check_logs: bool = True) -> list[str]:
     the writer checks only the day logs it appends to (`refuse_dirty_logs`), so its cost does not
     grow with the store's days.
     """
+    abort_own_merge(store, read_journal(store))  # a killed ct sync's merge, before the refusal below
     refuse_during_git_operation(store)
     if store.git.sparse:
         err = MemstoreError(

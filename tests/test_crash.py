@@ -581,3 +581,64 @@ def test_fsck_names_a_stale_git_index_lock(tmp_path):
     assert f'"rm {lock}"' in warnings[0]
     lock.unlink()
     ct("-C", store.root, "add", "second", "--ts", "2026-11-30T09:00:00Z")
+
+
+# ----- ct sync killed at random -------------------------------------------------------------------
+
+
+def sync_kill_loop(tmp_path: Path, kills: int, seed: int, batch: int = 12) -> dict:
+    """`ct sync` killed at random between two clones of a bare remote: one `ct fsck --repair` leaves
+    the killed clone clean (no damage, no warning, git clean), and nothing either clone wrote is lost.
+
+    Each round the other clone imports a batch on the same days and syncs, this clone imports one
+    and its `ct sync` (fetch, merge, reindex, tombstones, push) is killed after a random delay.
+    """
+    rng = random.Random(seed)
+    remote = tmp_path / "remote.git"
+    _git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    a = make_store(tmp_path / "a").root
+    _git(a, "remote", "add", "origin", str(remote))
+    ct("-C", a, "sync", "--set-upstream", "origin")
+    b = tmp_path / "b"
+    _git(tmp_path, "clone", "-q", str(remote), str(b))
+    corpus = Corpus(tmp_path, rng)
+    wrote: set[str] = set()
+    figures, seen, took = Counter(), Counter(), {}
+    committed = committed_lines(a)
+    while figures["kills"] < kills:
+        for root in (b, a):
+            path, ids = corpus.jsonl(batch)
+            ct("-C", root, "import", "jsonl", path)
+            wrote |= ids
+        ct("-C", b, "sync")
+        _run_or_kill(a, ["sync"], "sync", took, rng, figures, seen)
+        now = committed_lines(a)
+        assert {k.split(":", 1)[1] for k in committed} <= {k.split(":", 1)[1] for k in now}, "a sync lost records"
+        committed = now
+        _fsck_round(a, figures)
+    ct("-C", a, "sync")
+    ct("-C", b, "sync")
+    for root in (a, b):
+        ids = {k.split(":", 1)[1] for k in committed_lines(root)}
+        assert wrote <= ids, f"{root.name} lacks {sorted(wrote - ids)[:5]}"
+        rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
+        assert rep["ok"] and not rep["warnings"], rep
+        assert git_clean(root)
+    figures["records"] = len(committed_lines(a))
+    return {"figures": dict(figures), "leftovers": dict(seen)}
+
+
+def test_sync_kill_loop_needs_one_repair(tmp_path):
+    result = sync_kill_loop(tmp_path, kills=5, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "7")))
+    assert result["figures"]["kills"] == 5
+
+
+@pytest.mark.slow
+def test_sync_kill_loop_long(tmp_path):
+    kills = int(os.environ.get("MEMSTORE_CRASH_KILLS", "60")) // 2
+    result = sync_kill_loop(tmp_path, kills=kills, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "2026")))
+    print("sync kill loop:", json.dumps(result))
+    out = os.environ.get("MEMSTORE_CRASH_REPORT")
+    if out:
+        Path(out).with_suffix(".sync.json").write_text(json.dumps(result, indent=1))
+    assert result["figures"]["kills"] == kills

@@ -54,6 +54,9 @@ class Ctx:
                     f"git reflog finds it)",
                     err=True,
                 )
+            note = st._index.note if st._index is not None else None  # a damaged index met and rebuilt
+            if note:
+                click.echo(f"memstore: note: {st.root}: {note}", err=True)
             problems = st.index_problems()  # git mid-merge was said when the store was opened
             if problems and not self.quiet:
                 more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -309,6 +309,10 @@ class PackWriter:
     _bytes: bytes | None = field(default=None, repr=False)
 
     def add_vector(self, record_id: str, key: bytes, text_hash: str, vec, dtype: str, unix_time: int) -> None:
+        import numpy as np
+
+        if not np.isfinite(np.asarray(vec, dtype=np.float32)).all():  # would rank first for every query
+            raise PackError(f"vector of record {record_id} holds NaN or Infinity")
         vtype, body, scale = encode_vector(vec, dtype)
         header = Header(-1, -1, len(body), vtype, self.dim, scale, unix_time)
         self.add_encoded(record_id, key, hash16(text_hash), header, body)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 
@@ -168,7 +169,29 @@ def normalize(raw: dict, tz, *, defaults: dict | None = None, derive_id: bool = 
     meta.update(extra)
     if meta:
         rec["meta"] = meta
+    _refuse_non_finite(rec)
     return rec
+
+
+def _non_finite(value, where: str) -> tuple[str, float] | None:
+    """(dotted path, value) of the first NaN or ±Infinity inside a JSON value, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return where, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]")
+        if found:
+            return found
+    return None
+
+
+def _refuse_non_finite(rec: dict) -> None:
+    """NaN and Infinity are no JSON numbers: a day log holding one is invalid JSON for every other reader."""
+    for key, value in rec.items():
+        found = _non_finite(value, key)
+        if found:
+            what = json.dumps(found[1])  # NaN, Infinity or -Infinity, as the input spelled it
+            raise RecordError(f"field {found[0]!r} is {what}, which JSON cannot store (not a number)")
 
 
 def ordered(rec: dict) -> dict:
@@ -180,7 +203,11 @@ def ordered(rec: dict) -> dict:
 
 def dumps(rec: dict) -> str:
     """One log line (without the newline): compact JSON, UTF-8 kept as is."""
-    return json.dumps(ordered(rec), ensure_ascii=False, separators=(",", ":"))
+    try:
+        return json.dumps(ordered(rec), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a NaN that came past normalize (a caller's own record): never into a day log
+        _refuse_non_finite(rec)
+        raise
 
 
 def loads(line: str | bytes) -> dict:

@@ -76,6 +76,74 @@ TAIL_SHARE = 0.02
 WAL_LIMIT = 4 << 20
 
 
+def _expected_columns() -> dict[str, list[str]]:
+    """{table: columns} of SCHEMA, read from an in-memory database made with it (once per process)."""
+    global _EXPECTED
+    if _EXPECTED is None:
+        mem = sqlite3.connect(":memory:")
+        mem.executescript(SCHEMA)
+        tables = [r[0] for r in mem.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        _EXPECTED = {t: [r[1] for r in mem.execute(f"PRAGMA table_info('{t}')")] for t in tables if "fts_" not in t}
+        mem.close()
+    return _EXPECTED
+
+
+_EXPECTED: dict[str, list[str]] | None = None
+
+
+def damage_of(conn: sqlite3.Connection, meta_dir: Path, dim: int, thorough: bool = False) -> str | None:
+    """What is wrong with an index (a table or column missing, a vector file shorter than the rows
+    it must hold), named by file, or None. Cheap (a few pragmas and two stats); `thorough` adds
+    SQLite's quick_check, which reads every page (fsck). DatabaseError if it is no database."""
+    for table, cols in _expected_columns().items():
+        have = [r[1] for r in conn.execute(f"PRAGMA table_info('{table}')")]
+        if not have:
+            return f"index.db has no table {table} (not this version's schema)"
+        missing = [c for c in cols if c not in have]
+        if missing:
+            return f"index.db: table {table} has no column {missing[0]} (not this version's schema)"
+    if thorough:
+        found = [r[0] for r in conn.execute("PRAGMA quick_check")]
+        if found != ["ok"]:
+            return f"index.db fails SQLite's quick_check ({found[0]})"
+    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('gen', 'n_rows')"))
+    try:
+        gen, n_rows = int(meta.get("gen", 0)), int(meta.get("n_rows", 0))
+    except ValueError:
+        return "index.db: its meta table holds no row count"
+    for path, row_bytes in ((vecfiles.matrix_path(meta_dir, gen), 4 * dim), (vecfiles.ts_path(meta_dir, gen), 8)):
+        if n_rows <= 0:
+            break
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return f"{path.name} is missing (index.db has {n_rows} vector rows in it)"
+        if size < n_rows * row_bytes:
+            return (
+                f"{path.name} is {size} bytes, shorter than the {n_rows} rows index.db has in it ({n_rows * row_bytes})"
+            )
+    return None
+
+
+def check(store) -> str | None:
+    """The damage of a store's index as it is on disk (thorough), without creating or changing it."""
+    path = store.meta_dir / "index.db"
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error as exc:
+        return f"index.db cannot be opened ({exc})"
+    try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
+            return None if path.stat().st_size == 0 else "index.db has no table meta (not this version's schema)"
+        return damage_of(conn, store.meta_dir, int(store.config.embedder["dim"]), thorough=True)
+    except sqlite3.DatabaseError as exc:
+        return f"index.db is not a readable database ({exc})"
+    finally:
+        conn.close()
+
+
 @dataclass
 class Plan:
     """What an update would do: days to (re)index and days to drop."""
@@ -115,6 +183,7 @@ class Index:
         self.dim = int(store.config.embedder["dim"])
         self._conn: sqlite3.Connection | None = None
         self.dropped = False  # set when a damaged or outdated index.db was thrown away
+        self.note: str | None = None  # what was damaged, when that was why (a reader says it once)
         self._matrix: tuple | None = None  # ((gen, n_rows), (vectors, times)) while that generation is current
         self._has_segments = True  # refreshed by plan(): a store without segments/ skips that stat
 
@@ -136,15 +205,39 @@ class Index:
                 stale = self._meta(conn, "schema") not in (None, str(SCHEMA_VERSION)) or self._meta(
                     conn, "embedder"
                 ) not in (None, self._embedder_key())
-            except sqlite3.DatabaseError:  # not a database (damaged, truncated): it is only a cache
-                stale = True
-            if stale:
+                damage = None if stale else self._damage(conn)
+            except sqlite3.DatabaseError as exc:  # not a database (damaged, truncated): it is only a cache
+                stale, damage = True, f"index.db is not a readable database ({exc})"
+            if stale or damage:
                 conn.close()
                 self._drop_files()
                 self.dropped = True  # the next update rebuilds every day from the files
+                if damage:
+                    self.note = f".memstore/{damage}: rebuilding the index from the store's files"
                 return self.conn
             self._conn = conn
         return self._conn
+
+    def drop_if_damaged(self) -> str | None:
+        """Throw the index away when the thorough check finds it damaged (`index -B`, `fsck --repair`),
+        so that the rebuild starts from an empty database; returns what was wrong, or None."""
+        damage = check(self.store)
+        if damage is None:
+            return None
+        self.close()
+        with file_lock(self.meta_dir / "index.lock", timeout=lock_timeout(), what="index"):
+            self._drop_files()
+        self._matrix = None
+        self.dropped = True
+        self.note = f".memstore/{damage}: rebuilding the index from the store's files"
+        return damage
+
+    def _damage(self, conn: sqlite3.Connection) -> str | None:
+        """damage_of, confirmed under the index lock: an update swapping generations meanwhile is no damage."""
+        if damage_of(conn, self.meta_dir, self.dim) is None:
+            return None
+        with file_lock(self.meta_dir / "index.lock", timeout=lock_timeout(), what="index"):
+            return damage_of(conn, self.meta_dir, self.dim)
 
     @staticmethod
     def _create(conn: sqlite3.Connection) -> None:
@@ -260,6 +353,8 @@ class Index:
 
     def update(self, rebuild: bool = False, quiet: bool = True, progress=None, days: list[str] | None = None) -> Plan:
         """Bring the index up to date (or rebuild it); returns what was done. `days`: only those (see `plan`)."""
+        if rebuild:
+            self.drop_if_damaged()
         plan = self.plan(rebuild, days)
         if plan.empty:
             return plan
@@ -422,6 +517,9 @@ class Index:
                 f"{layout.pack_dir(day)}/{name}: vector of record {rid} has {vec.shape[0]} dimensions, "
                 f"the store uses {self.dim}"
             )
+            return None, None
+        if not np.isfinite(vec).all():  # it would rank first for every query
+            problems.append(f"{layout.pack_dir(day)}/{name}: vector of record {rid} holds NaN or Infinity")
             return None, None
         return vec, f"pack:{rid}"
 

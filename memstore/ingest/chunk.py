@@ -34,6 +34,11 @@ KINDS = ("markdown", "code", "text", "pdf")
 # Spans longer than this many characters per token of budget are cut without being counted first:
 # no tokenizer packs that many characters into one token, and merging puts the pieces back.
 _CHARS_PER_TOKEN_CEIL = 64
+# What a span costs at the least, whatever the counter says: a counter of words (the hash
+# embedder's) or a WordPiece tokenizer (one [UNK] for a "word" past 100 characters) calls 100 MB
+# without whitespace one token. No tokenizer averages more than this many characters a token, so
+# text without whitespace is cut at the chunk size: (max_tokens - overlap_tokens) * 16 characters.
+_MAX_CHARS_PER_TOKEN = 16
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class _Sizer:
         self.base = count("")  # special tokens ([CLS], [SEP]) a counter adds to every call
 
     def cost(self, text: str, start: int, end: int) -> int:
-        return self.count(text[start:end])
+        return max(self.count(text[start:end]), (end - start) // _MAX_CHARS_PER_TOKEN)
 
 
 def chunk(
@@ -97,9 +102,14 @@ def chunk(
     spans = _merge(text, pieces, sizer)
     page_breaks = [m.start() for m in re.finditer("\f", text)] if kind == "pdf" else None
     return [
-        Chunk(i, s, e, text[s:e], tokens, heading, _pages(page_breaks, s, e))
+        Chunk(i, s, e, text[s:e], _counted(tokens, text, s, e, count_tokens), heading, _pages(page_breaks, s, e))
         for i, (s, e, tokens, heading) in enumerate(spans)
     ]
+
+
+def _counted(tokens: int, text: str, start: int, end: int, count_tokens: CountTokens) -> int:
+    """The counter's own count of a chunk: counted again only where the floor may have said more."""
+    return tokens if tokens > (end - start) // _MAX_CHARS_PER_TOKEN else count_tokens(text[start:end])
 
 
 def embedding_input(

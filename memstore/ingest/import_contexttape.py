@@ -156,6 +156,12 @@ def import_contexttape(
                     wrong_dim += 1
                     continue
                 vec = decode_vector(vh, vbody)
+                if not np.isfinite(vec).all():
+                    raise FormatError(
+                        folder / segment_name(vid),
+                        f"vector (of text segment {tid}) holds NaN or Infinity",
+                        hint="Nothing was imported.",
+                    )
                 norm = float(np.linalg.norm(vec))
                 given[id(rec)] = vec / norm if norm > 0 else vec  # int8 round trips are not unit length
                 n_kept += 1

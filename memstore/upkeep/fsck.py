@@ -64,12 +64,20 @@ class Report:
 
 
 def fsck(store) -> Report:
+    from .upgrade import interrupted
+
     rep = Report()
+    killed = interrupted(store)
+    if killed:  # half old format, half new: every other check would only mislead
+        rep.damage.append(killed)
+        return rep
     dim = int(store.config.embedder["dim"])
     referenced: set[Path] = set()
     ids: dict[str, tuple[str, Path, int, int]] = {}  # id -> where its first copy is (for duplicates)
+    _check_index(store, rep)
+    absent = _check_committed(store, rep)  # {day: ids of committed records the work tree lacks}
     packed = _check_packs(store, rep, dim)
-    claimed: dict[str, set[str]] = {}
+    claimed: dict[str, set[str]] = {day: set(got) for day, got in absent.items()}
     gone = tombstones.ids(store.root)
     for day, path in logfmt.list_days(store.root).items():
         try:
@@ -99,7 +107,7 @@ def fsck(store) -> Report:
     _check_orphans(store, rep, referenced)
     _check_pack_orphans(store, rep, packed, claimed, gone)
     _check_forgotten_markers(store, rep)
-    _check_tree(store, rep, set(ids) | gone)
+    _check_tree(store, rep, set(ids) | gone | {rid for got in absent.values() for rid in got})
     from ..repair import crashed_journal
 
     journal = crashed_journal(store)
@@ -109,6 +117,95 @@ def fsck(store) -> Report:
             '"ct fsck --repair" rolls back what it left'
         )
     return rep
+
+
+def _check_index(store, rep) -> None:
+    """The index is a cache, but a damaged one broke every search: name it and what rebuilds it."""
+    from ..index.build import check
+
+    damage = check(store)
+    if damage:
+        rep.damage.append(
+            f'.memstore/{damage}: the index is a cache of the files; "ct fsck --repair" or "ct index -B" '
+            "rebuilds it (the next read does too)"
+        )
+
+
+STORE_FILES = ("log/", "packs/", "segments/", "tree/")  # and the top-level files git keeps for the store
+
+
+def _check_committed(store, rep) -> dict[str, set[str]]:
+    """HEAD's blobs of the store's files must be readable and hash to their ids (a corrupt git
+    object is named by path), and every committed record must still be in the work tree's day
+    log (a deleted or truncated log is damage that `ct fsck --repair` restores from HEAD)."""
+    from ..errors import GitError
+
+    try:
+        git = store.git
+        listing = git.run("ls-tree", "-r", "-z", "--full-tree", "HEAD", strip_newline_in_stdout=False)
+        sparse = git.sparse
+    except GitError as exc:
+        if "Not a valid object name HEAD" not in str(exc) and "not a tree object" not in str(exc):
+            rep.damage.append(f"HEAD: git cannot read the committed tree ({str(exc).splitlines()[0]})")
+        return {}
+    except MemstoreError:  # no git here (a copy without .git): nothing committed to compare with
+        return {}
+    paths: dict[str, list[str]] = {}
+    for item in listing.split("\0"):
+        meta, _, path = item.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob" and (path.startswith(STORE_FILES) or "/" not in path):
+            paths.setdefault(parts[2], []).append(path)
+    absent: dict[str, set[str]] = {}
+    for oid, data, why in git.read_blobs(list(paths)):
+        for path in paths[oid]:
+            if why is not None:
+                rep.damage.append(
+                    f'{path}: its committed git object {oid[:12]} is damaged: {why}; "git fsck" says more, '
+                    "and another clone of the store holds an intact copy"
+                )
+            elif path.startswith("log/") and path.endswith(".jsonl") and not sparse:
+                _compare_day_log(store, path, data, rep, absent)
+    return absent
+
+
+def _compare_day_log(store, path: str, committed: bytes, rep, absent: dict[str, set[str]]) -> None:
+    """Damage for each committed record of a day log that is not in the work tree's copy."""
+    local = store.root / path
+    try:
+        data = local.read_bytes()
+    except FileNotFoundError:
+        data = None
+    except OSError:
+        return  # named as unreadable by the day-log check
+    if data is not None and data.startswith(committed):
+        return  # the usual case: as committed, or with lines appended
+    ids = {str(rec.get("id")) for rec in _records_of(committed)}
+    if data is not None:
+        ids -= {str(rec.get("id")) for rec in _records_of(data)}
+    if not ids:
+        return  # every committed record is still there (an edit of one is named by the record checks)
+    day = Path(path).stem
+    absent.setdefault(day, set()).update(ids)
+    what = (
+        "is missing from the work tree (deleted?)"
+        if data is None
+        else f"lacks {len(ids)} of its committed records (truncated, or lines deleted?)"
+    )
+    rep.damage.append(
+        f'{path}: the committed day log {what}; "ct fsck --repair" restores its committed records from HEAD'
+    )
+
+
+def _records_of(data: bytes) -> list[dict]:
+    out = []
+    for line in data.split(b"\n"):
+        try:
+            rec = recordfmt.loads(line)
+        except recordfmt.RecordError:
+            continue
+        out.append(rec)
+    return out
 
 
 def _duplicate(where: str, rec: dict, first: tuple[str, Path, int, int]) -> str:
@@ -333,6 +430,11 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
                         rep.damage.append(
                             f"{rel}: vector of {it.record_id} has {it.header.dim} dimensions, the store uses {dim}"
                         )
+                elif not _finite(it.header, it.payload):
+                    rep.damage.append(
+                        f'{rel}: vector of {it.record_id} holds NaN or Infinity (searches leave it out); "ct reembed" '
+                        "makes every vector again"
+                    )
                 got.vectors.setdefault(it.record_id, {}).setdefault(it.h16, rel)
             for rid, _key, _bh, body, mbody in pk.blobs(keys):
                 try:
@@ -354,6 +456,17 @@ def _day_keys(store, day: str, cache: dict, sealed: bool = True) -> list:
         lines = [ln.record for ln in logfmt.read_lines(path) if ln.record] if path.exists() else []
         cache[day] = (packfmt.ring(lines), [(str(r.get("id")), None) for r in lines])
     return cache[day][0 if sealed else 1]
+
+
+def _finite(header, payload: bytes) -> bool:
+    import numpy as np
+
+    from ..format.segment import decode_vector
+
+    try:
+        return bool(np.isfinite(decode_vector(header, payload)).all())
+    except SegmentError:
+        return True  # a payload of the wrong size is named by the pack's own checks
 
 
 EXPLAINED_DAYS = 20  # days whose missing vectors are looked up in git; fsck stays bounded past that

@@ -110,6 +110,9 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
         if local is None:
             forgetting.refuse_purged(store, res, f"refs/remotes/{res.upstream}", what="merge")
             forgetting.refuse_purged(store, res, "HEAD", what="push")
+            from ..repair import journal_merge
+
+            journal_merge(store)  # a kill inside git's merge is rolled back whole (memstore/repair.py)
             _merge(store, res)
     if local:  # this clone's own records, moved onto the rewritten history (one commit)
         w = store.write(local, f"Re-apply {len(local)} records not on the rewritten {res.upstream}", secrets="allow")

@@ -124,7 +124,7 @@ class UpgradeResult:
 
 def upgrade(store, dry_run: bool = False) -> UpgradeResult:
     """Upgrade `store` to format 3 (see the module docstring); a format-3 store is left alone."""
-    if _undo_interrupted(store):
+    if undo_interrupted(store):
         store.config = configfmt.read(store.root)
     if store.config.format_version >= TARGET:
         return UpgradeResult(already=True, dry_run=dry_run)
@@ -151,14 +151,34 @@ def upgrade(store, dry_run: bool = False) -> UpgradeResult:
     return res
 
 
-def _undo_interrupted(store) -> bool:
-    """An upgrade that died before its commit started from a clean older store: put that store back."""
+def interrupted(store) -> str | None:
+    """What to tell a person when an upgrade died before its commit (its marker is there and HEAD is
+    still an older format), else None: every other command's rollback would only undo part of it."""
+    from ..errors import GitError
+
     marker = store.meta_dir / MARKER
-    if not marker.exists() or f"format_version = {TARGET}" in store.git.run("show", f"HEAD:{configfmt.FILENAME}"):
+    try:
+        if (
+            not marker.exists()
+            or store.git.run("show", f"HEAD:{configfmt.FILENAME}").find(f"format_version = {TARGET}") >= 0
+        ):
+            return None
+        pid = marker.read_text(encoding="utf-8").strip()
+    except (GitError, OSError):
+        return None
+    return (
+        f".memstore/{MARKER}: an upgrade to format {TARGET} (pid {pid}) was killed before its commit; "
+        'run "ct upgrade": it puts the committed store back and upgrades it again'
+    )
+
+
+def undo_interrupted(store) -> bool:
+    """An upgrade that died before its commit started from a clean older store: put that store back."""
+    if interrupted(store) is None:
         return False
     store.git.run("checkout", "HEAD", "--", ".")
     store.git.run("clean", "-fdq", "--", "packs", "tree", "log")
-    marker.unlink()
+    (store.meta_dir / MARKER).unlink()
     return True
 
 
