@@ -409,6 +409,14 @@ class RevReader:
             return False
         return True
 
+    def is_ancestor(self, commit: str, rev: str) -> bool:
+        """Does `rev` hold `commit` (False when this repository does not have it at all)?"""
+        try:
+            self._run("merge-base", "--is-ancestor", commit, rev)
+        except GitError:
+            return False
+        return True
+
     def changed_paths(self, old: str | None, new: str) -> list[str]:
         """The files `new` changed since `old` (every file of `new` when old is None)."""
         args = (

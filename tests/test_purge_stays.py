@@ -78,3 +78,26 @@ def test_sync_onto_a_rewritten_remote_leaves_no_object_with_the_text(three_clone
     assert objects_with_text(b) == 0 and not in_history(b)
     assert "rewritten" in res.stderr and "pruned" in res.stderr
     assert objects_with_text(a) == 0
+
+
+def test_a_guarded_remote_refuses_a_stale_clone_s_plain_push_of_the_purged_history(three_clones):
+    """With `ct -C REMOTE.git hooks install`, even plain git cannot publish a purge back: a stale
+    clone's `git pull` + `git push`, or its `git push --force`, is refused by the remote's guard."""
+    origin, a, b, c = three_clones
+    ct("-C", origin, "hooks", "install")
+    purge_and_publish(a)  # the purging clone's force push passes: its tip holds no purged commit
+    assert reachable_objects_with_text(origin) == 0
+    ct("-C", c, "hooks", "uninstall")  # a clone without memstore's hooks: only the remote stands in the way
+    ct("-C", c, "add", "--session", "c-only", "A note the stale desktop never pushed about kites")
+    forced = git_proc(c, "push", "--force", "origin", "main")
+    assert forced.returncode != 0 and "--purge-history rewrote" in forced.stderr, forced.stderr
+    git(c, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    pushed = git_proc(c, "push", "origin", "main")
+    assert pushed.returncode != 0 and "sync --drop-purged" in pushed.stderr, pushed.stderr
+    assert reachable_objects_with_text(origin) == 0, "the remote's history never holds the text again"
+    ct("-C", c, "sync", "--drop-purged")
+    assert "kites" in ct("-C", a, "sync").stderr + ct("-C", a, "search", "kites").stdout
+
+
+def git_proc(root, *args):
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)

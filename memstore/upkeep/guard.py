@@ -1,6 +1,8 @@
 """The push guard: what a push must never carry to a remote, checked on the pushed tip's files.
 
-Three things, and nothing else, are refused: a line of a record or marker that `forgotten.jsonl`
+Four things, and nothing else, are refused: a commit of the history `ct forget --purge-history`
+rewrote (purged-history.jsonl, at the pushed tip or at the ref's current value, names them), which
+holds forgotten text; a line of a record or marker that `forgotten.jsonl`
 (at that tip) names as forgotten, brought back by a plain git merge with a clone that still had
 it; a conflict marker committed into one of memstore's files; a file memstore cannot read (a day
 log line, tree op or marker that is not valid, a pack that does not parse or whose bytes do not
@@ -23,6 +25,7 @@ from ..format import tombstones
 from ..format import treelog
 from ..format.markers import FILENAME as MARKERS
 from ..format.pack import PackError, pack_name, parse
+from ..forget import PURGED
 
 ZERO = "0" * 40
 CONFLICT = (b"<<<<<<< ", b">>>>>>> ", b"=======\n", b"||||||| ")
@@ -31,16 +34,36 @@ HOW = 'run "ct sync" (or "ct fsck --repair") in the clone, then push again'
 
 def check_tip(reader, old: str | None, new: str) -> list[str]:
     """Problems of the commit `new` in the files it changed since `old` (None or zeros: all files)."""
-    changed = reader.changed_paths(None if not old or old == ZERO else old, new)
+    base = None if not old or old == ZERO else old
+    problems = _purged_back(reader, base, new)
+    changed = reader.changed_paths(base, new)
     ours = [p for p in changed if _kind(p)]
     if not ours:
-        return []
+        return problems
     gone = tombstones.ids_in(reader.blob(new, tombstones.FILENAME) or b"")
-    problems: list[str] = []
     for path, data in zip(ours, reader.blobs(new, ours)):
         if data is not None:  # None: the push deletes it
             problems += _check_file(path, data, gone)
     return problems
+
+
+def _purged_back(reader, old: str | None, new: str) -> list[str]:
+    """The purged commits (as the pushed tip or the ref's current value records them) that `new` holds."""
+    listed: set[str] = set()
+    for rev in filter(None, (old, new)):
+        for line in (reader.blob(rev, PURGED) or b"").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                listed |= {c for c in [*(entry.get("commits") or []), *(entry.get("tips") or [])] if isinstance(c, str)}
+    return [
+        f"commit {c[:10]} of the history ct forget --purge-history rewrote ({PURGED}) is in this push: it holds "
+        'forgotten text. Run "ct sync --drop-purged" in the clone (or re-clone), then push again'
+        for c in sorted(listed)
+        if reader.is_ancestor(c, new)
+    ]
 
 
 def _kind(path: str) -> str | None:
