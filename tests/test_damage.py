@@ -86,7 +86,7 @@ def test_a_write_refuses_non_finite_vectors_naming_the_record(store):
         refuse_non_finite(recs, vecs, {id(recs[1]): "turns.jsonl:9"}, "hash")
     refuse_non_finite(recs, vecs[:1].repeat(2, axis=0), {}, "hash")  # finite: no error
     with pytest.raises(packfmt.PackError, match="vector of record b holds NaN"):
-        packfmt.PackWriter("2026-11-20", 384).add_vector("b", "0" * 64, vecs[1], "float32", 0)
+        packfmt.PackWriter("2026-11-20", 384).add_vector("b", bytes(32), "0" * 64, vecs[1], "float32", 0)
 
 
 def test_a_nan_vector_already_in_a_pack_is_damage_and_never_ranks_first(store):
@@ -98,13 +98,16 @@ def test_a_nan_vector_already_in_a_pack_is_damage_and_never_ranks_first(store):
     store.add("budget for the hotel in osaka", ts="2026-11-20T09:00:00Z")
     rec = next(r for r in log_records(store.root) if "osaka" in r["text"])
     day = packfmt.day_dir(store.root, "2026-11-20")
+    from memstore.format import seal
+
+    key = seal.key_bytes(rec["vkey"])
     for p in packfmt.pack_files(day):  # the osaka vector becomes NaN: the pack is rewritten under its new name
         pk = packfmt.read(p)
-        if rec["id"] not in pk.vectors():
+        if (rec["id"], key) not in pk.vectors([(rec["id"], key)]):
             continue
         w = packfmt.PackWriter("2026-11-20", 384)
         body = np.full(384, np.nan, "<f4").tobytes()
-        w.add_encoded(rec["id"], rec["hash"][:16], Header(-1, -1, len(body), DT_VEC_F32, 384, 1.0, 0), body)
+        w.add_encoded(rec["id"], key, rec["hash"][:16], Header(-1, -1, len(body), DT_VEC_F32, 384, 1.0, 0), body)
         p.unlink()
         w.write(store.root)
     out = ct("-C", store.root, "fsck", check=False)
@@ -328,7 +331,7 @@ def test_a_killed_upgrade_is_met_with_run_ct_upgrade(old_code, tmp_path, when):
     out = ct("-C", root, "fsck", check=False)
     assert out.returncode == 1 and 'run "ct upgrade"' in out.stdout and "git add" not in out.stdout, out.stdout
     fixed = ct("-C", root, "fsck", "--repair")
-    assert "Rolled back an upgrade to format 2" in fixed.stdout and '"ct upgrade" upgrades it again' in fixed.stdout
+    assert "Rolled back an upgrade to format 3" in fixed.stdout and '"ct upgrade" upgrades it again' in fixed.stdout
     assert "git add" not in fixed.stdout, fixed.stdout
     assert git_clean(root) and records(root) == before
     assert ct("-C", root, "fsck").returncode == 0

@@ -365,7 +365,7 @@ def test_minilm_run_fills_the_cache_once_and_repeats_its_numbers(tmp_path, bench
     distinct = {r["text"] for q in lme.stratified(qs, None) for r in lme.haystack(q).records}
     assert first["longmemeval"]["embedding"]["distinct_texts"] == len(distinct)
     with sqlite3.connect(tmp_path / "c" / "emb.sqlite") as db:
-        assert db.execute("SELECT COUNT(*) FROM vectors WHERE kind = 'passage'").fetchone()[0] == len(distinct)
+        assert db.execute("SELECT COUNT(*) FROM entries WHERE kind = 'passage'").fetchone()[0] == len(distinct)
     code, _ = run_harness(tmp_path, *args)
     again = json.loads(raw.read_text())
     assert code == 0 and [r["metrics"] for r in again["longmemeval"]["rows"]] == [
