@@ -26,6 +26,7 @@ class Clone:
         self.forgotten: dict[str, str] = {}
         self.conflicts: list[str] = []
         self.errors: list[str] = []
+        self.refused = 0  # pushes the pre-push guard refused (a forgotten line a rebase kept), then repaired
         self.n = 0
 
     def ct(self, *args, check=True):
@@ -129,6 +130,10 @@ class Clone:
             push = self.git("push", "-q")
             if push.returncode == 0:
                 return
+            if "push refused" in push.stderr:  # the pre-push guard: a rebase kept a forgotten line; do as it says
+                self.refused += 1
+                self.ct("fsck", "--repair", check=False)
+                continue
             if "rejected" not in push.stderr and "fetch first" not in push.stderr:
                 self.errors.append(f"git push: {push.stderr.strip()[-300:]}")
                 return
@@ -145,6 +150,7 @@ class Clone:
             "forgotten": self.forgotten,
             "conflicts": self.conflicts,
             "errors": self.errors,
+            "refused": self.refused,
         }
 
 

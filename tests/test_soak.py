@@ -122,6 +122,7 @@ def test_soak_of_plain_git(tmp_path, embedder):
                         "rounds": 50 * 4,
                         "written": len(res["written"]),
                         "forgotten": len(res["forgotten"]),
+                        "guard_refusals": sum(r["refused"] for r in res["runs"]),
                         "seconds": round(res["took"], 1),
                         "commits": int(git(res["roots"][0], "rev-list", "--count", "HEAD")),
                     }
