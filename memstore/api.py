@@ -664,6 +664,9 @@ class StoreAPI:
         writable: bool = False,
         log: bool = True,
         ready=None,
+        allowed_hosts=(),
+        allow_secrets_override: bool = False,
+        allow_wide_forget: bool = False,
     ) -> None:
         """Serve the web page and the HTTP JSON API until SIGINT/SIGTERM (`ct serve`).
 
@@ -671,14 +674,24 @@ class StoreAPI:
         """
         from .serve.http import make_server, serve, url_of
 
-        server = make_server(self.root, host=host, port=port, allow_remote=allow_remote, log=log, writable=writable)
+        server = make_server(
+            self.root,
+            host=host,
+            port=port,
+            allow_remote=allow_remote,
+            log=log,
+            writable=writable,
+            allowed_hosts=allowed_hosts,
+            allow_secrets_override=allow_secrets_override,
+            allow_wide_forget=allow_wide_forget,
+        )
         serve(server, ready=None if ready is None else lambda: ready(url_of(server)))
 
-    def mcp(self) -> None:
+    def mcp(self, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False) -> None:
         """Serve the store to AI agents over MCP on stdin/stdout until the client leaves (`ct mcp`)."""
         from .serve.mcp import serve
 
-        serve(self.root)
+        serve(self.root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget)
 
     def chat(
         self,

@@ -91,3 +91,7 @@ class SecretsFound(MemstoreError):
     """Input looks like it contains credentials; nothing was written."""
 
     exit_code = 9
+
+
+class NotPermitted(UsageError):
+    """A served store (`ct serve`, `ct mcp`) refuses what its server was not started to allow; the message names the flag."""

@@ -142,7 +142,7 @@ def _mcp(root, tmp, text, flags):
     mode = {"--allow-secrets": "allow", "--redact-secrets": "redact"}.get(flags[0] if flags else "", "refuse")
 
     async def main():
-        return await MemoryServer(root).add(text, secrets=mode)
+        return await MemoryServer(root, allow_secrets_override=mode == "allow").add(text, secrets=mode)
 
     try:
         anyio.run(main)
@@ -157,7 +157,7 @@ def _http(root, tmp, text, flags):
     import urllib.request
 
     mode = {"--allow-secrets": "allow", "--redact-secrets": "redact"}.get(flags[0] if flags else "", "refuse")
-    server = make_server(root, port=0, log=False, writable=True)
+    server = make_server(root, port=0, log=False, writable=True, allow_secrets_override=mode == "allow")
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:

@@ -173,7 +173,8 @@ def test_records_written_by_another_process_are_found(served):
         ("/add", {"body": {"text": 5}}, 400, "parameter 'text' must be a JSON string, not 5"),
         ("/add", {"body": {"text": "hi", "role": "wizard"}}, 400, "cannot add:"),
         ("/add", {"method": "GET"}, 405, "/add answers POST, not GET"),
-        ("/add", {"method": "OPTIONS", "headers": {"Origin": "http://localhost:3000"}}, 405, "not OPTIONS"),
+        ("/add", {"method": "OPTIONS"}, 405, "not OPTIONS"),
+        ("/add", {"method": "OPTIONS", "headers": {"Origin": "http://localhost:3000"}}, 403, "web origin"),
         ("/search?query=a&k=ten", {}, 400, "parameter 'k' must be an integer, not 'ten'"),
         ("/search?query=a&query=b", {}, 400, "given 2 times"),
         ("/search", {"body": {"query": "a", "k": True}}, 400, "must be a JSON integer"),
@@ -199,6 +200,8 @@ def test_errors_are_json_with_status_codes(served_ro, path, kwargs, status, mess
     assert got == status, out
     assert out["status"] == status and message in out["error"], out
     assert headers["Content-Type"].startswith("application/json")
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert not [h for h in headers if h.lower().startswith("access-control-")], "no CORS grant, ever"
     if status == 405:
         assert headers["Allow"] == "POST"
     assert commits(st.root) == before and git_clean(st.root)
@@ -241,7 +244,7 @@ def test_refuses_non_loopback_without_allow_remote(tmp_path):
     proc = ct("-C", st.root, "serve", "--host", "0.0.0.0", "--port", "0", check=False)
     assert proc.returncode == 2
     assert "not a loopback address" in proc.stderr and "--allow-remote" in proc.stderr
-    family, addr = bind_address("0.0.0.0", 0, allow_remote=True)
+    family, addr = bind_address("0.0.0.0", 0, allow_remote=True, allowed_hosts=["memory.test"])
     assert addr[0] == "0.0.0.0"
     assert bind_address("localhost", 0, allow_remote=False)[1][0] in ("127.0.0.1", "::1")
 

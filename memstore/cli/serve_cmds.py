@@ -8,22 +8,49 @@ import click
 from .common import emit_json, secret_options
 
 
+def _guard_options(f):
+    """--allow-secrets-override and --allow-wide-forget, the same for ct serve and ct mcp."""
+    f = click.option(
+        "--allow-wide-forget",
+        is_flag=True,
+        help="Let a caller forget more than 10 records in one call (a session, a time range, a commit). "
+        "Without it such a forget is refused and names this flag.",
+    )(f)
+    return click.option(
+        "--allow-secrets-override",
+        is_flag=True,
+        help='Let a caller store a detected secret verbatim (add with secrets "allow"). Without it only '
+        '"refuse" and "redact" are taken.',
+    )(f)
+
+
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=int, default=8765, show_default=True, help="Port (0 picks a free one).")
 @click.option(
     "--allow-remote",
     is_flag=True,
-    help="Allow a non-loopback --host. The API has no authentication: anyone who can reach it can read "
-    "(and add, with --writable).",
+    help="Allow a non-loopback --host (with --allowed-host). The API has no authentication: anyone who can "
+    "reach it can read (and add, with --writable).",
 )
-@click.option("--writable", is_flag=True, help="Let /add write to the store (one commit each). Read-only without it.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A host name (or address) clients use to reach a non-loopback --host; repeatable. Requests naming "
+    "any other host are refused (loopback names always work).",
+)
+@click.option(
+    "--writable", is_flag=True, help="Let /add and /forget write to the store (one commit each). Read-only without it."
+)
+@_guard_options
 @click.pass_obj
-def serve_cmd(obj, host, port, allow_remote, writable):
+def serve_cmd(obj, host, port, allow_remote, allowed_hosts, writable, allow_secrets_override, allow_wide_forget):
     """Serve this store as a web page to look at memory (open the address in a browser: search,
     timeline, topic tree, history) and an HTTP JSON API: /search, /recall, /add, /context, /where,
-    /stats, described at /openapi.json. Listens on localhost only unless --allow-remote; read-only
-    unless --writable. Stops on Ctrl-C.
+    /stats, described at /openapi.json. Listens on loopback only unless --allow-remote and
+    --allowed-host; read-only unless --writable. Stops on Ctrl-C.
 
     Example: ct -C ~/memory serve --port 8765
     """
@@ -38,12 +65,23 @@ def serve_cmd(obj, host, port, allow_remote, writable):
         )
         sys.stdout.flush()
 
-    st.serve(host, port, allow_remote=allow_remote, writable=writable, log=not obj.quiet, ready=announce)
+    st.serve(
+        host,
+        port,
+        allow_remote=allow_remote,
+        writable=writable,
+        log=not obj.quiet,
+        ready=announce,
+        allowed_hosts=allowed_hosts,
+        allow_secrets_override=allow_secrets_override,
+        allow_wide_forget=allow_wide_forget,
+    )
 
 
 @click.command("mcp")
+@_guard_options
 @click.pass_obj
-def mcp_cmd(obj):
+def mcp_cmd(obj, allow_secrets_override, allow_wide_forget):
     """Serve this store to AI agents over MCP (stdio): tools search, recall, add, mark, where,
     context, tree and forget, and the resource memstore://stats.
 
@@ -51,7 +89,7 @@ def mcp_cmd(obj):
 
     Example: ct -C ~/memory mcp
     """
-    obj.store().mcp()
+    obj.store().mcp(allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget)
 
 
 @click.command("chat")

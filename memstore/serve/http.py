@@ -7,12 +7,15 @@ parameters or a POST JSON body; `add` is POST only and answers only when the ser
 writable. The page is plain files shipped in `memstore/serve/web/`, served from `/` (to a browser) and
 `/assets/`; it reads the `/view/...` endpoints (memstore/serve/web/views.py), which mask secrets. All
 store work runs on one dedicated thread, because the index's SQLite connection belongs to the
-thread that opened it.
+thread that opened it; connections are read by a bounded pool of threads, each with a timeout.
 
-Safety: the API has no authentication, so it binds only to loopback unless `allow_remote` is set.
-On loopback it also refuses requests whose Host or Origin header is not a loopback name (a web
-page cannot reach it through DNS rebinding) and POST bodies that are not `application/json`
-(a browser cannot send those cross-site without a CORS preflight, which is never granted).
+Safety: the API has no authentication, so it binds only to loopback (127.0.0.0/8, ::1) unless
+`allow_remote` is set, and then only with the host names clients will use (`allowed_hosts`). On
+every bind it refuses requests whose Host header is neither a loopback name nor an allowed host
+(a web page cannot reach it through DNS rebinding), whose Origin is not the server's own, that a
+browser marks cross-site, and POST bodies that are not `application/json` (a browser cannot send
+those cross-site without a CORS preflight, which is never granted). Values are bounded, and
+writes that could do lasting harm need a flag given at start (memstore/serve/limits.py).
 """
 
 from __future__ import annotations
@@ -21,16 +24,21 @@ import ipaddress
 import json
 import socket
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import LockTimeout, MemstoreError, SecretsFound, UsageError
+from ..errors import LockTimeout, MemstoreError, NotPermitted, SecretsFound, UsageError
+from . import limits
 
-MAX_BODY = 10 * 1024 * 1024
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+MAX_BODY = 1024 * 1024  # 1 MiB: room for the longest text limits.py accepts, JSON-escaped
+TIMEOUT = 10.0  # seconds a connection may sit between bytes before it is closed
+WORKERS = 8  # threads reading and answering connections
+PENDING = 64  # connections held at once (in work or waiting for a thread); more get a 503
+JSON_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 
 @dataclass(frozen=True)
@@ -52,11 +60,19 @@ class Endpoint:
     summary: str
     methods: tuple
     params: tuple = field(default_factory=tuple)
-    call: object = None  # (store, params dict) -> JSON-able dict
+    call: object = None  # (store, params dict, Permissions) -> JSON-able dict
     writes: bool = False  # answered only by a server started with writable=True
 
 
-def _search(st, p):
+@dataclass(frozen=True)
+class Permissions:
+    """What the user let callers do when starting the server (the flags of `ct serve`)."""
+
+    secrets_override: bool = False  # /add may store a detected secret verbatim (secrets "allow")
+    wide_forget: bool = False  # /forget may remove more than limits.MAX_FORGET records at once
+
+
+def _search(st, p, perms):
     hits = st.search(
         p["query"],
         k=p["k"],
@@ -72,7 +88,8 @@ def _search(st, p):
     return {"query": p["query"], "hits": [h.to_json() for h in hits]}
 
 
-def _add(st, p):
+def _add(st, p, perms):
+    limits.check_secrets(p["secrets"], perms.secrets_override, "ct serve")
     return st.add(
         p["text"],
         role=p["role"],
@@ -88,7 +105,7 @@ def _add(st, p):
 def _view(name):
     """The page's data function `name` from memstore/serve/web/views.py, imported on first use."""
 
-    def call(st, p):
+    def call(st, p, perms):
         from .web import views
 
         return getattr(views, name)(st, p)
@@ -199,7 +216,7 @@ ENDPOINTS = {
                 Param("around", "integer", "Neighbouring lines of the same session to add to each hit.", default=0),
                 Param("docs", "boolean", "Let document chunks into the answer.", default=False),
             ),
-            lambda st, p: st.recall(
+            lambda st, p, perms: st.recall(
                 p["question"], k=p["k"], now=p["now"], around=p["around"], docs=p["docs"]
             ).to_json(),
         ),
@@ -235,7 +252,10 @@ ENDPOINTS = {
                 Param("commit", "string", "Every record this commit added (an import or a write to undo)."),
                 Param("dry_run", "boolean", "Only list what would be forgotten.", default=False),
             ),
-            lambda st, p: st.forget(
+            lambda st, p, perms: limits.bounded_forget(
+                st,
+                perms.wide_forget,
+                "ct serve",
                 p["ids"] or (),
                 match=p["match"],
                 session=p["session"],
@@ -256,7 +276,7 @@ ENDPOINTS = {
                 Param("k", "integer", "Recalled lines to consider.", default=8),
                 Param("recent", "integer", "Recent turns to include.", default=6),
             ),
-            lambda st, p: st.context(p["query"], budget=p["budget"], k=p["k"], recent=p["recent"]).to_json(),
+            lambda st, p, perms: st.context(p["query"], budget=p["budget"], k=p["k"], recent=p["recent"]).to_json(),
         ),
         Endpoint(
             "/where",
@@ -266,10 +286,14 @@ ENDPOINTS = {
                 Param("markers", "integer", "Open markers to show at most.", default=10),
                 Param("lines", "integer", "Last lines of the latest session.", default=8),
             ),
-            lambda st, p: st.where(markers=p["markers"], lines=p["lines"]).to_json(),
+            lambda st, p, perms: st.where(markers=p["markers"], lines=p["lines"]).to_json(),
         ),
         Endpoint(
-            "/stats", "Counts: records, days, sessions, segments, bytes.", _READ, (), lambda st, p: st.stat().to_json()
+            "/stats",
+            "Counts: records, days, sessions, segments, bytes.",
+            _READ,
+            (),
+            lambda st, p, perms: st.stat().to_json(),
         ),
         *VIEW_ENDPOINTS,
     )
@@ -341,6 +365,8 @@ def parse_params(ep: Endpoint, raw: dict, from_query: bool) -> dict:
             out[p.name] = [] if p.type == "array" and p.default is None else p.default
             continue
         out[p.name] = _coerce(p, raw[p.name], from_query)
+        if (why := limits.problem(p.name, out[p.name])) is not None:
+            raise HTTPError(400, why)
     return out
 
 
@@ -377,6 +403,8 @@ def _coerce(p: Param, v, from_query: bool):
 
 def status_for(exc: MemstoreError) -> int:
     """The HTTP status for a library error: the caller's fault is 4xx, the store's state is 5xx."""
+    if isinstance(exc, NotPermitted):
+        return 403
     if isinstance(exc, UsageError):
         return 400
     if isinstance(exc, SecretsFound):
@@ -501,6 +529,7 @@ class _Handler(BaseHTTPRequestHandler):
             data, ctype, headers = body.body, body.content_type, {**PAGE_HEADERS, **headers}
         else:
             data, ctype = json.dumps(body, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8"
+            headers = {**JSON_HEADERS, **headers}
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
@@ -518,21 +547,60 @@ class _Handler(BaseHTTPRequestHandler):
             raise HTTPError(400, "Content-Length is not a number") from None
         if n > MAX_BODY:
             raise HTTPError(413, f"body of {n} bytes is over the {MAX_BODY}-byte limit")
-        return self.rfile.read(n) if n > 0 else b""
+        if n <= 0:
+            return b""
+        try:
+            data = self.rfile.read(n)
+        except TimeoutError:
+            self.close_connection = True
+            raise HTTPError(408, f"the body did not arrive within {self.timeout:g} s (Content-Length {n})") from None
+        if len(data) < n:  # the client stopped early: a cut-off body must never be acted on
+            self.close_connection = True
+            raise HTTPError(400, f"body is {len(data)} bytes, shorter than its Content-Length of {n}")
+        return data
 
     def log_message(self, fmt, *args):
         if self.app.log:
             sys.stderr.write(f"{self.address_string()} {fmt % args}\n")
 
 
+def host_name(host: str) -> str:
+    """The name in a Host header or an --allowed-host value: no port, no brackets, lower case."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host[1:]
+    if host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    return host.rstrip(".")
+
+
+def is_loopback_name(name: str) -> bool:
+    """localhost, any address in 127.0.0.0/8, or ::1."""
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 class App:
     """Routes requests to ENDPOINTS and runs the store calls on one worker thread."""
 
-    def __init__(self, root: Path, allow_remote: bool = False, log: bool = True, writable: bool = False):
+    def __init__(
+        self,
+        root: Path,
+        allow_remote: bool = False,
+        log: bool = True,
+        writable: bool = False,
+        allowed_hosts=(),
+        perms: Permissions = Permissions(),
+    ):
         from .. import __version__
 
         self.root, self.allow_remote, self.log, self.version = Path(root), allow_remote, log, __version__
-        self.writable = writable
+        self.writable, self.perms = writable, perms
+        self.allowed_hosts = frozenset(host_name(h) for h in allowed_hosts)
         self.assets = load_assets()
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore-serve")
         self._store = None
@@ -546,8 +614,7 @@ class App:
 
     def answer(self, method: str, target: str, headers, read_body) -> dict | Page:
         """The JSON answer (or the page, or one of its files) for one request, or HTTPError."""
-        if not self.allow_remote:
-            self._check_local(headers)
+        self._check_origin(headers)
         url = urlsplit(target)
         path = url.path.rstrip("/") or "/"
         if path == "/openapi.json" or path == "/" or path.startswith("/assets/"):
@@ -592,16 +659,21 @@ class App:
         params = parse_params(ep, raw, from_query)
         return self._call(ep, params)
 
-    def _check_local(self, headers) -> None:
+    def _check_origin(self, headers) -> None:
+        """403 unless the request names this server (Host) and comes from no other web origin."""
         host = (headers.get("Host") or "").strip()
-        name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
-        if name.lower() not in LOOPBACK_NAMES:
-            raise HTTPError(403, f"Host {host!r} is not a loopback name; this server answers localhost only")
+        name = host_name(host)
+        if not (is_loopback_name(name) or name in self.allowed_hosts):
+            also = f" or {', '.join(sorted(self.allowed_hosts))}" if self.allowed_hosts else ""
+            raise HTTPError(
+                403, f"Host {host!r} is not a loopback name{also}; this server answers only the names it serves"
+            )
         origin = headers.get("Origin")
-        if origin and origin != "null":
-            oname = urlsplit(origin).hostname or ""
-            if oname.lower() not in LOOPBACK_NAMES:
-                raise HTTPError(403, f"requests from the web origin {origin!r} are not allowed")
+        if origin is not None and origin.strip().lower() not in (f"http://{host.lower()}", f"https://{host.lower()}"):
+            raise HTTPError(403, f"requests from the web origin {origin!r} are not allowed")
+        site = (headers.get("Sec-Fetch-Site") or "").strip().lower()
+        if site in ("cross-site", "same-site"):
+            raise HTTPError(403, f"the browser marks this request {site}; only this server's own page may ask")
 
     @staticmethod
     def _json_body(headers, body: bytes) -> dict:
@@ -625,7 +697,7 @@ class App:
 
         def run():
             try:
-                return ep.call(self._st(), params)
+                return ep.call(self._st(), params, self.perms)
             except MemstoreError as exc:
                 raise HTTPError(status_for(exc), user_message(exc)) from None
             except ValueError as exc:  # bad values the library rejects (a malformed time, an empty query)
@@ -645,31 +717,88 @@ class App:
         self.pool.shutdown(wait=True)  # let a write in progress finish its commit
 
 
-def bind_address(host: str, port: int, allow_remote: bool) -> tuple[int, tuple]:
-    """(address family, socket address) for host:port; UsageError for a non-loopback host without allow_remote."""
+def bind_address(host: str, port: int, allow_remote: bool, allowed_hosts=()) -> tuple[int, tuple]:
+    """(address family, socket address) for host:port; UsageError for a non-loopback host without
+    allow_remote, or without the host names its clients will use (`allowed_hosts`)."""
     try:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
         raise UsageError(f"cannot resolve --host {host!r}: {exc.strerror}") from None
     family, _, _, _, sockaddr = infos[0]
-    if not allow_remote:
-        for info in infos:
-            addr = ipaddress.ip_address(info[4][0].split("%")[0])
-            if not addr.is_loopback:
-                raise UsageError(
-                    f"refusing to serve on {host or '*'} ({addr}): not a loopback address, and the "
-                    "API has no authentication",
-                    "Use --host 127.0.0.1, or pass --allow-remote to serve other machines anyway.",
-                )
+    for info in infos:
+        addr = ipaddress.ip_address(info[4][0].split("%")[0])
+        if addr.is_loopback:
+            continue
+        if not allow_remote:
+            raise UsageError(
+                f"refusing to serve on {host or '*'} ({addr}): not a loopback address, and the "
+                "API has no authentication",
+                "Use --host 127.0.0.1, or pass --allow-remote to serve other machines anyway.",
+            )
+        if not allowed_hosts:
+            raise UsageError(
+                f"serving on {host or '*'} ({addr}) needs the names clients will reach it by: requests "
+                "naming any other host are refused, so a web page cannot reach it through DNS rebinding",
+                "Add --allowed-host NAME (repeat it for each name or address, e.g. --allowed-host "
+                "memory.lan --allowed-host 192.168.1.20).",
+            )
     return family, sockaddr
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+_BUSY = json.dumps({"error": "the server is busy (too many open connections); try again", "status": 503}).encode()
 
-    def __init__(self, family, addr, handler):
+
+class _Server(HTTPServer):
+    """An HTTP server whose connections are answered by a bounded pool of threads.
+
+    At most `pending` connections are held at once (in work or queued for a thread); one more is
+    answered 503 at once and closed, so idle or half-open connections cannot pile up threads.
+    """
+
+    request_queue_size = 128  # the listen backlog: a burst of connects is accepted, then bounded here
+
+    def __init__(self, family, addr, handler, workers: int = WORKERS, pending: int = PENDING):
         self.address_family = family
         super().__init__(addr, handler)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="memstore-http")
+        self._slots = threading.BoundedSemaphore(max(pending, workers))
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):
+            self._refuse_busy(request)
+            return
+        try:
+            self._pool.submit(self._work, request, client_address)
+        except RuntimeError:  # the pool is shut down: the server is closing
+            self._slots.release()
+            self.shutdown_request(request)
+
+    def _work(self, request, client_address):
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+            self._slots.release()
+
+    def _refuse_busy(self, request):
+        head = (
+            "HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n"
+            f"X-Content-Type-Options: nosniff\r\nRetry-After: 1\r\nContent-Length: {len(_BUSY)}\r\n"
+            "Connection: close\r\n\r\n"
+        )
+        try:
+            request.settimeout(1.0)
+            request.sendall(head.encode() + _BUSY)
+        except OSError:
+            pass
+        finally:
+            self.shutdown_request(request)
+
+    def server_close(self):
+        super().server_close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def make_server(
@@ -679,16 +808,27 @@ def make_server(
     allow_remote: bool = False,
     log: bool = True,
     writable: bool = False,
-) -> ThreadingHTTPServer:
+    *,
+    allowed_hosts=(),
+    allow_secrets_override: bool = False,
+    allow_wide_forget: bool = False,
+    timeout: float = TIMEOUT,
+    workers: int = WORKERS,
+    pending: int = PENDING,
+) -> HTTPServer:
     """A bound, not yet serving, HTTP server for the store at `root` (`server.app` holds the App).
 
-    Read-only unless `writable`: then /add may commit to the store.
+    Read-only unless `writable`: then /add and /forget may commit to the store, /add storing a
+    detected secret verbatim only with `allow_secrets_override`, /forget removing more than
+    limits.MAX_FORGET records only with `allow_wide_forget`. A non-loopback `host` needs
+    `allow_remote` and `allowed_hosts`; a connection idle for `timeout` seconds is closed.
     """
-    family, addr = bind_address(host, port, allow_remote)
-    app = App(root, allow_remote=allow_remote, log=log, writable=writable)
-    handler = type("Handler", (_Handler,), {"app": app})
+    family, addr = bind_address(host, port, allow_remote, allowed_hosts)
+    perms = Permissions(secrets_override=allow_secrets_override, wide_forget=allow_wide_forget)
+    app = App(root, allow_remote=allow_remote, log=log, writable=writable, allowed_hosts=allowed_hosts, perms=perms)
+    handler = type("Handler", (_Handler,), {"app": app, "timeout": timeout})
     try:
-        server = _Server(family, addr, handler)
+        server = _Server(family, addr, handler, workers=workers, pending=pending)
     except OSError as exc:
         app.close()
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

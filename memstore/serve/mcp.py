@@ -3,7 +3,9 @@
 Every tool calls the same `Store` method as the `ct` command of the same name and returns its
 `to_json()` shape. All store work runs on one dedicated thread: the index's SQLite connection
 belongs to the thread that opened it, and the event loop stays free to answer pings meanwhile.
-stdout carries the protocol, so nothing here prints; notes go to stderr through logging.
+stdout carries the protocol, so nothing here prints; notes go to stderr through logging. Every
+line the client sends is answered (memstore/serve/mcp_wire.py); every value is bounded, and a
+verbatim secret or a wide forget needs a flag the user gave to `ct mcp` (memstore/serve/limits.py).
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ budget; `add` to remember a turn or fact; `mark` to record where the work stands
 class MemoryServer:
     """Wraps one Store; each public coroutine is an MCP tool."""
 
-    def __init__(self, root: Path | str):
+    def __init__(self, root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False):
         from ..store import Store
 
         self.root = Path(root)
+        self.allow_secrets_override, self.allow_wide_forget = allow_secrets_override, allow_wide_forget
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore")
         self._store = None
         self._open = Store.open
@@ -40,14 +43,17 @@ class MemoryServer:
             self._store = self._open(self.root)
         return self._store
 
-    async def _run(self, fn, *args, **kwargs):
+    async def _run(self, fn, params: dict | None = None):
+        """fn() on the store thread, once `params` are within limits.py's bounds; errors as ToolError."""
         from mcp.server.mcpserver.exceptions import ToolError
 
         from ..errors import MemstoreError
+        from . import limits
 
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
+            limits.check(params or {})
+            return await loop.run_in_executor(self._pool, fn)
         except (MemstoreError, ValueError) as exc:  # the user-facing message, as the CLI would print it
             from ..errors import user_message
 
@@ -75,7 +81,10 @@ class MemoryServer:
             warnings = st.warnings()  # damage the index met, git mid-merge: the agent can tell the user
             return {"query": query, "hits": [h.to_json() for h in hits], **({"warnings": warnings} if warnings else {})}
 
-        return await self._run(run)
+        return await self._run(
+            run,
+            {"query": query, "k": k, "mode": mode, "since": since, "until": until, "role": role, "session": session},
+        )
 
     async def recall(
         self, question: str, k: int = 10, now: str | None = None, around: int = 0, docs: bool = False
@@ -90,7 +99,7 @@ class MemoryServer:
             warnings = st.warnings()
             return {**out, "warnings": warnings} if warnings else out
 
-        return await self._run(run)
+        return await self._run(run, {"question": question, "k": k, "now": now, "around": around})
 
     async def add(
         self,
@@ -104,14 +113,19 @@ class MemoryServer:
     ) -> dict:
         """Remember one turn or fact verbatim (one git commit). role: user | assistant | system | tool.
         A text holding a detected secret (token, key, password) is refused unless secrets is
-        "redact" (stored with [REDACTED kind] markers) or "allow" (stored verbatim)."""
-        return await self._run(
-            lambda: (
-                self._st()
-                .add(text, role=role, actor=actor, session=session, type=type, model=model, secrets=secrets)
-                .to_json()
-            )
-        )
+        "redact" (stored with [REDACTED kind] markers); "allow" (stored verbatim) works only when the
+        user started the server with --allow-secrets-override. text: at most 100,000 characters."""
+        from . import limits
+
+        def run():
+            limits.check_secrets(secrets, self.allow_secrets_override, "ct mcp")
+            st = self._st()
+            return st.add(
+                text, role=role, actor=actor, session=session, type=type, model=model, secrets=secrets
+            ).to_json()
+
+        fields = {"text": text, "role": role, "actor": actor, "session": session, "type": type, "model": model}
+        return await self._run(run, {**fields, "secrets": secrets})
 
     async def mark(self, text: str | None = None, done: str | None = None) -> dict:
         """Set a "where are we now" marker with `text`, or close the open marker whose id starts with `done`."""
@@ -119,7 +133,7 @@ class MemoryServer:
             from mcp.server.mcpserver.exceptions import ToolError
 
             raise ToolError("give either text (a new marker) or done (the id of a marker to close)")
-        return await self._run(lambda: self._st().mark(text, done=done).to_json())
+        return await self._run(lambda: self._st().mark(text, done=done).to_json(), {"text": text, "done": done})
 
     async def forget(
         self,
@@ -134,25 +148,33 @@ class MemoryServer:
         """Forget records for good (one git commit): by ids, by every word of `match`, by session, by
         time range, or every record one commit added (`commit`: an import or a write to undo); all
         given must hold. Their text leaves the logs, vectors, topic tree and markers; a tombstone
-        keeps other clones from bringing them back. Run with dry_run=true first."""
-        return await self._run(
-            lambda: (
-                self._st()
-                .forget(
-                    ids or (), match=match, session=session, since=since, until=until, commit=commit, dry_run=dry_run
-                )
-                .to_json()
-            )
-        )
+        keeps other clones from bringing them back. Run with dry_run=true first. At most 10 records
+        per call, unless the user started the server with --allow-wide-forget."""
+        from . import limits
+
+        criteria = {"match": match, "session": session, "since": since, "until": until, "commit": commit}
+
+        def run():
+            st = self._st()
+            return limits.bounded_forget(
+                st, self.allow_wide_forget, "ct mcp", ids or (), dry_run=dry_run, **criteria
+            ).to_json()
+
+        return await self._run(run, {"ids": ids, **criteria})
 
     async def where(self, markers: int = 10, lines: int = 8) -> dict:
         """Where the work stands: open markers (newest last) and the latest session's last lines."""
-        return await self._run(lambda: self._st().where(markers=markers, lines=lines).to_json())
+        return await self._run(
+            lambda: self._st().where(markers=markers, lines=lines).to_json(), {"markers": markers, "lines": lines}
+        )
 
     async def context(self, query: str, budget: int | None = None, k: int = 8, recent: int = 6) -> dict:
         """Prompt context for `query` within `budget` tokens: open markers, matching topic paths,
         recalled verbatim lines (oldest first) and recent turns. `text` is ready to paste."""
-        return await self._run(lambda: self._st().context(query, budget=budget, k=k, recent=recent).to_json())
+        return await self._run(
+            lambda: self._st().context(query, budget=budget, k=k, recent=recent).to_json(),
+            {"query": query, "budget": budget, "k": k, "recent": recent},
+        )
 
     async def tree(self, depth: int | None = None) -> dict:
         """The topic tree: nested topics with names, summaries and turn counts, plus an indented text view."""
@@ -164,7 +186,7 @@ class MemoryServer:
             t = st.tree()
             return {**render.as_json(t, depth), "text": render.text(t, st.tz, depth)}
 
-        return await self._run(run)
+        return await self._run(run, {"depth": depth})
 
     async def stats(self) -> str:
         """The store's counts (records, days, sessions, segments, bytes) as JSON."""
@@ -177,14 +199,14 @@ class MemoryServer:
 TOOLS = ("search", "recall", "add", "mark", "forget", "where", "context", "tree")
 
 
-def build_server(root: Path | str):
-    """An MCPServer with the memory tools and the `memstore://stats` resource."""
+def build_server(root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False):
+    """An MCPServer with the memory tools and the `memstore://stats` resource (flags: see MemoryServer)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
     from .. import __version__
 
-    mem = MemoryServer(root)
+    mem = MemoryServer(root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget)
     server = MCPServer(name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     writes = {"add", "mark", "forget"}
     for name in TOOLS:
@@ -209,14 +231,25 @@ def build_server(root: Path | str):
     return server, mem
 
 
-def serve(root: Path | str) -> None:
-    """Run the server on stdin/stdout until the client closes the connection."""
+def serve(root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False) -> None:
+    """Run the server on stdin/stdout until the client closes the connection; every line is answered."""
+    import anyio
+
     from ..store import Store
+    from .mcp_wire import checked_stdio
 
     st = Store.open(root)  # fail before the handshake, with the CLI's message, if this is not a store
-    server, mem = build_server(st.root)
+    server, mem = build_server(
+        st.root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget
+    )
     mem._store = None  # opened again on the worker thread, which owns its SQLite connection
+
+    async def run():
+        low = server._lowlevel_server  # what MCPServer.run_stdio_async drives, over our checked wire
+        async with checked_stdio() as (read_stream, write_stream):
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+
     try:
-        server.run("stdio")
+        anyio.run(run)
     finally:
         mem.close()

@@ -1,0 +1,117 @@
+"""What a served store (`ct serve`, `ct mcp`) accepts from a caller it cannot trust: the size of
+every value, and the writes that need a flag the user gave when starting the server.
+
+The caller of the HTTP API or of the MCP tools may be a web page, a prompt-injected agent or
+another local user, so no value may make the one store thread work for long, and no single call
+may store a secret verbatim or forget more than a few records unless the user said so.
+Both servers call the same checks, so the limits below are the same over HTTP and MCP.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import NotPermitted, UsageError
+
+MAX_K = 1_000  # hits, lines, markers: any count a caller asks for
+MAX_QUERY = 10_000  # characters of a query, a question or a forget match
+MAX_TEXT = 100_000  # characters of one added turn
+MAX_STRING = 1_000  # characters of any other string (a session, a time, a role)
+MAX_ITEMS = 1_000  # entries of a list (roles, sessions, ids)
+MAX_FORGET = 10  # records one forget may remove without --allow-wide-forget
+
+# integer parameters: (lowest, highest) accepted
+INT_RANGES = {
+    "k": (1, MAX_K),
+    "around": (0, 100),
+    "budget": (1, 1_000_000),
+    "recent": (0, MAX_K),
+    "markers": (0, MAX_K),
+    "lines": (0, MAX_K),
+    "offset": (0, 10**9),
+    "limit": (1, MAX_K),
+    "n": (1, 500),
+    "depth": (0, 1_000),
+}
+STRING_LIMITS = {"query": MAX_QUERY, "question": MAX_QUERY, "match": MAX_QUERY, "text": MAX_TEXT}
+
+SECRETS_FLAG = "--allow-secrets-override"
+FORGET_FLAG = "--allow-wide-forget"
+
+
+def problem(name: str, value) -> str | None:
+    """Why `value` is not accepted for the parameter `name`, or None when it is."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        low, high = INT_RANGES.get(name, (0, 10**9))
+        if not low <= value <= high:
+            return f"parameter {name!r} must be from {low} to {high}, not {_short(value)}"
+        return None
+    if isinstance(value, str):
+        limit = STRING_LIMITS.get(name, MAX_STRING)
+        if len(value) > limit:
+            return f"parameter {name!r} is {len(value):,} characters long; the limit is {limit:,}"
+        return _surrogate(name, value)
+    if isinstance(value, (list, tuple)):
+        if len(value) > MAX_ITEMS:
+            return f"parameter {name!r} has {len(value):,} entries; the limit is {MAX_ITEMS:,}"
+        for item in value:
+            if (why := problem(name, item)) is not None:
+                return why
+    return None
+
+
+def check(params: dict) -> None:
+    """UsageError naming the first parameter of `params` over its limit."""
+    for name, value in params.items():
+        if (why := problem(name, value)) is not None:
+            raise UsageError(why)
+
+
+def check_secrets(mode: str | None, allowed: bool, command: str) -> None:
+    """NotPermitted when `mode` would store a detected secret verbatim on a server not started to allow it."""
+    if mode == "allow" and not allowed:
+        raise NotPermitted(
+            f'secrets "allow" (store a detected secret verbatim) is off on this server; the user can '
+            f'start it with "{command} {SECRETS_FLAG}" to let callers ask for it',
+            'Use secrets "redact" to store the text with [REDACTED kind] markers instead.',
+        )
+
+
+def bounded_forget(st, allowed: bool, command: str, ids=(), *, dry_run: bool = False, **criteria):
+    """`st.forget(...)` that removes at most MAX_FORGET records unless `allowed` → ForgetResult.
+
+    It selects first (a dry run), refuses a wider selection, and then forgets exactly the
+    records it counted, so a record written meanwhile is never taken along.
+    """
+    chosen = st.forget(ids, dry_run=True, **criteria)
+    if dry_run:
+        return chosen
+    n = len(chosen.records)
+    if n > MAX_FORGET and not allowed:
+        raise NotPermitted(
+            f"this forget would remove {n} records; this server forgets at most {MAX_FORGET} per call "
+            f'unless the user starts it with "{command} {FORGET_FLAG}"',
+            "Narrow it (ids, match, session, a shorter since/until), or run ct forget yourself.",
+        )
+    if n == 0:
+        return st.forget(ids, **criteria)  # the library's own "nothing to forget" answer
+    return st.forget([r["id"] for r in chosen.records], **criteria)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate(name: str, value: str) -> str | None:
+    if (m := _SURROGATE.search(value)) is None:
+        return None
+    return (
+        f"parameter {name!r} holds a lone UTF-16 surrogate ({ascii(m.group())} at character {m.start()}), "
+        "which is not Unicode text"
+    )
+
+
+def _short(value) -> str:
+    s = str(value)
+    return s if len(s) <= 24 else f"{s[:12]}…({len(s)} digits)"
