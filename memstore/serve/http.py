@@ -429,7 +429,8 @@ def openapi(version: str) -> dict:
         }
         if ep.writes:
             errors["403"] = {
-                "description": "The server is read-only (started without --writable).",
+                "description": "The server is read-only (started without --writable), or the write needs a flag "
+                "it was not started with (--allow-secrets-override, --allow-wide-forget); the message names it.",
                 "content": {"application/json": {"schema": error}},
             }
         ok = {
