@@ -194,6 +194,23 @@ def journal_merge(store) -> None:
         _write_journal(store, journal)
 
 
+def _finish_committed_merge(store, journal: dict, gdir) -> bool:
+    """HEAD is a merge commit of the journal's HEAD and MERGE_HEAD: the merge is done, only git's
+    MERGE_* files are left; remove them. Anything else is not this journal's merge: False."""
+    from .errors import GitError
+
+    try:
+        merged = (gdir / "MERGE_HEAD").read_text().strip()
+        parents = store.git.run("rev-list", "--parents", "-n", "1", "HEAD").split()[1:]
+    except (OSError, GitError):
+        return False
+    if parents != [journal.get("head"), merged]:
+        return False
+    for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
+        (gdir / name).unlink(missing_ok=True)
+    return True
+
+
 def abort_own_merge(store, journal: dict | None) -> bool:
     """A `git merge` that `ct sync` began and was killed in (its journal says so, and HEAD has not
     moved): git's MERGE_HEAD is ct's own, so the merge is aborted, leaving what it left to the
@@ -205,7 +222,9 @@ def abort_own_merge(store, journal: dict | None) -> bool:
     if not journal or not journal.get("merge") or gdir is None or not (gdir / "MERGE_HEAD").exists():
         return False
     if journal.get("head") not in (None, store.git.head()):
-        return False  # a commit landed since: not the merge this journal began
+        # a commit landed since: the merge itself, when the kill came after git committed it and
+        # before it removed MERGE_HEAD (git runs post-merge in between): finish git's own clean-up
+        return _finish_committed_merge(store, journal, gdir)
     _clear_git_locks(store, float(journal.get("started") or 0), Repair())
     try:
         store.git.run("merge", "--abort")

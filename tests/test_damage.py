@@ -428,3 +428,45 @@ def test_ingesting_a_whitespace_free_file_makes_records_of_the_chunk_size(tmp_pa
     texts = [r["text"] for r in log_records(store.root)]
     assert "".join(texts) == "x" * 200_000 + "\n"
     assert len(texts) >= 200_000 // 3600 and max(map(len, texts)) < 3600
+
+
+def test_a_sync_killed_after_git_committed_its_merge_but_before_it_removed_merge_head_needs_one_repair(tmp_path):
+    """git removes MERGE_HEAD only after its post-merge hook: a kill in between leaves the merge
+    committed and MERGE_HEAD behind. One repair finishes git's clean-up (it refused before)."""
+    import subprocess
+    import time
+
+    from conftest import make_store
+
+    def g(root, *args):
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    a = make_store(tmp_path / "a").root
+    g(a, "remote", "add", "origin", str(remote))
+    ct("-C", a, "sync", "--set-upstream", "origin")
+    b = tmp_path / "b"
+    subprocess.run(["git", "clone", "-q", str(remote), str(b)], check=True)
+    for root in (a, b):
+        g(root, "config", "user.name", "t")
+        g(root, "config", "user.email", "t@example.invalid")
+    ct("-C", b, "add", "from b", "--ts", "2026-11-20T08:00:00Z")
+    g(b, "push", "-q")
+    ct("-C", a, "add", "from a", "--ts", "2026-11-20T09:00:00Z")
+    before = g(a, "rev-parse", "HEAD")
+    g(a, "fetch", "-q", "origin")
+    subprocess.run(
+        ["git", "-C", str(a), "merge", "-q", "--no-edit", "origin/main"],
+        check=True,
+        env={**__import__("os").environ, "MEMSTORE_COMMITTING": "1"},
+    )
+    (a / ".git" / "MERGE_HEAD").write_text(g(a, "rev-parse", "origin/main") + "\n")  # what the kill left
+    journal = {"pid": 999999, "started": time.time() - 5, "head": before, "merge": True}
+    (a / ".memstore" / "write-journal.json").write_text(json.dumps(journal))
+    out = ct("-C", a, "fsck", "--repair", check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not (a / ".git" / "MERGE_HEAD").exists()
+    assert ct("-C", a, "fsck").returncode == 0
