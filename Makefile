@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 install: $(BIN)/ct
 	PY=$(PY) bash scripts/ct_venv.sh
 	@# MiniLM's ONNX graph, keyed by its version and the weights: built when missing (~2 s, offline), else 0.3 s.
-	@$(BIN)/python -m memstore.adapters.minilm_graph >/dev/null
+	@$(BIN)/python -m memstore.adapters.minilm >/dev/null
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing chromium + chromium-driver for the browser tests (tests/test_web.py)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; fi
 
 $(BIN)/ct: pyproject.toml constraints.txt

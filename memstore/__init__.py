@@ -1,4 +1,7 @@
-"""memstore: a git-native memory store for people and LLM agents."""
+"""memstore: a git-native memory store for people and LLM agents.
+
+`from memstore import Store` (the facade, memstore/store.py) and every result type
+(memstore/results.py) load lazily, so `import memstore` (and `ct --help`) stays instant."""
 
 __version__ = "0.1.0"
 
@@ -8,15 +11,13 @@ READABLE_FORMATS = (1, 2, 3)
 
 
 def __getattr__(name):
-    # The Python API is imported lazily so that `import memstore` (and `ct --help`) stays instant.
-    if name in ("Store",):
+    if name == "Store":
         from .store import Store
 
         return Store
-    from .api import RESULT_TYPES
+    import importlib
 
-    if name in RESULT_TYPES or name == "Stats":
-        from . import api
-
-        return getattr(api, name)
+    results = importlib.import_module("memstore.results")
+    if name in results.RESULT_TYPES:
+        return getattr(results, name)
     raise AttributeError(name)

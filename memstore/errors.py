@@ -15,16 +15,6 @@ class MemstoreError(Exception):
         return self.message if not self.hint else f"{self.message}\n{self.hint}"
 
 
-def user_message(exc: BaseException) -> str:
-    """What the user is shown for an error (CLI stderr, HTTP body, MCP error), secrets masked: a
-    refusal is built masked; any other message may quote an input (a bad role, a file's name)."""
-    if isinstance(exc, SecretsFound):
-        return str(exc)
-    from .secret_policy import mask_message
-
-    return mask_message(str(exc))
-
-
 class UsageError(MemstoreError):
     """The command was called wrongly (bad option value, missing argument)."""
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from .errors import GitError, MemstoreError
 
+HOOK_MARK = "# memstore hook"  # the first comment of every hook file memstore installs (hooks/)
+
 IDENTITY = ("memstore", "memstore@localhost")
 INDEX_TUNE_BYTES = 1_000_000  # .git/index size from which writes switch it to format 4 + split index
 # Set while memstore itself commits, so our own hook stubs skip work the command does anyway.
@@ -208,9 +210,10 @@ class GitRepo:
             hooks = self.root / hooks
         hook = hooks / "post-commit"
         if hook.is_file() and os.access(hook, os.X_OK):
-            from .upkeep.hooks import MARK
-
-            ours = MARK in hook.read_text(errors="replace") and not hook.with_name("post-commit.pre-memstore").exists()
+            ours = (
+                HOOK_MARK in hook.read_text(errors="replace")
+                and not hook.with_name("post-commit.pre-memstore").exists()
+            )
             if not ours:
                 try:
                     self.run("hook", "run", "--ignore-missing", "post-commit", env=env)
@@ -380,6 +383,30 @@ class GitRepo:
         except (KeyError, ValueError, git.BadName):
             return {}
         return {b.path: b.data_stream.read() for b in tree.traverse() if b.type == "blob"}
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        """Whether commit `a` is an ancestor of (or is) `b`."""
+        proc = subprocess.run(["git", "-C", str(self.root), "merge-base", "--is-ancestor", a, b], capture_output=True)
+        return proc.returncode == 0
+
+    def present_commits(self, oids: list[str]) -> list[str]:
+        """Those of `oids` that name a commit in this repository (one `git cat-file --batch-check`)."""
+        if not oids:
+            return []
+        proc = subprocess.run(
+            ["git", "-C", str(self.root), "cat-file", "--batch-check"],
+            input="".join(f"{c}\n" for c in oids),
+            capture_output=True,
+            text=True,
+        )
+        return [ln.split()[0] for ln in proc.stdout.splitlines() if ln.endswith(" commit") or " commit " in ln]
+
+    def filter_repo(self, script: str, *args: str) -> subprocess.CompletedProcess:
+        """Run a git-filter-repo program (Python source using `git_filter_repo`) in this repository, in a
+        Python process of its own; the caller reads the result's returncode and stderr."""
+        import sys
+
+        return subprocess.run([sys.executable, "-c", script, *args], cwd=self.root, capture_output=True, text=True)
 
     def hooks_dir(self) -> Path:
         out = self.run("rev-parse", "--git-path", "hooks")
@@ -657,3 +684,30 @@ def refuse_if_unfinished(root: Path, doing: str = "write to the store") -> None:
         f'Finish it with "{finish}" (after resolving any conflicts: git status lists them) or undo it '
         f'with "{abort}", then run the command again. Nothing was changed.',
     )
+
+
+def blame_line(path: Path, line: int) -> list[str] | None:
+    """`git blame --porcelain` of one line of a file (its rows; [] when git knows no such line,
+    e.g. the file is not committed), or None when git could not be run."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(path.parent), "blame", "--porcelain", "-L", f"{line},{line}", "--", path.name],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.splitlines() if out.returncode == 0 else []
+
+
+def run_git(args, cwd=None, env=None, check: bool = True) -> str:
+    """`git ARGS…` as a plain process, its stdout as text (for the benchmarks, which time git's own
+    commands on stores and on the source checkout); GitError when it fails and `check` is set."""
+    try:
+        proc = subprocess.run(["git", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True)
+    except OSError as exc:
+        raise GitError(f"git could not be run: {exc}") from None
+    if check and proc.returncode != 0:
+        raise GitError(f"git {' '.join(map(str, args))} failed: {proc.stderr.strip()[-500:]}")
+    return proc.stdout

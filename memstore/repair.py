@@ -16,8 +16,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import FORMAT_VERSION
+from .results import Repair
 
 JOURNAL = "write-journal.json"
 BACKUP_DIR = "rolled-back"
@@ -31,99 +33,8 @@ OTHER_DATA = ("tree.json", "memstore.toml", ".gitattributes", ".gitignore")  # r
 # File times come from the kernel's coarse clock, which can lag time.time() by a tick.
 MTIME_SLACK = 0.05
 # Git lock files a killed git child can leave; only removed when a crashed writer's journal is older.
+UPGRADE_MARKER = "upgrade-in-progress"  # in .memstore/: an upgrade that dies before its commit is undone by the next
 GIT_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "packed-refs.lock")
-
-
-@dataclass
-class Repair:
-    """What a rollback or repair did (counts), what it left alone, and where the rolled-back lines went."""
-
-    crashed: dict | None = None
-    records: int = 0  # complete log lines that were never committed
-    other_lines: int = 0  # complete lines of the topic tree's shards or markers.jsonl never committed
-    partial_lines: int = 0  # unfinished last lines
-    segments: int = 0  # uncommitted segment files removed (format 1)
-    packs: int = 0  # uncommitted packs removed (format 2)
-    temp_files: int = 0
-    git_locks: list[str] = field(default_factory=list)
-    restored: list[str] = field(default_factory=list)  # tracked files put back to their committed version
-    untouched: list[str] = field(default_factory=list)  # uncommitted changes we did not make and left alone
-    backup: str | None = None
-    index: dict | None = None
-    forgotten: int = 0  # what a git merge brought back of forgotten records, removed again ...
-    forgotten_commit: str | None = None  # ... in this commit
-    upgrade: str | None = None  # a killed `ct upgrade`, undone whole: what it was
-
-    @property
-    def changed(self) -> bool:
-        return bool(
-            self.upgrade
-            or self.records
-            or self.other_lines
-            or self.partial_lines
-            or self.segments
-            or self.packs
-            or self.temp_files
-            or self.git_locks
-            or self.restored
-        )
-
-    def notes(self) -> list[str]:
-        out = self._rollback_notes()
-        if self.forgotten_commit:
-            out.append(
-                f"Removed again what a git merge brought back of {self.forgotten} forgotten records "
-                f"(commit {self.forgotten_commit[:10]})."
-            )
-        return out
-
-    def _rollback_notes(self) -> list[str]:
-        if self.upgrade:
-            return [
-                f'Rolled back {self.upgrade}: the store is as committed (its older format); "ct upgrade" upgrades it again.'
-            ]
-        if not self.changed:
-            return []
-        who = f" (pid {self.crashed['pid']})" if self.crashed and self.crashed.get("pid") else ""
-        parts = [f"{self.records} uncommitted records"] if self.records else []
-        if self.other_lines:
-            parts.append(f"{self.other_lines} uncommitted lines of the topic tree or markers")
-        if self.partial_lines:
-            parts.append(f"{self.partial_lines} unfinished lines")
-        if self.segments:
-            parts.append(f"{self.segments} orphan segments")
-        if self.packs:
-            parts.append(f"{self.packs} uncommitted packs")
-        if self.temp_files:
-            parts.append(f"{self.temp_files} temp files")
-        if self.git_locks:
-            parts.append(f"stale git locks ({', '.join(self.git_locks)})")
-        if self.restored:
-            parts.append(f"{len(self.restored)} files restored from HEAD")
-        what = f"an interrupted write{who}" if self.crashed else "uncommitted changes (no write was running)"
-        out = [f"Rolled back {what}: " + ", ".join(parts) + "."]
-        if self.backup:
-            out.append(f"The rolled-back lines are kept in {self.backup}.")
-        return out
-
-    def to_json(self) -> dict:
-        return {
-            "crashed": self.crashed,
-            "records": self.records,
-            "other_lines": self.other_lines,
-            "partial_lines": self.partial_lines,
-            "segments": self.segments,
-            "packs": self.packs,
-            "temp_files": self.temp_files,
-            "git_locks": self.git_locks,
-            "restored": self.restored,
-            "untouched": self.untouched,
-            "backup": self.backup,
-            "index": self.index,
-            "forgotten": self.forgotten,
-            "forgotten_commit": self.forgotten_commit,
-            "upgrade": self.upgrade,
-        }
 
 
 def recover_if_crashed(store) -> Repair | None:
@@ -311,17 +222,46 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
 
 def _undo_upgrade(store, journal: dict | None, rep: Repair) -> bool:
     """A killed `ct upgrade` is undone whole (it began on a clean committed store), never in part."""
-    from .upkeep import upgrade
-
-    said = upgrade.interrupted(store)
+    said = interrupted_upgrade(store)
     if said is None:
         return False
     if journal is not None:
         _clear_git_locks(store, float(journal.get("started") or 0), rep)
-    upgrade.undo_interrupted(store)
+    undo_interrupted_upgrade(store)
     store.reload_config()  # format 1 again
     rep.upgrade = said.split(": ", 1)[1].split(";")[0]
     (store.meta_dir / JOURNAL).unlink(missing_ok=True)
+    return True
+
+
+def interrupted_upgrade(store) -> str | None:
+    """What to tell a person when an upgrade died before its commit (its marker is there and HEAD is
+    still an older format), else None: every other command's rollback would only undo part of it."""
+    from .errors import GitError
+
+    marker = store.meta_dir / UPGRADE_MARKER
+    try:
+        if (
+            not marker.exists()
+            or store.git.run("show", "HEAD:memstore.toml").find(f"format_version = {FORMAT_VERSION}") >= 0
+        ):
+            return None
+        pid = marker.read_text(encoding="utf-8").strip()
+    except (GitError, OSError):
+        return None
+    return (
+        f".memstore/{UPGRADE_MARKER}: an upgrade to format {FORMAT_VERSION} (pid {pid}) was killed before its commit; "
+        'run "ct upgrade": it puts the committed store back and upgrades it again'
+    )
+
+
+def undo_interrupted_upgrade(store) -> bool:
+    """An upgrade that died before its commit started from a clean older store: put that store back."""
+    if interrupted_upgrade(store) is None:
+        return False
+    store.git.run("checkout", "HEAD", "--", ".")
+    store.git.run("clean", "-fdq", "--", "packs", "tree", "log")
+    (store.meta_dir / UPGRADE_MARKER).unlink()
     return True
 
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from . import FORMAT_VERSION
 from .format.timeutil import to_iso
+from .format.markers import Marker  # noqa: F401  (a result type: mark, done, markers)
+from .format.topics import Tree
 
 
 @dataclass
@@ -265,3 +268,360 @@ class Where:
                     n = max(n, len(os.path.commonprefix([mid, other])) + 1)
             out[mid] = mid[:n]
         return out
+
+
+@dataclass
+class ForgetResult:
+    """What a forget did (or, with dry_run, would do)."""
+
+    records: list[dict] = field(default_factory=list)
+    commit: str | None = None
+    paths: list[str] = field(default_factory=list)
+    purged: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "forgotten": [r["id"] for r in self.records],
+            "commit": self.commit,
+            "paths": self.paths,
+            "purged_history": self.purged,
+            "notes": self.notes,
+            "records": [
+                {"id": r["id"], "ts": r.get("ts"), "session": r.get("session"), "text": (r.get("text") or "")[:200]}
+                for r in self.records
+            ],
+        }
+
+
+@dataclass
+class Report:
+    damage: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    records: int = 0
+    segments: int = 0
+    packs: int = 0
+    repair: object = None  # what `fsck(repair=True)` rolled back first (memstore/repair.py Repair), else None
+    unvectored: list[tuple[str, str, str]] = field(default_factory=list, repr=False)  # (where, day, id)
+
+    @property
+    def ok(self) -> bool:
+        return not self.damage
+
+    def to_json(self) -> dict:
+        return {
+            "ok": self.ok,
+            "records": self.records,
+            "segments": self.segments,
+            "packs": self.packs,
+            "damage": self.damage,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass
+class SyncResult:
+    remote: str
+    branch: str
+    upstream: str
+    merged: int = 0  # commits that came from the remote
+    merge_commit: str | None = None
+    fast_forward: bool = False
+    pushed: int = 0  # commits the remote did not have
+    retries: int = 0  # pushes that lost a race and were tried again after a new merge
+    reindexed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "remote": self.remote,
+            "branch": self.branch,
+            "upstream": self.upstream,
+            "merged": self.merged,
+            "merge_commit": self.merge_commit,
+            "fast_forward": self.fast_forward,
+            "pushed": self.pushed,
+            "retries": self.retries,
+            "reindexed": self.reindexed,
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class TreeDiff:
+    old_label: str
+    new_label: str
+    added: list[dict] = field(default_factory=list)
+    merged: list[dict] = field(default_factory=list)
+    archived_topics: list[dict] = field(default_factory=list)
+    removed: list[dict] = field(default_factory=list)
+    moved: list[dict] = field(default_factory=list)
+    renamed: list[dict] = field(default_factory=list)
+    grew: list[dict] = field(default_factory=list)
+    archived_records: int = 0
+    current: tuple[str | None, str | None] | None = None
+    old_tree: Tree | None = field(default=None, repr=False, compare=False)  # the two trees compared
+    new_tree: Tree | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.added
+            or self.merged
+            or self.archived_topics
+            or self.removed
+            or self.moved
+            or self.renamed
+            or self.grew
+            or self.archived_records
+            or self.current
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "old": self.old_label,
+            "new": self.new_label,
+            "added": self.added,
+            "merged": self.merged,
+            "archived_topics": self.archived_topics,
+            "removed": self.removed,
+            "moved": self.moved,
+            "renamed": self.renamed,
+            "grew": self.grew,
+            "archived_records": self.archived_records,
+            "current": list(self.current) if self.current else None,
+        }
+
+    def lines(self) -> list[str]:
+        out = []
+        for m in self.merged:
+            then = ""
+            if "now_in" in m:
+                then = f", since merged into {m['now_in']}" if m["now_in"] else ", since archived"
+            out.append(
+                f'merged   "{m["name"]}" ({m["id"]}, {m["records"]} turns) into "{m["into_name"]}" ({m["into"]}{then})'
+            )
+        for a in self.archived_topics:
+            out.append(f'archived "{a["name"]}" ({a["id"]}): all {a["records"]} turns were trivial')
+        if self.archived_records:
+            out.append(
+                f"archived {self.archived_records} trivial turn{'s' if self.archived_records != 1 else ''} "
+                "(still in the logs and the search index)"
+            )
+        for m in self.moved:
+            out.append(f'moved    "{m["name"]}" ({m["id"]}): under "{m["from_name"]}" -> under "{m["to_name"]}"')
+        for r in self.renamed:
+            out.append(f'renamed  "{r["from"]}" -> "{r["to"]}" ({r["id"]})')
+        for a in self.added:
+            kind = "group" if a["records"] == 0 else f"{a['records']} turns"
+            out.append(f'added    "{a["name"]}" ({a["id"]}, {kind}) under "{a["parent_name"]}"')
+        for g in self.grew:
+            out.append(f'grew     "{g["name"]}" ({g["id"]}): +{g["added"]} turns')
+        for r in self.removed:
+            why = f", {r['why']}" if r.get("why") else ""
+            out.append(f'removed  "{r["name"]}" ({r["id"]}, {r["records"]} turns{why})')
+        if self.current:
+            out.append(f"current  {self.current[0]} -> {self.current[1]}")
+        return out or ["no topic changes"]
+
+
+@dataclass
+class UpgradeResult:
+    """What `ct upgrade` did or would do."""
+
+    already: bool = False
+    dry_run: bool = False
+    source: int = 1  # the format upgraded from
+    days: list = field(default_factory=list)  # memstore/upkeep/upgrade.py's DayPlan, one per day
+    segment_files: int = 0
+    tree: bool = False
+    commit: str | None = None
+
+    @property
+    def records(self) -> int:
+        return sum(d.records for d in self.days)
+
+    @property
+    def vectors(self) -> int:
+        return sum(len(d.writer.records) for d in self.days)
+
+    @property
+    def blobs(self) -> int:
+        return sum(len(d.writer.blobs) for d in self.days)
+
+    def to_json(self) -> dict:
+        return {
+            "already": self.already,
+            "dry_run": self.dry_run,
+            "from_format": self.source,
+            "days": len(self.days),
+            "records": self.records,
+            "vectors": self.vectors,
+            "blobs": self.blobs,
+            "packs": sum(1 for d in self.days if d.writer),
+            "segment_files_removed": self.segment_files,
+            "tree": self.tree,
+            "commit": self.commit,
+        }
+
+    def lines(self) -> list[str]:
+        if self.already:
+            return [f"already format {FORMAT_VERSION}: nothing to do"]
+        verb = "would" if self.dry_run else "did"
+        packs = sum(1 for d in self.days if d.writer)
+        if self.source == 2:
+            out = [
+                f"{verb} rewrite {len(self.days)} day logs: {self.records} records gain their key (vkey)",
+                f"{verb} seal {self.vectors} vectors (bit for bit) and {self.blobs} originals into {packs} day "
+                f"packs, replacing {sum(len(d.old_packs) for d in self.days)} format-2 packs",
+            ]
+        else:
+            out = [
+                f"{verb} rewrite {len(self.days)} day logs: {self.records} records lose their seg field "
+                "and gain their key (vkey)",
+                f"{verb} seal {self.vectors} vectors (bit for bit) and {self.blobs} originals into {packs} day packs",
+                f"{verb} remove segments/ ({self.segment_files} files)",
+            ]
+            if self.tree:
+                out.append(f"{verb} turn tree.json into the tree log (tree/)")
+            out.append(f"{verb} rewrite .gitattributes (no merge driver)")
+        out.append(f"{verb} set format_version = {FORMAT_VERSION}")
+        if self.commit:
+            out.append(f"commit {self.commit[:10]}")
+        return out
+
+
+@dataclass
+class Repair:
+    """What a rollback or repair did (counts), what it left alone, and where the rolled-back lines went."""
+
+    crashed: dict | None = None
+    records: int = 0  # complete log lines that were never committed
+    other_lines: int = 0  # complete lines of the topic tree's shards or markers.jsonl never committed
+    partial_lines: int = 0  # unfinished last lines
+    segments: int = 0  # uncommitted segment files removed (format 1)
+    packs: int = 0  # uncommitted packs removed (format 2)
+    temp_files: int = 0
+    git_locks: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)  # tracked files put back to their committed version
+    untouched: list[str] = field(default_factory=list)  # uncommitted changes we did not make and left alone
+    backup: str | None = None
+    index: dict | None = None
+    forgotten: int = 0  # what a git merge brought back of forgotten records, removed again ...
+    forgotten_commit: str | None = None  # ... in this commit
+    upgrade: str | None = None  # a killed `ct upgrade`, undone whole: what it was
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.upgrade
+            or self.records
+            or self.other_lines
+            or self.partial_lines
+            or self.segments
+            or self.packs
+            or self.temp_files
+            or self.git_locks
+            or self.restored
+        )
+
+    def notes(self) -> list[str]:
+        out = self._rollback_notes()
+        if self.forgotten_commit:
+            out.append(
+                f"Removed again what a git merge brought back of {self.forgotten} forgotten records "
+                f"(commit {self.forgotten_commit[:10]})."
+            )
+        return out
+
+    def _rollback_notes(self) -> list[str]:
+        if self.upgrade:
+            return [
+                f'Rolled back {self.upgrade}: the store is as committed (its older format); "ct upgrade" upgrades it again.'
+            ]
+        if not self.changed:
+            return []
+        who = f" (pid {self.crashed['pid']})" if self.crashed and self.crashed.get("pid") else ""
+        parts = [f"{self.records} uncommitted records"] if self.records else []
+        if self.other_lines:
+            parts.append(f"{self.other_lines} uncommitted lines of the topic tree or markers")
+        if self.partial_lines:
+            parts.append(f"{self.partial_lines} unfinished lines")
+        if self.segments:
+            parts.append(f"{self.segments} orphan segments")
+        if self.packs:
+            parts.append(f"{self.packs} uncommitted packs")
+        if self.temp_files:
+            parts.append(f"{self.temp_files} temp files")
+        if self.git_locks:
+            parts.append(f"stale git locks ({', '.join(self.git_locks)})")
+        if self.restored:
+            parts.append(f"{len(self.restored)} files restored from HEAD")
+        what = f"an interrupted write{who}" if self.crashed else "uncommitted changes (no write was running)"
+        out = [f"Rolled back {what}: " + ", ".join(parts) + "."]
+        if self.backup:
+            out.append(f"The rolled-back lines are kept in {self.backup}.")
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "crashed": self.crashed,
+            "records": self.records,
+            "other_lines": self.other_lines,
+            "partial_lines": self.partial_lines,
+            "segments": self.segments,
+            "packs": self.packs,
+            "temp_files": self.temp_files,
+            "git_locks": self.git_locks,
+            "restored": self.restored,
+            "untouched": self.untouched,
+            "backup": self.backup,
+            "index": self.index,
+            "forgotten": self.forgotten,
+            "forgotten_commit": self.forgotten_commit,
+            "upgrade": self.upgrade,
+        }
+
+
+@dataclass
+class Stats:
+    """What `Store.stat()` returns: the main counts as fields, everything `ct stat --json` prints in `data`."""
+
+    records: int
+    current_records: int
+    days: int
+    first_day: str | None
+    last_day: str | None
+    sessions: int
+    segments: int  # format-1 segment files (0 in format 2)
+    by_type: dict
+    by_role: dict
+    embedder: dict
+    packs: int = 0
+    data: dict = field(default_factory=dict, repr=False)
+
+    def to_json(self) -> dict:
+        return dict(self.data)
+
+
+# Every result type the Python API returns: `from memstore import <name>` loads it from here.
+RESULT_TYPES = (
+    "WriteResult",
+    "Hit",
+    "Hits",
+    "Filters",
+    "RecallResult",
+    "RecallHit",
+    "Marker",
+    "Where",
+    "Report",
+    "Context",
+    "Tree",
+    "TreeDiff",
+    "ReorgResult",
+    "SyncResult",
+    "Stats",
+    "ForgetResult",
+    "UpgradeResult",
+    "Repair",
+)

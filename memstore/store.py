@@ -1,477 +1,72 @@
-"""Store: finding, creating and opening a store, and the one write path that ends in one commit."""
+"""The facade: `memstore.Store`, the core (memstore/core.py) with every verb of `ct` as a method,
+each returning a typed result (memstore/results.py).
+
+Each verb calls the same feature function as the `ct` command of the same name, so the CLI, the
+HTTP page, the MCP server and Python programs agree. This is the one module that knows every
+feature: features (ingest/, tree/, retrieve/, upkeep/, forget/) take a Core and never import it;
+it also wires in what a write does beside its files (topic placement, `place`) and what a new
+store gets (git hooks, `set_up_git`). Feature modules are imported inside the methods, so
+`import memstore` stays instant. The faces (cli/, serve/, integrations/, bench/) import this.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
-from pathlib import Path
 
-from . import FORMAT_VERSION
-from .api import StoreAPI
-from .errors import EmbedderMismatch, FormatError, MemstoreError, NotAStoreError, UsageError
-from .format import config as configfmt
-from .format import layout
-from .format import log as logfmt
-from .format import record as recordfmt
-from .format import pack as packfmt
-from .format import seal
-from .format.timeutil import from_iso, local_day, zone
-from .locking import file_lock, lock_timeout
-from .results import WriteResult  # noqa: F401  (re-exported: writers import it from here)
-
-META_DIR = ".memstore"
-EMBED_CHARS = 32_768
-GITIGNORE = f"/{META_DIR}/\n"
-GITATTRIBUTES = """\
-# memstore (docs/format.md): every file merges with git's built-in rules, no merge driver.
-# Append-only JSONL merges by union (each line stands alone; readers tolerate repeats); .is is binary.
-log/**/*.jsonl merge=union
-tree/**/*.jsonl merge=union
-markers.jsonl merge=union
-forgotten.jsonl merge=union
-*.is binary
-"""
+from .core import Core
+from .results import WriteResult
+from .results import Stats
 
 
-def find_root(start: Path | None = None) -> Path:
-    """The store at or above `start` (or MEMSTORE_DIR); NotAStoreError when there is none."""
-    env = os.environ.get("MEMSTORE_DIR")
-    if start is None and env:
-        start = Path(env)
-        if (start / configfmt.FILENAME).is_file():
-            return start.resolve()
-        raise NotAStoreError(start)
-    here = Path(start or Path.cwd()).resolve()
-    for p in [here, *here.parents]:
-        if (p / configfmt.FILENAME).is_file():
-            return p
-    raise NotAStoreError(here)
+def _instant(value, store, now, edge: str) -> float | None:
+    """A filter bound as Unix seconds: None, a number, a datetime, or ISO text / a time phrase."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=store.tz)).timestamp()
+    if isinstance(value, dt.date):
+        return dt.datetime.combine(value, dt.time(), store.tz).timestamp()
+    from .retrieve.timefilter import instant
+
+    return instant(str(value), store, now if now is None or isinstance(now, str) else now.isoformat(), edge=edge)
 
 
-def meta_dir_for(root: Path) -> Path:
-    """Where the disposable index and locks live: `.memstore/` in the store, or, when the store
-    cannot be written here (a read-only mount, another user's store), a folder of this user's
-    cache named after the store's path, so reads still work (the index is built there once)."""
-    own = root / META_DIR
-    if _can_write(own if own.exists() else root):
-        return own
-    import hashlib
+def _reference(store, now):
+    """A reference time: None, a datetime, or ISO text (on the store's clock when it has no offset)."""
+    if now is None or not isinstance(now, str):
+        return now
+    from .retrieve.timefilter import reference_now
 
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    key = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return base / "memstore" / "read-only-stores" / f"{root.name}-{key}"
+    return reference_now(now, store.tz)
 
 
-def _can_write(path: Path) -> bool:
-    return os.access(path, os.W_OK)
+def _list(v) -> list[str]:
+    if v is None:
+        return []
+    return [v] if isinstance(v, str) else list(v)
 
 
-class Store(StoreAPI):
-    """A memory store: a git repository of plain files plus a disposable index in `.memstore/`."""
+class Store(Core):
+    """A memory store: the core's parts and write path, and the verbs shared with `ct`."""
 
-    def __init__(self, root: Path, embedder_override: str | None = None):
-        self.root = Path(root).resolve()
-        if not (self.root / configfmt.FILENAME).is_file():
-            raise NotAStoreError(self.root)
-        self.config = configfmt.read(self.root)
-        self.tz = zone(self.config.timezone)
-        self.meta_dir = meta_dir_for(self.root)
-        self._embedder = None
-        self._git = None
-        self._index = None
-        self._tx = None  # the write transaction in progress (memstore/transaction.py)
-        if embedder_override and embedder_override != self.config.embedder["name"]:
-            raise EmbedderMismatch(
-                f"{self.root}: the store's vectors were made by the {self.config.embedder['name']!r} "
-                f"embedder ({self.config.embedder['model']}), not {embedder_override!r}.",
-                f'Run "ct -C {self.root} reembed --embedder {embedder_override}" to switch (one commit).',
-            )
+    # ----- what the facade wires into the core ---------------------------------------------------
 
-    # ----- opening and creating -------------------------------------------------------------
-
-    @classmethod
-    def open(cls, path: Path | str | None = None, search_parents: bool = True) -> "Store":
-        start = Path(path).expanduser() if path else None
-        root = find_root(start) if search_parents else start
-        return cls(root)
-
-    @classmethod
-    def init(
-        cls,
-        path: Path | str,
-        embedder: str = "minilm",
-        timezone: str | None = None,
-        dtype: str = "float32",
-        embedder_options: dict | None = None,
-        *,
-        dim: int | None = None,
-        model: str | None = None,
-    ) -> "Store":
-        """Create a memory store (a git repository) in `path` (`ct init`); `dim` and `model` are
-        shorthands for `embedder_options` (the hash and openai embedders' vector size, model name)."""
-        from . import adapters
+    def set_up_git(self) -> None:
+        """A new store's git repository gets memstore's hooks (hooks/) before its first commit."""
         from .upkeep import hooks
-        from .gitrepo import GitRepo
 
-        root = Path(path).expanduser().resolve()
-        if (root / configfmt.FILENAME).exists():
-            raise MemstoreError(f"{root} is already a memory store.", "Nothing was changed.")
-        if dtype not in ("float32", "int8"):
-            raise MemstoreError(f"--dtype must be float32 or int8, not {dtype!r}")
-        tzname = timezone or _local_timezone_name()
-        try:
-            zone(tzname)  # validate before touching the disk
-        except ValueError as exc:
-            raise UsageError(f"--timezone: {exc}.", "Nothing was changed.") from None
-        opts = {**(embedder_options or {}), **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None}}
-        adapters.check(embedder, opts)
-        desc = adapters.describe(embedder, **opts)
-        made = not root.exists()
-        root.mkdir(parents=True, exist_ok=True)
-        try:
-            repo = GitRepo(root) if (root / ".git").exists() else GitRepo.init(root)
-        except Exception:
-            if made and not any(root.iterdir()):  # no git: leave no empty folder behind
-                root.rmdir()
-            raise
-        cfg = configfmt.Config.new(tzname, desc, dtype)
-        cfg.settings["vector_dtype"] = dtype
-        cfg.write(root)
-        (root / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
-        (root / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
-        store = cls(root)
-        hooks.install(store)
-        repo.commit(
-            f"Initialise memory store (format {FORMAT_VERSION}, embedder {desc['name']}, timezone {tzname})",
-            [configfmt.FILENAME, ".gitignore", ".gitattributes"],
-        )
-        return store
+        hooks.install(self)
 
-    # ----- parts ------------------------------------------------------------------------------
-
-    @property
-    def git(self):
-        if self._git is None:
-            from .gitrepo import GitRepo
-
-            self._git = GitRepo(self.root)
-        return self._git
-
-    @property
-    def embedder(self):
-        """The store's embedder, loaded on first use (model weights are not loaded by open())."""
-        if self._embedder is None:
-            from . import adapters
-            from .userconfig import embedder_options
-
-            # dim from the store (what its vectors are); paths and endpoints only from the user.
-            opts = {**embedder_options(), "model": self.config.embedder["model"], "dim": self.config.embedder["dim"]}
-            emb = adapters.get_embedder(self.config.embedder["name"], **opts)
-            if emb.dim != int(self.config.embedder["dim"]) or emb.model != self.config.embedder["model"]:
-                raise EmbedderMismatch(
-                    f"{self.root / configfmt.FILENAME}: the store was embedded with "
-                    f"{self.config.embedder['model']} ({self.config.embedder['dim']}-d) but the "
-                    f"embedder gives {emb.model} ({emb.dim}-d).",
-                    f'Run "ct -C {self.root} reembed" to re-embed the store (one commit).',
-                )
-            self._embedder = emb
-        return self._embedder
-
-    def reload_config(self) -> None:
-        """Read memstore.toml again. A writer calls it holding the write lock (after rolling back a
-        crashed writer, which may put the file back): another process may have changed the embedder
-        (`ct reembed`) since this one opened the store, and vectors must be made with the one the
-        store says now. The embedder and index are dropped only when the embedder changed."""
-        fresh = configfmt.read(self.root)
-        if fresh.embedder != self.config.embedder:
-            self._embedder = None
-            if self._index is not None:
-                self._index.close()
-                self._index = None
-        self.config = fresh
-        self.tz = zone(fresh.timezone)
-
-    def set_embedder(self, embedder) -> None:
-        """Use an already-built embedder object (tests, benchmarks); it must match the store."""
-        if embedder.dim != int(self.config.embedder["dim"]) or embedder.model != self.config.embedder["model"]:
-            raise EmbedderMismatch(
-                f"embedder {embedder.model} does not match the store's {self.config.embedder['model']}"
-            )
-        self._embedder = embedder
-
-    def index(
-        self,
-        update: bool = True,
-        quiet: bool = True,
-        *,
-        rebuild: bool = False,
-        dry_run: bool = False,
-        progress=None,
-    ):
-        """The disposable index, brought up to date first unless `update` is False (`ct index`).
-
-        Only the days whose files changed are reindexed; `rebuild` redoes everything, `dry_run`
-        only plans. What was planned or done is in the returned index's `last_plan`.
-        """
-        from .index.build import Index
-
-        if self._index is None:
-            self._index = Index(self)
-        if dry_run:
-            self._index.last_plan = self._index.plan(rebuild)
-        elif update or rebuild:
-            from .repair import recover_if_crashed
-
-            recover_if_crashed(self)  # one stat unless a writer died mid-write
-            self._index.last_plan = self._index.update(rebuild=rebuild, quiet=quiet, progress=progress)
-        return self._index
-
-    def warnings(self) -> list[str]:
-        """What a reader should be told about the store now: git waiting in the middle of an
-        operation, and each file the index met damaged while it read (a record with no vector, a
-        line that does not parse, a forgotten line a merge brought back); `ct fsck` says what to
-        run. Only what this process's index saw: no extra reads."""
-        note = self._index.note if self._index is not None else None  # a damaged index, rebuilt
-        return [w for w in [self.unfinished(), note] if w] + self.index_problems()
-
-    def index_problems(self) -> list[str]:
-        """The damaged files the index met (paths relative to the store), if it was opened here."""
-        index = self._index
-        if index is None or index._conn is None:
-            return []
-        return [p.replace(f"{self.root}{os.sep}", "") for p in index.problems()]
-
-    def detached_head(self) -> str | None:
-        """HEAD's commit when HEAD is detached (a commit made there is on no branch), else None."""
-        from .gitrepo import detached_head
-
-        return detached_head(self.root)
-
-    def unfinished(self) -> str | None:
-        """A warning when git is in the middle of a merge, rebase, … here (reads show the files as
-        they are; writes refuse), else None."""
-        from .gitrepo import unfinished_operation
-
-        state = unfinished_operation(self.root)
-        if state is None:
-            return None
-        from .repair import crashed_journal
-
-        if state[0] == "a merge" and (crashed_journal(self) or {}).get("merge"):
-            return f'ct sync was killed in its merge in {self.root}: "ct fsck --repair" (or the next write) undoes it'
-        return (
-            f"git is in the middle of {state[0]} in {self.root}; results show the files as "
-            f'they are now (finish with "{state[1]}" or "{state[2]}")'
-        )
-
-    def lock(self, what: str = "write"):
-        if what == "write":  # journalled, so a crashed writer is rolled back (memstore/repair.py)
-            from .transaction import write_lock
-
-            return write_lock(self)
-        return file_lock(self.meta_dir / f"{what}.lock", timeout=lock_timeout(), what=what)
-
-    def rel(self, path: Path) -> str:
-        return Path(path).resolve().relative_to(self.root).as_posix()
-
-    # ----- the one write path ---------------------------------------------------------------
-
-    def normalize(self, raw: dict, defaults: dict | None = None, derive_id: bool = False) -> dict:
-        return recordfmt.normalize(raw, self.tz, defaults=defaults, derive_id=derive_id)
-
-    def transaction(self, message, allow_old_format: bool = False, check_logs: bool = True):
-        """`with store.transaction(msg) as tx:` — lock, journal, files, one commit (memstore/transaction.py)."""
-        from .transaction import transaction
-
-        return transaction(self, message, allow_old_format=allow_old_format, check_logs=check_logs)
-
-    def write(
-        self,
-        records: list[dict],
-        message,
-        embed_inputs: list[str] | None = None,
-        progress=None,
-        extra_paths: list[str] | None = None,
-        dedupe: bool = True,
-        after_write=None,
-        before_write=None,
-        given_vectors: dict | None = None,
-        secrets: str = "refuse",
-        origins: dict | None = None,
-    ) -> WriteResult:
-        """Embed, write packs, append day logs and make one commit — one transaction.
-
-        `records` are normalised records (see `normalize`). Records whose id is already in the
-        store (or repeated in the batch) are skipped, which makes imports idempotent. `message`
-        is the commit message, or a function of the records actually added that returns it.
-        `after_write(store, records, vectors)` runs before the commit and returns extra paths to
-        stage; by default conversation records are placed in the topic tree, and
-        `after_write=False` skips that. `before_write(store, records)` runs in the transaction once
-        duplicates are dropped, before anything is embedded: it may queue blobs for the records'
-        packs (`store._tx.add_blob`) and fill in their fields, and returns paths to stage.
-        `given_vectors` maps id(record) to a vector stored as is instead of embedding that record
-        (imports that keep their vectors).
-        `secrets` says what to do with records holding a detected secret (memstore/secret_policy.py:
-        refuse, skip, redact, allow); `origins` maps id(record) to "file:line" for its messages.
-        """
-        from . import secret_policy
-
-        result = WriteResult()
-        inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
-        records, result.notes = secret_policy.apply(records, secrets, origins)
-        records = self._drop_forgotten(records, result)
-        for r in records:  # a redacted record is embedded from its redacted text
-            if "redacted" in (r.get("meta") or {}):
-                inputs_by_rec.pop(id(r), None)
-                (given_vectors or {}).pop(id(r), None)
-
-        def subject() -> str:  # derived text: never a detected secret, whatever the mode
-            return secret_policy.scrub(message(result.added) if callable(message) else message)
-
-        # The write's cost must not grow with the store: git is asked only about the day logs it
-        # appends to, and without `dedupe` (fresh ids) only those days are brought into the index.
-        with self.transaction(subject, check_logs=False) as tx:
-            result.notes[:0] = tx.notes  # what a crashed writer left was rolled back first
-            days = sorted({local_day(from_iso(r["ts"]), self.tz) for r in records})
-            from .transaction import refuse_dirty_logs
-
-            # today's tree shard too: the records' placement is appended to it, and a commit of it would
-            # carry lines someone left uncommitted (a git reset --mixed of an earlier write, say)
-            from .format import treelog
-            from .format.timeutil import now_utc
-
-            shard = self.rel(treelog.shard_path(self.root, local_day(now_utc(), self.tz)))
-            refuse_dirty_logs(self, [layout.day_log(d) for d in days] + ([shard] if after_write is not False else []))
-            if dedupe:
-                records, result.skipped = self._drop_known(records)
-            elif records:  # placing the records in the tree reads the index: the days written must be in it
-                from .index import queries
-
-                index = self.index(update=False)
-                # a clone's first write builds the whole index (a read would have to), later ones only their days
-                index.update(days=days if queries.has_days(index) else None)
-            if records and before_write:
-                tx.stage(list(before_write(self, records) or []))
-            if records:
-                vectors = self._embed_records(records, inputs_by_rec, given_vectors, progress)
-                refuse_non_finite(records, vectors, origins, self.config.embedder.get("model"))
-                tx.stage(self._write_files(records, vectors))
-                result.added = records
-                tx.stage(self._after_write(records, vectors, after_write, result))
-                self.index(update=False).save_clean_keys(secret_policy.take_fresh())
-            tx.stage(extra_paths or [])
-        result.commit = tx.commit
-        if result.added and result.commit:
-            # The index takes in what this write committed, so the next write (whatever its day) finds
-            # these records when it places its own in the topic tree; only the days written are read.
-            self.index(update=False).take_in(days)
-        return result
-
-    def _after_write(self, records: list[dict], vectors, after_write, result: WriteResult) -> list[str]:
-        """Extra files for the same commit: the caller's, or the topic tree's placement of the records."""
-        if after_write is False:
-            return []
-        if after_write is not None:
-            out = after_write(self, records, vectors)
-            return [out] if isinstance(out, str) else list(out or [])
+    def place(self, records: list[dict], vectors) -> list[str]:
+        """A write places its conversation records in the topic tree, in the write's commit."""
         from .tree.assign import assign_records, topics_enabled
 
-        if not topics_enabled(self):
-            return []
-        try:
-            return assign_records(self, records, vectors)
-        except Exception as exc:  # the verbatim log is the truth; a tree problem must not lose the write
-            result.notes.append(f"topic tree not updated: {exc}")
-            return []
+        return assign_records(self, records, vectors) if topics_enabled(self) else []
 
-    def _drop_forgotten(self, records: list[dict], result: WriteResult) -> list[dict]:
-        """A forgotten record (tombstone in forgotten.jsonl) does not come back by importing its source again."""
-        from .format import tombstones
-
-        gone = tombstones.ids(self.root) if records else set()
-        kept = [r for r in records if r["id"] not in gone]
-        if len(kept) < len(records):
-            result.notes.append(
-                f"left out {len(records) - len(kept)} records forgotten earlier ({tombstones.FILENAME})"
-            )
-        return kept
-
-    def _drop_known(self, records: list[dict]) -> tuple[list[dict], int]:
-        seen: set[str] = set()
-        fresh = []
-        for r in records:
-            if r["id"] not in seen:
-                seen.add(r["id"])
-                fresh.append(r)
-        known = self.index().known_ids([r["id"] for r in fresh]) if fresh else set()
-        kept = [r for r in fresh if r["id"] not in known]
-        return kept, len(records) - len(kept)
-
-    def _embed_records(self, records: list[dict], inputs_by_rec: dict, given: dict | None, progress=None):
-        """One vector per record: the caller's where given (keyed by id(record)), embedded otherwise
-        (memstore/turn_embedding.py: a user turn of several sentences is the mean of its sentences).
-
-        An embedding input is cut at EMBED_CHARS: no model reads further (8k tokens at most), and a
-        50 MB pasted log would otherwise cost minutes of tokenising for nothing.
-        """
-        import numpy as np
-
-        from .turn_embedding import record_vectors
-
-        todo = [r for r in records if id(r) not in (given or {})]
-        texts = [inputs_by_rec.get(id(r), r["text"])[:EMBED_CHARS] for r in todo]
-        vecs = record_vectors(self.embedder, todo, texts, progress)
-        if not given:
-            return vecs
-        out = np.zeros((len(records), self.embedder.dim), np.float32)
-        fresh = iter(vecs)
-        for i, r in enumerate(records):
-            out[i] = np.asarray(given[id(r)], np.float32) if id(r) in given else next(fresh)
-        return out
-
-    def _write_files(self, records: list[dict], vectors) -> list[str]:
-        """One pack per day touched (complete file, renamed into place), then the day-log lines.
-
-        The pack comes first so that a log line never names a record whose vector is not on disk;
-        the line itself names no file (the vector is found by day and record id), so consolidating
-        packs never touches a log. A day that already had `consolidate_packs` packs is consolidated
-        into one in the same commit. No fsync per file: a killed process leaves the page cache
-        intact, and durability against power loss comes from git, which fsyncs the committed
-        objects (core.fsync=committed, set with the hooks).
-        """
-        dtype = self.config.setting("vector_dtype")
-        dim = int(self.config.embedder["dim"])
-        limit = int(self.config.setting("consolidate_packs") or 0)
-        by_day: dict[str, list[tuple[dict, object]]] = {}
-        for rec, vec in zip(records, vectors):
-            by_day.setdefault(local_day(from_iso(rec["ts"]), self.tz), []).append((rec, vec))
-        blobs: dict[str, list[tuple]] = {}
-        for b in self._tx.blobs if getattr(self, "_tx", None) else []:
-            blobs.setdefault(b[1], []).append(b)
-        touched: list[str] = []
-        for day in sorted(set(by_day) | set(blobs)):
-            folder = packfmt.day_dir(self.root, day)
-            had = len(packfmt.pack_files(folder))
-            writer = packfmt.PackWriter(day, dim)
-            for rec, vec in by_day.get(day, []):
-                rec.pop("seg", None)  # a record names no file
-                rec["hash"] = recordfmt.text_hash(rec["text"])
-                rec["vkey"] = seal.record_key(rec["id"], rec["text"])  # only this line opens its vector
-                key = seal.key_bytes(rec["vkey"])
-                writer.add_vector(rec["id"], key, rec["hash"], vec, dtype, int(from_iso(rec["ts"]).timestamp()))
-            keys = {r["id"]: seal.key_bytes(r["vkey"]) for r, _ in by_day.get(day, [])}
-            for rid, _day, payload, data_type, manifest, unix in blobs.get(day, []):
-                writer.add_blob(rid, keys[rid], payload, data_type, manifest, unix)
-            writer.write(self.root)
-            touched.append(self.rel(folder))
-            if by_day.get(day):
-                logpath = logfmt.day_path(self.root, day)
-                logfmt.append(logpath, [r for r, _ in by_day[day]], fsync=False)
-                touched.append(self.rel(logpath))
-            if limit and had >= limit:  # after the lines: a consolidation carries what their keys open
-                consolidate_day(self, day)
-        return touched
-
-    # ----- helpers for commands -------------------------------------------------------------
+    # ----- writing -------------------------------------------------------------------------------
 
     def add(
         self,
@@ -486,12 +81,13 @@ class Store(StoreAPI):
         secrets: str | None = None,
         allow_secrets: bool = False,
     ) -> WriteResult:
-        """One turn, one commit. `secrets`: refuse (default), redact or allow (`allow_secrets=True`)."""
+        """One turn, one commit (`ct add`). `secrets`: refuse (default), redact or allow (`allow_secrets=True`)."""
         from .errors import UsageError
+        from .format import record as recordfmt
+        from .format.timeutil import now_utc
+        from .secrets.policy import preview
 
         secrets = secrets or ("allow" if allow_secrets else "refuse")
-        from .format.timeutil import now_utc
-
         if type not in ("text", "action", "meta"):
             raise UsageError(f"type must be text, action or meta, not {type!r} (documents come in with ingest-path)")
         if not isinstance(text, str) or not text.strip():
@@ -514,80 +110,580 @@ class Store(StoreAPI):
             rec = self.normalize(raw)  # a fresh id: nothing in the store can hold it, so no look-up by id
             return self.write(
                 [rec],
-                lambda added: f"Add {rec['role']} turn: {_preview(added[0]['text'])}",
+                lambda added: f"Add {rec['role']} turn: {preview(added[0]['text'])}",
                 secrets=secrets,
                 dedupe=False,
             )
         except recordfmt.RecordError as exc:  # one message for every face: CLI, HTTP, MCP
             raise UsageError(f"cannot add: {exc}") from None
 
+    def ingest_path(
+        self,
+        path,
+        *,
+        exts=None,
+        max_bytes: int = 10 * 1024 * 1024,
+        max_pdf_pages=None,
+        follow_symlinks: bool = False,
+        quantize: bool = False,
+        allow_secrets: bool = False,
+        progress=None,
+        secrets: str | None = None,
+        verbose: int = 0,
+    ):
+        """Ingest a file or folder of text, code and PDFs as document chunks (`ct ingest-path`) → WriteResult."""
+        from .ingest.path import ingest_path
 
-def _preview(text: str, width: int = 60) -> str:
-    """A commit subject's excerpt of a text: one line, secrets already scrubbed before cutting."""
-    from .secret_policy import scrub
-
-    return " ".join(scrub(text).split())[:width]
-
-
-def day_ring(root, day: str) -> list:
-    """The (record id, key) pairs the day log's lines hold: what can open that day's packs."""
-    path = logfmt.day_path(root, day)
-    if not path.exists():
-        return []
-    return packfmt.ring(ln.record for ln in logfmt.read_lines(path) if ln.record is not None)
-
-
-def consolidate_day(store, day: str) -> int | None:
-    """Merge a day's small packs into one new pack (old ones deleted); how many it merged.
-
-    Only packs that are each at most 45% of the result are merged (`pack.mergeable`), so a write
-    never rewrites the day's big pack for a small addition; what the day log's keys no longer open
-    (forgotten records) is left behind. 0: nothing worth merging; None: a pack of the day is damaged and
-    the day is left as it is for fsck to name (a repack must never drop or launder what it holds).
-    The caller stages the day's pack folder in its transaction: deletions and new pack, one commit.
-    """
-    from .format import tombstones
-
-    had = set(packfmt.pack_files(packfmt.day_dir(store.root, day)))
-    gone = tombstones.ids(store.root)  # a line a git merge brought back is forgotten all the same
-    try:
-        new, old = packfmt.consolidate_safely(
-            store.root,
-            day,
-            int(store.config.embedder["dim"]),
-            day_ring(store.root, day),
-            keep=(lambda rid, _h: rid not in gone) if gone else None,
+        return ingest_path(
+            self,
+            path,
+            exts=exts,
+            max_bytes=max_bytes,
+            max_pdf_pages=max_pdf_pages,
+            follow_symlinks=follow_symlinks,
+            quantize=quantize,
+            allow_secrets=allow_secrets,
+            progress=progress,
+            secrets=secrets,
+            verbose=verbose,
         )
-    except (OSError, packfmt.PackError):
-        return None
-    for p in old:
-        p.unlink()
-    return len(old) + (1 if new in had else 0) if new else 0
 
+    def ingest_any(
+        self,
+        path,
+        *,
+        max_bytes: int | None = None,
+        follow_symlinks: bool = False,
+        allow_secrets: bool = False,
+        progress=None,
+        secrets: str | None = None,
+    ):
+        """Ingest any files: text as chunks, PDFs, images, audio and others as blobs (`ct ingest-any`) → WriteResult."""
+        from .ingest.any import DEFAULT_MAX_BYTES, ingest_any
 
-def _local_timezone_name() -> str:
-    env = os.environ.get("TZ")
-    if env and "/" in env:
-        return env
-    try:
-        link = os.readlink("/etc/localtime")
-        if "zoneinfo/" in link:
-            return link.split("zoneinfo/", 1)[1]
-    except OSError:
-        pass
-    return "UTC"
+        return ingest_any(
+            self,
+            path,
+            max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+            follow_symlinks=follow_symlinks,
+            allow_secrets=allow_secrets,
+            progress=progress,
+            secrets=secrets,
+        )
 
+    def import_(
+        self,
+        kind: str,
+        path,
+        *,
+        source_timezone: str | None = None,
+        model: str | None = None,
+        allow_secrets: bool = False,
+        progress=None,
+        secrets: str | None = None,
+    ):
+        """Import another tool's data (`ct import KIND PATH`) → WriteResult.
 
-def refuse_non_finite(records: list[dict], vectors, origins: dict | None, model) -> None:
-    """A vector holding NaN or Infinity ranks first for every query: refuse the write, naming the record."""
-    import numpy as np
+        KIND: jsonl, claude-code, chatgpt, trace, lossless-memory (`source_timezone`: the zone of
+        times written without an offset; default the store's) or contexttape (`model`: the model
+        that made its vectors, kept when it is this store's). Idempotent: records already in the
+        store are skipped.
+        """
+        from .errors import UsageError
 
-    bad = np.flatnonzero(~np.isfinite(np.asarray(vectors, dtype=np.float32)).all(axis=1)) if len(records) else []
-    if len(bad):
-        rec = records[int(bad[0])]
-        where = (origins or {}).get(id(rec)) or f"record {rec['id']}"
-        raise FormatError(
-            where,
-            f"its vector holds NaN or Infinity ({len(bad)} of {len(records)} vectors; embedder {model})",
-            hint="Nothing was written.",
+        if source_timezone is not None and kind != "lossless-memory":
+            raise UsageError(f"source_timezone is for lossless-memory imports, not {kind}")
+        if model is not None and kind != "contexttape":
+            raise UsageError(f"model is for contexttape imports, not {kind}")
+        if kind == "contexttape":
+            from .ingest.import_contexttape import import_contexttape
+
+            return import_contexttape(
+                self, path, model=model, progress=progress, allow_secrets=allow_secrets, secrets=secrets
+            )
+        from .ingest.run import import_source
+
+        opts = {"source_timezone": source_timezone} if kind == "lossless-memory" else {}
+        return import_source(self, kind, path, progress=progress, allow_secrets=allow_secrets, secrets=secrets, **opts)
+
+    def watch(
+        self,
+        paths,
+        *,
+        kind: str | None = None,
+        interval: float = 5.0,
+        debounce: float = 2.0,
+        max_delay: float = 60.0,
+        once: bool = False,
+        secrets: str | None = None,
+        report=None,
+    ) -> int:
+        """Follow growing transcripts and import new complete lines in batches, one commit each (`ct watch`).
+
+        Runs until SIGINT/SIGTERM, or one pass with `once`; `report(batch)` is called per batch.
+        Returns the number of commits made.
+        """
+        from .ingest.watch import watch
+
+        return watch(
+            self,
+            [paths] if isinstance(paths, (str, os.PathLike)) else list(paths),
+            kind=kind,
+            interval=interval,
+            debounce=debounce,
+            max_delay=max(max_delay, debounce),
+            once=once,
+            secrets=secrets,
+            report=report,
+        )
+
+    def build_wiki(
+        self,
+        topics_file,
+        *,
+        limit: int | None = None,
+        min_chars: int = 0,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        secrets: str | None = None,
+        progress=None,
+        verbose: int = 0,
+    ):
+        """Fetch Wikipedia articles and ingest them as document chunks, one commit (`ct build-wiki`) → WriteResult."""
+        from .ingest.wiki import DEFAULT_BASE_URL, TIMEOUT_S, build_wiki
+
+        return build_wiki(
+            self,
+            topics_file,
+            limit=limit,
+            min_chars=min_chars,
+            base_url=base_url or DEFAULT_BASE_URL,
+            timeout=TIMEOUT_S if timeout is None else timeout,
+            secrets=secrets,
+            progress=progress,
+            verbose=verbose,
+        )
+
+    def forget(
+        self,
+        ids=(),
+        *,
+        match: str | None = None,
+        session: str | None = None,
+        since=None,
+        until=None,
+        now=None,
+        commit: str | None = None,
+        dry_run: bool = False,
+        purge_history: bool = False,
+    ):
+        """Forget records (`ct forget`): by id, every word of `match`, session, time range or the
+        commit that added them → ForgetResult.
+
+        One commit removes their text from every committed file and leaves tombstones; `dry_run`
+        only selects; `purge_history` also rewrites git history (memstore/forget/purge.py).
+        """
+        from .forget.purge import keys_in_history, purge, refuse_shallow_purge, texts_in_history
+        from .forget.remove import forget, forgotten_ids, record_vkey
+        from .forget.select import Criteria, select
+        from .results import ForgetResult
+
+        ids = list(ids or ())
+        criteria = Criteria(match=match, session=session, since=since, until=until, now=now, commit=commit)
+        if purge_history:
+            refuse_shallow_purge(self)
+        gone = forgotten_ids(self.root)
+        if purge_history and ids and all(i in gone for i in ids) and not criteria.given():
+            # forgotten earlier: only the history is left to clean
+            res = ForgetResult(records=[{"id": i, "text": "", "ts": ""} for i in ids], purged=not dry_run)
+            texts = texts_in_history(self, ids)
+            if not dry_run and texts:
+                res.notes.append(purge(self, texts, ids, keys_in_history(self, ids)))
+            return res
+        records = select(self, ids, criteria)
+        if dry_run:
+            return ForgetResult(records=records)
+        res = forget(self, records)
+        if purge_history and records:
+            full = [r for r in records if r["text"] is not None]
+            res.notes.append(
+                purge(self, [r["text"] for r in full], [r["id"] for r in full], [record_vkey(r) for r in full])
+            )
+            res.purged = True
+        return res
+
+    def mark(self, text: str | None = None, *, done: str | None = None, now=None, secrets: str = "refuse"):
+        """Open a "where are we now" marker with `text`, or close the open marker whose id starts
+        with `done` (`ct mark TEXT`, `ct mark --done ID`; one commit) → Marker. A marker holding a
+        detected secret is refused unless `secrets` is "redact" or "allow"."""
+        from .upkeep import marks as markers
+        from .errors import UsageError
+
+        if bool(text) == bool(done):
+            raise UsageError("give either TEXT (a new marker) or --done ID (close one)")
+        return markers.done(self, done, now=now) if done else markers.mark(self, text, now=now, secrets=secrets)
+
+    def done(self, ref: str, now=None):
+        """Close the marker whose id starts with `ref`: the same as `mark(done=ref)` → Marker."""
+        return self.mark(done=ref, now=now)
+
+    def reembed(self, embedder: str | None = None, options: dict | None = None, *, dim=None, model=None) -> dict:
+        """Re-embed every record, e.g. with another embedder; one commit (`ct reembed`).
+
+        `dim` and `model` are shorthands for `options` (the embedder's vector size and model name).
+        """
+        from .upkeep.reembed import reembed
+
+        return reembed(
+            self, embedder, {**(options or {}), **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None}}
+        )
+
+    def gc(self, dry_run: bool = False):
+        """Consolidate every day that has several packs into one pack, one commit (`ct gc`) → GcResult."""
+        from .upkeep.gc import gc
+
+        return gc(self, dry_run=dry_run)
+
+    def upgrade(self, dry_run: bool = False):
+        """Turn a format-1 store into format 2 in one commit, losslessly (`ct upgrade`) → UpgradeResult."""
+        from .upkeep.upgrade import upgrade
+
+        return upgrade(self, dry_run=dry_run)
+
+    def hooks(self, action: str = "status", name: str | None = None, args=(), stdin=None):
+        """The git hook stubs (`ct hooks install|uninstall|status`): install → names installed,
+        uninstall → names removed, status → {hook name: state}; run → what the stub `name` does
+        when git calls it with `args` (`ct hook NAME ARGS…`: refresh the index)."""
+        from .upkeep import hooks
+        from .errors import UsageError
+
+        if action == "run":
+            return hooks.run_hook(self, name, list(args), stdin=stdin)
+        if action not in ("install", "uninstall", "status"):
+            raise UsageError(f"hooks: the action is install, uninstall, status or run, not {action!r}")
+        return getattr(hooks, action)(self)
+
+    @staticmethod
+    def bare_remote(path):
+        """`path`, resolved, when it is a bare git repository (a shared remote to guard), else None."""
+        from pathlib import Path
+
+        from .gitrepo import is_bare
+
+        p = Path(path).expanduser()
+        return p.resolve() if is_bare(p) else None
+
+    @staticmethod
+    def install_guard(gdir) -> list[str]:
+        """`ct -C REMOTE.git hooks install`: the bare remote's pre-receive guard → hook names."""
+        from .upkeep.hooks import install_bare
+
+        return install_bare(gdir)
+
+    @staticmethod
+    def check_push(gdir, lines: list[str]) -> list[str]:
+        """The pre-receive guard's check of a push (`old new ref` lines) → the problems that refuse it."""
+        from .gitrepo import RevReader
+        from .upkeep.guard import pre_receive
+
+        return pre_receive(RevReader(gdir), lines)
+
+    @staticmethod
+    def before_hook(name: str, root) -> None:
+        """Before a hook opens the store: a post-merge hook names the merge git has just committed, so
+        the store does not count it as unfinished (git keeps MERGE_HEAD while post-merge runs)."""
+        import os
+
+        from .upkeep.hooks import MERGED_ENV, finished_merge
+
+        if name == "post-merge":
+            os.environ[MERGED_ENV] = finished_merge(root) or ""
+
+    def sync(self, push: bool = True, set_upstream: str | None = None, drop_purged: bool = False):
+        """Merge the remote's memory, reindex, push (`ct sync`) → SyncResult."""
+        from .upkeep.sync import sync
+
+        return sync(self, push=push, set_upstream=set_upstream, drop_purged=drop_purged)
+
+    def place_existing(self) -> int:
+        """Place every conversation record the topic tree does not hold yet, one commit
+        (`ct tree --place-existing`); returns how many were placed."""
+        from .tree.assign import place_existing
+
+        placed = {"n": 0}
+        with self.transaction(lambda: f"Place {placed['n']} existing conversation records in the topic tree") as tx:
+            paths, placed["n"] = place_existing(self)
+            tx.stage(paths)
+        return placed["n"]
+
+    def reorganize(
+        self, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False, offline: bool = False
+    ):
+        """Merge related topics and archive trivial turns, one commit unless `dry_run` (`ct reorganize`) → ReorgResult."""
+        from .tree.reorganize import reorganize
+
+        return reorganize(self, threshold=threshold, prune_trivial=prune_trivial, dry_run=dry_run, offline=offline)
+
+    # ----- reading -------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        mode: str = "hybrid",
+        *,
+        since=None,
+        until=None,
+        role=None,
+        actor=None,
+        type=None,
+        session=None,
+        now=None,
+        alpha: float | None = None,
+        also=(),
+        update_index: bool = True,
+        progress=None,
+    ) -> list:
+        """Ranked hits for `query` (`ct search`): mode hybrid | exact | vector → list[Hit].
+
+        `since`/`until` take a datetime, Unix seconds, ISO text or a phrase ("last week");
+        `role`, `actor`, `type`, `session` take one value or a list. `also`: more stores searched
+        together with this one (`ct -C a -C b search`), their hits ranked as one list.
+        `update_index=False` reads the index as it is (`--no-index`); `progress(n)` is called as
+        days are indexed.
+        """
+        from .errors import UsageError
+        from .retrieve.search import MODES, Filters, search, search_many, searchable
+
+        if mode not in MODES:
+            raise UsageError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        from .format.record import ROLES, TYPES
+
+        for name, given, known in (("role", role, ROLES), ("type", type, TYPES)):
+            wrong = [v for v in _list(given) or [] if v not in known]
+            if wrong:
+                raise UsageError(f"--{name} must be one of {', '.join(known)}, not {wrong[0]!r}")
+        if isinstance(now, str):
+            from .retrieve.timefilter import reference_now
+
+            reference_now(now, self.tz)  # a bad --now is an error even when no phrase needs it
+        stores = [self, *also]
+        pending = None
+        if update_index and mode != "exact" and not also and searchable(query):
+            # A fresh process loads the model (~0.1 s for MiniLM) while the index is brought up to
+            # date and the words are ranked, instead of after them: they overlap on two cores.
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(1, thread_name_prefix="memstore-embed")
+            pending = pool.submit(lambda: self.embedder.embed_query(query))
+            pool.shutdown(wait=False)
+        if update_index:
+            for st in stores:
+                st.index(progress=progress)
+        filters = Filters(
+            since=_instant(since, self, now, "start"),
+            until=_instant(until, self, now, "end"),
+            role=_list(role),
+            actor=_list(actor),
+            type=_list(type),
+            session=_list(session),
+        )
+        from .results import Hits
+        from .retrieve.search import NO_WORDS_NOTE
+
+        if also:
+            hits = Hits(search_many(stores, query, k, mode, filters, alpha))
+        else:
+            hits = Hits(search(self, query, k=k, mode=mode, filters=filters, alpha=alpha, qvec=pending))
+        hits.note = None if searchable(query) else NO_WORDS_NOTE
+        return hits
+
+    def recall(
+        self,
+        question: str,
+        k: int = 10,
+        *,
+        now=None,
+        around: int = 0,
+        docs: bool = False,
+        update_index: bool = True,
+    ):
+        """Verbatim lines for a question with a time phrase, best first (`ct recall`) → RecallResult.
+
+        `now` (datetime or ISO; naive means the store's timezone) anchors phrases like "yesterday".
+        """
+        from .retrieve.recall import recall
+
+        return recall(
+            self, question, now=_reference(self, now), k=k, around=around, docs=docs, update_index=update_index
+        )
+
+    def where(self, markers: int = 10, lines: int = 8, now=None):
+        """Open markers and the latest session's last lines (`ct where`) → Where."""
+        from .retrieve.where import where
+
+        return where(self, markers=markers, lines=lines, now=_reference(self, now))
+
+    def context(self, query: str, budget: int | None = None, k: int = 8, recent: int = 6):
+        """Markers, topic paths, recalled lines and recent turns for a prompt, within `budget` tokens → Context."""
+        from .retrieve.context import build_context
+
+        return build_context(self, query, budget=budget, k=k, recent=recent)
+
+    def tree(self, rev: str | None = None, *, place_existing: bool = False):
+        """The topic tree (its op log replayed; tree.json in a format-1 store), or as it was at git
+        revision `rev` (`ct tree`) → Tree. `place_existing` first places the conversation records the
+        tree does not hold yet (one commit; see `place_existing()` for the count)."""
+        from .format import tree as treefmt
+
+        if place_existing:
+            self.place_existing()
+        if rev is None:
+            from .forget.leftovers import without_stale_summaries
+
+            return without_stale_summaries(self, treefmt.read(self.root))
+        from .tree.diff import load_version
+
+        return load_version(self, rev)
+
+    def days(self) -> list[dict]:
+        """Current records per day, oldest first: [{"day": "YYYY-MM-DD", "records": n}]."""
+        from .index.browse import day_counts
+
+        return [{"day": d, "records": n} for d, n in day_counts(self.index())]
+
+    def day(self, day: str) -> list[dict]:
+        """One day's current records, verbatim, in time order (forgotten and superseded ones left out)."""
+        import re
+
+        from .errors import UsageError
+        from .index.browse import day_records
+
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day or ""):
+            raise UsageError(f"a day is written YYYY-MM-DD, not {day!r}")
+        import datetime as dt
+
+        try:
+            dt.date.fromisoformat(day)
+        except ValueError:
+            raise UsageError(f"{day!r} is no day of the calendar") from None
+        return day_records(self.index(), day)
+
+    def records(self, ids) -> list[dict]:
+        """The current records with these ids, verbatim, in time order (unknown ids are left out)."""
+        from .index.browse import records_by_id
+
+        return records_by_id(self.index(), _list(ids))
+
+    def markers(self) -> list:
+        """Every "where are we now" marker, open and done, oldest first → list[Marker]."""
+        from .format import markers as markerfmt
+
+        return markerfmt.read(self.root)
+
+    def stat(self) -> Stats:
+        """Counts of records, days, sessions, packs and bytes (`ct stat`) → Stats."""
+        from .upkeep.stats import stat
+
+        d = stat(self)
+        return Stats(
+            records=d["records"],
+            current_records=d["current_records"],
+            days=d["days"],
+            first_day=d["first_day"],
+            last_day=d["last_day"],
+            sessions=d["sessions"],
+            segments=d["segments"],
+            by_type=d["by_type"],
+            by_role=d["by_role"],
+            embedder=d["embedder"],
+            packs=d["packs"],
+            data=d,
+        )
+
+    def fsck(self, repair: bool = False):
+        """Verify every invariant of docs/format.md (`ct fsck`) → Report (`.ok`, `.damage`, `.warnings`).
+
+        `repair` first rolls back what an interrupted write left and brings the index up to date
+        (committed data is never changed); what it did is in `Report.repair`.
+        """
+        from .upkeep.fsck import fsck
+
+        fixed = None
+        if repair:
+            from .repair import repair as roll_back
+
+            fixed = roll_back(self)
+            self.reload_config()  # the rollback may have put memstore.toml back (a killed reembed)
+            self._honour_forgets(fixed)
+        rep = fsck(self)
+        rep.repair = fixed
+        return rep
+
+    def _honour_forgets(self, fixed) -> None:
+        """fsck --repair: remove what a plain git merge brought back of forgotten records (one commit),
+        unless git is in the middle of an operation (writes refuse then; fsck still names it)."""
+        from .forget.leftovers import apply_tombstones
+        from .format import tombstones
+        from .gitrepo import unfinished_operation
+
+        if not tombstones.ids(self.root) or unfinished_operation(self.root) is not None:
+            return
+        applied = apply_tombstones(self)
+        if applied.commit:
+            fixed.forgotten, fixed.forgotten_commit = len(applied.records) or len(applied.paths), applied.commit
+
+    def diff(self, rev_a: str | None = None, rev_b: str | None = None):
+        """How the topic tree changed between two git revisions (`ct diff`) → TreeDiff."""
+        from .tree.diff import tree_diff
+
+        return tree_diff(self, rev_a, rev_b)
+
+    def commit_id(self, rev: str) -> str:
+        """The full id of the commit `rev` names (a commit id or its prefix, HEAD, HEAD~N, a branch);
+        UsageError when it names none."""
+        from .errors import GitError, UsageError
+
+        try:
+            return self.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        except GitError:
+            raise UsageError(f"{rev!r} is not a revision of {self.root}", 'See "ct log" for revisions.') from None
+
+    def log(self, max_count: int = 20) -> list[dict]:
+        """The memory's history from git, newest first (`ct log`): sha, date, subject, counts per kind."""
+        from .upkeep.history import history
+
+        return history(self, max_count=max_count)
+
+    def history(self, max_count: int = 20) -> list[dict]:
+        """The same as `log` (its name before `log` matched the command)."""
+        return self.log(max_count)
+
+    def export(self, kind: str, dest, *, progress=None) -> dict:
+        """Write the store in another tool's format (`ct export contexttape DEST`); the store is not changed."""
+        from .errors import UsageError
+
+        if kind != "contexttape":
+            raise UsageError(f"export: the only format is contexttape, not {kind!r}")
+        from .upkeep.export import export_contexttape
+
+        self.index()
+        return export_contexttape(self, dest, progress=progress)
+
+    def chat(
+        self,
+        session: str | None = None,
+        budget: int = 1500,
+        *,
+        verbose: bool = False,
+        secrets=None,
+        send_secrets: bool = False,
+    ):
+        """A chat session with memory (`ct chat`): `.ask(text)` answers through the configured
+        OpenAI-compatible LLM with context from the store and stores both turns → ChatSession.
+        Secrets in what is sent (records stored with --allow-secrets) are masked unless `send_secrets`."""
+        from .retrieve.chat import ChatSession
+
+        return ChatSession(
+            self, session=session, budget=budget, verbose=verbose, secrets=secrets, send_secrets=send_secrets
         )

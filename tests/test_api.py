@@ -90,9 +90,9 @@ def test_import_memstore_stays_light():
 
 def test_every_result_type_imports_without_numpy():
     """docs/python-api.md: every result type imports from `memstore` without numpy, a model or git."""
-    from memstore.api import RESULT_TYPES
+    from memstore.results import RESULT_TYPES
 
-    names = sorted(RESULT_TYPES) + ["Stats", "Store"]
+    names = sorted(RESULT_TYPES) + ["Store"]
     code = (
         "import sys; from memstore import " + ", ".join(names) + "; "
         "heavy = [m for m in ('numpy', 'git', 'onnxruntime', 'torch') if m in sys.modules]; "

@@ -78,7 +78,7 @@ def test_contexttape_import_refuses_a_nan_vector_naming_its_segment(tmp_path, st
 def test_a_write_refuses_non_finite_vectors_naming_the_record(store):
     from memstore.errors import FormatError
     from memstore.format import pack as packfmt
-    from memstore.store import refuse_non_finite
+    from memstore.core import refuse_non_finite
 
     recs = [{"id": "a"}, {"id": "b"}]
     vecs = np.stack([_unit(1), np.full(384, np.inf, np.float32)])

@@ -231,7 +231,7 @@ def test_a_killed_consolidation_is_rolled_back(store):
     head = git(store.root, "rev-parse", "HEAD").stdout
     # What `ct gc` killed between writing the new pack (and deleting the old ones) and committing leaves:
     (store.meta_dir / "write-journal.json").write_text(json.dumps({"pid": 999999, "started": time.time() - 5}))
-    from memstore.store import day_ring
+    from memstore.core import day_ring
 
     new, old = packfmt.consolidate(store.root, "2026-11-30", 384, day_ring(store.root, "2026-11-30"))
     for p in old:

@@ -251,7 +251,7 @@ def test_a_big_store_tunes_its_git_index_and_plain_git_still_syncs(plain_clones,
 
 
 def test_a_store_has_no_merge_driver_and_union_attributes(tmp_path):
-    from memstore.store import GITATTRIBUTES
+    from memstore.format.layout import GITATTRIBUTES
 
     st = make_store(tmp_path / "s")
     attrs = (st.root / ".gitattributes").read_text()

@@ -360,7 +360,7 @@ def test_names_scan_a_clean_text_once_and_an_allowed_secret_every_time(tmp_path)
     clean is remembered in the index, so a later process does not scan it again (a URL in a topic
     no longer wakes detect-secrets on each `ct add`). A text holding an allowed secret is never
     remembered as clean."""
-    from memstore import secret_policy
+    from memstore.secrets import policy as secret_policy
     from memstore.index import queries
 
     st = make_store(tmp_path / "s")
@@ -400,3 +400,14 @@ def test_an_allowed_secret_is_never_sent_to_the_topic_model(tmp_path, openai_ser
     assert sent != "[]", "the topic model was asked"
     assert TOKEN not in sent and TOKEN[4:20] not in sent
     assert "[REDACTED github-token]" in sent
+
+
+def test_the_clean_verdicts_are_keyed_by_the_detector_source_files():
+    """A changed rule invalidates every saved verdict only if the key reads the detector's own files
+    (a moved module once left the key on the version fallback)."""
+    from pathlib import Path
+
+    from memstore.secrets import policy
+
+    here = Path(policy.__file__).parent
+    assert all((here / name).is_file() for name in policy.DETECTOR_SOURCES)

@@ -219,7 +219,7 @@ def _service_account() -> str:
          "wrapped-escaped", "wrapped-quoted", "json-in-json"],
 )  # fmt: skip
 def test_detector_finds_escaped_and_one_line_keys_service_accounts_hf_and_wrapped_tokens(kind, text):
-    from memstore.ingest.secrets import redact, scan
+    from memstore.secrets.detect import redact, scan
 
     found = scan(text)
     assert kind in {f.kind for f in found}, found
@@ -235,7 +235,7 @@ def test_detector_finds_escaped_and_one_line_keys_service_accounts_hf_and_wrappe
 def test_labelled_set_recall_and_false_positives():
     """The adopted detector on memstore/bench/secret_set.py: every secret found, no look-alike flagged."""
     from memstore.bench.secret_set import labelled_set, rates
-    from memstore.ingest.secrets import scan
+    from memstore.secrets.detect import scan
 
     r = rates(scan, labelled_set())
     assert r["lookalikes"] >= 150 and r["secrets"] >= 130
@@ -263,7 +263,7 @@ def test_service_account_json_is_refused_by_add(tmp_path):
     ],
 )
 def test_new_shapes_leave_look_alikes_alone(text):
-    from memstore.ingest.secrets import scan
+    from memstore.secrets.detect import scan
 
     assert scan(text) == []
 
@@ -285,7 +285,7 @@ def test_refusal_masks_every_secret_of_the_line(tmp_path):
 
 
 def test_excerpts_mask_the_other_secrets_of_their_line():
-    from memstore.ingest.secrets import scan
+    from memstore.secrets.detect import scan
 
     found = scan(f"{TOKEN} {SENDGRID} {TOKEN}")
     assert len(found) == 3

@@ -1,10 +1,10 @@
-"""Tests for the secret scanner (memstore.ingest.secrets): what it must catch and what it must not."""
+"""Tests for the secret scanner (memstore.secrets.detect): what it must catch and what it must not."""
 
 from __future__ import annotations
 
 import pytest
 
-from memstore.ingest.secrets import is_credentials_file, scan, shannon_entropy
+from memstore.secrets.detect import is_credentials_file, scan, shannon_entropy
 
 # Fake tokens are assembled at run time, so this file never holds a literal that looks like a key
 # (which would trip push protection on any host this repository is pushed to).

@@ -201,14 +201,15 @@ def test_a_store_this_user_cannot_write_is_still_searched(tmp_path, monkeypatch)
     import os
     import shutil
 
-    from memstore import store as storemod
+    from memstore.format import layout
+    from memstore.store import Store
 
-    st = storemod.Store.init(tmp_path / "s", embedder="hash", timezone="UTC")
+    st = Store.init(tmp_path / "s", embedder="hash", timezone="UTC")
     ct("-C", st.root, "add", "the shared calendar lives on the team drive")
     shutil.rmtree(st.root / ".memstore")
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    monkeypatch.setattr(storemod, "_can_write", lambda path: False)
+    monkeypatch.setattr(layout, "_can_write", lambda path: False)
     hits = json.loads(ct("-C", st.root, "search", "team drive calendar", "--json").stdout)["hits"]
     assert [h["text"] for h in hits][:1] == ["the shared calendar lives on the team drive"]
     assert "the shared calendar" in ct("-C", st.root, "where").stdout

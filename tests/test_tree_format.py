@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from conftest import ct, git_clean
 from memstore.errors import FormatError
 from memstore.format import tree as treefmt
+from memstore.tree.forget import forget_ops
 from memstore.format import treelog
 from memstore.format.tree import Topic, Tree
 
@@ -341,7 +342,7 @@ def test_forget_rewrites_every_line_that_names_or_quotes_the_record(store):
     )
     text = "\n".join(_lines(store.root))
     assert secret_id in text and "locker code is 4471" in text  # the offline summary quotes the opener
-    changed = treefmt.forget(store.root, [secret_id], [secret])
+    changed = forget_ops(store.root, set([secret_id]), [secret])
     assert changed and all(p.startswith("tree/") for p in changed)
     text = "\n".join(_lines(store.root))
     assert secret_id not in text and "4471" not in text and "locker code" not in text
@@ -350,18 +351,18 @@ def test_forget_rewrites_every_line_that_names_or_quotes_the_record(store):
     t = after.topics[after.topic_of()[next(iter(ids - {secret_id}))]]
     assert t.name and t.named_by == "offline"
     assert treefmt.problems(store.root) == []
-    assert treefmt.forget(store.root, [secret_id], [secret]) == []  # nothing left to take out
+    assert forget_ops(store.root, set([secret_id]), [secret]) == []  # nothing left to take out
 
 
 def test_forget_drops_lines_left_without_records_and_tree_json_too(tmp_path):
     t = _tree(a=(None, ["r1"], "1"), b=(None, ["r2"], "1"))
     treefmt.write(tmp_path, t, now=T0)
-    treefmt.forget(tmp_path, ["r2"], [])
+    forget_ops(tmp_path, set(["r2"]), [])
     assert "r2" not in "\n".join(_lines(tmp_path)) and treefmt.read(tmp_path).topics["b"].records == []
     f1 = tmp_path / "f1"
     f1.mkdir()
     (f1 / "tree.json").write_text(t.dumps())
-    assert treefmt.forget(f1, ["r1"], []) == ["tree.json"]
+    assert forget_ops(f1, set(["r1"]), []) == ["tree.json"]
     assert "r1" not in (f1 / "tree.json").read_text()
 
 

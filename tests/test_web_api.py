@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from conftest import commits, git_clean
-from memstore.ingest.secrets import scan
+from memstore.secrets.detect import scan
 from memstore.serve.http import ENDPOINTS, make_server, url_of
 from memstore.serve.web.mask import MARK, mask
 from web_store import DAYS, SECRET, build

@@ -1,4 +1,7 @@
-"""Embedders and LLMs behind one small interface each, registered in one place.
+"""Adapters inward: the Embedder (hashing, MiniLM on onnxruntime or numpy, OpenAI-compatible), the
+LLM client and the embedding cache, each behind one small interface, registered in one place. The
+store's embedder is named in memstore.toml (docs/format.md, "memstore.toml"); endpoints and keys
+are the user's own ("Settings that are yours, not the store's").
 
 Heavy libraries (numpy model code, openai) are imported inside the adapter modules, never here, so
 that `ct --help` stays instant.

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import re
 
 import numpy as np
 
+from ..text import TOKEN as _TOKEN
 from . import Embedder
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 class HashEmbedder(Embedder):

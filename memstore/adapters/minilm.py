@@ -131,7 +131,7 @@ class MiniLMEmbedder(Embedder):
     def content_vectors(self, texts) -> list[np.ndarray | None]:
         """Per text, the mean of its final token vectors over [CLS], its content words' tokens and [SEP].
 
-        The content words are those of memstore.tree.naming.words; the vector (unit length, None
+        The content words are those of memstore.text.content_words; the vector (unit length, None
         where no content word falls within the model's 256 tokens) comes from the very forward pass
         that embeds the text as a passage, so a text this embedder embedded lately is not run again.
         Topic placement judges a user turn by it: the filler words ("how do I ...") are left out of
@@ -327,7 +327,7 @@ def _content_mask(text: str, offsets) -> list[int]:
     pass over the content words alone, still fits (pooling the content words alone gave cosines
     about 0.03 lower, and so split more topics).
     """
-    from ..tree.naming import word_spans
+    from ..text import word_spans
 
     spans = word_spans(text)
     starts = [s for s, _ in spans]
@@ -357,3 +357,26 @@ def _one_blas_thread():
         return _blas.limit(limits=1, user_api="blas")
     except ImportError:
         return None
+
+
+def main(argv=None) -> int:
+    """Build (or find) the cached ONNX graphs and warm onnxruntime's optimised copy: `make install` runs
+    `python -m memstore.adapters.minilm` so the first search does not pay for it."""
+    from .minilm_graph import ensure_graph
+
+    import sys
+
+    quants = (argv if argv is not None else sys.argv[1:]) or ["fp32"]
+    for quant in quants:
+        print(ensure_graph(model_dir(), quant))
+        try:  # one embedding also saves onnxruntime's optimised graph beside it
+            MiniLMEmbedder(runtime="onnx", quant=quant).embed_query("warm up")
+        except ImportError:
+            pass  # no onnxruntime: the numpy fallback will run
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

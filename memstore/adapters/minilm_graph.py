@@ -2,7 +2,7 @@
 
 The graph is written with the `onnx` helper API straight from the weights the project installs, so
 neither torch nor a download is needed; it is built once (by `make install`, else on first use)
-and cached per user, never committed into a store. Run `python -m memstore.adapters.minilm_graph`
+and cached per user, never committed into a store. Run `python -m memstore.adapters.minilm`
 to build it ahead of time.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -274,23 +273,3 @@ def build_model(t: dict[str, np.ndarray]):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)], producer_name="memstore")
     model.ir_version = 8  # readable by every onnxruntime since 1.10
     return model
-
-
-def main(argv=None) -> int:
-    """Build (or find) the cached graphs; `make install` runs this so the first search does not pay for it."""
-    from .minilm import model_dir
-
-    quants = (argv if argv is not None else sys.argv[1:]) or ["fp32"]
-    for quant in quants:
-        print(ensure_graph(model_dir(), quant))
-        try:  # one embedding also saves onnxruntime's optimised graph beside it
-            from .minilm import MiniLMEmbedder
-
-            MiniLMEmbedder(runtime="onnx", quant=quant).embed_query("warm up")
-        except ImportError:
-            pass  # no onnxruntime: the numpy fallback will run
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

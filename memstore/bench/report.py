@@ -41,21 +41,17 @@ def machine() -> dict:
 
 def commit() -> str:
     """The commit of the memstore source that ran (with "+ local changes" when the tree is dirty)."""
-    import subprocess
     from pathlib import Path
+
+    from ..errors import GitError
+    from ..gitrepo import run_git
 
     src = Path(__file__).resolve().parents[2]
     try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"], cwd=src, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", "memstore"],
-            cwd=src,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
+        sha = run_git(["rev-parse", "--short=12", "HEAD"], cwd=src).strip()
+        dirty = run_git(["status", "--porcelain", "--untracked-files=no", "--", "memstore"], cwd=src, check=False)
+        dirty = dirty.strip()
+    except GitError:
         return "unknown (not a git checkout)"
     return sha + (" + local changes" if dirty else "")
 

@@ -52,7 +52,9 @@ class ScaleRow:
 
 
 def _git(*args, cwd=None, env=None) -> str:
-    return subprocess.run(["git", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+    from ..gitrepo import run_git
+
+    return run_git(args, cwd=cwd, env=env)
 
 
 def _tracked_bytes(root: Path) -> tuple[int, int, int]:

@@ -279,7 +279,7 @@ def rates(detector, cases: list[Case]) -> dict:
 
 
 def main() -> None:
-    from memstore.ingest import secrets as sec
+    from memstore.secrets import detect as sec
 
     cases = labelled_set()
     detectors = {

@@ -590,7 +590,7 @@ def write_breakdown(b: Bench, store, recs: list[dict], embedder_name: str) -> No
     store.write(recs, f"Add {len(recs)} benchmark records (profiled)")
     prof.disable()
     stats = pstats.Stats(prof).stats  # (file, line, name) -> (cc, nc, tt, ct, callers)
-    root = next((k for k in stats if k[2] == "write" and k[0].endswith("store.py")), None)
+    root = next((k for k in stats if k[2] == "write" and k[0].endswith("core.py")), None)
     if root is None:
         return
     total = stats[root][3]

@@ -1,4 +1,5 @@
-"""`ct`: a thin click layer that parses arguments, calls the library and formats results.
+"""`ct` (a face): a thin click layer that parses arguments, calls the `Store` verb of the command's
+name and formats its result. Every command and flag is listed in docs/cli.md.
 
 Commands are loaded lazily from their modules so that `ct --help` imports no heavy code.
 """
@@ -80,7 +81,7 @@ class LazyGroup(click.Group):
                 ctx.obj.warn_problems()
             return result
         except MemstoreError as exc:
-            from ..errors import user_message
+            from ..secrets.policy import user_message
 
             click.echo(f"Error: {user_message(exc)}", err=True)
             ctx.exit(exc.exit_code)

@@ -65,17 +65,20 @@ def serve_cmd(obj, host, port, allow_remote, allowed_hosts, writable, allow_secr
         )
         sys.stdout.flush()
 
-    st.serve(
-        host,
-        port,
+    from ..serve.http import make_server, serve, url_of
+
+    server = make_server(
+        st.root,
+        host=host,
+        port=port,
         allow_remote=allow_remote,
-        writable=writable,
         log=not obj.quiet,
-        ready=announce,
+        writable=writable,
         allowed_hosts=allowed_hosts,
         allow_secrets_override=allow_secrets_override,
         allow_wide_forget=allow_wide_forget,
     )
+    serve(server, ready=lambda: announce(url_of(server)))
 
 
 @click.command("mcp")
@@ -89,7 +92,9 @@ def mcp_cmd(obj, allow_secrets_override, allow_wide_forget):
 
     Example: ct -C ~/memory mcp
     """
-    obj.store().mcp(allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget)
+    from ..serve.mcp import serve
+
+    serve(obj.store().root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget)
 
 
 @click.command("chat")

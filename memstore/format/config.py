@@ -11,7 +11,6 @@ commit that set it.
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import tomllib
 import uuid
@@ -244,17 +243,12 @@ def _who_set(path: Path, text: str, section: str, key: str) -> str:
     line = _line_of(text, section, key)
     if line is None:
         return "line not found"
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(path.parent), "blame", "--porcelain", "-L", f"{line},{line}", "--", path.name],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
+    from ..gitrepo import blame_line
+
+    rows = blame_line(path, line)
+    if rows is None:
         return f"line {line}"
-    rows = out.stdout.splitlines()
-    if out.returncode != 0 or not rows:
+    if not rows:
         return f"line {line}, not in git"
     sha = rows[0].split()[0]
     if set(sha) == {"0"}:

@@ -231,7 +231,7 @@ class Replay:
     """The tree being built by applying ops in order; records kept in insertion-ordered dicts."""
 
     def __init__(self):
-        from .tree import Tree
+        from .topics import Tree
 
         self.tree = Tree()
         self.members: dict[str, dict[str, None]] = {}  # topic id -> its records, in placement order
@@ -264,7 +264,7 @@ class Replay:
 
     def _ensure(self, tid: str):
         """The topic `tid`, created empty if no op declared it yet; None when it is gone."""
-        from .tree import Topic
+        from .topics import Topic
 
         if tid in self.tree.gone:
             return None

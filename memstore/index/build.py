@@ -57,7 +57,7 @@ CREATE TABLE IF NOT EXISTS supersedes (day TEXT, id TEXT);
 CREATE INDEX IF NOT EXISTS supersedes_day ON supersedes(day);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');
 """
-# Texts the secret scan found nothing in, by secret_policy.clean_key: a cache like the rest.
+# Texts the secret scan found nothing in, by secrets.policy.clean_key: a cache like the rest.
 CLEAN_TEXTS = "CREATE TABLE IF NOT EXISTS clean_texts (key BLOB PRIMARY KEY) WITHOUT ROWID"
 
 
@@ -798,7 +798,7 @@ class Index:
         raise RuntimeError("the vector index kept changing while it was being opened")
 
     def save_clean_keys(self, keys: list[bytes]) -> None:
-        """Remember texts the secret scan found clean (memstore/secret_policy.py); best effort."""
+        """Remember texts the secret scan found clean (memstore/secrets/policy.py); best effort."""
         if not keys:
             return
         try:

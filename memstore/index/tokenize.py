@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
-# Han, Hiragana, Katakana, Hangul and CJK punctuation-free ranges. Runs of these have no spaces,
-# so we index overlapping character bigrams (lossless-memory's approach) to make substrings match.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u31f0-\u31ff\uff66-\uff9f"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_WORD = re.compile(rf"[^\W_]+|[{_CJK}]+", re.UNICODE)
-
-STOP_WORDS = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have how i if in
-    into is it its me my of on or our so than that the their them then there these they this to
-    us was we were what when where which who whom why will with would you your about just any
-    some did didn't don't also tell said say says""".split()
-)
-
-
-def _bigrams(run: str) -> list[str]:
-    if len(run) == 1:
-        return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]
+from ..text import CJK_RUN as _CJK_RUN
+from ..text import STOP_WORDS
+from ..text import WORD as _WORD
+from ..text import bigrams as _bigrams
 
 
 def index_text(text: str) -> str:

@@ -21,7 +21,7 @@ from ..errors import FormatError, SecretsFound, UsageError
 from ..format import layout
 from ..format.segment import DT_AUDIO, DT_BLOB, DT_IMAGE, MAX_PAYLOAD
 from ..format.timeutil import from_iso, now_utc, to_iso
-from ..store import WriteResult
+from ..results import WriteResult
 from .importers import printable
 
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
@@ -56,7 +56,7 @@ def ingest_any(
     from .path import display, plan_files
     from .walk import BlobItem, FileItem, walk
 
-    from .. import secret_policy
+    from ..secrets import policy as secret_policy
 
     how = secrets or ("allow" if allow_secrets else "refuse")
     root = Path(path).expanduser()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import FormatError, UsageError
 from ..format.segment import DT_TEXT, VECTOR_TYPES, SegmentError, decode_vector, read_segment, segment_ids, segment_name
-from ..store import WriteResult
+from ..results import WriteResult
 
 _CHAT_PREFIXES = {"user: ": "user", "assistant: ": "assistant", "system: ": "system"}
 _KIND_NAMES = {

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..errors import FormatError, SecretsFound, UsageError
 from ..format.timeutil import now_utc
-from .. import secret_policy
-from ..store import WriteResult
+from ..secrets import policy as secret_policy
+from ..results import WriteResult
 from .importers import printable
 from .location import base_label, live_rows, location, moved_from
 
@@ -101,7 +101,7 @@ def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0,
     changed one adds its new chunks plus a `meta` record that supersedes the chunks that are gone.
     `base` is the ingested folder's committed name (location.base_label).
     """
-    from . import secrets
+    from ..secrets import detect as secrets
     from .chunk import chunk, embedding_input
 
     index = store.index()

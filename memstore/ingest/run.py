@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import FormatError, UsageError
 from ..format.record import RecordError, UnstorableText
-from ..store import WriteResult
+from ..results import WriteResult
 from .importers import Problem, parse_json, printable
 
 KINDS = ("jsonl", "claude-code", "chatgpt", "trace", "lossless-memory")

@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 import pathspec
 
 from ..errors import UsageError, shown_path
-from .secrets import is_credentials_file
+from ..secrets.detect import is_credentials_file
 
 __all__ = [
     "FileItem",

@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import MemstoreError, SecretsFound, UsageError
-from ..store import WriteResult
+from ..results import WriteResult
 
 DEFAULT_BASE_URL = "https://en.wikipedia.org/wiki/"
 USER_AGENT = "memstore-build-wiki/0.1 (+https://github.com/; Mozilla/5.0 compatible)"

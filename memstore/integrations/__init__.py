@@ -1,1 +1,2 @@
-"""Outward adapters: memstore as a retriever for LangChain and LlamaIndex (optional extras)."""
+"""Outward adapters (a face): memstore as a retriever for LangChain and LlamaIndex (optional extras),
+calling the public `Store` only."""

@@ -48,7 +48,7 @@ def _line(ts: str, role: str, text: str, tz) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    from ..tree.naming import words
+    from ..text import content_words as words
 
     seen: list[str] = []
     for w in words(query):
@@ -283,7 +283,7 @@ def pack(pieces: list[Piece], budget: int | None, count) -> tuple[list[Piece], i
 
 def build_context(store, query: str, budget: int | None = None, k: int = 8, recent: int = 6) -> Context:
     """The context for `query` (the index is brought up to date first)."""
-    from ..forget import without_stale_summaries
+    from ..forget.leftovers import without_stale_summaries
 
     store.index()
     tree = without_stale_summaries(store, treefmt.read(store.root))

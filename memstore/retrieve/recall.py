@@ -16,7 +16,9 @@ import re
 
 from ..format.timeutil import UTC, from_iso, now_utc, parse_ts, to_iso
 from ..index import queries
-from ..index.tokenize import STOP_WORDS, query_terms
+from ..index.tokenize import query_terms
+from ..text import ALNUM as _WORD
+from ..text import STOP_WORDS
 from .search import Filters, Hit, about_the_user, hydrate, search
 from ..results import RecallHit, RecallResult  # noqa: F401  (re-exported)
 
@@ -59,7 +61,6 @@ _BOT_SPEECH = re.compile(
     re.IGNORECASE,
 )
 _ASKING = re.compile(r"\b(?:ask|asked|asking|question|questions)\b|聞い|質問", re.IGNORECASE)
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _KANA = re.compile(r"[\u3040-\u309f]+")  # hiragana: Japanese particles and inflections
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 

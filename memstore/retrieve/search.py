@@ -305,7 +305,7 @@ def searchable(query: str) -> bool:
     Such a query would otherwise match nothing exactly and everything by meaning (its vector is
     noise), so every mode returns no hits for it rather than arbitrary records.
     """
-    from ..index.tokenize import _WORD
+    from ..text import WORD as _WORD
 
     return any(w not in _OPERATOR_WORDS for w in _WORD.findall(query or ""))
 

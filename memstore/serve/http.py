@@ -694,7 +694,7 @@ class App:
         return raw
 
     def _call(self, ep: Endpoint, params: dict) -> dict:
-        from ..errors import user_message  # every message masked for secrets
+        from ..secrets.policy import user_message  # every message masked for secrets
 
         def run():
             try:

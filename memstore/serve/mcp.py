@@ -55,7 +55,7 @@ class MemoryServer:
             limits.check(params or {})
             return await loop.run_in_executor(self._pool, fn)
         except (MemstoreError, ValueError) as exc:  # the user-facing message, as the CLI would print it
-            from ..errors import user_message
+            from ..secrets.policy import user_message
 
             raise ToolError(user_message(exc)) from None
 

@@ -1,1 +1,3 @@
-"""The topic tree: assignment, fan-out, reorganization, diff and context synthesis."""
+"""The topic tree's logic (a feature): placement, naming, fan-out, reorganization, diff, rendering
+and forgetting in op lines. Nouns: topics and their op log (docs/format.md, "tree/ — topic tree
+operations"), whose bytes memstore/format/ reads and writes."""

@@ -232,7 +232,7 @@ def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
     users = [r for r in records if r.get("role") == "user"]
     pooled = getattr(store.embedder, "content_vectors", None)
     if pooled is not None:
-        from ..store import EMBED_CHARS  # the record's own embedding input, as Store._embed_records cuts it
+        from ..core import EMBED_CHARS  # the record's own embedding input, as Store._embed_records cuts it
 
         vecs = pooled([r["text"][:EMBED_CHARS] for r in users])
         return {r["id"]: normalise(np.asarray(v, np.float32)) for r, v in zip(users, vecs) if v is not None}

@@ -7,91 +7,13 @@ explains what the last reorganize did.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..format import tree as treefmt
 from ..format.tree import Tree
+from ..results import TreeDiff
 
 WORKING = None  # the tree in the working folder
-
-
-@dataclass
-class TreeDiff:
-    old_label: str
-    new_label: str
-    added: list[dict] = field(default_factory=list)
-    merged: list[dict] = field(default_factory=list)
-    archived_topics: list[dict] = field(default_factory=list)
-    removed: list[dict] = field(default_factory=list)
-    moved: list[dict] = field(default_factory=list)
-    renamed: list[dict] = field(default_factory=list)
-    grew: list[dict] = field(default_factory=list)
-    archived_records: int = 0
-    current: tuple[str | None, str | None] | None = None
-    old_tree: Tree | None = field(default=None, repr=False, compare=False)  # the two trees compared
-    new_tree: Tree | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def empty(self) -> bool:
-        return not (
-            self.added
-            or self.merged
-            or self.archived_topics
-            or self.removed
-            or self.moved
-            or self.renamed
-            or self.grew
-            or self.archived_records
-            or self.current
-        )
-
-    def to_json(self) -> dict:
-        return {
-            "old": self.old_label,
-            "new": self.new_label,
-            "added": self.added,
-            "merged": self.merged,
-            "archived_topics": self.archived_topics,
-            "removed": self.removed,
-            "moved": self.moved,
-            "renamed": self.renamed,
-            "grew": self.grew,
-            "archived_records": self.archived_records,
-            "current": list(self.current) if self.current else None,
-        }
-
-    def lines(self) -> list[str]:
-        out = []
-        for m in self.merged:
-            then = ""
-            if "now_in" in m:
-                then = f", since merged into {m['now_in']}" if m["now_in"] else ", since archived"
-            out.append(
-                f'merged   "{m["name"]}" ({m["id"]}, {m["records"]} turns) into "{m["into_name"]}" ({m["into"]}{then})'
-            )
-        for a in self.archived_topics:
-            out.append(f'archived "{a["name"]}" ({a["id"]}): all {a["records"]} turns were trivial')
-        if self.archived_records:
-            out.append(
-                f"archived {self.archived_records} trivial turn{'s' if self.archived_records != 1 else ''} "
-                "(still in the logs and the search index)"
-            )
-        for m in self.moved:
-            out.append(f'moved    "{m["name"]}" ({m["id"]}): under "{m["from_name"]}" -> under "{m["to_name"]}"')
-        for r in self.renamed:
-            out.append(f'renamed  "{r["from"]}" -> "{r["to"]}" ({r["id"]})')
-        for a in self.added:
-            kind = "group" if a["records"] == 0 else f"{a['records']} turns"
-            out.append(f'added    "{a["name"]}" ({a["id"]}, {kind}) under "{a["parent_name"]}"')
-        for g in self.grew:
-            out.append(f'grew     "{g["name"]}" ({g["id"]}): +{g["added"]} turns')
-        for r in self.removed:
-            why = f", {r['why']}" if r.get("why") else ""
-            out.append(f'removed  "{r["name"]}" ({r["id"]}, {r["records"]} turns{why})')
-        if self.current:
-            out.append(f"current  {self.current[0]} -> {self.current[1]}")
-        return out or ["no topic changes"]
 
 
 def load_version(store, rev: str | None) -> Tree:

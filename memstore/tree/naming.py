@@ -12,52 +12,9 @@ import heapq
 import re
 from functools import lru_cache
 
-_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
-
-STOPWORDS = frozenset(
-    """
-a about above actually after again against all almost also although always am an and another any anyone
-anything are aren't around as ask asked at be because been before being below between both but by can
-can't cannot could couldn't did didn't do does doesn't doing don't done down during each either else
-enough even ever every few for from further get gets getting give go goes going gone got had hadn't has
-hasn't have haven't having he he'd he'll he's her here here's hers herself him himself his how how's
-however i i'd i'll i'm i've if in into is isn't it it's its itself just know let let's like likely
-look made make many may maybe me might mine more most much must my myself need needs never new next no
-nor not now of off oh ok okay on once one only or other others our ours ourselves out over own please
-pretty quite rather really right said same say says see seem seems shall shan't she she'd she'll she's
-should shouldn't since so some something still such sure take tell than thank thanks that that's the
-their theirs them themselves then there there's these they they'd they'll they're they've thing things
-think this those though through thus to too try under until up upon us use used using very want wants
-was wasn't way we we'd we'll we're we've well were weren't what what's when when's where where's
-whether which while who who's whom why why's will with within without won't would wouldn't yeah yes
-yet you you'd you'll you're you've your yours yourself yourselves also lot lots good great sounds
-hello hi hey sorry going gonna wanna kind sort mean means means bit able via per etc let's here's
-""".split()
-)
-
-
-def words(text: str) -> list[str]:
-    """Content words of `text` in their original case (stopwords and one- or two-letter words dropped)."""
-    out = []
-    for w in _WORD.findall(text):
-        w = w.strip("'’-")
-        if len(w) >= 3 and w.lower() not in STOPWORDS:
-            out.append(w)
-    return out
-
-
-def word_spans(text: str) -> list[tuple[int, int]]:
-    """Where the content words of `text` are: (start, end) character offsets, in order.
-
-    The same words as `words(text)`, i.e. `[text[s:e] for s, e in word_spans(text)] == words(text)`;
-    the sentence model pools its token vectors over these spans (memstore/adapters/minilm.py).
-    """
-    out = []
-    for m in _WORD.finditer(text):
-        w = m.group().strip("'’-")  # the pattern starts with a letter: only the end can shrink
-        if len(w) >= 3 and w.lower() not in STOPWORDS:
-            out.append((m.start(), m.start() + len(w)))
-    return out
+from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
+from ..text import content_words as words
+from ..text import word_spans  # noqa: F401  (the spans of `words`)
 
 
 def _stem(w: str) -> str:
@@ -133,7 +90,7 @@ TEXT_CHARS = 20_000
 
 def scrubbed(texts: list[str]) -> list[str]:
     """Names and summaries are committed derived text: built from texts with their secrets replaced."""
-    from ..secret_policy import scrub
+    from ..secrets.policy import scrub
 
     return [scrub(t[:TEXT_CHARS]) for t in texts]
 

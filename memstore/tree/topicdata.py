@@ -162,7 +162,7 @@ class RecordData:
     def _recall_clean(self, texts: list[str]) -> None:
         """Tell the secret scrubber which of these texts an earlier process already found clean, so
         naming (which scrubs what it reads, cut at naming.TEXT_CHARS) does not scan them again."""
-        from .. import secret_policy
+        from ..secrets import policy as secret_policy
         from .naming import TEXT_CHARS
 
         keys = [secret_policy.clean_key(t[:TEXT_CHARS]) for t in texts if t]

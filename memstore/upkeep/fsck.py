@@ -29,6 +29,7 @@ from ..format.segment import (
     segment_ids,
     segment_name,
 )
+from ..results import Report
 
 # A forget must hold on every clone: whatever a plain git merge brought back of a forgotten record is
 # damage (exit 1), with the ways to remove it again.
@@ -38,33 +39,8 @@ REMOVE_AGAIN = (
 )
 
 
-@dataclass
-class Report:
-    damage: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    records: int = 0
-    segments: int = 0
-    packs: int = 0
-    repair: object = None  # what `fsck(repair=True)` rolled back first (memstore/repair.py Repair), else None
-    unvectored: list[tuple[str, str, str]] = field(default_factory=list, repr=False)  # (where, day, id)
-
-    @property
-    def ok(self) -> bool:
-        return not self.damage
-
-    def to_json(self) -> dict:
-        return {
-            "ok": self.ok,
-            "records": self.records,
-            "segments": self.segments,
-            "packs": self.packs,
-            "damage": self.damage,
-            "warnings": self.warnings,
-        }
-
-
 def fsck(store) -> Report:
-    from .upgrade import interrupted
+    from ..repair import interrupted_upgrade as interrupted
 
     rep = Report()
     killed = interrupted(store)
@@ -607,7 +583,8 @@ def _check_git_lock(store, rep) -> None:
 
 def _check_forgotten_markers(store, rep) -> None:
     from ..format import markers as markfmt
-    from ..forget import old_history_back, stale_quotes
+    from ..forget.leftovers import stale_quotes
+    from ..forget.purge import old_history_back
 
     back = old_history_back(store)
     if back:

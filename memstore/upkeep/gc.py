@@ -59,7 +59,7 @@ def gc(store, dry_run: bool = False) -> GcResult:
     packs write the same file; and no merged pack is over 45% of the new one, so git never
     sees a rename and two clones' different consolidations merge with plain git.
     """
-    from ..store import consolidate_day
+    from ..core import consolidate_day
 
     res = GcResult(dry_run=dry_run)
     with store.transaction(res.message, allow_old_format=dry_run) as tx:

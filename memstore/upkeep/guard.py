@@ -25,7 +25,7 @@ from ..format import tombstones
 from ..format import treelog
 from ..format.markers import FILENAME as MARKERS
 from ..format.pack import PackError, pack_name, parse
-from ..forget import PURGED
+from ..forget.purge import PURGED
 
 ZERO = "0" * 40
 CONFLICT = (b"<<<<<<< ", b">>>>>>> ", b"=======\n", b"||||||| ")

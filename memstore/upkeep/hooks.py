@@ -1,5 +1,7 @@
-"""Git hook stubs: refresh the disposable index after git changes the files (an optimisation
-only), honour forgets a merge undid, and guard pushes.
+"""Git hooks: install the hook files of the top-level `hooks/` folder (the one source: `ct hooks
+install` writes exactly those files, and `git config core.hooksPath <checkout>/hooks` uses them in
+place) and run what they call. They refresh the disposable index after git changes the files (an
+optimisation only), honour forgets a merge undid, and guard pushes.
 
 A stub finds memstore on the PATH (`memstore`, then `ct`, then `python3 -m memstore` where that
 imports) and exits 0 quietly when it finds none: no absolute interpreter path is written, so a
@@ -20,54 +22,30 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
+
+from ..gitrepo import HOOK_MARK as MARK
 
 HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite", "pre-push")
 BARE_HOOKS = ("pre-receive",)
 MERGED_ENV = "MEMSTORE_MERGE_DONE"  # the MERGE_HEAD of a merge git has committed (post-merge runs)
-MARK = "# memstore hook"
 INACTIVE = "inactive: neither memstore nor ct is on PATH (the hook does nothing; ct commands index anyway)"
 
 
-FIND = (  # sets $run to the command that runs memstore, or to nothing
-    "run=\n"
-    "if command -v memstore >/dev/null 2>&1; then run=memstore\n"
-    "elif command -v ct >/dev/null 2>&1; then run=ct\n"
-    "elif command -v python3 >/dev/null 2>&1 && python3 -c 'import memstore' 2>/dev/null; then "
-    "run='python3 -m memstore'\n"
-    "fi\n"
-)
+def source_dir() -> Path:
+    """The folder holding the hook files memstore installs: `hooks/` of the source checkout, or the
+    copy the wheel carries (package `memstore.githooks`, mapped from that folder)."""
+    here = Path(__file__).resolve().parent.parent.parent / "hooks"
+    if (here / "post-commit").is_file() and MARK in (here / "post-commit").read_text(errors="replace"):
+        return here
+    from importlib.resources import files
+
+    return Path(str(files("memstore.githooks")))
 
 
 def stub(name: str) -> str:
-    """The hook file's text: run memstore's indexer if one can be found, never failing the git command."""
-    if name == "pre-push":
-        return (
-            f"#!/bin/sh\n{MARK} ({name}): refuse a push carrying a forgotten record's text, a conflict marker or an "
-            "unreadable file\n"
-            'input=$(cat)\n[ -n "$MEMSTORE_COMMITTING" ] || {\n'
-            + FIND.replace("\n", "\n  ").rstrip(" ")
-            + f'  [ -z "$run" ] || printf \'%s\\n\' "$input" | $run hook {name} "$@" || exit 1\n'
-            "}\n"
-        )
-    if name == "pre-receive":
-        return (
-            f"#!/bin/sh\n{MARK} ({name}): the guard of a shared remote (ct -C REMOTE.git hooks install)\n"
-            + FIND
-            + f'[ -z "$run" ] || exec $run hook {name}\n'
-            "echo 'memstore guard: neither memstore nor ct is on this server'\\''s PATH, so this push cannot be "
-            "checked: refused. Install memstore here, or remove hooks/pre-receive to push unguarded.' >&2\n"
-            "exit 1\n"
-        )
-    return (
-        f"#!/bin/sh\n{MARK} ({name}): refresh the disposable index (optional: every ct read does it too)\n"
-        '[ -n "$MEMSTORE_COMMITTING" ] || {\n'
-        f'  if command -v memstore >/dev/null 2>&1; then memstore hook {name} "$@"\n'
-        f'  elif command -v ct >/dev/null 2>&1; then ct hook {name} "$@"\n'
-        "  elif command -v python3 >/dev/null 2>&1 && python3 -c 'import memstore' 2>/dev/null; then\n"
-        f'    python3 -m memstore hook {name} "$@"\n'
-        "  fi\n" + ("} >/dev/null\n" if name == "post-merge" else "} >/dev/null 2>&1\n") + "true\n"
-        # post-merge says on stderr when it removed what the merge brought back of forgotten records
-    )
+    """The hook file's text, as `hooks/NAME` holds it: run memstore if one can be found on PATH."""
+    return (source_dir() / name).read_text(encoding="utf-8")
 
 
 def install(store) -> list[str]:
@@ -99,8 +77,6 @@ def chain(name: str, chained) -> str:
 
 def install_bare(gdir) -> list[str]:
     """The remote's guard: a `pre-receive` hook in a bare repository (a foreign one is chained)."""
-    from pathlib import Path
-
     hooks_dir = Path(gdir) / "hooks"
     hooks_dir.mkdir(parents=True, exist_ok=True)
     path = hooks_dir / "pre-receive"
@@ -193,7 +169,7 @@ def run_hook(store, name: str, args: list[str], stdin=None) -> list[str]:
     # indexing is only a cache update (rolling back is skipped mid-merge by recover_if_crashed).
     store.index(update=True)
     if name == "post-merge" and os.environ.get(MERGED_ENV):
-        from ..forget import apply_tombstones
+        from ..forget.leftovers import apply_tombstones
 
         applied = apply_tombstones(store)
         if applied.commit:
@@ -206,8 +182,6 @@ def run_hook(store, name: str, args: list[str], stdin=None) -> list[str]:
 
 def finished_merge(root) -> str | None:
     """The MERGE_HEAD of a merge git has already committed (what a post-merge hook sees), else None."""
-    from pathlib import Path
-
     from ..errors import GitError
     from ..gitrepo import GitRepo, git_dir
 

@@ -80,7 +80,7 @@ def done(store, ref: str, now=None) -> markerfmt.Marker:
 
 def _checked_for_secrets(text, how: str):
     from ..errors import SecretsFound
-    from ..ingest import secrets
+    from ..secrets import detect as secrets
 
     if how not in ("refuse", "redact", "allow"):
         raise UsageError(f"a marker's secrets mode is refuse, redact or allow, not {how!r}")
@@ -103,7 +103,7 @@ def _checked_for_secrets(text, how: str):
 
 def _subject(text: str, width: int = 60) -> str:
     """The commit subject's excerpt of a marker: any secret in it replaced, whatever the mode."""
-    from ..secret_policy import scrub
+    from ..secrets.policy import scrub
 
     flat = " ".join(scrub(text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -8,7 +8,7 @@ from ..userconfig import embedder_options
 from ..format import log as logfmt
 from ..format import pack as packfmt
 from ..format.timeutil import from_iso
-from ..store import EMBED_CHARS
+from ..core import EMBED_CHARS
 
 
 def reembed_days(store, days: list[str], why: str, batch: int = 256) -> dict:

@@ -10,43 +10,15 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import GitError, MemstoreError
 from ..gitrepo import IN_MEMSTORE_ENV
+from ..results import SyncResult
 
 PUSH_TRIES = 10
 # git's words for a push another clone's push beat: not a failure, a reason to merge again.
 RACE_WORDS = ("fetch first", "non-fast-forward", "failed to update ref", "stale info", "cannot lock ref", "is at ")
-
-
-@dataclass
-class SyncResult:
-    remote: str
-    branch: str
-    upstream: str
-    merged: int = 0  # commits that came from the remote
-    merge_commit: str | None = None
-    fast_forward: bool = False
-    pushed: int = 0  # commits the remote did not have
-    retries: int = 0  # pushes that lost a race and were tried again after a new merge
-    reindexed: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {
-            "remote": self.remote,
-            "branch": self.branch,
-            "upstream": self.upstream,
-            "merged": self.merged,
-            "merge_commit": self.merge_commit,
-            "fast_forward": self.fast_forward,
-            "pushed": self.pushed,
-            "retries": self.retries,
-            "reindexed": self.reindexed,
-            "notes": self.notes,
-        }
 
 
 def sync(store, push: bool = True, set_upstream: str | None = None, drop_purged: bool = False) -> SyncResult:
@@ -56,7 +28,7 @@ def sync(store, push: bool = True, set_upstream: str | None = None, drop_purged:
     push, up to PUSH_TRIES times with a short randomized back-off, so many clones can sync at once.
     Never merges or pushes a commit that `ct forget --purge-history` removed (purged-history.jsonl);
     `drop_purged` moves a branch that holds one (after a plain `git pull`) onto the upstream."""
-    from .. import forget as forgetting
+    from ..forget import purge
     from . import hooks
 
     with store.lock():  # journalled: a crashed writer's leftovers are rolled back before the merge
@@ -67,7 +39,7 @@ def sync(store, push: bool = True, set_upstream: str | None = None, drop_purged:
         branch = _branch(store)
         remote, upstream = _upstream(store, branch, set_upstream)
         res = SyncResult(remote=remote, branch=branch, upstream=upstream, notes=notes)
-        forgetting.refuse_unpublished_purge(store, res)
+        purge.refuse_unpublished_purge(store, res)
     first = set_upstream is not None
     for attempt in range(PUSH_TRIES):
         if attempt:
@@ -100,16 +72,16 @@ def _back_off(attempt: int) -> None:
 def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
     """One fetch and merge of the upstream, then what a merge may need: this clone's records moved
     onto a rewritten history, vectors made again in the store's size, forgets of other clones applied."""
-    from .. import forget as forgetting
+    from ..forget import leftovers, purge
 
     with store.lock():
         before = _ref(store, f"refs/remotes/{res.upstream}")
         _fetch(store, res.remote)
-        local = forgetting.follow_rewritten_remote(store, res, before, drop_purged=drop_purged)
+        local = purge.follow_rewritten_remote(store, res, before, drop_purged=drop_purged)
         head, embedder = store.git.head(), dict(store.config.embedder)
         if local is None:
-            forgetting.refuse_purged(store, res, f"refs/remotes/{res.upstream}", what="merge")
-            forgetting.refuse_purged(store, res, "HEAD", what="push")
+            purge.refuse_purged(store, res, f"refs/remotes/{res.upstream}", what="merge")
+            purge.refuse_purged(store, res, "HEAD", what="push")
             from ..repair import journal_merge
 
             journal_merge(store)  # a kill inside git's merge is rolled back whole (memstore/repair.py)
@@ -118,7 +90,7 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
         w = store.write(local, f"Re-apply {len(local)} records not on the rewritten {res.upstream}", secrets="allow")
         res.notes.append(f"re-applied {len(w.added)} records of this clone on the rewritten {res.upstream}")
     _reembed_merged(store, res, head, embedder)
-    applied = forgetting.apply_tombstones(store)
+    applied = leftovers.apply_tombstones(store)
     if applied.commit:
         lines = sum(1 for r in applied.records if r.get("text") is not None)
         rest = len(applied.records) - lines
@@ -308,9 +280,9 @@ def _refuse_local_changes(store, res: SyncResult, exc: GitError) -> None:
 
 def _push(store, res: SyncResult, first: bool) -> bool:
     """Push HEAD: True when pushed (or nothing to push), False when the remote moved meanwhile."""
-    from .. import forget as forgetting
+    from ..forget import purge
 
-    forgetting.refuse_purged(store, res, "HEAD", what="push")
+    purge.refuse_purged(store, res, "HEAD", what="push")
     counts = _counts(store, res.upstream)
     ahead = counts[0] if counts is not None else int(store.git.run("rev-list", "--count", "HEAD"))
     if ahead == 0 and not first:

@@ -38,9 +38,11 @@ from ..format import record as recordfmt
 from ..format import seal
 from ..format.segment import SegmentError, write_file_atomic
 from ..format.stored import seg_blob, seg_vector
+from ..repair import UPGRADE_MARKER as MARKER
+from ..repair import undo_interrupted_upgrade as undo_interrupted
+from ..results import UpgradeResult
 
 TARGET = 3
-MARKER = "upgrade-in-progress"  # in .memstore/: an upgrade that dies before its commit is undone by the next
 TREE_JSON = "tree.json"
 
 
@@ -54,72 +56,6 @@ class DayPlan:
     writer: packfmt.PackWriter
     records: int = 0
     old_packs: list[Path] = field(default_factory=list)  # format 2: the day's packs, replaced
-
-
-@dataclass
-class UpgradeResult:
-    """What `ct upgrade` did or would do."""
-
-    already: bool = False
-    dry_run: bool = False
-    source: int = 1  # the format upgraded from
-    days: list[DayPlan] = field(default_factory=list)
-    segment_files: int = 0
-    tree: bool = False
-    commit: str | None = None
-
-    @property
-    def records(self) -> int:
-        return sum(d.records for d in self.days)
-
-    @property
-    def vectors(self) -> int:
-        return sum(len(d.writer.records) for d in self.days)
-
-    @property
-    def blobs(self) -> int:
-        return sum(len(d.writer.blobs) for d in self.days)
-
-    def to_json(self) -> dict:
-        return {
-            "already": self.already,
-            "dry_run": self.dry_run,
-            "from_format": self.source,
-            "days": len(self.days),
-            "records": self.records,
-            "vectors": self.vectors,
-            "blobs": self.blobs,
-            "packs": sum(1 for d in self.days if d.writer),
-            "segment_files_removed": self.segment_files,
-            "tree": self.tree,
-            "commit": self.commit,
-        }
-
-    def lines(self) -> list[str]:
-        if self.already:
-            return [f"already format {TARGET}: nothing to do"]
-        verb = "would" if self.dry_run else "did"
-        packs = sum(1 for d in self.days if d.writer)
-        if self.source == 2:
-            out = [
-                f"{verb} rewrite {len(self.days)} day logs: {self.records} records gain their key (vkey)",
-                f"{verb} seal {self.vectors} vectors (bit for bit) and {self.blobs} originals into {packs} day "
-                f"packs, replacing {sum(len(d.old_packs) for d in self.days)} format-2 packs",
-            ]
-        else:
-            out = [
-                f"{verb} rewrite {len(self.days)} day logs: {self.records} records lose their seg field "
-                "and gain their key (vkey)",
-                f"{verb} seal {self.vectors} vectors (bit for bit) and {self.blobs} originals into {packs} day packs",
-                f"{verb} remove segments/ ({self.segment_files} files)",
-            ]
-            if self.tree:
-                out.append(f"{verb} turn tree.json into the tree log (tree/)")
-            out.append(f"{verb} rewrite .gitattributes (no merge driver)")
-        out.append(f"{verb} set format_version = {TARGET}")
-        if self.commit:
-            out.append(f"commit {self.commit[:10]}")
-        return out
 
 
 def upgrade(store, dry_run: bool = False) -> UpgradeResult:
@@ -149,37 +85,6 @@ def upgrade(store, dry_run: bool = False) -> UpgradeResult:
     marker.unlink()
     res.commit = tx.commit
     return res
-
-
-def interrupted(store) -> str | None:
-    """What to tell a person when an upgrade died before its commit (its marker is there and HEAD is
-    still an older format), else None: every other command's rollback would only undo part of it."""
-    from ..errors import GitError
-
-    marker = store.meta_dir / MARKER
-    try:
-        if (
-            not marker.exists()
-            or store.git.run("show", f"HEAD:{configfmt.FILENAME}").find(f"format_version = {TARGET}") >= 0
-        ):
-            return None
-        pid = marker.read_text(encoding="utf-8").strip()
-    except (GitError, OSError):
-        return None
-    return (
-        f".memstore/{MARKER}: an upgrade to format {TARGET} (pid {pid}) was killed before its commit; "
-        'run "ct upgrade": it puts the committed store back and upgrades it again'
-    )
-
-
-def undo_interrupted(store) -> bool:
-    """An upgrade that died before its commit started from a clean older store: put that store back."""
-    if interrupted(store) is None:
-        return False
-    store.git.run("checkout", "HEAD", "--", ".")
-    store.git.run("clean", "-fdq", "--", "packs", "tree", "log")
-    (store.meta_dir / MARKER).unlink()
-    return True
 
 
 def _refuse_unfinished(store) -> None:
@@ -319,7 +224,7 @@ def _apply(store, res: UpgradeResult) -> list[str]:
     staged.append(configfmt.FILENAME)
     if res.source == 2:
         return sorted(set(staged))
-    from ..store import GITATTRIBUTES  # a new store's: union merges for the logs, no merge driver
+    from ..format.layout import GITATTRIBUTES  # a new store's: union merges for the logs, no merge driver
 
     (root / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
     staged += [configfmt.FILENAME, ".gitattributes"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ...ingest.secrets import scan
+from ...secrets.detect import scan
 
 MARK = "…[redacted]"
 _KEEP = 4  # leading characters of a secret kept, as the detector's own excerpts do

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import log as logfmt
-from . import treelog
+from ..format import log as logfmt
+from ..format import treelog
 
 NO_TEXT_NAME = "Untitled topic"
 
@@ -32,7 +32,7 @@ def _leaks(value: str, forgotten: list[str]) -> bool:
 
 def forget_ops(root: Path, ids: set[str], texts: list[str]) -> list[str]:
     """See `tree.forget`: rewrite every shard (or a format-1 tree.json) without the forgotten records."""
-    from . import tree as treefmt
+    from ..format import tree as treefmt
 
     forgotten = [_norm(t) for t in texts if _norm(t)]
     if not treelog.exists(root):
@@ -106,7 +106,7 @@ def _names_again(
     root: Path, tree, touched: set[str], ids: set[str], forgotten: list[str], parsed: dict
 ) -> dict[str, tuple[str, str]]:
     """topic id -> (name, summary) made offline from the records that remain in (or under) it."""
-    from ..tree import naming
+    from . import naming
 
     ever: dict[str, list[str]] = {}  # a topic that left the tree is named from what it ever held
     for lines in parsed.values():
@@ -137,7 +137,7 @@ def _names_again(
 
 
 def _record_texts(root: Path, wanted: set[str]) -> dict[str, tuple[str, str]]:
-    from . import log as logfmt
+    from ..format import log as logfmt
 
     out: dict[str, tuple[str, str]] = {}
     if not wanted:
@@ -152,7 +152,7 @@ def _record_texts(root: Path, wanted: set[str]) -> dict[str, tuple[str, str]]:
 
 def _forget_tree_json(root: Path, ids: set[str], forgotten: list[str]) -> list[str]:
     """Format 1: the same for tree.json, rewritten whole."""
-    from . import tree as treefmt
+    from ..format import tree as treefmt
 
     path = treefmt.path_of(root)
     if not path.exists():

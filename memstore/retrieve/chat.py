@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from .adapters.llm import LLM, LLMError, get_llm
-from .format.timeutil import now_utc, to_iso
-from .retrieve.context import Context, build_context
+from ..adapters.llm import LLM, LLMError, get_llm
+from ..format.timeutil import now_utc, to_iso
+from .context import Context, build_context
 
 SYSTEM = """Today is {today}.
 You are a helpful assistant with a long-term memory. The memory context below holds verbatim lines
@@ -92,7 +92,7 @@ class ChatSession:
         what was masked; as they are with `send_secrets` (the user's choice for this session)."""
         if self.send_secrets:
             return messages, []
-        from .secret_policy import scrub_kinds
+        from ..secrets.policy import scrub_kinds
 
         out, kinds = [], []
         for m in messages:
@@ -110,12 +110,12 @@ class ChatSession:
         """One exchange: context, LLM answer, both turns stored (just the user's if the LLM failed)."""
         if not text.strip():
             raise LLMError("empty message")
-        from .secret_policy import apply as secrets_apply
+        from ..secrets.policy import apply as secrets_apply
 
         if self.secrets == "refuse":  # before the question leaves the machine, not only before the commit
             secrets_apply([{"text": text}], "refuse")
         elif self.secrets == "redact":
-            from .secret_policy import scrub
+            from ..secrets.policy import scrub
 
             text = scrub(text)
         asked_at = to_iso(now_utc())
@@ -144,7 +144,7 @@ class ChatSession:
                     }
                 )
             )
-        from .store import _preview
+        from ..secrets.policy import preview as _preview
 
         preview = _preview(text)
         res = self.store.write(

@@ -12,7 +12,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from .errors import SecretsFound, UsageError
+from ..errors import SecretsFound, UsageError
 
 MODES = ("refuse", "skip", "redact", "allow")
 HINT = (
@@ -79,7 +79,7 @@ _CLEAN_LINES_MAX = 100_000
 def findings(rec: dict) -> list[tuple[str, object]]:
     """(place, Finding) for every secret in the record: its text, and every other string field
     (session, actor, model, id, source, meta and unknown fields kept, nested ones, dict keys)."""
-    from .ingest import secrets
+    from . import detect as secrets
 
     text = rec.get("text") or ""
     found = [("text", f) for f in secrets.scan(text)] if text else []
@@ -100,7 +100,7 @@ def findings(rec: dict) -> list[tuple[str, object]]:
 
 def _scan_lines(lines: list[tuple[str, str]]) -> list[tuple[str, object]]:
     """The field lines scanned as one text (a blank line between, so no two are read as one)."""
-    from .ingest import secrets
+    from . import detect as secrets
 
     hits = secrets.scan("\n\n".join(line for _, line in lines))
     out, flagged = [], set()
@@ -160,7 +160,7 @@ def mask_message(text: str) -> str:
     refusal names a file, a record id or a session, any of which may itself be a token."""
     if not text:
         return text
-    from .ingest import secrets
+    from . import detect as secrets
 
     return secrets.redact(text)[0]
 
@@ -191,7 +191,7 @@ def _redact_in_place(rec: dict) -> None:
     `supersedes` id) holding a secret becomes a hash of it, so a second import of the same input
     still finds the record. In place, because the write keys its embedding inputs and given vectors
     by id(record)."""
-    from .ingest import secrets
+    from . import detect as secrets
 
     all_kinds: list[str] = []
 
@@ -262,7 +262,7 @@ def scrub_kinds(text: str) -> tuple[str, list[str]]:
     key = clean_key(text)
     if key in _CLEAN:
         return text, []
-    from .ingest import secrets
+    from . import detect as secrets
 
     out, kinds = secrets.redact(text)
     if out == text:
@@ -278,6 +278,7 @@ def scrub_kinds(text: str) -> tuple[str, list[str]]:
 _CLEAN: set[bytes] = set()
 _FRESH: list[bytes] = []  # found clean by this process, not saved yet
 _DETECTOR: list[bytes] = []
+DETECTOR_SOURCES = ("policy.py", "detect.py")  # beside this file: their bytes key the clean verdicts
 
 
 def clean_key(text: str) -> bytes:
@@ -286,9 +287,9 @@ def clean_key(text: str) -> bytes:
     if not _DETECTOR:
         here = Path(__file__).resolve().parent
         try:
-            source = b"".join((here / name).read_bytes() for name in ("secret_policy.py", "ingest/secrets.py"))
+            source = b"".join((here / name).read_bytes() for name in DETECTOR_SOURCES)
         except OSError:  # not installed as files (a zip): the version has to do
-            from . import __version__
+            from .. import __version__
 
             source = f"memstore {__version__}".encode()
         _DETECTOR.append(hashlib.blake2b(source, digest_size=16).digest())
@@ -316,3 +317,16 @@ def take_fresh() -> list[bytes]:
     out = list(_FRESH)
     _FRESH.clear()
     return out
+
+
+def user_message(exc: BaseException) -> str:
+    """What the user is shown for an error (CLI stderr, HTTP body, MCP error), secrets masked: a
+    refusal is built masked; any other message may quote an input (a bad role, a file's name)."""
+    if isinstance(exc, SecretsFound):
+        return str(exc)
+    return mask_message(str(exc))
+
+
+def preview(text: str, width: int = 60) -> str:
+    """A commit subject's excerpt of a text: one line, secrets already scrubbed before cutting."""
+    return " ".join(scrub(text).split())[:width]

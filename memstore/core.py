@@ -1,0 +1,500 @@
+"""The core: opening and creating a store, its parts (git, embedder, index, lock) and the one write
+path that ends in one commit. No verb and no feature lives here: the facade (memstore/store.py,
+`class Store(Core)`) adds the verbs and wires in what a write does beside its files (topic
+placement) and what a new store gets (git hooks). Features take a Core; this module imports only
+the ground below it (transaction, repair, gitrepo, format/, index/, secrets/, adapters/)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import FORMAT_VERSION
+from .errors import EmbedderMismatch, FormatError, MemstoreError, NotAStoreError, UsageError
+from .format import config as configfmt
+from .format import layout
+from .format.layout import META_DIR, find_root, meta_dir_for  # noqa: F401  (the core's names for them)
+from .format import log as logfmt
+from .format import record as recordfmt
+from .format import pack as packfmt
+from .format import seal
+from .format.timeutil import from_iso, local_day, zone
+from .locking import file_lock, lock_timeout
+from .results import WriteResult  # noqa: F401  (re-exported: writers import it from here)
+
+EMBED_CHARS = 32_768
+
+
+class Core:
+    """A memory store's core: a git repository of plain files plus a disposable index in `.memstore/`."""
+
+    def __init__(self, root: Path, embedder_override: str | None = None):
+        self.root = Path(root).resolve()
+        if not (self.root / configfmt.FILENAME).is_file():
+            raise NotAStoreError(self.root)
+        self.config = configfmt.read(self.root)
+        self.tz = zone(self.config.timezone)
+        self.meta_dir = meta_dir_for(self.root)
+        self._embedder = None
+        self._git = None
+        self._index = None
+        self._tx = None  # the write transaction in progress (memstore/transaction.py)
+        if embedder_override and embedder_override != self.config.embedder["name"]:
+            raise EmbedderMismatch(
+                f"{self.root}: the store's vectors were made by the {self.config.embedder['name']!r} "
+                f"embedder ({self.config.embedder['model']}), not {embedder_override!r}.",
+                f'Run "ct -C {self.root} reembed --embedder {embedder_override}" to switch (one commit).',
+            )
+
+    # ----- opening and creating -------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path | str | None = None, search_parents: bool = True):
+        start = Path(path).expanduser() if path else None
+        root = find_root(start) if search_parents else start
+        return cls(root)
+
+    @classmethod
+    def init(
+        cls,
+        path: Path | str,
+        embedder: str = "minilm",
+        timezone: str | None = None,
+        dtype: str = "float32",
+        embedder_options: dict | None = None,
+        *,
+        dim: int | None = None,
+        model: str | None = None,
+    ):
+        """Create a memory store (a git repository) in `path` (`ct init`); `dim` and `model` are
+        shorthands for `embedder_options` (the hash and openai embedders' vector size, model name)."""
+        from . import adapters
+        from .gitrepo import GitRepo
+
+        root = Path(path).expanduser().resolve()
+        if (root / configfmt.FILENAME).exists():
+            raise MemstoreError(f"{root} is already a memory store.", "Nothing was changed.")
+        if dtype not in ("float32", "int8"):
+            raise MemstoreError(f"--dtype must be float32 or int8, not {dtype!r}")
+        tzname = timezone or _local_timezone_name()
+        try:
+            zone(tzname)  # validate before touching the disk
+        except ValueError as exc:
+            raise UsageError(f"--timezone: {exc}.", "Nothing was changed.") from None
+        opts = {**(embedder_options or {}), **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None}}
+        adapters.check(embedder, opts)
+        desc = adapters.describe(embedder, **opts)
+        made = not root.exists()
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            repo = GitRepo(root) if (root / ".git").exists() else GitRepo.init(root)
+        except Exception:
+            if made and not any(root.iterdir()):  # no git: leave no empty folder behind
+                root.rmdir()
+            raise
+        cfg = configfmt.Config.new(tzname, desc, dtype)
+        cfg.settings["vector_dtype"] = dtype
+        cfg.write(root)
+        (root / ".gitignore").write_text(layout.GITIGNORE, encoding="utf-8")
+        (root / ".gitattributes").write_text(layout.GITATTRIBUTES, encoding="utf-8")
+        store = cls(root)
+        store.set_up_git()
+        repo.commit(
+            f"Initialise memory store (format {FORMAT_VERSION}, embedder {desc['name']}, timezone {tzname})",
+            [configfmt.FILENAME, ".gitignore", ".gitattributes"],
+        )
+        return store
+
+    def set_up_git(self) -> None:
+        """What a new store's git repository gets before its first commit: nothing in the core; the
+        facade installs memstore's git hooks (hooks/)."""
+
+    # ----- parts ------------------------------------------------------------------------------
+
+    @property
+    def git(self):
+        if self._git is None:
+            from .gitrepo import GitRepo
+
+            self._git = GitRepo(self.root)
+        return self._git
+
+    @property
+    def embedder(self):
+        """The store's embedder, loaded on first use (model weights are not loaded by open())."""
+        if self._embedder is None:
+            from . import adapters
+            from .userconfig import embedder_options
+
+            # dim from the store (what its vectors are); paths and endpoints only from the user.
+            opts = {**embedder_options(), "model": self.config.embedder["model"], "dim": self.config.embedder["dim"]}
+            emb = adapters.get_embedder(self.config.embedder["name"], **opts)
+            if emb.dim != int(self.config.embedder["dim"]) or emb.model != self.config.embedder["model"]:
+                raise EmbedderMismatch(
+                    f"{self.root / configfmt.FILENAME}: the store was embedded with "
+                    f"{self.config.embedder['model']} ({self.config.embedder['dim']}-d) but the "
+                    f"embedder gives {emb.model} ({emb.dim}-d).",
+                    f'Run "ct -C {self.root} reembed" to re-embed the store (one commit).',
+                )
+            self._embedder = emb
+        return self._embedder
+
+    def reload_config(self) -> None:
+        """Read memstore.toml again. A writer calls it holding the write lock (after rolling back a
+        crashed writer, which may put the file back): another process may have changed the embedder
+        (`ct reembed`) since this one opened the store, and vectors must be made with the one the
+        store says now. The embedder and index are dropped only when the embedder changed."""
+        fresh = configfmt.read(self.root)
+        if fresh.embedder != self.config.embedder:
+            self._embedder = None
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+        self.config = fresh
+        self.tz = zone(fresh.timezone)
+
+    def set_embedder(self, embedder) -> None:
+        """Use an already-built embedder object (tests, benchmarks); it must match the store."""
+        if embedder.dim != int(self.config.embedder["dim"]) or embedder.model != self.config.embedder["model"]:
+            raise EmbedderMismatch(
+                f"embedder {embedder.model} does not match the store's {self.config.embedder['model']}"
+            )
+        self._embedder = embedder
+
+    def index(
+        self,
+        update: bool = True,
+        quiet: bool = True,
+        *,
+        rebuild: bool = False,
+        dry_run: bool = False,
+        progress=None,
+    ):
+        """The disposable index, brought up to date first unless `update` is False (`ct index`).
+
+        Only the days whose files changed are reindexed; `rebuild` redoes everything, `dry_run`
+        only plans. What was planned or done is in the returned index's `last_plan`.
+        """
+        from .index.build import Index
+
+        if self._index is None:
+            self._index = Index(self)
+        if dry_run:
+            self._index.last_plan = self._index.plan(rebuild)
+        elif update or rebuild:
+            from .repair import recover_if_crashed
+
+            recover_if_crashed(self)  # one stat unless a writer died mid-write
+            self._index.last_plan = self._index.update(rebuild=rebuild, quiet=quiet, progress=progress)
+        return self._index
+
+    def warnings(self) -> list[str]:
+        """What a reader should be told about the store now: git waiting in the middle of an
+        operation, and each file the index met damaged while it read (a record with no vector, a
+        line that does not parse, a forgotten line a merge brought back); `ct fsck` says what to
+        run. Only what this process's index saw: no extra reads."""
+        note = self._index.note if self._index is not None else None  # a damaged index, rebuilt
+        return [w for w in [self.unfinished(), note] if w] + self.index_problems()
+
+    def index_problems(self) -> list[str]:
+        """The damaged files the index met (paths relative to the store), if it was opened here."""
+        index = self._index
+        if index is None or index._conn is None:
+            return []
+        return [p.replace(f"{self.root}{os.sep}", "") for p in index.problems()]
+
+    def detached_head(self) -> str | None:
+        """HEAD's commit when HEAD is detached (a commit made there is on no branch), else None."""
+        from .gitrepo import detached_head
+
+        return detached_head(self.root)
+
+    def unfinished(self) -> str | None:
+        """A warning when git is in the middle of a merge, rebase, … here (reads show the files as
+        they are; writes refuse), else None."""
+        from .gitrepo import unfinished_operation
+
+        state = unfinished_operation(self.root)
+        if state is None:
+            return None
+        from .repair import crashed_journal
+
+        if state[0] == "a merge" and (crashed_journal(self) or {}).get("merge"):
+            return f'ct sync was killed in its merge in {self.root}: "ct fsck --repair" (or the next write) undoes it'
+        return (
+            f"git is in the middle of {state[0]} in {self.root}; results show the files as "
+            f'they are now (finish with "{state[1]}" or "{state[2]}")'
+        )
+
+    def lock(self, what: str = "write"):
+        if what == "write":  # journalled, so a crashed writer is rolled back (memstore/repair.py)
+            from .transaction import write_lock
+
+            return write_lock(self)
+        return file_lock(self.meta_dir / f"{what}.lock", timeout=lock_timeout(), what=what)
+
+    def rel(self, path: Path) -> str:
+        return Path(path).resolve().relative_to(self.root).as_posix()
+
+    # ----- the one write path ---------------------------------------------------------------
+
+    def normalize(self, raw: dict, defaults: dict | None = None, derive_id: bool = False) -> dict:
+        return recordfmt.normalize(raw, self.tz, defaults=defaults, derive_id=derive_id)
+
+    def transaction(self, message, allow_old_format: bool = False, check_logs: bool = True):
+        """`with store.transaction(msg) as tx:` — lock, journal, files, one commit (memstore/transaction.py)."""
+        from .transaction import transaction
+
+        return transaction(self, message, allow_old_format=allow_old_format, check_logs=check_logs)
+
+    def write(
+        self,
+        records: list[dict],
+        message,
+        embed_inputs: list[str] | None = None,
+        progress=None,
+        extra_paths: list[str] | None = None,
+        dedupe: bool = True,
+        after_write=None,
+        before_write=None,
+        given_vectors: dict | None = None,
+        secrets: str = "refuse",
+        origins: dict | None = None,
+    ) -> WriteResult:
+        """Embed, write packs, append day logs and make one commit — one transaction.
+
+        `records` are normalised records (see `normalize`). Records whose id is already in the
+        store (or repeated in the batch) are skipped, which makes imports idempotent. `message`
+        is the commit message, or a function of the records actually added that returns it.
+        `after_write(store, records, vectors)` runs before the commit and returns extra paths to
+        stage; by default conversation records are placed in the topic tree, and
+        `after_write=False` skips that. `before_write(store, records)` runs in the transaction once
+        duplicates are dropped, before anything is embedded: it may queue blobs for the records'
+        packs (`store._tx.add_blob`) and fill in their fields, and returns paths to stage.
+        `given_vectors` maps id(record) to a vector stored as is instead of embedding that record
+        (imports that keep their vectors).
+        `secrets` says what to do with records holding a detected secret (memstore/secrets/policy.py:
+        refuse, skip, redact, allow); `origins` maps id(record) to "file:line" for its messages.
+        """
+        from .secrets import policy as secret_policy
+
+        result = WriteResult()
+        inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
+        records, result.notes = secret_policy.apply(records, secrets, origins)
+        records = self._drop_forgotten(records, result)
+        for r in records:  # a redacted record is embedded from its redacted text
+            if "redacted" in (r.get("meta") or {}):
+                inputs_by_rec.pop(id(r), None)
+                (given_vectors or {}).pop(id(r), None)
+
+        def subject() -> str:  # derived text: never a detected secret, whatever the mode
+            return secret_policy.scrub(message(result.added) if callable(message) else message)
+
+        # The write's cost must not grow with the store: git is asked only about the day logs it
+        # appends to, and without `dedupe` (fresh ids) only those days are brought into the index.
+        with self.transaction(subject, check_logs=False) as tx:
+            result.notes[:0] = tx.notes  # what a crashed writer left was rolled back first
+            days = sorted({local_day(from_iso(r["ts"]), self.tz) for r in records})
+            from .transaction import refuse_dirty_logs
+
+            # today's tree shard too: the records' placement is appended to it, and a commit of it would
+            # carry lines someone left uncommitted (a git reset --mixed of an earlier write, say)
+            from .format import treelog
+            from .format.timeutil import now_utc
+
+            shard = self.rel(treelog.shard_path(self.root, local_day(now_utc(), self.tz)))
+            refuse_dirty_logs(self, [layout.day_log(d) for d in days] + ([shard] if after_write is not False else []))
+            if dedupe:
+                records, result.skipped = self._drop_known(records)
+            elif records:  # placing the records in the tree reads the index: the days written must be in it
+                from .index import queries
+
+                index = self.index(update=False)
+                # a clone's first write builds the whole index (a read would have to), later ones only their days
+                index.update(days=days if queries.has_days(index) else None)
+            if records and before_write:
+                tx.stage(list(before_write(self, records) or []))
+            if records:
+                vectors = self._embed_records(records, inputs_by_rec, given_vectors, progress)
+                refuse_non_finite(records, vectors, origins, self.config.embedder.get("model"))
+                tx.stage(self._write_files(records, vectors))
+                result.added = records
+                tx.stage(self._after_write(records, vectors, after_write, result))
+                self.index(update=False).save_clean_keys(secret_policy.take_fresh())
+            tx.stage(extra_paths or [])
+        result.commit = tx.commit
+        if result.added and result.commit:
+            # The index takes in what this write committed, so the next write (whatever its day) finds
+            # these records when it places its own in the topic tree; only the days written are read.
+            self.index(update=False).take_in(days)
+        return result
+
+    def _after_write(self, records: list[dict], vectors, after_write, result: WriteResult) -> list[str]:
+        """Extra files for the same commit: the caller's, or the topic tree's placement of the records."""
+        if after_write is False:
+            return []
+        if after_write is not None:
+            out = after_write(self, records, vectors)
+            return [out] if isinstance(out, str) else list(out or [])
+        try:
+            return self.place(records, vectors)
+        except Exception as exc:  # the verbatim log is the truth; a tree problem must not lose the write
+            result.notes.append(f"topic tree not updated: {exc}")
+            return []
+
+    def place(self, records: list[dict], vectors) -> list[str]:
+        """What a write does beside its files by default: nothing in the core; the facade places
+        conversation records in the topic tree. Returns the paths to stage in the write's commit."""
+        return []
+
+    def _drop_forgotten(self, records: list[dict], result: WriteResult) -> list[dict]:
+        """A forgotten record (tombstone in forgotten.jsonl) does not come back by importing its source again."""
+        from .format import tombstones
+
+        gone = tombstones.ids(self.root) if records else set()
+        kept = [r for r in records if r["id"] not in gone]
+        if len(kept) < len(records):
+            result.notes.append(
+                f"left out {len(records) - len(kept)} records forgotten earlier ({tombstones.FILENAME})"
+            )
+        return kept
+
+    def _drop_known(self, records: list[dict]) -> tuple[list[dict], int]:
+        seen: set[str] = set()
+        fresh = []
+        for r in records:
+            if r["id"] not in seen:
+                seen.add(r["id"])
+                fresh.append(r)
+        known = self.index().known_ids([r["id"] for r in fresh]) if fresh else set()
+        kept = [r for r in fresh if r["id"] not in known]
+        return kept, len(records) - len(kept)
+
+    def _embed_records(self, records: list[dict], inputs_by_rec: dict, given: dict | None, progress=None):
+        """One vector per record: the caller's where given (keyed by id(record)), embedded otherwise
+        (memstore/turn_embedding.py: a user turn of several sentences is the mean of its sentences).
+
+        An embedding input is cut at EMBED_CHARS: no model reads further (8k tokens at most), and a
+        50 MB pasted log would otherwise cost minutes of tokenising for nothing.
+        """
+        import numpy as np
+
+        from .turn_embedding import record_vectors
+
+        todo = [r for r in records if id(r) not in (given or {})]
+        texts = [inputs_by_rec.get(id(r), r["text"])[:EMBED_CHARS] for r in todo]
+        vecs = record_vectors(self.embedder, todo, texts, progress)
+        if not given:
+            return vecs
+        out = np.zeros((len(records), self.embedder.dim), np.float32)
+        fresh = iter(vecs)
+        for i, r in enumerate(records):
+            out[i] = np.asarray(given[id(r)], np.float32) if id(r) in given else next(fresh)
+        return out
+
+    def _write_files(self, records: list[dict], vectors) -> list[str]:
+        """One pack per day touched (complete file, renamed into place), then the day-log lines.
+
+        The pack comes first so that a log line never names a record whose vector is not on disk;
+        the line itself names no file (the vector is found by day and record id), so consolidating
+        packs never touches a log. A day that already had `consolidate_packs` packs is consolidated
+        into one in the same commit. No fsync per file: a killed process leaves the page cache
+        intact, and durability against power loss comes from git, which fsyncs the committed
+        objects (core.fsync=committed, set with the hooks).
+        """
+        dtype = self.config.setting("vector_dtype")
+        dim = int(self.config.embedder["dim"])
+        limit = int(self.config.setting("consolidate_packs") or 0)
+        by_day: dict[str, list[tuple[dict, object]]] = {}
+        for rec, vec in zip(records, vectors):
+            by_day.setdefault(local_day(from_iso(rec["ts"]), self.tz), []).append((rec, vec))
+        blobs: dict[str, list[tuple]] = {}
+        for b in self._tx.blobs if getattr(self, "_tx", None) else []:
+            blobs.setdefault(b[1], []).append(b)
+        touched: list[str] = []
+        for day in sorted(set(by_day) | set(blobs)):
+            folder = packfmt.day_dir(self.root, day)
+            had = len(packfmt.pack_files(folder))
+            writer = packfmt.PackWriter(day, dim)
+            for rec, vec in by_day.get(day, []):
+                rec.pop("seg", None)  # a record names no file
+                rec["hash"] = recordfmt.text_hash(rec["text"])
+                rec["vkey"] = seal.record_key(rec["id"], rec["text"])  # only this line opens its vector
+                key = seal.key_bytes(rec["vkey"])
+                writer.add_vector(rec["id"], key, rec["hash"], vec, dtype, int(from_iso(rec["ts"]).timestamp()))
+            keys = {r["id"]: seal.key_bytes(r["vkey"]) for r, _ in by_day.get(day, [])}
+            for rid, _day, payload, data_type, manifest, unix in blobs.get(day, []):
+                writer.add_blob(rid, keys[rid], payload, data_type, manifest, unix)
+            writer.write(self.root)
+            touched.append(self.rel(folder))
+            if by_day.get(day):
+                logpath = logfmt.day_path(self.root, day)
+                logfmt.append(logpath, [r for r, _ in by_day[day]], fsync=False)
+                touched.append(self.rel(logpath))
+            if limit and had >= limit:  # after the lines: a consolidation carries what their keys open
+                consolidate_day(self, day)
+        return touched
+
+
+def day_ring(root, day: str) -> list:
+    """The (record id, key) pairs the day log's lines hold: what can open that day's packs."""
+    path = logfmt.day_path(root, day)
+    if not path.exists():
+        return []
+    return packfmt.ring(ln.record for ln in logfmt.read_lines(path) if ln.record is not None)
+
+
+def consolidate_day(store, day: str) -> int | None:
+    """Merge a day's small packs into one new pack (old ones deleted); how many it merged.
+
+    Only packs that are each at most 45% of the result are merged (`pack.mergeable`), so a write
+    never rewrites the day's big pack for a small addition; what the day log's keys no longer open
+    (forgotten records) is left behind. 0: nothing worth merging; None: a pack of the day is damaged and
+    the day is left as it is for fsck to name (a repack must never drop or launder what it holds).
+    The caller stages the day's pack folder in its transaction: deletions and new pack, one commit.
+    """
+    from .format import tombstones
+
+    had = set(packfmt.pack_files(packfmt.day_dir(store.root, day)))
+    gone = tombstones.ids(store.root)  # a line a git merge brought back is forgotten all the same
+    try:
+        new, old = packfmt.consolidate_safely(
+            store.root,
+            day,
+            int(store.config.embedder["dim"]),
+            day_ring(store.root, day),
+            keep=(lambda rid, _h: rid not in gone) if gone else None,
+        )
+    except (OSError, packfmt.PackError):
+        return None
+    for p in old:
+        p.unlink()
+    return len(old) + (1 if new in had else 0) if new else 0
+
+
+def _local_timezone_name() -> str:
+    env = os.environ.get("TZ")
+    if env and "/" in env:
+        return env
+    try:
+        link = os.readlink("/etc/localtime")
+        if "zoneinfo/" in link:
+            return link.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    return "UTC"
+
+
+def refuse_non_finite(records: list[dict], vectors, origins: dict | None, model) -> None:
+    """A vector holding NaN or Infinity ranks first for every query: refuse the write, naming the record."""
+    import numpy as np
+
+    bad = np.flatnonzero(~np.isfinite(np.asarray(vectors, dtype=np.float32)).all(axis=1)) if len(records) else []
+    if len(bad):
+        rec = records[int(bad[0])]
+        where = (origins or {}).get(id(rec)) or f"record {rec['id']}"
+        raise FormatError(
+            where,
+            f"its vector holds NaN or Infinity ({len(bad)} of {len(records)} vectors; embedder {model})",
+            hint="Nothing was written.",
+        )

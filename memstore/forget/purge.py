@@ -1,0 +1,531 @@
+"""Forgetting in history: `--purge-history` rewrites every commit so none holds the forgotten text
+(git-filter-repo, run through memstore/gitrepo.py), and what keeps a purge purged: the purged
+commits recorded in the store, refused by `ct sync` and named by fsck.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ..errors import MemstoreError, UsageError
+from ..format import log as logfmt
+from ..format.timeutil import now_utc, to_iso
+from .remove import REPLACEMENT, TOMBSTONES, forgotten_ids, scrub_this_machine, text_variants
+
+
+# ----- history ------------------------------------------------------------------------------------
+
+PURGE_NOTICE = """\
+History rewritten: no commit of this clone holds the forgotten text any more.
+What this means:
+  - Every commit id from the first one that held the text onwards has changed.
+  - The remote still has the old history. Publish the new one with a force push:
+        git -C {root} push --force {remote} {branch}
+    (ct sync refuses to merge the old history back; it says so).
+  - Every other clone still holds the old commits, and the text in them. On each one, either
+    re-clone, or run "ct sync": it sees the rewritten remote, keeps that clone's unpushed records,
+    moves it onto the new history, and expires its reflogs and prunes, so no object there keeps
+    the text. A clone that ran a plain "git pull" instead merged the old history back: its
+    "ct sync" refuses to push it (purged-history.jsonl, committed, names the purged commits), and
+    "ct sync --drop-purged" there does the same move. By hand (losing that clone's unpushed
+    records): "git reset --hard {remote}/{branch} && git reflog expire --expire=now --all &&
+    git gc --prune=now".
+  - Hosting services may keep old commits reachable by id (pull requests, caches) until they
+    expire them; ask the host to purge them if the text was sensitive."""
+
+
+def _tracking_config(store) -> list[tuple[str, str]]:
+    """branch.*.remote / branch.*.merge, which filter-repo's removal of the remotes takes with it."""
+    try:
+        out = store.git.run("config", "--get-regexp", r"^branch\..*\.(remote|merge)$")
+    except MemstoreError:
+        return []
+    return [tuple(line.split(" ", 1)) for line in out.splitlines() if " " in line]
+
+
+def texts_in_history(store, ids) -> list[str]:
+    """The texts that tombstoned records had in git history (to purge them after forgetting)."""
+    return sorted({r["text"] for r in lines_in_history(store, ids) if isinstance(r.get("text"), str)})
+
+
+def keys_in_history(store, ids) -> list[str]:
+    """The keys (vkey) their lines had in git history: each opens a sealed vector in older packs."""
+    return sorted({r["vkey"] for r in lines_in_history(store, ids) if isinstance(r.get("vkey"), str)})
+
+
+def lines_in_history(store, ids) -> list[dict]:
+    """Every day-log line that tombstoned records had in git history."""
+    git = store.git
+    out = []
+    for rid in ids:
+        needle = json.dumps({"id": rid}, separators=(",", ":"))[1:-1]  # "id":"..."
+        log = git.run("log", "--all", "--format=%x1e%H", "--name-only", "-S", needle, "--", "log")
+        for chunk in log.split("\x1e")[1:]:
+            sha, *names = [x for x in chunk.split("\n") if x.strip()]
+            for rev in (sha, f"{sha}^"):
+                for name in names:
+                    try:
+                        blob = git.run("show", f"{rev}:{name}")
+                    except MemstoreError:
+                        continue
+                    for line in blob.splitlines():
+                        if needle in line:
+                            try:
+                                rec = json.loads(line)
+                            except ValueError:
+                                continue
+                            if isinstance(rec, dict):
+                                out.append(rec)
+    return out
+
+
+_FILTER_SCRIPT = r"""
+import json, sys
+import git_filter_repo as fr
+spec = json.load(open(sys.argv[1]))
+pairs = [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in spec["pairs"]]
+prefixes = [bytes.fromhex(p) for p in spec["prefixes"]]
+new = spec["replacement"].encode()
+def clean(data):
+    for old, rep in pairs:
+        if old in data:
+            data = data.replace(old, rep)
+    return data
+def clean_message(message):
+    message = clean(message)
+    for flat in prefixes:  # a subject quotes a text's start, cut anywhere ("Mark: The surprise par…")
+        n = len(flat)
+        while n >= 24 and flat[:n] not in message:
+            n -= 1
+        if n >= 24:
+            message = message.replace(flat[:n], new)
+    return message
+import re
+words = spec.get("words") or []
+named = re.compile(r"(?i)(?<!\w)(" + "|".join(re.escape(w) for w in words) + r")(?!\w)") if words else None
+def scrub_names(data):
+    # topic names and summaries are made from key words: a word only the forgotten records held goes
+    if named is None or b'"op"' not in data:
+        return data
+    out, changed = [], False
+    for line in data.split(b"\n"):
+        try:
+            d = json.loads(line)
+        except ValueError:
+            d = None
+        if isinstance(d, dict) and d.get("op") in ("topic", "set"):
+            hit = False
+            for k in ("name", "summary"):
+                v = d.get(k)
+                if isinstance(v, str) and named.search(v):
+                    d[k], hit = named.sub(spec["replacement"], v), True
+            if hit:
+                line, changed = json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), True
+        out.append(line)
+    return b"\n".join(out) if changed else data
+def blob_callback(blob, _metadata):
+    blob.data = scrub_names(clean(blob.data))
+def message_callback(message):
+    return clean_message(message)
+args = fr.FilteringOptions.parse_args(["--force", "--quiet"])
+fr.RepoFilter(args, blob_callback=blob_callback, message_callback=message_callback).run()
+"""
+
+
+def refuse_shallow_purge(store) -> None:
+    """A shallow clone holds only the newest commits: rewriting them would make its cut-off point a
+    root commit, and the force push the rewrite asks for would replace the remote's whole history."""
+    from ..gitrepo import _common_dir, git_dir
+
+    gdir = git_dir(store.root)
+    if gdir is not None and (_common_dir(gdir) / "shallow").exists():
+        raise UsageError(
+            f"{store.root} is a shallow clone: its history stops at a cut-off commit, so --purge-history cannot "
+            "reach the older commits that hold the text, and the force push it needs would replace the remote's "
+            "whole history with this clone's few commits.",
+            f'Fetch the whole history first ("git -C {store.root} fetch --unshallow"), or run the command in a full '
+            "clone. Nothing was changed.",
+        )
+
+
+def _own_words(store, texts: list[str]) -> list[str]:
+    """The content words of the forgotten texts that no remaining record holds: older topic names and
+    summaries made while a forgotten record was in the topic may hold them, and the purge takes them
+    out there (a word a remaining record also says tells nothing, and stays)."""
+    from ..text import content_words as words
+
+    mine = {w.casefold() for t in texts for w in words(t)}
+    for path in logfmt.list_days(store.root).values():
+        if not mine:
+            break
+        for raw in path.read_bytes().splitlines():
+            try:
+                text = json.loads(raw).get("text")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(text, str):
+                mine -= {w.casefold() for w in words(text)}
+    return sorted(mine)
+
+
+def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
+    """Rewrite this clone's history (every branch) so no commit holds the texts (of records `ids`);
+    returns the notice."""
+    git = store.git
+    remotes = {name: git.run("remote", "get-url", name) for name in git.run("remote").split()}
+    tracking = _tracking_config(store)
+    # The remote's old history, as last fetched: sync must never bring it back (see refuse_unpublished_purge).
+    old = [
+        line.split()[1]
+        for line in git.run("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes").splitlines()
+    ]
+    parents = _parents(store)
+    pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in text_variants(t)]
+    # Each record's key (vkey) in older lines opens its sealed vector in older packs: it goes too.
+    pairs += [(k.encode().hex(), REPLACEMENT.encode().hex()) for k in vkeys if isinstance(k, str) and k]
+    prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
+    words = _own_words(store, texts)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        json.dump({"pairs": pairs, "prefixes": prefixes, "replacement": REPLACEMENT, "words": words}, fh)
+        spec = fh.name
+    try:
+        with store.lock():
+            proc = git.filter_repo(_FILTER_SCRIPT, spec)
+            if proc.returncode != 0:
+                raise MemstoreError(
+                    f"git-filter-repo failed in {store.root}: {proc.stderr.strip()[-800:]}",
+                    "The record is forgotten in the current files; history was not rewritten.",
+                )
+            for name, url in remotes.items():  # filter-repo removes remotes so nothing is pushed by accident
+                if name not in git.run("remote").split():
+                    git.run("remote", "add", name, url)
+            for key, value in tracking:
+                git.run("config", key, value)
+            for ref in git.run("for-each-ref", "--format=%(refname)", "refs/remotes").split():
+                git.run("update-ref", "-d", ref)  # the old history, as last fetched: it holds the text
+            purged = _first_rewritten(store, parents)
+            git.run("reflog", "expire", "--expire=now", "--all")
+            git.run("gc", "--quiet", "--prune=now")
+    finally:
+        os.unlink(spec)
+    _record_purge(store, purged, old, ids)
+    branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
+    return PURGE_NOTICE.format(root=store.root, remote=next(iter(remotes), "origin"), branch=branch)
+
+
+# ----- sync after a history rewrite -----------------------------------------------------------------
+
+PURGED_MARK = "purged-history.json"  # in .memstore/ of an older memstore: the old remote tips of its purge
+PURGED = "purged-history.jsonl"  # committed: the commits every --purge-history removed (ids, never text)
+PURGED_ATTRIBUTE = f"{PURGED} merge=union"
+
+
+def _parents(store) -> dict[str, list[str]]:
+    """{commit: its parents} for every commit reachable from a ref (before a rewrite)."""
+    out = {}
+    for line in store.git.run("rev-list", "--all", "--parents").splitlines():
+        sha, *parents = line.split()
+        out[sha] = parents
+    return out
+
+
+def _first_rewritten(store, parents: dict[str, list[str]]) -> list[str]:
+    """The commits filter-repo rewrote whose parents it did not: the first commits of the old
+    history that held the text. Every other rewritten commit descends from one of them, so a
+    branch holds a purged commit exactly when it holds one of these."""
+    from ..gitrepo import _common_dir, git_dir
+
+    try:
+        lines = (_common_dir(git_dir(store.root)) / "filter-repo" / "commit-map").read_text().splitlines()[1:]
+    except (OSError, TypeError):
+        return []
+    rewritten = {a for a, b in (ln.split() for ln in lines if len(ln.split()) == 2) if a != b}
+    return sorted(c for c in rewritten if not any(p in rewritten for p in parents.get(c, [])))
+
+
+def _record_purge(store, commits: list[str], tips: list[str], ids) -> None:
+    """One line in purged-history.jsonl, committed: every clone learns on its next pull which
+    commits hold forgotten text, so ct sync refuses to push them and fsck names them."""
+    if not commits and not tips:
+        return
+    line = {"at": to_iso(now_utc()), "commits": commits, "tips": sorted(set(tips)), "ids": sorted(ids)}
+    with store.transaction(f"Record the {len(commits)} first commits --purge-history rewrote") as tx:
+        logfmt.append_lines(store.root / PURGED, (json.dumps(line, separators=(",", ":")) + "\n").encode(), fsync=False)
+        attrs = store.root / ".gitattributes"
+        current = attrs.read_text(encoding="utf-8") if attrs.exists() else ""
+        if PURGED_ATTRIBUTE not in current:
+            attrs.write_text(
+                current + ("\n" if current and not current.endswith("\n") else "") + PURGED_ATTRIBUTE + "\n"
+            )
+        tx.stage([PURGED, ".gitattributes"])
+
+
+def purges(store) -> list[dict]:
+    """Every purge the store records (purged-history.jsonl, and an older memstore's local mark)."""
+    out = []
+    try:
+        data = (store.root / PURGED).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        data = ""
+    for raw in data.splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    try:
+        old = json.loads((store.meta_dir / PURGED_MARK).read_text(encoding="utf-8"))
+        out.append({"commits": [], "tips": old.get("old") or [], "ids": old.get("ids") or []})
+    except (OSError, ValueError, AttributeError):
+        pass
+    return out
+
+
+def purged_in(store, rev: str = "HEAD") -> list[str]:
+    """The purged commits (purged-history.jsonl) that `rev` holds; [] on a clean clone (one git
+    command: the old commits are not even present)."""
+    wanted = sorted({c for p in purges(store) for c in [*(p.get("commits") or []), *(p.get("tips") or [])]})
+    if not wanted:
+        return []
+    present = store.git.present_commits(wanted)
+    return [c for c in present if _is_ancestor(store, c, rev)]
+
+
+def purged_ids(store, commits) -> list[str]:
+    """The forgotten record ids of the purges that removed these commits."""
+    commits = set(commits)
+    return sorted(
+        {
+            i
+            for p in purges(store)
+            if commits & set((p.get("commits") or []) + (p.get("tips") or []))
+            for i in p.get("ids") or []
+        }
+    )
+
+
+def refuse_purged(store, res, rev: str = "HEAD", what: str = "push") -> None:
+    """ct sync never pushes (nor merges) a commit that --purge-history removed: it holds forgotten text."""
+    back = purged_in(store, rev)
+    if not back:
+        return
+    ids = " ".join(purged_ids(store, back)) or "ID"
+    if rev == "HEAD":
+        raise MemstoreError(
+            f"{store.root}: {res.branch} holds commit {back[0][:10]}, which ct forget --purge-history removed "
+            f'(purged-history.jsonl): it holds forgotten text (a plain "git pull" merged the old history back). '
+            f"ct sync does not {what} it.",
+            f'Drop it: "ct -C {store.root} sync --drop-purged" moves {res.branch} onto {res.upstream}, writes again '
+            "this clone's records that are not there, and expires the reflog and prunes so no object keeps the "
+            "text. Nothing was pushed.",
+        )
+    raise MemstoreError(
+        f"{store.root}: {rev} holds commit {back[0][:10]}, which ct forget --purge-history removed "
+        "(purged-history.jsonl): someone pushed the old history back. ct sync does not merge it.",
+        f'On a clone whose history is clean: "ct forget --purge-history {ids}" rewrites it away, then '
+        f'"git push --force {res.remote} {res.branch}". Nothing was merged.',
+    )
+
+
+def expire_old_history(store) -> list[str]:
+    """Drop every object only the reflog or a pruned ref keeps (so no object holds purged text):
+    the reflogs of every ref but the stash are expired, then git gc --prune=now. Returns what still
+    holds a purged commit (a branch, a tag, the stash) for the user to delete."""
+    git = store.git
+    refs = [r for r in git.run("for-each-ref", "--format=%(refname)").split() if r != "refs/stash"]
+    git.run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "HEAD", *refs)
+    git.run("gc", "--quiet", "--prune=now")
+    held = []
+    for c in purged_in_any(store):
+        held += git.run("for-each-ref", "--format=%(refname:short)", "--contains", c).split()
+    return sorted(set(held))
+
+
+def purged_in_any(store) -> list[str]:
+    """The purged commits any ref (or the stash) holds."""
+    out = []
+    for ref in store.git.run("for-each-ref", "--format=%(refname)").split():
+        out += [c for c in purged_in(store, ref) if c not in out]
+    return out
+
+
+def refuse_unpublished_purge(store, res) -> None:
+    """After --purge-history (here or on a clone this one pulled from), sync must not fetch or
+    merge the remote's old history back in: checked with ls-remote, before any fetch."""
+    tips = {t for p in purges(store) for t in p.get("tips") or []}
+    if not tips:
+        return
+    git = store.git
+    branch = res.upstream.split("/", 1)[-1]
+    try:
+        line = git.run("ls-remote", res.remote, f"refs/heads/{branch}")
+    except MemstoreError:
+        return  # unreachable: the fetch that follows says so
+    remote = line.split()[0] if line.strip() else None
+    if remote not in tips:
+        (store.meta_dir / PURGED_MARK).unlink(missing_ok=True)  # an older memstore's mark: the remote moved on
+        return
+    raise MemstoreError(
+        f"{store.root}: this clone's history was rewritten by ct forget --purge-history, and "
+        f"{res.upstream} still has the old history (with the forgotten text). ct sync does not merge it back.",
+        f'Publish the rewritten history first: "git -C {store.root} push --force {res.remote} '
+        f'HEAD:{res.upstream.split("/", 1)[-1]}", then run ct sync again. Nothing was changed.',
+    )
+
+
+def old_history_back(store) -> str | None:
+    """A warning when this branch holds a commit that --purge-history removed (a plain `git pull`
+    from a remote or clone that still had the old history), naming the commands that drop it; else None."""
+    back = purged_in(store, "HEAD")
+    if not back:
+        return None
+    ids = " ".join(purged_ids(store, back)) or "ID…"
+    said = (
+        f"commit {back[0][:10]} of the old history that ct forget --purge-history rewrote (purged-history.jsonl; "
+        'it holds the forgotten text) is in this branch again: a plain "git pull" merged it back, and a push '
+        "would publish it (ct sync refuses)."
+    )
+    upstream = _upstream_ref(store)
+    if upstream and not purged_in(store, upstream):
+        return (
+            f'{said} "ct sync --drop-purged" moves this branch onto {upstream.removeprefix("refs/remotes/")} '
+            "(keeping this clone's own records) and expires the reflog and prunes, so no object keeps the text; "
+            f'or "ct forget --purge-history {ids}" rewrites it again'
+        )
+    return f'{said} "ct forget --purge-history {ids}" rewrites it again; then "git push --force" publishes the rewritten history'
+
+
+def _upstream_ref(store) -> str | None:
+    git = store.git
+    try:
+        branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
+        remote = git.run("config", "--get", f"branch.{branch}.remote")
+        merge = git.run("config", "--get", f"branch.{branch}.merge").removeprefix("refs/heads/")
+        return git.run("rev-parse", "-q", "--verify", "--symbolic-full-name", f"refs/remotes/{remote}/{merge}")
+    except MemstoreError:
+        return None
+
+
+def _is_ancestor(store, a: str, b: str) -> bool:
+    return store.git.is_ancestor(a, b)
+
+
+def follow_rewritten_remote(store, res, before: str | None, drop_purged: bool = False) -> list[dict] | None:
+    """When the remote's history was rewritten (a force push after --purge-history elsewhere), or
+    with `drop_purged` when this branch holds purged commits the remote does not (a plain `git pull`
+    merged them back): move this clone onto the remote, drop every object only the old history
+    kept (reflogs expired, gc --prune=now), and return its own records the remote lacks, to write
+    again; None otherwise."""
+    git = store.git
+    try:
+        after = git.run("rev-parse", "-q", "--verify", f"refs/remotes/{res.upstream}")
+    except MemstoreError:
+        return None
+    if drop_purged:
+        if not purged_in(store, "HEAD"):
+            res.notes.append("this branch holds no commit --purge-history removed: nothing to drop")
+            return None
+        refuse_purged(store, res, f"refs/remotes/{res.upstream}")
+    elif not before or before == after or _is_ancestor(store, before, after):
+        return None
+    remote_ids = _ids_at(store, f"refs/remotes/{res.upstream}")
+    gone = set()
+    try:
+        gone = {
+            json.loads(line).get("id")
+            for line in git.run("show", f"refs/remotes/{res.upstream}:{TOMBSTONES}").splitlines()
+            if line.strip()
+        }
+    except (MemstoreError, ValueError):
+        pass
+    gone |= forgotten_ids(store.root)
+    local, stale = [], []
+    for _day, path in sorted(logfmt.list_days(store.root).items()):
+        for raw in path.read_bytes().splitlines():
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("id") not in remote_ids and rec.get("id") not in gone:
+                local.append(rec)
+            elif isinstance(rec, dict) and rec.get("id") in gone and isinstance(rec.get("text"), str):
+                stale.append(rec)
+    git.run("reset", "--hard", "-q", f"refs/remotes/{res.upstream}")
+    res.notes.append(f"{res.upstream} was rewritten (history purged on another clone): this clone now follows it")
+    _drop_old_objects(store, res, stale)
+    return [store.normalize(r) for r in local]
+
+
+def _drop_old_objects(store, res, stale: list[dict]) -> None:
+    """After moving onto the rewritten history: no object, reflog entry or index page of this
+    clone keeps the old history's forgotten text."""
+    held = expire_old_history(store)
+    res.notes.append("expired the reflogs and pruned: no object of the old history is left in this clone")
+    if held:
+        res.notes.append(
+            f"{', '.join(held)} still hold{'s' if len(held) == 1 else ''} commits --purge-history removed (forgotten "
+            f'text): delete {"them" if len(held) > 1 else "it"} ("git branch -D" / "git tag -d" / "git stash drop"), '
+            'then "git gc --prune=now"'
+        )
+    if stale:
+        res.notes += scrub_this_machine(store, stale)
+
+
+def _ids_at(store, rev: str) -> set[str]:
+    git = store.git
+    out: set[str] = set()
+    try:
+        names = git.run("ls-tree", "-r", "--name-only", rev, "--", "log").splitlines()
+    except MemstoreError:
+        return out
+    for name in names:
+        out |= _ids_in(git.blob(rev, name))
+    return out
+
+
+def _ids_in(data: bytes | None) -> set[str]:
+    """The record ids of a day log's lines (lines that do not parse are skipped)."""
+    out: set[str] = set()
+    for line in (data or b"").splitlines():
+        try:
+            rid = json.loads(line).get("id")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(rid, str):
+            out.add(rid)
+    return out
+
+
+def added_by(store, rev: str) -> set[str]:
+    """Ids of the records commit `rev` added to the day logs, over its first parent (a merge: what
+    it brought in). What `ct forget --commit` forgets: an import, a chat, a write to undo."""
+    git = store.git
+    try:
+        sha = git.run("rev-parse", "-q", "--verify", f"{rev}^{{commit}}")
+    except MemstoreError:
+        raise UsageError(f"--commit {rev!r} is not a commit of {store.root}", "See `ct log` for the commits.") from None
+    try:
+        parent = git.run("rev-parse", "-q", "--verify", f"{sha}^1")
+    except MemstoreError:  # the first commit
+        parent = None
+    changed = git.run(
+        "diff-tree",
+        "-r",
+        "--name-only",
+        "-z",
+        "--no-commit-id",
+        *([parent, sha] if parent else ["--root", sha]),
+        "--",
+        "log",
+    )
+    out: set[str] = set()
+    for path in filter(None, changed.split("\0")):
+        out |= _ids_in(git.blob(sha, path)) - (_ids_in(git.blob(parent, path)) if parent else set())
+    if not out:
+        raise UsageError(
+            f"commit {sha[:10]} added no records (ct log shows what each commit added)", "Nothing was forgotten."
+        )
+    return out
