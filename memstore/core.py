@@ -81,7 +81,10 @@ class Core:
             zone(tzname)  # validate before touching the disk
         except ValueError as exc:
             raise UsageError(f"--timezone: {exc}.", "Nothing was changed.") from None
-        opts = {**(embedder_options or {}), **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None}}
+        opts = {
+            **(embedder_options or {}),
+            **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None},
+        }
         adapters.check(embedder, opts)
         desc = adapters.describe(embedder, **opts)
         made = not root.exists()
@@ -127,9 +130,16 @@ class Core:
             from .userconfig import embedder_options
 
             # dim from the store (what its vectors are); paths and endpoints only from the user.
-            opts = {**embedder_options(), "model": self.config.embedder["model"], "dim": self.config.embedder["dim"]}
+            opts = {
+                **embedder_options(),
+                "model": self.config.embedder["model"],
+                "dim": self.config.embedder["dim"],
+            }
             emb = adapters.get_embedder(self.config.embedder["name"], **opts)
-            if emb.dim != int(self.config.embedder["dim"]) or emb.model != self.config.embedder["model"]:
+            if (
+                emb.dim != int(self.config.embedder["dim"])
+                or emb.model != self.config.embedder["model"]
+            ):
                 raise EmbedderMismatch(
                     f"{self.root / configfmt.FILENAME}: the store was embedded with "
                     f"{self.config.embedder['model']} ({self.config.embedder['dim']}-d) but the "
@@ -155,7 +165,10 @@ class Core:
 
     def set_embedder(self, embedder) -> None:
         """Use an already-built embedder object (tests, benchmarks); it must match the store."""
-        if embedder.dim != int(self.config.embedder["dim"]) or embedder.model != self.config.embedder["model"]:
+        if (
+            embedder.dim != int(self.config.embedder["dim"])
+            or embedder.model != self.config.embedder["model"]
+        ):
             raise EmbedderMismatch(
                 f"embedder {embedder.model} does not match the store's {self.config.embedder['model']}"
             )
@@ -185,7 +198,9 @@ class Core:
             from .repair import recover_if_crashed
 
             recover_if_crashed(self)  # one stat unless a writer died mid-write
-            self._index.last_plan = self._index.update(rebuild=rebuild, quiet=quiet, progress=progress)
+            self._index.last_plan = self._index.update(
+                rebuild=rebuild, quiet=quiet, progress=progress
+            )
         return self._index
 
     def warnings(self) -> list[str]:
@@ -303,10 +318,15 @@ class Core:
             from .format.timeutil import now_utc
 
             shard = self.rel(treelog.shard_path(self.root, local_day(now_utc(), self.tz)))
-            refuse_dirty_logs(self, [layout.day_log(d) for d in days] + ([shard] if after_write is not False else []))
+            refuse_dirty_logs(
+                self,
+                [layout.day_log(d) for d in days] + ([shard] if after_write is not False else []),
+            )
             if dedupe:
                 records, result.skipped = self._drop_known(records)
-            elif records:  # placing the records in the tree reads the index: the days written must be in it
+            elif (
+                records
+            ):  # placing the records in the tree reads the index: the days written must be in it
                 from .index import queries
 
                 index = self.index(update=False)
@@ -329,7 +349,9 @@ class Core:
             self.index(update=False).take_in(days)
         return result
 
-    def _after_write(self, records: list[dict], vectors, after_write, result: WriteResult) -> list[str]:
+    def _after_write(
+        self, records: list[dict], vectors, after_write, result: WriteResult
+    ) -> list[str]:
         """Extra files for the same commit: the caller's, or the topic tree's placement of the records."""
         if after_write is False:
             return []
@@ -338,7 +360,9 @@ class Core:
             return [out] if isinstance(out, str) else list(out or [])
         try:
             return self.place(records, vectors)
-        except Exception as exc:  # the verbatim log is the truth; a tree problem must not lose the write
+        except (
+            Exception
+        ) as exc:  # the verbatim log is the truth; a tree problem must not lose the write
             result.notes.append(f"topic tree not updated: {exc}")
             return []
 
@@ -370,7 +394,9 @@ class Core:
         kept = [r for r in fresh if r["id"] not in known]
         return kept, len(records) - len(kept)
 
-    def _embed_records(self, records: list[dict], inputs_by_rec: dict, given: dict | None, progress=None):
+    def _embed_records(
+        self, records: list[dict], inputs_by_rec: dict, given: dict | None, progress=None
+    ):
         """One vector per record: the caller's where given (keyed by id(record)), embedded otherwise
         (memstore/turn_embedding.py: a user turn of several sentences is the mean of its sentences).
 
@@ -419,9 +445,13 @@ class Core:
             for rec, vec in by_day.get(day, []):
                 rec.pop("seg", None)  # a record names no file
                 rec["hash"] = recordfmt.text_hash(rec["text"])
-                rec["vkey"] = seal.record_key(rec["id"], rec["text"])  # only this line opens its vector
+                rec["vkey"] = seal.record_key(
+                    rec["id"], rec["text"]
+                )  # only this line opens its vector
                 key = seal.key_bytes(rec["vkey"])
-                writer.add_vector(rec["id"], key, rec["hash"], vec, dtype, int(from_iso(rec["ts"]).timestamp()))
+                writer.add_vector(
+                    rec["id"], key, rec["hash"], vec, dtype, int(from_iso(rec["ts"]).timestamp())
+                )
             keys = {r["id"]: seal.key_bytes(r["vkey"]) for r, _ in by_day.get(day, [])}
             for rid, _day, payload, data_type, manifest, unix in blobs.get(day, []):
                 writer.add_blob(rid, keys[rid], payload, data_type, manifest, unix)
@@ -431,7 +461,9 @@ class Core:
                 logpath = logfmt.day_path(self.root, day)
                 logfmt.append(logpath, [r for r, _ in by_day[day]], fsync=False)
                 touched.append(self.rel(logpath))
-            if limit and had >= limit:  # after the lines: a consolidation carries what their keys open
+            if (
+                limit and had >= limit
+            ):  # after the lines: a consolidation carries what their keys open
                 consolidate_day(self, day)
         return touched
 
@@ -489,7 +521,11 @@ def refuse_non_finite(records: list[dict], vectors, origins: dict | None, model)
     """A vector holding NaN or Infinity ranks first for every query: refuse the write, naming the record."""
     import numpy as np
 
-    bad = np.flatnonzero(~np.isfinite(np.asarray(vectors, dtype=np.float32)).all(axis=1)) if len(records) else []
+    bad = (
+        np.flatnonzero(~np.isfinite(np.asarray(vectors, dtype=np.float32)).all(axis=1))
+        if len(records)
+        else []
+    )
     if len(bad):
         rec = records[int(bad[0])]
         where = (origins or {}).get(id(rec)) or f"record {rec['id']}"

@@ -11,7 +11,9 @@ from .errors import GitError, MemstoreError
 HOOK_MARK = "# memstore hook"  # the first comment of every hook file memstore installs (hooks/)
 
 IDENTITY = ("memstore", "memstore@localhost")
-INDEX_TUNE_BYTES = 1_000_000  # .git/index size from which writes switch it to format 4 + split index
+INDEX_TUNE_BYTES = (
+    1_000_000  # .git/index size from which writes switch it to format 4 + split index
+)
 # Set while memstore itself commits, so our own hook stubs skip work the command does anyway.
 IN_MEMSTORE_ENV = "MEMSTORE_COMMITTING"
 
@@ -49,7 +51,11 @@ class GitRepo:
         return cls(root)
 
     def run(
-        self, *args, env: dict | None = None, strip_newline_in_stdout: bool = True, stdout_as_string: bool = True
+        self,
+        *args,
+        env: dict | None = None,
+        strip_newline_in_stdout: bool = True,
+        stdout_as_string: bool = True,
     ) -> str | bytes:
         """Run one git command on this repository; GitError carries git's own words."""
         full_env = dict(os.environ)
@@ -69,7 +75,11 @@ class GitRepo:
             try:  # one process answers both questions a write has: who commits, and where hooks live
                 found = _git(
                     self.root,
-                    ["config", "--get-regexp", r"^(user\.(name|email)|core\.hookspath|core\.sparsecheckout)$"],
+                    [
+                        "config",
+                        "--get-regexp",
+                        r"^(user\.(name|email)|core\.hookspath|core\.sparsecheckout)$",
+                    ],
                     os.environ,
                 )
                 for line in found.splitlines():
@@ -79,11 +89,20 @@ class GitRepo:
                 raise
             except GitError:  # exit 1: none is set
                 pass
-            self._hooks_path = keys.get(b"core.hookspath", b"").decode("utf-8", "surrogateescape") or None
-            self._sparse = keys.get(b"core.sparsecheckout", b"").strip().lower() in (b"true", b"yes", b"on", b"1")
+            self._hooks_path = (
+                keys.get(b"core.hookspath", b"").decode("utf-8", "surrogateescape") or None
+            )
+            self._sparse = keys.get(b"core.sparsecheckout", b"").strip().lower() in (
+                b"true",
+                b"yes",
+                b"on",
+                b"1",
+            )
             has = b"user.name" in keys and b"user.email" in keys
             self._identity = (
-                [] if (has or env_has) else ["-c", f"user.name={IDENTITY[0]}", "-c", f"user.email={IDENTITY[1]}"]
+                []
+                if (has or env_has)
+                else ["-c", f"user.name={IDENTITY[0]}", "-c", f"user.email={IDENTITY[1]}"]
             )
         return self._identity
 
@@ -98,11 +117,23 @@ class GitRepo:
 
     def set_head_of(self, other: Path, branch: str) -> None:
         """Point the HEAD of another repository on this machine (a bare remote) at `branch`."""
-        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-        _git(self.root, ["--git-dir", str(other), "symbolic-ref", "HEAD", f"refs/heads/{branch}"], env)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
+        }
+        _git(
+            self.root,
+            ["--git-dir", str(other), "symbolic-ref", "HEAD", f"refs/heads/{branch}"],
+            env,
+        )
 
     def commit(
-        self, message: str, paths: list[str] | None = None, allow_empty: bool = False, only_paths: bool = False
+        self,
+        message: str,
+        paths: list[str] | None = None,
+        allow_empty: bool = False,
+        only_paths: bool = False,
     ) -> str | None:
         """Stage `paths` (or everything) and commit; None when nothing changed.
 
@@ -115,7 +146,9 @@ class GitRepo:
         `only_paths`: refuse (unstaging `paths` again) when the commit would also carry changes
         someone else staged (the write transaction's commits carry only their own files).
         """
-        message = str(message).replace("\0", "\\0")  # git takes no NUL in a message; a turn's excerpt may hold one
+        message = str(message).replace(
+            "\0", "\\0"
+        )  # git takes no NUL in a message; a turn's excerpt may hold one
         self._tune_index()
         if paths is None:
             self.run("add", "-A")
@@ -126,8 +159,12 @@ class GitRepo:
                 self.run("-c", "core.preloadIndex=false", "add", "-A", "--", *paths[i : i + 500])
         parent = self.head()
         if parent is not None and git_dir(self.root) is not None:
-            return self._plumbing_commit(message, parent, allow_empty, paths if only_paths else None)
-        args = ["commit", "-q", "--no-verify", "-m", message] + (["--allow-empty"] if allow_empty else [])
+            return self._plumbing_commit(
+                message, parent, allow_empty, paths if only_paths else None
+            )
+        args = ["commit", "-q", "--no-verify", "-m", message] + (
+            ["--allow-empty"] if allow_empty else []
+        )
         try:
             self.run(*args, env={IN_MEMSTORE_ENV: "1"})
         except GitError:
@@ -138,10 +175,14 @@ class GitRepo:
             raise
         return self.head()
 
-    def _plumbing_commit(self, message: str, parent: str, allow_empty: bool, paths: list[str] | None) -> str | None:
+    def _plumbing_commit(
+        self, message: str, parent: str, allow_empty: bool, paths: list[str] | None
+    ) -> str | None:
         text = clean_message(message)
         tree = self.run("write-tree")
-        parent_tree = _loose_commit_tree(self.root, parent) or self.run("rev-parse", f"{parent}^{{tree}}")
+        parent_tree = _loose_commit_tree(self.root, parent) or self.run(
+            "rev-parse", f"{parent}^{{tree}}"
+        )
         if not allow_empty and tree == parent_tree:
             return None
         if paths:  # an empty list commits what is staged already
@@ -163,10 +204,15 @@ class GitRepo:
         if gdir is None:
             return
         try:
-            if (gdir / "index").stat().st_size < int(os.environ.get("MEMSTORE_INDEX_TUNE_BYTES", INDEX_TUNE_BYTES)):
+            if (gdir / "index").stat().st_size < int(
+                os.environ.get("MEMSTORE_INDEX_TUNE_BYTES", INDEX_TUNE_BYTES)
+            ):
                 return
             common = _common_dir(gdir)
-            if "splitindex" in (common / "config").read_text(encoding="utf-8", errors="replace").lower():
+            if (
+                "splitindex"
+                in (common / "config").read_text(encoding="utf-8", errors="replace").lower()
+            ):
                 return
         except OSError:
             return
@@ -180,7 +226,13 @@ class GitRepo:
         changed = [
             p
             for p in self.run(
-                "diff-tree", "-r", "--name-only", "-z", parent_tree, tree, strip_newline_in_stdout=False
+                "diff-tree",
+                "-r",
+                "--name-only",
+                "-z",
+                parent_tree,
+                tree,
+                strip_newline_in_stdout=False,
             ).split("\0")
             if p
         ]
@@ -205,7 +257,11 @@ class GitRepo:
         memstore's own stub, which skips memstore's commits) and `gc --auto` (git's own test:
         more than gc.auto/256 loose objects in objects/17)."""
         self._identity_args()
-        hooks = Path(self._hooks_path) if self._hooks_path else (git_dir(self.root) or self.root / ".git") / "hooks"
+        hooks = (
+            Path(self._hooks_path)
+            if self._hooks_path
+            else (git_dir(self.root) or self.root / ".git") / "hooks"
+        )
         if not hooks.is_absolute():
             hooks = self.root / hooks
         hook = hooks / "post-commit"
@@ -253,7 +309,9 @@ class GitRepo:
         out: dict[str, str] = {}
         for i in range(0, len(paths), 500):
             try:
-                listing = self.run("ls-tree", "-z", rev, "--", *paths[i : i + 500], strip_newline_in_stdout=False)
+                listing = self.run(
+                    "ls-tree", "-z", rev, "--", *paths[i : i + 500], strip_newline_in_stdout=False
+                )
             except GitError:  # an unborn branch
                 return out
             for item in listing.split("\0"):
@@ -266,7 +324,12 @@ class GitRepo:
     def log(self, max_count: int | None = None, paths: list[str] | None = None) -> list[dict]:
         """Commits newest first: sha, date, subject, body, and per-file added/removed line counts."""
         # A merge counts what it brought in over the first parent (git shows no diff for merges by default).
-        args = ["log", "--numstat", "--diff-merges=first-parent", "--format=\x1e%H\x1f%aI\x1f%an\x1f%s\x1f%b\x1d"]
+        args = [
+            "log",
+            "--numstat",
+            "--diff-merges=first-parent",
+            "--format=\x1e%H\x1f%aI\x1f%an\x1f%s\x1f%b\x1d",
+        ]
         if max_count:
             args.append(f"-n{max_count}")
         if paths:
@@ -283,9 +346,18 @@ class GitRepo:
             for line in stats.strip().splitlines():
                 parts = line.split("\t")
                 if len(parts) == 3:
-                    files.append({"path": parts[2], "added": _int(parts[0]), "removed": _int(parts[1])})
+                    files.append(
+                        {"path": parts[2], "added": _int(parts[0]), "removed": _int(parts[1])}
+                    )
             commits.append(
-                {"sha": sha, "date": date, "author": author, "subject": subject, "body": body.strip(), "files": files}
+                {
+                    "sha": sha,
+                    "date": date,
+                    "author": author,
+                    "subject": subject,
+                    "body": body.strip(),
+                    "files": files,
+                }
             )
         return commits
 
@@ -386,7 +458,9 @@ class GitRepo:
 
     def is_ancestor(self, a: str, b: str) -> bool:
         """Whether commit `a` is an ancestor of (or is) `b`."""
-        proc = subprocess.run(["git", "-C", str(self.root), "merge-base", "--is-ancestor", a, b], capture_output=True)
+        proc = subprocess.run(
+            ["git", "-C", str(self.root), "merge-base", "--is-ancestor", a, b], capture_output=True
+        )
         return proc.returncode == 0
 
     def present_commits(self, oids: list[str]) -> list[str]:
@@ -399,14 +473,20 @@ class GitRepo:
             capture_output=True,
             text=True,
         )
-        return [ln.split()[0] for ln in proc.stdout.splitlines() if ln.endswith(" commit") or " commit " in ln]
+        return [
+            ln.split()[0]
+            for ln in proc.stdout.splitlines()
+            if ln.endswith(" commit") or " commit " in ln
+        ]
 
     def filter_repo(self, script: str, *args: str) -> subprocess.CompletedProcess:
         """Run a git-filter-repo program (Python source using `git_filter_repo`) in this repository, in a
         Python process of its own; the caller reads the result's returncode and stderr."""
         import sys
 
-        return subprocess.run([sys.executable, "-c", script, *args], cwd=self.root, capture_output=True, text=True)
+        return subprocess.run(
+            [sys.executable, "-c", script, *args], cwd=self.root, capture_output=True, text=True
+        )
 
     def hooks_dir(self) -> Path:
         out = self.run("rev-parse", "--git-path", "hooks")
@@ -423,10 +503,18 @@ class RevReader:
         self.gdir = Path(gdir)
 
     def _run(self, *args: str, data: bytes | None = None) -> bytes:
-        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
-        proc = subprocess.run(["git", "--git-dir", str(self.gdir), *args], input=data, capture_output=True, env=env)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
+        }
+        proc = subprocess.run(
+            ["git", "--git-dir", str(self.gdir), *args], input=data, capture_output=True, env=env
+        )
         if proc.returncode:
-            raise GitError(f"git {args[0]} failed in {self.gdir}: {proc.stderr.decode('utf-8', 'replace').strip()}")
+            raise GitError(
+                f"git {args[0]} failed in {self.gdir}: {proc.stderr.decode('utf-8', 'replace').strip()}"
+            )
         return proc.stdout
 
     def has_commit(self, oid: str) -> bool:
@@ -461,7 +549,9 @@ class RevReader:
         if not paths:
             return []
         out = self._run(
-            "cat-file", "--batch", data="".join(f"{rev}:{p}\n" for p in paths).encode("utf-8", "surrogateescape")
+            "cat-file",
+            "--batch",
+            data="".join(f"{rev}:{p}\n" for p in paths).encode("utf-8", "surrogateescape"),
         )
         got: list[bytes | None] = []
         pos = 0
@@ -481,7 +571,12 @@ class RevReader:
 def is_bare(path: Path) -> bool:
     """Is `path` a bare git repository (HEAD, objects/ and refs/ in it, and no work tree)?"""
     p = Path(path)
-    return (p / "HEAD").is_file() and (p / "objects").is_dir() and (p / "refs").is_dir() and not (p / ".git").exists()
+    return (
+        (p / "HEAD").is_file()
+        and (p / "objects").is_dir()
+        and (p / "refs").is_dir()
+        and not (p / ".git").exists()
+    )
 
 
 def clean_message(message: str) -> str:
@@ -529,7 +624,11 @@ def _head_from_files(root: Path):
     if not head.startswith("ref: refs/"):
         return False
     ref = head[5:]
-    for base in (gdir,) if ref.startswith(("refs/bisect/", "refs/worktree/", "refs/rewritten/")) else (common,):
+    for base in (
+        (gdir,)
+        if ref.startswith(("refs/bisect/", "refs/worktree/", "refs/rewritten/"))
+        else (common,)
+    ):
         try:
             sha = (base / ref).read_text(encoding="utf-8").strip()
             return sha if _is_oid(sha) else False
@@ -559,7 +658,9 @@ def _loose_commit_tree(root: Path, sha: str) -> str | None:
         return None
     try:
         common = _common_dir(gdir)
-        raw = zlib.decompressobj().decompress((common / "objects" / sha[:2] / sha[2:]).read_bytes(), 200)
+        raw = zlib.decompressobj().decompress(
+            (common / "objects" / sha[:2] / sha[2:]).read_bytes(), 200
+        )
     except (OSError, zlib.error):
         return None
     header, _, body = raw.partition(b"\0")
@@ -627,10 +728,16 @@ def _git(cwd: Path, args: list[str], env) -> bytes:
     env = dict(env)
     gdir = git_dir(cwd) if args[:1] != ["init"] else None
     if gdir is not None:
-        env.update(GIT_DIR=str(gdir), GIT_WORK_TREE=str(cwd), GIT_INDEX_FILE=str(Path(gdir) / "index"))
+        env.update(
+            GIT_DIR=str(gdir), GIT_WORK_TREE=str(cwd), GIT_INDEX_FILE=str(Path(gdir) / "index")
+        )
     try:
         return Git(str(cwd)).execute(
-            ["git", *args], env=env, stdout_as_string=False, strip_newline_in_stdout=False, istream=subprocess.DEVNULL
+            ["git", *args],
+            env=env,
+            stdout_as_string=False,
+            strip_newline_in_stdout=False,
+            istream=subprocess.DEVNULL,
         )
     except GitCommandNotFound:
         import shutil
@@ -691,7 +798,17 @@ def blame_line(path: Path, line: int) -> list[str] | None:
     e.g. the file is not committed), or None when git could not be run."""
     try:
         out = subprocess.run(
-            ["git", "-C", str(path.parent), "blame", "--porcelain", "-L", f"{line},{line}", "--", path.name],
+            [
+                "git",
+                "-C",
+                str(path.parent),
+                "blame",
+                "--porcelain",
+                "-L",
+                f"{line},{line}",
+                "--",
+                path.name,
+            ],
             capture_output=True,
             text=True,
             timeout=10,
@@ -705,7 +822,9 @@ def run_git(args, cwd=None, env=None, check: bool = True) -> str:
     """`git ARGS…` as a plain process, its stdout as text (for the benchmarks, which time git's own
     commands on stores and on the source checkout); GitError when it fails and `check` is set."""
     try:
-        proc = subprocess.run(["git", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            ["git", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True
+        )
     except OSError as exc:
         raise GitError(f"git could not be run: {exc}") from None
     if check and proc.returncode != 0:

@@ -29,7 +29,12 @@ APPEND_ONLY = (
     "purged-history.jsonl",
 )  # besides log/**.jsonl: files a writer only appends to
 REWRITES = "write-journal-rewrites"  # beside the journal: the bytes of files a writer rewrote whole
-OTHER_DATA = ("tree.json", "memstore.toml", ".gitattributes", ".gitignore")  # rewritten whole, not appended
+OTHER_DATA = (
+    "tree.json",
+    "memstore.toml",
+    ".gitattributes",
+    ".gitignore",
+)  # rewritten whole, not appended
 # File times come from the kernel's coarse clock, which can lag time.time() by a tick.
 MTIME_SLACK = 0.05
 # Git lock files a killed git child can leave; only removed when a crashed writer's journal is older.
@@ -130,7 +135,12 @@ def abort_own_merge(store, journal: dict | None) -> bool:
     from .gitrepo import git_dir
 
     gdir = git_dir(store.root)
-    if not journal or not journal.get("merge") or gdir is None or not (gdir / "MERGE_HEAD").exists():
+    if (
+        not journal
+        or not journal.get("merge")
+        or gdir is None
+        or not (gdir / "MERGE_HEAD").exists()
+    ):
         return False
     if journal.get("head") not in (None, store.git.head()):
         # a commit landed since: the merge itself, when the kill came after git committed it and
@@ -139,7 +149,9 @@ def abort_own_merge(store, journal: dict | None) -> bool:
     _clear_git_locks(store, float(journal.get("started") or 0), Repair())
     try:
         store.git.run("merge", "--abort")
-    except GitError:  # git could not put the index back: it is reset to HEAD, the files are left to the rollback
+    except (
+        GitError
+    ):  # git could not put the index back: it is reset to HEAD, the files are left to the rollback
         store.git.run("reset", "-q")
         for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
             (gdir / name).unlink(missing_ok=True)
@@ -188,14 +200,21 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
         # Day-log lines beyond the staged version are still rolled back; other staged files are left.
         keep = set(staged)
         rep.untouched += [
-            f"{p}: staged changes left alone (commit them, or unstage with git restore --staged)" for p in staged
+            f"{p}: staged changes left alone (commit them, or unstage with git restore --staged)"
+            for p in staged
         ]
-        entries = [(xy, p) for xy, p in entries if p not in keep or (_is_append_only(p) and xy[1] != " ")]
+        entries = [
+            (xy, p) for xy, p in entries if p not in keep or (_is_append_only(p) and xy[1] != " ")
+        ]
     backup = _Backup(store)
     logs = [(xy, p) for xy, p in entries if _is_append_only(p)]
     segs = [(xy, p) for xy, p in entries if p.startswith("segments/")]
     packs = [(xy, p) for xy, p in entries if p.startswith("packs/")]
-    others = [(xy, p) for xy, p in entries if not _is_append_only(p) and not p.startswith(("segments/", "packs/"))]
+    others = [
+        (xy, p)
+        for xy, p in entries
+        if not _is_append_only(p) and not p.startswith(("segments/", "packs/"))
+    ]
     started = float(journal.get("started") or 0) if journal is not None else None
     # a merge's journal lists no appends (git wrote the files): what changed since it began is the merge's
     appended = journal.get("appended") if journal is not None and not journal.get("merge") else None
@@ -203,7 +222,9 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
         if isinstance(appended, dict):  # the writer said what it appended: cut exactly that
             _rollback_own_appends(store, p, appended.get(p), rep, backup)
             continue
-        base = ":" if journal is None and xy[0] not in " ?" else "HEAD:"  # staged: the index is the floor
+        base = (
+            ":" if journal is None and xy[0] not in " ?" else "HEAD:"
+        )  # staged: the index is the floor
         _rollback_appended(store, xy, p, rep, backup, started, base)
     for xy, p in segs:
         _rollback_segment(store, xy, p, rep, backup)
@@ -243,7 +264,10 @@ def interrupted_upgrade(store) -> str | None:
     try:
         if (
             not marker.exists()
-            or store.git.run("show", "HEAD:memstore.toml").find(f"format_version = {FORMAT_VERSION}") >= 0
+            or store.git.run("show", "HEAD:memstore.toml").find(
+                f"format_version = {FORMAT_VERSION}"
+            )
+            >= 0
         ):
             return None
         pid = marker.read_text(encoding="utf-8").strip()
@@ -276,7 +300,9 @@ def _restore_rewritten(store, rewritten, rep: Repair) -> None:
     for rel, existed in (rewritten or {}).items() if isinstance(rewritten, dict) else ():
         where = _journal_paths(store, kept, rel)
         if where is None:  # a journal only ever names the store's own files: this one is planted
-            rep.untouched.append(f"{rel!r}: named by the write journal but not a file of the store; left alone")
+            rep.untouched.append(
+                f"{rel!r}: named by the write journal but not a file of the store; left alone"
+            )
             continue
         path, kept_copy = where
         try:  # as committed, through git's own filters (a CRLF checkout is the same file)
@@ -311,7 +337,10 @@ def _journal_paths(store, kept: Path, rel) -> tuple[Path, Path] | None:
 
 
 def _is_data(p: str) -> bool:
-    return p.startswith(("log/", "segments/", "packs/", "tree/")) or p in (*APPEND_ONLY, *OTHER_DATA)
+    return p.startswith(("log/", "segments/", "packs/", "tree/")) or p in (
+        *APPEND_ONLY,
+        *OTHER_DATA,
+    )
 
 
 def _is_append_only(p: str) -> bool:
@@ -340,7 +369,9 @@ def _committed_bytes(store, p: str, base: str = "HEAD:") -> bytes | None:
     from .errors import GitError
 
     try:
-        return store.git.run("cat-file", "blob", f"{base}{p}", stdout_as_string=False, strip_newline_in_stdout=False)
+        return store.git.run(
+            "cat-file", "blob", f"{base}{p}", stdout_as_string=False, strip_newline_in_stdout=False
+        )
     except GitError:
         return None
 
@@ -356,7 +387,13 @@ def _changed_since(path: Path, started: float | None) -> bool:
 
 
 def _rollback_appended(
-    store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None, base: str = "HEAD:"
+    store,
+    xy: str,
+    p: str,
+    rep: Repair,
+    backup: "_Backup",
+    started: float | None,
+    base: str = "HEAD:",
 ) -> None:
     """A day log or markers.jsonl: cut back to its committed bytes, keeping the cut lines."""
     path = store.root / p
@@ -378,7 +415,9 @@ def _rollback_appended(
     else:
         added = _lines_beyond(head, data)
         if added is None:
-            rep.untouched.append(f"{p}: differs from its committed version other than by appended lines")
+            rep.untouched.append(
+                f"{p}: differs from its committed version other than by appended lines"
+            )
             return
         # truncated (or lines of it deleted): the committed bytes come back, lines added since are kept aside
         _count_lines(added, rep, p)
@@ -433,7 +472,9 @@ def _rollback_own_appends(store, p: str, size_before, rep: Repair, backup: "_Bac
     """
     path = store.root / p
     if not isinstance(size_before, int):
-        rep.untouched.append(f"{p}: uncommitted lines the interrupted write did not make left alone")
+        rep.untouched.append(
+            f"{p}: uncommitted lines the interrupted write did not make left alone"
+        )
         return
     try:
         data = path.read_bytes()
@@ -472,7 +513,9 @@ def _rollback_segment(store, xy: str, p: str, rep: Repair, backup: "_Backup") ->
             rep.temp_files += 1
         elif name.startswith("segment_") and name.endswith(".is"):
             if _referenced_by_committed(store, p):
-                rep.untouched.append(f"{p}: not committed but a committed record refers to it (git add it)")
+                rep.untouched.append(
+                    f"{p}: not committed but a committed record refers to it (git add it)"
+                )
                 return
             path.unlink(missing_ok=True)
             rep.segments += 1
@@ -495,7 +538,9 @@ def _rollback_packs(store, entries: list[tuple[str, str]], rep: Repair) -> None:
     from .format import pack as packfmt
 
     restore = [p for xy, p in entries if xy != "??"]
-    if restore:  # tracked packs deleted (or damaged) before a commit: the committed bytes are the truth
+    if (
+        restore
+    ):  # tracked packs deleted (or damaged) before a commit: the committed bytes are the truth
         store.git.run("checkout", "HEAD", "--", *restore)
         rep.restored += restore
     for xy, p in entries:
@@ -507,8 +552,12 @@ def _rollback_packs(store, entries: list[tuple[str, str]], rep: Repair) -> None:
             path.unlink(missing_ok=True)
             rep.temp_files += 1
         elif packfmt._NAME.match(name) and len(Path(p).parts) == 4:
-            if _pack_needed(store, path, Path(p).parts[2], {store.root / q for x, q in entries if x == "??"}):
-                rep.untouched.append(f"{p}: not committed but holds the only vector of a committed record (git add it)")
+            if _pack_needed(
+                store, path, Path(p).parts[2], {store.root / q for x, q in entries if x == "??"}
+            ):
+                rep.untouched.append(
+                    f"{p}: not committed but holds the only vector of a committed record (git add it)"
+                )
                 continue
             path.unlink(missing_ok=True)
             rep.packs += 1
@@ -524,7 +573,9 @@ def _pack_needed(store, path: Path, day: str, untracked: set[Path]) -> bool:
     log = logfmt.day_path(store.root, day)
     if not log.exists():
         return False
-    keys = packfmt.ring(ln.record for ln in logfmt.read_lines(log) if ln.record)  # the committed lines' keys
+    keys = packfmt.ring(
+        ln.record for ln in logfmt.read_lines(log) if ln.record
+    )  # the committed lines' keys
 
     def held(p: Path) -> set:
         pk = packfmt.read(p)
@@ -559,21 +610,30 @@ def _referenced_by_committed(store, p: str) -> bool:
         seg = ln.record.get("seg") if ln.record else None
         if isinstance(seg, dict) and seg.get("shard") == shard:
             try:
-                if parts[4] in (segment_name(int(seg.get("text", -1))), segment_name(int(seg.get("vec", -1)))):
+                if parts[4] in (
+                    segment_name(int(seg.get("text", -1))),
+                    segment_name(int(seg.get("vec", -1))),
+                ):
                     return True
             except (TypeError, ValueError):
                 continue
     return False
 
 
-def _rollback_other(store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None) -> None:
+def _rollback_other(
+    store, xy: str, p: str, rep: Repair, backup: "_Backup", started: float | None
+) -> None:
     """tree.json, memstore.toml and the like: only undone when a crashed writer changed them."""
     if xy == "??" and p.startswith("tree/") and Path(p).name.startswith(".") and ".tmp-" in p:
-        (store.root / p).unlink(missing_ok=True)  # a tree shard rewrite (forget) that never got renamed
+        (store.root / p).unlink(
+            missing_ok=True
+        )  # a tree shard rewrite (forget) that never got renamed
         rep.temp_files += 1
         return
     if xy == "??" and p.startswith(".") and ".tmp-" in p and p[1:].split(".tmp-")[0] in OTHER_DATA:
-        (store.root / p).unlink(missing_ok=True)  # e.g. .tree.json.tmp-<pid>: a rename that never happened
+        (store.root / p).unlink(
+            missing_ok=True
+        )  # e.g. .tree.json.tmp-<pid>: a rename that never happened
         rep.temp_files += 1
         return
     if p not in OTHER_DATA:
@@ -585,7 +645,9 @@ def _rollback_other(store, xy: str, p: str, rep: Repair, backup: "_Backup", star
         mtime = None
     ours = started is not None and _changed_since(path, started)
     if not ours:
-        rep.untouched.append(f"{p}: uncommitted change left alone (commit it, or restore it with git checkout)")
+        rep.untouched.append(
+            f"{p}: uncommitted change left alone (commit it, or restore it with git checkout)"
+        )
         return
     if mtime is not None:
         backup.save(p, path.read_bytes())
@@ -666,7 +728,9 @@ def repair(store) -> Repair:
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
         journal = read_journal(store)
         abort_own_merge(store, journal)  # a killed ct sync's merge is undone; a person's is refused
-        refuse_if_unfinished(store.root, "repair the store")  # mid-merge, the uncommitted lines may be the other side's
+        refuse_if_unfinished(
+            store.root, "repair the store"
+        )  # mid-merge, the uncommitted lines may be the other side's
         if journal is None:
             # so that a repair killed inside git is itself rolled back later; without sizes, as a
             # repair cuts every uncommitted line, not only its own appends
@@ -687,6 +751,10 @@ def _remove_stray_temps(store, rep: Repair) -> None:
     for top in ("segments", "packs"):
         for dirpath, _dirs, files in os.walk(store.root / top):
             for name in files:
-                if name.startswith(".") and ".tmp-" in name and name.split(".tmp-")[0].endswith(".is"):
+                if (
+                    name.startswith(".")
+                    and ".tmp-" in name
+                    and name.split(".tmp-")[0].endswith(".is")
+                ):
                     (Path(dirpath) / name).unlink(missing_ok=True)
                     rep.temp_files += 1

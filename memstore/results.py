@@ -128,7 +128,12 @@ class RecallResult:
             "now": self.now,
             "window": None
             if w is None
-            else {"start": to_iso(w.start), "end": to_iso(w.end), "granularity": w.granularity, "phrase": w.phrase},
+            else {
+                "start": to_iso(w.start),
+                "end": to_iso(w.end),
+                "granularity": w.granularity,
+                "phrase": w.phrase,
+            },
             "level": self.level,
             "keywords": self.keywords,
             "occurrence": self.occurrence,
@@ -144,7 +149,9 @@ class Context:
     budget: int | None
     text: str = ""
     tokens: int = 0
-    sections: dict = field(default_factory=lambda: {"markers": [], "topics": [], "recall": [], "recent": []})
+    sections: dict = field(
+        default_factory=lambda: {"markers": [], "topics": [], "recall": [], "recent": []}
+    )
     dropped: int = 0
 
     def to_json(self) -> dict:
@@ -179,7 +186,9 @@ class ReorgResult:
 
     @property
     def changed(self) -> bool:
-        return bool(self.merges or self.archived or self.emptied or self.regrouped or self.dissolved)
+        return bool(
+            self.merges or self.archived or self.emptied or self.regrouped or self.dissolved
+        )
 
     def subject(self) -> str:
         parts = [
@@ -251,9 +260,12 @@ class Where:
             "markers": [m.to_json() for m in self.markers],
             "markers_omitted": self.markers_omitted,
             "markers_done": self.markers_done,
-            "session": None if self.session is None else {"name": self.session, "lines": self.session_lines},
+            "session": None
+            if self.session is None
+            else {"name": self.session, "lines": self.session_lines},
             "lines": [
-                {k: r.get(k) for k in ("id", "ts", "actor", "role", "type", "text", "session")} for r in self.lines
+                {k: r.get(k) for k in ("id", "ts", "actor", "role", "type", "text", "session")}
+                for r in self.lines
             ],
         }
 
@@ -288,7 +300,12 @@ class ForgetResult:
             "purged_history": self.purged,
             "notes": self.notes,
             "records": [
-                {"id": r["id"], "ts": r.get("ts"), "session": r.get("session"), "text": (r.get("text") or "")[:200]}
+                {
+                    "id": r["id"],
+                    "ts": r.get("ts"),
+                    "session": r.get("session"),
+                    "text": (r.get("text") or "")[:200],
+                }
                 for r in self.records
             ],
         }
@@ -301,8 +318,12 @@ class Report:
     records: int = 0
     segments: int = 0
     packs: int = 0
-    repair: object = None  # what `fsck(repair=True)` rolled back first (memstore/repair.py Repair), else None
-    unvectored: list[tuple[str, str, str]] = field(default_factory=list, repr=False)  # (where, day, id)
+    repair: object = (
+        None  # what `fsck(repair=True)` rolled back first (memstore/repair.py Repair), else None
+    )
+    unvectored: list[tuple[str, str, str]] = field(
+        default_factory=list, repr=False
+    )  # (where, day, id)
 
     @property
     def ok(self) -> bool:
@@ -409,7 +430,9 @@ class TreeDiff:
                 "(still in the logs and the search index)"
             )
         for m in self.moved:
-            out.append(f'moved    "{m["name"]}" ({m["id"]}): under "{m["from_name"]}" -> under "{m["to_name"]}"')
+            out.append(
+                f'moved    "{m["name"]}" ({m["id"]}): under "{m["from_name"]}" -> under "{m["to_name"]}"'
+            )
         for r in self.renamed:
             out.append(f'renamed  "{r["from"]}" -> "{r["to"]}" ({r["id"]})')
         for a in self.added:
@@ -497,14 +520,20 @@ class Repair:
 
     crashed: dict | None = None
     records: int = 0  # complete log lines that were never committed
-    other_lines: int = 0  # complete lines of the topic tree's shards or markers.jsonl never committed
+    other_lines: int = (
+        0  # complete lines of the topic tree's shards or markers.jsonl never committed
+    )
     partial_lines: int = 0  # unfinished last lines
     segments: int = 0  # uncommitted segment files removed (format 1)
     packs: int = 0  # uncommitted packs removed (format 2)
     temp_files: int = 0
     git_locks: list[str] = field(default_factory=list)
-    restored: list[str] = field(default_factory=list)  # tracked files put back to their committed version
-    untouched: list[str] = field(default_factory=list)  # uncommitted changes we did not make and left alone
+    restored: list[str] = field(
+        default_factory=list
+    )  # tracked files put back to their committed version
+    untouched: list[str] = field(
+        default_factory=list
+    )  # uncommitted changes we did not make and left alone
     backup: str | None = None
     index: dict | None = None
     forgotten: int = 0  # what a git merge brought back of forgotten records, removed again ...
@@ -557,7 +586,11 @@ class Repair:
             parts.append(f"stale git locks ({', '.join(self.git_locks)})")
         if self.restored:
             parts.append(f"{len(self.restored)} files restored from HEAD")
-        what = f"an interrupted write{who}" if self.crashed else "uncommitted changes (no write was running)"
+        what = (
+            f"an interrupted write{who}"
+            if self.crashed
+            else "uncommitted changes (no write was running)"
+        )
         out = [f"Rolled back {what}: " + ", ".join(parts) + "."]
         if self.backup:
             out.append(f"The rolled-back lines are kept in {self.backup}.")

@@ -31,7 +31,12 @@ def _instant(value, store, now, edge: str) -> float | None:
         return dt.datetime.combine(value, dt.time(), store.tz).timestamp()
     from .retrieve.timefilter import instant
 
-    return instant(str(value), store, now if now is None or isinstance(now, str) else now.isoformat(), edge=edge)
+    return instant(
+        str(value),
+        store,
+        now if now is None or isinstance(now, str) else now.isoformat(),
+        edge=edge,
+    )
 
 
 def _reference(store, now):
@@ -89,7 +94,9 @@ class Store(Core):
 
         secrets = secrets or ("allow" if allow_secrets else "refuse")
         if type not in ("text", "action", "meta"):
-            raise UsageError(f"type must be text, action or meta, not {type!r} (documents come in with ingest-path)")
+            raise UsageError(
+                f"type must be text, action or meta, not {type!r} (documents come in with ingest-path)"
+            )
         if not isinstance(text, str) or not text.strip():
             raise UsageError(
                 "Refusing to add an empty turn: the text is empty or only whitespace.",
@@ -107,7 +114,9 @@ class Store(Core):
         if meta:
             raw["meta"] = meta
         try:
-            rec = self.normalize(raw)  # a fresh id: nothing in the store can hold it, so no look-up by id
+            rec = self.normalize(
+                raw
+            )  # a fresh id: nothing in the store can hold it, so no look-up by id
             return self.write(
                 [rec],
                 lambda added: f"Add {rec['role']} turn: {preview(added[0]['text'])}",
@@ -199,12 +208,25 @@ class Store(Core):
             from .ingest.import_contexttape import import_contexttape
 
             return import_contexttape(
-                self, path, model=model, progress=progress, allow_secrets=allow_secrets, secrets=secrets
+                self,
+                path,
+                model=model,
+                progress=progress,
+                allow_secrets=allow_secrets,
+                secrets=secrets,
             )
         from .ingest.run import import_source
 
         opts = {"source_timezone": source_timezone} if kind == "lossless-memory" else {}
-        return import_source(self, kind, path, progress=progress, allow_secrets=allow_secrets, secrets=secrets, **opts)
+        return import_source(
+            self,
+            kind,
+            path,
+            progress=progress,
+            allow_secrets=allow_secrets,
+            secrets=secrets,
+            **opts,
+        )
 
     def watch(
         self,
@@ -289,13 +311,17 @@ class Store(Core):
         from .results import ForgetResult
 
         ids = list(ids or ())
-        criteria = Criteria(match=match, session=session, since=since, until=until, now=now, commit=commit)
+        criteria = Criteria(
+            match=match, session=session, since=since, until=until, now=now, commit=commit
+        )
         if purge_history:
             refuse_shallow_purge(self)
         gone = forgotten_ids(self.root)
         if purge_history and ids and all(i in gone for i in ids) and not criteria.given():
             # forgotten earlier: only the history is left to clean
-            res = ForgetResult(records=[{"id": i, "text": "", "ts": ""} for i in ids], purged=not dry_run)
+            res = ForgetResult(
+                records=[{"id": i, "text": "", "ts": ""} for i in ids], purged=not dry_run
+            )
             texts = texts_in_history(self, ids)
             if not dry_run and texts:
                 res.notes.append(purge(self, texts, ids, keys_in_history(self, ids)))
@@ -307,12 +333,19 @@ class Store(Core):
         if purge_history and records:
             full = [r for r in records if r["text"] is not None]
             res.notes.append(
-                purge(self, [r["text"] for r in full], [r["id"] for r in full], [record_vkey(r) for r in full])
+                purge(
+                    self,
+                    [r["text"] for r in full],
+                    [r["id"] for r in full],
+                    [record_vkey(r) for r in full],
+                )
             )
             res.purged = True
         return res
 
-    def mark(self, text: str | None = None, *, done: str | None = None, now=None, secrets: str = "refuse"):
+    def mark(
+        self, text: str | None = None, *, done: str | None = None, now=None, secrets: str = "refuse"
+    ):
         """Open a "where are we now" marker with `text`, or close the open marker whose id starts
         with `done` (`ct mark TEXT`, `ct mark --done ID`; one commit) → Marker. A marker holding a
         detected secret is refused unless `secrets` is "redact" or "allow"."""
@@ -321,13 +354,19 @@ class Store(Core):
 
         if bool(text) == bool(done):
             raise UsageError("give either TEXT (a new marker) or --done ID (close one)")
-        return markers.done(self, done, now=now) if done else markers.mark(self, text, now=now, secrets=secrets)
+        return (
+            markers.done(self, done, now=now)
+            if done
+            else markers.mark(self, text, now=now, secrets=secrets)
+        )
 
     def done(self, ref: str, now=None):
         """Close the marker whose id starts with `ref`: the same as `mark(done=ref)` → Marker."""
         return self.mark(done=ref, now=now)
 
-    def reembed(self, embedder: str | None = None, options: dict | None = None, *, dim=None, model=None) -> dict:
+    def reembed(
+        self, embedder: str | None = None, options: dict | None = None, *, dim=None, model=None
+    ) -> dict:
         """Re-embed every record, e.g. with another embedder; one commit (`ct reembed`).
 
         `dim` and `model` are shorthands for `options` (the embedder's vector size and model name).
@@ -335,7 +374,12 @@ class Store(Core):
         from .upkeep.reembed import reembed
 
         return reembed(
-            self, embedder, {**(options or {}), **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None}}
+            self,
+            embedder,
+            {
+                **(options or {}),
+                **{k: v for k, v in (("dim", dim), ("model", model)) if v is not None},
+            },
         )
 
     def gc(self, dry_run: bool = False):
@@ -360,7 +404,9 @@ class Store(Core):
         if action == "run":
             return hooks.run_hook(self, name, list(args), stdin=stdin)
         if action not in ("install", "uninstall", "status"):
-            raise UsageError(f"hooks: the action is install, uninstall, status or run, not {action!r}")
+            raise UsageError(
+                f"hooks: the action is install, uninstall, status or run, not {action!r}"
+            )
         return getattr(hooks, action)(self)
 
     @staticmethod
@@ -411,18 +457,26 @@ class Store(Core):
         from .tree.assign import place_existing
 
         placed = {"n": 0}
-        with self.transaction(lambda: f"Place {placed['n']} existing conversation records in the topic tree") as tx:
+        with self.transaction(
+            lambda: f"Place {placed['n']} existing conversation records in the topic tree"
+        ) as tx:
             paths, placed["n"] = place_existing(self)
             tx.stage(paths)
         return placed["n"]
 
     def reorganize(
-        self, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False, offline: bool = False
+        self,
+        threshold: float = 0.55,
+        prune_trivial: bool = False,
+        dry_run: bool = False,
+        offline: bool = False,
     ):
         """Merge related topics and archive trivial turns, one commit unless `dry_run` (`ct reorganize`) → ReorgResult."""
         from .tree.reorganize import reorganize
 
-        return reorganize(self, threshold=threshold, prune_trivial=prune_trivial, dry_run=dry_run, offline=offline)
+        return reorganize(
+            self, threshold=threshold, prune_trivial=prune_trivial, dry_run=dry_run, offline=offline
+        )
 
     # ----- reading -------------------------------------------------------------------------------
 
@@ -494,7 +548,9 @@ class Store(Core):
         if also:
             hits = Hits(search_many(stores, query, k, mode, filters, alpha))
         else:
-            hits = Hits(search(self, query, k=k, mode=mode, filters=filters, alpha=alpha, qvec=pending))
+            hits = Hits(
+                search(self, query, k=k, mode=mode, filters=filters, alpha=alpha, qvec=pending)
+            )
         hits.note = None if searchable(query) else NO_WORDS_NOTE
         return hits
 
@@ -515,7 +571,13 @@ class Store(Core):
         from .retrieve.recall import recall
 
         return recall(
-            self, question, now=_reference(self, now), k=k, around=around, docs=docs, update_index=update_index
+            self,
+            question,
+            now=_reference(self, now),
+            k=k,
+            around=around,
+            docs=docs,
+            update_index=update_index,
         )
 
     def where(self, markers: int = 10, lines: int = 8, now=None):
@@ -631,7 +693,10 @@ class Store(Core):
             return
         applied = apply_tombstones(self)
         if applied.commit:
-            fixed.forgotten, fixed.forgotten_commit = len(applied.records) or len(applied.paths), applied.commit
+            fixed.forgotten, fixed.forgotten_commit = (
+                len(applied.records) or len(applied.paths),
+                applied.commit,
+            )
 
     def diff(self, rev_a: str | None = None, rev_b: str | None = None):
         """How the topic tree changed between two git revisions (`ct diff`) → TreeDiff."""
@@ -647,7 +712,9 @@ class Store(Core):
         try:
             return self.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
         except GitError:
-            raise UsageError(f"{rev!r} is not a revision of {self.root}", 'See "ct log" for revisions.') from None
+            raise UsageError(
+                f"{rev!r} is not a revision of {self.root}", 'See "ct log" for revisions.'
+            ) from None
 
     def log(self, max_count: int = 20) -> list[dict]:
         """The memory's history from git, newest first (`ct log`): sha, date, subject, counts per kind."""
@@ -685,5 +752,10 @@ class Store(Core):
         from .retrieve.chat import ChatSession
 
         return ChatSession(
-            self, session=session, budget=budget, verbose=verbose, secrets=secrets, send_secrets=send_secrets
+            self,
+            session=session,
+            budget=budget,
+            verbose=verbose,
+            secrets=secrets,
+            send_secrets=send_secrets,
         )

@@ -13,10 +13,16 @@ import re
 # so the index keeps overlapping character bigrams (lossless-memory's approach) to match substrings.
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u31f0-\u31ff\uff66-\uff9f"
 CJK_RUN = re.compile(f"[{CJK}]+")
-WORD = re.compile(rf"[^\W_]+|[{CJK}]+", re.UNICODE)  # a search word: letters and digits, or a CJK run
+WORD = re.compile(
+    rf"[^\W_]+|[{CJK}]+", re.UNICODE
+)  # a search word: letters and digits, or a CJK run
 ALNUM = re.compile(r"[^\W_]+", re.UNICODE)  # letters and digits, no underscore (recall's keywords)
-NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)  # a word a topic name may hold: starts with a letter
-TOKEN = re.compile(r"\w+", re.UNICODE)  # the hash embedder's tokens: never change (stored vectors use it)
+NAME_WORD = re.compile(
+    r"[^\W\d_][\w'’-]*", re.UNICODE
+)  # a word a topic name may hold: starts with a letter
+TOKEN = re.compile(
+    r"\w+", re.UNICODE
+)  # the hash embedder's tokens: never change (stored vectors use it)
 
 STOP_WORDS = frozenset(
     """a an and are as at be been but by can could did do does for from had has have how i if in

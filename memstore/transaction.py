@@ -45,7 +45,9 @@ class Transaction:
     paths: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     commit: str | None = None
-    blobs: list[tuple] = field(default_factory=list)  # (record id, day, payload, data type, manifest, unix time)
+    blobs: list[tuple] = field(
+        default_factory=list
+    )  # (record id, day, payload, data type, manifest, unix time)
 
     def stage(self, paths) -> None:
         """Add store-relative paths (a string or a list) to this transaction's commit."""
@@ -55,7 +57,13 @@ class Transaction:
             self.paths += [p for p in paths if p]
 
     def add_blob(
-        self, record_id: str, day: str, payload: bytes, data_type: int, manifest: dict, unix_time: int
+        self,
+        record_id: str,
+        day: str,
+        payload: bytes,
+        data_type: int,
+        manifest: dict,
+        unix_time: int,
     ) -> None:
         """An original file (ingest-any) to go into the pack that `Store.write` makes for `day`."""
         self.blobs.append((record_id, day, payload, data_type, manifest, unix_time))
@@ -66,7 +74,9 @@ class Transaction:
         text = self.message() if callable(self.message) else self.message
         if not text:
             return
-        self.commit = self.store.git.commit(text, sorted(dict.fromkeys(self.paths)), only_paths=True)
+        self.commit = self.store.git.commit(
+            text, sorted(dict.fromkeys(self.paths)), only_paths=True
+        )
 
 
 def refuse_old_format(store) -> None:
@@ -118,7 +128,9 @@ def begin_write(store, check_logs: bool = True) -> list[str]:
     the writer checks only the day logs it appends to (`refuse_dirty_logs`), so its cost does not
     grow with the store's days.
     """
-    abort_own_merge(store, read_journal(store))  # a killed ct sync's merge, before the refusal below
+    abort_own_merge(
+        store, read_journal(store)
+    )  # a killed ct sync's merge, before the refusal below
     refuse_during_git_operation(store)
     if store.git.sparse:
         err = MemstoreError(
@@ -143,7 +155,9 @@ def begin_write(store, check_logs: bool = True) -> list[str]:
         found = [(xy, p) for xy, p in _status(store, "log") if p.endswith(".jsonl")]
         if found:
             end_write(store)
-            raise _dirty_logs_error(store, [p for _, p in found], staged=any(xy[0] not in " ?" for xy, _ in found))
+            raise _dirty_logs_error(
+                store, [p for _, p in found], staged=any(xy[0] not in " ?" for xy, _ in found)
+            )
     return notes
 
 
@@ -165,7 +179,9 @@ def _dirty_logs_error(store, dirty: list[str], staged: bool = False) -> Memstore
         + "; a write now would commit them.",
         fix,
     )
-    err.nothing_written = True  # raised before the writer touched a file: there is nothing to roll back
+    err.nothing_written = (
+        True  # raised before the writer touched a file: there is nothing to roll back
+    )
     return err
 
 
@@ -191,7 +207,9 @@ def refuse_dirty_logs(store, paths: list[str]) -> None:
             suspect.append(p)
     found = _status(store, *suspect) if suspect else []
     if found:
-        raise _dirty_logs_error(store, [p for _, p in found], staged=any(xy[0] not in " ?" for xy, _ in found))
+        raise _dirty_logs_error(
+            store, [p for _, p in found], staged=any(xy[0] not in " ?" for xy, _ in found)
+        )
 
 
 @contextmanager

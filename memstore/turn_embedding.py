@@ -31,7 +31,11 @@ def sentences(record: dict, text: str) -> list[str]:
     """The sentences a record's vector is averaged over; [] when it is embedded whole."""
     if record.get("role") != "user" or record.get("type", "text") != "text":
         return []
-    found = [s for s in (p.strip() for p in SENTENCE_END.split(text)) if len(s.split()) >= SENTENCE_MIN_WORDS]
+    found = [
+        s
+        for s in (p.strip() for p in SENTENCE_END.split(text))
+        if len(s.split()) >= SENTENCE_MIN_WORDS
+    ]
     return found[:SENTENCE_MAX] if len(found) >= 2 else []
 
 
@@ -60,7 +64,9 @@ def record_vectors(embedder, records: list[dict], texts: list[str], progress=Non
                 continue
             weights = [len(s.split()) for s in split[i]]
             out[i] = weighted_mean([vecs[s] for s in split[i]], weights)
-            pooled = recall(split[i]) if recall is not None else None  # from the pass just run, if it ran
+            pooled = (
+                recall(split[i]) if recall is not None else None
+            )  # from the pass just run, if it ran
             if pooled is not None:
                 kept = [(v, w) for v, w in zip(pooled, weights) if v is not None]
                 remember(texts[i], weighted_mean(*zip(*kept)) if kept else None)

@@ -36,7 +36,13 @@ from pathlib import Path
 from .errors import FormatError
 
 STORE_FILE = "memstore.toml"  # what marks a folder as a store (memstore.format.config.FILENAME)
-_LLM_KEYS = {"base_url": str, "api_key_env": str, "model": str, "timeout": (int, float), "topics": bool}
+_LLM_KEYS = {
+    "base_url": str,
+    "api_key_env": str,
+    "model": str,
+    "timeout": (int, float),
+    "topics": bool,
+}
 _EMBEDDER_KEYS = {"base_url": str, "api_key_env": str, "model_path": str}
 _warned: set[str] = set()
 
@@ -66,7 +72,9 @@ def user_file() -> dict:
         for key, value in table.items():
             kind = keys.get(key)
             if kind is None:
-                raise FormatError(path, f"[{section}] {key} is not a setting (known: {', '.join(keys)})")
+                raise FormatError(
+                    path, f"[{section}] {key} is not a setting (known: {', '.join(keys)})"
+                )
             if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
                 raise FormatError(path, f"[{section}] {key} has the wrong type ({value!r})")
         out[section] = dict(table)

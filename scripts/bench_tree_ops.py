@@ -68,7 +68,9 @@ def main() -> None:
     (root / ".memstore").mkdir()
     lines = build(root, n)
     size = sum(p.stat().st_size for p in treelog.shards(root))
-    print(f"{n} records, {lines} op lines in {len(treelog.shards(root))} shards, {size / 1e6:.1f} MB")
+    print(
+        f"{n} records, {lines} op lines in {len(treelog.shards(root))} shards, {size / 1e6:.1f} MB"
+    )
     ops = timed("parse every line", lambda: treelog.read_ops(root)[0])
     timed("apply (replay)", lambda: treelog.replay(ops))
     tree = timed("read, cold (replay and fill the cache)", lambda: treefmt.read(root))

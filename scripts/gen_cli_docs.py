@@ -31,7 +31,9 @@ def commands(group: click.Group, ctx: click.Context, prefix: str):
         cmd = group.get_command(ctx, name)
         if cmd is None or cmd.hidden:
             continue
-        sub = click.Context(cmd, info_name=name, parent=ctx, terminal_width=WIDTH, max_content_width=WIDTH)
+        sub = click.Context(
+            cmd, info_name=name, parent=ctx, terminal_width=WIDTH, max_content_width=WIDTH
+        )
         full = f"{prefix} {name}"
         yield full, cmd, sub
         if isinstance(cmd, click.Group):
@@ -41,7 +43,9 @@ def commands(group: click.Group, ctx: click.Context, prefix: str):
 def all_commands():
     from memstore.cli import cli
 
-    root = click.Context(cli, info_name="ct", terminal_width=WIDTH, max_content_width=WIDTH, **cli.context_settings)
+    root = click.Context(
+        cli, info_name="ct", terminal_width=WIDTH, max_content_width=WIDTH, **cli.context_settings
+    )
     return root, list(commands(cli, root, "ct"))
 
 

@@ -29,9 +29,14 @@ def main(dest: Path = HERE / "sample_store") -> None:
         leaks = [
             p
             for p in dest.rglob("*")
-            if p.is_file() and any(s.encode() in p.read_bytes() for s in (str(HERE), str(Path(tmp).resolve()), tmp))
+            if p.is_file()
+            and any(
+                s.encode() in p.read_bytes() for s in (str(HERE), str(Path(tmp).resolve()), tmp)
+            )
         ]
-    if leaks:  # committed data must not name this machine's folders (docs/format.md, "Document sources")
+    if (
+        leaks
+    ):  # committed data must not name this machine's folders (docs/format.md, "Document sources")
         raise SystemExit(f"absolute paths of this machine found in {', '.join(map(str, leaks))}")
     print(f"wrote {dest}")
 

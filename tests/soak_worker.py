@@ -26,13 +26,19 @@ class Clone:
         self.forgotten: dict[str, str] = {}
         self.conflicts: list[str] = []
         self.errors: list[str] = []
-        self.refused = 0  # pushes the pre-push guard refused (a forgotten line a rebase kept), then repaired
+        self.refused = (
+            0  # pushes the pre-push guard refused (a forgotten line a rebase kept), then repaired
+        )
         self.n = 0
 
     def ct(self, *args, check=True):
-        proc = subprocess.run([*CT, "-C", str(self.root), *map(str, args)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [*CT, "-C", str(self.root), *map(str, args)], capture_output=True, text=True
+        )
         if check and proc.returncode:
-            self.errors.append(f"ct {' '.join(map(str, args))} -> {proc.returncode}: {proc.stderr.strip()[-400:]}")
+            self.errors.append(
+                f"ct {' '.join(map(str, args))} -> {proc.returncode}: {proc.stderr.strip()[-400:]}"
+            )
         return proc
 
     def git(self, *args):
@@ -68,7 +74,9 @@ class Clone:
     def import_(self) -> None:
         texts = [self.text() for _ in range(self.rng.randrange(3, 12))]
         f = self.root.parent / f"{self.name}-{self.n}.jsonl"
-        rows = [{"ts": self.ts(), "role": "user", "session": f"s{self.n}", "text": t} for t in texts]
+        rows = [
+            {"ts": self.ts(), "role": "user", "session": f"s{self.n}", "text": t} for t in texts
+        ]
         f.write_text("".join(json.dumps(r) + "\n" for r in rows))
         proc = self.ct("import", "jsonl", f, "--json")
         if proc.returncode == 0:  # import ids come in file order
@@ -84,7 +92,9 @@ class Clone:
         if proc.returncode == 0:
             self.forgotten[rid] = held[rid]
         elif "forgotten already" not in proc.stderr and "no record" not in proc.stderr.lower():
-            self.errors.append(f"ct forget {rid} -> {proc.returncode}: {proc.stderr.strip()[-400:]}")
+            self.errors.append(
+                f"ct forget {rid} -> {proc.returncode}: {proc.stderr.strip()[-400:]}"
+            )
 
     def mark(self) -> None:
         self.ct("mark", f"{self.name} waiting for the hotel {self.n}")
@@ -118,7 +128,9 @@ class Clone:
                     return
                 time.sleep(self.rng.uniform(0.05, 0.3))
                 continue
-            pull = self.git("pull", "-q", "--no-edit", "--rebase" if how == "rebase" else "--no-rebase")
+            pull = self.git(
+                "pull", "-q", "--no-edit", "--rebase" if how == "rebase" else "--no-rebase"
+            )
             if pull.returncode:
                 words = pull.stdout + pull.stderr
                 if "CONFLICT" in words or "conflict" in words:
@@ -130,7 +142,9 @@ class Clone:
             push = self.git("push", "-q")
             if push.returncode == 0:
                 return
-            if "push refused" in push.stderr:  # the pre-push guard: a rebase kept a forgotten line; do as it says
+            if (
+                "push refused" in push.stderr
+            ):  # the pre-push guard: a rebase kept a forgotten line; do as it says
                 self.refused += 1
                 self.ct("fsck", "--repair", check=False)
                 continue
@@ -140,7 +154,16 @@ class Clone:
             time.sleep(self.rng.uniform(0.05, 0.3))
 
     def run(self, rounds: int) -> dict:
-        actions = [self.add, self.add, self.burst, self.import_, self.forget, self.forget, self.mark, self.gc]
+        actions = [
+            self.add,
+            self.add,
+            self.burst,
+            self.import_,
+            self.forget,
+            self.forget,
+            self.mark,
+            self.gc,
+        ]
         for _ in range(rounds):
             self.rng.choice(actions)()
             if self.rng.random() < 0.6:
@@ -155,5 +178,10 @@ class Clone:
 
 
 if __name__ == "__main__":
-    root, seed, rounds, out = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+    root, seed, rounds, out = (
+        Path(sys.argv[1]),
+        int(sys.argv[2]),
+        int(sys.argv[3]),
+        Path(sys.argv[4]),
+    )
     out.write_text(json.dumps(Clone(root, seed).run(rounds)))

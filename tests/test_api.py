@@ -42,14 +42,22 @@ def test_verbs_return_typed_results(store):
     from memstore import Hit, RecallResult, Stats, WriteResult
 
     res = store.add(
-        "The museum closes at 18:00 on Mondays.", role="assistant", session="trip", ts="2026-11-20T10:00:00Z"
+        "The museum closes at 18:00 on Mondays.",
+        role="assistant",
+        session="trip",
+        ts="2026-11-20T10:00:00Z",
     )
     assert isinstance(res, WriteResult) and res.commit and res.to_json()["added"] == 1
     store.add("Flights are booked for the 3rd.", session="trip", ts="2026-11-27T10:00:00Z")
 
     hits = store.search("museum", k=5)
     assert hits and isinstance(hits[0], Hit) and hits[0].text.startswith("The museum")
-    assert store.search("museum", since=dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc), mode="exact") == []
+    assert (
+        store.search(
+            "museum", since=dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc), mode="exact"
+        )
+        == []
+    )
     assert [h.text for h in store.search("flights", until="2026-11-25", mode="exact")] == []
     assert len(store.search("flights", since=1764000000.0, role=["user"], mode="exact")) == 1
     assert store.search("museum", session="other", mode="exact") == []
@@ -61,7 +69,9 @@ def test_verbs_return_typed_results(store):
     st = store.stat()
     assert isinstance(st, Stats) and st.records == 2 and st.to_json()["records"] == 2
     assert store.fsck().ok
-    assert [e["subject"] for e in store.history(max_count=1)] == ["Add user turn: Flights are booked for the 3rd."]
+    assert [e["subject"] for e in store.history(max_count=1)] == [
+        "Add user turn: Flights are booked for the 3rd."
+    ]
     assert memstore.Marker is type(store.mark("pack the rain jacket"))
     assert store.where().markers[0].text == "pack the rain jacket"
     assert git_clean(store.root)
@@ -104,11 +114,20 @@ def test_every_result_type_imports_without_numpy():
 def test_tree_verbs(store):
     from memstore import ReorgResult, TreeDiff
 
-    store.add("Let's plan the garden: tomatoes along the south fence.", session="garden", ts="2026-11-20T10:00:00Z")
+    store.add(
+        "Let's plan the garden: tomatoes along the south fence.",
+        session="garden",
+        ts="2026-11-20T10:00:00Z",
+    )
     store.add("The tomatoes need staking in June.", session="garden", ts="2026-11-20T10:01:00Z")
     d = store.diff("HEAD~1", "HEAD")  # the second turn joined the topic the first one opened
     assert isinstance(d, TreeDiff) and not d.empty and d.grew
     n = len(commits(store.root))
     r = store.reorganize(dry_run=True, offline=True)
-    assert isinstance(r, ReorgResult) and r.dry_run and r.commit is None and len(commits(store.root)) == n
+    assert (
+        isinstance(r, ReorgResult)
+        and r.dry_run
+        and r.commit is None
+        and len(commits(store.root)) == n
+    )
     assert git_clean(store.root)

@@ -21,9 +21,21 @@ REPO = Path(__file__).resolve().parent.parent
 PKG = REPO / "memstore"
 
 # The floors, top down (module-name prefixes). Ground is everything not named here.
-FACES = ("memstore.cli", "memstore.serve", "memstore.integrations", "memstore.bench", "memstore.__main__")
+FACES = (
+    "memstore.cli",
+    "memstore.serve",
+    "memstore.integrations",
+    "memstore.bench",
+    "memstore.__main__",
+)
 FACADE = ("memstore.store",)
-FEATURES = ("memstore.ingest", "memstore.tree", "memstore.retrieve", "memstore.upkeep", "memstore.forget")
+FEATURES = (
+    "memstore.ingest",
+    "memstore.tree",
+    "memstore.retrieve",
+    "memstore.upkeep",
+    "memstore.forget",
+)
 CORE = ("memstore.core",)
 
 
@@ -138,7 +150,11 @@ def test_only_the_faces_import_the_facade():
 
 
 def test_the_floor_check_sees_an_arrow_up():
-    assert floor("memstore.forget.remove") == 2 and floor("memstore.store") == 3 and floor("memstore.core") == 1
+    assert (
+        floor("memstore.forget.remove") == 2
+        and floor("memstore.store") == 3
+        and floor("memstore.core") == 1
+    )
     assert floor("memstore.format.pack") == 0 and floor("memstore.cli.common") == 4
 
 
@@ -150,9 +166,14 @@ def git_offences(rel: str, source: str) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(source)):
         line = getattr(node, "lineno", 0)
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] in ("git", "git_filter_repo") for a in node.names):
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] in ("git", "git_filter_repo") for a in node.names
+        ):
             out.append(f"{rel}:{line}: imports git")
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("git", "git_filter_repo"):
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+            "git",
+            "git_filter_repo",
+        ):
             out.append(f"{rel}:{line}: imports git")
         elif isinstance(node, ast.List) and node.elts:
             first = node.elts[0]
@@ -172,7 +193,11 @@ def test_only_gitrepo_runs_git():
 
 def test_the_git_finder_finds_git():
     src = "import git\nfrom git.cmd import Git\nsubprocess.run(['git', 'status'])\nx = ['gitx']\n"
-    assert git_offences("m.py", src) == ["m.py:1: imports git", "m.py:2: imports git", "m.py:3: a git command line"]
+    assert git_offences("m.py", src) == [
+        "m.py:1: imports git",
+        "m.py:2: imports git",
+        "m.py:3: a git command line",
+    ]
 
 
 # ----- the hooks memstore installs ---------------------------------------------------------------
@@ -180,7 +205,9 @@ def test_the_git_finder_finds_git():
 
 def test_the_package_list_names_every_package():
     """pyproject.toml lists the packages (one is mapped from hooks/); a new package must be added."""
-    conf = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    conf = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]
     found = sorted(m for m, p in modules().items() if p.name == "__init__.py")
     assert sorted(set(conf["packages"]) - {"memstore.githooks"}) == found
     assert conf["package-dir"] == {"memstore.githooks": "hooks"}
@@ -219,7 +246,8 @@ def test_the_wheel_carries_the_hooks(tmp_path):
 SQL_HOMES = ("memstore/index/", "memstore/bench/")
 OWN_DATABASES = {"memstore/adapters/cache.py"}
 _SQL = re.compile(
-    r"\bSELECT\b.*\bFROM\b|\bINSERT INTO\b|\bUPDATE\b.*\bSET\b|\bDELETE FROM\b|\bCREATE (?:TABLE|INDEX)\b", re.S
+    r"\bSELECT\b.*\bFROM\b|\bINSERT INTO\b|\bUPDATE\b.*\bSET\b|\bDELETE FROM\b|\bCREATE (?:TABLE|INDEX)\b",
+    re.S,
 )
 _EXECUTE = {"execute", "executemany", "executescript"}
 
@@ -239,22 +267,38 @@ def sql_offences(rel: str, source: str) -> list[str]:
     """What in one module's source runs SQL or touches a SQLite connection (`rel: line: what`)."""
     out = []
     tree = ast.parse(source)
-    parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}  # judged whole
+    parts = {
+        id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values
+    }  # judged whole
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _EXECUTE:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _EXECUTE
+        ):
             if not _is_git_execute(rel, node):
                 out.append(f"{rel}:{line}: calls .{node.func.attr}()")
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            out += [f"{rel}:{line}: imports {n}" for n in names if n.split(".")[0] in ("sqlite3", "sqlite_utils")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+            )
+            out += [
+                f"{rel}:{line}: imports {n}"
+                for n in names
+                if n.split(".")[0] in ("sqlite3", "sqlite_utils")
+            ]
         elif isinstance(node, ast.Attribute) and node.attr == "conn":
             out.append(f"{rel}:{line}: uses .conn")
         elif isinstance(node, ast.JoinedStr):
             text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
             if _SQL.search(text):
                 out.append(f"{rel}:{line}: SQL in an f-string")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
+        elif (
+            isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts
+        ):
             if _SQL.search(node.value):
                 out.append(f"{rel}:{line}: SQL in a string")
     return sorted(out, key=lambda o: (int(o.split(":")[1]), o))
@@ -271,7 +315,9 @@ def test_sql_only_in_index():
         source = path.read_text(encoding="utf-8")
         offences += sql_offences(rel, source)
     assert scanned > 50  # the scan sees the package
-    assert offences == [], "SQL and SQLite connections belong in memstore/index/:\n" + "\n".join(offences)
+    assert offences == [], "SQL and SQLite connections belong in memstore/index/:\n" + "\n".join(
+        offences
+    )
 
 
 def test_the_sql_finder_finds_sql():

@@ -19,10 +19,17 @@ SECRET_FREE_WORDS = "The train to Kyoto leaves at nine; the hotel is by the rive
 @contextmanager
 def unchanged(root):
     """Assert that the block leaves the store's history and working tree exactly as they were."""
-    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
     n = len(commits(root))
     yield
-    assert subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout == head
+    assert (
+        subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout
+        == head
+    )
     assert len(commits(root)) == n
     assert git_clean(root)
 
@@ -44,8 +51,16 @@ def _line(**kw) -> str:
         (_line(text=42), ":1:", "text"),
         (_line(role="wizard"), ":1:", "role"),
         (_line(ts="the day after never"), ":1:", "ts"),
-        (_line().encode() + b'{"ts":"2026-11-30T10:00:00Z","role":"user","text":"caf\xe9"}\n', ":2:", "UTF-8"),
-        ('{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "' + "x" * 3_000_000 + "\n", ":1:", "JSON"),
+        (
+            _line().encode() + b'{"ts":"2026-11-30T10:00:00Z","role":"user","text":"caf\xe9"}\n',
+            ":2:",
+            "UTF-8",
+        ),
+        (
+            '{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "' + "x" * 3_000_000 + "\n",
+            ":1:",
+            "JSON",
+        ),
     ],
 )
 def test_bad_jsonl_is_refused_naming_file_and_line(store, tmp_path, content, where, words):
@@ -110,7 +125,15 @@ def test_symlink_loop_is_reported_not_followed_forever(store, tmp_path):
     os.symlink("..", folder / "a" / "up")
     os.symlink("self", folder / "self")
     proc = subprocess.run(
-        [*__import__("conftest").CT, "-C", str(store.root), "ingest-path", str(folder), "--follow-symlinks", "--json"],
+        [
+            *__import__("conftest").CT,
+            "-C",
+            str(store.root),
+            "ingest-path",
+            str(folder),
+            "--follow-symlinks",
+            "--json",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -142,7 +165,9 @@ def _store_with_two_records(store):
 def _commit_all(root, msg):
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     subprocess.run(
-        ["git", "-C", str(root), "commit", "-qm", msg], check=True, env={**os.environ, "MEMSTORE_COMMITTING": "1"}
+        ["git", "-C", str(root), "commit", "-qm", msg],
+        check=True,
+        env={**os.environ, "MEMSTORE_COMMITTING": "1"},
     )
 
 
@@ -213,7 +238,9 @@ def test_a_record_whose_text_changed_no_longer_matches_its_vector(store):
 def test_malformed_and_invalid_utf8_log_lines(store):
     log, recs = _store_with_two_records(store)
     with open(log, "ab") as fh:
-        fh.write(b'{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "caf\xe9 cr\xe8me", "id": "x"}\n')
+        fh.write(
+            b'{"ts": "2026-11-30T10:00:00Z", "role": "user", "text": "caf\xe9 cr\xe8me", "id": "x"}\n'
+        )
         fh.write(b"this is not json\n")
     _commit_all(store.root, "damaged lines")
     out = _fsck_and_search_name(store, "log/2026/2026-11-30.jsonl:3: invalid UTF-8")
@@ -263,7 +290,9 @@ def test_write_into_a_store_with_damage_changes_only_its_own_files(store):
     before = p.read_bytes()
     ct("-C", store.root, "add", "third note", "--ts", "2026-11-30T11:00:00Z")
     changed = subprocess.run(
-        ["git", "-C", str(store.root), "diff", "--name-only", "HEAD~1", "HEAD"], capture_output=True, text=True
+        ["git", "-C", str(store.root), "diff", "--name-only", "HEAD~1", "HEAD"],
+        capture_output=True,
+        text=True,
     ).stdout.split()
     assert p.read_bytes() == before
     assert "log/2026/2026-11-30.jsonl" in changed
@@ -278,7 +307,12 @@ _RANDOM = "q8Zr2LmX4vTn7KpW1sYd9FhB3cJg6NtA5eUo0iRk"
 AWS_ID = "AKIA" + "Q7ZR2LMX4VTN7KPW"
 OPENAI = "sk-" + "proj-" + _RANDOM + "_x-Y9"
 GITHUB = "ghp_" + _RANDOM[:36]
-PRIVATE_KEY = "-----BEGIN " + "OPENSSH PRIVATE KEY-----\n" + _RANDOM * 2 + "\n-----END OPENSSH PRIVATE KEY-----\n"
+PRIVATE_KEY = (
+    "-----BEGIN "
+    + "OPENSSH PRIVATE KEY-----\n"
+    + _RANDOM * 2
+    + "\n-----END OPENSSH PRIVATE KEY-----\n"
+)
 
 
 def test_ingest_refuses_keys_listing_file_and_line(store, tmp_path):
@@ -289,7 +323,10 @@ def test_ingest_refuses_keys_listing_file_and_line(store, tmp_path):
     with unchanged(store.root):
         proc = ct("-C", store.root, "ingest-path", docs, check=False)
     assert proc.returncode == 9, proc.stderr
-    assert f"{docs / 'setup.md'}:5: openai" in proc.stderr and f"{docs / 'notes.md'}:5: github" in proc.stderr
+    assert (
+        f"{docs / 'setup.md'}:5: openai" in proc.stderr
+        and f"{docs / 'notes.md'}:5: github" in proc.stderr
+    )
     assert OPENAI not in proc.stderr and GITHUB not in proc.stderr  # listed, never echoed
     assert "--allow-secrets" in proc.stderr
     out = json.loads(ct("-C", store.root, "ingest-path", docs, "--allow-secrets", "--json").stdout)
@@ -298,7 +335,9 @@ def test_ingest_refuses_keys_listing_file_and_line(store, tmp_path):
 
 def test_import_refuses_keys_unless_allowed(store, tmp_path):
     f = tmp_path / "chat.jsonl"
-    f.write_text(_line(id="ok-1") + _line(id="leak-1", text=f"my key is {AWS_ID} and\n{PRIVATE_KEY}"))
+    f.write_text(
+        _line(id="ok-1") + _line(id="leak-1", text=f"my key is {AWS_ID} and\n{PRIVATE_KEY}")
+    )
     with unchanged(store.root):
         proc = ct("-C", store.root, "import", "jsonl", f, check=False)
     assert proc.returncode == 9
@@ -315,13 +354,17 @@ def test_env_and_key_files_are_skipped_by_default(store, tmp_path):
     (docs / ".env").write_text(f"OPENAI_API_KEY={OPENAI}\n")
     (docs / "id_ed25519").write_text(PRIVATE_KEY)
     (docs / "server.pem").write_text(PRIVATE_KEY)
-    out = json.loads(ct("-C", store.root, "ingest-path", docs, "--exts", ".md,.txt,.pem,.env,", "--json").stdout)
+    out = json.loads(
+        ct("-C", store.root, "ingest-path", docs, "--exts", ".md,.txt,.pem,.env,", "--json").stdout
+    )
     assert out["added"] == 1
     sources = [
         json.loads(x)["source"]["path"]
         for x in (store.root / "log/2026").glob("*.jsonl").__next__().read_text().splitlines()
     ]
-    assert sources == ["project/README.md"]  # portable: the ingested folder's name, never an absolute path
+    assert sources == [
+        "project/README.md"
+    ]  # portable: the ingested folder's name, never an absolute path
     skipped = " ".join(out["notes"])
     assert ".env" in skipped and "server.pem" in skipped
     assert git_clean(store.root)
@@ -359,7 +402,14 @@ def _claude_export(folder):
     """Two sessions: A has a tool result with a NUL byte, a sidechain and half an emoji; B is clean."""
     folder.mkdir(parents=True, exist_ok=True)
     a = [
-        _cc_row(SESSION_A, "a1", None, "user", "List the files in the build folder please", "2026-03-02T09:00:00.000Z"),
+        _cc_row(
+            SESSION_A,
+            "a1",
+            None,
+            "user",
+            "List the files in the build folder please",
+            "2026-03-02T09:00:00.000Z",
+        ),
         _cc_row(
             SESSION_A,
             "a2",
@@ -367,7 +417,12 @@ def _claude_export(folder):
             "assistant",
             [
                 {"type": "text", "text": "Listing them now."},
-                {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls build"}},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_01",
+                    "name": "Bash",
+                    "input": {"command": "ls build"},
+                },
             ],
             "2026-03-02T09:00:05.000Z",
         ),
@@ -376,7 +431,13 @@ def _claude_export(folder):
             "a3",
             "a2",
             "user",
-            [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "app.bin\u0000\u0000 header\nREADME"}],
+            [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_01",
+                    "content": "app.bin\u0000\u0000 header\nREADME",
+                }
+            ],
             "2026-03-02T09:00:06.000Z",
         ),
         _cc_row(
@@ -408,7 +469,14 @@ def _claude_export(folder):
         ),
     ]
     b = [
-        _cc_row(SESSION_B, "b1", None, "user", "Which port does the staging server use", "2026-03-03T10:00:00.000Z"),
+        _cc_row(
+            SESSION_B,
+            "b1",
+            None,
+            "user",
+            "Which port does the staging server use",
+            "2026-03-03T10:00:00.000Z",
+        ),
         _cc_row(
             SESSION_B,
             "b2",
@@ -426,7 +494,11 @@ def _claude_export(folder):
 
 
 def _log_records(root):
-    return [json.loads(line) for p in sorted((root / "log").rglob("*.jsonl")) for line in p.read_text().splitlines()]
+    return [
+        json.loads(line)
+        for p in sorted((root / "log").rglob("*.jsonl"))
+        for line in p.read_text().splitlines()
+    ]
 
 
 def test_claude_code_export_with_nul_and_half_emoji_imports_the_rest(store, tmp_path):
@@ -441,7 +513,9 @@ def test_claude_code_export_with_nul_and_half_emoji_imports_the_rest(store, tmp_
     assert len(recs) == 8  # 9 blocks, the half emoji one reported and left out
     raw = "".join(p.read_text() for p in (store.root / "log").rglob("*.jsonl"))
     assert "\\u0000\\u0000 header" in raw, "escaped in the log"
-    hit = json.loads(ct("-C", store.root, "search", "--json", "--mode", "exact", "app.bin header").stdout)["hits"][0]
+    hit = json.loads(
+        ct("-C", store.root, "search", "--json", "--mode", "exact", "app.bin header").stdout
+    )["hits"][0]
     assert hit["text"] == "app.bin\x00\x00 header\nREADME", "exact in search output"
     assert ct("-C", store.root, "fsck").returncode == 0 and git_clean(store.root)
 
@@ -451,7 +525,12 @@ def test_watch_keeps_importing_a_folder_with_a_nul_in_one_session(store, tmp_pat
     ct("-C", store.root, "watch", "--once", tmp_path / "projects")
     with open(folder / f"{SESSION_B}.jsonl", "a") as f:
         f.write(
-            json.dumps(_cc_row(SESSION_B, "b3", "b2", "user", "And production?", "2026-03-03T10:01:00.000Z")) + "\n"
+            json.dumps(
+                _cc_row(
+                    SESSION_B, "b3", "b2", "user", "And production?", "2026-03-03T10:01:00.000Z"
+                )
+            )
+            + "\n"
         )
     proc = ct("-C", store.root, "watch", "--once", tmp_path / "projects")
     assert "added 1 records" in proc.stderr, proc.stderr
@@ -542,17 +621,26 @@ def test_chatgpt_same_title_conversations_stay_separate_sessions(store, tmp_path
     recs = _log_records(store.root)
     assert "an abandoned branch" not in [r["text"] for r in recs]
     sessions = {r["text"]: r["session"] for r in recs}
-    assert sessions["Plan a birthday party for Mia"] == "c-aaa" and sessions["Fix my bike chain"] == "c-bbb"
+    assert (
+        sessions["Plan a birthday party for Mia"] == "c-aaa"
+        and sessions["Fix my bike chain"] == "c-bbb"
+    )
     assert {r["meta"]["conversation_title"] for r in recs} == {"New chat"}
-    out = json.loads(ct("-C", store.root, "recall", "--json", "--around", "3", "birthday party").stdout)
+    out = json.loads(
+        ct("-C", store.root, "recall", "--json", "--around", "3", "birthday party").stdout
+    )
     around = json.dumps(out)
-    assert "bike chain" not in around and "Oil it" not in around, "context comes from the same conversation only"
+    assert "bike chain" not in around and "Oil it" not in around, (
+        "context comes from the same conversation only"
+    )
 
 
 def test_empty_turn_is_skipped_with_a_note_and_add_refuses_empty(store, tmp_path):
     f = tmp_path / "lme.jsonl"
     rows = [
-        _line(ts=f"2026-03-01T{10 + i // 60:02d}:{i % 60:02d}:00Z", text=f"turn {i} about the orchard")
+        _line(
+            ts=f"2026-03-01T{10 + i // 60:02d}:{i % 60:02d}:00Z", text=f"turn {i} about the orchard"
+        )
         for i in range(1, 500)
     ]
     rows.insert(250, _line(ts="2026-03-01T20:00:00Z", text=""))
@@ -563,7 +651,11 @@ def test_empty_turn_is_skipped_with_a_note_and_add_refuses_empty(store, tmp_path
     with unchanged(store.root):
         for text in ("", "   "):
             proc = ct("-C", store.root, "add", text, check=False)
-            assert proc.returncode == 2 and "empty turn" in proc.stderr and "Traceback" not in proc.stderr
+            assert (
+                proc.returncode == 2
+                and "empty turn" in proc.stderr
+                and "Traceback" not in proc.stderr
+            )
 
 
 def test_timestamps_out_of_range_and_type_doc_are_refused_clearly(store):
@@ -574,7 +666,9 @@ def test_timestamps_out_of_range_and_type_doc_are_refused_clearly(store):
             assert "ts" in proc.stderr
         proc = ct("-C", store.root, "add", "--type", "doc", "hello there", check=False)
         assert proc.returncode == 2 and "text, action or meta" in proc.stderr
-    ct("-C", store.root, "add", "hello there", "--ts", "9998-06-01T00:00:00Z")  # the last full year is fine
+    ct(
+        "-C", store.root, "add", "hello there", "--ts", "9998-06-01T00:00:00Z"
+    )  # the last full year is fine
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "exact", "vector"])
@@ -598,13 +692,22 @@ def test_supersedes_hides_the_old_record_from_context_and_tree(store, tmp_path):
     f = tmp_path / "a.jsonl"
     f.write_text(
         _line(id="a1", session="s", text="the launch code word is pineapple")
-        + _line(id="a2", session="s", ts="2026-11-30T10:05:00Z", text="we should plan the garden beds")
+        + _line(
+            id="a2", session="s", ts="2026-11-30T10:05:00Z", text="we should plan the garden beds"
+        )
     )
     ct("-C", store.root, "import", "jsonl", f)
     assert "pineapple" in ct("-C", store.root, "tree").stdout
     g = tmp_path / "b.jsonl"
     g.write_text(
-        _line(id="c1", session="s", ts="2026-11-30T11:00:00Z", type="meta", text="correction", supersedes=["a1"])
+        _line(
+            id="c1",
+            session="s",
+            ts="2026-11-30T11:00:00Z",
+            type="meta",
+            text="correction",
+            supersedes=["a1"],
+        )
     )
     ct("-C", store.root, "import", "jsonl", g)
     assert "pineapple" not in ct("-C", store.root, "tree").stdout
@@ -614,7 +717,11 @@ def test_supersedes_hides_the_old_record_from_context_and_tree(store, tmp_path):
 
 def test_watch_detects_plain_jsonl_and_reports_unreadable_lines(store, tmp_path):
     f = tmp_path / "plain.jsonl"
-    f.write_text(_line(text="first plain line about tulips") + "{not json\n" + _line(text="second line about roses"))
+    f.write_text(
+        _line(text="first plain line about tulips")
+        + "{not json\n"
+        + _line(text="second line about roses")
+    )
     proc = ct("-C", store.root, "watch", "--once", f, check=False)
     assert f"{f}:2" in proc.stderr and "not valid JSON" in proc.stderr, proc.stderr
     assert "no complete lines" not in proc.stderr
@@ -673,7 +780,9 @@ def test_a_full_disk_gets_a_clear_error_and_the_next_write_cleans_up(store, monk
         real = logfmt.append_lines
 
         def full(path, payload, fsync=True):
-            real(path, payload[: len(payload) // 2], fsync)  # half a line got out before the disk filled
+            real(
+                path, payload[: len(payload) // 2], fsync
+            )  # half a line got out before the disk filled
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
         monkeypatch.setattr(logfmt, "append_lines", full)
@@ -685,7 +794,9 @@ def test_a_full_disk_gets_a_clear_error_and_the_next_write_cleans_up(store, monk
         monkeypatch.setattr(build.Index, "update", full)
     proc = ct("-C", store.root, "add", "a note that does not fit", check=False)
     assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.startswith("Error: the disk is full") and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("Error: the disk is full") and "Traceback" not in proc.stderr, (
+        proc.stderr
+    )
     assert "ct fsck --repair" in proc.stderr
     assert commits(store.root) == before
     monkeypatch.undo()
@@ -700,14 +811,19 @@ def test_a_full_disk_gets_a_clear_error_and_the_next_write_cleans_up(store, monk
         (["--timezone", "Not/AZone"], "unknown timezone 'Not/AZone'"),
         (["--embedder", "bogus"], "unknown embedder 'bogus': known are hash, minilm, openai"),
         (["--embedder", "hash", "--dim", "0"], "--dim must be a whole number of 1 or more, not 0"),
-        (["--embedder", "hash", "--dim", "-5"], "--dim must be a whole number of 1 or more, not -5"),
+        (
+            ["--embedder", "hash", "--dim", "-5"],
+            "--dim must be a whole number of 1 or more, not -5",
+        ),
     ],
 )
 def test_init_and_reembed_refuse_bad_settings_in_one_line(tmp_path, store, args, words):
     """A bad --timezone, --embedder or --dim is a usage error (exit 2, one line, no traceback) that
     makes no folder; reembed refuses the same embedder and size mistakes with the store unchanged."""
     made = ct("init", tmp_path / "new", *args, check=False)
-    assert made.returncode == 2 and words in made.stderr and "Traceback" not in made.stderr, made.stderr
+    assert made.returncode == 2 and words in made.stderr and "Traceback" not in made.stderr, (
+        made.stderr
+    )
     assert not (tmp_path / "new").exists()
     if "--timezone" not in args:
         with unchanged(store.root):
@@ -718,4 +834,8 @@ def test_init_and_reembed_refuse_bad_settings_in_one_line(tmp_path, store, args,
                 *args[2:] if args[0] == "--embedder" and len(args) > 2 else args,
                 check=False,
             )
-            assert again.returncode == 2 and words.split(":")[0] in again.stderr and "Traceback" not in again.stderr
+            assert (
+                again.returncode == 2
+                and words.split(":")[0] in again.stderr
+                and "Traceback" not in again.stderr
+            )

@@ -92,7 +92,9 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
         "bytes on disk per record ≤ 1.3",
     ):
         assert needle in text, needle
-    assert "1,612 / 460 B" in text  # header + 384 float32s (or int8s) + what sealing adds (inner header, AEAD tag)
+    assert (
+        "1,612 / 460 B" in text
+    )  # header + 384 float32s (or int8s) + what sealing adds (inner header, AEAD tag)
     assert "heavy imports: none" in text
     raw = json.loads((tmp_path / "cache" / "last.json").read_text())
     assert set(raw["queries"]) == {"60", "120"}

@@ -24,13 +24,23 @@ def test_chat_once_answers_from_memory_and_stores_both_turns(tmp_path, openai_se
     converse(st, [SARAH_ALLERGY, *WEATHER])
     openai_server.replies = ["A vanilla sponge cake, with no peanuts because of Sarah's allergy."]
     n = len(commits(st.root))
-    out = ct("-C", st.root, "chat", "--once", "Which cake should I bake for Sarah?", "--session", "kitchen").stdout
+    out = ct(
+        "-C",
+        st.root,
+        "chat",
+        "--once",
+        "Which cake should I bake for Sarah?",
+        "--session",
+        "kitchen",
+    ).stdout
     assert "vanilla sponge" in out
     prompt = openai_server.bodies(CHAT)[0]["messages"]
     assert SARAH_ALLERGY[0] in prompt[0]["content"], "the allergy line reaches the model as context"
     assert prompt[-1] == {"role": "user", "content": "Which cake should I bake for Sarah?"}
     recs = _records(st)[-2:]
-    assert [r["role"] for r in recs] == ["user", "assistant"] and recs[1]["text"].startswith("A vanilla sponge")
+    assert [r["role"] for r in recs] == ["user", "assistant"] and recs[1]["text"].startswith(
+        "A vanilla sponge"
+    )
     assert recs[1]["model"] and all(r["session"] == "kitchen" for r in recs)
     assert {r["id"] for r in recs} <= set(treefmt.read(st.root).topic_of())
     assert len(commits(st.root)) == n + 1 and git_clean(st.root)
@@ -40,7 +50,9 @@ def test_chat_failure_stores_no_error_text(tmp_path, openai_server):
     st = make_store(tmp_path / "s")
     openai_server.fail_next(500, times=5)
     proc = ct("-C", st.root, "chat", "--once", "Hello, are you there today?", check=False)
-    assert proc.returncode == 1 and "failed" in proc.stderr and "no answer was stored" in proc.stderr
+    assert (
+        proc.returncode == 1 and "failed" in proc.stderr and "no answer was stored" in proc.stderr
+    )
     recs = _records(st)
     assert [r["role"] for r in recs] == ["user"]
     assert git_clean(st.root)
@@ -48,21 +60,40 @@ def test_chat_failure_stores_no_error_text(tmp_path, openai_server):
 
 def test_chat_repl_history_and_verbose_debug_files(tmp_path, openai_server):
     st = make_store(tmp_path / "s")
-    openai_server.replies = ["First answer about the lake cabin.", "Second answer, remembering the first."]
-    proc = ct("-C", st.root, "chat", "--verbose", input="Tell me about the lake cabin trip\nAnd what else?\n\n")
+    openai_server.replies = [
+        "First answer about the lake cabin.",
+        "Second answer, remembering the first.",
+    ]
+    proc = ct(
+        "-C",
+        st.root,
+        "chat",
+        "--verbose",
+        input="Tell me about the lake cabin trip\nAnd what else?\n\n",
+    )
     assert "First answer" in proc.stdout and "Second answer" in proc.stdout
     second = openai_server.bodies(CHAT)[1]["messages"]
     assert {"role": "assistant", "content": "First answer about the lake cabin."} in second
     debug = sorted((st.root / ".memstore" / "chat-debug").iterdir())
     assert len(debug) == 6 and any(p.name.endswith("-prompt.json") for p in debug)
-    assert json.loads(next(p for p in debug if p.name.endswith("-prompt.json")).read_text())["messages"]
+    assert json.loads(next(p for p in debug if p.name.endswith("-prompt.json")).read_text())[
+        "messages"
+    ]
     assert len(_records(st)) == 4 and git_clean(st.root)
 
 
 def test_chat_without_an_endpoint_says_what_to_set(store, monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    proc = ct("-C", store.root, "chat", "--once", "hi", check=False, env={"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""})
+    proc = ct(
+        "-C",
+        store.root,
+        "chat",
+        "--once",
+        "hi",
+        check=False,
+        env={"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""},
+    )
     assert proc.returncode == 1 and "OPENAI_BASE_URL" in proc.stderr
     assert git_clean(store.root) and len(commits(store.root)) == 1
 
@@ -109,8 +140,12 @@ def test_llm_failures_fall_back_offline_and_never_store_error(tmp_path, openai_s
 
 def test_reorganize_llm_veto_and_fallback(tmp_path, openai_server):
     st = make_store(tmp_path / "s")
-    converse(st, [THESEUS[0], DISTRACTORS[0], THESEUS[1], DISTRACTORS[1], THESEUS[2], DISTRACTORS[2]])
-    openai_server.replies = lambda body: '{"related": false, "reason": "the scripted model says no"}'
+    converse(
+        st, [THESEUS[0], DISTRACTORS[0], THESEUS[1], DISTRACTORS[1], THESEUS[2], DISTRACTORS[2]]
+    )
+    openai_server.replies = lambda body: (
+        '{"related": false, "reason": "the scripted model says no"}'
+    )
     res = reorganize(st, threshold=0.3, dry_run=True)
     assert res.veto == "llm" and not res.merges and res.vetoed
     assert all(v["by"] == "llm" and v["reason"] == "the scripted model says no" for v in res.vetoed)

@@ -43,7 +43,9 @@ def test_cross_branch_synthesis_surfaces_the_three_sarah_branches(sarah):
     owner = tree.topic_of()
     sarah_topics = {owner[ids[x][0]] for x in (SARAH_ALLERGY, SARAH_CAKE, SARAH_THAI)}
     noise_topics = {owner[ids[x][0]] for x in (*WEATHER, *BIKE, *WINDY)}
-    assert len(sarah_topics) == 3 and not sarah_topics & noise_topics, "three separate Sarah branches"
+    assert len(sarah_topics) == 3 and not sarah_topics & noise_topics, (
+        "three separate Sarah branches"
+    )
     ctx = build_context(st, "What cake should I bake for Sarah's party?", recent=0)
     assert _topics_in(ctx) == sarah_topics
     recalled = {h["text"] for h in ctx.sections["recall"]}
@@ -60,7 +62,9 @@ def test_memory_overwrite_surfaces_the_newer_fact(tmp_path):
     ctx = build_context(st, "Can Sarah eat peanuts?")
     texts = [h["text"] for h in ctx.sections["recall"]]
     assert SARAH_ALLERGY[0] in texts and NUTS_NOW[0] in texts
-    assert texts.index(NUTS_NOW[0]) > texts.index(SARAH_ALLERGY[0]), "oldest first: the correction reads last"
+    assert texts.index(NUTS_NOW[0]) > texts.index(SARAH_ALLERGY[0]), (
+        "oldest first: the correction reads last"
+    )
     recall_text = ctx.text[ctx.text.index("## Recalled lines") :]
     assert recall_text.index(NUTS_NOW[0]) > recall_text.index(SARAH_ALLERGY[0])
     assert "later lines are newer facts" in ctx.text
@@ -84,7 +88,9 @@ def big(tmp_path_factory):
     return st
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     budget=st_.integers(min_value=1, max_value=1200),
     query=st_.sampled_from(
@@ -105,7 +111,9 @@ def test_budget_is_never_exceeded(big, budget, query):
 
 
 def test_cli_context_budget_800_and_json(big):
-    out = ct("-C", big.root, "context", "tips on espresso and milk frothing", "--budget", "800").stdout
+    out = ct(
+        "-C", big.root, "context", "tips on espresso and milk frothing", "--budget", "800"
+    ).stdout
     assert 0 < big.embedder.count_tokens(out) <= 800
     js = json.loads(ct("-C", big.root, "context", "espresso", "--budget", "800", "--json").stdout)
     assert set(js["sections"]) == {"markers", "topics", "recall", "recent"}

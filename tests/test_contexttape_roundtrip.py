@@ -54,13 +54,17 @@ QUERIES = [
 @pytest.fixture(scope="module")
 def ct_python():
     subprocess.run(
-        ["bash", str(REPO / "scripts" / "ct_venv.sh")], check=True, env={**os.environ, "CT_VENV": str(CT_VENV)}
+        ["bash", str(REPO / "scripts" / "ct_venv.sh")],
+        check=True,
+        env={**os.environ, "CT_VENV": str(CT_VENV)},
     )
     return CT_VENV / "bin" / "python"
 
 
 def side(ct_python, job: dict) -> dict:
-    proc = subprocess.run([str(ct_python), str(SIDE)], input=json.dumps(job), capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(ct_python), str(SIDE)], input=json.dumps(job), capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)
 
@@ -79,17 +83,26 @@ def _store(tmp_path, dtype):
 
     st = Store.init(tmp_path / f"store-{dtype}", embedder="hash", timezone="UTC", dtype=dtype)
     rows = [
-        (f"2026-11-{20 + i // 6:02d}T{8 + i % 6:02d}:00:00Z", "user" if i % 2 == 0 else "assistant", t, "s")
+        (
+            f"2026-11-{20 + i // 6:02d}T{8 + i % 6:02d}:00:00Z",
+            "user" if i % 2 == 0 else "assistant",
+            t,
+            "s",
+        )
         for i, t in enumerate(TURNS)
     ]
     write_turns(st, rows[:10], fields=("ts", "role", "text", "session"))
     write_turns(st, rows[10:], fields=("ts", "role", "text", "session"))
     docs = tmp_path / f"docs-{dtype}"
     docs.mkdir()
-    (docs / "checklist.md").write_text("# Lisbon checklist\n\nPassports, flight confirmation, the flat booking.\n")
+    (docs / "checklist.md").write_text(
+        "# Lisbon checklist\n\nPassports, flight confirmation, the flat booking.\n"
+    )
     ingest_path(st, docs)
     # a superseded record stays out of both searches
-    (docs / "checklist.md").write_text("# Lisbon checklist\n\nPassports and the night train tickets.\n")
+    (docs / "checklist.md").write_text(
+        "# Lisbon checklist\n\nPassports and the night train tickets.\n"
+    )
     ingest_path(st, docs)
     return st
 
@@ -99,9 +112,13 @@ def test_export_opens_in_contexttape_with_the_same_top_hits(tmp_path, ct_python,
     st = _store(tmp_path, dtype)
     out = tmp_path / "tape"
     res = json.loads(ct("-C", st.root, "export", "contexttape", out, "--json").stdout)
-    assert res["skipped"] == 0 and res["pairs"] == len(TURNS) + 2  # the turns, the live chunk, the meta record
+    assert (
+        res["skipped"] == 0 and res["pairs"] == len(TURNS) + 2
+    )  # the turns, the live chunk, the meta record
     assert sorted(p.name for p in out.iterdir())[:2] == ["memstore-export.json", "segment_0.is"]
-    tid_to_id = {tid: rid for tid, rid in json.loads((out / "memstore-export.json").read_text())["pairs"]}
+    tid_to_id = {
+        tid: rid for tid, rid in json.loads((out / "memstore-export.json").read_text())["pairs"]
+    }
 
     qvecs = [st.embedder.embed_query(q).tolist() for q in QUERIES]
     got = side(ct_python, {"search": str(out), "queries": qvecs, "k": 5})
@@ -129,18 +146,26 @@ def test_import_of_a_store_written_by_contexttape_itself(tmp_path, ct_python, st
     vecs = store.embedder.embed_batch(texts, "passage")
     tape = tmp_path / "tape"
     made = side(
-        ct_python, {"write": str(tape), "items": [[t, v.tolist(), i == 3] for i, (t, v) in enumerate(zip(texts, vecs))]}
+        ct_python,
+        {
+            "write": str(tape),
+            "items": [[t, v.tolist(), i == 3] for i, (t, v) in enumerate(zip(texts, vecs))],
+        },
     )
     assert made["pairs"] == [[0, 1], [2, 3], [4, 5], [6, 7]]
 
     model = store.config.embedder["model"]
-    res = json.loads(ct("-C", store.root, "import", "contexttape", tape, "--model", model, "--json").stdout)
+    res = json.loads(
+        ct("-C", store.root, "import", "contexttape", tape, "--model", model, "--json").stdout
+    )
     assert res["added"] == 4 and res["notes"] == []
     assert git_clean(store.root)
     for text, hits in zip(texts, search_ids(store.root, texts, 1, tmp_path)):
         assert hits[0]["text"] == text
     roles = sorted(
-        json.loads(line)["role"] for p in (store.root / "log").rglob("*.jsonl") for line in p.read_text().splitlines()
+        json.loads(line)["role"]
+        for p in (store.root / "log").rglob("*.jsonl")
+        for line in p.read_text().splitlines()
     )
     assert roles == ["assistant", "system", "system", "user"]
     # ContextTape's float32 vectors come in as they were written

@@ -30,7 +30,9 @@ WORDS = (
 
 
 def _git(root, *args) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def committed_lines(root) -> dict[str, bytes]:
@@ -40,7 +42,9 @@ def committed_lines(root) -> dict[str, bytes]:
     out = {}
     for path in _git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", "log").split():
         data = subprocess.run(
-            ["git", "-C", str(root), "cat-file", "blob", f"HEAD:{path}"], capture_output=True, check=True
+            ["git", "-C", str(root), "cat-file", "blob", f"HEAD:{path}"],
+            capture_output=True,
+            check=True,
         ).stdout
         assert data.endswith(b"\n"), f"{path}: committed log does not end with a whole line"
         for line in data.split(b"\n")[:-1]:
@@ -135,7 +139,9 @@ def _fsck_round(root, figures: Counter) -> None:
     assert git_clean(root)
 
 
-def _run_or_kill(root, args, op: str, took: dict, rng, figures: Counter, seen: Counter) -> str | None:
+def _run_or_kill(
+    root, args, op: str, took: dict, rng, figures: Counter, seen: Counter
+) -> str | None:
     """Run `ct ARGS`; the first run of each kind goes to the end and is timed, later ones are killed
     (the whole process group, git children included) after 20-110 % of the last finished run's
     time. Returns the output of a run that finished, None for a killed one (its leftovers counted)."""
@@ -143,7 +149,9 @@ def _run_or_kill(root, args, op: str, took: dict, rng, figures: Counter, seen: C
     proc = _start(root, args)
     t0 = time.monotonic()
     try:
-        out, err = proc.communicate(timeout=rng.uniform(0.2, 1.1) * took[op] if op in took else None)
+        out, err = proc.communicate(
+            timeout=rng.uniform(0.2, 1.1) * took[op] if op in took else None
+        )
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
@@ -158,7 +166,11 @@ def _run_or_kill(root, args, op: str, took: dict, rng, figures: Counter, seen: C
 
 def _start(root, args):
     return subprocess.Popen(
-        [*CT, "-C", str(root), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        [*CT, "-C", str(root), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
 
 
@@ -193,7 +205,10 @@ def crash_loop(tmp_path: Path, kills: int, seed: int, batch: int = 40) -> dict:
         elif op == "reorganize":
             args, expected = ["reorganize", "--prune-trivial"], None
         else:
-            args, expected = ["add", "--json", f"crash-add {figures['runs']} {corpus.words(12)}"], None
+            args, expected = (
+                ["add", "--json", f"crash-add {figures['runs']} {corpus.words(12)}"],
+                None,
+            )
         out = _run_or_kill(root, args, op, took, rng, figures, seen)
         if out is not None and op == "add":
             added_ids.update(json.loads(out)["ids"])
@@ -235,7 +250,8 @@ def _assert_folder_complete(root, folder: Path) -> None:
     idx = Store.open(root).index()
     for f in sorted(folder.iterdir()):
         rows = idx.conn.execute(
-            "SELECT rowid FROM records WHERE source = ? AND hidden = 0 AND type = 'doc'", (f"{folder.name}/{f.name}",)
+            "SELECT rowid FROM records WHERE source = ? AND hidden = 0 AND type = 'doc'",
+            (f"{folder.name}/{f.name}",),
         ).fetchall()  # portable: folder name + relative path
         assert rows, f"{f} was never ingested"
         chunks = {idx.record_at(r)["source"]["chunk"] for (r,) in rows}
@@ -244,14 +260,18 @@ def _assert_folder_complete(root, folder: Path) -> None:
 
 
 def test_kill_loop_loses_nothing(tmp_path):
-    result = crash_loop(tmp_path, kills=8, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "7")), batch=16)
+    result = crash_loop(
+        tmp_path, kills=8, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "7")), batch=16
+    )
     assert result["figures"]["kills"] == 8
 
 
 @pytest.mark.slow
 def test_kill_loop_long(tmp_path):
     kills = int(os.environ.get("MEMSTORE_CRASH_KILLS", "60"))
-    result = crash_loop(tmp_path, kills=kills, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "2026")))
+    result = crash_loop(
+        tmp_path, kills=kills, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "2026"))
+    )
     print("crash loop:", json.dumps(result))
     out = os.environ.get("MEMSTORE_CRASH_REPORT")
     if out:
@@ -295,7 +315,9 @@ def forget_kill_loop(tmp_path: Path, kills: int, seed: int) -> dict:
         if rng.random() < 0.5:
             _fsck_round(root, figures)
     _fsck_round(root, figures)
-    tombstoned = {json.loads(line)["id"] for line in (root / "forgotten.jsonl").read_text().splitlines()}
+    tombstoned = {
+        json.loads(line)["id"] for line in (root / "forgotten.jsonl").read_text().splitlines()
+    }
     # the marker quoting a record is forgotten with it, and gets a tombstone of its own
     assert tombstoned == gone | ({marker} if quoted["id"] in gone else set()), (
         "a tombstone without its forget, or a forget without its tombstone"
@@ -303,20 +325,26 @@ def forget_kill_loop(tmp_path: Path, kills: int, seed: int) -> dict:
     from memstore.store import Store
 
     indexed = {rid for (rid,) in Store.open(root).index().conn.execute("SELECT id FROM records")}
-    assert indexed == {k.split(":", 1)[1] for k in committed}, "the index and the committed logs differ"
+    assert indexed == {k.split(":", 1)[1] for k in committed}, (
+        "the index and the committed logs differ"
+    )
     figures["records"] = len(committed)
     return {"figures": dict(figures), "leftovers": dict(seen)}
 
 
 def test_forget_kill_loop_lands_whole_or_not_at_all(tmp_path):
-    result = forget_kill_loop(tmp_path, kills=6, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "7")))
+    result = forget_kill_loop(
+        tmp_path, kills=6, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "7"))
+    )
     assert result["figures"]["kills"] == 6
 
 
 @pytest.mark.slow
 def test_forget_kill_loop_long(tmp_path):
     kills = int(os.environ.get("MEMSTORE_CRASH_KILLS", "60")) // 2
-    result = forget_kill_loop(tmp_path, kills=kills, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "2026")))
+    result = forget_kill_loop(
+        tmp_path, kills=kills, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "2026"))
+    )
     print("forget kill loop:", json.dumps(result))
     out = os.environ.get("MEMSTORE_CRASH_REPORT")
     if out:
@@ -338,7 +366,9 @@ def test_next_writer_rolls_back_a_crashed_write(store):
     log = store.root / "log/2026/2026-11-30.jsonl"
     shard = _shard(store)
     # What a writer killed between its pack and its commit leaves:
-    (store.meta_dir / "write-journal.json").write_text(json.dumps({"pid": 999999, "started": time.time() - 5}))
+    (store.meta_dir / "write-journal.json").write_text(
+        json.dumps({"pid": 999999, "started": time.time() - 5})
+    )
     (shard / ("ab" * 32 + ".is")).write_bytes(b"\x03" * 40)
     (shard / (".cd" + "ef" * 31 + ".is.tmp-999999")).write_bytes(b"\x00" * 10)
     with open(log, "ab") as fh:
@@ -375,7 +405,10 @@ def test_fsck_reports_then_repair_fixes_only_uncommitted_things(store):
     (store.meta_dir / "write-journal.json").write_text("{torn")
     rep = ct("-C", store.root, "fsck", check=False)
     assert rep.returncode == 1
-    assert "log/2026/2026-11-29.jsonl:2" in rep.stdout and "temp file left by an interrupted write" in rep.stdout
+    assert (
+        "log/2026/2026-11-29.jsonl:2" in rep.stdout
+        and "temp file left by an interrupted write" in rep.stdout
+    )
     assert "did not finish" in rep.stdout
     fixed = ct("-C", store.root, "fsck", "--repair")
     assert "1 unfinished lines, 1 uncommitted packs, 1 temp files" in fixed.stdout
@@ -397,7 +430,9 @@ def test_writer_without_journal_refuses_uncommitted_log_lines(store):
     proc = ct("-C", store.root, "add", "--ts", "2026-11-30T10:00:00Z", "more", check=False)
     assert proc.returncode == 1
     assert f"{log} has uncommitted changes" in proc.stderr and "fsck --repair" in proc.stderr
-    assert len(commits(store.root)) == n and log.read_bytes() == edited  # nothing written, the edit kept
+    assert (
+        len(commits(store.root)) == n and log.read_bytes() == edited
+    )  # nothing written, the edit kept
     # An import (the other write path) refuses the same way.
     src = store.root.parent / "more.jsonl"
     src.write_text('{"ts":"2026-11-30T11:00:00Z","role":"user","text":"imported"}\n')
@@ -407,7 +442,11 @@ def test_writer_without_journal_refuses_uncommitted_log_lines(store):
     # Staged (a person's git add), fsck --repair leaves it alone: the refusal says to commit or unstage.
     subprocess.run(["git", "-C", str(store.root), "add", str(log)], check=True)
     proc = ct("-C", store.root, "add", "--ts", "2026-11-30T10:00:00Z", "more", check=False)
-    assert proc.returncode == 1 and "They are staged" in proc.stderr and "restore --staged" in proc.stderr
+    assert (
+        proc.returncode == 1
+        and "They are staged" in proc.stderr
+        and "restore --staged" in proc.stderr
+    )
     assert len(commits(store.root)) == n and log.read_bytes() == edited
 
 
@@ -432,10 +471,17 @@ def test_a_write_refuses_to_commit_what_a_person_staged(store):
     _git(store.root, "add", "log/2026/2026-11-30.jsonl")
     head = _git(store.root, "rev-parse", "HEAD")
     proc = ct("-C", store.root, "add", "--ts", "2026-12-01T10:00:00Z", "more", check=False)
-    assert proc.returncode == 1 and "has staged changes" in proc.stderr and "Nothing was written" in proc.stderr
+    assert (
+        proc.returncode == 1
+        and "has staged changes" in proc.stderr
+        and "Nothing was written" in proc.stderr
+    )
     assert _git(store.root, "rev-parse", "HEAD") == head
     # the person's staged change is still staged; the failed write left no file behind
-    assert _git(store.root, "status", "--porcelain", "--untracked-files=all").strip() == "M  log/2026/2026-11-30.jsonl"
+    assert (
+        _git(store.root, "status", "--porcelain", "--untracked-files=all").strip()
+        == "M  log/2026/2026-11-30.jsonl"
+    )
 
 
 def test_repair_restores_a_deleted_log_and_leaves_a_hand_edit_alone(store):
@@ -492,7 +538,9 @@ def test_lock_timeout_names_the_lock_and_changes_nothing(store):
     n0 = len(commits(store.root))
     with store.lock():
         t0 = time.monotonic()
-        proc = ct_process("-C", store.root, "add", "blocked", check=False, env={"MEMSTORE_LOCK_TIMEOUT": "0.5"})
+        proc = ct_process(
+            "-C", store.root, "add", "blocked", check=False, env={"MEMSTORE_LOCK_TIMEOUT": "0.5"}
+        )
         waited = time.monotonic() - t0
     assert proc.returncode == 7
     assert "Another memstore process has held the write lock" in proc.stderr
@@ -527,7 +575,9 @@ def test_a_failed_write_cuts_exactly_its_own_appends(store, monkeypatch):
     assert day.read_bytes() == before  # the writer's own line is gone
     assert other.read_bytes() == edited  # the person's line is not
     assert len(commits(store.root)) == n
-    saved = b"".join(p.read_bytes() for p in (store.meta_dir / "rolled-back").rglob("*") if p.is_file())
+    saved = b"".join(
+        p.read_bytes() for p in (store.meta_dir / "rolled-back").rglob("*") if p.is_file()
+    )
     assert b"third" in saved and b"hand-written" not in saved
     assert not (store.meta_dir / "write-journal.json").exists()
 
@@ -550,7 +600,9 @@ def test_a_writer_embeds_with_the_embedder_the_store_has_when_it_takes_the_lock(
             "import os, sys; from memstore.gitrepo import GitRepo; GitRepo.commit = lambda *a, **k: os._exit(9); "
             "from memstore.store import Store; Store.open(sys.argv[1]).reembed(dim=int(sys.argv[2]))"
         )
-        assert subprocess.run([sys.executable, "-c", code, str(store.root), str(dim)]).returncode == 9
+        assert (
+            subprocess.run([sys.executable, "-c", code, str(store.root), str(dim)]).returncode == 9
+        )
         assert f"dim = {dim}" in (store.root / "memstore.toml").read_text()
 
     store = make_store(tmp_path / "s")
@@ -568,8 +620,14 @@ def test_a_writer_embeds_with_the_embedder_the_store_has_when_it_takes_the_lock(
 
     killed_reembed(96)
     repaired = ct("-C", store.root, "fsck", "--repair", check=False)
-    assert repaired.returncode == 0 and "DAMAGE" not in repaired.stdout + repaired.stderr, repaired.stdout
-    assert dims() == {32} and git_clean(store.root) and "dim = 32" in (store.root / "memstore.toml").read_text()
+    assert repaired.returncode == 0 and "DAMAGE" not in repaired.stdout + repaired.stderr, (
+        repaired.stdout
+    )
+    assert (
+        dims() == {32}
+        and git_clean(store.root)
+        and "dim = 32" in (store.root / "memstore.toml").read_text()
+    )
 
 
 def test_fsck_names_a_stale_git_index_lock(tmp_path):
@@ -579,10 +637,14 @@ def test_fsck_names_a_stale_git_index_lock(tmp_path):
     store.add("first", ts="2026-11-30T08:00:00Z")
     lock = store.root / ".git" / "index.lock"
     lock.touch()
-    assert json.loads(ct("-C", store.root, "fsck", "--json").stdout)["warnings"] == []  # fresh: a git at work
+    assert (
+        json.loads(ct("-C", store.root, "fsck", "--json").stdout)["warnings"] == []
+    )  # fresh: a git at work
     os.utime(lock, (time.time() - 7200, time.time() - 7200))
     warnings = json.loads(ct("-C", store.root, "fsck", "--json").stdout)["warnings"]
-    assert len(warnings) == 1 and "index.lock: a git lock file 120 minutes old" in warnings[0], warnings
+    assert len(warnings) == 1 and "index.lock: a git lock file 120 minutes old" in warnings[0], (
+        warnings
+    )
     assert f'"rm {lock}"' in warnings[0]
     lock.unlink()
     ct("-C", store.root, "add", "second", "--ts", "2026-11-30T09:00:00Z")
@@ -618,7 +680,9 @@ def sync_kill_loop(tmp_path: Path, kills: int, seed: int, batch: int = 12) -> di
         ct("-C", b, "sync")
         _run_or_kill(a, ["sync"], "sync", took, rng, figures, seen)
         now = committed_lines(a)
-        assert {k.split(":", 1)[1] for k in committed} <= {k.split(":", 1)[1] for k in now}, "a sync lost records"
+        assert {k.split(":", 1)[1] for k in committed} <= {k.split(":", 1)[1] for k in now}, (
+            "a sync lost records"
+        )
         committed = now
         _fsck_round(a, figures)
     ct("-C", a, "sync")
@@ -641,7 +705,9 @@ def test_sync_kill_loop_needs_one_repair(tmp_path):
 @pytest.mark.slow
 def test_sync_kill_loop_long(tmp_path):
     kills = int(os.environ.get("MEMSTORE_CRASH_KILLS", "60")) // 2
-    result = sync_kill_loop(tmp_path, kills=kills, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "2026")))
+    result = sync_kill_loop(
+        tmp_path, kills=kills, seed=int(os.environ.get("MEMSTORE_CRASH_SEED", "2026"))
+    )
     print("sync kill loop:", json.dumps(result))
     out = os.environ.get("MEMSTORE_CRASH_REPORT")
     if out:

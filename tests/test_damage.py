@@ -25,11 +25,19 @@ from test_upgrade import old_code  # noqa: F401  (the fixture: the previous rele
     "line, field",
     [
         ('{"ts":"2026-11-20T08:00:00Z","role":"user","text":"a","score":NaN}', "meta.score"),
-        ('{"ts":"2026-11-20T08:00:00Z","role":"user","text":"a","meta":{"v":[1,Infinity]}}', "meta.v[1]"),
-        ('{"ts":"2026-11-20T08:00:00Z","role":"user","text":"a","source":{"w":-Infinity}}', "source.w"),
+        (
+            '{"ts":"2026-11-20T08:00:00Z","role":"user","text":"a","meta":{"v":[1,Infinity]}}',
+            "meta.v[1]",
+        ),
+        (
+            '{"ts":"2026-11-20T08:00:00Z","role":"user","text":"a","source":{"w":-Infinity}}',
+            "source.w",
+        ),
     ],
 )
-def test_jsonl_import_refuses_nan_and_infinity_naming_file_line_and_field(tmp_path, store, line, field):
+def test_jsonl_import_refuses_nan_and_infinity_naming_file_line_and_field(
+    tmp_path, store, line, field
+):
     good = '{"ts":"2026-11-20T07:00:00Z","role":"user","text":"fine"}'
     path = tmp_path / "turns.jsonl"
     path.write_text(f"{good}\n{line}\n")
@@ -71,7 +79,9 @@ def test_contexttape_import_refuses_a_nan_vector_naming_its_segment(tmp_path, st
     model = store.config.embedder["model"]
     proc = ct("-C", store.root, "import", "contexttape", tape, "--model", model, check=False)
     assert proc.returncode == 4, proc.stderr
-    assert f"{tape / 'segment_3.is'}: vector (of text segment 2) holds NaN or Infinity" in proc.stderr
+    assert (
+        f"{tape / 'segment_3.is'}: vector (of text segment 2) holds NaN or Infinity" in proc.stderr
+    )
     assert not log_records(store.root) and git_clean(store.root)
 
 
@@ -82,11 +92,15 @@ def test_a_write_refuses_non_finite_vectors_naming_the_record(store):
 
     recs = [{"id": "a"}, {"id": "b"}]
     vecs = np.stack([_unit(1), np.full(384, np.inf, np.float32)])
-    with pytest.raises(FormatError, match=r"turns.jsonl:9: its vector holds NaN or Infinity \(1 of 2 vectors"):
+    with pytest.raises(
+        FormatError, match=r"turns.jsonl:9: its vector holds NaN or Infinity \(1 of 2 vectors"
+    ):
         refuse_non_finite(recs, vecs, {id(recs[1]): "turns.jsonl:9"}, "hash")
     refuse_non_finite(recs, vecs[:1].repeat(2, axis=0), {}, "hash")  # finite: no error
     with pytest.raises(packfmt.PackError, match="vector of record b holds NaN"):
-        packfmt.PackWriter("2026-11-20", 384).add_vector("b", bytes(32), "0" * 64, vecs[1], "float32", 0)
+        packfmt.PackWriter("2026-11-20", 384).add_vector(
+            "b", bytes(32), "0" * 64, vecs[1], "float32", 0
+        )
 
 
 def test_a_nan_vector_already_in_a_pack_is_damage_and_never_ranks_first(store):
@@ -101,13 +115,21 @@ def test_a_nan_vector_already_in_a_pack_is_damage_and_never_ranks_first(store):
     from memstore.format import seal
 
     key = seal.key_bytes(rec["vkey"])
-    for p in packfmt.pack_files(day):  # the osaka vector becomes NaN: the pack is rewritten under its new name
+    for p in packfmt.pack_files(
+        day
+    ):  # the osaka vector becomes NaN: the pack is rewritten under its new name
         pk = packfmt.read(p)
         if (rec["id"], key) not in pk.vectors([(rec["id"], key)]):
             continue
         w = packfmt.PackWriter("2026-11-20", 384)
         body = np.full(384, np.nan, "<f4").tobytes()
-        w.add_encoded(rec["id"], key, rec["hash"][:16], Header(-1, -1, len(body), DT_VEC_F32, 384, 1.0, 0), body)
+        w.add_encoded(
+            rec["id"],
+            key,
+            rec["hash"][:16],
+            Header(-1, -1, len(body), DT_VEC_F32, 384, 1.0, 0),
+            body,
+        )
         p.unlink()
         w.write(store.root)
     out = ct("-C", store.root, "fsck", check=False)
@@ -169,7 +191,9 @@ def test_fsck_names_a_damaged_index_and_repair_rebuilds_it(tmp_path, how):
     st = _indexed_store(tmp_path)
     _damage_index(st, how)
     out = ct("-C", st.root, "fsck", check=False)
-    assert out.returncode == 1 and "DAMAGE  .memstore/" in out.stdout and "rebuilds it" in out.stdout, out.stdout
+    assert (
+        out.returncode == 1 and "DAMAGE  .memstore/" in out.stdout and "rebuilds it" in out.stdout
+    ), out.stdout
     fixed = json.loads(ct("-C", st.root, "fsck", "--repair", "--json").stdout)
     assert fixed["ok"] and fixed["repair"]["index"]["rebuilt"]
     assert ct("-C", st.root, "fsck").returncode == 0
@@ -221,7 +245,10 @@ def test_a_deleted_committed_day_log_is_damage_and_repair_restores_it(store):
     log.unlink()
     out = ct("-C", store.root, "fsck", check=False)
     assert out.returncode == 1, out.stdout
-    assert "DAMAGE  log/2026/2026-11-29.jsonl: the committed day log is missing from the work tree" in out.stdout
+    assert (
+        "DAMAGE  log/2026/2026-11-29.jsonl: the committed day log is missing from the work tree"
+        in out.stdout
+    )
     assert "ct forget" not in out.stdout  # the records are not gone: nothing to forget
     ct("-C", store.root, "fsck", "--repair")
     assert log.read_bytes() == committed and git_clean(store.root)
@@ -233,16 +260,28 @@ def test_a_truncated_committed_day_log_is_restored_keeping_a_line_added_since(st
     committed = log.read_bytes()
     lines = committed.split(b"\n")
     added = json.dumps(
-        {"ts": "2026-11-29T09:00:00Z", "role": "user", "type": "text", "text": "typed by hand", "id": "byhand"}
+        {
+            "ts": "2026-11-29T09:00:00Z",
+            "role": "user",
+            "type": "text",
+            "text": "typed by hand",
+            "id": "byhand",
+        }
     ).encode()
-    log.write_bytes(lines[0] + b"\n" + lines[1][:40] + b"\n" + added + b"\n")  # cut mid-line, then a line added
+    log.write_bytes(
+        lines[0] + b"\n" + lines[1][:40] + b"\n" + added + b"\n"
+    )  # cut mid-line, then a line added
     out = ct("-C", store.root, "fsck", check=False)
-    assert out.returncode == 1 and "lacks 3 of its committed records (truncated" in out.stdout, out.stdout
+    assert out.returncode == 1 and "lacks 3 of its committed records (truncated" in out.stdout, (
+        out.stdout
+    )
     fixed = ct("-C", store.root, "fsck", "--repair")
     assert log.read_bytes() == committed and git_clean(store.root)
     assert "1 files restored from HEAD" in fixed.stdout and "1 uncommitted records" in fixed.stdout
     kept = list((store.meta_dir / "rolled-back").rglob("2026-11-29.jsonl"))
-    assert kept and kept[0].read_bytes() == added + b"\n"  # the person's line is not thrown away unseen
+    assert (
+        kept and kept[0].read_bytes() == added + b"\n"
+    )  # the person's line is not thrown away unseen
     assert ct("-C", store.root, "fsck").returncode == 0
 
 
@@ -262,7 +301,10 @@ def _loose_object(root, path: str):
     import subprocess
 
     oid = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", f"HEAD:{path}"], capture_output=True, text=True, check=True
+        ["git", "-C", str(root), "rev-parse", f"HEAD:{path}"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     obj = root / ".git" / "objects" / oid[:2] / oid[2:]
     obj.chmod(0o644)
@@ -277,7 +319,10 @@ def test_fsck_names_a_corrupt_git_object_of_a_committed_file(store):
     oid, obj = _loose_object(store.root, path)
     obj.write_bytes(b"garbage")  # not zlib at all
     out = ct("-C", store.root, "fsck", check=False)
-    assert out.returncode == 1 and f"DAMAGE  {path}: its committed git object {oid[:12]} is damaged" in out.stdout
+    assert (
+        out.returncode == 1
+        and f"DAMAGE  {path}: its committed git object {oid[:12]} is damaged" in out.stdout
+    )
 
     pack = next(p for p in (store.root / "packs").rglob("*.is") if "2026-11-29" in str(p))
     rel = store.rel(pack)
@@ -285,11 +330,17 @@ def test_fsck_names_a_corrupt_git_object_of_a_committed_file(store):
     raw = zlib.decompress(obj2.read_bytes())
     obj2.write_bytes(zlib.compress(raw[:-4] + b"XXXX"))  # inflates, but to other bytes
     out = ct("-C", store.root, "fsck", check=False)
-    assert f"DAMAGE  {rel}: its committed git object {oid2[:12]} is damaged: its bytes do not hash" in out.stdout
+    assert (
+        f"DAMAGE  {rel}: its committed git object {oid2[:12]} is damaged: its bytes do not hash"
+        in out.stdout
+    )
     assert f"DAMAGE  {path}:" in out.stdout  # the first one is still named
     obj2.write_bytes(obj2.read_bytes()[:20])  # cut short: git dies streaming it
     out = ct("-C", store.root, "fsck", check=False)
-    assert f"DAMAGE  {rel}: its committed git object {oid2[:12]} is damaged: git cannot read it" in out.stdout
+    assert (
+        f"DAMAGE  {rel}: its committed git object {oid2[:12]} is damaged: git cannot read it"
+        in out.stdout
+    )
     assert out.stdout.count("is damaged") == 2, out.stdout  # and no object after it is blamed
 
 
@@ -329,9 +380,14 @@ def test_a_killed_upgrade_is_met_with_run_ct_upgrade(old_code, tmp_path, when):
 
     root, before = _killed_upgrade(old_code, tmp_path, when)
     out = ct("-C", root, "fsck", check=False)
-    assert out.returncode == 1 and 'run "ct upgrade"' in out.stdout and "git add" not in out.stdout, out.stdout
+    assert (
+        out.returncode == 1 and 'run "ct upgrade"' in out.stdout and "git add" not in out.stdout
+    ), out.stdout
     fixed = ct("-C", root, "fsck", "--repair")
-    assert "Rolled back an upgrade to format 3" in fixed.stdout and '"ct upgrade" upgrades it again' in fixed.stdout
+    assert (
+        "Rolled back an upgrade to format 3" in fixed.stdout
+        and '"ct upgrade" upgrades it again' in fixed.stdout
+    )
     assert "git add" not in fixed.stdout, fixed.stdout
     assert git_clean(root) and records(root) == before
     assert ct("-C", root, "fsck").returncode == 0
@@ -386,7 +442,9 @@ def test_a_sync_killed_inside_git_merge_is_undone_by_one_repair(tmp_path):
     ct("-C", a, "fsck", "--repair")
     rep = json.loads(ct("-C", a, "fsck", "--json").stdout)
     assert rep["ok"] and not rep["warnings"], rep
-    assert git_clean(a) and not (a / ".git" / "MERGE_HEAD").exists() and committed_lines(a) == before
+    assert (
+        git_clean(a) and not (a / ".git" / "MERGE_HEAD").exists() and committed_lines(a) == before
+    )
     ct("-C", a, "sync")
     texts = {json.loads(v)["text"] for v in committed_lines(a).values()}
     assert texts == {"from a before", "from b", "from a after"}
@@ -403,7 +461,9 @@ def test_a_person_s_unfinished_merge_is_still_refused_by_repair(tmp_path):
     )
     out = ct("-C", a.root, "fsck", "--repair", check=False)
     assert out.returncode != 0 and "in the middle of a merge" in out.stderr
-    assert (a.root / ".git" / "MERGE_HEAD").exists() and (a.root / ".git" / "HEAD").read_text() == head
+    assert (a.root / ".git" / "MERGE_HEAD").exists() and (
+        a.root / ".git" / "HEAD"
+    ).read_text() == head
 
 
 # ----- text without whitespace is chunked at the chunk size -------------------------------------------
@@ -430,7 +490,9 @@ def test_ingesting_a_whitespace_free_file_makes_records_of_the_chunk_size(tmp_pa
     assert len(texts) >= 200_000 // 3600 and max(map(len, texts)) < 3600
 
 
-def test_a_sync_killed_after_git_committed_its_merge_but_before_it_removed_merge_head_needs_one_repair(tmp_path):
+def test_a_sync_killed_after_git_committed_its_merge_but_before_it_removed_merge_head_needs_one_repair(
+    tmp_path,
+):
     """git removes MERGE_HEAD only after its post-merge hook: a kill in between leaves the merge
     committed and MERGE_HEAD behind. One repair finishes git's clean-up (it refused before)."""
     import subprocess
@@ -463,7 +525,9 @@ def test_a_sync_killed_after_git_committed_its_merge_but_before_it_removed_merge
         check=True,
         env={**__import__("os").environ, "MEMSTORE_COMMITTING": "1"},
     )
-    (a / ".git" / "MERGE_HEAD").write_text(g(a, "rev-parse", "origin/main") + "\n")  # what the kill left
+    (a / ".git" / "MERGE_HEAD").write_text(
+        g(a, "rev-parse", "origin/main") + "\n"
+    )  # what the kill left
     journal = {"pid": 999999, "started": time.time() - 5, "head": before, "merge": True}
     (a / ".memstore" / "write-journal.json").write_text(json.dumps(journal))
     out = ct("-C", a, "fsck", "--repair", check=False)

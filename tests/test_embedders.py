@@ -66,7 +66,9 @@ def test_hash_embedder_same_bytes_in_another_process():
         "sys.stdout.write(hashlib.sha256(vecs.tobytes()).hexdigest())"
     )
     env = {**os.environ, "PYTHONHASHSEED": "123"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout
     here = HashEmbedder(dim=64).embed_batch(["budget talk", "CI is red"])
     assert out == hashlib.sha256(here.tobytes()).hexdigest()
 
@@ -75,7 +77,11 @@ def test_hash_embedder_same_bytes_in_another_process():
 
 
 def test_minilm_describe_needs_no_weights():
-    assert describe("minilm") == {"name": "minilm", "model": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384}
+    assert describe("minilm") == {
+        "name": "minilm",
+        "model": "sentence-transformers/all-MiniLM-L6-v2",
+        "dim": 384,
+    }
 
 
 @pytest.mark.model
@@ -103,7 +109,9 @@ def test_minilm_row_does_not_depend_on_its_batch(monkeypatch, runtime):
     together = emb.embed_batch(TEXTS)  # several batches, run in parallel threads
     alone = np.stack([emb.embed_query(t) for t in TEXTS])
     assert float(np.abs(together - alone).max()) < 1e-6
-    monkeypatch.setattr(minilm, "_one_blas_thread", lambda: None)  # as without threadpoolctl: serial
+    monkeypatch.setattr(
+        minilm, "_one_blas_thread", lambda: None
+    )  # as without threadpoolctl: serial
     assert float(np.abs(emb.embed_batch(TEXTS) - together).max()) < 1e-6
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-6)
     assert emb.embed_batch([]).shape == (0, 384)
@@ -127,7 +135,9 @@ def test_minilm_query_path_imports_no_heavy_library():
         "print(e.runtime, sorted(m for m in ['torch','sentence_transformers','transformers','onnx'] if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "onnx []", out.stderr  # the cached graph is read without the onnx package
+    assert out.stdout.strip() == "onnx []", (
+        out.stderr
+    )  # the cached graph is read without the onnx package
 
 
 @needs_minilm_weights
@@ -188,14 +198,26 @@ def test_minilm_graph_is_cached_per_user_and_rebuilt_when_missing(tmp_path, monk
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     models = tmp_path / "cache" / "memstore" / "models"
     models.mkdir(parents=True)
-    for stale in ("minilm-0123456789abcdef-fp32.onnx", "minilm-0123456789abcdef-fp32.data", "minilm-g1-x-fp32.onnx"):
-        (models / stale).write_bytes(b"an older graph")  # the old path-and-mtime key, an older graph version
+    for stale in (
+        "minilm-0123456789abcdef-fp32.onnx",
+        "minilm-0123456789abcdef-fp32.data",
+        "minilm-g1-x-fp32.onnx",
+    ):
+        (models / stale).write_bytes(
+            b"an older graph"
+        )  # the old path-and-mtime key, an older graph version
     path = minilm_graph.ensure_graph(minilm.model_dir())
     assert path.parent == models
-    assert path.with_suffix(".data").stat().st_size > 80e6  # the weights, memory-mapped by onnxruntime
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, path.with_suffix(".data").name])
+    assert (
+        path.with_suffix(".data").stat().st_size > 80e6
+    )  # the weights, memory-mapped by onnxruntime
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted(
+        [path.name, path.with_suffix(".data").name]
+    )
     stamp = path.stat().st_mtime_ns
-    assert minilm_graph.ensure_graph(minilm.model_dir()) == path and path.stat().st_mtime_ns == stamp
+    assert (
+        minilm_graph.ensure_graph(minilm.model_dir()) == path and path.stat().st_mtime_ns == stamp
+    )
 
 
 def test_minilm_rejects_an_unknown_runtime():
@@ -345,7 +367,9 @@ def test_openai_settings_from_dotenv(openai_server, tmp_path, monkeypatch):  # n
     monkeypatch.delenv("OPENAI_BASE_URL")
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.chdir(tmp_path)
-    (tmp_path / ".env").write_text(f"# local\nexport OPENAI_BASE_URL={url}\nOPENAI_API_KEY='sk-dotenv'\n")
+    (tmp_path / ".env").write_text(
+        f"# local\nexport OPENAI_BASE_URL={url}\nOPENAI_API_KEY='sk-dotenv'\n"
+    )
     emb = get_embedder("openai", dim=384)
     assert emb.embed_query("from dotenv").shape == (384,)
     assert openai_server.requests[-1][2]["authorization"] == "Bearer sk-dotenv"

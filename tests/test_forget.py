@@ -18,11 +18,15 @@ WORDS = "surprise party Dana boathouse"
 
 
 def git(root, *args, check=True):
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=check).stdout
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=check
+    ).stdout
 
 
 def in_history(root, text=TEXT) -> bool:
-    return text in git(root, "log", "-p", "--all", "-S", text) or text[:40] in git(root, "log", "--all", "--format=%B")
+    return text in git(root, "log", "-p", "--all", "-S", text) or text[:40] in git(
+        root, "log", "--all", "--format=%B"
+    )
 
 
 def in_files(root, text=TEXT) -> list[str]:
@@ -30,7 +34,11 @@ def in_files(root, text=TEXT) -> list[str]:
     for p in root.rglob("*"):
         if p.is_file() and ".git" not in p.parts and ".memstore" not in p.parts:
             data = p.read_bytes()
-            if text.encode() in data or json.dumps(text)[1:-1].encode() in data or text[:24].encode() in data:
+            if (
+                text.encode() in data
+                or json.dumps(text)[1:-1].encode() in data
+                or text[:24].encode() in data
+            ):
                 hits.append(str(p.relative_to(root)))
     return hits
 
@@ -77,8 +85,26 @@ def three_clones(tmp_path):
     git(a, "config", "user.name", "t")
     git(a, "remote", "add", "origin", str(origin))
     ct("-C", a, "add", "--session", "plans", "--ts", "2026-03-02T18:00:00Z", TEXT)
-    ct("-C", a, "add", "--session", "plans", "--ts", "2026-03-02T18:01:00Z", "Bring lanterns and a cake for the party")
-    ct("-C", a, "add", "--session", "garden", "--ts", "2026-03-03T09:00:00Z", "Prune the apple trees in March")
+    ct(
+        "-C",
+        a,
+        "add",
+        "--session",
+        "plans",
+        "--ts",
+        "2026-03-02T18:01:00Z",
+        "Bring lanterns and a cake for the party",
+    )
+    ct(
+        "-C",
+        a,
+        "add",
+        "--session",
+        "garden",
+        "--ts",
+        "2026-03-03T09:00:00Z",
+        "Prune the apple trees in March",
+    )
     ct("-C", a, "mark", f"Next: {TEXT}")  # a marker quoting the record goes with it
     ct("-C", a, "sync", "--set-upstream", "origin")
     b = clone(origin, tmp_path / "b")
@@ -96,8 +122,12 @@ def test_forget_everywhere_then_purge_history(three_clones):
     assert "would forget 1 records" in preview.stderr and "boathouse" in preview.stdout
     assert in_files(a), "-n changed nothing"
     rid = preview.stdout.split()[2]
-    lines = [json.loads(x) for p in (a / "log").rglob("*.jsonl") for x in p.read_text().splitlines()]
-    vkey = next(r["vkey"] for r in lines if r["id"] == rid)  # opens its sealed vector in every older pack
+    lines = [
+        json.loads(x) for p in (a / "log").rglob("*.jsonl") for x in p.read_text().splitlines()
+    ]
+    vkey = next(
+        r["vkey"] for r in lines if r["id"] == rid
+    )  # opens its sealed vector in every older pack
 
     n = len(commits(a))
     ct("-C", a, "forget", "--match", WORDS)
@@ -106,7 +136,9 @@ def test_forget_everywhere_then_purge_history(three_clones):
     tomb = [json.loads(x) for x in (a / "forgotten.jsonl").read_text().splitlines()]
     marker = json.loads(ct("-C", b, "where", "--json").stdout)["markers"][0]["id"]
     # the marker quoting the record gets a tombstone too, so no merge brings its line back
-    assert [t["id"] for t in tomb] == [rid, marker] and all(set(t) == {"id", "hash", "at"} for t in tomb)
+    assert [t["id"] for t in tomb] == [rid, marker] and all(
+        set(t) == {"id", "hash", "at"} for t in tomb
+    )
     assert "boathouse" not in (a / "forgotten.jsonl").read_text()
     assert in_history(a), "history still holds it until --purge-history"
 
@@ -116,7 +148,16 @@ def test_forget_everywhere_then_purge_history(three_clones):
     assert in_files(b) == [] and shows(b) == []
 
     # The stale clone adds on the same day and merges: union merges must not bring the line back.
-    ct("-C", c, "add", "--session", "c-only", "--ts", "2026-03-02T19:00:00Z", "A note from the stale desktop")
+    ct(
+        "-C",
+        c,
+        "add",
+        "--session",
+        "c-only",
+        "--ts",
+        "2026-03-02T19:00:00Z",
+        "A note from the stale desktop",
+    )
     git(a, "pull", "-q", "--no-rebase", "--no-edit", str(c), "main")
     assert shows(a) == [], "readers drop tombstoned records whatever a merge kept"
     ct("-C", a, "sync")
@@ -129,12 +170,18 @@ def test_forget_everywhere_then_purge_history(three_clones):
     ct("-C", b, "sync")
     ct("-C", b, "add", "--session", "b-only", "Another unpushed note about daffodils")
     named_before = git(a, "log", "-p", "--all", "--", "tree").lower()
-    assert "boathouse" in named_before and "dana" in named_before, "older topic names and summaries hold its words"
+    assert "boathouse" in named_before and "dana" in named_before, (
+        "older topic names and summaries hold its words"
+    )
     out = ct("-C", a, "forget", "--purge-history", rid)
     assert "force" in out.stderr and "re-clone" in out.stderr
     assert not in_history(a) and in_files(a) == []
-    assert vkey not in git(a, "log", "-p", "--all", "--", "log"), "the key to its vector in older packs is gone too"
-    named = git(a, "log", "-p", "--all", "--", "tree").lower()  # words only the forgotten record said
+    assert vkey not in git(a, "log", "-p", "--all", "--", "log"), (
+        "the key to its vector in older packs is gone too"
+    )
+    named = git(
+        a, "log", "-p", "--all", "--", "tree"
+    ).lower()  # words only the forgotten record said
     assert "boathouse" not in named and "dana" not in named and "[forgotten]" in named
     assert "lanterns" in named or "party" in named, "words other records say stay"
     refused = ct("-C", a, "sync", check=False)
@@ -159,13 +206,17 @@ def test_a_line_a_plain_git_merge_brings_back_is_named_and_forgotten_again(tmp_p
     the line out again without a second tombstone."""
     origin, a = origin_and_store(tmp_path)
     ct("-C", a, "add", "--ts", "2026-03-02T17:00:00Z", "Buy paper lanterns for the garden")
-    rid = json.loads(ct("-C", a, "add", "--ts", "2026-03-02T18:00:00Z", TEXT, "--json").stdout)["ids"][0]
+    rid = json.loads(ct("-C", a, "add", "--ts", "2026-03-02T18:00:00Z", TEXT, "--json").stdout)[
+        "ids"
+    ][0]
     git(a, "push", "-q", "-u", "origin", "main")
     c = clone(origin, tmp_path / "c")
     ct("-C", a, "forget", rid)
     ct("-C", c, "add", "--ts", "2026-03-02T19:00:00Z", "A note from the stale desktop")
     git(c, "push", "-q", "origin", "main")
-    ct("-C", a, "hooks", "uninstall")  # with them, post-merge removes it at once (test_forget_every_clone.py)
+    ct(
+        "-C", a, "hooks", "uninstall"
+    )  # with them, post-merge removes it at once (test_forget_every_clone.py)
     git(a, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
     assert in_files(a) == ["log/2026/2026-03-02.jsonl"], "git's union merge kept the line"
     assert shows(a) == []
@@ -173,9 +224,13 @@ def test_a_line_a_plain_git_merge_brings_back_is_named_and_forgotten_again(tmp_p
     assert f"record {rid} was forgotten" in found.stderr and "brought its line back" in found.stderr
     fs = ct("-C", a, "fsck", "--json", check=False)
     rep = json.loads(fs.stdout)
-    assert fs.returncode == 1 and not rep["ok"] and rep["warnings"] == [], rep  # the text is in the files again
+    assert fs.returncode == 1 and not rep["ok"] and rep["warnings"] == [], (
+        rep
+    )  # the text is in the files again
     [damage] = rep["damage"]
-    assert "log/2026/2026-03-02.jsonl:2" in damage and f'"ct forget {rid}") removes it again' in damage
+    assert (
+        "log/2026/2026-03-02.jsonl:2" in damage and f'"ct forget {rid}") removes it again' in damage
+    )
     ct("-C", a, "forget", rid)
     assert in_files(a) == [] and shows(a) == []
     assert (a / "forgotten.jsonl").read_text().count(rid) == 1
@@ -197,13 +252,18 @@ def test_a_forget_that_fails_at_its_commit_is_rolled_back_whole(tmp_path):
     head = git(root, "rev-parse", "HEAD")
     lock = root / ".git" / "index.lock"
     lock.touch()
-    os.utime(lock, (time.time() - 60, time.time() - 60))  # older than the write: not its own, left alone
+    os.utime(
+        lock, (time.time() - 60, time.time() - 60)
+    )  # older than the write: not its own, left alone
     failed = ct("-C", root, "forget", rid, check=False)
     assert failed.returncode == 8 and "index.lock" in failed.stderr
     lock.unlink()  # the person clears git's lock; the rollback git refused is finished by --repair
     repaired = ct("-C", root, "fsck", "--repair")
     assert repaired.returncode == 0 and git_clean(root), git(root, "status", "--short")
-    assert git(root, "rev-parse", "HEAD") == head and "boathouse" in ct("-C", root, "search", WORDS).stdout
+    assert (
+        git(root, "rev-parse", "HEAD") == head
+        and "boathouse" in ct("-C", root, "search", WORDS).stdout
+    )
     assert not (root / ".memstore" / "write-journal-rewrites").exists()
     ct("-C", root, "forget", rid)
     assert in_files(root) == [] and shows(root) == [] and git_clean(root)
@@ -217,7 +277,9 @@ def test_a_forget_killed_after_its_commit_is_not_undone_on_a_crlf_checkout(tmp_p
     ct("-C", origin, "add", "--ts", "2026-03-02T17:00:00Z", "Buy paper lanterns for the garden")
     ct("-C", origin, "add", "--ts", "2026-03-02T18:00:00Z", TEXT)
     root = tmp_path / "win"
-    subprocess.run(["git", "clone", "-q", "-c", "core.autocrlf=true", str(origin), str(root)], check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "-c", "core.autocrlf=true", str(origin), str(root)], check=True
+    )
     git(root, "config", "user.email", "t@example.org")
     git(root, "config", "user.name", "t")
     log = root / "log/2026/2026-03-02.jsonl"
@@ -235,7 +297,10 @@ def test_a_forget_killed_after_its_commit_is_not_undone_on_a_crlf_checkout(tmp_p
     (meta / "write-journal.json").write_text(json.dumps(journal))
     ct("-C", root, "fsck", "--repair")
     assert log.read_bytes() == after and in_files(root) == [] and git_clean(root)
-    assert not (meta / "write-journal-rewrites").exists() and not (meta / "write-journal.json").exists()
+    assert (
+        not (meta / "write-journal-rewrites").exists()
+        and not (meta / "write-journal.json").exists()
+    )
 
 
 def test_forget_by_id_session_and_time(tmp_path):
@@ -256,7 +321,9 @@ def test_forget_by_id_session_and_time(tmp_path):
     assert [r["id"] for r in res.records] == [ids[3]]
     res = st.forget(since="2026-03-01T00:00:00Z", until="2026-03-02T00:00:00Z", dry_run=True)
     assert [r["id"] for r in res.records] == [ids[1]] and res.commit is None
-    left = json.loads(ct("-C", st.root, "search", "--json", "--mode", "exact", "herons").stdout)["hits"]
+    left = json.loads(ct("-C", st.root, "search", "--json", "--mode", "exact", "herons").stdout)[
+        "hits"
+    ]
     assert sorted(h["id"] for h in left) == sorted([ids[1], ids[2]])
     bad = ct("-C", st.root, "forget", "nope", check=False)
     assert bad.returncode == 2 and "no record with id" in bad.stderr
@@ -277,7 +344,13 @@ def test_forget_by_commit_undoes_an_import_whatever_came_after(tmp_path):
     f = tmp_path / "wrong.jsonl"
     f.write_text(
         "".join(
-            json.dumps({"ts": f"2026-03-01T10:0{i}:00Z", "role": "user", "text": f"wrong file line {i} about otters"})
+            json.dumps(
+                {
+                    "ts": f"2026-03-01T10:0{i}:00Z",
+                    "role": "user",
+                    "text": f"wrong file line {i} about otters",
+                }
+            )
             + "\n"
             for i in range(5)
         )
@@ -293,7 +366,9 @@ def test_forget_by_commit_undoes_an_import_whatever_came_after(tmp_path):
     assert git(root, "rev-parse", "--short", "HEAD~1").strip() != sha  # later writes came after it
     done = json.loads(ct("-C", root, "forget", "--commit", sha, "--json").stdout)
     assert sorted(r["id"] for r in done["records"]) == sorted(imported) and done["commit"]
-    left = json.loads(ct("-C", root, "search", "--json", "--mode", "exact", "note import otters").stdout)["hits"]
+    left = json.loads(
+        ct("-C", root, "search", "--json", "--mode", "exact", "note import otters").stdout
+    )["hits"]
     assert sorted(h["id"] for h in left) == sorted([before, after])
     rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
     assert rep["ok"] and rep["warnings"] == [], rep
@@ -337,7 +412,9 @@ def test_forget_over_mcp_and_http(tmp_path):
     assert "flowerpot" not in ct("-C", st.root, "search", "spare key").stdout
 
     server = make_server(st.root, port=0, log=False, writable=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         req = urllib.request.Request(
@@ -361,14 +438,18 @@ def test_a_forgotten_record_does_not_come_back_by_importing_its_source_again(tmp
     st = make_store(tmp_path / "s")
     f = tmp_path / "turns.jsonl"
     f.write_text(
-        json.dumps({"ts": "2026-03-01T10:00:00Z", "role": "user", "text": "my locker is number 4417"})
+        json.dumps(
+            {"ts": "2026-03-01T10:00:00Z", "role": "user", "text": "my locker is number 4417"}
+        )
         + "\n"
         + json.dumps({"ts": "2026-03-01T10:01:00Z", "role": "user", "text": "buy oat milk"})
         + "\n"
     )
     ct("-C", st.root, "import", "jsonl", f)
     ct("-C", st.root, "forget", "--match", "locker 4417")
-    (st.root / ".memstore" / "import-state.json").unlink()  # the cursor is disposable: the file is read again
+    (
+        st.root / ".memstore" / "import-state.json"
+    ).unlink()  # the cursor is disposable: the file is read again
     proc = ct("-C", st.root, "import", "jsonl", f)
     assert "forgotten earlier" in proc.stderr
     assert "4417" not in "".join(p.read_text() for p in (st.root / "log").rglob("*.jsonl"))
@@ -387,36 +468,70 @@ def test_what_a_plain_merge_keeps_of_a_forget_is_named_and_removed(tmp_path):
     origin, a = origin_and_store(tmp_path)
     pin = "Zebra crossing password is tulip seven"
     ids = [
-        json.loads(ct("-C", a, "add", "--session", "s", "--ts", f"2026-03-02T1{i}:00:00Z", t, "--json").stdout)["ids"][
-            0
-        ]
-        for i, t in enumerate([TEXT, "Water the ferns on the balcony", "Call the plumber about the sink", pin])
+        json.loads(
+            ct(
+                "-C", a, "add", "--session", "s", "--ts", f"2026-03-02T1{i}:00:00Z", t, "--json"
+            ).stdout
+        )["ids"][0]
+        for i, t in enumerate(
+            [TEXT, "Water the ferns on the balcony", "Call the plumber about the sink", pin]
+        )
     ]
-    ct("-C", a, "add", "--session", "s", "--ts", "2026-03-02T14:00:00Z", "Another zebra crossing note here")
+    ct(
+        "-C",
+        a,
+        "add",
+        "--session",
+        "s",
+        "--ts",
+        "2026-03-02T14:00:00Z",
+        "Another zebra crossing note here",
+    )
     ct("-C", a, "mark", f"Next: {TEXT}")
     git(a, "push", "-q", "-u", "origin", "main")
     b = clone(origin, tmp_path / "b")
-    c = clone(origin, tmp_path / "c")  # marks and adds to the topic before it learns of either forget
+    c = clone(
+        origin, tmp_path / "c"
+    )  # marks and adds to the topic before it learns of either forget
     ct("-C", a, "forget", ids[3])  # the zebra topic's opening line
     git(a, "push", "-q", "origin", "main")
     ct("-C", b, "forget", ids[0])  # the marker quoting it goes with it, with its own tombstone
     git(b, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
     ct("-C", c, "mark", "c was here")
-    ct("-C", c, "add", "--session", "s", "--ts", "2026-03-02T14:10:00Z", "A third zebra crossing note from c")
+    ct(
+        "-C",
+        c,
+        "add",
+        "--session",
+        "s",
+        "--ts",
+        "2026-03-02T14:10:00Z",
+        "A third zebra crossing note from c",
+    )
     git(b, "pull", "-q", "--no-rebase", "--no-edit", str(c), "main")
     forgotten = {ids[0], ids[3]}
 
     def held(root):  # the record ids whose vectors open with the keys the work tree holds
-        return {rid for folder in pack.all_pack_days(root).values() for rid in pack.day_vectors(root, folder.name)}
+        return {
+            rid
+            for folder in pack.all_pack_days(root).values()
+            for rid in pack.day_vectors(root, folder.name)
+        }
 
     assert not forgotten & held(b), "no key in the work tree opens a forgotten vector"
     assert shows(b) == [] and "tulip" not in ct("-C", b, "context", "zebra crossing").stdout
     fs = ct("-C", b, "fsck", "--json", check=False)
     rep = json.loads(fs.stdout)
-    assert fs.returncode == 1 and rep["warnings"] == [], rep  # what a forget removed is back: damage
+    assert fs.returncode == 1 and rep["warnings"] == [], (
+        rep
+    )  # what a forget removed is back: damage
     said = "\n".join(rep["damage"])
-    assert not any(f'"ct forget {rid}"' in said for rid in forgotten), said  # nothing of theirs to remove
-    assert "markers.jsonl: marker" in said and "its summary quotes a record it no longer holds" in said, said
+    assert not any(f'"ct forget {rid}"' in said for rid in forgotten), (
+        said
+    )  # nothing of theirs to remove
+    assert (
+        "markers.jsonl: marker" in said and "its summary quotes a record it no longer holds" in said
+    ), said
     again = [w.split('"ct forget ')[1].split('"')[0] for w in rep["damage"]]
     before = (b / "forgotten.jsonl").read_text()
     ct("-C", b, "forget", *again)
@@ -438,7 +553,9 @@ def test_a_plain_pull_of_the_old_history_after_a_purge_is_named_and_purged_again
     rid = ct("-C", a, "forget", "--match", WORDS, "-n").stdout.split()[2]
     ct("-C", a, "forget", "--purge-history", "--match", WORDS)
     assert not in_history(a)
-    git(a, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")  # the old history, text and all
+    git(
+        a, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main"
+    )  # the old history, text and all
     assert in_history(a)
     rep = json.loads(ct("-C", a, "fsck", "--json").stdout)
     said = "\n".join(rep["warnings"])
@@ -446,7 +563,9 @@ def test_a_plain_pull_of_the_old_history_after_a_purge_is_named_and_purged_again
     assert f'"ct forget --purge-history {rid}" rewrites it again' in said, said
     ct("-C", a, "forget", "--purge-history", rid)
     assert not in_history(a)
-    assert "old history" not in "\n".join(json.loads(ct("-C", a, "fsck", "--json").stdout)["warnings"])
+    assert "old history" not in "\n".join(
+        json.loads(ct("-C", a, "fsck", "--json").stdout)["warnings"]
+    )
 
 
 def test_a_topic_a_forget_empties_leaves_the_tree_and_a_stale_clone_merges(tmp_path):
@@ -457,7 +576,9 @@ def test_a_topic_a_forget_empties_leaves_the_tree_and_a_stale_clone_merges(tmp_p
 
     origin, a = origin_and_store(tmp_path)
     ct("-C", a, "add", "--ts", "2026-03-01T10:00:00Z", "zebra crossing note one")
-    rid = json.loads(ct("-C", a, "add", "--ts", "2026-03-02T10:00:00Z", TEXT, "--json").stdout)["ids"][0]
+    rid = json.loads(ct("-C", a, "add", "--ts", "2026-03-02T10:00:00Z", TEXT, "--json").stdout)[
+        "ids"
+    ][0]
     git(a, "push", "-q", "-u", "origin", "main")
     c = clone(origin, tmp_path / "c")
     tid = treefmt.read(a).topic_of()[rid]
@@ -465,7 +586,14 @@ def test_a_topic_a_forget_empties_leaves_the_tree_and_a_stale_clone_merges(tmp_p
     tree = treefmt.read(a)
     assert tid not in tree.topics and tid in tree.gone
     assert "Untitled topic" not in ct("-C", a, "tree").stdout
-    ct("-C", c, "add", "--ts", "2026-03-02T10:05:00Z", "The surprise party needs lanterns and a cake too")
+    ct(
+        "-C",
+        c,
+        "add",
+        "--ts",
+        "2026-03-02T10:05:00Z",
+        "The surprise party needs lanterns and a cake too",
+    )
     git(c, "push", "-q", "origin", "main")
     git(a, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
     for root in (a, c):

@@ -17,9 +17,7 @@ from memstore.adapters.hashing import HashEmbedder
 
 TEXT = "The zanzibar vault code is quokka seven seven three one"
 WORDS = ("zanzibar", "quokka")
-TURN = (
-    "I keep the spare key under the flowerpot by the marmalade door. Nobody else knows where it is. Please remember it."
-)
+TURN = "I keep the spare key under the flowerpot by the marmalade door. Nobody else knows where it is. Please remember it."
 
 
 class CachedHash(HashEmbedder):
@@ -54,7 +52,8 @@ def stored_vector(root, text: str) -> np.ndarray:
 
     index = Store(root).index()
     (vrow,) = index.conn.execute(
-        "SELECT vrow FROM records WHERE rowid IN (SELECT rowid FROM fts WHERE fts MATCH ?)", (f'"{text.split()[1]}"',)
+        "SELECT vrow FROM records WHERE rowid IN (SELECT rowid FROM fts WHERE fts MATCH ?)",
+        (f'"{text.split()[1]}"',),
     ).fetchone()
     vec = np.array(index.matrix()[0][vrow])
     index.close()
@@ -66,7 +65,9 @@ def cache_vectors(path) -> list[np.ndarray]:
     try:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
         table = "entries" if "entries" in tables else "vectors"  # an older memstore's
-        return [np.frombuffer(b, "<f4").copy() for (b,) in db.execute(f"SELECT vector FROM {table}")]
+        return [
+            np.frombuffer(b, "<f4").copy() for (b,) in db.execute(f"SELECT vector FROM {table}")
+        ]
     finally:
         db.close()
 
@@ -92,9 +93,15 @@ def test_a_forget_leaves_no_copy_of_the_text_or_its_vector_in_dot_memstore(tmp_p
     assert "quokka" in ct_process("-C", root, "search", "zanzibar quokka").stdout
     vec = stored_vector(root, TEXT)
     assert float(vec @ vector(TEXT)) > 0.999
-    assert len(copies([root / ".memstore"], TEXT, WORDS, [vec])) >= 4, "indexed: the scan sees text, words, vector"
-    rid = json.loads(ct("-C", root, "forget", "--match", "zanzibar quokka", "-n", "--json").stdout)["forgotten"][0]
-    ct_process("-C", root, "forget", rid)  # a real process: it leaves through os._exit, no close-time checkpoint
+    assert len(copies([root / ".memstore"], TEXT, WORDS, [vec])) >= 4, (
+        "indexed: the scan sees text, words, vector"
+    )
+    rid = json.loads(ct("-C", root, "forget", "--match", "zanzibar quokka", "-n", "--json").stdout)[
+        "forgotten"
+    ][0]
+    ct_process(
+        "-C", root, "forget", rid
+    )  # a real process: it leaves through os._exit, no close-time checkpoint
     assert copies([root / ".memstore"], TEXT, WORDS, [vec]) == []
     assert "note 3 on apples" in ct("-C", root, "search", "note 3 apples").stdout
 
@@ -112,18 +119,28 @@ def test_the_index_wal_is_emptied_after_every_write(tmp_path):
 def test_rolled_back_copies_of_a_forgotten_text_go_with_it(tmp_path):
     root = make_store(tmp_path / "s").root
     ct("-C", root, "add", "--ts", "2026-03-02T09:00:00Z", "a committed note about plums")
-    line = {"ts": "2026-03-02T10:00:00.000000Z", "role": "assistant", "type": "text", "text": TEXT, "id": "u1"}
+    line = {
+        "ts": "2026-03-02T10:00:00.000000Z",
+        "role": "assistant",
+        "type": "text",
+        "text": TEXT,
+        "id": "u1",
+    }
     with open(root / "log/2026/2026-03-02.jsonl", "a", encoding="utf-8") as fh:
         fh.write(json.dumps(line) + "\n")  # a write killed before its commit, rolled back below
     ct("-C", root, "fsck", "--repair")
     saved = root / ".memstore" / "rolled-back"
     assert any(TEXT.encode() in p.read_bytes() for p in saved.rglob("*") if p.is_file())
-    ct("-C", root, "add", "--role", "assistant", "--ts", "2026-03-02T10:00:00Z", TEXT)  # written again
+    ct(
+        "-C", root, "add", "--role", "assistant", "--ts", "2026-03-02T10:00:00Z", TEXT
+    )  # written again
     ct("-C", root, "forget", "--match", "zanzibar quokka")
     assert copies([root / ".memstore"], TEXT, WORDS) == []
 
 
-def test_the_embedding_cache_drops_a_forgotten_text_and_is_not_keyed_by_the_tombstone_hash(tmp_path, cached):
+def test_the_embedding_cache_drops_a_forgotten_text_and_is_not_keyed_by_the_tombstone_hash(
+    tmp_path, cached
+):
     from memstore.adapters.cache import default_path
 
     cache_dir = default_path().parent
@@ -131,8 +148,14 @@ def test_the_embedding_cache_drops_a_forgotten_text_and_is_not_keyed_by_the_tomb
     ct("-C", root, "add", "--role", "assistant", "a note about the weather in spring")
     kept = cache_vectors(default_path())
     ct("-C", root, "add", "--role", "assistant", TEXT)
-    ct("-C", root, "add", "--role", "user", TURN)  # three sentences: the cache holds each one's vector
-    vecs = [v for v in cache_vectors(default_path()) if not any(v.tobytes() == k.tobytes() for k in kept)]
+    ct(
+        "-C", root, "add", "--role", "user", TURN
+    )  # three sentences: the cache holds each one's vector
+    vecs = [
+        v
+        for v in cache_vectors(default_path())
+        if not any(v.tobytes() == k.tobytes() for k in kept)
+    ]
     assert len(kept) == 1 and len(vecs) == 4
     # the cache holds the vectors, but under a keyed hash: never the sha256 a tombstone publishes
     assert copies([cache_dir], TEXT, vectors=vecs) and not copies([cache_dir], TEXT, key_hash=True)
@@ -140,7 +163,9 @@ def test_the_embedding_cache_drops_a_forgotten_text_and_is_not_keyed_by_the_tomb
     ct("-C", root, "forget", "--match", "flowerpot marmalade")
     for text in (TEXT, TURN):
         assert copies([cache_dir, root / ".memstore"], text, vectors=vecs, key_hash=True) == []
-    assert [v.tobytes() for v in cache_vectors(default_path())] == [kept[0].tobytes()], "other entries stay"
+    assert [v.tobytes() for v in cache_vectors(default_path())] == [kept[0].tobytes()], (
+        "other entries stay"
+    )
 
 
 def test_an_older_cache_keyed_by_sha256_moves_to_the_keyed_hash_and_forgets_by_tombstone(tmp_path):
@@ -157,7 +182,13 @@ def test_an_older_cache_keyed_by_sha256_moves_to_the_keyed_hash_and_forgets_by_t
     for t in ("kept text", TEXT):
         db.execute(
             "INSERT INTO vectors VALUES (?, ?, ?, ?, ?)",
-            ("hash-cached-384", 384, "passage", hashlib.sha256(t.encode()).digest(), vector(t).tobytes()),
+            (
+                "hash-cached-384",
+                384,
+                "passage",
+                hashlib.sha256(t.encode()).digest(),
+                vector(t).tobytes(),
+            ),
         )
     db.commit()
     db.close()
@@ -165,10 +196,16 @@ def test_an_older_cache_keyed_by_sha256_moves_to_the_keyed_hash_and_forgets_by_t
     with EmbeddingCache(path) as cache:
         assert len(cache) == 2
         calls = []
-        emb.embed_batch = lambda texts, kind="passage": calls.append(texts) or HashEmbedder().embed_batch(texts)
+        emb.embed_batch = lambda texts, kind="passage": (
+            calls.append(texts) or HashEmbedder().embed_batch(texts)
+        )
         got = embed_cached(emb, ["kept text"], cache=cache)
-        assert calls == [] and got[0].tobytes() == vector("kept text").tobytes(), "an old entry is still a hit"
-        assert cache.forget(hashes=[hashlib.sha256(TEXT.encode()).hexdigest()]) == 1  # a tombstone's hash
+        assert calls == [] and got[0].tobytes() == vector("kept text").tobytes(), (
+            "an old entry is still a hit"
+        )
+        assert (
+            cache.forget(hashes=[hashlib.sha256(TEXT.encode()).hexdigest()]) == 1
+        )  # a tombstone's hash
         assert len(cache) == 1
     assert copies([tmp_path], TEXT, vectors=[vector(TEXT)], key_hash=True) == []
     assert copies([tmp_path], "kept text", key_hash=True) == [], "moved to the keyed hash"

@@ -59,10 +59,16 @@ def _records(root) -> dict[str, dict]:
 
 
 def _holds_secret(root) -> bool:
-    return any(SECRET in p.read_text(errors="replace") for p in Path(root).rglob("*.jsonl") if ".git" not in p.parts)
+    return any(
+        SECRET in p.read_text(errors="replace")
+        for p in Path(root).rglob("*.jsonl")
+        if ".git" not in p.parts
+    )
 
 
-def test_fsck_exits_1_while_a_plain_pull_brought_a_forgotten_line_back_and_repair_removes_it(tmp_path):
+def test_fsck_exits_1_while_a_plain_pull_brought_a_forgotten_line_back_and_repair_removes_it(
+    tmp_path,
+):
     a, b, _remote, rid = _stale_clone_brings_it_back(tmp_path)
     git(b, "pull", "-q", "--no-rebase")
     assert _holds_secret(b), "the flow did not bring the line back (union merge)"
@@ -101,7 +107,9 @@ def test_the_pre_push_hook_refuses_to_carry_a_forgotten_line_to_the_remote(tmp_p
     assert SECRET not in git(remote, "show", "main:log/2026/2026-11-30.jsonl").stdout
 
 
-def test_a_guarded_bare_remote_refuses_forgotten_lines_conflict_markers_and_unreadable_files_only(tmp_path):
+def test_a_guarded_bare_remote_refuses_forgotten_lines_conflict_markers_and_unreadable_files_only(
+    tmp_path,
+):
     _a, b, remote, rid = _stale_clone_brings_it_back(tmp_path)
     out = ct("-C", remote, "hooks", "install")
     assert "pre-receive" in out.stdout and (remote / "hooks" / "pre-receive").exists()
@@ -140,7 +148,10 @@ def test_a_guard_that_cannot_run_refuses_and_says_why(tmp_path):
     git(a, "remote", "add", "origin", str(remote))
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     proc = subprocess.run(
-        ["git", "-C", str(a), "push", "-q", "origin", "main"], capture_output=True, text=True, env=env
+        ["git", "-C", str(a), "push", "-q", "origin", "main"],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert proc.returncode != 0 and "neither memstore nor ct" in proc.stderr
 
@@ -157,4 +168,6 @@ def test_the_remote_guard_keeps_a_pre_receive_hook_that_was_there(tmp_path):
     _identity(a)
     git(a, "remote", "add", "origin", str(remote))
     git(a, "push", "-q", "origin", "main")
-    assert seen.read_text().split()[2] == "refs/heads/main"  # the old hook ran, with the refs on stdin
+    assert (
+        seen.read_text().split()[2] == "refs/heads/main"
+    )  # the old hook ran, with the refs on stdin

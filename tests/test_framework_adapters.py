@@ -14,7 +14,12 @@ from conftest import make_store
 def docs_store(tmp_path):
     """A store with two conversation turns and two document chunks from one file."""
     st = make_store(tmp_path / "s")
-    st.add("We settled on a 40k budget for the offsite.", role="assistant", session="plan", ts="2026-03-10T18:00:00Z")
+    st.add(
+        "We settled on a 40k budget for the offsite.",
+        role="assistant",
+        session="plan",
+        ts="2026-03-10T18:00:00Z",
+    )
     st.add("The cat knocked over a plant.", role="user", session="home", ts="2026-03-11T09:00:00Z")
     notes = tmp_path / "notes.md"
     notes.write_text("# Venue\n\nThe offsite venue is a farmhouse near Lisbon.\n", encoding="utf-8")
@@ -39,7 +44,9 @@ def test_langchain_retriever_returns_documents_with_metadata(docs_store):
     assert d.metadata["source"] is None
 
     farm = retriever.invoke("farmhouse")
-    assert farm[0].metadata["source"] == f"{notes.parent.name}/{notes.name}"  # portable: folder name + path
+    assert (
+        farm[0].metadata["source"] == f"{notes.parent.name}/{notes.name}"
+    )  # portable: folder name + path
     assert farm[0].metadata["source_detail"]["chunk"] == 0
     assert "farmhouse near Lisbon" in farm[0].page_content
 
@@ -80,13 +87,18 @@ def test_llamaindex_retriever_returns_nodes_with_scores(docs_store):
     n = nodes[0]
     assert n.node.get_content() == "We settled on a 40k budget for the offsite."
     assert n.node.node_id == st.search("budget", k=1, mode="exact")[0].id
-    assert n.score > 0 and n.node.metadata["role"] == "assistant" and n.node.metadata["session"] == "plan"
+    assert (
+        n.score > 0
+        and n.node.metadata["role"] == "assistant"
+        and n.node.metadata["session"] == "plan"
+    )
     llm_view = n.node.get_content(metadata_mode=MetadataMode.LLM)
     assert "ts: 2026-03-10" in llm_view and "actor" not in llm_view
 
     farm = retriever.retrieve("farmhouse")
     assert (
-        farm[0].node.metadata["source"] == f"{notes.parent.name}/{notes.name}" and farm[0].node.metadata["chunk"] == 0
+        farm[0].node.metadata["source"] == f"{notes.parent.name}/{notes.name}"
+        and farm[0].node.metadata["chunk"] == 0
     )
 
     by_path = MemstoreRetriever(str(st.root), k=5, mode="exact", search_kwargs={"role": "user"})

@@ -76,7 +76,9 @@ FACE_ONLY = {
 }
 
 
-@pytest.mark.parametrize("words,cmd", list(leaf_commands()), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    "words,cmd", list(leaf_commands()), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_every_command_option_is_a_parameter_of_its_verb(words, cmd):
     method = getattr(Store, verb(words.split()[0]), None)
     assert callable(method), f"ct {words}: Store has no method {verb(words.split()[0])!r}"
@@ -116,7 +118,9 @@ class Called(Exception):
 
 def _args(tmp_path, store_root):
     f = tmp_path / "in.jsonl"
-    f.write_text('{"ts": "2026-11-24T10:00:00Z", "role": "user", "text": "hello"}\n', encoding="utf-8")
+    f.write_text(
+        '{"ts": "2026-11-24T10:00:00Z", "role": "user", "text": "hello"}\n', encoding="utf-8"
+    )
     topics = tmp_path / "topics.txt"
     topics.write_text("Espresso\n", encoding="utf-8")
     return {
@@ -194,11 +198,15 @@ def test_each_command_calls_the_verb_of_its_name(tmp_path, monkeypatch):
             seen["call"] = (a, kw)
             raise Called(_name)
 
-        if name == "hook":  # a hook never fails git: the command swallows every error, the spy's too
+        if (
+            name == "hook"
+        ):  # a hook never fails git: the command swallows every error, the spy's too
             seen.clear()
         with monkeypatch.context() as m:
             m.setattr(Store, verb(name), classmethod(spy) if name == "init" else spy)
-            if name == "index":  # the verb `index` is also how every read brings the index up to date
+            if (
+                name == "index"
+            ):  # the verb `index` is also how every read brings the index up to date
                 m.setattr(Store, "unfinished", lambda self: None)
             result = CliRunner().invoke(cli, ["-C", str(root), *args[words]])
         assert isinstance(result.exception, Called) or (name == "hook" and "call" in seen), (
@@ -252,12 +260,18 @@ def _imports(path: Path):
     for line, mod, names in imports_of(path, package):
         for name in names or [None]:
             sub = PKG.parent / f"{mod}.{name}".replace(".", "/") if name else None
-            yield line, f"{mod}.{name}" if sub and (sub.with_suffix(".py").exists() or sub.is_dir()) else mod
+            yield (
+                line,
+                f"{mod}.{name}"
+                if sub and (sub.with_suffix(".py").exists() or sub.is_dir())
+                else mod,
+            )
 
 
 def _own(mod: str) -> bool:
     return any(
-        mod == f"memstore.{f.removesuffix('.py')}" or mod.startswith(f"memstore.{f.removesuffix('.py')}.")
+        mod == f"memstore.{f.removesuffix('.py')}"
+        or mod.startswith(f"memstore.{f.removesuffix('.py')}.")
         for f in FACES
     )
 
@@ -267,7 +281,12 @@ def test_faces_import_only_the_public_api_errors_and_formatting():
     for path in _face_files():
         rel = path.relative_to(REPO).as_posix()
         for line, mod in _imports(path):
-            if not mod.startswith("memstore") or _own(mod) or mod in ALLOWED or mod in ALLOWED_IN.get(rel, ()):
+            if (
+                not mod.startswith("memstore")
+                or _own(mod)
+                or mod in ALLOWED
+                or mod in ALLOWED_IN.get(rel, ())
+            ):
                 continue
             bad.append(f"{rel}:{line} imports {mod}")
     assert not bad, "faces must call Store verbs, not feature modules:\n" + "\n".join(bad)

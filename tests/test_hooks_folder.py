@@ -41,7 +41,9 @@ def test_a_foreign_hook_is_chained_after_the_file(tmp_path):
     hook.write_text("#!/bin/sh\necho mine\n")
     ct("-C", st.root, "hooks", "install")
     text = hook.read_text()
-    assert text.startswith((HOOKS / "post-commit").read_text()) and "post-commit.pre-memstore" in text
+    assert (
+        text.startswith((HOOKS / "post-commit").read_text()) and "post-commit.pre-memstore" in text
+    )
 
 
 def test_core_hooks_path_to_the_checkout_folder_runs_the_hooks_in_place(tmp_path):

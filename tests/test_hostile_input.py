@@ -24,12 +24,16 @@ def _line(**kw) -> str:
 
 
 def _head(root) -> tuple[str, int]:
-    sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    sha = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout
     return sha, len(commits(root))
 
 
 def _log_lines(root) -> list[bytes]:
-    return [ln for p in sorted((root / "log").rglob("*.jsonl")) for ln in p.read_bytes().splitlines()]
+    return [
+        ln for p in sorted((root / "log").rglob("*.jsonl")) for ln in p.read_bytes().splitlines()
+    ]
 
 
 def _texts(root) -> list[str]:
@@ -49,7 +53,10 @@ def _refused(proc, root, before, where: str):
 
 @pytest.mark.parametrize(
     "bad, words",
-    [(DEEP, "nested too deep"), ('{"ts": "2026-11-30T10:00:00Z", "n": ' + BIG_INT + "}", "too many digits")],
+    [
+        (DEEP, "nested too deep"),
+        ('{"ts": "2026-11-30T10:00:00Z", "n": ' + BIG_INT + "}", "too many digits"),
+    ],
 )
 def test_jsonl_line_nested_too_deep_or_with_a_huge_number_is_named(store, tmp_path, bad, words):
     f = tmp_path / "in.jsonl"
@@ -76,7 +83,12 @@ def test_claude_code_bad_line_is_skipped_and_named(store, tmp_path, bad):
     assert _texts(store.root) == ["Which platform for Kyoto?"]
     f.write_text(bad + "\n")  # nothing good at all: exit 4, nothing changed
     before = _head(store.root)
-    _refused(ct("-C", store.root, "import", "claude-code", f, check=False), store.root, before, f"{f}:1: ")
+    _refused(
+        ct("-C", store.root, "import", "claude-code", f, check=False),
+        store.root,
+        before,
+        f"{f}:1: ",
+    )
 
 
 @pytest.mark.parametrize("bad", [DEEP, '{"tree": ' + BIG_INT + "}"])
@@ -84,7 +96,12 @@ def test_trace_file_nested_too_deep_or_with_a_huge_number_is_refused(store, tmp_
     f = tmp_path / "save.json"
     f.write_text(bad)
     before = _head(store.root)
-    _refused(ct("-C", store.root, "import", "trace", f, check=False), store.root, before, f"{f}: not valid JSON")
+    _refused(
+        ct("-C", store.root, "import", "trace", f, check=False),
+        store.root,
+        before,
+        f"{f}: not valid JSON",
+    )
 
 
 @pytest.mark.parametrize("bad", [DEEP, "[" + BIG_INT + "]"])
@@ -92,7 +109,9 @@ def test_chatgpt_export_nested_too_deep_or_with_a_huge_number_is_refused(store, 
     f = tmp_path / "conversations.json"
     f.write_text(bad)
     before = _head(store.root)
-    _refused(ct("-C", store.root, "import", "chatgpt", f, check=False), store.root, before, f"{f}: ")
+    _refused(
+        ct("-C", store.root, "import", "chatgpt", f, check=False), store.root, before, f"{f}: "
+    )
 
 
 # ----- lone surrogates --------------------------------------------------------------------------
@@ -113,7 +132,9 @@ def test_lone_surrogate_outside_the_text_skips_that_record_only(store, tmp_path,
     f = tmp_path / "in.jsonl"
     f.write_text(_line(id="good-1") + _line(id="bad-1", text="Second line.", **fields))
     proc = ct("-C", store.root, "import", "jsonl", f)
-    assert f"skipped {f}:2: field '{name}' holds a lone UTF-16 surrogate" in proc.stderr, proc.stderr
+    assert f"skipped {f}:2: field '{name}' holds a lone UTF-16 surrogate" in proc.stderr, (
+        proc.stderr
+    )
     assert _texts(store.root) == [GOOD["text"]]
     for raw in _log_lines(store.root):
         json.loads(raw.decode("utf-8"))  # the day log stays UTF-8 JSON
@@ -145,14 +166,18 @@ def test_watch_skips_a_poison_line_once_and_goes_on(store, tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     f = logs / "chat.jsonl"
-    f.write_text(_line(id="a") + _line(id="b", session="\ud800") + _line(id="c", text=DEEP[:10]) + "[[[\n")
+    f.write_text(
+        _line(id="a") + _line(id="b", session="\ud800") + _line(id="c", text=DEEP[:10]) + "[[[\n"
+    )
     first = ct("-C", store.root, "watch", "--once", "--kind", "jsonl", logs)
     assert f"{f}:2: field 'session'" in first.stderr and f"{f}:4: not valid JSON" in first.stderr
     with open(f, "a") as fh:
         fh.write(_line(id="d", text="The hotel is by the river."))
     again = ct("-C", store.root, "watch", "--once", "--kind", "jsonl", logs)
     assert "added 1 records" in again.stderr, again.stderr
-    assert f"{f}:2" not in again.stderr and f"{f}:4" not in again.stderr  # said once, not on every batch
+    assert (
+        f"{f}:2" not in again.stderr and f"{f}:4" not in again.stderr
+    )  # said once, not on every batch
     assert "The hotel is by the river." in _texts(store.root) and git_clean(store.root)
 
 
@@ -187,7 +212,12 @@ def test_a_file_that_is_only_a_cut_off_line_exits_4(store, tmp_path):
     f = tmp_path / "in.jsonl"
     f.write_text(_line()[:30])
     before = _head(store.root)
-    _refused(ct("-C", store.root, "import", "jsonl", f, check=False), store.root, before, f"{f}:1: the last line")
+    _refused(
+        ct("-C", store.root, "import", "jsonl", f, check=False),
+        store.root,
+        before,
+        f"{f}:1: the last line",
+    )
 
 
 def test_a_long_last_line_without_a_newline_is_imported_whole(store, tmp_path):
@@ -202,7 +232,12 @@ def test_a_long_last_line_without_a_newline_is_imported_whole(store, tmp_path):
 
 
 def _conversation(cid, when, text):
-    msg = {"id": f"{cid}-m", "author": {"role": "user"}, "create_time": when, "content": {"parts": [text]}}
+    msg = {
+        "id": f"{cid}-m",
+        "author": {"role": "user"},
+        "create_time": when,
+        "content": {"parts": [text]},
+    }
     return {
         "id": cid,
         "title": cid,
@@ -215,19 +250,43 @@ def _conversation(cid, when, text):
 @pytest.mark.parametrize("when", [1e30, -1e30, 1e20])
 def test_chatgpt_time_out_of_range_skips_that_conversation(store, tmp_path, when):
     f = tmp_path / "conversations.json"
-    f.write_text(json.dumps([_conversation("bad", when, "Never said."), _conversation("ok", 1.78e9, "Said.")]))
+    f.write_text(
+        json.dumps(
+            [_conversation("bad", when, "Never said."), _conversation("ok", 1.78e9, "Said.")]
+        )
+    )
     proc = ct("-C", store.root, "import", "chatgpt", f)
-    assert f"skipped {f}: conversation 1 (bad): create_time: " in proc.stderr and "not a Unix time" in proc.stderr
+    assert (
+        f"skipped {f}: conversation 1 (bad): create_time: " in proc.stderr
+        and "not a Unix time" in proc.stderr
+    )
     assert _texts(store.root) == ["Said."]
     f.write_text(json.dumps([_conversation("bad", when, "Never said.")]))
     before = _head(store.root)
-    _refused(ct("-C", store.root, "import", "chatgpt", f, check=False), store.root, before, f"{f}: conversation 1")
+    _refused(
+        ct("-C", store.root, "import", "chatgpt", f, check=False),
+        store.root,
+        before,
+        f"{f}: conversation 1",
+    )
 
 
 def test_trace_time_out_of_range_is_taken_as_none_given(store, tmp_path):
     f = tmp_path / "save.json"
-    topic = {"type": "topic", "node_id": "n", "topic_name": "T", "summary": "", "start_index": 0, "end_index": 1}
-    root = {**topic, "node_id": "root", "created_at": 1e30, "children": [{**topic, "created_at": 1e300}]}
+    topic = {
+        "type": "topic",
+        "node_id": "n",
+        "topic_name": "T",
+        "summary": "",
+        "start_index": 0,
+        "end_index": 1,
+    }
+    root = {
+        **topic,
+        "node_id": "root",
+        "created_at": 1e30,
+        "children": [{**topic, "created_at": 1e300}],
+    }
     conv = [{"role": "user", "content": "Book the hotel by the river."}]
     f.write_text(json.dumps({"tree": root, "conversation": conv, "archived": []}))
     proc = ct("-C", store.root, "import", "trace", f, check=False)
@@ -265,7 +324,9 @@ def test_a_file_name_that_is_not_utf8_is_skipped_and_named(store, tmp_path):
     (folder / "good.md").write_text("# Good\n\nA note about the river.\n")
     for cmd in ("ingest-path", "ingest-any"):
         proc = ct("-C", store.root, cmd, folder)
-        assert f"skipped {folder}/caf\\xe9.md: file name is not valid UTF-8" in proc.stderr, proc.stderr
+        assert f"skipped {folder}/caf\\xe9.md: file name is not valid UTF-8" in proc.stderr, (
+            proc.stderr
+        )
     before = _head(store.root)
     proc = ct("-C", store.root, "ingest-path", folder / bad, check=False)
     _refused(proc, store.root, before, "caf\\xe9.md: file name is not valid UTF-8")
@@ -280,10 +341,17 @@ def test_an_import_file_named_in_latin1_imports_and_is_named_with_escapes(store,
     f = tmp_path / os.fsdecode(b"caf\xe9.jsonl")
     f.write_text(_line())
     ct("-C", store.root, "import", "jsonl", f)
-    assert [json.loads(ln)["session"] for ln in _log_lines(store.root)] == ["caf\\xe9"]  # a derived name
+    assert [json.loads(ln)["session"] for ln in _log_lines(store.root)] == [
+        "caf\\xe9"
+    ]  # a derived name
     f.write_text(_line() + "[\n")
     before = _head(store.root)
-    _refused(ct("-C", store.root, "import", "jsonl", f, check=False), store.root, before, "caf\\xe9.jsonl:2: not valid")
+    _refused(
+        ct("-C", store.root, "import", "jsonl", f, check=False),
+        store.root,
+        before,
+        "caf\\xe9.jsonl:2: not valid",
+    )
 
 
 def test_follow_symlinks_through_a_link_to_the_root_of_the_disk_is_a_loop(store, tmp_path):
@@ -292,8 +360,12 @@ def test_follow_symlinks_through_a_link_to_the_root_of_the_disk_is_a_loop(store,
     (folder / "a.md").write_text("# A\n\nA note about the river.\n")
     os.symlink("/", folder / "everything")
     proc = ct("-C", store.root, "ingest-path", folder, "--follow-symlinks")
-    assert f"skipped {folder}/everything: symlink loop (points back to /" in proc.stderr, proc.stderr
-    assert _texts(store.root) == ["# A\n\nA note about the river."] or len(_log_lines(store.root)) == 1
+    assert f"skipped {folder}/everything: symlink loop (points back to /" in proc.stderr, (
+        proc.stderr
+    )
+    assert (
+        _texts(store.root) == ["# A\n\nA note about the river."] or len(_log_lines(store.root)) == 1
+    )
 
 
 def test_a_folder_that_vanishes_mid_walk_is_a_skip(tmp_path):
@@ -372,6 +444,9 @@ def test_every_importer_answers_malformed_input_with_exit_0_or_4(store, tmp_path
         assert proc.returncode in (0, 4), (i, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr, (i, proc.stderr)
         if proc.returncode == 4:
-            assert str(path.name) in proc.stderr.splitlines()[0] or str(where) in proc.stderr, (i, proc.stderr)
+            assert str(path.name) in proc.stderr.splitlines()[0] or str(where) in proc.stderr, (
+                i,
+                proc.stderr,
+            )
             assert _head(store.root) == before, i
         assert git_clean(store.root), i

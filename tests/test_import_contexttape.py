@@ -22,10 +22,16 @@ def _unit(seed: int, dim: int = 384) -> np.ndarray:
 def _tape(folder, dim=384, dtype="float32"):
     """ContextTape's layout: a wiki document (ids 0/1), a chat turn (2/3), and an orphan text (4)."""
     sw = ShardWriter(folder)
-    assert sw.write_pair("Photosynthesis turns light into chemical energy.", _unit(1, dim), dtype, T0) == (0, 1)
-    assert sw.write_pair("user: remind me to water the ficus on Fridays", _unit(2, dim), dtype, T0 + 60) == (2, 3)
+    assert sw.write_pair(
+        "Photosynthesis turns light into chemical energy.", _unit(1, dim), dtype, T0
+    ) == (0, 1)
+    assert sw.write_pair(
+        "user: remind me to water the ficus on Fridays", _unit(2, dim), dtype, T0 + 60
+    ) == (2, 3)
     body = "assistant: this reply never got its vector".encode()
-    write_file_atomic(folder / segment_name(4), Header(-1, -1, len(body), DT_TEXT, 0, 1.0, T0 + 120).pack() + body)
+    write_file_atomic(
+        folder / segment_name(4), Header(-1, -1, len(body), DT_TEXT, 0, 1.0, T0 + 120).pack() + body
+    )
     return folder
 
 
@@ -40,10 +46,18 @@ def _vector(root, rec):
 def test_pairs_come_in_with_their_vectors_when_the_model_matches(tmp_path, store):
     tape = _tape(tmp_path / "chat")
     model = store.config.embedder["model"]
-    res = json.loads(ct("-C", store.root, "import", "contexttape", tape, "--model", model, "--json").stdout)
+    res = json.loads(
+        ct("-C", store.root, "import", "contexttape", tape, "--model", model, "--json").stdout
+    )
     assert res["added"] == 2
-    assert any("1 orphan text segment(s) not in a text/vector pair, not imported" in n for n in res["notes"])
-    assert commits(store.root)[0] == "Import 2 contexttape records from chat (2 vectors kept, 0 re-embedded)"
+    assert any(
+        "1 orphan text segment(s) not in a text/vector pair, not imported" in n
+        for n in res["notes"]
+    )
+    assert (
+        commits(store.root)[0]
+        == "Import 2 contexttape records from chat (2 vectors kept, 0 re-embedded)"
+    )
     assert git_clean(store.root)
 
     doc, turn = sorted(log_records(store.root), key=lambda r: r["ts"])
@@ -51,17 +65,29 @@ def test_pairs_come_in_with_their_vectors_when_the_model_matches(tmp_path, store
     assert doc["type"] == "doc" and doc["role"] == "system" and doc["session"] == "chat"
     assert doc["ts"] == "2025-11-30T10:53:20.000000Z"
     assert turn["text"] == "user: remind me to water the ficus on Fridays"  # verbatim, prefix kept
-    assert turn["role"] == "user" and turn["type"] == "text" and turn["ts"] == "2025-11-30T10:54:20.000000Z"
-    assert turn["meta"]["contexttape"] == {"dir": "chat", "text": 2, "vec": 3}  # never an absolute path
+    assert (
+        turn["role"] == "user"
+        and turn["type"] == "text"
+        and turn["ts"] == "2025-11-30T10:54:20.000000Z"
+    )
+    assert turn["meta"]["contexttape"] == {
+        "dir": "chat",
+        "text": 2,
+        "vec": 3,
+    }  # never an absolute path
     np.testing.assert_allclose(_vector(store.root, doc), _unit(1), atol=1e-6)
     np.testing.assert_allclose(_vector(store.root, turn), _unit(2), atol=1e-6)
 
     # the kept vector is what vector search ranks by
-    hits = json.loads(ct("-C", store.root, "search", "ficus", "--mode", "exact", "--json").stdout)["hits"]
+    hits = json.loads(ct("-C", store.root, "search", "ficus", "--mode", "exact", "--json").stdout)[
+        "hits"
+    ]
     assert hits[0]["text"].startswith("user: remind me")
     assert json.loads(ct("-C", store.root, "fsck", "--json").stdout)["ok"]
 
-    again = json.loads(ct("-C", store.root, "import", "contexttape", tape, "--model", model, "--json").stdout)
+    again = json.loads(
+        ct("-C", store.root, "import", "contexttape", tape, "--model", model, "--json").stdout
+    )
     assert again["added"] == 0 and again["skipped"] == 2 and again["commit"] is None
     assert len(commits(store.root)) == 2
 

@@ -81,7 +81,9 @@ def make_data_dir(root, mar3=MAR3, mar4=MAR4_NAIVE):
     (root / "main" / "2026-03-04.jsonl").write_text(_lines(mar4), encoding="utf-8")
     (root / "corpus" / "handbook" / "policy.jsonl").write_text(_lines(CORPUS), encoding="utf-8")
     # lossless-memory keeps its own state and indexes in the same folder: not data.
-    (root / "_ingest_state.json").write_text('{"fmt": "claude_code", "files": {}}', encoding="utf-8")
+    (root / "_ingest_state.json").write_text(
+        '{"fmt": "claude_code", "files": {}}', encoding="utf-8"
+    )
     (root / "index_exact.db").write_bytes(b"SQLite format 3\x00")
     return root
 
@@ -96,7 +98,16 @@ def _log(root) -> dict[str, list[dict]]:
 def test_import_maps_fields_and_places_days_in_the_store_timezone(tmp_path):
     data = make_data_dir(tmp_path / "ll")
     st = make_store(tmp_path / "s", timezone="UTC")
-    out = ct("-C", st.root, "import", "lossless-memory", data, "--source-timezone", "Asia/Tokyo", "--json").stdout
+    out = ct(
+        "-C",
+        st.root,
+        "import",
+        "lossless-memory",
+        data,
+        "--source-timezone",
+        "Asia/Tokyo",
+        "--json",
+    ).stdout
     assert json.loads(out)["added"] == 6
     log = _log(st.root)
     # 23:30 in Tokyo on the 3rd is 14:30 UTC on the 3rd; 07:00 Tokyo on the 4th is 22:00 UTC on the 3rd.
@@ -116,7 +127,11 @@ def test_import_maps_fields_and_places_days_in_the_store_timezone(tmp_path):
         ("assistant", "text"),
         ("user", "text"),
     ]
-    assert day[1]["meta"]["kind"] == "thinking" and day[1]["model"] == "claude-x" and day[1]["actor"] == "Nova"
+    assert (
+        day[1]["meta"]["kind"] == "thinking"
+        and day[1]["model"] == "claude-x"
+        and day[1]["actor"] == "Nova"
+    )
     assert day[4]["meta"]["source_ts"] == "2026-03-04T07:00:00"  # the verbatim original, for audit
     assert "source_ts" not in day[0].get("meta", {})  # it had an offset: nothing to interpret
     assert [r["session"] for r in day] == ["a1b2"] * 4 + ["c3d4"]
@@ -198,7 +213,10 @@ def test_bad_line_names_the_file_and_changes_nothing(tmp_path):
     before = commits(st.root)
     proc = ct("-C", st.root, "import", "lossless-memory", data, check=False)
     assert proc.returncode == 4
-    assert "main/2026-03-03.jsonl:3: field 'ts'" in proc.stderr and "Nothing was imported" in proc.stderr
+    assert (
+        "main/2026-03-03.jsonl:3: field 'ts'" in proc.stderr
+        and "Nothing was imported" in proc.stderr
+    )
     assert commits(st.root) == before and git_clean(st.root)
     assert not (st.root / "log").exists()
 
@@ -206,7 +224,16 @@ def test_bad_line_names_the_file_and_changes_nothing(tmp_path):
 def test_usage_errors(tmp_path):
     st = make_store(tmp_path / "s")
     data = make_data_dir(tmp_path / "ll")
-    proc = ct("-C", st.root, "import", "lossless-memory", data, "--source-timezone", "Mars/Olympus", check=False)
+    proc = ct(
+        "-C",
+        st.root,
+        "import",
+        "lossless-memory",
+        data,
+        "--source-timezone",
+        "Mars/Olympus",
+        check=False,
+    )
     assert proc.returncode == 2 and "Mars/Olympus" in proc.stderr
     empty = tmp_path / "empty"
     empty.mkdir()

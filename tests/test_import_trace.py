@@ -49,7 +49,10 @@ CONVERSATION = [
     {"role": "user", "content": "Which hotel in Alfama fits the remaining budget?"},
     {"role": "assistant", "content": "Casa Alfama at 95 euros a night fits."},
     {"role": "user", "content": "Separately: my bike needs a new chain."},
-    {"role": "assistant", "content": [{"type": "text", "text": "A 9-speed chain costs about 25 euros."}]},
+    {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "A 9-speed chain costs about 25 euros."}],
+    },
     {"role": "user", "content": "ok"},
     {"role": "assistant", "content": "👍"},
 ]
@@ -72,14 +75,26 @@ def trace_save(conversation=CONVERSATION, extra_exchange=False):
         0,
         7,
         T0,
-        [msg(0, "Let's plan", "Noted"), msg(2, "Flights are 310", "2,090", system="Tool result"), hotel],
+        [
+            msg(0, "Let's plan", "Noted"),
+            msg(2, "Flights are 310", "2,090", system="Tool result"),
+            hotel,
+        ],
     )
     bike_children = [msg(7, "Separately", "A 9-speed chain")]
     if extra_exchange:
         bike_children.append(msg(11, "And brake pads?", "About 15 euros."))
-    bike = topic("node-bike", "Error: 502 Bad Gateway", "", 7, len(conversation), T0 + 1200, bike_children)
+    bike = topic(
+        "node-bike", "Error: 502 Bad Gateway", "", 7, len(conversation), T0 + 1200, bike_children
+    )
     root = topic(
-        "node-root", "ROOT", "Virtual root node of the conversation tree", 0, len(conversation), T0 - 60, [trip, bike]
+        "node-root",
+        "ROOT",
+        "Virtual root node of the conversation tree",
+        0,
+        len(conversation),
+        T0 - 60,
+        [trip, bike],
     )
     return {
         "max_children": 5,
@@ -114,7 +129,9 @@ def test_import_trace_records_and_topics(tmp_path):
         CONVERSATION[1]["content"],
         CONVERSATION[2]["content"],
     ]
-    assert recs[8]["text"] == "A 9-speed chain costs about 25 euros."  # content parts joined, verbatim
+    assert (
+        recs[8]["text"] == "A 9-speed chain costs about 25 euros."
+    )  # content parts joined, verbatim
     assert [r["role"] for r in recs[:5]] == ["user", "assistant", "system", "user", "assistant"]
     assert [r["id"] for r in recs] == [f"trace:node-root:{i}" for i in range(11)]
     assert all(r["session"] == "lisbon" and r["meta"]["ts_approx"] is True for r in recs)
@@ -132,7 +149,10 @@ def test_import_trace_records_and_topics(tmp_path):
     )
     assert set(tree.topics) == {trip, hotel, bike}
     assert tree.topics[trip].name == "Lisbon trip budget" and tree.topics[trip].parent is None
-    assert tree.topics[trip].summary == "Budget for the Lisbon trip." and tree.topics[trip].named_by == "llm"
+    assert (
+        tree.topics[trip].summary == "Budget for the Lisbon trip."
+        and tree.topics[trip].named_by == "llm"
+    )
     assert tree.topics[hotel].parent == trip
     ids = [f"trace:node-root:{i}" for i in range(11)]
     assert tree.topics[trip].records == ids[0:5]  # the exchange at 2 owns the system message too
@@ -191,7 +211,9 @@ def test_bad_input_changes_nothing(tmp_path):
     assert proc.returncode == 4 and "bad.json" in proc.stderr and "not valid JSON" in proc.stderr
     data = trace_save()
     data["conversation"][3] = {"role": "wizard", "content": "hm"}
-    proc = ct("-C", st.root, "import", "trace", write_save(tmp_path / "role.json", data), check=False)
+    proc = ct(
+        "-C", st.root, "import", "trace", write_save(tmp_path / "role.json", data), check=False
+    )
     assert proc.returncode == 4 and "conversation[3]" in proc.stderr and "wizard" in proc.stderr
     assert len(commits(st.root)) == 1 and git_clean(st.root)
 
@@ -205,7 +227,10 @@ def test_a_deep_tree_does_not_hit_the_recursion_limit(tmp_path):
         children = [msg(2 * i, "q", "a")] + ([node] if node else [])
         node = topic(f"n{i}", f"Step {i}", "", 2 * i, 2 * depth, T0 + i, children)
     for i in range(depth):
-        conv += [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer {i}"}]
+        conv += [
+            {"role": "user", "content": f"question {i}"},
+            {"role": "assistant", "content": f"answer {i}"},
+        ]
     root = topic("root", "ROOT", "", 0, 2 * depth, T0 - 1, [node])
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(10_000)  # only for writing the fixture: json's encoder recurses per level

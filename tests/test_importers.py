@@ -36,7 +36,9 @@ A0017 = (
                 "id": "msg_01D",
                 "role": "assistant",
                 "model": "claude-opus-4-1-20250805",
-                "content": [{"type": "text", "text": "The fix is to pin the timezone with zoneinfo."}],
+                "content": [
+                    {"type": "text", "text": "The fix is to pin the timezone with zoneinfo."}
+                ],
             },
             "uuid": "a-0017",
             "timestamp": "2025-08-14T09:31:25.000Z",
@@ -72,7 +74,12 @@ def test_claude_text_blocks_are_verbatim_text_records(claude_records):
     recs = by_id(claude_records)
     question = recs["cc:u-0004"]
     assert question["text"] == "Why does test_export_budget fail on CI but not on my laptop?"
-    assert (question["role"], question["actor"], question["type"], question["model"]) == ("user", "user", "text", None)
+    assert (question["role"], question["actor"], question["type"], question["model"]) == (
+        "user",
+        "user",
+        "text",
+        None,
+    )
     assert question["ts"] == "2025-08-14T09:01:12.345Z"
     assert question["session"] == SESSION
     assert question["cwd"] == "/home/ana/src/budget" and question["git_branch"] == "main"
@@ -106,7 +113,11 @@ def test_claude_tool_use_is_an_action_and_its_result_a_tool_text(claude_records)
 
 def test_claude_thinking_is_kept_as_meta(claude_records):
     thinking = by_id(claude_records)["cc:a-0005"]
-    assert thinking["type"] == "meta" and thinking["kind"] == "thinking" and thinking["role"] == "assistant"
+    assert (
+        thinking["type"] == "meta"
+        and thinking["kind"] == "thinking"
+        and thinking["role"] == "assistant"
+    )
     assert thinking["text"].startswith("CI runs in UTC")
 
 
@@ -117,7 +128,11 @@ def test_claude_harness_and_compaction_rows_are_meta(claude_records):
     compaction = recs["cc:u-0014"]
     assert compaction["type"] == "meta" and compaction["kind"] == "compaction"
     boundary = recs["cc:y-0013"]
-    assert (boundary["role"], boundary["type"], boundary["kind"]) == ("system", "meta", "compact_boundary")
+    assert (boundary["role"], boundary["type"], boundary["kind"]) == (
+        "system",
+        "meta",
+        "compact_boundary",
+    )
 
 
 def test_claude_summary_row_is_meta_dated_by_the_next_row(claude_records):
@@ -134,7 +149,9 @@ def test_claude_sidechain_and_multi_block_rows(claude_records):
     assert "sidechain" not in recs["cc:a-0006"]
     # One row, two blocks: two records, ids by block position.
     assert recs["cc:a-0012:0"]["type"] == "text"
-    assert recs["cc:a-0012:1"]["type"] == "action" and recs["cc:a-0012:1"]["text"].startswith("Edit: {")
+    assert recs["cc:a-0012:1"]["type"] == "action" and recs["cc:a-0012:1"]["text"].startswith(
+        "Edit: {"
+    )
     assert "cc:a-0012" not in recs
 
 
@@ -214,7 +231,10 @@ def test_claude_cursor_survives_json_and_accepts_a_bare_offset(tmp_path):
     saved = Cursor.from_dict(json.loads(json.dumps(first.cursor.to_dict())))
     assert saved == first.cursor
     path.write_bytes(b"".join(lines[:-1]))
-    assert import_claude.read_new(path, saved).records == import_claude.read_new(path, first.cursor.offset).records
+    assert (
+        import_claude.read_new(path, saved).records
+        == import_claude.read_new(path, first.cursor.offset).records
+    )
     assert import_claude.read_new(path, first.cursor.offset).cursor.line == 18
 
 
@@ -223,7 +243,9 @@ def test_claude_malformed_json_is_a_problem_with_its_absolute_line(tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"".join(lines[:10]))
     first = import_claude.read_new(path)
-    path.write_bytes(b"".join(lines[:10]) + b'{"type": "user", "message": \n[1, 2]\n\n\xff\xfe\n' + lines[10])
+    path.write_bytes(
+        b"".join(lines[:10]) + b'{"type": "user", "message": \n[1, 2]\n\n\xff\xfe\n' + lines[10]
+    )
     result = import_claude.read_new(path, first.cursor)
     assert [(p.line, p.message.split(" (")[0]) for p in result.problems] == [
         (11, "not valid JSON"),
@@ -231,7 +253,9 @@ def test_claude_malformed_json_is_a_problem_with_its_absolute_line(tmp_path):
         (14, "not valid UTF-8"),
     ]
     assert str(result.problems[0]).startswith(f"{path}:11: not valid JSON")
-    assert [r["id"] for r in result.records] == ["cc:u-0010"]  # good lines around bad ones still count
+    assert [r["id"] for r in result.records] == [
+        "cc:u-0010"
+    ]  # good lines around bad ones still count
 
 
 def test_claude_undated_summary_waits_for_a_dated_row(tmp_path):
@@ -279,9 +303,19 @@ def chatgpt():
 
 def test_chatgpt_follows_the_current_branch(chatgpt):
     budget = [r for r in chatgpt.records if r["conversation_title"] == "Budget planning for Q3"]
-    assert {r["session"] for r in budget} == {"6667a1b0-1111-4000-8000-aaaaaaaaaaaa"}  # the id, not the title
-    assert [r["id"] for r in budget] == ["chatgpt:m-u1", "chatgpt:m-a1", "chatgpt:m-u2", "chatgpt:m-a2", "chatgpt:m-a3"]
-    assert "Put everything into hiring." not in [r["text"] for r in chatgpt.records]  # the replaced reply
+    assert {r["session"] for r in budget} == {
+        "6667a1b0-1111-4000-8000-aaaaaaaaaaaa"
+    }  # the id, not the title
+    assert [r["id"] for r in budget] == [
+        "chatgpt:m-u1",
+        "chatgpt:m-a1",
+        "chatgpt:m-u2",
+        "chatgpt:m-a2",
+        "chatgpt:m-a3",
+    ]
+    assert "Put everything into hiring." not in [
+        r["text"] for r in chatgpt.records
+    ]  # the replaced reply
     assert chatgpt.problems == []
 
 
@@ -293,7 +327,12 @@ def test_chatgpt_message_mapping(chatgpt):
     assert (question["role"], question["actor"], question["model"]) == ("user", "user", None)
     assert question["conversation_id"] == "6667a1b0-1111-4000-8000-aaaaaaaaaaaa"
     reply = recs["chatgpt:m-a1"]
-    assert (reply["role"], reply["actor"], reply["model"], reply["type"]) == ("assistant", "gpt-4o", "gpt-4o", "text")
+    assert (reply["role"], reply["actor"], reply["model"], reply["type"]) == (
+        "assistant",
+        "gpt-4o",
+        "gpt-4o",
+        "text",
+    )
     assert reply["parent"] == "m-u1"
     assert recs["chatgpt:m-a2"]["text"] == "Noted. \nThen hiring gets 6,500 EUR."
     recap = recs["chatgpt:m-a3"]  # no create_time of its own: the previous message's
@@ -309,13 +348,21 @@ def test_chatgpt_hidden_nodes_are_skipped(chatgpt):
 def test_chatgpt_code_execution_and_images(chatgpt):
     recs = by_id(chatgpt.records)
     image = recs["chatgpt:n-u1"]
-    assert image["text"] == "[image: file-service://file-9XyZ 800x600]\nSum the amount column of this table."
+    assert (
+        image["text"]
+        == "[image: file-service://file-9XyZ 800x600]\nSum the amount column of this table."
+    )
     assert image["attachments"] == ["table.png"]
     code = recs["chatgpt:n-code"]
     assert (code["type"], code["role"], code["recipient"]) == ("action", "assistant", "python")
     assert code["text"].startswith("import pandas as pd\n")
     output = recs["chatgpt:n-out"]
-    assert (output["type"], output["role"], output["actor"], output["text"]) == ("text", "tool", "python", "4312.5")
+    assert (output["type"], output["role"], output["actor"], output["text"]) == (
+        "text",
+        "tool",
+        "python",
+        "4312.5",
+    )
     assert recs["chatgpt:n-a2"]["session"] == "6667b2c0-2222-4000-8000-bbbbbbbbbbbb"
     assert recs["chatgpt:n-a2"]["conversation_title"] == "CSV totals with Python"
 
@@ -342,7 +389,9 @@ def test_chatgpt_bad_input(tmp_path):
     broken.write_text(json.dumps(data))
     batch = import_chatgpt.read_chatgpt(broken)
     assert len(batch.records) == 9
-    assert [str(p) for p in batch.problems] == [f"{broken}: conversation 1 (c-0): no 'mapping' of messages"]
+    assert [str(p) for p in batch.problems] == [
+        f"{broken}: conversation 1 (c-0): no 'mapping' of messages"
+    ]
 
 
 def test_chatgpt_without_current_node_takes_the_newest_branch(tmp_path):
@@ -373,7 +422,9 @@ def test_jsonl_mapping():
     assert ai["role"] == "assistant" and ai["actor"] == "assistant"  # lossless-memory's "ai"
     assert "id" not in first  # the store derives one
     assert action["id"] == "turn-0003" and action["type"] == "action"
-    assert action["actor"] == "assistant" and action["session"] == "log"  # defaults: role, file name
+    assert (
+        action["actor"] == "assistant" and action["session"] == "log"
+    )  # defaults: role, file name
     assert action["source"] == "cli" and action["tags"] == ["budget"]  # unknown fields kept
     assert resumed["ts"] == 1772439540 and resumed["type"] == "meta"
 
@@ -384,16 +435,24 @@ def test_jsonl_problems_name_file_line_and_field():
     assert problems[0].message == "missing required field 'text'"
     assert problems[1].message.startswith("not valid JSON")
     error = problems[0].to_error()
-    assert isinstance(error, FormatError) and str(error) == f"{JSONL}:4: missing required field 'text'"
+    assert (
+        isinstance(error, FormatError) and str(error) == f"{JSONL}:4: missing required field 'text'"
+    )
 
 
 @pytest.mark.parametrize(
     "line, message",
     [
         ({"role": "user", "text": "hi"}, "missing required field 'ts'"),
-        ({"ts": "yesterday", "role": "user", "text": "hi"}, "field 'ts': not an ISO-8601 timestamp"),
+        (
+            {"ts": "yesterday", "role": "user", "text": "hi"},
+            "field 'ts': not an ISO-8601 timestamp",
+        ),
         ({"ts": "2026-01-01", "role": "bot", "text": "hi"}, "field 'role': 'bot' is not one of"),
-        ({"ts": "2026-01-01", "role": "user", "text": "hi", "type": "note"}, "field 'type': 'note'"),
+        (
+            {"ts": "2026-01-01", "role": "user", "text": "hi", "type": "note"},
+            "field 'type': 'note'",
+        ),
         ({"ts": "2026-01-01", "role": "user", "text": "   "}, "field 'text' is empty"),
         ({"ts": "2026-01-01", "role": "user", "text": 5}, "field 'text' must be a string"),
         ({"ts": "2026-01-01", "role": "user", "text": "hi", "model": 3}, "field 'model'"),
@@ -428,16 +487,25 @@ def test_jsonl_reads_lossless_memory_day_files(tmp_path):
             "session": "abc",
         },
     ]
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     user, thinking = import_jsonl.read_jsonl(path).records
     assert user["text"] == "予算は？" and user["session"] == "abc"
-    assert (thinking["role"], thinking["type"], thinking["kind"]) == ("assistant", "meta", "thinking")
+    assert (thinking["role"], thinking["type"], thinking["kind"]) == (
+        "assistant",
+        "meta",
+        "thinking",
+    )
 
 
 def test_jsonl_incremental_reading(tmp_path):
     path = tmp_path / "live.jsonl"
     rows = [
-        json.dumps({"ts": f"2026-01-01T10:0{i}:00Z", "role": "user", "text": f"turn {i}", "id": f"t{i}"}) + "\n"
+        json.dumps(
+            {"ts": f"2026-01-01T10:0{i}:00Z", "role": "user", "text": f"turn {i}", "id": f"t{i}"}
+        )
+        + "\n"
         for i in range(6)
     ]
     path.write_text(rows[0] + rows[1])
@@ -462,8 +530,13 @@ def test_jsonl_last_line_without_newline(tmp_path):
     path.write_text(
         '{"ts": "2026-01-01", "role": "user", "text": "a"}\n{"ts": "2026-01-01", "role": "user", "text": "b"}'
     )
-    assert [r["text"] for r in import_jsonl.read_new(path).records] == ["a"]  # may still be being written
-    assert [r["text"] for r in import_jsonl.read_jsonl(path).records] == ["a", "b"]  # one-shot: the end is the end
+    assert [r["text"] for r in import_jsonl.read_new(path).records] == [
+        "a"
+    ]  # may still be being written
+    assert [r["text"] for r in import_jsonl.read_jsonl(path).records] == [
+        "a",
+        "b",
+    ]  # one-shot: the end is the end
     done = import_jsonl.read_new(path, final=True)
     with path.open("a") as f:
         f.write('\n{"ts": "2026-01-01", "role": "user", "text": "c"}\n')
@@ -518,7 +591,12 @@ def test_chatgpt_reasoning_search_and_quotes():
                 "assistant",
                 {
                     "content_type": "thoughts",
-                    "thoughts": [{"summary": "Checking rates", "content": "I should search for today's rate."}],
+                    "thoughts": [
+                        {
+                            "summary": "Checking rates",
+                            "content": "I should search for today's rate.",
+                        }
+                    ],
                 },
             ),
             node(
@@ -541,7 +619,13 @@ def test_chatgpt_reasoning_search_and_quotes():
             ),
         ]
     )
-    conv = {"title": "FX", "id": "c-fx", "create_time": 1718200000.0, "current_node": "quote", "mapping": mapping}
+    conv = {
+        "title": "FX",
+        "id": "c-fx",
+        "create_time": 1718200000.0,
+        "current_node": "quote",
+        "mapping": mapping,
+    }
     _, thinking, search, quote = import_chatgpt.conversation_records(conv)
     assert (thinking["type"], thinking["kind"]) == ("meta", "thinking")
     assert thinking["text"] == "Checking rates\nI should search for today's rate."

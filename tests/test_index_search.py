@@ -17,12 +17,42 @@ def filled(store):
     write_turns(
         store,
         [
-            ("2026-03-01T09:00:00Z", "user", "The budget for the trip is 2400 euros.", "trip", "ana"),
-            ("2026-03-01T09:01:00Z", "assistant", "Noted: trip budget capped at 2400 euros.", "trip", "bot"),
-            ("2026-03-02T10:00:00Z", "user", "Let us plan the garden: tomatoes and basil.", "garden", "ana"),
-            ("2026-03-03T11:00:00Z", "user", "東京タワーに行きました。とても楽しかった。", "travel", "ken"),
+            (
+                "2026-03-01T09:00:00Z",
+                "user",
+                "The budget for the trip is 2400 euros.",
+                "trip",
+                "ana",
+            ),
+            (
+                "2026-03-01T09:01:00Z",
+                "assistant",
+                "Noted: trip budget capped at 2400 euros.",
+                "trip",
+                "bot",
+            ),
+            (
+                "2026-03-02T10:00:00Z",
+                "user",
+                "Let us plan the garden: tomatoes and basil.",
+                "garden",
+                "ana",
+            ),
+            (
+                "2026-03-03T11:00:00Z",
+                "user",
+                "東京タワーに行きました。とても楽しかった。",
+                "travel",
+                "ken",
+            ),
             ("2026-03-04T12:00:00Z", "user", "我们明天去北京大学参观。", "travel", "li"),
-            ("2026-03-05T08:00:00Z", "tool", 'NOT a -problem "quoted" * star (paren', "misc", "tool"),
+            (
+                "2026-03-05T08:00:00Z",
+                "tool",
+                'NOT a -problem "quoted" * star (paren',
+                "misc",
+                "tool",
+            ),
         ],
     )
     return store
@@ -37,11 +67,18 @@ def canonical(store):
         "FROM records ORDER BY day, ts, line_no, id"
     ).fetchall()
     vecs, times = idx.matrix()
-    assert sorted(r[13] for r in rows if r[13] >= 0) == list(range(vecs.shape[0]))  # every matrix row is one record's
+    assert sorted(r[13] for r in rows if r[13] >= 0) == list(
+        range(vecs.shape[0])
+    )  # every matrix row is one record's
     ordered = idx.sorted_rows()
     assert list(times[:ordered]) == sorted(times[:ordered])  # the prefix is in time order
     rows = [
-        (*r[:13], (np.array(vecs[r[13]]).tobytes(), float(times[r[13]])) if r[13] >= 0 else None, r[14]) for r in rows
+        (
+            *r[:13],
+            (np.array(vecs[r[13]]).tobytes(), float(times[r[13]])) if r[13] >= 0 else None,
+            r[14],
+        )
+        for r in rows
     ]
     days = idx.conn.execute("SELECT day, content_fp, n FROM days ORDER BY day").fetchall()
     fts = idx.conn.execute(
@@ -73,7 +110,9 @@ def test_filters(filled):
     assert search(filled, "budget", filters=f) == []
     proc = ct("-C", filled.root, "search", "budget", "--since", "2026-03-02", "--json")
     assert all(h["ts"] >= "2026-03-02" for h in json.loads(proc.stdout)["hits"])
-    proc = ct("-C", filled.root, "search", "budget", "--until", "2026-03-02", "--mode", "vector", "--json")
+    proc = ct(
+        "-C", filled.root, "search", "budget", "--until", "2026-03-02", "--mode", "vector", "--json"
+    )
     hits = json.loads(proc.stdout)["hits"]
     assert hits and all(h["ts"] < "2026-03-02" for h in hits)
 
@@ -89,14 +128,18 @@ def test_cjk_queries_match(filled):
     assert search(filled, "京", mode="exact")  # one character: prefix over bigrams
 
 
-@pytest.mark.parametrize("q", ["NOT", "-problem", '"quoted', "*", "star (paren", "AND OR NEAR", '"', "'", "a:b", "^x"])
+@pytest.mark.parametrize(
+    "q", ["NOT", "-problem", '"quoted', "*", "star (paren", "AND OR NEAR", '"', "'", "a:b", "^x"]
+)
 def test_fts_syntax_in_user_text_never_errors(filled, q):
     proc = ct("-C", filled.root, "search", "--mode", "exact", "--json", "--", q)
     json.loads(proc.stdout)
 
 
 def test_json_shape_explain_and_batch(filled, tmp_path):
-    out = json.loads(ct("-C", filled.root, "search", "budget", "--json", "--explain", "-k", "2").stdout)
+    out = json.loads(
+        ct("-C", filled.root, "search", "budget", "--json", "--explain", "-k", "2").stdout
+    )
     assert out["query"] == "budget" and len(out["hits"]) == 2
     for key in ("id", "ts", "actor", "role", "type", "text", "score", "session", "source", "parts"):
         assert key in out["hits"][0]
@@ -113,13 +156,20 @@ def test_text_output_shows_dates(filled):
 
 
 def test_alpha_blend(filled):
-    out = json.loads(ct("-C", filled.root, "search", "budget euros", "--alpha", "0.7", "--json", "--explain").stdout)
+    out = json.loads(
+        ct(
+            "-C", filled.root, "search", "budget euros", "--alpha", "0.7", "--json", "--explain"
+        ).stdout
+    )
     assert "budget" in out["hits"][0]["text"] and "lex" in json.dumps(out["hits"][0]["parts"])
 
 
 def test_multi_store_results_are_labelled(tmp_path, filled):
     other = make_store(tmp_path / "other")
-    write_turns(other, [("2026-04-01T09:00:00Z", "user", "Another budget: the office rent.", "office", "bo")])
+    write_turns(
+        other,
+        [("2026-04-01T09:00:00Z", "user", "Another budget: the office rent.", "office", "bo")],
+    )
     out = json.loads(ct("-C", filled.root, "-C", other.root, "search", "budget", "--json").stdout)
     stores = {h["store"] for h in out["hits"]}
     assert stores == {str(filled.root), str(other.root)}
@@ -129,7 +179,9 @@ def test_index_plan_and_vanished_days(filled, tmp_path):
     idx = filled.index()
     assert idx.plan().empty
     write_turns(filled, [("2026-03-08T09:00:00Z", "user", "a day ct wrote", "s", "ana")])
-    assert filled.index(update=False).plan().empty, "a write leaves the index holding what it committed"
+    assert filled.index(update=False).plan().empty, (
+        "a write leaves the index holding what it committed"
+    )
     other = tmp_path / "other"  # a day that arrives by git (a pull), which no ct command indexed
     subprocess.run(["git", "clone", "-q", str(filled.root), str(other)], check=True)
     from memstore.store import Store
@@ -158,7 +210,12 @@ def test_index_plan_and_vanished_days(filled, tmp_path):
     plan = filled.index(update=False).plan()
     assert plan.vanished == ["2026-03-02"]
     filled.index()
-    assert filled.index().conn.execute("SELECT COUNT(*) FROM records WHERE day='2026-03-02'").fetchone()[0] == 0
+    assert (
+        filled.index()
+        .conn.execute("SELECT COUNT(*) FROM records WHERE day='2026-03-02'")
+        .fetchone()[0]
+        == 0
+    )
 
 
 def test_rewritten_day_is_reindexed(filled):
@@ -168,7 +225,9 @@ def test_rewritten_day_is_reindexed(filled):
     lines = log.read_text().splitlines()
     log.write_text(lines[1] + "\n")  # same size class, different content
     filled.index()
-    ids = [r[0] for r in filled.index().conn.execute("SELECT id FROM records WHERE day='2026-03-01'")]
+    ids = [
+        r[0] for r in filled.index().conn.execute("SELECT id FROM records WHERE day='2026-03-01'")
+    ]
     assert ids == [json.loads(lines[1])["id"]]
 
 
@@ -238,16 +297,46 @@ def test_appending_writes_extend_the_index_in_place_and_equal_a_rebuild(tmp_path
     """The common write (lines appended after everything indexed) adds rows to the current vector
     generation instead of copying the matrix, and still gives exactly what a rebuild gives."""
     st = make_store(tmp_path / "a")
-    write_turns(st, [(f"2026-05-01T0{h}:00:00Z", "user", f"note {h} about the garden", "s", "x") for h in range(4)])
+    write_turns(
+        st,
+        [
+            (f"2026-05-01T0{h}:00:00Z", "user", f"note {h} about the garden", "s", "x")
+            for h in range(4)
+        ],
+    )
     idx = st.index()
     gen = idx.conn.execute("SELECT value FROM meta WHERE key = 'gen'").fetchone()[0]
-    first = st.index(update=False).conn.execute("SELECT id FROM records ORDER BY vrow LIMIT 1").fetchone()[0]
+    first = (
+        st.index(update=False)
+        .conn.execute("SELECT id FROM records ORDER BY vrow LIMIT 1")
+        .fetchone()[0]
+    )
     for h in range(4, 8):  # same day and the next, each after the last indexed row
-        write_turns(st, [(f"2026-05-0{1 + h // 6}T1{h}:00:00Z", "assistant", f"reply {h} on tomatoes", "s", "x")])
+        write_turns(
+            st,
+            [
+                (
+                    f"2026-05-0{1 + h // 6}T1{h}:00:00Z",
+                    "assistant",
+                    f"reply {h} on tomatoes",
+                    "s",
+                    "x",
+                )
+            ],
+        )
         st.index()
     # a correction hides an old row; a repeated id is hidden as a duplicate
     st.write(
-        [st.normalize({"ts": "2026-05-02T20:00:00Z", "role": "user", "text": "fixed note", "supersedes": [first]})],
+        [
+            st.normalize(
+                {
+                    "ts": "2026-05-02T20:00:00Z",
+                    "role": "user",
+                    "text": "fixed note",
+                    "supersedes": [first],
+                }
+            )
+        ],
         "Correct",
         dedupe=False,
     )
@@ -267,16 +356,22 @@ def test_pull_runs_hook_that_indexes_new_days(tmp_path, filled):
     subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True)
     ct("-C", clone, "hooks", "install")
     ct("-C", clone, "index")
-    subprocess.run(["git", "-C", str(filled.root), "remote", "add", "origin", str(remote)], check=True)
+    subprocess.run(
+        ["git", "-C", str(filled.root), "remote", "add", "origin", str(remote)], check=True
+    )
     write_turns(filled, [("2026-03-20T09:00:00Z", "user", "pulled later", "s", "ana")])
     subprocess.run(["git", "-C", str(filled.root), "push", "-q", "origin", "main"], check=True)
-    subprocess.run(["git", "-C", str(clone), "pull", "-q", "--no-rebase", "origin", "main"], check=True)
+    subprocess.run(
+        ["git", "-C", str(clone), "pull", "-q", "--no-rebase", "origin", "main"], check=True
+    )
     from memstore.store import Store
 
     st = Store(clone)
     idx = st.index(update=False)
     assert idx.plan().empty, idx.plan()
-    assert idx.conn.execute("SELECT COUNT(*) FROM records WHERE day='2026-03-20'").fetchone()[0] == 1
+    assert (
+        idx.conn.execute("SELECT COUNT(*) FROM records WHERE day='2026-03-20'").fetchone()[0] == 1
+    )
     assert "installed" in ct("-C", clone, "hooks", "status").stdout
 
 
@@ -298,13 +393,17 @@ def test_a_garbage_index_is_rebuilt_not_a_traceback(filled):
 def test_a_search_that_indexes_first_embeds_its_query_meanwhile_with_the_same_hits(filled):
     """Store.search loads the embedder and embeds the query in a thread while it brings the index
     up to date; the hits are those of a search on an index already current."""
-    ct("-C", filled.root, "add", "--ts", "2026-03-21T10:00:00Z", "a new day: Kyoto trip budget")  # a day to index
+    ct(
+        "-C", filled.root, "add", "--ts", "2026-03-21T10:00:00Z", "a new day: Kyoto trip budget"
+    )  # a day to index
     from memstore.store import Store
 
     fresh = Store(filled.root)  # a new process's view: no embedder loaded yet
     overlapped = fresh.search("trip budget", k=5)
     assert fresh._embedder is not None
-    assert [h.id for h in overlapped] == [h.id for h in fresh.search("trip budget", k=5, update_index=False)]
+    assert [h.id for h in overlapped] == [
+        h.id for h in fresh.search("trip budget", k=5, update_index=False)
+    ]
     assert overlapped and "Kyoto" in overlapped[0].text
 
 
@@ -375,7 +474,13 @@ def test_a_first_person_question_weighs_the_users_turns_above_the_assistants_ech
     write_turns(
         store,
         [
-            ("2026-03-01T09:00:00Z", "user", "I adopted a rescue greyhound called Pixel.", "s1", "ana"),
+            (
+                "2026-03-01T09:00:00Z",
+                "user",
+                "I adopted a rescue greyhound called Pixel.",
+                "s1",
+                "ana",
+            ),
             (
                 "2026-03-01T09:01:00Z",
                 "assistant",

@@ -16,7 +16,9 @@ def _meta(store, key):
 
 def _vector_hits(store, *options) -> list[dict]:
     """`ct search "crane inspection" --mode vector` with the given filters, as JSON hits."""
-    proc = ct("-C", store.root, "search", "crane inspection", "--mode", "vector", "--json", *options)
+    proc = ct(
+        "-C", store.root, "search", "crane inspection", "--mode", "vector", "--json", *options
+    )
     return json.loads(proc.stdout)["hits"]
 
 
@@ -30,15 +32,25 @@ def test_a_back_dated_write_goes_to_the_tail_and_time_windows_find_it(tmp_path):
     store.index()
     assert _meta(store, "gen") == gen  # appended, not re-sorted into a new generation
     assert _meta(store, "sorted_rows") == 5 and _meta(store, "n_rows") == 6
-    texts = [h["text"] for h in _vector_hits(store, "--since", "2026-11-02", "--until", "2026-11-03")]
+    texts = [
+        h["text"] for h in _vector_hits(store, "--since", "2026-11-02", "--until", "2026-11-03")
+    ]
     assert texts[0] == "back-filled: the crane inspection passed"
-    assert set(texts) == {"back-filled: the crane inspection passed", "day 2 notes about the harbour crane"}
+    assert set(texts) == {
+        "back-filled: the crane inspection passed",
+        "day 2 notes about the harbour crane",
+    }
     # a window that excludes the tail row's time leaves it out; a row filter (role) still finds it
-    assert {h["day"] for h in _vector_hits(store, "--since", "2026-11-04")} == {"2026-11-04", "2026-11-05"}
+    assert {h["day"] for h in _vector_hits(store, "--since", "2026-11-04")} == {
+        "2026-11-04",
+        "2026-11-05",
+    }
     out = _vector_hits(store, "--role", "user", "--since", "2026-11-02", "--until", "2026-11-03")
     assert out[0]["text"] == "back-filled: the crane inspection passed"
     # ct recall of that day finds it by meaning inside the window
-    rec = ct("-C", store.root, "recall", "what happened with the crane on 2 November 2026", "--json")
+    rec = ct(
+        "-C", store.root, "recall", "what happened with the crane on 2 November 2026", "--json"
+    )
     assert "back-filled" in rec.stdout
 
 

@@ -38,8 +38,15 @@ def jpeg(w: int, h: int, taken: str = "2024:05:03 14:22:10") -> bytes:
     exif_ifd = 8 + 18
     dt_off = exif_ifd + 18
     tiff = b"II*\x00" + struct.pack("<I", 8)
-    tiff += struct.pack("<H", 1) + struct.pack("<HHII", 0x8769, 4, 1, exif_ifd) + struct.pack("<I", 0)
-    tiff += struct.pack("<H", 1) + struct.pack("<HHII", 0x9003, 2, len(dt), dt_off) + struct.pack("<I", 0) + dt
+    tiff += (
+        struct.pack("<H", 1) + struct.pack("<HHII", 0x8769, 4, 1, exif_ifd) + struct.pack("<I", 0)
+    )
+    tiff += (
+        struct.pack("<H", 1)
+        + struct.pack("<HHII", 0x9003, 2, len(dt), dt_off)
+        + struct.pack("<I", 0)
+        + dt
+    )
     app1 = b"Exif\x00\x00" + tiff
     sof = b"\x08" + struct.pack(">HH", h, w) + b"\x03\x01\x22\x00\x02\x11\x01\x03\x11\x01"
     return (
@@ -81,14 +88,18 @@ def pdf(text: str) -> bytes:
     for i, o in enumerate(objs, 1):
         offsets.append(out.tell())
         body = (
-            (f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream") if o is None else o.encode()
+            (f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream")
+            if o is None
+            else o.encode()
         )
         out.write(f"{i} 0 obj\n".encode() + body + b"\nendobj\n")
     xref = out.tell()
     out.write(f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode())
     for o in offsets:
         out.write(f"{o:010d} 00000 n \n".encode())
-    out.write(f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode())
+    out.write(
+        f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    )
     return out.getvalue()
 
 
@@ -114,7 +125,9 @@ def _records(root):
 def _blob_pack(root, rec):
     """(pack path, blob segment, manifest segment) of a record's original, looked up by record id."""
     day = rec["ts"][:10]
-    keys = packfmt.ring(json.loads(x) for x in (root / f"log/{day[:4]}/{day}.jsonl").read_text().splitlines())
+    keys = packfmt.ring(
+        json.loads(x) for x in (root / f"log/{day[:4]}/{day}.jsonl").read_text().splitlines()
+    )
     for p in packfmt.pack_files(packfmt.day_dir(root, day)):
         pk = packfmt.read(p)
         for rid, _key, bh, body, mbody in pk.blobs(keys):  # opened with the day log's keys
@@ -144,10 +157,18 @@ def test_every_kind_of_file_in_one_commit(tmp_path, store):
     assert img["type"] == "doc" and img["id"].startswith("blob:")
     assert "4032×3024 pixels" in img["text"] and "taken 2024-05-03 14:22:10" in img["text"]
     bh, body, mh, manifest = _blob(store.root, img)
-    assert bh.data_type == DT_IMAGE and mh is None  # the manifest opens to JSON (sealed: no header of its own)
+    assert (
+        bh.data_type == DT_IMAGE and mh is None
+    )  # the manifest opens to JSON (sealed: no header of its own)
     assert body == (d / "holiday_photo.jpg").read_bytes()  # kept whole, byte for byte
-    assert manifest["width"] == 4032 and manifest["height"] == 3024 and manifest["mime"] == "image/jpeg"
-    assert manifest["type"] == "image" and manifest["filename"] == "holiday_photo.jpg"  # ContextTape's keys
+    assert (
+        manifest["width"] == 4032
+        and manifest["height"] == 3024
+        and manifest["mime"] == "image/jpeg"
+    )
+    assert (
+        manifest["type"] == "image" and manifest["filename"] == "holiday_photo.jpg"
+    )  # ContextTape's keys
     assert manifest["sha256"] == hashlib.sha256(body).hexdigest() == img["source"]["file_sha256"]
 
     png_rec = recs["whiteboard.png"]
@@ -170,14 +191,22 @@ def test_every_kind_of_file_in_one_commit(tmp_path, store):
     pdf_rec = recs["report.pdf"]  # text chunks that point at the original
     assert pdf_rec["id"].startswith("doc:") and "quarterly budget is 40k" in pdf_rec["text"]
     bh, body, _, manifest = _blob(store.root, pdf_rec)
-    assert bh.data_type == DT_BLOB and body == (d / "report.pdf").read_bytes() and manifest["mime"] == "application/pdf"
+    assert (
+        bh.data_type == DT_BLOB
+        and body == (d / "report.pdf").read_bytes()
+        and manifest["mime"] == "application/pdf"
+    )
 
     assert "blob" not in recs["notes.md"]["source"]  # text as in ingest-path
     assert json.loads(ct("-C", store.root, "fsck", "--json").stdout)["ok"] is True
 
-    hits = json.loads(ct("-C", store.root, "search", "holiday photo", "--mode", "exact", "--json").stdout)["hits"]
+    hits = json.loads(
+        ct("-C", store.root, "search", "holiday photo", "--mode", "exact", "--json").stdout
+    )["hits"]
     assert hits[0]["id"] == img["id"]
-    hits = json.loads(ct("-C", store.root, "search", "quarterly budget", "--mode", "exact", "--json").stdout)["hits"]
+    hits = json.loads(
+        ct("-C", store.root, "search", "quarterly budget", "--mode", "exact", "--json").stdout
+    )["hits"]
     assert hits[0]["source"]["rel"] == "report.pdf"
 
 
@@ -193,12 +222,28 @@ def test_again_adds_nothing_and_a_changed_image_supersedes(tmp_path, store):
     assert res["added"] == 2  # the new description and the meta record that retires the old one
     recs = _records(store.root)
     sup = [r for r in recs if r["type"] == "meta"]
-    old = [r for r in recs if r.get("source", {}).get("rel") == "whiteboard.png" and "64×48" in r["text"]]
+    old = [
+        r
+        for r in recs
+        if r.get("source", {}).get("rel") == "whiteboard.png" and "64×48" in r["text"]
+    ]
     assert sup[0]["supersedes"] == [old[0]["id"]]
     hits = json.loads(
-        ct("-C", store.root, "search", "whiteboard png", "--mode", "exact", "--type", "doc", "--json").stdout
+        ct(
+            "-C",
+            store.root,
+            "search",
+            "whiteboard png",
+            "--mode",
+            "exact",
+            "--type",
+            "doc",
+            "--json",
+        ).stdout
     )["hits"]
-    assert [h for h in hits if h["source"]["rel"] == "whiteboard.png"][0]["text"].count("128×96") == 1
+    assert [h for h in hits if h["source"]["rel"] == "whiteboard.png"][0]["text"].count(
+        "128×96"
+    ) == 1
     assert not any("64×48" in h["text"] for h in hits)
     assert git_clean(store.root) and json.loads(ct("-C", store.root, "fsck", "--json").stdout)["ok"]
 
@@ -233,7 +278,9 @@ def test_fsck_checks_blobs(tmp_path, store):
     proc = ct("-C", store.root, "fsck", "--json", check=False)
     report = json.loads(proc.stdout)
     assert proc.returncode == 1 and not report["ok"]
-    assert any("do not hash to the file name" in p and pack_path.name in p for p in report["damage"])
+    assert any(
+        "do not hash to the file name" in p and pack_path.name in p for p in report["damage"]
+    )
     pack_path.unlink()
     report = json.loads(ct("-C", store.root, "fsck", "--json", check=False).stdout)
     assert any("has no vector in packs/" in p for p in report["damage"])
@@ -259,7 +306,11 @@ def mp4(seconds: float, w: int, h: int, created_unix: int) -> bytes:
 
     scale = 1000
     created = created_unix + 2082844800
-    mvhd = b"\x00\x00\x00\x00" + struct.pack(">IIII", created, created, scale, int(seconds * scale)) + b"\x00" * 80
+    mvhd = (
+        b"\x00\x00\x00\x00"
+        + struct.pack(">IIII", created, created, scale, int(seconds * scale))
+        + b"\x00" * 80
+    )
     tkhd = (
         b"\x00\x00\x00\x07"
         + struct.pack(">IIIII", created, created, 1, 0, int(seconds * scale))
@@ -290,7 +341,10 @@ def test_media_facts_read_from_headers():
     )
     assert describe_media("a.gif", b"GIF89a\x10\x00\x20\x00")["height"] == 32
     assert describe_media("x.png", png(3, 5))["width"] == 3
-    assert describe_media("noise.jpg", b"\xff\xd8\xff\xe0garbage") == {"mime": "image/jpeg", "kind": "image"}
+    assert describe_media("noise.jpg", b"\xff\xd8\xff\xe0garbage") == {
+        "mime": "image/jpeg",
+        "kind": "image",
+    }
     assert describe_media("song.wav", wav(0.5))["duration_s"] == 0.5
     assert describe_media("mystery", b"\x00\x01\x02")["kind"] == "binary"
 

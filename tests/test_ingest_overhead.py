@@ -47,7 +47,9 @@ def test_content_vectors_come_with_the_passage_embedding(runtime):
         assert (a is not None) == (b is not None) == has_words, text
         if a is not None:
             assert float(np.abs(a - b).max()) < 1e-6 and abs(float(np.linalg.norm(a)) - 1) < 1e-5
-            assert float(a @ passages[WORDY.index(text)]) < 0.9999  # a vector of its own, not the passage's
+            assert (
+                float(a @ passages[WORDY.index(text)]) < 0.9999
+            )  # a vector of its own, not the passage's
 
 
 @pytest.mark.model
@@ -84,7 +86,9 @@ def test_a_minilm_write_runs_one_forward_pass(tmp_path, monkeypatch):
 
     from memstore.turn_embedding import sentences
 
-    monkeypatch.setenv("MEMSTORE_EMBED_CACHE", str(tmp_path / "embeddings.sqlite"))  # cold: nothing cached
+    monkeypatch.setenv(
+        "MEMSTORE_EMBED_CACHE", str(tmp_path / "embeddings.sqlite")
+    )  # cold: nothing cached
     turns = [SARAH_ALLERGY, *WEATHER, *BIKE]
     split = [len(sentences({"role": "user"}, user)) for user, _ in turns]  # a user turn's sentences
     assert any(split)
@@ -95,11 +99,19 @@ def test_a_minilm_write_runs_one_forward_pass(tmp_path, monkeypatch):
         emb = st.embedder
         calls = []
         real = emb._forward
-        emb._forward = lambda texts, *a, real=real, calls=calls, **kw: calls.append(len(texts)) or real(texts, *a, **kw)
+        emb._forward = lambda texts, *a, real=real, calls=calls, **kw: (
+            calls.append(len(texts)) or real(texts, *a, **kw)
+        )
         ids = converse(st, turns)
-        assert calls == expected  # cold: the ten records (a split turn as its sentences) once, no second pass
+        assert (
+            calls == expected
+        )  # cold: the ten records (a split turn as its sentences) once, no second pass
         owner = treefmt.read(st.root).topic_of()
-        assert owner[ids[1][0]] == owner[ids[2][0]] != owner[ids[0][0]]  # the umbrella follow-up continues
-        assert owner[ids[3][0]] == owner[ids[4][0]] != owner[ids[2][0]]  # the bike pair shares its own topic
+        assert (
+            owner[ids[1][0]] == owner[ids[2][0]] != owner[ids[0][0]]
+        )  # the umbrella follow-up continues
+        assert (
+            owner[ids[3][0]] == owner[ids[4][0]] != owner[ids[2][0]]
+        )  # the bike pair shares its own topic
         shapes.append([[ids.index(p) for p in ids if owner[p[0]] == owner[q[0]]] for q in ids])
     assert shapes[0] == shapes[1]

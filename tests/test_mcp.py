@@ -23,7 +23,9 @@ def _session(root):
         for k in ("XDG_CACHE_HOME", "MEMSTORE_EMBED_CACHE", "TZ", "HF_HUB_OFFLINE", "PYTHONPATH")
         if k in os.environ
     }
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memstore", "-C", str(root), "mcp"], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memstore", "-C", str(root), "mcp"], env=env
+    )
 
     class _Both:
         async def __aenter__(self):
@@ -87,7 +89,12 @@ def test_tools_and_stats_over_stdio(store):
 
             added = _data(
                 await s.call_tool(
-                    "add", {"text": "The museum closes at 18:00 on Mondays.", "session": "trip", "role": "assistant"}
+                    "add",
+                    {
+                        "text": "The museum closes at 18:00 on Mondays.",
+                        "session": "trip",
+                        "role": "assistant",
+                    },
                 )
             )
             assert added["added"] == 1 and len(added["commit"]) == 40
@@ -98,7 +105,10 @@ def test_tools_and_stats_over_stdio(store):
             rec = _data(
                 await s.call_tool(
                     "recall",
-                    {"question": "what did we say about the budget on 24 November 2026", "now": "2026-11-30T12:00:00Z"},
+                    {
+                        "question": "what did we say about the budget on 24 November 2026",
+                        "now": "2026-11-30T12:00:00Z",
+                    },
                 )
             )
             assert rec["level"] == "in_window"
@@ -141,19 +151,25 @@ def test_tools_and_stats_over_stdio(store):
 
 
 def test_not_a_store_fails_before_the_handshake(tmp_path):
-    proc = ct_process("-C", tmp_path, "mcp", check=False, input="")  # the stdio server's own process
+    proc = ct_process(
+        "-C", tmp_path, "mcp", check=False, input=""
+    )  # the stdio server's own process
     assert proc.returncode == 3 and "Not a memory store" in proc.stderr
 
 
 def test_search_over_mcp_says_when_the_store_needs_attention(store):
     """A damaged store still answers, and the agent is told: a pack deleted by hand leaves a record
     with no vector, and the search result carries a warning naming it (none on a healthy store)."""
-    rid = json.loads(ct("-C", store.root, "add", "the boiler is serviced in May", "--json").stdout)["ids"][0]
+    rid = json.loads(ct("-C", store.root, "add", "the boiler is serviced in May", "--json").stdout)[
+        "ids"
+    ][0]
 
     async def search():
         async with _session(store.root) as s:
             found = _data(await s.call_tool("search", {"query": "boiler serviced"}))
-            return found, _data(await s.call_tool("recall", {"question": "what did I say about the boiler today"}))
+            return found, _data(
+                await s.call_tool("recall", {"question": "what did I say about the boiler today"})
+            )
 
     healthy, recalled = anyio.run(search)
     assert healthy["hits"] and "warnings" not in healthy and "warnings" not in recalled

@@ -22,12 +22,24 @@ INIT = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
 }
 
 
 def _env():
-    keep = ("XDG_CACHE_HOME", "MEMSTORE_EMBED_CACHE", "TZ", "HF_HUB_OFFLINE", "PYTHONPATH", "PATH", "HOME")
+    keep = (
+        "XDG_CACHE_HOME",
+        "MEMSTORE_EMBED_CACHE",
+        "TZ",
+        "HF_HUB_OFFLINE",
+        "PYTHONPATH",
+        "PATH",
+        "HOME",
+    )
     return {k: os.environ[k] for k in keep if k in os.environ}
 
 
@@ -109,7 +121,12 @@ def test_every_malformed_line_gets_an_answer_over_raw_stdio(store):
             (b'"hello"', None, -32600, "JSON object"),
             (b'{"jsonrpc": "2.0", "id": 7}', 7, -32600, '"method"'),
             (b'{"jsonrpc": "1.0", "id": 8, "method": "ping"}', 8, -32600, '"2.0"'),
-            (b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": 5}', 9, -32600, "not a JSON-RPC 2.0"),
+            (
+                b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": 5}',
+                9,
+                -32600,
+                "not a JSON-RPC 2.0",
+            ),
             (
                 b'{"jsonrpc": "2.0", "id": "s", "method": "tools/call", '
                 b'"params": {"name": "search", "arguments": {"query": "\\ud800"}}}',
@@ -141,7 +158,9 @@ def test_every_malformed_line_gets_an_answer_over_raw_stdio(store):
 
 
 def test_limits_and_flags_over_the_real_client(store):
-    rows = [(f"2026-03-10T10:{i:02d}:00Z", "user", f"bulk note number {i}", "bulk") for i in range(12)]
+    rows = [
+        (f"2026-03-10T10:{i:02d}:00Z", "user", f"bulk note number {i}", "bulk") for i in range(12)
+    ]
     write_turns(store, rows, fields=("ts", "role", "text", "session"))
     before = commits(store.root)
 
@@ -160,7 +179,10 @@ def test_limits_and_flags_over_the_real_client(store):
                 res = await s.call_tool(*args)
                 out[name] = (res.is_error, res.content[0].text)
             preview = await s.call_tool("forget", {"session": "bulk", "dry_run": True})
-            out["preview"] = (preview.is_error, preview.structured_content or json.loads(preview.content[0].text))
+            out["preview"] = (
+                preview.is_error,
+                preview.structured_content or json.loads(preview.content[0].text),
+            )
             return out
 
     out = anyio.run(refused)
@@ -168,10 +190,20 @@ def test_limits_and_flags_over_the_real_client(store):
     assert out["recall_k"][0] and "'k' must be from 1 to 1000" in out["recall_k"][1]
     assert out["query"][0] and "the limit is 10,000" in out["query"][1]
     assert out["context"][0] and "'recent' must be from 0 to 1000" in out["context"][1]
-    assert out["secret"][0] and "ct mcp --allow-secrets-override" in out["secret"][1] and TOKEN not in out["secret"][1]
-    assert out["wide"][0] and "12 records" in out["wide"][1] and "ct mcp --allow-wide-forget" in out["wide"][1]
+    assert (
+        out["secret"][0]
+        and "ct mcp --allow-secrets-override" in out["secret"][1]
+        and TOKEN not in out["secret"][1]
+    )
+    assert (
+        out["wide"][0]
+        and "12 records" in out["wide"][1]
+        and "ct mcp --allow-wide-forget" in out["wide"][1]
+    )
     assert out["session"][0] and "--allow-wide-forget" in out["session"][1]
-    assert not out["preview"][0] and len(out["preview"][1]["forgotten"]) == 12, "a dry run only lists"
+    assert not out["preview"][0] and len(out["preview"][1]["forgotten"]) == 12, (
+        "a dry run only lists"
+    )
     assert "Traceback" not in json.dumps(out)
     assert commits(store.root) == before and git_clean(store.root)
 

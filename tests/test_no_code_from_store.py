@@ -62,7 +62,9 @@ def _cache_files(st, embed_cache: Path) -> list[Path]:
     meta = st.root / ".memstore"
     files = [p for p in meta.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
     files += [p for p in embed_cache.parent.glob(embed_cache.name + "*") if p.is_file()]
-    return sorted(set(files) | {meta / "tree-cache.pickle"})  # what older versions kept: a copied store may have it
+    return sorted(
+        set(files) | {meta / "tree-cache.pickle"}
+    )  # what older versions kept: a copied store may have it
 
 
 def _plant(files: list[Path], payload: bytes) -> None:
@@ -72,10 +74,14 @@ def _plant(files: list[Path], payload: bytes) -> None:
 
 def _page_tree(root) -> dict:
     server = make_server(root, port=0, log=False)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
-        req = urllib.request.Request(url_of(server) + "/view/tree", headers={"Accept": "application/json"})
+        req = urllib.request.Request(
+            url_of(server) + "/view/tree", headers={"Accept": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             return json.loads(resp.read())
     finally:
@@ -88,10 +94,22 @@ def _page_tree(root) -> dict:
 def test_planted_payloads_in_every_cache_run_nothing(tmp_path, openai_server, monkeypatch):  # noqa: F811
     embed_cache = tmp_path / "user-cache" / "embeddings.sqlite"
     monkeypatch.setenv("MEMSTORE_EMBED_CACHE", str(embed_cache))
-    st = make_store(tmp_path / "s", embedder="openai")  # its vectors pass through the user's embedding cache
-    for text in ("We planned the lake cabin trip for June", "The budget is forty thousand", "Sarah is allergic"):
+    st = make_store(
+        tmp_path / "s", embedder="openai"
+    )  # its vectors pass through the user's embedding cache
+    for text in (
+        "We planned the lake cabin trip for June",
+        "The budget is forty thousand",
+        "Sarah is allergic",
+    ):
         ct("-C", st.root, "add", text)
-    for args in (["search", "cabin"], ["tree"], ["context", "budget"], ["recall", "today"], ["where"]):
+    for args in (
+        ["search", "cabin"],
+        ["tree"],
+        ["context", "budget"],
+        ["recall", "today"],
+        ["where"],
+    ):
         ct("-C", st.root, *args)
     _page_tree(st.root)
     files = _cache_files(st, embed_cache)
@@ -115,7 +133,10 @@ def test_planted_payloads_in_every_cache_run_nothing(tmp_path, openai_server, mo
     assert not marker.exists(), "the page's tree view ran code from a planted cache"
     assert view["topics"], "the tree was replayed from the shards instead"
     cache = json.loads((st.root / ".memstore" / treefmt.CACHE).read_text())
-    assert cache["version"] == treefmt.CACHE_VERSION and not (st.root / ".memstore" / treefmt.OLD_CACHE).exists()
+    assert (
+        cache["version"] == treefmt.CACHE_VERSION
+        and not (st.root / ".memstore" / treefmt.OLD_CACHE).exists()
+    )
     assert git_clean(st.root)
 
 
@@ -126,7 +147,12 @@ def test_a_well_formed_but_wrong_tree_cache_is_rebuilt(tmp_path):
     want = treefmt.read(st.root)
     path = st.root / ".memstore" / treefmt.CACHE
     good = json.loads(path.read_text())
-    for bad_tree in ({"topics": {"t1": ["only", "three", None]}}, {"topics": [], "current": None}, "x", None):
+    for bad_tree in (
+        {"topics": {"t1": ["only", "three", None]}},
+        {"topics": [], "current": None},
+        "x",
+        None,
+    ):
         path.write_text(json.dumps({**good, "tree": bad_tree}))
         assert treefmt.read(st.root).topic_of() == want.topic_of()
     path.write_text(json.dumps({**good, "problems": [1, 2]}))
@@ -157,7 +183,9 @@ def test_a_planted_write_journal_touches_nothing_outside_the_store(tmp_path):
     (meta / "write-journal.json").write_text(json.dumps(journal))
     kept = meta / "write-journal-rewrites"
     kept.mkdir()
-    (st.root / ".bashrc").write_text("touch PWNED\n")  # kept / "../../.bashrc" is the store's .bashrc
+    (st.root / ".bashrc").write_text(
+        "touch PWNED\n"
+    )  # kept / "../../.bashrc" is the store's .bashrc
     for args in (["search", "cabin"], ["fsck", "--repair"]):
         ct("-C", st.root, *args, check=False)
         assert bashrc.read_text() == "# the user's own shell start-up\n"

@@ -15,7 +15,9 @@ from memstore.format import pack as packfmt
 
 
 def git(root, *args, check=True):
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=check)
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=check
+    )
 
 
 def _packs(root, day="2026-11-30"):
@@ -48,7 +50,12 @@ def test_one_write_makes_one_pack_per_day_it_touches(store):
         assert h16 == rec["hash"][:16] and vec.shape == (384,)
         np.testing.assert_array_equal(vec, store.embedder.embed_batch([rec["text"]])[0])
     changed = git(store.root, "show", "--name-only", "--format=", "HEAD").stdout.split()
-    assert sorted(p.split("/")[0] for p in changed if not p.startswith("tree")) == ["log", "log", "packs", "packs"]
+    assert sorted(p.split("/")[0] for p in changed if not p.startswith("tree")) == [
+        "log",
+        "log",
+        "packs",
+        "packs",
+    ]
     assert git_clean(store.root)
 
 
@@ -60,7 +67,9 @@ def test_a_day_with_many_packs_is_consolidated_by_the_next_write(store):
     (pack,) = _packs(store.root)
     assert sorted(packfmt.day_vectors(store.root, "2026-11-30")) == sorted(_ids(store.root))
     packfmt.read(pack, verify=True)
-    assert git_clean(store.root) and commits(store.root)[0].startswith("Add user turn: the ninth turn")
+    assert git_clean(store.root) and commits(store.root)[0].startswith(
+        "Add user turn: the ninth turn"
+    )
     assert store.fsck().ok and not store.fsck().warnings
     hits = store.search("turn number 3 river", mode="vector", k=1)
     assert hits[0].text == "turn number 3 about the river"
@@ -92,11 +101,19 @@ def test_gc_consolidates_every_day_in_one_commit(store):
     assert len(commits(store.root)) == n
     out = ct("-C", store.root, "gc")
     assert "Consolidated 9 packs into 3 for 3 days" in out.stdout
-    assert commits(store.root)[0] == "Consolidate 9 packs into 3 for 3 days" and len(commits(store.root)) == n + 1
+    assert (
+        commits(store.root)[0] == "Consolidate 9 packs into 3 for 3 days"
+        and len(commits(store.root)) == n + 1
+    )
     assert all(len(_packs(store.root, f"2026-11-{d}")) == 1 for d in ("27", "28", "29", "30"))
     assert git_clean(store.root) and ct("-C", store.root, "fsck").returncode == 0
-    assert "Nothing to consolidate" in ct("-C", store.root, "gc").stdout and len(commits(store.root)) == n + 1
-    hits = json.loads(ct("-C", store.root, "search", "day 29 turn 2", "--mode", "vector", "--json").stdout)["hits"]
+    assert (
+        "Nothing to consolidate" in ct("-C", store.root, "gc").stdout
+        and len(commits(store.root)) == n + 1
+    )
+    hits = json.loads(
+        ct("-C", store.root, "search", "day 29 turn 2", "--mode", "vector", "--json").stdout
+    )["hits"]
     assert hits[0]["text"] == "day 29 turn 2"
 
 
@@ -140,13 +157,15 @@ def test_two_clones_consolidating_differently_merge_with_plain_git(tmp_path):
     rep = json.loads(ct("-C", a, "fsck", "--json").stdout)
     assert rep["ok"] and rep["warnings"] == [] and rep["records"] == 5
     for needle in ("hotel in osaka", "ferry to naoshima", "shared turn 1 about kyoto trains"):
-        hits = json.loads(ct("-C", a, "search", needle, "--mode", "vector", "--json").stdout)["hits"]
+        hits = json.loads(ct("-C", a, "search", needle, "--mode", "vector", "--json").stdout)[
+            "hits"
+        ]
         assert hits[0]["text"].endswith(needle)
     texts = [
         h["text"]
-        for h in json.loads(ct("-C", a, "search", "kyoto trains", "--mode", "vector", "-k", "10", "--json").stdout)[
-            "hits"
-        ]
+        for h in json.loads(
+            ct("-C", a, "search", "kyoto trains", "--mode", "vector", "-k", "10", "--json").stdout
+        )["hits"]
     ]
     assert len(texts) == len(set(texts)) == 5  # a record in two packs is found once
     _merge_clean(b, a)
@@ -182,7 +201,9 @@ def test_flipping_any_byte_of_a_pack_is_found_and_named(tmp_path):
     from memstore.upkeep.fsck import fsck
     from memstore.store import Store
 
-    st = Store.init(tmp_path / "small", embedder="hash", timezone="UTC", embedder_options={"dim": 8})
+    st = Store.init(
+        tmp_path / "small", embedder="hash", timezone="UTC", embedder_options={"dim": 8}
+    )
     st.add("a small record", ts="2026-11-30T08:00:00Z")
     (pack,) = _packs(st.root)
     good = pack.read_bytes()
@@ -230,10 +251,14 @@ def test_a_killed_consolidation_is_rolled_back(store):
     before = sorted(p.name for p in _packs(store.root))
     head = git(store.root, "rev-parse", "HEAD").stdout
     # What `ct gc` killed between writing the new pack (and deleting the old ones) and committing leaves:
-    (store.meta_dir / "write-journal.json").write_text(json.dumps({"pid": 999999, "started": time.time() - 5}))
+    (store.meta_dir / "write-journal.json").write_text(
+        json.dumps({"pid": 999999, "started": time.time() - 5})
+    )
     from memstore.core import day_ring
 
-    new, old = packfmt.consolidate(store.root, "2026-11-30", 384, day_ring(store.root, "2026-11-30"))
+    new, old = packfmt.consolidate(
+        store.root, "2026-11-30", 384, day_ring(store.root, "2026-11-30")
+    )
     for p in old:
         p.unlink()
     proc = ct("-C", store.root, "search", "turn 1", "--json")
@@ -259,18 +284,26 @@ def test_an_uncommitted_pack_a_committed_record_needs_is_left_alone(store):
 
 def test_reembed_writes_one_new_pack_per_day_in_one_commit(store):
     write_turns(
-        store, [("2026-11-29T10:00:00Z", "user", "one", "s", None), ("2026-11-30T10:00:00Z", "user", "two", "s", None)]
+        store,
+        [
+            ("2026-11-29T10:00:00Z", "user", "one", "s", None),
+            ("2026-11-30T10:00:00Z", "user", "two", "s", None),
+        ],
     )
     store.add("three", ts="2026-11-30T11:00:00Z")
     n = len(commits(store.root))
     ct("-C", store.root, "reembed", "--embedder", "hash", "--dim", "64")
-    assert len(commits(store.root)) == n + 1 and commits(store.root)[0].startswith("Re-embed 3 records with")
+    assert len(commits(store.root)) == n + 1 and commits(store.root)[0].startswith(
+        "Re-embed 3 records with"
+    )
     assert commits(store.root)[0].endswith("(64-d)")
     assert len(_packs(store.root, "2026-11-29")) == 1 and len(_packs(store.root, "2026-11-30")) == 1
     for day in ("2026-11-29", "2026-11-30"):
         assert all(v.shape == (64,) for v, _ in packfmt.day_vectors(store.root, day).values())
     assert git_clean(store.root) and ct("-C", store.root, "fsck").returncode == 0
-    hits = json.loads(ct("-C", store.root, "search", "three", "--mode", "vector", "--json").stdout)["hits"]
+    hits = json.loads(ct("-C", store.root, "search", "three", "--mode", "vector", "--json").stdout)[
+        "hits"
+    ]
     assert hits[0]["text"] == "three"
 
 
@@ -290,10 +323,14 @@ def format1_store(path):
     texts = ["the budget is forty thousand", "we take the night train to vienna", "buy oat milk"]
     recs = []
     for k, text in enumerate(texts):
-        rec = recordfmt.normalize({"ts": f"2026-11-30T0{k}:00:00Z", "role": "user", "text": text}, zone("UTC"))
+        rec = recordfmt.normalize(
+            {"ts": f"2026-11-30T0{k}:00:00Z", "role": "user", "text": text}, zone("UTC")
+        )
         rec["hash"] = recordfmt.text_hash(text)
         vec = st.embedder.embed_batch([text])[0]
-        tid, vid = sw.write_pair(text, vec, "float32", int(from_iso(rec["ts"]).timestamp()), fsync=False)
+        tid, vid = sw.write_pair(
+            text, vec, "float32", int(from_iso(rec["ts"]).timestamp()), fsync=False
+        )
         rec["seg"] = {"shard": "segments/2026/2026-11-30/w0000beef", "text": tid, "vec": vid}
         recs.append(rec)
     logfmt.append(logfmt.day_path(st.root, "2026-11-30"), recs, fsync=False)
@@ -308,14 +345,24 @@ def test_a_format_1_store_is_read_and_searched_as_before(tmp_path):
     root = format1_store(tmp_path / "old")
     rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
     assert rep["ok"] and rep["records"] == 3 and rep["segments"] == 6 and rep["warnings"] == []
-    hits = json.loads(ct("-C", root, "search", "night train to vienna", "--mode", "vector", "--json").stdout)["hits"]
+    hits = json.loads(
+        ct("-C", root, "search", "night train to vienna", "--mode", "vector", "--json").stdout
+    )["hits"]
     assert hits[0]["text"] == "we take the night train to vienna"
     assert json.loads(ct("-C", root, "stat", "--json").stdout)["format_version"] == 1
     assert git_clean(root)
 
 
 @pytest.mark.parametrize(
-    "args", [["add", "more"], ["mark", "a marker"], ["gc"], ["reembed"], ["tree", "--place-existing"], ["reorganize"]]
+    "args",
+    [
+        ["add", "more"],
+        ["mark", "a marker"],
+        ["gc"],
+        ["reembed"],
+        ["tree", "--place-existing"],
+        ["reorganize"],
+    ],
 )
 def test_every_write_on_a_format_1_store_names_ct_upgrade(tmp_path, args):
     root = format1_store(tmp_path / "old")

@@ -31,7 +31,9 @@ def add(root, text, ts) -> str:
 
 def no_hooks(root) -> bool:
     hooks = root / ".git" / "hooks"
-    return not any((hooks / n).exists() for n in ("post-merge", "post-commit", "post-checkout", "post-rewrite"))
+    return not any(
+        (hooks / n).exists() for n in ("post-merge", "post-commit", "post-checkout", "post-rewrite")
+    )
 
 
 @pytest.fixture
@@ -40,7 +42,9 @@ def plain_clones(tmp_path):
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
     origin = make_store(tmp_path / "origin")
-    converse(origin, [x for pair in zip(THESEUS, DISTRACTORS) for x in pair], start="2026-11-01T09:00:00")
+    converse(
+        origin, [x for pair in zip(THESEUS, DISTRACTORS) for x in pair], start="2026-11-01T09:00:00"
+    )
     git(origin.root, "remote", "add", "origin", str(remote))
     git(origin.root, "push", "-q", "-u", "origin", "main")
     b, c = tmp_path / "b", tmp_path / "c"
@@ -66,7 +70,9 @@ def assert_converged(*roots) -> None:
         tree = treefmt.read(root)
         placed = set(tree.topic_of()) | set(tree.archived)
         conversation = {i for i in ids if not i.startswith("doc:")}
-        assert conversation <= placed, f"{root}: not in the tree: {sorted(conversation - placed)[:5]}"
+        assert conversation <= placed, (
+            f"{root}: not in the tree: {sorted(conversation - placed)[:5]}"
+        )
         trees.append(tree.dumps())
     assert len(set(trees)) == 1, "the replayed trees differ"
 
@@ -75,10 +81,20 @@ def test_two_plain_clones_merge_and_rebase_after_a_reorganize(plain_clones):
     b, c, _ = plain_clones
     # Same day, same topic on both sides: both continue the conversation the clone holds.
     mine = {
-        add(b, f"Ship of Theseus again: plank {k} is replaced on clone b.", f"2026-11-02T10:0{k}:00Z") for k in range(3)
+        add(
+            b,
+            f"Ship of Theseus again: plank {k} is replaced on clone b.",
+            f"2026-11-02T10:0{k}:00Z",
+        )
+        for k in range(3)
     }
     theirs = {
-        add(c, f"Ship of Theseus again: plank {k} is replaced on clone c.", f"2026-11-02T10:0{k}:30Z") for k in range(3)
+        add(
+            c,
+            f"Ship of Theseus again: plank {k} is replaced on clone c.",
+            f"2026-11-02T10:0{k}:30Z",
+        )
+        for k in range(3)
     }
     before = treefmt.read(b)
     out = json.loads(ct("-C", b, "reorganize", "--threshold", "0.3", "--offline", "--json").stdout)
@@ -94,9 +110,21 @@ def test_two_plain_clones_merge_and_rebase_after_a_reorganize(plain_clones):
     assert "CONFLICT" not in pull.stdout + pull.stderr
     assert len(git(c, "rev-list", "--parents", "-n1", "HEAD").stdout.split()) == 3
     assert gone <= set(treefmt.read(c).gone)  # b's merges hold in c
-    theirs.add(add(c, "Ship of Theseus: and the old planks make a second ship on c.", "2026-11-02T11:00:00Z"))
+    theirs.add(
+        add(
+            c,
+            "Ship of Theseus: and the old planks make a second ship on c.",
+            "2026-11-02T11:00:00Z",
+        )
+    )
     git(c, "push", "-q", "origin", "main")
-    mine.add(add(b, "Ship of Theseus: on b the form matters more than the planks.", "2026-11-02T11:05:00Z"))
+    mine.add(
+        add(
+            b,
+            "Ship of Theseus: on b the form matters more than the planks.",
+            "2026-11-02T11:05:00Z",
+        )
+    )
     pull = git(b, "pull", "--rebase", "origin", "main")  # b's commit replayed on top
     assert "CONFLICT" not in pull.stdout + pull.stderr
     assert not (b / ".git" / "rebase-merge").exists() and not (b / ".git" / "rebase-apply").exists()
@@ -112,7 +140,9 @@ def test_two_plain_clones_merge_and_rebase_after_a_reorganize(plain_clones):
             "second ship on c",
             "form matters more",
         ):
-            hits = json.loads(ct("-C", root, "search", text, "--mode", "exact", "--json").stdout)["hits"]
+            hits = json.loads(ct("-C", root, "search", text, "--mode", "exact", "--json").stdout)[
+                "hits"
+            ]
             assert any(text in h["text"] for h in hits), (root, text)
     # `ct diff` explains the reorganize commit from the ops at each revision.
     sha = git(b, "log", "--format=%H", "--grep", "^Reorganize topics").stdout.split()[0]
@@ -154,7 +184,15 @@ def _conflict_in_a_file_of_the_users(b, c, rebase: bool):
     mine = {add(c, "c's record before the conflict", "2026-11-30T09:00:30Z")}
     (c / "notes.txt").write_text("from c\n")
     git(c, "commit", "-q", "-am", "c notes")
-    pull = git(c, "pull", "--rebase" if rebase else "--no-rebase", "--no-edit", "origin", "main", check=False)
+    pull = git(
+        c,
+        "pull",
+        "--rebase" if rebase else "--no-rebase",
+        "--no-edit",
+        "origin",
+        "main",
+        check=False,
+    )
     assert pull.returncode != 0 and "CONFLICT (content): Merge conflict in notes.txt" in pull.stdout
     return theirs, mine
 
@@ -173,7 +211,10 @@ def test_ct_refuses_to_write_while_git_waits_and_nothing_is_lost(plain_clones, r
     ):
         proc = ct("-C", c, *args, check=False)
         assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
-        assert f"in the middle of a {'rebase' if rebase else 'merge'}" in proc.stderr and finish in proc.stderr
+        assert (
+            f"in the middle of a {'rebase' if rebase else 'merge'}" in proc.stderr
+            and finish in proc.stderr
+        )
         assert "Nothing was changed" in proc.stderr
     assert git(c, "status", "--porcelain").stdout == status_before  # not a byte touched
     # Reads go on, with a warning; b's record is already in the working files.
@@ -279,7 +320,9 @@ def test_hooks_find_memstore_on_path_or_do_nothing(tmp_path, monkeypatch):
     empty.mkdir()
     (empty / "git").symlink_to(shutil.which("git"))
     monkeypatch.setenv("PATH", str(empty))
-    assert set(hooks.status(st).values()) == {hooks.INACTIVE}  # never "installed" when it cannot run
+    assert set(hooks.status(st).values()) == {
+        hooks.INACTIVE
+    }  # never "installed" when it cannot run
     proc = subprocess.run(
         ["/bin/sh", str(st.root / ".git" / "hooks" / "post-merge"), "0"],
         cwd=st.root,
@@ -315,7 +358,10 @@ def test_writes_commit_on_packed_refs_a_linked_worktree_and_a_detached_head(tmp_
     assert '"git switch -c NAME"' in on_detached.stderr
     subjects = git(root, "log", "--format=%s").stdout.splitlines()
     assert subjects[:2] == ["Add user turn: on a detached head", "Add user turn: after pack-refs"]
-    assert git(tmp_path / "wt", "log", "-1", "--format=%s").stdout.strip() == "Add user turn: in a linked worktree"
+    assert (
+        git(tmp_path / "wt", "log", "-1", "--format=%s").stdout.strip()
+        == "Add user turn: in a linked worktree"
+    )
     assert "commit: Add user turn: on a detached head" in git(root, "reflog", "-1").stdout
     for r in (root, tmp_path / "wt"):
         assert git_clean(r)
@@ -335,7 +381,9 @@ def test_a_cherry_pick_then_a_merge_of_its_branch_keeps_one_record(plain_clones)
     git(b, "cherry-pick", "FETCH_HEAD~1")  # the line lands after main's note, not where side has it
     git(b, "merge", "-q", "--no-edit", "FETCH_HEAD")
     assert committed_ids(b)[rid] == 2, "git kept both copies of the line"
-    hits = json.loads(ct("-C", b, "search", "boiler service booked", "--json", "-k", "5").stdout)["hits"]
+    hits = json.loads(ct("-C", b, "search", "boiler service booked", "--json", "-k", "5").stdout)[
+        "hits"
+    ]
     assert [h["id"] for h in hits].count(rid) == 1
     rep = json.loads(ct("-C", b, "fsck", "--json", check=False).stdout)
     assert rep["ok"], rep
@@ -345,13 +393,19 @@ def test_a_cherry_pick_then_a_merge_of_its_branch_keeps_one_record(plain_clones)
     log_before = {p: p.read_bytes() for p in (b / "log").rglob("*.jsonl")}
     preview = ct("-C", b, "gc", "-n")
     assert "would drop 1 identical copy of record lines" in preview.stdout and git_clean(b)
-    assert {p: p.read_bytes() for p in (b / "log").rglob("*.jsonl")} == log_before, "a dry run changes nothing"
+    assert {p: p.read_bytes() for p in (b / "log").rglob("*.jsonl")} == log_before, (
+        "a dry run changes nothing"
+    )
     done = json.loads(ct("-C", b, "gc", "--json").stdout)
-    assert done["duplicates"] == 1 and done["logs"] == ["log/2026/2026-11-20.jsonl"] and done["commit"]
+    assert (
+        done["duplicates"] == 1 and done["logs"] == ["log/2026/2026-11-20.jsonl"] and done["commit"]
+    )
     assert committed_ids(b)[rid] == 1 and git_clean(b)
     rep = json.loads(ct("-C", b, "fsck", "--json").stdout)
     assert rep["ok"] and rep["warnings"] == [], rep
-    hits = json.loads(ct("-C", b, "search", "boiler service booked", "--json", "-k", "5").stdout)["hits"]
+    hits = json.loads(ct("-C", b, "search", "boiler service booked", "--json", "-k", "5").stdout)[
+        "hits"
+    ]
     assert [h["id"] for h in hits].count(rid) == 1
 
 
@@ -386,7 +440,9 @@ def test_git_revert_of_an_older_write_of_the_day_is_named_and_ct_forget_finishes
     git(keep, "checkout", *restore.split())
     git(keep, "commit", "-q", "-m", "Bring back the cherries' vector")
     assert json.loads(ct("-C", keep, "fsck", "--json").stdout)["ok"]
-    assert middle in [h["id"] for h in json.loads(ct("-C", keep, "search", "cherries", "--json").stdout)["hits"]]
+    assert middle in [
+        h["id"] for h in json.loads(ct("-C", keep, "search", "cherries", "--json").stdout)["hits"]
+    ]
 
     ct("-C", root, "forget", middle)
     rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
@@ -413,7 +469,10 @@ def test_a_rebase_that_drops_an_older_write_is_named_by_fsck(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert dropped in committed_ids(root)
     [damage] = json.loads(ct("-C", root, "fsck", "--json", check=False).stdout)["damage"]
-    assert "no commit in this branch's history held its vector" in damage and f'"ct forget {dropped}"' in damage
+    assert (
+        "no commit in this branch's history held its vector" in damage
+        and f'"ct forget {dropped}"' in damage
+    )
     ct("-C", root, "forget", dropped)
     assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]
 
@@ -467,14 +526,28 @@ def test_a_shallow_clone_reads_writes_and_syncs(plain_clones, tmp_path):
     add(b, "written in the full clone", "2026-11-21T10:00:00Z")
     git(b, "push", "-q", "origin", "main")
     git(shallow, "pull", "-q", "--no-rebase", "origin", "main")
-    assert "written in the full clone" in ct("-C", shallow, "search", "written in the full clone").stdout
+    assert (
+        "written in the full clone"
+        in ct("-C", shallow, "search", "written in the full clone").stdout
+    )
     assert json.loads(ct("-C", shallow, "fsck", "--json").stdout)["ok"] and git_clean(shallow)
     head = git(shallow, "rev-parse", "HEAD").stdout
     for args in (["--purge-history", rid], ["--purge-history", "-n", rid]):
-        refused = ct("-C", shallow, "forget", *args, check=False)  # its force push would cut the remote's history
-        assert refused.returncode == 2 and "is a shallow clone" in refused.stderr and "--unshallow" in refused.stderr
-    assert git(shallow, "rev-parse", "HEAD").stdout == head and (shallow / ".git" / "shallow").exists()
-    assert git_clean(shallow) and "written in a shallow clone" in ct("-C", shallow, "search", "shallow clone").stdout
+        refused = ct(
+            "-C", shallow, "forget", *args, check=False
+        )  # its force push would cut the remote's history
+        assert (
+            refused.returncode == 2
+            and "is a shallow clone" in refused.stderr
+            and "--unshallow" in refused.stderr
+        )
+    assert (
+        git(shallow, "rev-parse", "HEAD").stdout == head and (shallow / ".git" / "shallow").exists()
+    )
+    assert (
+        git_clean(shallow)
+        and "written in a shallow clone" in ct("-C", shallow, "search", "shallow clone").stdout
+    )
 
 
 def test_a_copy_without_its_git_folder_is_read_and_says_how_to_write(tmp_path):
@@ -486,11 +559,15 @@ def test_a_copy_without_its_git_folder_is_read_and_says_how_to_write(tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(src, copy, ignore=shutil.ignore_patterns(".git"))
     assert "greenhouse door" in ct("-C", copy, "search", "greenhouse door").stdout
-    files = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file() and ".memstore" not in p.parts}
+    files = {
+        p: p.read_bytes() for p in copy.rglob("*") if p.is_file() and ".memstore" not in p.parts
+    }
     refused = ct("-C", copy, "add", "a second note", check=False)
     assert refused.returncode == 8 and "is not a git repository" in refused.stderr
     assert "init -b main" in refused.stderr and "Nothing was changed" in refused.stderr
-    assert {p: p.read_bytes() for p in copy.rglob("*") if p.is_file() and ".memstore" not in p.parts} == files
+    assert {
+        p: p.read_bytes() for p in copy.rglob("*") if p.is_file() and ".memstore" not in p.parts
+    } == files
     git(copy, "init", "-q", "-b", "main")
     git(copy, "add", "-A")
     git(copy, "commit", "-q", "-m", "Memory store")
@@ -509,7 +586,10 @@ def test_a_clone_with_autocrlf_reads_writes_and_forgets(plain_clones, tmp_path):
     assert "Theseus" in ct("-C", win, "search", "ship of Theseus planks").stdout
     rid = add(win, "a note written on a CRLF checkout", logs[0].stem + "T23:00:00Z")
     assert json.loads(ct("-C", win, "fsck", "--json").stdout)["ok"] and git_clean(win)
-    assert rid in [h["id"] for h in json.loads(ct("-C", win, "search", "CRLF checkout", "--json").stdout)["hits"]]
+    assert rid in [
+        h["id"]
+        for h in json.loads(ct("-C", win, "search", "CRLF checkout", "--json").stdout)["hits"]
+    ]
     ct("-C", win, "forget", rid)
     rep = json.loads(ct("-C", win, "fsck", "--json").stdout)
     assert rep["ok"] and rep["warnings"] == [] and rid not in committed_ids(win) and git_clean(win)
@@ -527,11 +607,19 @@ def test_a_write_after_git_reset_mixed_does_not_commit_the_undone_tree_lines(tmp
     git(root, "reset", "-q", "--mixed", "HEAD~1")
     head = git(root, "rev-parse", "HEAD").stdout
     refused = ct("-C", root, "add", "other day", "--ts", "2026-01-07T12:00:00Z", check=False)
-    assert refused.returncode == 1 and "tree/" in refused.stderr and "has uncommitted changes" in refused.stderr
+    assert (
+        refused.returncode == 1
+        and "tree/" in refused.stderr
+        and "has uncommitted changes" in refused.stderr
+    )
     assert git(root, "rev-parse", "HEAD").stdout == head
     said = ct("-C", root, "fsck", "--repair").stdout
-    assert "Rolled back uncommitted changes (no write was running): 1 uncommitted records" in said, said
-    assert "uncommitted lines of the topic tree or markers" in said, said  # tree lines are not records
+    assert (
+        "Rolled back uncommitted changes (no write was running): 1 uncommitted records" in said
+    ), said
+    assert "uncommitted lines of the topic tree or markers" in said, (
+        said
+    )  # tree lines are not records
     add(root, "other day", "2026-01-07T12:00:00Z")
     rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
     assert rep["ok"] and rep["warnings"] == [] and git_clean(root), rep
@@ -545,7 +633,15 @@ def test_a_sparse_checkout_reads_warns_and_refuses_writes(tmp_path):
     root = store.root
     rid = add(root, "sparse one", "2026-01-05T10:00:00Z")
     add(root, "sparse two", "2026-01-06T10:00:00Z")
-    git(root, "sparse-checkout", "set", "--no-cone", "/*", "!/log/2026/2026-01-05.jsonl", "!/packs/2026/2026-01-05/")
+    git(
+        root,
+        "sparse-checkout",
+        "set",
+        "--no-cone",
+        "/*",
+        "!/log/2026/2026-01-05.jsonl",
+        "!/packs/2026/2026-01-05/",
+    )
     assert not (root / "log/2026/2026-01-05.jsonl").exists()
     assert "sparse two" in ct("-C", root, "search", "sparse").stdout
     rep = json.loads(ct("-C", root, "fsck", "--json").stdout)
@@ -553,7 +649,9 @@ def test_a_sparse_checkout_reads_warns_and_refuses_writes(tmp_path):
     head = git(root, "rev-parse", "HEAD").stdout
     for args in (["add", "into the left-out day", "--ts", "2026-01-05T12:00:00Z"], ["forget", rid]):
         refused = ct("-C", root, *args, check=False)
-        assert refused.returncode == 1 and "sparse-checkout disable" in refused.stderr, refused.stderr
+        assert refused.returncode == 1 and "sparse-checkout disable" in refused.stderr, (
+            refused.stderr
+        )
     assert git(root, "rev-parse", "HEAD").stdout == head and git_clean(root)
     git(root, "sparse-checkout", "disable")
     add(root, "into the left-out day", "2026-01-05T12:00:00Z")

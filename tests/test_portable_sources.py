@@ -24,10 +24,18 @@ def _docs(folder):
 
 def _committed_bytes(root) -> str:
     """Every committed file's bytes and every commit message, as one text to search."""
-    files = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True).stdout.split()
+    files = subprocess.run(
+        ["git", "-C", str(root), "ls-files"], capture_output=True, text=True
+    ).stdout.split()
     # format-1 blob manifests (segments/) still name the original's path; format 2 packs do not
-    body = [(root / f).read_bytes().decode("utf-8", "replace") for f in files if not f.startswith("segments/")]
-    log = subprocess.run(["git", "-C", str(root), "log", "--format=%B"], capture_output=True, text=True).stdout
+    body = [
+        (root / f).read_bytes().decode("utf-8", "replace")
+        for f in files
+        if not f.startswith("segments/")
+    ]
+    log = subprocess.run(
+        ["git", "-C", str(root), "log", "--format=%B"], capture_output=True, text=True
+    ).stdout
     return "\n".join(body + [log])
 
 
@@ -37,7 +45,11 @@ def test_no_absolute_path_is_committed_and_a_moved_folder_adds_nothing(tmp_path,
     first = json.loads(ct("-C", store.root, "ingest-path", "./docs", "--json", cwd=work).stdout)
     assert first["added"] == 3
     recs = log_records(store.root)
-    assert sorted(r["source"]["path"] for r in recs) == ["docs/budget.md", "docs/notes.txt", "docs/trips/lisbon.md"]
+    assert sorted(r["source"]["path"] for r in recs) == [
+        "docs/budget.md",
+        "docs/notes.txt",
+        "docs/trips/lisbon.md",
+    ]
     assert commits(store.root)[0] == "Ingest 3 files (3 chunks) from docs/"
 
     (work / "docs").rename(work / "papers")
@@ -55,9 +67,9 @@ def test_no_absolute_path_is_committed_and_a_moved_folder_adds_nothing(tmp_path,
     assert again["added"] == 0 and again["commit"] is None
 
     # search shows where the document is now, and remembers where it was ingested
-    hits = json.loads(ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout)[
-        "hits"
-    ]
+    hits = json.loads(
+        ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout
+    )["hits"]
     assert hits[0]["source"]["path"] == "papers/trips/lisbon.md"
     assert hits[0]["source"]["ingested_as"] == "docs/trips/lisbon.md"
     text = ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact").stdout
@@ -66,25 +78,32 @@ def test_no_absolute_path_is_committed_and_a_moved_folder_adds_nothing(tmp_path,
     # a second move follows the first: the hit shows the newest place
     (work / "papers").rename(work / "notes")
     ct("-C", store.root, "ingest-path", work / "notes")
-    hits = json.loads(ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout)[
-        "hits"
-    ]
+    hits = json.loads(
+        ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout
+    )["hits"]
     assert hits[0]["source"]["path"] == "notes/trips/lisbon.md"
     assert log_records(store.root)[-1]["source"]["moved_from"] in (
         "papers/budget.md",
         "papers/notes.txt",
         "papers/trips/lisbon.md",
     )
-    (work / "notes").rename(work / "papers")  # and back: papers is a location it had, so nothing new
-    assert json.loads(ct("-C", store.root, "ingest-path", work / "papers", "--json").stdout)["added"] == 0
+    (work / "notes").rename(
+        work / "papers"
+    )  # and back: papers is a location it had, so nothing new
+    assert (
+        json.loads(ct("-C", store.root, "ingest-path", work / "papers", "--json").stdout)["added"]
+        == 0
+    )
 
     # a later change at the new place supersedes the chunk made at the old place
-    (work / "papers" / "budget.md").write_text("# Budget\n\nThe household budget is now 1,800 euros a month.\n")
+    (work / "papers" / "budget.md").write_text(
+        "# Budget\n\nThe household budget is now 1,800 euros a month.\n"
+    )
     changed = json.loads(ct("-C", store.root, "ingest-path", work / "papers", "--json").stdout)
     assert changed["added"] == 2  # the new chunk and the superseding meta record
-    hits = json.loads(ct("-C", store.root, "search", "household budget euros", "--mode", "exact", "--json").stdout)[
-        "hits"
-    ]
+    hits = json.loads(
+        ct("-C", store.root, "search", "household budget euros", "--mode", "exact", "--json").stdout
+    )["hits"]
     texts = [h["text"] for h in hits if h["type"] == "doc"]
     assert any("1,800" in t for t in texts) and not any("1,650" in t for t in texts)
 
@@ -109,7 +128,9 @@ def test_ingest_any_blobs_and_pdf_free_folder_move_too(tmp_path, store):
 def test_same_named_folders_stay_apart_and_a_single_file_is_named_by_its_folder(tmp_path, store):
     a, b = _docs(tmp_path / "a" / "docs"), tmp_path / "b" / "docs"
     b.mkdir(parents=True)
-    (b / "budget.md").write_text("# Budget\n\nA different project's budget: 90 euros for stickers.\n")
+    (b / "budget.md").write_text(
+        "# Budget\n\nA different project's budget: 90 euros for stickers.\n"
+    )
     ct("-C", store.root, "ingest-path", a / "budget.md")
     ct("-C", store.root, "ingest-path", b)
     paths = sorted(r["source"]["path"] for r in log_records(store.root))

@@ -28,11 +28,17 @@ from memstore.format.segment import (
 from memstore.format.timeutil import zone
 
 UTC = zone("UTC")
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FAST = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
-text_st = st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=400)
+text_st = st.text(
+    st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)), max_size=400
+)
 name_st = st.text(
-    st.characters(min_codepoint=32, max_codepoint=0x2FFF, blacklist_categories=("Cs",)), min_size=1, max_size=30
+    st.characters(min_codepoint=32, max_codepoint=0x2FFF, blacklist_categories=("Cs",)),
+    min_size=1,
+    max_size=30,
 )
 ts_st = st.datetimes(
     min_value=__import__("datetime").datetime(1971, 1, 1),
@@ -40,7 +46,11 @@ ts_st = st.datetimes(
     timezones=st.just(__import__("datetime").timezone.utc),
 )
 json_leaf = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**53), 2**53), text_st, st.floats(allow_nan=False, allow_infinity=False)
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    text_st,
+    st.floats(allow_nan=False, allow_infinity=False),
 )
 json_st = st.recursive(
     json_leaf,
@@ -63,7 +73,11 @@ def raw_records(draw):
         raw["session"] = draw(name_st)
     if draw(st.booleans()):
         raw["id"] = draw(name_st)
-    extra = draw(st.dictionaries(name_st.filter(lambda k: k not in recordfmt.FIELD_ORDER), json_st, max_size=3))
+    extra = draw(
+        st.dictionaries(
+            name_st.filter(lambda k: k not in recordfmt.FIELD_ORDER), json_st, max_size=3
+        )
+    )
     raw.update(extra)
     return raw
 
@@ -127,7 +141,9 @@ def test_header_round_trip(h):
 @FAST
 @given(
     st.lists(
-        st.tuples(text_st, st.integers(1, 64), st.sampled_from(["float32", "int8"]), st.integers(0, 2**40)),
+        st.tuples(
+            text_st, st.integers(1, 64), st.sampled_from(["float32", "int8"]), st.integers(0, 2**40)
+        ),
         min_size=1,
         max_size=5,
     ),
@@ -138,7 +154,9 @@ def test_pairs_round_trip(tmp_path_factory, items, data):
     sw = ShardWriter(folder)
     written = []
     for text, dim, dtype, unix in items:
-        vec = np.array(data.draw(st.lists(st.floats(-4, 4, width=32), min_size=dim, max_size=dim)), np.float32)
+        vec = np.array(
+            data.draw(st.lists(st.floats(-4, 4, width=32), min_size=dim, max_size=dim)), np.float32
+        )
         tid, vid = sw.write_pair(text, vec, dtype, unix, fsync=False)
         written.append((tid, vid, text, vec, dtype, unix))
     assert segment_ids(folder) == list(range(2 * len(items)))
@@ -158,7 +176,9 @@ def test_pairs_round_trip(tmp_path_factory, items, data):
 
 
 @FAST
-@given(st.binary(max_size=2000), st.dictionaries(name_st, json_st, max_size=4), st.integers(0, 2**40))
+@given(
+    st.binary(max_size=2000), st.dictionaries(name_st, json_st, max_size=4), st.integers(0, 2**40)
+)
 def test_blob_round_trip(tmp_path_factory, payload, manifest, unix):
     folder = tmp_path_factory.mktemp("blob")
     bid, mid = ShardWriter(folder).write_blob(payload, DT_BLOB, manifest, unix, fsync=False)
@@ -169,10 +189,14 @@ def test_blob_round_trip(tmp_path_factory, payload, manifest, unix):
 
 
 @FAST
-@given(st.binary(min_size=0, max_size=31) | st.binary(min_size=33, max_size=200), st.integers(1, 40))
+@given(
+    st.binary(min_size=0, max_size=31) | st.binary(min_size=33, max_size=200), st.integers(1, 40)
+)
 def test_truncated_or_padded_segments_are_refused(tmp_path_factory, junk, cut):
     folder = tmp_path_factory.mktemp("bad")
-    tid, _ = ShardWriter(folder).write_pair("some text here", np.ones(4, np.float32), "float32", 0, fsync=False)
+    tid, _ = ShardWriter(folder).write_pair(
+        "some text here", np.ones(4, np.float32), "float32", 0, fsync=False
+    )
     p = folder / segment_name(tid)
     good = p.read_bytes()
     for bad in (good[: max(0, len(good) - cut)], good + b"x" * cut, junk):

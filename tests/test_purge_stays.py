@@ -17,16 +17,25 @@ from test_forget import TEXT, WORDS, git, in_history, three_clones  # noqa: F401
 def objects_with_text(root, text=TEXT) -> int:
     """How many objects of the repository (every one, reachable or not) hold the text."""
     out = subprocess.run(
-        ["git", "-C", str(root), "cat-file", "--batch-all-objects", "--batch"], capture_output=True, check=True
+        ["git", "-C", str(root), "cat-file", "--batch-all-objects", "--batch"],
+        capture_output=True,
+        check=True,
     ).stdout
-    return sum(1 for chunk in out.split(b"\n") if text.encode() in chunk or text[:40].encode() in chunk)
+    return sum(
+        1 for chunk in out.split(b"\n") if text.encode() in chunk or text[:40].encode() in chunk
+    )
 
 
 def reachable_objects_with_text(root, text=TEXT) -> int:
-    ids = subprocess.run(["git", "-C", str(root), "rev-list", "--objects", "--all"], capture_output=True, text=True)
+    ids = subprocess.run(
+        ["git", "-C", str(root), "rev-list", "--objects", "--all"], capture_output=True, text=True
+    )
     names = "".join(line.split()[0] + "\n" for line in ids.stdout.splitlines())
     out = subprocess.run(
-        ["git", "-C", str(root), "cat-file", "--batch"], input=names.encode(), capture_output=True, check=True
+        ["git", "-C", str(root), "cat-file", "--batch"],
+        input=names.encode(),
+        capture_output=True,
+        check=True,
     ).stdout
     return out.count(text.encode()) + out.count(text[:40].encode())
 
@@ -44,10 +53,14 @@ def test_a_stale_clone_s_plain_pull_cannot_push_a_purge_back(three_clones):
     assert not in_history(origin) and reachable_objects_with_text(origin) == 0
 
     ct("-C", c, "add", "--session", "c-only", "A note the stale desktop never pushed about kites")
-    git(c, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")  # plain git: the old history stays in
+    git(
+        c, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main"
+    )  # plain git: the old history stays in
     assert in_history(c)
     rep = json.loads(ct("-C", c, "fsck", "--json", check=False).stdout)
-    assert not rep["ok"] and any(rid in d for d in rep["damage"]), rep  # the merge brought its line back too
+    assert not rep["ok"] and any(rid in d for d in rep["damage"]), (
+        rep
+    )  # the merge brought its line back too
     said = "\n".join(rep["warnings"])
     assert "of the old history that ct forget --purge-history rewrote" in said, said
     assert '"ct sync --drop-purged"' in said and f"ct forget --purge-history {rid}" in said, said
@@ -57,9 +70,13 @@ def test_a_stale_clone_s_plain_pull_cannot_push_a_purge_back(three_clones):
     assert reachable_objects_with_text(origin) == 0, "nothing of the old history was pushed"
 
     ct("-C", c, "sync", "--drop-purged")
-    assert objects_with_text(c) == 0, "no object of the clone keeps the text (reflog expired, pruned)"
+    assert objects_with_text(c) == 0, (
+        "no object of the clone keeps the text (reflog expired, pruned)"
+    )
     assert copies([c / ".memstore"], TEXT, ("boathouse",)) == []
-    assert "kites" in ct("-C", c, "search", "stale desktop kites").stdout, "its own unpushed record kept"
+    assert "kites" in ct("-C", c, "search", "stale desktop kites").stdout, (
+        "its own unpushed record kept"
+    )
     assert json.loads(ct("-C", c, "fsck", "--json").stdout)["ok"]
     ct("-C", a, "sync")
     assert "kites" in ct("-C", a, "search", "kites").stdout and not in_history(a)
@@ -87,14 +104,18 @@ def test_a_guarded_remote_refuses_a_stale_clone_s_plain_push_of_the_purged_histo
     ct("-C", origin, "hooks", "install")
     purge_and_publish(a)  # the purging clone's force push passes: its tip holds no purged commit
     assert reachable_objects_with_text(origin) == 0
-    ct("-C", c, "hooks", "uninstall")  # a clone without memstore's hooks: only the remote stands in the way
+    ct(
+        "-C", c, "hooks", "uninstall"
+    )  # a clone without memstore's hooks: only the remote stands in the way
     ct("-C", c, "add", "--session", "c-only", "A note the stale desktop never pushed about kites")
     forced = git_proc(c, "push", "--force", "origin", "main")
     assert forced.returncode != 0 and "--purge-history rewrote" in forced.stderr, forced.stderr
     git(c, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
     pushed = git_proc(c, "push", "origin", "main")
     assert pushed.returncode != 0 and "sync --drop-purged" in pushed.stderr, pushed.stderr
-    assert reachable_objects_with_text(origin) == 0, "the remote's history never holds the text again"
+    assert reachable_objects_with_text(origin) == 0, (
+        "the remote's history never holds the text again"
+    )
     ct("-C", c, "sync", "--drop-purged")
     assert "kites" in ct("-C", a, "sync").stderr + ct("-C", a, "search", "kites").stdout
 

@@ -66,14 +66,24 @@ def lme_questions() -> list[dict]:
         "answer": "a bicycle",
         "question_date": "2023/06/10 (Sat) 10:00",
         "haystack_session_ids": ["s_lamp", "answer_bike", "s_garden"],
-        "haystack_dates": ["2023/05/20 (Sat) 11:00", "2023/06/09 (Fri) 17:15", "2023/06/02 (Fri) 09:00"],
+        "haystack_dates": [
+            "2023/05/20 (Sat) 11:00",
+            "2023/06/09 (Fri) 17:15",
+            "2023/06/02 (Fri) 09:00",
+        ],
         "haystack_sessions": [
-            [_turn("user", "I went to buy a reading lamp for the study."), _turn("assistant", "Warm light is nice.")],
+            [
+                _turn("user", "I went to buy a reading lamp for the study."),
+                _turn("assistant", "Warm light is nice."),
+            ],
             [
                 _turn("user", "Today I went to buy a new bicycle for commuting.", True),
                 _turn("assistant", "Enjoy the rides to work!"),
             ],
-            [_turn("user", "The tomatoes in my garden are ripening."), _turn("assistant", "Water them early.")],
+            [
+                _turn("user", "The tomatoes in my garden are ripening."),
+                _turn("assistant", "Water them early."),
+            ],
         ],
         "answer_session_ids": ["answer_bike"],
     }
@@ -132,7 +142,9 @@ def write_scifact_beir(root):
     (root / "qrels").mkdir(parents=True)
     with open(root / "corpus.jsonl", "w") as f:
         for i, (title, sents) in enumerate(ABSTRACTS):
-            f.write(json.dumps({"_id": str(100 + i), "title": title, "text": " ".join(sents)}) + "\n")
+            f.write(
+                json.dumps({"_id": str(100 + i), "title": title, "text": " ".join(sents)}) + "\n"
+            )
     with open(root / "queries.jsonl", "w") as f:
         for qid, text, _ in CLAIMS + [("9", "An unjudged claim about coffee.", [])]:
             f.write(json.dumps({"_id": qid, "text": text}) + "\n")
@@ -144,17 +156,37 @@ def write_scifact_original(root):
     root.mkdir(parents=True)
     with open(root / "corpus.jsonl", "w") as f:
         for i, (title, sents) in enumerate(ABSTRACTS):
-            f.write(json.dumps({"doc_id": 100 + i, "title": title, "abstract": sents, "structured": False}) + "\n")
+            f.write(
+                json.dumps(
+                    {"doc_id": 100 + i, "title": title, "abstract": sents, "structured": False}
+                )
+                + "\n"
+            )
     with open(root / "claims_dev.jsonl", "w") as f:
         for qid, text, docs in CLAIMS[:2]:
             ev = {d: [{"sentences": [0], "label": "SUPPORT"}] for d in docs}
             f.write(
-                json.dumps({"id": int(qid), "claim": text, "evidence": ev, "cited_doc_ids": [int(d) for d in docs]})
+                json.dumps(
+                    {
+                        "id": int(qid),
+                        "claim": text,
+                        "evidence": ev,
+                        "cited_doc_ids": [int(d) for d in docs],
+                    }
+                )
                 + "\n"
             )
         qid, text, docs = CLAIMS[2]  # NOT ENOUGH INFO: no evidence, judged by the cited abstracts
         f.write(
-            json.dumps({"id": int(qid), "claim": text, "evidence": {}, "cited_doc_ids": [int(d) for d in docs]}) + "\n"
+            json.dumps(
+                {
+                    "id": int(qid),
+                    "claim": text,
+                    "evidence": {},
+                    "cited_doc_ids": [int(d) for d in docs],
+                }
+            )
+            + "\n"
         )
 
 
@@ -190,7 +222,11 @@ def run_harness(tmp_path, *args):
 
 
 def test_session_metrics_follow_the_best_turn_and_the_official_discount():
-    hs = lme.Haystack(records=[], session_of={"a1": "A", "b1": "B", "b2": "B", "c1": "C", "d1": "D"}, gold_turns={"c1"})
+    hs = lme.Haystack(
+        records=[],
+        session_of={"a1": "A", "b1": "B", "b2": "B", "c1": "C", "d1": "D"},
+        gold_turns={"c1"},
+    )
     ranked = ["b1", "a1", "b2", "c1", "d1"]  # sessions by best turn: B, A, C, D
     m = lme.score(ranked, hs, {"A", "C"})
     assert (m["recall_any@1"], m["recall_all@1"], m["ndcg@1"]) == (0.0, 0.0, 0.0)
@@ -206,9 +242,14 @@ def test_session_metrics_follow_the_best_turn_and_the_official_discount():
 
 def test_scifact_metrics_are_beirs():
     rel = {"d1": 1, "d2": 1}
-    assert scifact.ndcg(["d3", "d1", "d2"], rel, 10) == pytest.approx((1 / math.log2(3) + 0.5) / (1 + 1 / math.log2(3)))
+    assert scifact.ndcg(["d3", "d1", "d2"], rel, 10) == pytest.approx(
+        (1 / math.log2(3) + 0.5) / (1 + 1 / math.log2(3))
+    )
     assert scifact.ndcg(["d1", "d2"], rel, 10) == pytest.approx(1.0)
-    assert scifact.recall(["d3", "d1"], rel, 2) == 0.5 and scifact.recall(["d3", "d1", "d2"], rel, 2) == 0.5
+    assert (
+        scifact.recall(["d3", "d1"], rel, 2) == 0.5
+        and scifact.recall(["d3", "d1", "d2"], rel, 2) == 0.5
+    )
     assert scifact.recall(["d2", "d1"], rel, 100) == 1.0
 
 
@@ -219,7 +260,11 @@ def test_summaries_average_per_type_and_skip_missing_turn_labels():
         {"qtype": "y", "metrics": {"recall_all@5": 1.0, "turn_recall_any@10": 1.0}},
     ]
     s = lme.summarize(rows)
-    assert s["x"]["recall_all@5"] == 0.5 and s["x"]["turn_recall_any@10"] == 0.0 and s["x"]["n_turn"] == 1
+    assert (
+        s["x"]["recall_all@5"] == 0.5
+        and s["x"]["turn_recall_any@10"] == 0.0
+        and s["x"]["n_turn"] == 1
+    )
     assert s["all"]["n"] == 3 and s["all"]["recall_all@5"] == pytest.approx(2 / 3)
     assert s["all"]["turn_recall_any@10"] == 0.5
 
@@ -295,7 +340,11 @@ def test_harness_runs_end_to_end_and_writes_its_report(tmp_path, bench_data):
     assert "Not measured" not in text
     raw = json.loads((tmp_path / "c" / "quality-last.json").read_text())
     lm, sf = raw["longmemeval"], raw["scifact"]
-    assert lm["abstention_skipped"] == 1 and [r["qid"] for r in lm["rows"]] == ["q_dog", "q_bike", "q_tea"]
+    assert lm["abstention_skipped"] == 1 and [r["qid"] for r in lm["rows"]] == [
+        "q_dog",
+        "q_bike",
+        "q_tea",
+    ]
     dog = lm["rows"][0]["metrics"]
     # "dog" and "breed" are words of both gold sessions only: exact search puts them first.
     assert dog["exact"]["recall_all@5"] == 1.0 and dog["exact"]["ndcg@10"] == 1.0
@@ -305,7 +354,9 @@ def test_harness_runs_end_to_end_and_writes_its_report(tmp_path, bench_data):
     assert bike["level"] == "in_window" and bike["metrics"]["hybrid+time"]["recall_all@1"] == 1.0
     assert sf["claims"] == 3 and sf["docs"] == 10
     assert sf["summary"]["exact"]["recall@100"] == 1.0 and sf["summary"]["hybrid"]["ndcg@10"] > 0.5
-    assert sf["summary"]["naive-rrf"]["recall@100"] == 1.0  # ten abstracts: every one is in its top 100
+    assert (
+        sf["summary"]["naive-rrf"]["recall@100"] == 1.0
+    )  # ten abstracts: every one is in its top 100
     for summary in lm["summary"].values():
         for entry in summary.values():
             assert all(v is None or 0.0 <= v <= 1.0 for k, v in entry.items() if "@" in k)
@@ -317,7 +368,9 @@ def test_harness_numbers_are_the_search_output(tmp_path, bench_data):
     from memstore.adapters import get_embedder
     from memstore.retrieve.search import search
 
-    code, _ = run_harness(tmp_path, "--data", bench_data, "--only", "longmemeval", "--modes", "vector")
+    code, _ = run_harness(
+        tmp_path, "--data", bench_data, "--only", "longmemeval", "--modes", "vector"
+    )
     assert code == 0
     raw = json.loads((tmp_path / "c" / "quality-last.json").read_text())
     _, qs = lme.load(bench_data / "longmemeval")
@@ -335,13 +388,17 @@ def test_missing_data_fails_naming_the_path_and_keeps_the_report(tmp_path, capsy
     code, _ = run_harness(tmp_path, "--data", tmp_path / "no-such-data")
     assert code == 2
     err = capsys.readouterr().err
-    assert str(tmp_path / "no-such-data" / "longmemeval") in err and str(tmp_path / "no-such-data" / "scifact") in err
+    assert (
+        str(tmp_path / "no-such-data" / "longmemeval") in err
+        and str(tmp_path / "no-such-data" / "scifact") in err
+    )
     assert out.read_text() == "previous report\n"
     code, _ = run_harness(tmp_path, "--data", tmp_path / "no-such-data", "--allow-missing")
     assert code == 0
     text = out.read_text()
     assert (
-        "## Not measured: the benchmark data was absent" in text and str(tmp_path / "no-such-data" / "scifact") in text
+        "## Not measured: the benchmark data was absent" in text
+        and str(tmp_path / "no-such-data" / "scifact") in text
     )
     assert "| **memstore hybrid** | — | — | — | — | — | — |" in text and "not measured" in text
 
@@ -356,7 +413,16 @@ def test_minilm_run_fills_the_cache_once_and_repeats_its_numbers(tmp_path, bench
     """With the real model every distinct turn is embedded once into the harness's cache file."""
     import sqlite3
 
-    args = ["--embedder", "minilm", "--only", "longmemeval", "--modes", "vector,hybrid", "--data", bench_data]
+    args = [
+        "--embedder",
+        "minilm",
+        "--only",
+        "longmemeval",
+        "--modes",
+        "vector,hybrid",
+        "--data",
+        bench_data,
+    ]
     code, _ = run_harness(tmp_path, *args)
     assert code == 0
     raw = tmp_path / "c" / "quality-last.json"
@@ -365,19 +431,28 @@ def test_minilm_run_fills_the_cache_once_and_repeats_its_numbers(tmp_path, bench
     distinct = {r["text"] for q in lme.stratified(qs, None) for r in lme.haystack(q).records}
     assert first["longmemeval"]["embedding"]["distinct_texts"] == len(distinct)
     with sqlite3.connect(tmp_path / "c" / "emb.sqlite") as db:
-        assert db.execute("SELECT COUNT(*) FROM entries WHERE kind = 'passage'").fetchone()[0] == len(distinct)
+        assert db.execute("SELECT COUNT(*) FROM entries WHERE kind = 'passage'").fetchone()[
+            0
+        ] == len(distinct)
     code, _ = run_harness(tmp_path, *args)
     again = json.loads(raw.read_text())
     assert code == 0 and [r["metrics"] for r in again["longmemeval"]["rows"]] == [
         r["metrics"] for r in first["longmemeval"]["rows"]
     ]
-    assert first["longmemeval"]["rows"][0]["metrics"]["hybrid"]["recall_any@1"] == 1.0  # the beagle turns
+    assert (
+        first["longmemeval"]["rows"][0]["metrics"]["hybrid"]["recall_any@1"] == 1.0
+    )  # the beagle turns
 
 
 def test_limit_and_claims():
     assert quality.parse_args(["--limit", "3"]).claims == 3  # --limit alone: both benchmarks
-    assert quality.parse_args(["--limit", "3", "--claims", "0"]).claims is None  # every SciFact claim
-    assert quality.parse_args(["--claims", "50"]).claims == 50 and quality.parse_args([]).claims is None
+    assert (
+        quality.parse_args(["--limit", "3", "--claims", "0"]).claims is None
+    )  # every SciFact claim
+    assert (
+        quality.parse_args(["--claims", "50"]).claims == 50
+        and quality.parse_args([]).claims is None
+    )
     with pytest.raises(SystemExit):
         quality.parse_args(["--claims", "-1"])
 
@@ -391,7 +466,10 @@ def test_the_dev_split_file_names_are_found(tmp_path):
     with lzma.open(folder / "longmemeval_s_dev.json.xz", "wt", encoding="utf-8") as fh:
         json.dump(lme_questions(), fh)
     file, questions = lme.load(folder)
-    assert file.name == "longmemeval_s_dev.json.xz" and [q.qid for q in questions][:2] == ["q_dog", "q_bike"]
+    assert file.name == "longmemeval_s_dev.json.xz" and [q.qid for q in questions][:2] == [
+        "q_dog",
+        "q_bike",
+    ]
     (folder / "longmemeval_s_dev.json.xz").write_bytes(b"\xfd7zXZ\x00broken")
     with pytest.raises(FormatError, match="longmemeval_s_dev.json.xz"):
         lme.load(folder)

@@ -26,7 +26,13 @@ NOW = "2026-11-30T10:00:00"  # Monday morning on the store's wall clock (09:00 U
 TURNS = [
     ("2026-11-28T19:00:00", "user", "ana", "trip", "First idea for the trip budget: 3000 euros."),
     ("2026-11-28T19:05:00", "assistant", "nova", "trip", "Noted, 3000 euros as a starting budget."),
-    ("2026-11-29T09:00:00", "user", "ana", "work", "Morning. The project budget review is on Friday."),
+    (
+        "2026-11-29T09:00:00",
+        "user",
+        "ana",
+        "work",
+        "Morning. The project budget review is on Friday.",
+    ),
     ("2026-11-29T18:10:00", "user", "ana", "trip", "Let's cap the trip budget at 2,400 euros."),
     ("2026-11-29T18:12:00", "assistant", "nova", "trip", "Agreed: the budget cap is 2,400 euros."),
     ("2026-11-29T18:20:00", "user", "ana", "work", "Reminder: send the slides to Bo."),
@@ -72,7 +78,14 @@ def _texts(res):
 
 
 def test_end_to_end_yesterday_evening_budget_only_those_lines_best_first(berlin):
-    out = ct("-C", berlin.root, "recall", "--now", NOW, "what did we say yesterday evening about the budget").stdout
+    out = ct(
+        "-C",
+        berlin.root,
+        "recall",
+        "--now",
+        NOW,
+        "what did we say yesterday evening about the budget",
+    ).stdout
     lines = out.splitlines()
     assert lines[0].startswith("[NOW] 2026-11-30 10:00 Mon (Europe/Berlin)")
     assert "yesterday evening" in lines[1] and "2026-11-29 17:00 to 2026-11-29 22:00" in lines[1]
@@ -86,7 +99,13 @@ def test_end_to_end_yesterday_evening_budget_only_those_lines_best_first(berlin)
 def test_json_shape(berlin):
     data = json.loads(
         ct(
-            "-C", berlin.root, "recall", "--now", NOW, "--json", "what did we say yesterday evening about the budget"
+            "-C",
+            berlin.root,
+            "recall",
+            "--now",
+            NOW,
+            "--json",
+            "what did we say yesterday evening about the budget",
         ).stdout
     )
     assert set(data) >= {"query", "window", "level", "hits", "notes", "now"}
@@ -100,7 +119,9 @@ def test_json_shape(berlin):
     assert data["level"] == IN_WINDOW and data["now"] == "2026-11-30T09:00:00.000000Z"
     hits = data["hits"]
     assert sorted(h["text"] for h in hits) == sorted(ln.split(": ", 1)[1] for ln in EVENING_BUDGET)
-    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)  # best first
+    assert [h["score"] for h in hits] == sorted(
+        (h["score"] for h in hits), reverse=True
+    )  # best first
     for h in hits:
         assert {"id", "ts", "actor", "role", "type", "text", "session", "day", "flags"} <= set(h)
         assert "exact" in h["flags"] and "low_confidence" not in h["flags"]
@@ -112,7 +133,9 @@ def test_no_time_phrase_gives_a_null_window(berlin):
     assert [h["text"] for h in data["hits"]] == ["Good morning, flights are booked."]
 
 
-@pytest.mark.parametrize("question", ["yesterday evening", "what did we talk about yesterday evening?"])
+@pytest.mark.parametrize(
+    "question", ["yesterday evening", "what did we talk about yesterday evening?"]
+)
 def test_no_keywords_lists_the_whole_window_in_time_order(berlin, question):
     res = recall(berlin, question, now=NOW)
     assert res.level == WHOLE_WINDOW and res.keywords == ""
@@ -127,7 +150,10 @@ def test_nothing_in_window_still_ranks_the_window_then_labels_outside_matches(be
     window = [t[4] for t in TURNS if "2026-11-29T17" < t[0] < "2026-11-29T22"]
     assert sorted(_texts(res)[:-1]) == sorted(window)
     assert all(h.flags[0] == "window_only" for h in res.hits[:-1])
-    assert _texts(res)[-1] == "Good morning, flights are booked." and "outside_window" in res.hits[-1].flags
+    assert (
+        _texts(res)[-1] == "Good morning, flights are booked."
+        and "outside_window" in res.hits[-1].flags
+    )
     out = ct("-C", berlin.root, "recall", "--now", NOW, "yesterday evening flights").stdout
     assert "[2026-11-30 08:00] [outside] ana: Good morning, flights are booked." in out
     assert "[window] ana: Shall we order pizza tonight?" in out
@@ -139,7 +165,10 @@ def test_outside_matches_are_the_nearest_in_time(berlin):
     assert res.level == OUTSIDE_WINDOW and res.window_lines == 0
     assert any("Nothing on record in 'in March'" in n for n in res.notes)
     # The two budget lines closest to March... are the earliest ones, in time order.
-    assert _texts(res) == ["First idea for the trip budget: 3000 euros.", "Noted, 3000 euros as a starting budget."]
+    assert _texts(res) == [
+        "First idea for the trip budget: 3000 euros.",
+        "Noted, 3000 euros as a starting budget.",
+    ]
 
 
 def test_nothing_anywhere_is_reported_as_absence(berlin):
@@ -166,7 +195,10 @@ def test_around_adds_neighbours_of_the_same_session_only(berlin):
     # The 18:20 line sits between them in time but belongs to another session.
     assert "Reminder: send the slides to Bo." not in _texts(res)
     out = ct("-C", berlin.root, "recall", "--now", NOW, "--around", "1", "pizza").stdout
-    assert "  [2026-11-29 18:12] nova: Agreed" in out and "\n[2026-11-29 18:30] ana: Shall we order pizza" in out
+    assert (
+        "  [2026-11-29 18:12] nova: Agreed" in out
+        and "\n[2026-11-29 18:30] ana: Shall we order pizza" in out
+    )
 
 
 def test_docs_are_left_out_unless_asked(berlin):
@@ -175,8 +207,12 @@ def test_docs_are_left_out_unless_asked(berlin):
     with_docs = recall(berlin, "yesterday evening", now=NOW, docs=True)
     assert "Budget policy handbook: travel budget rules." in _texts(with_docs)
     ranked = recall(berlin, "yesterday evening handbook", now=NOW, docs=True)
-    assert ranked.level == IN_WINDOW and _texts(ranked) == ["Budget policy handbook: travel budget rules."]
-    out = ct("-C", berlin.root, "recall", "--now", NOW, "--docs", "yesterday evening handbook").stdout
+    assert ranked.level == IN_WINDOW and _texts(ranked) == [
+        "Budget policy handbook: travel budget rules."
+    ]
+    out = ct(
+        "-C", berlin.root, "recall", "--now", NOW, "--docs", "yesterday evening handbook"
+    ).stdout
     assert "document (doc): Budget policy handbook" in out
 
 
@@ -222,13 +258,18 @@ def test_low_confidence_hits_are_flagged(tmp_path):
 def test_no_phrase_and_no_keywords_shows_the_latest_lines(berlin):
     res = recall(berlin, "what did we say?", now=NOW, k=2)
     assert res.level == RECENT
-    assert _texts(res) == ["Late note: the budget might need a buffer.", "Good morning, flights are booked."]
+    assert _texts(res) == [
+        "Late note: the budget might need a buffer.",
+        "Good morning, flights are booked.",
+    ]
 
 
 def test_recall_sees_a_line_added_after_the_last_index_update(berlin):
     recall(berlin, "budget", now=NOW)
     berlin.add("The hotel budget is 600 euros.", session="trip", ts="2026-11-30T09:30:00")
-    assert "The hotel budget is 600 euros." in _texts(recall(berlin, "this morning budget", now=NOW))
+    assert "The hotel budget is 600 euros." in _texts(
+        recall(berlin, "this morning budget", now=NOW)
+    )
 
 
 def test_multiline_text_stays_verbatim(tmp_path):

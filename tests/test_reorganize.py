@@ -28,7 +28,12 @@ def test_ship_of_theseus_is_consolidated_in_one_commit(tmp_path):
     ids = converse(
         st,
         _interleave(THESEUS, DISTRACTORS)
-        + [("Final unrelated question about knitting wool socks.", "Use merino wool and a 2.5 mm needle for socks.")],
+        + [
+            (
+                "Final unrelated question about knitting wool socks.",
+                "Use merino wool and a 2.5 mm needle for socks.",
+            )
+        ],
     )
     before = treefmt.read(st.root)
     owner = before.topic_of()
@@ -64,13 +69,25 @@ def test_ship_of_theseus_is_consolidated_in_one_commit(tmp_path):
 def test_semantic_drift_veto_keeps_python_snake_and_language_apart(tmp_path):
     st = make_store(tmp_path / "s")
     ids = converse(
-        st, [SNAKE[0], DISTRACTORS[0], CODE[0], DISTRACTORS[1], SNAKE[1], DISTRACTORS[2], CODE[1], DISTRACTORS[3]]
+        st,
+        [
+            SNAKE[0],
+            DISTRACTORS[0],
+            CODE[0],
+            DISTRACTORS[1],
+            SNAKE[1],
+            DISTRACTORS[2],
+            CODE[1],
+            DISTRACTORS[3],
+        ],
     )
     owner = treefmt.read(st.root).topic_of()
     snake = {owner[ids[0][0]], owner[ids[4][0]]}
     code = {owner[ids[2][0]], owner[ids[6][0]]}
     assert not snake & code
-    res = reorganize(st, threshold=0.0)  # let every pair through the similarity gate: only the veto decides
+    res = reorganize(
+        st, threshold=0.0
+    )  # let every pair through the similarity gate: only the veto decides
     after = treefmt.read(st.root).topic_of()
     assert after[ids[0][0]] == after[ids[4][0]], "the two snake branches merge"
     assert after[ids[2][0]] == after[ids[6][0]], "the two code branches merge"
@@ -110,14 +127,20 @@ def test_prune_trivial_archives_in_the_tree_only(tmp_path):
     tree = treefmt.read(st.root)
     assert set(ids[1]) <= set(tree.archived)
     assert ids[2][0] in tree.topic_of(), "a short fact is not small talk"
-    assert {ids[1][0]} <= {h.id for h in search(st, "ok thanks", k=5)}, "archived turns stay in the index"
+    assert {ids[1][0]} <= {h.id for h in search(st, "ok thanks", k=5)}, (
+        "archived turns stay in the index"
+    )
     assert "archived 2 trivial turns" in ct("-C", st.root, "diff", "HEAD~1").stdout
     assert git_clean(st.root)
 
 
 def test_a_few_hundred_turns_acceptance(tmp_path):
     st = make_store(tmp_path / "s")
-    converse(st, filler(160, seed=3) + [("Final question about knitting wool socks.", "Use merino wool.")], batch=40)
+    converse(
+        st,
+        filler(160, seed=3) + [("Final question about knitting wool socks.", "Use merino wool.")],
+        batch=40,
+    )
     before = treefmt.read(st.root)
     n = len(commits(st.root))
     out = json.loads(ct("-C", st.root, "reorganize", "--json").stdout)  # default threshold 0.55
@@ -131,7 +154,11 @@ def test_a_few_hundred_turns_acceptance(tmp_path):
     for m in diff["merged"]:
         for rid in before.topics[m["id"]].records[:2]:
             assert owner[rid] == m.get("now_in", m["into"])
-            row = st.index().conn.execute("SELECT rowid FROM records WHERE id=?", (rid,)).fetchone()[0]
+            row = (
+                st.index()
+                .conn.execute("SELECT rowid FROM records WHERE id=?", (rid,))
+                .fetchone()[0]
+            )
             text = st.index().record_at(row)["text"]
             assert rid in {h.id for h in search(st, text, k=10)}
             ctx = build_context(st, text, recent=0)
@@ -140,21 +167,32 @@ def test_a_few_hundred_turns_acceptance(tmp_path):
     first = before.topics[diff["merged"][0]["id"]].records[0]
     row = st.index().conn.execute("SELECT rowid FROM records WHERE id=?", (first,)).fetchone()[0]
     text = st.index().record_at(row)["text"]
-    hits = json.loads(ct("-C", st.root, "context", text, "--json", "--recent", "0", "--budget", "800").stdout)
+    hits = json.loads(
+        ct("-C", st.root, "context", text, "--json", "--recent", "0", "--budget", "800").stdout
+    )
     assert text in {h["text"] for h in hits["sections"]["recall"]} and hits["tokens"] <= 800
 
     # merges join branches of the same subject (the filler has eight), not just any two topics
     def subject(topic):
         found = Counter()
         for rid in topic.records:
-            row = st.index().conn.execute("SELECT rowid FROM records WHERE id=?", (rid,)).fetchone()[0]
+            row = (
+                st.index()
+                .conn.execute("SELECT rowid FROM records WHERE id=?", (rid,))
+                .fetchone()[0]
+            )
             found[subject_of(st.index().record_at(row)["text"])] += 1
         return found.most_common(1)[0][0]
 
-    crossed = [m for m in out["merges"] if subject(before.topics[m["older"]]) != subject(before.topics[m["newer"]])]
+    crossed = [
+        m
+        for m in out["merges"]
+        if subject(before.topics[m["older"]]) != subject(before.topics[m["newer"]])
+    ]
     assert len(crossed) <= max(1, len(out["merges"]) // 50)
     assert (
-        len([t for t in after.topics.values() if t.records]) < len([t for t in before.topics.values() if t.records]) / 2
+        len([t for t in after.topics.values() if t.records])
+        < len([t for t in before.topics.values() if t.records]) / 2
     )
 
 
@@ -167,7 +205,9 @@ def test_diff_bad_revision_is_a_usage_error(store):
 def test_drift_veto_with_the_real_model(tmp_path):
     """With real semantics the snake/language pair clears a realistic threshold; the veto still holds."""
     st = make_store(tmp_path / "s", embedder="minilm")
-    ids = converse(st, [SNAKE[0], DISTRACTORS[0], CODE[0], DISTRACTORS[1], SNAKE[1], DISTRACTORS[2]])
+    ids = converse(
+        st, [SNAKE[0], DISTRACTORS[0], CODE[0], DISTRACTORS[1], SNAKE[1], DISTRACTORS[2]]
+    )
     res = reorganize(st, threshold=0.2)
     after = treefmt.read(st.root).topic_of()
     assert after[ids[0][0]] == after[ids[4][0]]

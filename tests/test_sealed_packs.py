@@ -55,13 +55,18 @@ def _pair(tmp_path, embedder: str, adds: int):
         for k in range(5)
     ]
     ids = [r["id"] for r in st.write(batch, "Add 5 turns").added]
-    ids += [_add(a, f"turn {k}: the night train to vienna leaves at {k} o'clock", k) for k in range(adds)]
+    ids += [
+        _add(a, f"turn {k}: the night train to vienna leaves at {k} o'clock", k)
+        for k in range(adds)
+    ]
     git(a, "push", "-q", "-u", "origin", "main")
     return a, _clone(origin, tmp_path / "b"), ids
 
 
 def _add(root, text: str, minute: int) -> str:
-    out = ct("-C", root, "add", "--session", "s", "--ts", f"{DAY}T10:{minute:02d}:00Z", text, "--json").stdout
+    out = ct(
+        "-C", root, "add", "--session", "s", "--ts", f"{DAY}T10:{minute:02d}:00Z", text, "--json"
+    ).stdout
     return json.loads(out)["ids"][0]
 
 
@@ -98,7 +103,9 @@ def test_two_clones_forget_different_records_of_one_day_and_pull(tmp_path, embed
 
 @pytest.mark.parametrize("mode", PULLS)
 @pytest.mark.parametrize("embedder", EMBEDDERS)
-def test_a_forget_on_one_clone_and_a_consolidating_write_on_the_other_pull(tmp_path, embedder, mode):
+def test_a_forget_on_one_clone_and_a_consolidating_write_on_the_other_pull(
+    tmp_path, embedder, mode
+):
     a, b, ids = _pair(tmp_path, embedder, 7)
     ct("-C", a, "forget", ids[3])
     git(a, "push", "-q", "origin", "main")
@@ -198,7 +205,8 @@ def test_two_clones_importing_the_same_file_write_the_same_lines_and_a_merge_kee
     a, b, _ids = _pair(tmp_path, "hash", 0)
     turns = tmp_path / "turns.jsonl"
     rows = [
-        {"ts": f"{DAY}T1{k}:00:00Z", "role": "user", "session": "imp", "text": f"imported turn {k}"} for k in range(3)
+        {"ts": f"{DAY}T1{k}:00:00Z", "role": "user", "session": "imp", "text": f"imported turn {k}"}
+        for k in range(3)
     ]
     turns.write_text("".join(json.dumps(r) + "\n" for r in rows))
     for root in (a, b):

@@ -32,16 +32,23 @@ def test_chunked_scans_equal_the_exact_scan(filled, method, monkeypatch):
     monkeypatch.setattr(ann, "SPLIT_ROWS", 20)  # chunks shared by two threads
     index = filled.index(update=False)
     window = Filters(
-        since=from_iso("2026-01-02T05:00:00Z").timestamp(), until=from_iso("2026-01-05T00:00:00Z").timestamp()
+        since=from_iso("2026-01-02T05:00:00Z").timestamp(),
+        until=from_iso("2026-01-05T00:00:00Z").timestamp(),
     )
-    for query, filters in (("budget review", Filters()), ("garden recipe note", window), ("flight", window)):
+    for query, filters in (
+        ("budget review", Filters()),
+        ("garden recipe note", window),
+        ("flight", window),
+    ):
         q = filled.embedder.embed_query(query)
         assert_same_ranking(
             vector_candidates(index, q, filters, 20, method=method),
             vector_candidates(index, q, filters, 20, method="exact"),
         )
     suffix = ".f16" if method == "fp16" else ".i8"
-    assert any(p.suffix == suffix for p in filled.meta_dir.iterdir())  # the sidecar is kept in .memstore/
+    assert any(
+        p.suffix == suffix for p in filled.meta_dir.iterdir()
+    )  # the sidecar is kept in .memstore/
 
 
 def test_hybrid_shares_the_scan_and_keeps_both_lists(filled, monkeypatch):
@@ -49,7 +56,9 @@ def test_hybrid_shares_the_scan_and_keeps_both_lists(filled, monkeypatch):
 
     index = filled.index(update=False)
     q = filled.embedder.embed_query("hotel deadline")
-    want_exact, want_vec = hybrid_candidates(index, "hotel deadline", q, Filters(), 15, method="exact")
+    want_exact, want_vec = hybrid_candidates(
+        index, "hotel deadline", q, Filters(), 15, method="exact"
+    )
     seen = []
     real = ann.Work.run_beside
 
@@ -74,10 +83,14 @@ def test_int8_sidecar_reloads_and_extends(filled):
     before = vector_candidates(index, q, Filters(), 10, method="int8")
     path = ann.int8_path(index.meta_dir, int(index._meta(index.conn, "gen", "0")))
     vecs, _ = index.matrix()
-    assert path.stat().st_size == 4 * vecs.shape[1] + vecs.shape[0] * vecs.shape[1]  # scales, then one byte a value
+    assert (
+        path.stat().st_size == 4 * vecs.shape[1] + vecs.shape[0] * vecs.shape[1]
+    )  # scales, then one byte a value
     fresh = Index(filled)  # another process: codes read back from the file
     assert vector_candidates(fresh, q, Filters(), 10, method="int8") == before
-    write_turns(filled, [("2026-01-09T10:00:00Z", "user", "hotel deadline hotel deadline", "s1", "me")])
+    write_turns(
+        filled, [("2026-01-09T10:00:00Z", "user", "hotel deadline hotel deadline", "s1", "me")]
+    )
     index = filled.index()
     top = vector_candidates(index, q, Filters(), 1, method="int8")
     assert top == vector_candidates(index, q, Filters(), 1, method="exact")
@@ -127,7 +140,11 @@ def test_work_runs_each_task_once_and_raises_in_the_caller():
 
 
 def test_best_keeps_the_highest_scores_of_all_parts():
-    parts = [(np.array([0.1, 0.9]), np.array([3, 4])), None, (np.array([0.5, 0.7, 0.2]), np.array([10, 11, 12]))]
+    parts = [
+        (np.array([0.1, 0.9]), np.array([3, 4])),
+        None,
+        (np.array([0.5, 0.7, 0.2]), np.array([10, 11, 12])),
+    ]
     assert sorted(ann.best(parts, 3).tolist()) == [4, 10, 11]
     assert sorted(ann.best(parts, 10).tolist()) == [3, 4, 10, 11, 12]
     assert ann.best([], 5).size == 0
@@ -151,4 +168,7 @@ def test_growing_into_the_int8_scan_drops_the_float16_copy(filled):
     fp16 = vector_candidates(index, q, Filters(), 10, method="fp16")
     assert ann.fp16_path(index.meta_dir, gen).exists()
     assert vector_candidates(index, q, Filters(), 10, method="int8")[0] == fp16[0]
-    assert not ann.fp16_path(index.meta_dir, gen).exists() and ann.int8_path(index.meta_dir, gen).exists()
+    assert (
+        not ann.fp16_path(index.meta_dir, gen).exists()
+        and ann.int8_path(index.meta_dir, gen).exists()
+    )

@@ -22,7 +22,9 @@ from conftest_openai import openai_server  # noqa: F401  (fixture)
 _rng = random.Random(13)
 _B62 = string.ascii_letters + string.digits
 TOKEN = "gh" + "p_" + "".join(_rng.choice(_B62) for _ in range(36))
-AWS_ID = "AK" + "IA" + "".join(_rng.choice(string.ascii_uppercase + string.digits) for _ in range(16))
+AWS_ID = (
+    "AK" + "IA" + "".join(_rng.choice(string.ascii_uppercase + string.digits) for _ in range(16))
+)
 AWS_SECRET = "".join(_rng.choice(_B62 + "/+") for _ in range(40))
 _KEY_BODY = base64.b64encode(_rng.randbytes(240)).decode()
 PRIVATE_KEY = (
@@ -43,7 +45,10 @@ SECRETS = {
 def history(root) -> str:
     """Everything git holds: every commit's message and patch, on every ref."""
     return subprocess.run(
-        ["git", "-C", str(root), "log", "-p", "--all", "--format=%H %B"], capture_output=True, text=True, check=True
+        ["git", "-C", str(root), "log", "-p", "--all", "--format=%H %B"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
 
 
@@ -133,16 +138,30 @@ def _ingest_any(root, tmp, text, flags):
 
 
 def _watch(root, tmp, text, flags):
-    return ct("-C", root, "watch", "--once", "--kind", "jsonl", *flags, _jsonl_file(tmp, text), check=False)
+    return ct(
+        "-C",
+        root,
+        "watch",
+        "--once",
+        "--kind",
+        "jsonl",
+        *flags,
+        _jsonl_file(tmp, text),
+        check=False,
+    )
 
 
 def _mcp(root, tmp, text, flags):
     from memstore.serve.mcp import MemoryServer
 
-    mode = {"--allow-secrets": "allow", "--redact-secrets": "redact"}.get(flags[0] if flags else "", "refuse")
+    mode = {"--allow-secrets": "allow", "--redact-secrets": "redact"}.get(
+        flags[0] if flags else "", "refuse"
+    )
 
     async def main():
-        return await MemoryServer(root, allow_secrets_override=mode == "allow").add(text, secrets=mode)
+        return await MemoryServer(root, allow_secrets_override=mode == "allow").add(
+            text, secrets=mode
+        )
 
     try:
         anyio.run(main)
@@ -156,9 +175,15 @@ def _http(root, tmp, text, flags):
     import urllib.error
     import urllib.request
 
-    mode = {"--allow-secrets": "allow", "--redact-secrets": "redact"}.get(flags[0] if flags else "", "refuse")
-    server = make_server(root, port=0, log=False, writable=True, allow_secrets_override=mode == "allow")
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    mode = {"--allow-secrets": "allow", "--redact-secrets": "redact"}.get(
+        flags[0] if flags else "", "refuse"
+    )
+    server = make_server(
+        root, port=0, log=False, writable=True, allow_secrets_override=mode == "allow"
+    )
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         req = urllib.request.Request(
@@ -207,7 +232,9 @@ def test_secret_refused_on_every_write_path(tmp_path, path, kind):
     assert all(p not in log for p in parts)
 
 
-@pytest.mark.parametrize("path", ["add", "add-stdin", "import-jsonl", "ingest-path", "watch", "mcp-add", "http-add"])
+@pytest.mark.parametrize(
+    "path", ["add", "add-stdin", "import-jsonl", "ingest-path", "watch", "mcp-add", "http-add"]
+)
 def test_allow_secrets_stores_verbatim_but_never_in_subjects_or_topics(tmp_path, path):
     st = make_store(tmp_path / "s")
     text, parts = SECRETS["token"]
@@ -255,7 +282,9 @@ def test_build_wiki_page_with_a_secret_is_refused(tmp_path):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         st = make_store(tmp_path / "s")
@@ -263,10 +292,21 @@ def test_build_wiki_page_with_a_secret_is_refused(tmp_path):
         topics.write_text("Leaky_page\n")
         base = f"http://127.0.0.1:{server.server_address[1]}/wiki/"
         before = commits(st.root)
-        proc = ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base, check=False)
+        proc = ct(
+            "-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base, check=False
+        )
         assert proc.returncode == 9 and "credentials" in proc.stderr
         assert commits(st.root) == before and AWS_SECRET not in history(st.root)
-        ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base, "--redact-secrets")
+        ct(
+            "-C",
+            st.root,
+            "build-wiki",
+            "--topics-file",
+            topics,
+            "--base-url",
+            base,
+            "--redact-secrets",
+        )
         assert AWS_SECRET not in history(st.root) and AWS_ID not in history(st.root)
     finally:
         server.shutdown()
@@ -280,9 +320,17 @@ def _big_import(tmp_path, n=40, secret_at=(5, 23)):
         text = f"turn {i}: we talked about the garden and the roses"
         if i in secret_at:
             text = f"pasted config for turn {i}:\n" + json.dumps(
-                {"auths": {"https://index.docker.io/v1/": {"auth": base64.b64encode(b"ann:Zr2LmX4vTn7KpW1s").decode()}}}
+                {
+                    "auths": {
+                        "https://index.docker.io/v1/": {
+                            "auth": base64.b64encode(b"ann:Zr2LmX4vTn7KpW1s").decode()
+                        }
+                    }
+                }
             )
-        rows.append({"ts": f"2026-03-01T10:{i:02d}:00Z", "role": "user", "text": text, "id": f"t{i}"})
+        rows.append(
+            {"ts": f"2026-03-01T10:{i:02d}:00Z", "role": "user", "text": text, "id": f"t{i}"}
+        )
     f = tmp_path / "month.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return f
@@ -313,10 +361,17 @@ def test_redact_secrets_replaces_the_secret_and_says_so(tmp_path):
     st = make_store(tmp_path / "s")
     f = _big_import(tmp_path)
     ct("-C", st.root, "import", "jsonl", "--redact-secrets", f)
-    recs = [json.loads(line) for p in (st.root / "log").rglob("*.jsonl") for line in p.read_text().splitlines()]
+    recs = [
+        json.loads(line)
+        for p in (st.root / "log").rglob("*.jsonl")
+        for line in p.read_text().splitlines()
+    ]
     assert len(recs) == 40
     red = [r for r in recs if r["id"] in ("t5", "t23")]
-    assert all("[REDACTED docker-auth]" in r["text"] and r["meta"]["redacted"] == ["docker-auth"] for r in red)
+    assert all(
+        "[REDACTED docker-auth]" in r["text"] and r["meta"]["redacted"] == ["docker-auth"]
+        for r in red
+    )
     assert base64.b64encode(b"ann:Zr2LmX4vTn7KpW1s").decode() not in history(st.root)
     out = ct("-C", st.root, "search", "--json", "pasted config").stdout
     assert "REDACTED" in out
@@ -343,13 +398,44 @@ def test_a_group_name_never_holds_an_allowed_secret(tmp_path):
     st = make_store(tmp_path / "s")
     toml = st.root / "memstore.toml"
     toml.write_text(toml.read_text().replace("[settings]", "[settings]\nmax_children = 2"))
-    fillers = ["orchard pruning schedule", "kayak paddle length", "violin rosin brand", "quilt batting weight"]
-    for i, subject in enumerate(fillers):  # so the token is a rare word in the store, not a common one
-        ct("-C", st.root, "add", "--session", f"f{i}", "--ts", f"2025-12-0{i + 1}T10:00:00Z", f"{subject} {subject}")
-    subjects = ["sourdough starter feeding", "bicycle chain lubrication", "tax return deadline", "guitar string gauge"]
+    fillers = [
+        "orchard pruning schedule",
+        "kayak paddle length",
+        "violin rosin brand",
+        "quilt batting weight",
+    ]
+    for i, subject in enumerate(
+        fillers
+    ):  # so the token is a rare word in the store, not a common one
+        ct(
+            "-C",
+            st.root,
+            "add",
+            "--session",
+            f"f{i}",
+            "--ts",
+            f"2025-12-0{i + 1}T10:00:00Z",
+            f"{subject} {subject}",
+        )
+    subjects = [
+        "sourdough starter feeding",
+        "bicycle chain lubrication",
+        "tax return deadline",
+        "guitar string gauge",
+    ]
     for i, subject in enumerate(subjects):
         text = f"{subject} {subject} note {TOKEN} again {TOKEN} and {TOKEN}"
-        ct("-C", st.root, "add", "--allow-secrets", "--session", f"s{i}", "--ts", f"2026-01-0{i + 1}T10:00:00Z", text)
+        ct(
+            "-C",
+            st.root,
+            "add",
+            "--allow-secrets",
+            "--session",
+            f"s{i}",
+            "--ts",
+            f"2026-01-0{i + 1}T10:00:00Z",
+            text,
+        )
     tree = "".join(p.read_text() for p in (st.root / "tree").rglob("*.jsonl"))
     assert "related topics" in tree, "the topics were grouped"
     assert TOKEN not in tree and TOKEN[4:20] not in tree and TOKEN.lower() not in tree
@@ -373,14 +459,26 @@ def test_names_scan_a_clean_text_once_and_an_allowed_secret_every_time(tmp_path)
             "s1",
             f"release pipeline step {i}: https://example.org/project/pull/{1000 + i}",
         )
-    ct("-C", st.root, "add", "--allow-secrets", "--session", "s1", f"release pipeline token {TOKEN}")
-    after = modules_after(["-C", st.root, "add", "--session", "s1", "release pipeline step 4"], ("detect_secrets",))
+    ct(
+        "-C",
+        st.root,
+        "add",
+        "--allow-secrets",
+        "--session",
+        "s1",
+        f"release pipeline token {TOKEN}",
+    )
+    after = modules_after(
+        ["-C", st.root, "add", "--session", "s1", "release pipeline step 4"], ("detect_secrets",)
+    )
     # the allowed secret is scanned again (detect-secrets is how a vendor token is recognised) ...
     assert after == ["detect_secrets"]
     tree = "".join(p.read_text() for p in (st.root / "tree").rglob("*.jsonl"))
     assert TOKEN[4:20] not in tree
     index = st.index()
-    texts = {r["text"] for r in (index.record_at(rowid) for _id, rowid, *_ in queries.record_rows(index))}
+    texts = {
+        r["text"] for r in (index.record_at(rowid) for _id, rowid, *_ in queries.record_rows(index))
+    }
     secret_text = next(t for t in texts if TOKEN in t)
     saved = set(queries.clean_keys(index, [secret_policy.clean_key(t) for t in texts]))
     assert secret_policy.clean_key(secret_text) not in saved
@@ -391,11 +489,23 @@ def test_an_allowed_secret_is_never_sent_to_the_topic_model(tmp_path, openai_ser
     """With topics named by an LLM (opt-in), what the model is shown to name, summarise or place a
     topic is scrubbed like the names themselves: a secret kept verbatim by --allow-secrets stays home."""
     monkeypatch.setenv("MEMSTORE_LLM_TOPICS", "1")
-    openai_server.replies = lambda body: '{"belongs_to_current": true}' if "JSON" in str(body) else "Token talk"
+    openai_server.replies = lambda body: (
+        '{"belongs_to_current": true}' if "JSON" in str(body) else "Token talk"
+    )
     st = make_store(tmp_path / "s")
     for i in range(3):
         text = f"deploy step {i}: the token is {TOKEN} for the deploy pipeline"
-        ct("-C", st.root, "add", "--allow-secrets", "--session", "s1", "--ts", f"2026-01-01T10:0{i}:00Z", text)
+        ct(
+            "-C",
+            st.root,
+            "add",
+            "--allow-secrets",
+            "--session",
+            "s1",
+            "--ts",
+            f"2026-01-01T10:0{i}:00Z",
+            text,
+        )
     sent = json.dumps(openai_server.bodies("/v1/chat/completions"))
     assert sent != "[]", "the topic model was asked"
     assert TOKEN not in sent and TOKEN[4:20] not in sent

@@ -25,7 +25,11 @@ _B62 = string.ascii_letters + string.digits
 TOKEN = "gh" + "p_" + "".join(_rng.choice(_B62) for _ in range(36))
 HF = "h" + "f_" + "".join(_rng.choice(string.ascii_letters) for _ in range(34))
 SENDGRID = (
-    "S" + "G." + "".join(_rng.choice(_B62) for _ in range(22)) + "." + "".join(_rng.choice(_B62) for _ in range(43))
+    "S"
+    + "G."
+    + "".join(_rng.choice(_B62) for _ in range(22))
+    + "."
+    + "".join(_rng.choice(_B62) for _ in range(43))
 )
 _KEY_BODY = base64.b64encode(_rng.randbytes(600)).decode()
 PEM_LINES = "\n".join(_KEY_BODY[i : i + 64] for i in range(0, len(_KEY_BODY), 64))
@@ -38,7 +42,10 @@ def _pem(kind: str = "RSA ") -> str:
 def history(root) -> str:
     """Every commit's message and patch, on every ref."""
     return subprocess.run(
-        ["git", "-C", str(root), "log", "-p", "--all", "--format=%H %B"], capture_output=True, text=True, check=True
+        ["git", "-C", str(root), "log", "-p", "--all", "--format=%H %B"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
 
 
@@ -71,21 +78,39 @@ def test_import_scans_id_and_unknown_and_nested_fields(tmp_path):
     f = tmp_path / "turns.jsonl"
     rows = [
         {"ts": "2026-03-01T10:00:00Z", "role": "user", "text": "first", "id": TOKEN},
-        {"ts": "2026-03-01T10:01:00Z", "role": "user", "text": "second", "deploy": {"env": [{"hf": HF}]}},
-        {"ts": "2026-03-01T10:02:00Z", "role": "user", "text": "third", "password": "hunter2-SuperSecret!"},
+        {
+            "ts": "2026-03-01T10:01:00Z",
+            "role": "user",
+            "text": "second",
+            "deploy": {"env": [{"hf": HF}]},
+        },
+        {
+            "ts": "2026-03-01T10:02:00Z",
+            "role": "user",
+            "text": "third",
+            "password": "hunter2-SuperSecret!",
+        },
         {"ts": "2026-03-01T10:03:00Z", "role": "user", "text": "fourth", SENDGRID: 1},
     ]
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     before = commits(st.root)
     proc = ct("-C", st.root, "import", "jsonl", f, check=False)
     _refused(st, proc, before, TOKEN, HF, SENDGRID, "hunter2-SuperSecret!")
-    for said in (f"{f}:1", "id: github-token", "meta.deploy.env[0].hf: huggingface-token", "meta.password: "):
+    for said in (
+        f"{f}:1",
+        "id: github-token",
+        "meta.deploy.env[0].hf: huggingface-token",
+        "meta.password: ",
+    ):
         assert said in proc.stderr, proc.stderr
     # --redact-secrets brings all four in, none of the secrets with them, the id replaced by a hash
     ct("-C", st.root, "import", "jsonl", "--redact-secrets", f)
     logs = day_logs(st.root)
     assert len(logs.splitlines()) == 4
-    assert all(s not in logs and s not in history(st.root) for s in (TOKEN, HF, SENDGRID, "hunter2-SuperSecret!"))
+    assert all(
+        s not in logs and s not in history(st.root)
+        for s in (TOKEN, HF, SENDGRID, "hunter2-SuperSecret!")
+    )
     # a second import of the same file finds the same records (the hashed id is stable)
     assert "nothing new" in ct("-C", st.root, "import", "jsonl", "--redact-secrets", f).stderr
 
@@ -136,7 +161,9 @@ def _http_add(root, body):
     from memstore.serve.http import make_server
 
     server = make_server(root, port=0, log=False, writable=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         req = urllib.request.Request(
@@ -174,11 +201,18 @@ def test_mark_refuses_a_secret_and_never_puts_one_in_its_commit_subject(tmp_path
     _refused(st, ct("-C", st.root, "mark", f"deploying with {TOKEN}", check=False), before, TOKEN)
     _refused(st, _mcp(st.root, "mark", text=f"waiting on {HF}"), before, HF)
     ct("-C", st.root, "mark", "--redact-secrets", f"deploying with {TOKEN}")
-    assert TOKEN not in history(st.root) and "[REDACTED github-token]" in (st.root / "markers.jsonl").read_text()
+    assert (
+        TOKEN not in history(st.root)
+        and "[REDACTED github-token]" in (st.root / "markers.jsonl").read_text()
+    )
     ct("-C", st.root, "mark", "--allow-secrets", f"kept: {HF}")
     assert HF in (st.root / "markers.jsonl").read_text(), "kept verbatim where the user asked"
     subjects = "\n".join(commits(st.root))
-    assert HF not in subjects and HF[4:20] not in subjects and "Mark: kept: [REDACTED huggingface-token]" in subjects
+    assert (
+        HF not in subjects
+        and HF[4:20] not in subjects
+        and "Mark: kept: [REDACTED huggingface-token]" in subjects
+    )
     marker = next(m for m in st.markers() if HF in m.text)
     ct("-C", st.root, "mark", "--done", marker.id)
     assert HF not in "\n".join(commits(st.root))
@@ -218,7 +252,9 @@ def _service_account() -> str:
     ids=["json-pem", "one-line-pem", "shell-escaped-pem", "service-account", "hf-env", "hf-prose", "wrapped",
          "wrapped-escaped", "wrapped-quoted", "json-in-json"],
 )  # fmt: skip
-def test_detector_finds_escaped_and_one_line_keys_service_accounts_hf_and_wrapped_tokens(kind, text):
+def test_detector_finds_escaped_and_one_line_keys_service_accounts_hf_and_wrapped_tokens(
+    kind, text
+):
     from memstore.secrets.detect import redact, scan
 
     found = scan(text)
@@ -227,7 +263,9 @@ def test_detector_finds_escaped_and_one_line_keys_service_accounts_hf_and_wrappe
     assert scan(cleaned) == []
     flat = text.replace("\\n", "").replace("\n", "").replace("> ", "").replace(" ", "")
     for secret in (TOKEN, HF, _KEY_BODY[:64], PEM_LINES.rsplit("\n", 1)[-1]):
-        if secret in flat:  # no piece of it is left: its start, its end, the part after a line break
+        if (
+            secret in flat
+        ):  # no piece of it is left: its start, its end, the part after a line break
             assert all(piece not in cleaned for piece in (secret[4:16], secret[-12:])), cleaned
     assert all(_KEY_BODY[64:80] not in f.excerpt_redacted for f in found)
 
@@ -277,11 +315,19 @@ def test_refusal_masks_every_secret_of_the_line(tmp_path):
     before = commits(st.root)
     proc = ct("-C", st.root, "add", line, check=False)
     _refused(st, proc, before, TOKEN, SENDGRID, HF)
-    assert "github-token" in proc.stderr and "sendgrid-key" in proc.stderr and "huggingface-token" in proc.stderr
+    assert (
+        "github-token" in proc.stderr
+        and "sendgrid-key" in proc.stderr
+        and "huggingface-token" in proc.stderr
+    )
     status, body = _http_add(st.root, {"text": line})
-    assert status == 422 and all(s not in body and s[4:20] not in body for s in (TOKEN, SENDGRID, HF)), body
+    assert status == 422 and all(
+        s not in body and s[4:20] not in body for s in (TOKEN, SENDGRID, HF)
+    ), body
     mcp = _mcp(st.root, "add", text=line)
-    assert mcp.returncode == 9 and all(s not in mcp.stderr for s in (TOKEN, SENDGRID, HF)), mcp.stderr
+    assert mcp.returncode == 9 and all(s not in mcp.stderr for s in (TOKEN, SENDGRID, HF)), (
+        mcp.stderr
+    )
 
 
 def test_excerpts_mask_the_other_secrets_of_their_line():
@@ -290,7 +336,9 @@ def test_excerpts_mask_the_other_secrets_of_their_line():
     found = scan(f"{TOKEN} {SENDGRID} {TOKEN}")
     assert len(found) == 3
     for f in found:
-        assert TOKEN not in f.excerpt_redacted and SENDGRID not in f.excerpt_redacted, f.excerpt_redacted
+        assert TOKEN not in f.excerpt_redacted and SENDGRID not in f.excerpt_redacted, (
+            f.excerpt_redacted
+        )
 
 
 def test_other_errors_quoting_an_input_mask_it(tmp_path):
@@ -354,5 +402,14 @@ def test_chat_masks_allowed_secrets_unless_sent_on_purpose(tmp_path, openai_serv
     assert "garden site" in sent, "the record was in the context"
     assert TOKEN not in sent and TOKEN[4:20] not in sent and "[REDACTED github-token]" in sent
     assert "masked 1 secret (github-token)" in proc.stderr and "--send-secrets" in proc.stderr
-    ct("-C", st.root, "chat", "--send-secrets", "--once", "and the deploy token for the garden site?")
-    assert TOKEN in json.dumps(openai_server.bodies("/v1/chat/completions")), "sent when the user asked"
+    ct(
+        "-C",
+        st.root,
+        "chat",
+        "--send-secrets",
+        "--once",
+        "and the deploy token for the garden site?",
+    )
+    assert TOKEN in json.dumps(openai_server.bodies("/v1/chat/completions")), (
+        "sent when the user asked"
+    )

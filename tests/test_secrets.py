@@ -49,7 +49,10 @@ PRIVATE_KEY = (
         (f"export JWT_TOKEN='{RANDOM62[5:30]}'", "generic-secret"),
         (f"authToken: {RANDOM62[:28]}", "generic-secret"),
         (f'SECRET_KEY: str = "{RANDOM62[:30]}"', "generic-secret"),
-        ("SESSION_KEY=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "generic-secret"),
+        (
+            "SESSION_KEY=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            "generic-secret",
+        ),
     ],
 )
 def test_secrets_are_found(text, kind):

@@ -41,7 +41,9 @@ def served(tmp_path):
 def served_ro(tmp_path_factory):
     """Like `served`, shared by the tests that never write (setting a store up costs a second or two)."""
     cache = tmp_path_factory.getbasetemp() / "cache"
-    with pytest.MonkeyPatch.context() as mp:  # what conftest's per-test isolation sets, for this longer life
+    with (
+        pytest.MonkeyPatch.context() as mp
+    ):  # what conftest's per-test isolation sets, for this longer life
         mp.setenv("XDG_CACHE_HOME", str(cache))
         mp.setenv("MEMSTORE_EMBED_CACHE", str(cache / "embeddings.sqlite"))
         mp.delenv("MEMSTORE_DIR", raising=False)
@@ -51,11 +53,18 @@ def served_ro(tmp_path_factory):
 
 def _serve(tmp_path):
     st = make_store(tmp_path / "s")
-    st.add("We settled on a 40k budget for the offsite.", role="assistant", session="plan", ts="2026-03-10T18:00:00Z")
+    st.add(
+        "We settled on a 40k budget for the offsite.",
+        role="assistant",
+        session="plan",
+        ts="2026-03-10T18:00:00Z",
+    )
     st.add("Book the venue in Lisbon.", role="user", session="plan", ts="2026-03-10T18:05:00Z")
     st.add("The cat knocked over a plant.", role="user", session="home", ts="2026-03-11T09:00:00Z")
     server = make_server(st.root, port=0, log=False, writable=True)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield url_of(server), st
@@ -82,7 +91,9 @@ def test_cli_serve_end_to_end_and_clean_stop(tmp_path):
         base = m.group(1)
 
         status, _, out = call(
-            base, "/add", {"text": "We settled on a 40k budget.", "role": "assistant", "session": "plan"}
+            base,
+            "/add",
+            {"text": "We settled on a 40k budget.", "role": "assistant", "session": "plan"},
         )
         assert status == 200 and out["added"] == 1 and out["commit"]
         assert commits(st.root)[0].startswith("Add assistant turn")
@@ -119,14 +130,18 @@ def _first_line(proc, timeout: float) -> str:
     t.join(timeout)
     if not box or not box[0]:
         proc.kill()
-        raise AssertionError(f"ct serve printed no address within {timeout} s: {proc.stderr.read()}")
+        raise AssertionError(
+            f"ct serve printed no address within {timeout} s: {proc.stderr.read()}"
+        )
     return box[0]
 
 
 def test_read_endpoints_take_query_or_json(served_ro):
     base, st = served_ro
     status, _, get = call(base, "/search?query=venue&mode=exact&role=user&role=assistant")
-    status2, _, post = call(base, "/search", {"query": "venue", "mode": "exact", "role": ["user", "assistant"]})
+    status2, _, post = call(
+        base, "/search", {"query": "venue", "mode": "exact", "role": ["user", "assistant"]}
+    )
     assert status == status2 == 200
     assert [h["id"] for h in get["hits"]] == [h["id"] for h in post["hits"]]
     assert get["hits"][0]["text"] == "Book the venue in Lisbon."
@@ -134,7 +149,9 @@ def test_read_endpoints_take_query_or_json(served_ro):
     assert only["hits"] == []
     _, _, out = call(base, "/search", {"query": "plant", "mode": "exact", "session": "home"})
     assert [h["session"] for h in out["hits"]] == ["home"]
-    _, _, out = call(base, "/recall?question=what+happened+on+2026-03-10&docs=false&now=2026-03-12T00:00:00Z")
+    _, _, out = call(
+        base, "/recall?question=what+happened+on+2026-03-10&docs=false&now=2026-03-12T00:00:00Z"
+    )
     assert out["level"] and [h["text"] for h in out["hits"]] == [
         "We settled on a 40k budget for the offsite.",
         "Book the venue in Lisbon.",
@@ -144,7 +161,9 @@ def test_read_endpoints_take_query_or_json(served_ro):
 def test_add_writes_one_commit_and_leaves_git_clean(served):
     base, st = served
     before = len(commits(st.root))
-    status, _, out = call(base, "/add", {"text": "Remember: the deposit is due Friday.", "session": "plan"})
+    status, _, out = call(
+        base, "/add", {"text": "Remember: the deposit is due Friday.", "session": "plan"}
+    )
     assert status == 200 and out["added"] == 1
     assert len(commits(st.root)) == before + 1 and git_clean(st.root)
     _, _, hits = call(base, "/search", {"query": "deposit", "mode": "exact"})
@@ -169,12 +188,22 @@ def test_records_written_by_another_process_are_found(served):
         ("/add", {"raw": b"\xff\xfe"}, 400, "not UTF-8"),
         ("/add", {"body": ["text"]}, 400, "body must be a JSON object, not list"),
         ("/add", {"body": {}}, 400, "/add needs the parameter 'text'"),
-        ("/add", {"body": {"text": "hi", "colour": "red"}}, 400, "unknown parameter 'colour' for /add"),
+        (
+            "/add",
+            {"body": {"text": "hi", "colour": "red"}},
+            400,
+            "unknown parameter 'colour' for /add",
+        ),
         ("/add", {"body": {"text": 5}}, 400, "parameter 'text' must be a JSON string, not 5"),
         ("/add", {"body": {"text": "hi", "role": "wizard"}}, 400, "cannot add:"),
         ("/add", {"method": "GET"}, 405, "/add answers POST, not GET"),
         ("/add", {"method": "OPTIONS"}, 405, "not OPTIONS"),
-        ("/add", {"method": "OPTIONS", "headers": {"Origin": "http://localhost:3000"}}, 403, "web origin"),
+        (
+            "/add",
+            {"method": "OPTIONS", "headers": {"Origin": "http://localhost:3000"}},
+            403,
+            "web origin",
+        ),
         ("/search?query=a&k=ten", {}, 400, "parameter 'k' must be an integer, not 'ten'"),
         ("/search?query=a&query=b", {}, 400, "given 2 times"),
         ("/search", {"body": {"query": "a", "k": True}}, 400, "must be a JSON integer"),
@@ -201,7 +230,9 @@ def test_errors_are_json_with_status_codes(served_ro, path, kwargs, status, mess
     assert out["status"] == status and message in out["error"], out
     assert headers["Content-Type"].startswith("application/json")
     assert headers["X-Content-Type-Options"] == "nosniff"
-    assert not [h for h in headers if h.lower().startswith("access-control-")], "no CORS grant, ever"
+    assert not [h for h in headers if h.lower().startswith("access-control-")], (
+        "no CORS grant, ever"
+    )
     if status == 405:
         assert headers["Allow"] == "POST"
     assert commits(st.root) == before and git_clean(st.root)
@@ -213,7 +244,10 @@ def test_concurrent_requests_share_one_store_thread(served_ro):
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(lambda q: call(base, f"/search?query={q}&mode=exact"), queries))
     assert all(status == 200 for status, _, _ in results)
-    assert all(out["hits"] and q.lower() in out["hits"][0]["text"].lower() for q, (_, _, out) in zip(queries, results))
+    assert all(
+        out["hits"] and q.lower() in out["hits"][0]["text"].lower()
+        for q, (_, _, out) in zip(queries, results)
+    )
 
 
 def test_openapi_describes_every_endpoint_and_its_schemas_are_valid(served_ro):
@@ -252,7 +286,10 @@ def test_refuses_non_loopback_without_allow_remote(tmp_path):
 def test_sigint_stops_the_server(tmp_path):
     st = make_store(tmp_path / "s")
     proc = subprocess.Popen(
-        [*CT, "-C", str(st.root), "serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*CT, "-C", str(st.root), "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     _first_line(proc, timeout=30)
     proc.send_signal(signal.SIGINT)

@@ -27,7 +27,9 @@ def running(root, **kw):
     """make_server(root, **kw) serving from a thread; yields the server."""
     kw = {"port": 0, "log": False, **kw}
     server = make_server(root, **kw)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield server
@@ -38,7 +40,9 @@ def running(root, **kw):
         thread.join(timeout=5)
 
 
-def request(server, method, path, body=None, headers=None, host=None, raw: bytes | None = None, timeout=15):
+def request(
+    server, method, path, body=None, headers=None, host=None, raw: bytes | None = None, timeout=15
+):
     """(status, headers dict, parsed JSON) for one request sent byte by byte over a real socket.
 
     `host` is the Host header (default: the address and port the server is bound to); `raw` is
@@ -50,7 +54,9 @@ def request(server, method, path, body=None, headers=None, host=None, raw: bytes
     if body is not None:
         hdrs.update({"Content-Type": "application/json", "Content-Length": str(len(data))})
     hdrs.update(headers or {})
-    head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
+    head = (
+        f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hdrs.items()) + "\r\n"
+    )
     with socket.create_connection((addr, port), timeout=timeout) as sock:
         sock.sendall(head.encode() + (raw if raw is not None else data))
         return parse(read_all(sock))
@@ -80,7 +86,9 @@ def root(tmp_path_factory):
         mp.delenv("MEMSTORE_DIR", raising=False)
         mp.setenv("TZ", "UTC")
         st = make_store(tmp_path_factory.mktemp("guard") / "s")
-        st.add("We settled on a 40k budget for the offsite.", session="plan", ts="2026-03-10T18:00:00Z")
+        st.add(
+            "We settled on a 40k budget for the offsite.", session="plan", ts="2026-03-10T18:00:00Z"
+        )
         st.add("Book the venue in Lisbon.", session="plan", ts="2026-03-10T18:05:00Z")
         yield st.root
 
@@ -98,7 +106,9 @@ def test_dns_rebinding_is_refused_even_with_allow_remote(root, method, path, bod
     with running(root, host="127.0.0.1", allow_remote=True, writable=True) as server:
         port = server.server_address[1]
         headers = {"Origin": f"http://attacker.example:{port}"} if method == "POST" else {}
-        status, _, out = request(server, method, path, body, headers=headers, host=f"attacker.example:{port}")
+        status, _, out = request(
+            server, method, path, body, headers=headers, host=f"attacker.example:{port}"
+        )
         assert status == 403 and "not a loopback name" in out["error"], out
         ok, _, day = request(server, "GET", "/view/day?day=2026-03-10")
         assert ok == 200 and len(day["records"]) == 2, "the server's own name still works"
@@ -111,7 +121,18 @@ def test_dns_rebinding_is_refused_by_ct_serve_allow_remote_on_127_0_0_1(tmp_path
     st = make_store(tmp_path / "s")
     st.add("the alarm code is in the blue notebook", ts="2026-03-10T18:00:00Z")
     before = commits(st.root)
-    argv = [*CT, "-C", str(st.root), "serve", "--host", "127.0.0.1", "--port", "0", "--allow-remote", "--writable"]
+    argv = [
+        *CT,
+        "-C",
+        str(st.root),
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--allow-remote",
+        "--writable",
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         box = []
@@ -142,20 +163,32 @@ def test_a_foreign_origin_or_a_cross_site_fetch_is_refused(root):
     with running(root) as server:
         own = "http://%s:%d" % server.server_address[:2]
         assert request(server, "GET", "/stats", headers={"Origin": own})[0] == 200
-        for headers in ({"Origin": "null"}, {"Origin": "http://localhost:3000"}, {"Sec-Fetch-Site": "cross-site"}):
+        for headers in (
+            {"Origin": "null"},
+            {"Origin": "http://localhost:3000"},
+            {"Sec-Fetch-Site": "cross-site"},
+        ):
             status, _, out = request(server, "GET", "/stats", headers=headers)
             assert status == 403, (headers, out)
         assert request(server, "GET", "/stats", headers={"Sec-Fetch-Site": "same-origin"})[0] == 200
 
 
 def test_a_non_loopback_bind_needs_the_names_it_answers(root):
-    proc = ct("-C", root, "serve", "--host", "0.0.0.0", "--port", "0", "--allow-remote", check=False)
+    proc = ct(
+        "-C", root, "serve", "--host", "0.0.0.0", "--port", "0", "--allow-remote", check=False
+    )
     assert proc.returncode == 2 and "--allowed-host NAME" in proc.stderr, proc.stderr
     with running(root, host="0.0.0.0", allow_remote=True, allowed_hosts=["Memory.Test"]) as server:
         port = server.server_address[1]
-        for host, want in ((f"memory.test:{port}", 200), (f"localhost:{port}", 200), (f"evil.test:{port}", 403)):
+        for host, want in (
+            (f"memory.test:{port}", 200),
+            (f"localhost:{port}", 200),
+            (f"evil.test:{port}", 403),
+        ):
             with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
-                sock.sendall(f"GET /stats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+                sock.sendall(
+                    f"GET /stats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+                )
                 assert parse(read_all(sock))[0] == want, host
 
 
@@ -177,9 +210,13 @@ def test_a_body_shorter_than_its_content_length_is_refused(tmp_path):
     with running(st.root, writable=True) as server:
         addr, port = server.server_address[:2]
         with socket.create_connection((addr, port), timeout=15) as sock:
-            head = f"POST /add HTTP/1.1\r\nHost: {addr}:{port}\r\nContent-Type: application/json\r\n"
+            head = (
+                f"POST /add HTTP/1.1\r\nHost: {addr}:{port}\r\nContent-Type: application/json\r\n"
+            )
             sock.sendall(f"{head}Content-Length: {len(body) + 40}\r\n\r\n".encode() + body)
-            sock.shutdown(socket.SHUT_WR)  # the client stops early: the server sees the end of the stream
+            sock.shutdown(
+                socket.SHUT_WR
+            )  # the client stops early: the server sees the end of the stream
             status, _, out = parse(read_all(sock))
     assert status == 400 and "shorter than its Content-Length" in out["error"], out
     assert commits(st.root) == before and git_clean(st.root)
@@ -192,7 +229,9 @@ def test_a_stalled_body_times_out_and_nothing_is_committed(tmp_path):
     with running(st.root, writable=True, timeout=0.5) as server:
         addr, port = server.server_address[:2]
         with socket.create_connection((addr, port), timeout=15) as sock:
-            head = f"POST /add HTTP/1.1\r\nHost: {addr}:{port}\r\nContent-Type: application/json\r\n"
+            head = (
+                f"POST /add HTTP/1.1\r\nHost: {addr}:{port}\r\nContent-Type: application/json\r\n"
+            )
             sock.sendall(f"{head}Content-Length: {len(body) + 40}\r\n\r\n".encode() + body)
             t0 = time.monotonic()
             status, _, out = parse(read_all(sock))  # the connection stays open from this side
@@ -214,9 +253,13 @@ def test_an_idle_connection_is_closed_after_the_timeout(root):
 def test_idle_connections_do_not_pile_up_threads(root):
     """400 half-open connections used to hold 400 threads; now a bounded pool reads them, the ones
     past PENDING are answered 503 at once, and a request after they are gone is served."""
-    with running(root, timeout=5.0) as server:  # long enough that no held one times out during the burst
+    with running(
+        root, timeout=5.0
+    ) as server:  # long enough that no held one times out during the burst
         before = threading.active_count()
-        socks = [socket.create_connection(server.server_address[:2], timeout=15) for _ in range(200)]
+        socks = [
+            socket.create_connection(server.server_address[:2], timeout=15) for _ in range(200)
+        ]
         try:
             time.sleep(0.5)
             assert threading.active_count() - before <= 8 + 2, threading.active_count() - before
@@ -248,9 +291,19 @@ def test_idle_connections_do_not_pile_up_threads(root):
         ("GET", "/view/search?query=x&k=100000000000000000000", None, "'k' must be from 1 to 1000"),
         ("GET", "/recall?question=x&around=101", None, "'around' must be from 0 to 100"),
         ("GET", "/context?query=x&k=-5", None, "'k' must be from 1 to 1000"),
-        ("GET", "/search?query=" + "a" * 10_001, None, "10,001 characters long; the limit is 10,000"),
+        (
+            "GET",
+            "/search?query=" + "a" * 10_001,
+            None,
+            "10,001 characters long; the limit is 10,000",
+        ),
         ("POST", "/search", {"query": "budget " * 1500}, "the limit is 10,000"),
-        ("POST", "/search", {"query": "x", "role": ["user"] * 1001}, "1,001 entries; the limit is 1,000"),
+        (
+            "POST",
+            "/search",
+            {"query": "x", "role": ["user"] * 1001},
+            "1,001 entries; the limit is 1,000",
+        ),
         ("POST", "/add", {"text": "t" * 100_001}, "the limit is 100,000"),
         ("POST", "/add", {"text": "a\ud800b"}, "lone UTF-16 surrogate"),
         ("POST", "/search", {"query": "\udc00"}, "lone UTF-16 surrogate"),
@@ -270,7 +323,12 @@ def test_the_bounds_themselves_are_accepted(root):
         status, headers, out = request(server, "GET", "/search?query=budget&k=1000")
         assert status == 200 and out["hits"], out
         assert headers["X-Content-Type-Options"] == "nosniff"
-        assert request(server, "POST", "/search", {"query": "budget " + "x" * (limits.MAX_QUERY - 7)})[0] == 200
+        assert (
+            request(server, "POST", "/search", {"query": "budget " + "x" * (limits.MAX_QUERY - 7)})[
+                0
+            ]
+            == 200
+        )
 
 
 def test_a_9_mb_query_does_not_hold_up_other_clients(root):
@@ -303,7 +361,10 @@ def test_a_9_mb_query_does_not_hold_up_other_clients(root):
         status, _, out = request(server, "POST", "/search", raw=fits, headers=_json_headers(fits))
         refused = time.monotonic() - t1
     assert results["big"][0] == 413 and results["big"][1] < 5, results
-    assert status == 400 and "the limit is 10,000" in out["error"] and refused < 2, (status, refused)
+    assert status == 400 and "the limit is 10,000" in out["error"] and refused < 2, (
+        status,
+        refused,
+    )
     assert small < 2
 
 
@@ -320,7 +381,11 @@ def test_secrets_allow_needs_the_server_flag(tmp_path):
     text = f"deploy with {TOKEN} tonight"
     with running(st.root, writable=True) as server:
         status, _, out = request(server, "POST", "/add", {"text": text, "secrets": "allow"})
-        assert status == 403 and "--allow-secrets-override" in out["error"] and TOKEN not in out["error"], out
+        assert (
+            status == 403
+            and "--allow-secrets-override" in out["error"]
+            and TOKEN not in out["error"]
+        ), out
         assert commits(st.root) == before
         status, _, out = request(server, "POST", "/add", {"text": text, "secrets": "redact"})
         assert status == 200 and out["added"] == 1, "redacting needs no flag"
@@ -333,18 +398,26 @@ def test_secrets_allow_needs_the_server_flag(tmp_path):
 
 def test_a_wide_forget_needs_the_server_flag(tmp_path):
     st = make_store(tmp_path / "s")
-    rows = [(f"2026-03-10T10:{i:02d}:00Z", "user", f"bulk note number {i}", "bulk") for i in range(12)]
+    rows = [
+        (f"2026-03-10T10:{i:02d}:00Z", "user", f"bulk note number {i}", "bulk") for i in range(12)
+    ]
     write_turns(st, rows, fields=("ts", "role", "text", "session"))
     st.add("a note to forget", session="small", ts="2026-03-11T10:00:00Z")
     before = commits(st.root)
     with running(st.root, writable=True) as server:
         status, _, out = request(server, "POST", "/forget", {"since": "1970-01-01"})
-        assert status == 403 and "--allow-wide-forget" in out["error"] and "13 records" in out["error"], out
+        assert (
+            status == 403 and "--allow-wide-forget" in out["error"] and "13 records" in out["error"]
+        ), out
         status, _, out = request(server, "POST", "/forget", {"session": "bulk"})
         assert status == 403 and "12 records" in out["error"], out
         assert commits(st.root) == before, "nothing forgotten"
-        status, _, out = request(server, "POST", "/forget", {"since": "1970-01-01", "dry_run": True})
-        assert status == 200 and len(out["forgotten"]) == 13 and out["commit"] is None, "a dry run only lists"
+        status, _, out = request(
+            server, "POST", "/forget", {"since": "1970-01-01", "dry_run": True}
+        )
+        assert status == 200 and len(out["forgotten"]) == 13 and out["commit"] is None, (
+            "a dry run only lists"
+        )
         status, _, out = request(server, "POST", "/forget", {"session": "small"})
         assert status == 200 and len(out["forgotten"]) == 1 and out["commit"], out
     with running(st.root, writable=True, allow_wide_forget=True) as server:

@@ -42,7 +42,9 @@ def soak(tmp_path: Path, embedder: str, rounds: int, clones: int = 4, seed: int 
     for i, root in enumerate(roots):
         if i:
             git(tmp_path, "clone", "-q", str(remote), str(root))
-            if i % 2:  # half the clones with memstore's hooks, half as a plain `git clone` leaves them
+            if (
+                i % 2
+            ):  # half the clones with memstore's hooks, half as a plain `git clone` leaves them
                 ct("-C", root, "hooks", "install")
         git(root, "config", "user.name", f"writer{i}")
         git(root, "config", "user.email", f"w{i}@example.invalid")
@@ -51,11 +53,20 @@ def soak(tmp_path: Path, embedder: str, rounds: int, clones: int = 4, seed: int 
     started = time.monotonic()
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH")])
+        ),
     }
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), str(root), str(seed + i), str(rounds), str(tmp_path / f"{root.name}.json")],
+            [
+                sys.executable,
+                str(WORKER),
+                str(root),
+                str(seed + i),
+                str(rounds),
+                str(tmp_path / f"{root.name}.json"),
+            ],
             env=env,
         )
         for i, root in enumerate(roots)
@@ -68,7 +79,14 @@ def soak(tmp_path: Path, embedder: str, rounds: int, clones: int = 4, seed: int 
             ct("-C", root, "sync", process=True)
     written = {k: v for r in runs for k, v in r["written"].items()}
     forgotten = {k: v for r in runs for k, v in r["forgotten"].items()}
-    return {"roots": roots, "remote": remote, "runs": runs, "written": written, "forgotten": forgotten, "took": took}
+    return {
+        "roots": roots,
+        "remote": remote,
+        "runs": runs,
+        "written": written,
+        "forgotten": forgotten,
+        "took": took,
+    }
 
 
 def check(res: dict) -> None:
@@ -87,17 +105,23 @@ def check(res: dict) -> None:
             for line in (root / path).read_text().splitlines():
                 rid = json.loads(line)["id"]
                 ids[rid] = ids.get(rid, 0) + 1
-        assert set(ids) == expected, f"{root}: lost {expected - set(ids)}, extra {set(ids) - expected}"
+        assert set(ids) == expected, (
+            f"{root}: lost {expected - set(ids)}, extra {set(ids) - expected}"
+        )
         assert max(ids.values(), default=1) == 1
         tracked = "".join(
-            (root / p).read_text(errors="replace") for p in git(root, "ls-files").split() if not p.endswith(".is")
+            (root / p).read_text(errors="replace")
+            for p in git(root, "ls-files").split()
+            if not p.endswith(".is")
         )
         back = [t for t in res["forgotten"].values() if t in tracked]
         assert back == [], f"{root}: forgotten text in the files: {back[:3]}"
         rep = json.loads(ct("-C", root, "fsck", "--json", check=False, process=True).stdout)
         assert rep["ok"] and rep["damage"] == [], rep
     remote_files = git(res["remote"], "ls-tree", "-r", "--name-only", "main").split()
-    on_main = "".join(git(res["remote"], "show", f"main:{p}") for p in remote_files if p.endswith(".jsonl"))
+    on_main = "".join(
+        git(res["remote"], "show", f"main:{p}") for p in remote_files if p.endswith(".jsonl")
+    )
     assert [t for t in res["forgotten"].values() if t in on_main] == []
 
 

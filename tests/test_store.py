@@ -16,7 +16,11 @@ def test_init_creates_a_git_store(tmp_path):
     ct("init", tmp_path / "s", "--embedder", "hash", "--timezone", "Europe/Berlin")
     root = tmp_path / "s"
     toml = (root / "memstore.toml").read_text()
-    assert "format_version = 3" in toml and 'timezone = "Europe/Berlin"' in toml and "dim = 384" in toml
+    assert (
+        "format_version = 3" in toml
+        and 'timezone = "Europe/Berlin"' in toml
+        and "dim = 384" in toml
+    )
     assert (root / ".gitignore").read_text().strip() == "/.memstore/"
     assert "merge=union" in (root / ".gitattributes").read_text()
     assert (root / ".git" / "hooks" / "post-merge").exists()
@@ -31,9 +35,21 @@ def test_outside_a_store_says_so(tmp_path):
 
 def test_in_process_ct_answers_as_the_real_process(tmp_path):
     """The suite runs `ct` in-process (tests/conftest.py): same exit codes, stdout and stderr as `python -m memstore`."""
-    for args in (["-C", tmp_path, "stat"], ["--help"], ["add", "--role", "nobody", "hi"], ["search"]):
-        fast, real = ct(*args, cwd=tmp_path, check=False), ct_process(*args, cwd=tmp_path, check=False)
-        assert (fast.returncode, fast.stdout, fast.stderr) == (real.returncode, real.stdout, real.stderr), args
+    for args in (
+        ["-C", tmp_path, "stat"],
+        ["--help"],
+        ["add", "--role", "nobody", "hi"],
+        ["search"],
+    ):
+        fast, real = (
+            ct(*args, cwd=tmp_path, check=False),
+            ct_process(*args, cwd=tmp_path, check=False),
+        )
+        assert (fast.returncode, fast.stdout, fast.stderr) == (
+            real.returncode,
+            real.stdout,
+            real.stderr,
+        ), args
         assert fast.args == real.args
 
 
@@ -41,7 +57,12 @@ def test_store_found_by_env_and_by_searching_upward(tmp_path, store):
     sub = store.root / "log"
     sub.mkdir(exist_ok=True)
     assert ct("stat", "--json", cwd=sub).returncode == 0
-    assert json.loads(ct("stat", "--json", cwd=tmp_path, env={"MEMSTORE_DIR": str(store.root)}).stdout)["records"] == 0
+    assert (
+        json.loads(
+            ct("stat", "--json", cwd=tmp_path, env={"MEMSTORE_DIR": str(store.root)}).stdout
+        )["records"]
+        == 0
+    )
 
 
 def test_git_runs_on_the_store_not_an_enclosing_repo(tmp_path):
@@ -55,7 +76,12 @@ def test_git_runs_on_the_store_not_an_enclosing_repo(tmp_path):
 
 
 def test_add_writes_record_pack_and_one_commit(store):
-    res = store.add("We decided the budget is 40k.", role="assistant", session="plan", ts="2026-03-03T21:15:00+01:00")
+    res = store.add(
+        "We decided the budget is 40k.",
+        role="assistant",
+        session="plan",
+        ts="2026-03-03T21:15:00+01:00",
+    )
     assert res.commit and len(res.added) == 1
     rec = res.added[0]
     assert list(rec)[:7] == ["ts", "actor", "role", "type", "text", "model", "session"]
@@ -64,8 +90,14 @@ def test_add_writes_record_pack_and_one_commit(store):
     line = json.loads(log.read_text().splitlines()[0])
     assert line["id"] == rec["id"] and "seg" not in line and line["hash"] == rec["hash"]
     packs = sorted((store.root / "packs/2026/2026-03-03").iterdir())
-    assert len(packs) == 1 and packs[0].name == hashlib.sha256(packs[0].read_bytes()).hexdigest() + ".is"
-    assert not (store.root / "segments").exists() and not (store.root / ".memstore/writer.json").exists()
+    assert (
+        len(packs) == 1
+        and packs[0].name == hashlib.sha256(packs[0].read_bytes()).hexdigest() + ".is"
+    )
+    assert (
+        not (store.root / "segments").exists()
+        and not (store.root / ".memstore/writer.json").exists()
+    )
     assert git_clean(store.root)
     assert commits(store.root)[0].startswith("Add assistant turn: We decided the budget")
 
@@ -84,7 +116,13 @@ def test_import_jsonl_keeps_ids_and_is_idempotent(tmp_path, store):
         "\n".join(
             json.dumps(x)
             for x in [
-                {"ts": "2026-01-02T10:00:00Z", "role": "user", "text": "first", "id": "keep-me-1", "mood": "calm"},
+                {
+                    "ts": "2026-01-02T10:00:00Z",
+                    "role": "user",
+                    "text": "first",
+                    "id": "keep-me-1",
+                    "mood": "calm",
+                },
                 {"ts": "2026-01-02T10:01:00Z", "role": "ai", "text": "second", "id": "keep-me-2"},
                 {"ts": "2026-01-02T10:02:00Z", "role": "user", "text": "third, no id"},
             ]
@@ -95,7 +133,9 @@ def test_import_jsonl_keeps_ids_and_is_idempotent(tmp_path, store):
     assert out["added"] == 3 and out["ids"][:2] == ["keep-me-1", "keep-me-2"]
     again = json.loads(ct("-C", store.root, "import", "jsonl", f, "--json").stdout)
     assert again["added"] == 0 and again["commit"] is None
-    lines = [json.loads(x) for x in (store.root / "log/2026/2026-01-02.jsonl").read_text().splitlines()]
+    lines = [
+        json.loads(x) for x in (store.root / "log/2026/2026-01-02.jsonl").read_text().splitlines()
+    ]
     assert lines[0]["meta"] == {"mood": "calm"} and lines[1]["role"] == "assistant"
     assert ct("-C", store.root, "fsck").returncode == 0
     assert git_clean(store.root)
@@ -112,7 +152,9 @@ def test_import_jsonl_bad_line_names_file_and_line_and_writes_nothing(tmp_path, 
 def test_ingest_path_twice_commits_once(tmp_path, store):
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "a.md").write_text("# Title\n\nSome words about budgets.\n\n## Part\n\nMore words here.\n")
+    (docs / "a.md").write_text(
+        "# Title\n\nSome words about budgets.\n\n## Part\n\nMore words here.\n"
+    )
     (docs / "b.txt").write_text("Plain text paragraph one.\n\nParagraph two.\n")
     ct("-C", store.root, "ingest-path", docs)
     n = len(commits(store.root))
@@ -129,7 +171,9 @@ def test_changed_file_supersedes_old_chunks(tmp_path, store):
     ct("-C", store.root, "ingest-path", docs)
     f.write_text("# Notes\n\nThe launch moved to Thursday.\n")
     ct("-C", store.root, "ingest-path", docs)
-    hits = json.loads(ct("-C", store.root, "search", "launch", "--mode", "exact", "--json").stdout)["hits"]
+    hits = json.loads(ct("-C", store.root, "search", "launch", "--mode", "exact", "--json").stdout)[
+        "hits"
+    ]
     texts = " ".join(h["text"] for h in hits)
     assert "Thursday" in texts and "Monday" not in texts
 
@@ -155,7 +199,9 @@ def test_stat_counts(store):
     store.add("one", ts="2026-02-01T10:00:00Z")
     store.add("two", ts="2026-02-02T10:00:00Z")
     info = json.loads(ct("-C", store.root, "stat", "--json").stdout)
-    assert info["records"] == 2 and info["days"] == 2 and info["packs"] == 2 and info["segments"] == 0
+    assert (
+        info["records"] == 2 and info["days"] == 2 and info["packs"] == 2 and info["segments"] == 0
+    )
 
 
 def test_version_mismatch_is_refused(store):
@@ -179,7 +225,9 @@ def test_reembed_rewrites_vectors_in_one_commit(store):
     assert "Re-embedded 1 records" in proc.stderr
     assert "dim = 64" in (store.root / "memstore.toml").read_text()
     assert ct("-C", store.root, "fsck").returncode == 0
-    hits = json.loads(ct("-C", store.root, "search", "alpha", "--mode", "vector", "--json").stdout)["hits"]
+    hits = json.loads(ct("-C", store.root, "search", "alpha", "--mode", "vector", "--json").stdout)[
+        "hits"
+    ]
     assert hits and hits[0]["text"] == "alpha beta"
     assert git_clean(store.root)
 
@@ -227,7 +275,9 @@ def test_a_store_this_user_cannot_write_is_still_searched(tmp_path, monkeypatch)
             proc = ct_process("-C", st.root, "search", "team drive", "--json")
             assert json.loads(proc.stdout)["hits"], proc.stderr
             proc = ct_process("-C", st.root, "add", "cannot be written", check=False)
-            assert proc.returncode != 0 and "Error:" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+            assert (
+                proc.returncode != 0 and "Error:" in proc.stderr and "Traceback" not in proc.stderr
+            ), proc.stderr
         finally:
             for p in [st.root, *st.root.rglob("*")]:
                 p.chmod(p.stat().st_mode | 0o200)
@@ -245,11 +295,15 @@ def test_without_git_a_write_says_so_and_a_search_still_answers(tmp_path):
     empty.mkdir()
     env = {"PATH": str(empty)}
     proc = ct_process("-C", st.root, "add", "this needs git", env=env, check=False)
-    assert proc.returncode == 8 and "git is not installed" in proc.stderr and "Traceback" not in proc.stderr, (
-        proc.stderr
-    )
+    assert (
+        proc.returncode == 8
+        and "git is not installed" in proc.stderr
+        and "Traceback" not in proc.stderr
+    ), proc.stderr
     assert not (st.root / ".memstore" / "write-journal.json").exists()
-    hits = json.loads(ct_process("-C", st.root, "search", "spare key", "--json", env=env).stdout)["hits"]
+    hits = json.loads(ct_process("-C", st.root, "search", "spare key", "--json", env=env).stdout)[
+        "hits"
+    ]
     assert hits and hits[0]["text"] == "the spare key is under the blue pot"
     proc = ct_process("init", tmp_path / "new", "--timezone", "UTC", env=env, check=False)
     assert proc.returncode == 8 and "git is not installed" in proc.stderr, proc.stderr

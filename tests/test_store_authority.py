@@ -18,7 +18,14 @@ CHAT = "/v1/chat/completions"
 
 
 def _git(cwd, *args, who="Mallory"):
-    cmd = ["git", "-c", f"user.name={who}", "-c", f"user.email={who.lower()}@example.invalid", *args]
+    cmd = [
+        "git",
+        "-c",
+        f"user.name={who}",
+        "-c",
+        f"user.email={who.lower()}@example.invalid",
+        *args,
+    ]
     return subprocess.run(cmd, cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
@@ -59,7 +66,12 @@ def test_a_pulled_llm_section_sends_nothing_and_names_its_commit(tmp_path, monke
         chat = ct("-C", st.root, "chat", "--once", "Which cake?", check=False)
         assert spy.requests == [], "nothing is sent to an endpoint the store named"
     warned = [line for line in out.stderr.splitlines() if "ignoring [llm] base_url" in line]
-    assert len(warned) == 1 and sha[:10] in warned[0] and "Mallory" in warned[0] and "memstore.toml" in warned[0]
+    assert (
+        len(warned) == 1
+        and sha[:10] in warned[0]
+        and "Mallory" in warned[0]
+        and "memstore.toml" in warned[0]
+    )
     assert "ignoring [llm] api_key_env" in out.stderr and "ignoring [llm] topics" in out.stderr
     assert chat.returncode == 1 and "no LLM endpoint is configured" in chat.stderr
     assert all(t.named_by == "offline" for t in treefmt.read(st.root).topics.values())
@@ -84,11 +96,15 @@ def test_a_committed_dotenv_chooses_no_endpoint(tmp_path, monkeypatch):
 
 def test_a_pulled_embedder_endpoint_is_ignored(tmp_path, openai_server, monkeypatch):  # noqa: F811
     """The openai embedder's endpoint and key are the user's (OPENAI_BASE_URL here), never the store's."""
-    st = make_store(tmp_path / "s", embedder="openai")  # the fixture's OPENAI_* point at the user's own
+    st = make_store(
+        tmp_path / "s", embedder="openai"
+    )  # the fixture's OPENAI_* point at the user's own
     with LoopbackOpenAI() as spy:
 
         def edit(text):
-            extra = f'base_url = "{spy.base_url}"\napi_key = "sk-spy"\napi_key_env = "GITHUB_TOKEN"\n'
+            extra = (
+                f'base_url = "{spy.base_url}"\napi_key = "sk-spy"\napi_key_env = "GITHUB_TOKEN"\n'
+            )
             return text.replace("[embedder]\n", "[embedder]\n" + extra)
 
         _pushed_by_a_collaborator(tmp_path, st, edit)
@@ -96,8 +112,13 @@ def test_a_pulled_embedder_endpoint_is_ignored(tmp_path, openai_server, monkeypa
         out = ct("-C", st.root, "add", "The lake cabin trip is in June")
         ct("-C", st.root, "search", "cabin")
         assert spy.requests == []
-    assert len(openai_server.bodies("/v1/embeddings")) > before, "the user's own endpoint made the vectors"
-    assert "ignoring [embedder] base_url" in out.stderr and "ignoring [embedder] api_key " in out.stderr
+    assert len(openai_server.bodies("/v1/embeddings")) > before, (
+        "the user's own endpoint made the vectors"
+    )
+    assert (
+        "ignoring [embedder] base_url" in out.stderr
+        and "ignoring [embedder] api_key " in out.stderr
+    )
 
 
 def test_the_users_own_config_file_opts_in(tmp_path, openai_server, monkeypatch):  # noqa: F811
@@ -156,7 +177,9 @@ def test_a_bad_tracked_setting_stops_with_exit_4_naming_the_key(tmp_path, line, 
     st = make_store(tmp_path / "s")
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "notes.md").write_text("# Notes\n\nThe budget is forty thousand for the lake cabin.\n" * 20)
+    (docs / "notes.md").write_text(
+        "# Notes\n\nThe budget is forty thousand for the lake cabin.\n" * 20
+    )
     _pushed_by_a_collaborator(tmp_path, st, lambda text: _set(text, line))
     n = len(commits(st.root))
     for args in (["ingest-path", docs], ["add", "a turn that must not be written"]):

@@ -61,7 +61,9 @@ class Writer:
         """add, import, ingest-path and mark, all on the same day as the other clone."""
         self.n += 1
         tag = f"{self.name}{self.n}"
-        self._ids("add", f"{tag}: the budget stays at 2400", "--ts", f"{self.day}T09:{self.n:02d}:00Z")
+        self._ids(
+            "add", f"{tag}: the budget stays at 2400", "--ts", f"{self.day}T09:{self.n:02d}:00Z"
+        )
         turns = self.work / f"{tag}.jsonl"
         turns.write_text(
             "".join(
@@ -82,9 +84,13 @@ class Writer:
             return
         docs = self.work / f"{tag}-docs"
         docs.mkdir()
-        (docs / "plan.md").write_text(f"# Plan {tag}\n\nTrain to Kyoto, then the hotel near the river.\n")
+        (docs / "plan.md").write_text(
+            f"# Plan {tag}\n\nTrain to Kyoto, then the hotel near the river.\n"
+        )
         self._ids("ingest-path", docs)
-        out = json.loads(ct("-C", self.root, "mark", f"{tag}: waiting for the hotel", "--json").stdout)
+        out = json.loads(
+            ct("-C", self.root, "mark", f"{tag}: waiting for the hotel", "--json").stdout
+        )
         self.markers.add(out["id"])
 
 
@@ -95,7 +101,9 @@ def _assert_same_and_complete(writers, *roots) -> None:
     assert len(heads) == 1, "clones did not converge"
     for root in roots:
         ids = committed_ids(root)
-        assert set(ids) == expected, f"{root}: lost {expected - set(ids)}, extra {set(ids) - expected}"
+        assert set(ids) == expected, (
+            f"{root}: lost {expected - set(ids)}, extra {set(ids) - expected}"
+        )
         assert max(ids.values()) == 1, f"{root}: duplicated {[i for i, n in ids.items() if n > 1]}"
         assert set(head_markers(root)) == markers and len(head_markers(root)) == len(markers)
         rep = fsck(Store.open(root))  # in-process: the CLI's fsck is covered in test_crash
@@ -130,14 +138,24 @@ def test_two_clones_write_the_same_day_and_merge_in_both_orders(clones, tmp_path
     conversation = {i for i in wa.ids | wb.ids if not i.startswith("doc:")}
     for root in (a, b):
         placed = set(treefmt.read(root).topic_of())
-        assert conversation <= placed, f"{root}: turns missing from the tree: {sorted(conversation - placed)[:5]}"
+        assert conversation <= placed, (
+            f"{root}: turns missing from the tree: {sorted(conversation - placed)[:5]}"
+        )
     # Packs are named by their bytes: the two writers' packs sit side by side, none was rewritten.
     packs_a = sorted((a / "packs/2026/2026-11-30").iterdir())
-    assert len(packs_a) >= 2 and all(p.name == hashlib.sha256(p.read_bytes()).hexdigest() + ".is" for p in packs_a)
+    assert len(packs_a) >= 2 and all(
+        p.name == hashlib.sha256(p.read_bytes()).hexdigest() + ".is" for p in packs_a
+    )
     merges = git(a, "log", "--merges", "--format=%s").stdout.splitlines()
     assert len(merges) == 2 and all(m.startswith("Sync: merge ") for m in merges)
-    for sha in git(a, "log", "--merges", "--format=%H").stdout.split():  # both sides had appended tree ops
-        assert git(a, "diff", "--name-only", f"{sha}^1", f"{sha}^2", "--", "tree").stdout.strip().startswith("tree/")
+    for sha in git(
+        a, "log", "--merges", "--format=%H"
+    ).stdout.split():  # both sides had appended tree ops
+        assert (
+            git(a, "diff", "--name-only", f"{sha}^1", f"{sha}^2", "--", "tree")
+            .stdout.strip()
+            .startswith("tree/")
+        )
     # And the index of each clone finds the other clone's words.
     hit = json.loads(ct("-C", a, "search", "b2 turn 2", "--mode", "exact", "--json").stdout)["hits"]
     assert any("b2 turn 2" in h["text"] for h in hit)
@@ -189,7 +207,9 @@ def test_sync_messages_no_upstream_no_remote_unreachable(tmp_path, clones):
     assert "remote add origin URL" in out.stderr and "sync --set-upstream origin" in out.stderr
     git(lone, "remote", "add", "origin", str(remote))
     out = ct("-C", lone, "sync", check=False)
-    assert out.returncode == 1 and "Branch main of" in out.stderr and "has no upstream" in out.stderr
+    assert (
+        out.returncode == 1 and "Branch main of" in out.stderr and "has no upstream" in out.stderr
+    )
     assert "sync --set-upstream origin" in out.stderr
     # Unreachable: nothing changes, the commits stay, exit code 8 (git failed).
     ct("-C", a, "add", "written while offline")
@@ -209,7 +229,9 @@ def test_a_copied_store_works_at_once_and_needs_no_writer_id(clones, tmp_path):
     copy = tmp_path / "usb" / "a"
     copy.parent.mkdir()
     subprocess.run(["cp", "-r", str(a), str(copy)], check=True)
-    hits = json.loads(ct("-C", copy, "search", "before the copy", "--mode", "exact", "--json").stdout)["hits"]
+    hits = json.loads(
+        ct("-C", copy, "search", "before the copy", "--mode", "exact", "--json").stdout
+    )["hits"]
     assert hits and hits[0]["text"] == "before the copy"
     ct("-C", copy, "add", "written on the copy", "--ts", "2026-11-30T09:00:00Z")
     packs = sorted(p.name for p in (copy / "packs/2026/2026-11-30").iterdir())
@@ -245,7 +267,13 @@ def test_many_rounds_of_merges(tmp_path, clones):
     report = os.environ.get("MEMSTORE_SYNC_REPORT")
     if report:
         Path(report).write_text(
-            json.dumps({"rounds": rounds, "merge_commits": merges, "records": sum(committed_ids(a).values())})
+            json.dumps(
+                {
+                    "rounds": rounds,
+                    "merge_commits": merges,
+                    "records": sum(committed_ids(a).values()),
+                }
+            )
         )
 
 
@@ -254,7 +282,9 @@ def test_ct_log_shows_history_with_counts(clones, tmp_path):
     f = tmp_path / "three.jsonl"
     f.write_text(
         "".join(
-            json.dumps({"ts": f"2026-11-27T10:0{k}:00Z", "role": "user", "text": f"line {k}"}) + "\n" for k in range(3)
+            json.dumps({"ts": f"2026-11-27T10:0{k}:00Z", "role": "user", "text": f"line {k}"})
+            + "\n"
+            for k in range(3)
         )
     )
     ct("-C", b, "import", "jsonl", f)
@@ -328,7 +358,9 @@ def _sync_loop(root: Path, name: str, rounds: int) -> subprocess.Popen:
         f"{ct_cmd} sync --json >> {root}.sync.jsonl\n"
         for i in range(rounds)
     )
-    return subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        ["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def sys_ct() -> list[str]:
@@ -352,7 +384,9 @@ def test_four_clones_syncing_at_once_merge_again_when_a_push_loses_the_race(clon
     procs = [_sync_loop(root, f"w{i}", rounds) for i, root in enumerate(roots)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, [err for _, err in outs]
-    results = [json.loads(ln) for r in roots for ln in Path(f"{r}.sync.jsonl").read_text().splitlines()]
+    results = [
+        json.loads(ln) for r in roots for ln in Path(f"{r}.sync.jsonl").read_text().splitlines()
+    ]
     assert len(results) == 4 * rounds
     for root in roots:  # one more round each, so every clone has what the last pushers pushed
         ct("-C", root, "sync")
@@ -370,7 +404,9 @@ def test_a_first_push_to_a_bare_remote_whose_head_names_master_leaves_it_clonabl
     `git clone` checks main out (before: an empty checkout and "Not a memory store")."""
     remote = tmp_path / "remote.git"
     subprocess.run(
-        ["git", "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(remote)], check=True, capture_output=True
+        ["git", "-c", "init.defaultBranch=master", "init", "-q", "--bare", str(remote)],
+        check=True,
+        capture_output=True,
     )
     a = make_store(tmp_path / "a").root
     ct("-C", a, "add", "the budget stays at 2400", "--ts", "2026-11-30T10:00:00Z")
@@ -394,7 +430,9 @@ def test_an_uncommitted_edit_that_blocks_the_merge_is_named_with_stash_or_commit
     git(b, "commit", "-qam", "A note in the config")
     git(b, "push", "-q")
     mine = a / "memstore.toml"
-    mine.write_text("# a's own edit\n" + mine.read_text())  # another hunk: the stash pops back cleanly
+    mine.write_text(
+        "# a's own edit\n" + mine.read_text()
+    )  # another hunk: the stash pops back cleanly
     before = git(a, "rev-parse", "HEAD").stdout
     out = ct("-C", a, "sync", check=False)
     assert out.returncode == 8

@@ -33,19 +33,43 @@ TABLE = [
     ("today", "2026-03-10 00:00", "2026-03-11 00:00", "day", ""),
     ("notes from yesterday", "2026-03-09 00:00", "2026-03-10 00:00", "day", "notes"),
     ("yesterday's standup notes", "2026-03-09 00:00", "2026-03-10 00:00", "day", "standup notes"),
-    ("what did we ship the day before yesterday", "2026-03-08 00:00", "2026-03-09 00:00", "day", "what did we ship"),
-    ("what happened last night", "2026-03-09 18:00", "2026-03-10 06:00", "part_of_day", "what happened"),
+    (
+        "what did we ship the day before yesterday",
+        "2026-03-08 00:00",
+        "2026-03-09 00:00",
+        "day",
+        "what did we ship",
+    ),
+    (
+        "what happened last night",
+        "2026-03-09 18:00",
+        "2026-03-10 06:00",
+        "part_of_day",
+        "what happened",
+    ),
     ("plans for tonight", "2026-03-10 18:00", "2026-03-11 06:00", "part_of_day", "plans"),
     ("this morning's deploy", "2026-03-10 05:00", "2026-03-10 12:00", "part_of_day", "deploy"),
     ("this afternoon", "2026-03-10 12:00", "2026-03-10 18:00", "part_of_day", ""),
     ("this evening", "2026-03-10 17:00", "2026-03-10 22:00", "part_of_day", ""),
-    ("Yesterday morning, the outage", "2026-03-09 05:00", "2026-03-09 12:00", "part_of_day", "the outage"),
+    (
+        "Yesterday morning, the outage",
+        "2026-03-09 05:00",
+        "2026-03-09 12:00",
+        "part_of_day",
+        "the outage",
+    ),
     ("yesterday afternoon deploy", "2026-03-09 12:00", "2026-03-09 18:00", "part_of_day", "deploy"),
     ("earlier today", "2026-03-10 00:00", "2026-03-10 15:00", "range", ""),
     ("in the morning", "2026-03-10 05:00", "2026-03-10 12:00", "part_of_day", ""),
     # English: weekdays (strictly before today, today being a Tuesday)
     ("last Tuesday", "2026-03-03 00:00", "2026-03-04 00:00", "day", ""),
-    ("what did Sam say last Tuesday night", "2026-03-03 18:00", "2026-03-04 06:00", "part_of_day", "what did Sam say"),
+    (
+        "what did Sam say last Tuesday night",
+        "2026-03-03 18:00",
+        "2026-03-04 06:00",
+        "part_of_day",
+        "what did Sam say",
+    ),
     ("the call on Tuesday", "2026-03-03 00:00", "2026-03-04 00:00", "day", "the call"),
     ("on Monday", "2026-03-09 00:00", "2026-03-10 00:00", "day", ""),
     ("Friday's retro", "2026-03-06 00:00", "2026-03-07 00:00", "day", "retro"),
@@ -61,7 +85,13 @@ TABLE = [
     ("this month", "2026-03-01 00:00", "2026-04-01 00:00", "month", ""),
     ("last year", "2025-01-01 00:00", "2026-01-01 00:00", "year", ""),
     ("this year's goals", "2026-01-01 00:00", "2027-01-01 00:00", "year", "goals"),
-    ("what did we decide in March", "2026-03-01 00:00", "2026-04-01 00:00", "month", "what did we decide"),
+    (
+        "what did we decide in March",
+        "2026-03-01 00:00",
+        "2026-04-01 00:00",
+        "month",
+        "what did we decide",
+    ),
     ("in April", "2025-04-01 00:00", "2025-05-01 00:00", "month", ""),
     ("during December", "2025-12-01 00:00", "2026-01-01 00:00", "month", ""),
     ("in may", "2025-05-01 00:00", "2025-06-01 00:00", "month", ""),
@@ -135,9 +165,21 @@ TABLE = [
     ("3月2日から3月4日まで", "2026-03-02 00:00", "2026-03-05 00:00", "range", ""),
     # Other languages, through dateparser
     ("gestern", "2026-03-09 00:00", "2026-03-10 00:00", "day", ""),
-    ("was haben wir gestern besprochen", "2026-03-09 00:00", "2026-03-10 00:00", "day", "was haben wir besprochen"),
+    (
+        "was haben wir gestern besprochen",
+        "2026-03-09 00:00",
+        "2026-03-10 00:00",
+        "day",
+        "was haben wir besprochen",
+    ),
     ("vor 3 Tagen", "2026-03-07 00:00", "2026-03-08 00:00", "day", ""),
-    ("qu'est-ce qu'on a dit hier", "2026-03-09 00:00", "2026-03-10 00:00", "day", "qu'est-ce qu'on a dit"),
+    (
+        "qu'est-ce qu'on a dit hier",
+        "2026-03-09 00:00",
+        "2026-03-10 00:00",
+        "day",
+        "qu'est-ce qu'on a dit",
+    ),
     ("ayer", "2026-03-09 00:00", "2026-03-10 00:00", "day", ""),
     ("la semana pasada", "2026-03-02 00:00", "2026-03-09 00:00", "week", ""),
     ("昨天", "2026-03-09 00:00", "2026-03-10 00:00", "day", ""),
@@ -153,7 +195,9 @@ def _utc(local: str, tz) -> dt.datetime:
 
 
 @pytest.mark.parametrize("tz", ZONES, ids=lambda z: z.key)
-@pytest.mark.parametrize("question,start,end,granularity,keywords", TABLE, ids=[row[0] for row in TABLE])
+@pytest.mark.parametrize(
+    "question,start,end,granularity,keywords", TABLE, ids=[row[0] for row in TABLE]
+)
 def test_table(question, start, end, granularity, keywords, tz):
     q = parse_time_query(question, _now(tz), tz)
     assert q.window is not None, question
@@ -263,7 +307,9 @@ def test_hour_in_dst_gap_is_not_empty():
 
 
 def test_same_phrase_differs_by_zone():
-    now = dt.datetime(2026, 3, 10, 1, 0, tzinfo=UTC)  # 21:00 on the 9th in New York, 10:00 on the 10th in Tokyo
+    now = dt.datetime(
+        2026, 3, 10, 1, 0, tzinfo=UTC
+    )  # 21:00 on the 9th in New York, 10:00 on the 10th in Tokyo
     ny = parse_time_query("yesterday", now, NEW_YORK).window
     tokyo = parse_time_query("yesterday", now, TOKYO).window
     assert ny.start == _utc("2026-03-08 00:00", NEW_YORK)
@@ -277,7 +323,10 @@ def test_last_night_at_two_am_is_the_night_ending():
     now = dt.datetime(2026, 3, 10, 2, 0, tzinfo=TOKYO)
     for phrase in ("last night", "tonight", "昨夜", "今夜"):
         w = parse_time_query(phrase, now, TOKYO).window
-        assert (w.start, w.end) == (_utc("2026-03-09 18:00", TOKYO), _utc("2026-03-10 06:00", TOKYO)), phrase
+        assert (w.start, w.end) == (
+            _utc("2026-03-09 18:00", TOKYO),
+            _utc("2026-03-10 06:00", TOKYO),
+        ), phrase
         assert now in w
 
 
@@ -292,11 +341,17 @@ def test_bare_clock_time_is_the_latest_that_passed():
 def test_earlier_today_at_midnight_is_the_day():
     midnight = dt.datetime(2026, 3, 10, 0, 0, tzinfo=TOKYO)
     w = parse_time_query("earlier today", midnight, TOKYO).window
-    assert (w.start, w.end, w.granularity) == (_utc("2026-03-10 00:00", TOKYO), _utc("2026-03-11 00:00", TOKYO), "day")
+    assert (w.start, w.end, w.granularity) == (
+        _utc("2026-03-10 00:00", TOKYO),
+        _utc("2026-03-11 00:00", TOKYO),
+        "day",
+    )
 
 
 def test_naive_now_is_local():
-    assert parse_time_query("today", NOW_LOCAL, TOKYO) == parse_time_query("today", _now(TOKYO), TOKYO)
+    assert parse_time_query("today", NOW_LOCAL, TOKYO) == parse_time_query(
+        "today", _now(TOKYO), TOKYO
+    )
 
 
 # --------------------------------------------------------------------------- parse_since
@@ -321,7 +376,9 @@ def test_parse_since(value, local):
 
 
 def test_parse_since_accepts_utc_suffix():
-    assert parse_since("2026-03-01T00:00:00Z", _now(TOKYO), TOKYO) == dt.datetime(2026, 3, 1, tzinfo=UTC)
+    assert parse_since("2026-03-01T00:00:00Z", _now(TOKYO), TOKYO) == dt.datetime(
+        2026, 3, 1, tzinfo=UTC
+    )
 
 
 @pytest.mark.parametrize("value", ["budget", "yesterday budget", "", "the first time"])
@@ -342,7 +399,9 @@ def test_dateparser_is_not_imported_for_plain_questions():
         "parse_time_query('what did we decide yesterday about the budget', dt.datetime(2026, 3, 10, tzinfo=tz), tz)\n"
         "print('dateparser' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "False"
 
 
@@ -358,7 +417,16 @@ PAST_PHRASES = [
     "12月", "21時ごろ", "昨日の夜", "先週末", "過去3日間", "this week", "this month", "this year",
     "今週", "今月", "今年", "today", "今日", "earlier this week",
 ]  # fmt: skip
-OTHER_PHRASES = ["tonight", "this morning", "this evening", "今夜", "今朝", "this Friday", "午後3時", "2025-06-01"]
+OTHER_PHRASES = [
+    "tonight",
+    "this morning",
+    "this evening",
+    "今夜",
+    "今朝",
+    "this Friday",
+    "午後3時",
+    "2025-06-01",
+]
 OCCURRENCE_PHRASES = ["the first time", "last time", "back then", "最初に", "前回", "あの時"]
 FILLER = [
     "what", "did", "we", "say", "about", "the", "budget", "may", "march", "second", "time", "night",
@@ -382,7 +450,9 @@ nows = st.datetimes(min_value=dt.datetime(2000, 1, 1), max_value=dt.datetime(204
 )
 zones = st.sampled_from(PROPERTY_ZONES)
 words = st.sampled_from(FILLER + PAST_PHRASES + OTHER_PHRASES + OCCURRENCE_PHRASES)
-questions = st.lists(words, max_size=6).flatmap(lambda parts: st.sampled_from([" ".join(parts), "".join(parts)]))
+questions = st.lists(words, max_size=6).flatmap(
+    lambda parts: st.sampled_from([" ".join(parts), "".join(parts)])
+)
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -422,7 +492,9 @@ def test_past_phrases_never_start_after_now(phrase, now, tz):
 
 @PROPERTY
 @given(
-    st.sampled_from(["today", "yesterday", "2 days ago", "last Tuesday", "March 3", "昨日", "一昨日", "3日前"]),
+    st.sampled_from(
+        ["today", "yesterday", "2 days ago", "last Tuesday", "March 3", "昨日", "一昨日", "3日前"]
+    ),
     nows,
     zones,
 )
@@ -435,7 +507,11 @@ def test_a_day_is_one_local_date(phrase, now, tz):
 
 
 @PROPERTY
-@given(st.sampled_from(["last week", "this week", "3 weeks ago", "先週", "今週", "2週間前"]), nows, zones)
+@given(
+    st.sampled_from(["last week", "this week", "3 weeks ago", "先週", "今週", "2週間前"]),
+    nows,
+    zones,
+)
 def test_a_week_runs_monday_to_monday(phrase, now, tz):
     w = parse_time_query(phrase, now, tz).window
     start, end = w.start.astimezone(tz).date(), w.end.astimezone(tz).date()
@@ -447,4 +523,8 @@ def test_a_week_runs_monday_to_monday(phrase, now, tz):
 def test_window_does_not_depend_on_surrounding_words(phrase, now, tz):
     alone = parse_time_query(phrase, now, tz).window
     spaced = parse_time_query(f"notes {phrase} budget", now, tz).window
-    assert (alone.start, alone.end, alone.granularity) == (spaced.start, spaced.end, spaced.granularity)
+    assert (alone.start, alone.end, alone.granularity) == (
+        spaced.start,
+        spaced.end,
+        spaced.granularity,
+    )

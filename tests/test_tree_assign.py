@@ -65,7 +65,11 @@ def test_only_conversation_records_are_placed(store, tmp_path):
 
 
 def test_topics_can_be_switched_off(store):
-    text = (store.root / "memstore.toml").read_text().replace("[settings]", "[settings]\ntopics = false")
+    text = (
+        (store.root / "memstore.toml")
+        .read_text()
+        .replace("[settings]", "[settings]\ntopics = false")
+    )
     (store.root / "memstore.toml").write_text(text)
     store.git.commit("topics off", ["memstore.toml"])
     from memstore.store import Store
@@ -86,7 +90,11 @@ def test_a_broken_tree_line_never_loses_a_write(store, capfd):
     assert "{broken" in shard.read_text() and git_clean(store.root)
     assert f"{shard}:" in capfd.readouterr().err  # readers skip the line and say where it is
     proc = ct("-C", store.root, "fsck", check=False)
-    assert proc.returncode == 1 and f"{store.rel(shard)}:" in proc.stdout and "not valid JSON" in proc.stdout
+    assert (
+        proc.returncode == 1
+        and f"{store.rel(shard)}:" in proc.stdout
+        and "not valid JSON" in proc.stdout
+    )
 
 
 def test_place_existing_and_cli_views(store):
@@ -102,11 +110,15 @@ def test_place_existing_and_cli_views(store):
     assert "digraph" in ct("-C", store.root, "tree", "--format", "dot").stdout
     top = [
         line
-        for line in ct("-C", store.root, "tree", "--depth", "1", "--no-summaries").stdout.splitlines()
+        for line in ct(
+            "-C", store.root, "tree", "--depth", "1", "--no-summaries"
+        ).stdout.splitlines()
         if not line.startswith("(")
     ]
     roots = {t.id for t in treefmt.read(store.root).children(None)}
-    assert roots and {line.split()[-1] for line in top} == roots  # depth 1: the top-level topics, nothing below
+    assert (
+        roots and {line.split()[-1] for line in top} == roots
+    )  # depth 1: the top-level topics, nothing below
 
 
 def test_imports_place_their_conversation_records(store):
@@ -114,13 +126,26 @@ def test_imports_place_their_conversation_records(store):
 
     fixtures = Path(__file__).parent / "fixtures" / "importers"
     ct("-C", store.root, "import", "chatgpt", fixtures / "chatgpt_conversations.json")
-    ct("-C", store.root, "import", "claude-code", fixtures / "5f0c1a2e-7b3d-4c8e-9a61-2d4e8f1b3c70.jsonl")
+    ct(
+        "-C",
+        store.root,
+        "import",
+        "claude-code",
+        fixtures / "5f0c1a2e-7b3d-4c8e-9a61-2d4e8f1b3c70.jsonl",
+    )
     store.index()
-    conv = {r[0] for r in store.index().conn.execute("SELECT id FROM records WHERE type IN ('text', 'action')")}
+    conv = {
+        r[0]
+        for r in store.index().conn.execute(
+            "SELECT id FROM records WHERE type IN ('text', 'action')"
+        )
+    }
     tree = treefmt.read(store.root)
     assert conv and set(tree.topic_of()) == conv
     assert git_clean(store.root)
-    again = ct("-C", store.root, "import", "chatgpt", fixtures / "chatgpt_conversations.json")  # nothing new
+    again = ct(
+        "-C", store.root, "import", "chatgpt", fixtures / "chatgpt_conversations.json"
+    )  # nothing new
     assert treefmt.read(store.root).dumps() == tree.dumps() and git_clean(store.root), again.stdout
 
 
@@ -135,11 +160,14 @@ def test_tree_depth_limits_the_levels_shown():
         topics={
             "tA": Topic("tA", "Group", parent=None, created=ts, last_active=ts),
             "tB": Topic("tB", "Child", parent="tA", records=["r1"], created=ts, last_active=ts),
-            "tC": Topic("tC", "Grandchild", parent="tB", records=["r2"], created=ts, last_active=ts),
+            "tC": Topic(
+                "tC", "Grandchild", parent="tB", records=["r2"], created=ts, last_active=ts
+            ),
         }
     )
     ids = lambda depth: [
-        ln.split()[-1] for ln in render.text(tree, ZoneInfo("UTC"), depth, summaries=False).splitlines()
+        ln.split()[-1]
+        for ln in render.text(tree, ZoneInfo("UTC"), depth, summaries=False).splitlines()
     ]
     assert ids(1) == ["tA"] and ids(2) == ["tA", "tB"] and ids(None) == ["tA", "tB", "tC"]
 
@@ -152,7 +180,13 @@ def test_document_frequency_is_exact_small_and_estimated_past_the_sample(store, 
     write_turns(
         store,
         [
-            (f"2026-11-01T10:{i:02d}:00Z", "user", "garden beds" if i % 2 else "river walk", "s", "me")
+            (
+                f"2026-11-01T10:{i:02d}:00Z",
+                "user",
+                "garden beds" if i % 2 else "river walk",
+                "s",
+                "me",
+            )
             for i in range(40)
         ],
     )

@@ -42,7 +42,9 @@ def test_dumps_is_deterministic_and_roundtrips():
     assert text == treefmt.parse(text).dumps()
     data = json.loads(text)
     assert list(data["topics"]) == ["a", "b"] and data["topics"]["b"]["records"] == ["r2", "r1"]
-    assert '\n        "r2",\n' in text  # one record id per line: git diff reads as "these records joined"
+    assert (
+        '\n        "r2",\n' in text
+    )  # one record id per line: git diff reads as "these records joined"
 
 
 @pytest.mark.parametrize(
@@ -53,7 +55,10 @@ def test_dumps_is_deterministic_and_roundtrips():
         (lambda d: d["topics"]["a"].update(parent="zz"), "not a topic"),
         (lambda d: d["topics"]["a"].update(records="r1"), "list of record ids"),
         (lambda d: d.update(current="nope"), '"current" names'),
-        (lambda d: (d["topics"]["a"].update(parent="b"), d["topics"]["b"].update(parent="a")), "cycle"),
+        (
+            lambda d: (d["topics"]["a"].update(parent="b"), d["topics"]["b"].update(parent="a")),
+            "cycle",
+        ),
     ],
 )
 def test_validation_names_the_file(tmp_path, mutate, words):
@@ -135,7 +140,12 @@ def test_a_reorganization_reads_as_what_moved_where(tmp_path):
     t.topics["a"].name = "Trips and plans"  # rename a
     treefmt.write(tmp_path, t, now=_at(5))
     new = [json.loads(x) for x in _lines(tmp_path)[before:]]
-    assert [(o["op"], o.get("topic")) for o in new] == [("set", "a"), ("set", "c"), ("place", "a"), ("gone", "b")]
+    assert [(o["op"], o.get("topic")) for o in new] == [
+        ("set", "a"),
+        ("set", "c"),
+        ("place", "a"),
+        ("gone", "b"),
+    ]
     assert new[0]["name"] == "Trips and plans" and new[1] == {**new[1], "parent": "a"}
     assert new[2]["records"] == ["r3"] and new[3]["into"] == "a" and new[3]["why"] == "merged"
     assert sorted({o["at"] for o in new}) == [o["at"] for o in new]  # one time each, in write order
@@ -171,7 +181,12 @@ def test_a_record_placed_into_a_topic_the_other_clone_merged_away_follows_it(tmp
     (merged / "tree/2026").mkdir(parents=True)
     (merged / "tree/2026/2026-05-01.jsonl").write_text("\n".join(union) + "\n")
     tree = treefmt.read(merged)
-    assert set(tree.topics) == {"y"} and sorted(tree.topics["y"].records) == ["r0", "r1", "r2", "r3"]
+    assert set(tree.topics) == {"y"} and sorted(tree.topics["y"].records) == [
+        "r0",
+        "r1",
+        "r2",
+        "r3",
+    ]
     assert tree.current == "y" and tree.gone["x"]["into"] == "y"
 
 
@@ -189,7 +204,12 @@ def test_gone_chains_are_followed(tmp_path):
         ):
             fh.write(treelog.dumps({"at": f"2026-05-01T13:00:00.00000{i}Z", **op}) + "\n")
     tree = treefmt.read(tmp_path)
-    assert set(tree.topics) == {"c"} and sorted(tree.topics["c"].records) == ["r1", "r2", "r3", "r7"]
+    assert set(tree.topics) == {"c"} and sorted(tree.topics["c"].records) == [
+        "r1",
+        "r2",
+        "r3",
+        "r7",
+    ]
 
 
 def test_crossing_moves_cannot_make_a_cycle(tmp_path):
@@ -197,8 +217,18 @@ def test_crossing_moves_cannot_make_a_cycle(tmp_path):
     treefmt.write(tmp_path, t, now=T0)
     shard = treelog.shards(tmp_path)[0]
     with open(shard, "a") as fh:  # two clones: one moved a under b, the other b under a
-        fh.write(treelog.dumps({"at": "2026-05-01T13:00:00.000001Z", "op": "set", "topic": "a", "parent": "b"}) + "\n")
-        fh.write(treelog.dumps({"at": "2026-05-01T13:00:00.000002Z", "op": "set", "topic": "b", "parent": "a"}) + "\n")
+        fh.write(
+            treelog.dumps(
+                {"at": "2026-05-01T13:00:00.000001Z", "op": "set", "topic": "a", "parent": "b"}
+            )
+            + "\n"
+        )
+        fh.write(
+            treelog.dumps(
+                {"at": "2026-05-01T13:00:00.000002Z", "op": "set", "topic": "b", "parent": "a"}
+            )
+            + "\n"
+        )
     tree = treefmt.read(tmp_path)
     assert tree.topics["a"].parent == "b" and tree.topics["b"].parent is None
 
@@ -206,9 +236,26 @@ def test_crossing_moves_cannot_make_a_cycle(tmp_path):
 ops_st = st.lists(
     st.sampled_from(
         [
-            {"op": "topic", "topic": "a", "name": "A", "parent": None, "created": "2026-01-01T00:00:00.000000Z"},
-            {"op": "topic", "topic": "b", "name": "B", "parent": "a", "created": "2026-01-02T00:00:00.000000Z"},
-            {"op": "set", "topic": "b", "parent": None, "last_active": "2026-02-01T00:00:00.000000Z"},
+            {
+                "op": "topic",
+                "topic": "a",
+                "name": "A",
+                "parent": None,
+                "created": "2026-01-01T00:00:00.000000Z",
+            },
+            {
+                "op": "topic",
+                "topic": "b",
+                "name": "B",
+                "parent": "a",
+                "created": "2026-01-02T00:00:00.000000Z",
+            },
+            {
+                "op": "set",
+                "topic": "b",
+                "parent": None,
+                "last_active": "2026-02-01T00:00:00.000000Z",
+            },
             {"op": "set", "topic": "a", "parent": "b", "name": "A2"},
             {"op": "place", "topic": "a", "records": ["r1", "r2"]},
             {"op": "place", "topic": "b", "records": ["r2", "r3"]},
@@ -225,11 +272,22 @@ ops_st = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=ops_st, seed=st.integers(0, 10_000), times=st.lists(st.integers(0, 5), min_size=14, max_size=14))
-def test_replay_is_idempotent_and_independent_of_line_and_shard_order(tmp_path_factory, ops, seed, times):
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    ops=ops_st,
+    seed=st.integers(0, 10_000),
+    times=st.lists(st.integers(0, 5), min_size=14, max_size=14),
+)
+def test_replay_is_idempotent_and_independent_of_line_and_shard_order(
+    tmp_path_factory, ops, seed, times
+):
     """Every line twice, lines shuffled across other shards: the same tree (what a union merge may do)."""
-    lines = [treelog.dumps({"at": f"2026-05-01T12:00:00.00000{times[i]}Z", **op}) for i, op in enumerate(ops)]
+    lines = [
+        treelog.dumps({"at": f"2026-05-01T12:00:00.00000{times[i]}Z", **op})
+        for i, op in enumerate(ops)
+    ]
     one = tmp_path_factory.mktemp("one")
     (one / "tree/2026").mkdir(parents=True)
     (one / "tree/2026/2026-05-01.jsonl").write_text("".join(x + "\n" for x in lines))
@@ -257,7 +315,10 @@ def test_replay_is_idempotent_and_independent_of_line_and_shard_order(tmp_path_f
         ('{"op": "current", "topic": null}', '"at" must be a UTC time'),
         ('{"at": "2026-05-01T12:00:00.000000Z", "op": "teleport"}', "unknown op 'teleport'"),
         ('{"at": "yesterday", "op": "current", "topic": null}', '"at" must be a UTC time'),
-        ('{"at": "2026-05-01T12:00:00.000000Z", "op": "place", "topic": "a", "records": "r1"}', "list of record ids"),
+        (
+            '{"at": "2026-05-01T12:00:00.000000Z", "op": "place", "topic": "a", "records": "r1"}',
+            "list of record ids",
+        ),
     ],
 )
 def test_a_damaged_line_is_named_for_fsck_and_skipped_by_readers(tmp_path, capsys, line, words):
@@ -292,7 +353,15 @@ def test_the_replay_cache_follows_the_files(tmp_path):
     shard = treelog.shards(tmp_path)[0]
     with open(shard, "a") as fh:  # a change git makes (pull, checkout) is seen at once
         fh.write(
-            treelog.dumps({"at": "2026-05-01T13:00:00.000000Z", "op": "place", "topic": "a", "records": ["r2"]}) + "\n"
+            treelog.dumps(
+                {
+                    "at": "2026-05-01T13:00:00.000000Z",
+                    "op": "place",
+                    "topic": "a",
+                    "records": ["r2"],
+                }
+            )
+            + "\n"
         )
     assert treefmt.read(tmp_path).topics["a"].records == ["r1", "r2"]
     (tmp_path / ".memstore" / treefmt.CACHE).write_bytes(b"garbage")
@@ -303,7 +372,10 @@ def test_a_format1_tree_json_becomes_ops_on_the_first_write(tmp_path):
     t = _tree(a=(None, ["r1", "r2"], "1"), b=("a", ["r3"], "1"))
     (tmp_path / "tree.json").write_text(t.dumps())
     assert _same(treefmt.read(tmp_path), t)
-    assert treefmt.write(tmp_path, treefmt.read(tmp_path), now=T0) == ["tree/2026/2026-05-01.jsonl", "tree.json"]
+    assert treefmt.write(tmp_path, treefmt.read(tmp_path), now=T0) == [
+        "tree/2026/2026-05-01.jsonl",
+        "tree.json",
+    ]
     assert not (tmp_path / "tree.json").exists() and _same(treefmt.read(tmp_path), t)
 
 
@@ -311,7 +383,9 @@ def test_problems_for_fsck(tmp_path):
     t = _tree(a=(None, ["r1", "r2"], "1"))
     treefmt.write(tmp_path, t, now=T0)
     assert treefmt.problems(tmp_path, known_ids={"r1", "r2"}) == []
-    assert any("r2, which is not in any day log" in p for p in treefmt.problems(tmp_path, known_ids={"r1"}))
+    assert any(
+        "r2, which is not in any day log" in p for p in treefmt.problems(tmp_path, known_ids={"r1"})
+    )
     f1 = tmp_path / "f1"
     f1.mkdir()
     (f1 / "tree.json").write_text("[]")
@@ -330,18 +404,29 @@ def test_forget_rewrites_every_line_that_names_or_quotes_the_record(store):
         [
             ("2026-11-01T10:00:00Z", "user", secret, "s", "me"),
             ("2026-11-01T10:01:00Z", "assistant", "Noted the locker details.", "s", None),
-            ("2026-11-01T10:02:00Z", "user", "Also remind me about the gym schedule on Mondays.", "s", "me"),
+            (
+                "2026-11-01T10:02:00Z",
+                "user",
+                "Also remind me about the gym schedule on Mondays.",
+                "s",
+                "me",
+            ),
         ],
     )
     tree = treefmt.read(store.root)
     ids = {rid for t in tree.topics.values() for rid in t.records}
     secret_id = next(
         r["id"]
-        for r in [json.loads(x) for x in next((store.root / "log").rglob("*.jsonl")).read_text().splitlines()]
+        for r in [
+            json.loads(x)
+            for x in next((store.root / "log").rglob("*.jsonl")).read_text().splitlines()
+        ]
         if r["text"] == secret
     )
     text = "\n".join(_lines(store.root))
-    assert secret_id in text and "locker code is 4471" in text  # the offline summary quotes the opener
+    assert (
+        secret_id in text and "locker code is 4471" in text
+    )  # the offline summary quotes the opener
     changed = forget_ops(store.root, set([secret_id]), [secret])
     assert changed and all(p.startswith("tree/") for p in changed)
     text = "\n".join(_lines(store.root))
@@ -358,7 +443,9 @@ def test_forget_drops_lines_left_without_records_and_tree_json_too(tmp_path):
     t = _tree(a=(None, ["r1"], "1"), b=(None, ["r2"], "1"))
     treefmt.write(tmp_path, t, now=T0)
     forget_ops(tmp_path, set(["r2"]), [])
-    assert "r2" not in "\n".join(_lines(tmp_path)) and treefmt.read(tmp_path).topics["b"].records == []
+    assert (
+        "r2" not in "\n".join(_lines(tmp_path)) and treefmt.read(tmp_path).topics["b"].records == []
+    )
     f1 = tmp_path / "f1"
     f1.mkdir()
     (f1 / "tree.json").write_text(t.dumps())
@@ -376,14 +463,27 @@ def test_branches_that_both_place_turns_merge_with_plain_git(tmp_path):
     st = make_store(tmp_path / "s")
     assert "memstore-tree" not in (st.root / ".gitattributes").read_text()
     st.add("We are planning a trip to Lisbon in spring.", ts="2026-03-01T10:00:00Z")
-    git = lambda *a: subprocess.run(["git", "-C", str(st.root), *a], capture_output=True, text=True, check=True)
+    git = lambda *a: subprocess.run(
+        ["git", "-C", str(st.root), *a], capture_output=True, text=True, check=True
+    )
     assert "memstore-tree" not in git("config", "--list").stdout
     git("checkout", "-q", "-b", "other")
     st.add("Chess openings for beginners: the Italian game.", ts="2026-03-02T10:00:00Z")
     git("checkout", "-q", "main")
     st.add("Gardening: tomatoes need full sun and deep watering.", ts="2026-03-03T10:00:00Z")
     out = subprocess.run(
-        ["git", "-C", str(st.root), "-c", "user.name=t", "-c", "user.email=t@t", "merge", "--no-edit", "other"],
+        [
+            "git",
+            "-C",
+            str(st.root),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "merge",
+            "--no-edit",
+            "other",
+        ],
         capture_output=True,
         text=True,
     )
@@ -403,7 +503,11 @@ def test_ct_diff_reads_tree_json_at_format1_revisions_and_ops_after(store):
     store.git.commit("a format-1 tree", ["tree.json"])
     assert _same(treefmt.read(store.root), tree)
     store.add("Also plant basil next to the tomatoes in the garden.", ts="2026-03-01T10:05:00Z")
-    assert not (store.root / "tree.json").exists() and (store.root / "tree").is_dir() and git_clean(store.root)
+    assert (
+        not (store.root / "tree.json").exists()
+        and (store.root / "tree").is_dir()
+        and git_clean(store.root)
+    )
     js = json.loads(ct("-C", store.root, "diff", "HEAD~1", "HEAD", "--json").stdout)
     assert js["added"] or js["grew"]
     assert not any(m for m in js["merged"]) and not js["removed"]
@@ -417,7 +521,12 @@ def test_a_line_that_is_not_utf8_is_named_and_the_rest_replays(tmp_path):
         fh.write(b'{"at":"2026-05-01T13:00:00.000000Z","op":"current","topic":"\xff"}\n\n')
         fh.write(
             treelog.dumps(
-                {"at": "2026-05-01T13:00:00.000001Z", "op": "place", "topic": "a", "records": ["r2"]}
+                {
+                    "at": "2026-05-01T13:00:00.000001Z",
+                    "op": "place",
+                    "topic": "a",
+                    "records": ["r2"],
+                }
             ).encode()
             + b"\n"
         )

@@ -36,11 +36,17 @@ def test_sentences_of_a_user_turn():
         "My aunt brought her famous lemon cake and everyone loved it.",
         "By the way, I finally bought a stand mixer for the kitchen.",
     ]
-    assert sentences({"role": "assistant", "type": "text"}, LONG) == []  # replies are embedded whole
+    assert (
+        sentences({"role": "assistant", "type": "text"}, LONG) == []
+    )  # replies are embedded whole
     assert sentences({"role": "user", "type": "doc"}, LONG) == []
     assert sentences({"role": "user"}, "One sentence only, however long it is.") == []
-    assert sentences({"role": "user"}, "Ok. Thanks a lot for the help today!") == []  # "Ok." is too short to count
-    assert sentences({"role": "user"}, "我们明天去北京大学参观。然后去吃饭。") == []  # no spaces: embedded whole
+    assert (
+        sentences({"role": "user"}, "Ok. Thanks a lot for the help today!") == []
+    )  # "Ok." is too short to count
+    assert (
+        sentences({"role": "user"}, "我们明天去北京大学参观。然后去吃饭。") == []
+    )  # no spaces: embedded whole
     from memstore.turn_embedding import SENTENCE_MAX
 
     paste = " ".join(f"Line {i} of the pasted log says something." for i in range(200))

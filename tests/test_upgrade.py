@@ -48,7 +48,9 @@ QUERIES = [
 def old_code(tmp_path_factory):
     """The previous release's `memstore` package, unpacked from git history."""
     dest = tmp_path_factory.mktemp("release-1")
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", PREVIOUS_RELEASE, "memstore"], capture_output=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", PREVIOUS_RELEASE, "memstore"], capture_output=True
+    )
     assert archive.returncode == 0, (
         f"commit {PREVIOUS_RELEASE} (the previous release) is not in this clone: "
         f"{archive.stderr.decode()[-300:]} (a shallow clone? git fetch --unshallow)"
@@ -61,7 +63,11 @@ def old_ct(old_code, *args):
     env = {**os.environ, "PYTHONPATH": str(old_code)}
     # cwd is the old code too: `python -m` puts the working folder ahead of PYTHONPATH
     proc = subprocess.run(
-        [sys.executable, "-m", "memstore", *map(str, args)], capture_output=True, text=True, env=env, cwd=old_code
+        [sys.executable, "-m", "memstore", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=old_code,
     )
     assert proc.returncode == 0, proc.stderr
     return proc
@@ -100,9 +106,15 @@ def build_format1(old_code, tmp_path) -> Path:
     old_ct(old_code, "-C", root, "import", "jsonl", turns)
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "budget.md").write_text("# Household budget\n\nThe household budget is 1,650 euros. Review on the tenth.\n")
-    (docs / "trip.md").write_text("# Lisbon\n\nFlights 400, the flat in Alfama for five nights, tram 28.\n")
-    (docs / "release.txt").write_text("Releases happen on Thursdays only. A failing test blocks the release.\n")
+    (docs / "budget.md").write_text(
+        "# Household budget\n\nThe household budget is 1,650 euros. Review on the tenth.\n"
+    )
+    (docs / "trip.md").write_text(
+        "# Lisbon\n\nFlights 400, the flat in Alfama for five nights, tram 28.\n"
+    )
+    (docs / "release.txt").write_text(
+        "Releases happen on Thursdays only. A failing test blocks the release.\n"
+    )
     old_ct(old_code, "-C", root, "ingest-path", docs)
     media = tmp_path / "media"
     media.mkdir()
@@ -171,9 +183,13 @@ def test_upgrade_keeps_records_vectors_tree_and_search_results(old_code, tmp_pat
     assert git_clean(root) and len(commits(root)) == n_commits
 
     res = json.loads(ct("-C", root, "upgrade", "--json").stdout)
-    assert res["commit"] and res["records"] == len(before_recs) and res["vectors"] == len(before_recs)
+    assert (
+        res["commit"] and res["records"] == len(before_recs) and res["vectors"] == len(before_recs)
+    )
     assert res["blobs"] == 1
-    assert len(commits(root)) == n_commits + 1 and commits(root)[0].startswith("Upgrade store to format 3")
+    assert len(commits(root)) == n_commits + 1 and commits(root)[0].startswith(
+        "Upgrade store to format 3"
+    )
     assert git_clean(root)
     assert "format_version = 3" in (root / "memstore.toml").read_text()
     assert not (root / "segments").exists() and not (root / "tree.json").exists()
@@ -184,13 +200,18 @@ def test_upgrade_keeps_records_vectors_tree_and_search_results(old_code, tmp_pat
     # records: the same, less seg, plus each one's key; the blob reference names the original by content
     after_recs = records(root)
     assert len(after_recs) == len(before_recs)
-    assert len({new.pop("vkey") for new in after_recs}) == len(after_recs)  # one random key per record
+    assert len({new.pop("vkey") for new in after_recs}) == len(
+        after_recs
+    )  # one random key per record
     for old, new in zip(before_recs, after_recs):
         assert "seg" not in new
         old = {k: v for k, v in old.items() if k != "seg"}
         blob = (old.get("source") or {}).get("blob")
         if blob:
-            assert set(new["source"]["blob"]) == {"sha256", "bytes"} and new["source"]["blob"]["bytes"] == 256 * 64
+            assert (
+                set(new["source"]["blob"]) == {"sha256", "bytes"}
+                and new["source"]["blob"]["bytes"] == 256 * 64
+            )
             old["source"] = {**old["source"], "blob": new["source"]["blob"]}
         assert new == old
 
@@ -236,9 +257,15 @@ def test_an_upgrade_killed_before_its_commit_is_undone_by_the_next(old_code, tmp
         (root / "memstore.toml").read_text().replace("format_version = 1", "format_version = 2")
     )
 
-    plan = ct("-C", root, "upgrade", "-n").stdout  # puts the committed format-1 store back, then plans
+    plan = ct(
+        "-C", root, "upgrade", "-n"
+    ).stdout  # puts the committed format-1 store back, then plans
     assert "would rewrite 1 day logs" in plan
-    assert git_clean(root) and records(root) == before and not (root / ".memstore" / "upgrade-in-progress").exists()
+    assert (
+        git_clean(root)
+        and records(root) == before
+        and not (root / ".memstore" / "upgrade-in-progress").exists()
+    )
     ct("-C", root, "upgrade")
     assert [{k: v for k, v in r.items() if k != "vkey"} for r in records(root)] == [
         {k: v for k, v in r.items() if k != "seg"} for r in before
@@ -252,8 +279,12 @@ LAST_FORMAT_2 = "e08e6df"  # the last commit that wrote format 2
 @pytest.fixture(scope="module")
 def format2_code(tmp_path_factory):
     dest = tmp_path_factory.mktemp("format-2")
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", LAST_FORMAT_2, "memstore"], capture_output=True)
-    assert archive.returncode == 0, f"commit {LAST_FORMAT_2} is not in this clone: {archive.stderr.decode()[-300:]}"
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", LAST_FORMAT_2, "memstore"], capture_output=True
+    )
+    assert archive.returncode == 0, (
+        f"commit {LAST_FORMAT_2} is not in this clone: {archive.stderr.decode()[-300:]}"
+    )
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return dest
 
@@ -263,7 +294,9 @@ def test_a_format_2_store_is_upgraded_to_format_3_in_one_commit(format2_code, tm
     bit, search ranks the same, and the store is written to again; before it, writes exit 5."""
     root = tmp_path / "store"
     old_ct(format2_code, "init", root, "--embedder", "hash", "--timezone", "UTC")
-    for k, text in enumerate(["the ficus needs water", "book the night train", "trip budget is 2400", "call mum"]):
+    for k, text in enumerate(
+        ["the ficus needs water", "book the night train", "trip budget is 2400", "call mum"]
+    ):
         old_ct(format2_code, "-C", root, "add", "--ts", f"2026-03-0{1 + k % 2}T10:0{k}:00Z", text)
     old_ct(format2_code, "-C", root, "forget", "--match", "call mum")
     before_recs, before_vecs = records(root), vectors_after(root)
@@ -278,7 +311,9 @@ def test_a_format_2_store_is_upgraded_to_format_3_in_one_commit(format2_code, tm
     after = records(root)
     assert [{k: v for k, v in r.items() if k != "vkey"} for r in after] == before_recs
     assert all(len(r["vkey"]) == 43 for r in after)
-    assert vectors_after(root) == before_vecs  # every vector bit for bit, opened with its line's key
+    assert (
+        vectors_after(root) == before_vecs
+    )  # every vector bit for bit, opened with its line's key
     assert searches(root, tmp_path, "vector") == before
     assert json.loads(ct("-C", root, "fsck", "--json").stdout)["ok"]
     ct("-C", root, "add", "--ts", "2026-03-01T11:00:00Z", "written after the upgrade")

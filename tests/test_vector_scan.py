@@ -27,7 +27,9 @@ def test_fp16_scan_equals_the_exact_scan(filled):
         exact = vector_candidates(index, q, Filters(), 20, method="exact")
         fast = vector_candidates(index, q, Filters(), 20, method="auto")
         assert_same_ranking(fast, exact)
-    assert any(p.suffix == ".f16" for p in filled.meta_dir.iterdir())  # the sidecar is kept in .memstore/
+    assert any(
+        p.suffix == ".f16" for p in filled.meta_dir.iterdir()
+    )  # the sidecar is kept in .memstore/
 
 
 def test_fp16_scan_in_two_halves_equals_the_exact_scan(filled, monkeypatch):
@@ -50,11 +52,14 @@ def test_time_slice_and_appended_rows_reach_the_fp16_scan(filled):
     index = filled.index(update=False)
     q = filled.embedder.embed_query("hotel deadline")
     window = Filters(
-        since=from_iso("2026-01-03T00:00:00Z").timestamp(), until=from_iso("2026-01-05T00:00:00Z").timestamp()
+        since=from_iso("2026-01-03T00:00:00Z").timestamp(),
+        until=from_iso("2026-01-05T00:00:00Z").timestamp(),
     )
     exact = vector_candidates(index, q, window, 15, method="exact")
     assert_same_ranking(vector_candidates(index, q, window, 15, method="auto"), exact)
-    write_turns(filled, [("2026-01-09T10:00:00Z", "user", "hotel deadline hotel deadline", "s1", "me")])
+    write_turns(
+        filled, [("2026-01-09T10:00:00Z", "user", "hotel deadline hotel deadline", "s1", "me")]
+    )
     index = filled.index()
     top = vector_candidates(index, q, Filters(), 1, method="auto")
     assert top == vector_candidates(index, q, Filters(), 1, method="exact")

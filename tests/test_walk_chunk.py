@@ -75,7 +75,10 @@ def make_pdf(pages: list[list[str]]) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
     return out
 
 
@@ -191,7 +194,10 @@ def test_decoding_is_strict_but_honours_boms(data, text):
 def test_big_file_is_reported_not_truncated(tmp_path):
     (tmp_path / "big.txt").write_text("x" * 101)
     (tmp_path / "ok.txt").write_text("x" * 100)
-    assert run(tmp_path, max_bytes=100) == (["ok.txt"], {"big.txt": "101 bytes exceeds --max-bytes 100"})
+    assert run(tmp_path, max_bytes=100) == (
+        ["ok.txt"],
+        {"big.txt": "101 bytes exceeds --max-bytes 100"},
+    )
 
 
 def test_credentials_files_need_allow_secrets(tmp_path):
@@ -278,7 +284,9 @@ def test_pdf_pages_are_read_and_chunked_with_page_numbers(tmp_path):
     item = got["doc.pdf"]
     assert (item.kind, item.pages, item.pages_read) == ("pdf", 2, 2)
     text = item.read_text()
-    assert text.count("\f") == 1 and "apples" in text.split("\f")[0] and "pears" in text.split("\f")[1]
+    assert (
+        text.count("\f") == 1 and "apples" in text.split("\f")[0] and "pears" in text.split("\f")[1]
+    )
     whole = chunk(text, "pdf", words, max_tokens=100, overlap_tokens=0)
     assert len(whole) == 1 and whole[0].pages == (1, 2)
     parts = chunk(text, "pdf", words, max_tokens=12, overlap_tokens=0)
@@ -450,7 +458,9 @@ def test_one_megabyte_of_markdown_costs_linear_work():
 
 # ---------------------------------------------------------------- chunk: properties
 
-ALPHABET = st.sampled_from(list("ab c.\n\n#`~-*|!?。日\f\t\r") + ["```", "# ", "## ", "\n---\n", "def ", "    "])
+ALPHABET = st.sampled_from(
+    list("ab c.\n\n#`~-*|!?。日\f\t\r") + ["```", "# ", "## ", "\n---\n", "def ", "    "]
+)
 TEXTS = st.lists(ALPHABET, max_size=300).map("".join)
 
 

@@ -169,10 +169,14 @@ def test_signal_mid_run_stops_cleanly(tmp_path, sig):
 
         t = threading.Thread(target=writer)
         t.start()
-        watchdog = threading.Timer(90, proc.kill)  # a hung watcher fails the test instead of hanging it
+        watchdog = threading.Timer(
+            90, proc.kill
+        )  # a hung watcher fails the test instead of hanging it
         watchdog.start()
         seen = []
-        while not any(b["added"] for b in seen):  # wait for a committed batch, however slow the machine
+        while not any(
+            b["added"] for b in seen
+        ):  # wait for a committed batch, however slow the machine
             line = proc.stdout.readline()
             assert line, "ct watch ended before importing anything"
             seen.append(json.loads(line))
@@ -206,7 +210,8 @@ def test_once_leaves_a_half_written_claude_code_line_for_later(tmp_path):
     f = proj / "3f1c.jsonl"
     second = cc_line("u2", "assistant", "Booked the 9:40 train.", "2026-11-30T06:00:05Z")
     f.write_text(
-        cc_line("u1", "user", "Book the train to Porto.", "2026-11-30T06:00:00Z") + second[:40], encoding="utf-8"
+        cc_line("u1", "user", "Book the train to Porto.", "2026-11-30T06:00:00Z") + second[:40],
+        encoding="utf-8",
     )
     out = ct("-C", st.root, "watch", tmp_path / "projects", "--once", "--json").stdout
     assert json.loads(out)["added"] == 1 and texts(st) == ["Book the train to Porto."]
@@ -245,9 +250,15 @@ def test_a_file_of_only_broken_lines_is_reported_without_kind_too(tmp_path):
     (logs / "good.jsonl").write_text(jline(0, "good"), encoding="utf-8")
     (logs / "bad.jsonl").write_text("not json\n[1, 2]\n", encoding="utf-8")
     proc = ct("-C", st.root, "watch", logs, "--once", check=False)
-    assert proc.returncode == 1 and "bad.jsonl:1: not valid JSON" in proc.stderr and "pass --kind" in proc.stderr
+    assert (
+        proc.returncode == 1
+        and "bad.jsonl:1: not valid JSON" in proc.stderr
+        and "pass --kind" in proc.stderr
+    )
     assert texts(st) == ["line 0 of good"] and git_clean(st.root)
-    (logs / "bad.jsonl").write_text("not json", encoding="utf-8")  # no complete line yet: nothing to say
+    (logs / "bad.jsonl").write_text(
+        "not json", encoding="utf-8"
+    )  # no complete line yet: nothing to say
     assert ct("-C", st.root, "watch", logs, "--once").returncode == 0
 
 

@@ -31,12 +31,26 @@ def _find_browser() -> tuple[str, str]:
         import selenium  # noqa: F401
     except ImportError:
         pytest.skip("no browser: the selenium package is not installed (pip install -e '.[test]')")
-    chrome = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
+    chrome = next(
+        (
+            p
+            for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))
+            if p
+        ),
+        None,
+    )
     driver = shutil.which("chromedriver") or next(
-        (p for p in ("/usr/lib/chromium/chromedriver", "/usr/bin/chromedriver") if os.path.exists(p)), None
+        (
+            p
+            for p in ("/usr/lib/chromium/chromedriver", "/usr/bin/chromedriver")
+            if os.path.exists(p)
+        ),
+        None,
     )
     if not chrome or not driver:
-        missing = " and ".join(n for n, p in (("chromium", chrome), ("chromedriver", driver)) if not p)
+        missing = " and ".join(
+            n for n, p in (("chromium", chrome), ("chromedriver", driver)) if not p
+        )
         pytest.skip(
             f"no browser: {missing} not found (run `make install` as root, or "
             "`apt-get install chromium chromium-driver`)"
@@ -95,11 +109,15 @@ def site(tmp_path_factory):
         )
         try:
             box = []
-            reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
+            reader = threading.Thread(
+                target=lambda: box.append(proc.stdout.readline()), daemon=True
+            )
             reader.start()
             reader.join(30)
             m = re.search(r"at (http://127\.0\.0\.1:\d+)/", box[0] if box else "")
-            assert m, f"ct serve printed no address: {box} {proc.poll() is not None and proc.stderr.read()}"
+            assert m, (
+                f"ct serve printed no address: {box} {proc.poll() is not None and proc.stderr.read()}"
+            )
             yield m.group(1), st, expected
         finally:
             proc.terminate()
@@ -137,7 +155,9 @@ def then(drv, view: str, action) -> None:
 def wait_ready(drv, view: str):
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(drv, 15).until(lambda d: d.execute_script("return document.body.dataset.ready") == view)
+    WebDriverWait(drv, 15).until(
+        lambda d: d.execute_script("return document.body.dataset.ready") == view
+    )
     error = drv.find_element("id", "error")
     assert not error.is_displayed(), error.text
 
@@ -146,7 +166,9 @@ def shoot(drv, name: str, show: str | None = None) -> None:
     """Save the window as SHOTS/name.png, scrolled to the top or to the element `show` (a CSS selector)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     if show:
-        drv.execute_script("document.querySelector(arguments[0]).scrollIntoView({block: 'start'})", show)
+        drv.execute_script(
+            "document.querySelector(arguments[0]).scrollIntoView({block: 'start'})", show
+        )
     else:
         drv.execute_script("window.scrollTo(0, 0)")
     assert drv.save_screenshot(str(SHOTS / f"{name}.png"))
@@ -160,7 +182,9 @@ def check_search_returns_the_expected_record_and_opens_it_in_its_day(site, brows
     from selenium.webdriver.common.keys import Keys
 
     base, st, exp = site
-    plutarch = exp["theseus_ids"][10][0]  # "How did Plutarch describe the Ship of Theseus ...", second day
+    plutarch = exp["theseus_ids"][10][
+        0
+    ]  # "How did Plutarch describe the Ship of Theseus ...", second day
     visit(browser, base, "search")
     q = browser.find_element("id", "q")
     q.clear()
@@ -168,7 +192,9 @@ def check_search_returns_the_expected_record_and_opens_it_in_its_day(site, brows
     hits = css(browser, "#results .hit")
     assert hits and hits[0].get_attribute("data-id") == plutarch
     meta = hits[0].find_element("css selector", ".meta").text
-    assert DAYS[1] in meta and "score" in meta and "exact #" in meta and "vector #" in meta  # --explain parts
+    assert (
+        DAYS[1] in meta and "score" in meta and "exact #" in meta and "vector #" in meta
+    )  # --explain parts
     assert "How did Plutarch describe the Ship of Theseus" in hits[0].text
     shoot(browser, "search")
 
@@ -180,8 +206,13 @@ def check_search_returns_the_expected_record_and_opens_it_in_its_day(site, brows
     # the same options as `ct search`: exact mode and a role filter
     visit(browser, base, "search?q=Theseus&mode=exact&role=assistant&k=5", "search")
     hits = css(browser, "#results .hit")
-    assert len(hits) == 5 and all(h.find_element("css selector", ".role").text == "assistant" for h in hits)
-    assert all("exact #" in h.text and "vector" not in h.find_element("css selector", ".parts").text for h in hits)
+    assert len(hits) == 5 and all(
+        h.find_element("css selector", ".role").text == "assistant" for h in hits
+    )
+    assert all(
+        "exact #" in h.text and "vector" not in h.find_element("css selector", ".parts").text
+        for h in hits
+    )
     assert browser.find_element("id", "mode").get_attribute("value") == "exact"
 
 
@@ -190,22 +221,31 @@ def check_timeline_shows_the_day_counts_markers_and_a_day_verbatim(site, browser
 
     base, st, exp = site
     visit(browser, base, "timeline")
-    bars = {b.get_attribute("data-day"): int(b.get_attribute("data-count")) for b in css(browser, "#chart rect.bar")}
+    bars = {
+        b.get_attribute("data-day"): int(b.get_attribute("data-count"))
+        for b in css(browser, "#chart rect.bar")
+    }
     assert bars == exp["counts"]
     assert [m.get_attribute("data-day") for m in css(browser, "#chart .marker")] == [DAYS[1]]
     # the last day is open; its secret is masked, never shown in full
-    assert browser.find_element("id", "day-count").get_attribute("data-count") == str(exp["counts"][DAYS[2]])
+    assert browser.find_element("id", "day-count").get_attribute("data-count") == str(
+        exp["counts"][DAYS[2]]
+    )
     secret = browser.find_element("css selector", f'#day li[data-id="{exp["secret_id"]}"]').text
     assert "ghp_…[redacted]" in secret and SECRET not in browser.page_source
 
     # keyboard: the chart moves between days with the arrow keys
-    then(browser, "timeline", lambda: browser.find_element("id", "chart").send_keys(Keys.ARROW_LEFT))
+    then(
+        browser, "timeline", lambda: browser.find_element("id", "chart").send_keys(Keys.ARROW_LEFT)
+    )
     visit_day = browser.find_element("id", "day-title").text
     assert DAYS[1] in visit_day
     rows = css(browser, "#day ol.log li")
     assert len(rows) == exp["counts"][DAYS[1]]
     ids = [r.get_attribute("data-id") for r in rows]
-    assert exp["superseded"] not in ids and exp["correction"] in ids  # a corrected record never appears
+    assert (
+        exp["superseded"] not in ids and exp["correction"] in ids
+    )  # a corrected record never appears
     times = [r.find_element("css selector", ".time").text for r in rows]
     assert times == sorted(times)
     assert MARKER in browser.find_element("css selector", "#day ul.markers").text  # markers on top
@@ -219,9 +259,15 @@ def check_topic_tree_renders_collapses_and_lists_a_topics_records(site, browser)
     names = css(browser, "#tree .name")
     assert len(names) == exp["topics"]
     merged = css(browser, "#tree li.ghost .badge.merged")
-    assert len(merged) == exp["merges"]  # merged topics shown as such, under the topic that holds them now
+    assert (
+        len(merged) == exp["merges"]
+    )  # merged topics shown as such, under the topic that holds them now
     biggest = max(tree.topics.values(), key=lambda t: len(t.records))
-    then(browser, "tree", browser.find_element("css selector", f'#tree .name[data-topic="{biggest.id}"]').click)
+    then(
+        browser,
+        "tree",
+        browser.find_element("css selector", f'#tree .name[data-topic="{biggest.id}"]').click,
+    )
     assert browser.find_element("id", "topic-title").text == biggest.name
     assert len(css(browser, "#topic ol.log li")) == len(biggest.records)
     shoot(browser, "tree")
@@ -238,7 +284,11 @@ def check_topic_tree_renders_collapses_and_lists_a_topics_records(site, browser)
 def check_history_draws_a_reorganization_with_its_merges(site, browser):
     base, st, exp = site
     visit(browser, base, "history")
-    links = [a for a in css(browser, "#commits a") if a.text.startswith(f"Reorganize topics: merge {exp['merges']}")]
+    links = [
+        a
+        for a in css(browser, "#commits a")
+        if a.text.startswith(f"Reorganize topics: merge {exp['merges']}")
+    ]
     assert len(links) == 1
     then(browser, "history", links[0].click)
     lines = browser.find_element("id", "diff-lines").text.splitlines()
@@ -263,14 +313,20 @@ def check_keyboard_reaches_every_view(site, browser):
     names[0].send_keys(Keys.ARROW_DOWN)
     assert browser.switch_to.active_element == names[1]
     names[0].send_keys(Keys.ARROW_LEFT)
-    assert "collapsed" in browser.find_element("css selector", "#tree > ul > li").get_attribute("class")
+    assert "collapsed" in browser.find_element("css selector", "#tree > ul > li").get_attribute(
+        "class"
+    )
     names[0].send_keys(Keys.ARROW_RIGHT)
     then(browser, "tree", lambda: names[0].send_keys(Keys.ENTER))
     assert browser.find_element("id", "topic-title").text == names[0].text
     assert browser.switch_to.active_element == names[0]  # the tree stays as it was, focus with it
     then(browser, "search", ActionChains(browser).send_keys("/").perform)
     assert browser.switch_to.active_element.get_attribute("id") == "q"
-    then(browser, "search", lambda: browser.switch_to.active_element.send_keys("Hobbes twist", Keys.ENTER))
+    then(
+        browser,
+        "search",
+        lambda: browser.switch_to.active_element.send_keys("Hobbes twist", Keys.ENTER),
+    )
     first = css(browser, "#results .hit a")[0]
     # Tab walks the form's fields to the first hit's link; Enter opens its day
     browser.find_element("id", "q").click()

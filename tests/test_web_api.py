@@ -48,7 +48,9 @@ def served(tmp_path_factory):
         mp.setenv("TZ", "UTC")
         st, exp = build(tmp_path_factory.mktemp("webapi") / "s")
         server = make_server(st.root, port=0, log=False)
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         thread.start()
         try:
             yield url_of(server), st, exp
@@ -63,9 +65,13 @@ def test_the_page_and_its_files_are_served_with_a_strict_policy(served):
     base, st, exp = served
     status, headers, html = get(base, "/", accept="text/html,application/xhtml+xml,*/*;q=0.8")
     assert status == 200 and headers["Content-Type"].startswith("text/html")
-    assert b'src="/assets/app.js"' in html and b"http" not in html.replace(b"http-equiv", b"")  # nothing remote
+    assert b'src="/assets/app.js"' in html and b"http" not in html.replace(
+        b"http-equiv", b""
+    )  # nothing remote
     csp = headers["Content-Security-Policy"]
-    assert "default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp
+    assert (
+        "default-src 'none'" in csp and "script-src 'self'" in csp and "connect-src 'self'" in csp
+    )
     assert headers["X-Content-Type-Options"] == "nosniff"
     for name, ctype in (("app.js", "text/javascript"), ("app.css", "text/css")):
         status, headers, body = get(base, f"/assets/{name}")
@@ -153,7 +159,9 @@ def test_tree_names_the_merged_topics_and_where_they_went(served):
     _, out = js(base, "/view/tree")
     assert len(out["topics"]) == exp["topics"]
     merged = [g for g in out["gone"] if g["why"] == "merged"]
-    assert len(merged) >= exp["merges"] and all(g["name"] and g["now_in"] in exp["tree"].topics for g in merged)
+    assert len(merged) >= exp["merges"] and all(
+        g["name"] and g["now_in"] in exp["tree"].topics for g in merged
+    )
     assert SECRET not in json.dumps(out)  # a topic named after the secret turn is masked too
     _, gone = js(base, f"/view/topic?id={merged[0]['id']}")
     assert gone["gone"] == "merged" and gone["now_in"] == merged[0]["now_in"]
@@ -168,12 +176,16 @@ def test_commit_view_is_the_diff_analysis_with_trees_before_and_after(served):
     reorg = [c for c in hist["commits"] if c["reorganize"]]
     assert len(reorg) == 1 and hist["commits"][0] == reorg[0]
     _, out = js(base, f"/view/commit?rev={reorg[0]['sha']}")
-    assert out["diff"] == st.diff(f"{reorg[0]['sha']}^", reorg[0]["sha"]).to_json() | {"old": out["diff"]["old"]}
+    assert out["diff"] == st.diff(f"{reorg[0]['sha']}^", reorg[0]["sha"]).to_json() | {
+        "old": out["diff"]["old"]
+    }
     assert len(out["diff"]["merged"]) == exp["merges"]
     assert {t["id"] for t in out["after"]} == set(exp["tree"].topics)
     assert {m["id"] for m in out["diff"]["merged"]} <= {t["id"] for t in out["before"]}
     first = hist["commits"][-1]["sha"]
-    _, out = js(base, f"/view/commit?rev={first}")  # the first commit has no parent: diffed against nothing
+    _, out = js(
+        base, f"/view/commit?rev={first}"
+    )  # the first commit has no parent: diffed against nothing
     assert out["before"] == [] and out["empty"]
     for rev, i in (("HEAD", 0), ("HEAD~1", 1), (hist["commits"][1]["sha"][:8], 1)):
         _, out = js(base, f"/view/commit?rev={rev}")
@@ -199,7 +211,14 @@ def test_mask_leaves_nothing_the_detector_calls_a_secret(text):
 
 
 def test_mask_leaves_ordinary_text_alone():
-    for text in ("", "The token of our appreciation.", "key: value", "api_key = os.environ['KEY']", None, 5):
+    for text in (
+        "",
+        "The token of our appreciation.",
+        "key: value",
+        "api_key = os.environ['KEY']",
+        None,
+        5,
+    ):
         assert mask(text) == text
 
 
@@ -210,8 +229,16 @@ def test_bench_times_a_page_load_and_adds_its_row(served):
     _, st, _ = served
     b = Bench()
     res = page_load_timing(b, st, 42)
-    assert set(res["parts"]) == {"/", "/assets/app.css", "/assets/app.js", "/view/overview", "/view/day"}
+    assert set(res["parts"]) == {
+        "/",
+        "/assets/app.css",
+        "/assets/app.js",
+        "/view/overview",
+        "/view/day",
+    }
     assert 0 < res["p50"] <= res["max"] and res["loads"] == 10
     row = b.rows[-1]
-    assert row.measure.startswith("web page load") and row.size == "42" and row.ok is None  # budget only @100k
+    assert (
+        row.measure.startswith("web page load") and row.size == "42" and row.ok is None
+    )  # budget only @100k
     assert b.raw["web"][42] is res

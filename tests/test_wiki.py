@@ -38,7 +38,12 @@ superpositions of states, to solve some problems faster than classical computers
 STUB = """<html><body><div id="mw-content-text"><p>A stub.</p></div></body></html>"""
 NO_CONTENT = """<html><body><p>This is not an article page.</p></body></html>"""
 
-PAGES = {"Photosynthesis": PHOTO, "Quantum_computing": QUANTUM, "Stub_page": STUB, "Search_page": NO_CONTENT}
+PAGES = {
+    "Photosynthesis": PHOTO,
+    "Quantum_computing": QUANTUM,
+    "Stub_page": STUB,
+    "Search_page": NO_CONTENT,
+}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -68,7 +73,9 @@ def wiki_server():
     """A loopback server of fixture articles under /wiki/; yields (base_url, handler class)."""
     handler = type("H", (_Handler,), {"pages": dict(PAGES), "seen": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/wiki/", handler
@@ -81,7 +88,9 @@ def wiki_server():
 def _log_records(root):
     out = []
     for p in sorted((root / "log").rglob("*.jsonl")):
-        out += [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        out += [
+            json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
     return out
 
 
@@ -93,7 +102,17 @@ def test_article_text_keeps_prose_and_drops_chrome():
     assert "[edit]" not in text
     assert "- Stage one: capture\n\n- Stage two: fixation" in text  # implicitly closed <li>s
     assert "The Calvin cycle then fixes carbon dioxide into sugar." in text  # implicitly closed <p>
-    for gone in ("SCRIPT", "NAVIGATION", "INFOBOX", "[1]", "FIGURE", "REFERENCE", "CATEGORY", "HATNOTE", "color:red"):
+    for gone in (
+        "SCRIPT",
+        "NAVIGATION",
+        "INFOBOX",
+        "[1]",
+        "FIGURE",
+        "REFERENCE",
+        "CATEGORY",
+        "HATNOTE",
+        "color:red",
+    ):
         assert gone not in text, gone
 
 
@@ -101,16 +120,21 @@ def test_article_text_without_content_div_is_an_error():
     with pytest.raises(FetchError, match="mw-content-text"):
         article_text(NO_CONTENT, "Search page")
     with pytest.raises(FetchError, match="no text"):
-        article_text('<div id="mw-content-text"><table><tr><td>only a table</td></tr></table></div>', "T")
+        article_text(
+            '<div id="mw-content-text"><table><tr><td>only a table</td></tr></table></div>', "T"
+        )
 
 
 def test_page_url_and_topics_file(tmp_path):
     assert (
-        page_url("https://en.wikipedia.org/wiki/", "Renaissance art") == "https://en.wikipedia.org/wiki/Renaissance_art"
+        page_url("https://en.wikipedia.org/wiki/", "Renaissance art")
+        == "https://en.wikipedia.org/wiki/Renaissance_art"
     )
     assert page_url("http://h/wiki/", "C++ (language)") == "http://h/wiki/C%2B%2B_(language)"
     f = tmp_path / "topics.txt"
-    f.write_text("# science\nPhotosynthesis\n\n  Quantum computing  \nPhotosynthesis\n", encoding="utf-8")
+    f.write_text(
+        "# science\nPhotosynthesis\n\n  Quantum computing  \nPhotosynthesis\n", encoding="utf-8"
+    )
     assert read_topics(f) == ["Photosynthesis", "Quantum computing"]
     f.write_text("# only comments\n\n", encoding="utf-8")
     with pytest.raises(Exception, match="no titles"):
@@ -126,7 +150,9 @@ def _store_and_topics(tmp_path, *titles):
 
 def test_build_wiki_ingests_pages_skips_failures_and_commits_once(tmp_path, wiki_server):
     base, handler = wiki_server
-    st, topics = _store_and_topics(tmp_path, "Photosynthesis", "Quantum computing", "No such article", "Search page")
+    st, topics = _store_and_topics(
+        tmp_path, "Photosynthesis", "Quantum computing", "No such article", "Search page"
+    )
     before = len(commits(st.root))
     proc = ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base)
     assert "skipped No such article: HTTP 404" in proc.stderr
@@ -138,12 +164,17 @@ def test_build_wiki_ingests_pages_skips_failures_and_commits_once(tmp_path, wiki
     recs = _log_records(st.root)
     assert {r["session"] for r in recs} == {"Photosynthesis", "Quantum computing"}
     assert all(r["type"] == "doc" for r in recs)
-    assert {r["source"]["path"] for r in recs} == {base + "Photosynthesis", base + "Quantum_computing"}
+    assert {r["source"]["path"] for r in recs} == {
+        base + "Photosynthesis",
+        base + "Quantum_computing",
+    }
     # a failed page is never stored under its title
     assert not any("No such article" in r["text"] or "Search page" in r["text"] for r in recs)
     # the stored chunks are exact slices of the stripped text
     photo = "".join(
-        r["text"] for r in sorted(recs, key=lambda r: r["source"]["chunk"]) if r["session"] == "Photosynthesis"
+        r["text"]
+        for r in sorted(recs, key=lambda r: r["source"]["chunk"])
+        if r["session"] == "Photosynthesis"
     )
     assert photo == article_text(PHOTO, "Photosynthesis")
 
@@ -174,10 +205,23 @@ def test_limit_and_min_chars(tmp_path, wiki_server):
     base, handler = wiki_server
     st, topics = _store_and_topics(tmp_path, "Stub page", "Quantum computing", "Photosynthesis")
     proc = ct(
-        "-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", base, "--limit", "2", "--min-chars", "50"
+        "-C",
+        st.root,
+        "build-wiki",
+        "--topics-file",
+        topics,
+        "--base-url",
+        base,
+        "--limit",
+        "2",
+        "--min-chars",
+        "50",
     )
     assert "skipped Stub page: 8 characters, under --min-chars 50" in proc.stderr
-    assert handler.seen == ["Stub_page", "Quantum_computing"]  # --limit: the third title is never fetched
+    assert handler.seen == [
+        "Stub_page",
+        "Quantum_computing",
+    ]  # --limit: the third title is never fetched
     assert {r["session"] for r in _log_records(st.root)} == {"Quantum computing"}
     assert git_clean(st.root)
 
@@ -215,6 +259,8 @@ def test_bad_arguments_name_the_problem(tmp_path):
     assert proc.returncode == 2 and "missing.txt: no such topics file" in proc.stderr
     topics = tmp_path / "t.txt"
     topics.write_text("X\n", encoding="utf-8")  # a valid topics file, so only --base-url is wrong
-    proc = ct("-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", "ftp://x/", check=False)
+    proc = ct(
+        "-C", st.root, "build-wiki", "--topics-file", topics, "--base-url", "ftp://x/", check=False
+    )
     assert proc.returncode == 2 and "--base-url" in proc.stderr
     assert git_clean(st.root)

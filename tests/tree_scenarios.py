@@ -22,7 +22,10 @@ WEATHER = [
         "Will it rain in Boston tomorrow? I need to plan my commute.",
         "Boston tomorrow: showers in the morning, dry afternoon, 12 degrees.",
     ),
-    ("Should I take an umbrella for the rain then?", "Yes, take an umbrella for the morning rain showers."),
+    (
+        "Should I take an umbrella for the rain then?",
+        "Yes, take an umbrella for the morning rain showers.",
+    ),
 ]
 BIKE = [
     (
@@ -31,7 +34,12 @@ BIKE = [
     ),
     ("What pressure should the bike tire have?", "Road bike tires usually run at 80 to 100 psi."),
 ]
-WINDY = [("Is it going to be windy in Boston this weekend?", "Boston this weekend: gusty winds, then calm and sunny.")]
+WINDY = [
+    (
+        "Is it going to be windy in Boston this weekend?",
+        "Boston this weekend: gusty winds, then calm and sunny.",
+    )
+]
 
 SARAH_SCENARIO = [SARAH_ALLERGY, *WEATHER, SARAH_CAKE, *BIKE, SARAH_THAI, *WINDY]
 NUTS_NOW = (
@@ -103,12 +111,18 @@ THESEUS = [
     ),
 ]
 DISTRACTORS = [
-    ("What houseplants survive in a dark apartment?", "Snake plants, pothos and ZZ plants tolerate low light."),
+    (
+        "What houseplants survive in a dark apartment?",
+        "Snake plants, pothos and ZZ plants tolerate low light.",
+    ),
     (
         "How do I descale my espresso machine?",
         "Run a citric acid solution through the espresso machine, then rinse twice.",
     ),
-    ("Which chess opening suits an aggressive beginner?", "Try the Italian Game or the King's Gambit for sharp chess."),
+    (
+        "Which chess opening suits an aggressive beginner?",
+        "Try the Italian Game or the King's Gambit for sharp chess.",
+    ),
     (
         "How often should I water tomato seedlings?",
         "Water tomato seedlings when the top soil is dry, usually every two days.",
@@ -125,7 +139,10 @@ DISTRACTORS = [
         "Which telescope is best for viewing Saturn's rings?",
         "A 130 mm reflector telescope shows Saturn's rings clearly.",
     ),
-    ("How do I clean a cast iron pan?", "Scrub the cast iron pan with hot water, dry it, then oil it lightly."),
+    (
+        "How do I clean a cast iron pan?",
+        "Scrub the cast iron pan with hot water, dry it, then oil it lightly.",
+    ),
     (
         "What is the capital of Mongolia and its population?",
         "Ulaanbaatar, the capital of Mongolia, has about 1.6 million people.",
@@ -152,16 +169,28 @@ SUBJECTS = {
             "Is compost ready when it smells earthy?",
             "Yes, earthy, crumbly compost with no recognisable scraps is ready for the beds.",
         ),
-        ("Aphids cover my roses again.", "Spray the aphids off the roses with water, then encourage ladybirds."),
+        (
+            "Aphids cover my roses again.",
+            "Spray the aphids off the roses with water, then encourage ladybirds.",
+        ),
         (
             "How deep should mulch be around shrubs?",
             "Spread mulch five to eight centimetres deep, away from the shrub stems.",
         ),
-        ("When do I plant garlic cloves?", "Plant garlic cloves in autumn, pointy end up, a hand's depth in the soil."),
-        ("Raised beds or in-ground beds for carrots?", "Raised beds with loose sandy soil grow straighter carrots."),
+        (
+            "When do I plant garlic cloves?",
+            "Plant garlic cloves in autumn, pointy end up, a hand's depth in the soil.",
+        ),
+        (
+            "Raised beds or in-ground beds for carrots?",
+            "Raised beds with loose sandy soil grow straighter carrots.",
+        ),
     ],
     "coffee": [
-        ("My espresso tastes sour.", "Sour espresso is under-extracted: grind finer or raise the brew temperature."),
+        (
+            "My espresso tastes sour.",
+            "Sour espresso is under-extracted: grind finer or raise the brew temperature.",
+        ),
         (
             "Burr grinder or blade grinder for coffee?",
             "A burr grinder gives an even coffee grind; blade grinders make dust and boulders.",
@@ -214,7 +243,10 @@ SUBJECTS = {
             "How fast should my easy runs be?",
             "Easy runs should feel conversational, about a minute per kilometre slower than race pace.",
         ),
-        ("My shins hurt after running.", "Shin splints come from ramping mileage too fast; rest, then build slowly."),
+        (
+            "My shins hurt after running.",
+            "Shin splints come from ramping mileage too fast; rest, then build slowly.",
+        ),
         (
             "How often should I replace running shoes?",
             "Replace running shoes every 600 to 800 kilometres, when the foam feels flat.",
@@ -271,16 +303,28 @@ SUBJECTS = {
             "How do I find the Andromeda galaxy?",
             "Star-hop from Cassiopeia; Andromeda looks like a faint smudge in binoculars.",
         ),
-        ("Why do stars twinkle?", "Stars twinkle because turbulent air bends their light; planets twinkle less."),
-        ("What is a nebula?", "A nebula is a cloud of gas and dust where new stars form, like Orion's nebula."),
-        ("How do I photograph the Milky Way?", "Use a wide lens, high ISO and a 20-second exposure under dark skies."),
+        (
+            "Why do stars twinkle?",
+            "Stars twinkle because turbulent air bends their light; planets twinkle less.",
+        ),
+        (
+            "What is a nebula?",
+            "A nebula is a cloud of gas and dust where new stars form, like Orion's nebula.",
+        ),
+        (
+            "How do I photograph the Milky Way?",
+            "Use a wide lens, high ISO and a 20-second exposure under dark skies.",
+        ),
     ],
     "taxes": [
         (
             "Which receipts do I keep for my tax return?",
             "Keep receipts for deductible expenses, invoices and donations for seven years.",
         ),
-        ("When is the tax filing deadline?", "The tax filing deadline is 31 July unless an adviser files for you."),
+        (
+            "When is the tax filing deadline?",
+            "The tax filing deadline is 31 July unless an adviser files for you.",
+        ),
         (
             "Can I deduct my home office?",
             "A home office is deductible when it is the centre of your self-employed work.",
@@ -289,15 +333,24 @@ SUBJECTS = {
             "How do quarterly tax prepayments work?",
             "The tax office sets quarterly prepayments from last year's income.",
         ),
-        ("Why is my tax refund late?", "Tax refunds are late when the office asks for documents; check your letters."),
+        (
+            "Why is my tax refund late?",
+            "Tax refunds are late when the office asks for documents; check your letters.",
+        ),
         (
             "Do freelancers charge VAT on invoices?",
             "Freelancers charge VAT on invoices unless they use the small-business exemption.",
         ),
     ],
     "travel": [
-        ("Which train pass is best for Italy?", "A regional train pass suits Italy if you hop between nearby towns."),
-        ("Do I need a visa for Japan?", "Many passports get 90 visa-free days in Japan; check your passport's rules."),
+        (
+            "Which train pass is best for Italy?",
+            "A regional train pass suits Italy if you hop between nearby towns.",
+        ),
+        (
+            "Do I need a visa for Japan?",
+            "Many passports get 90 visa-free days in Japan; check your passport's rules.",
+        ),
         (
             "How do I pack light for two weeks of travel?",
             "Pack light: three outfits, laundry stops and one pair of travel shoes.",
@@ -338,16 +391,27 @@ def subject_of(text: str) -> str | None:
 
 
 def converse(
-    store, exchanges, start: str = "2026-11-01T09:00:00", step_minutes: int = 5, session: str = "main", batch: int = 20
+    store,
+    exchanges,
+    start: str = "2026-11-01T09:00:00",
+    step_minutes: int = 5,
+    session: str = "main",
+    batch: int = 20,
 ) -> list[list[str]]:
     """Write exchanges as user+assistant records, `batch` exchanges per commit; returns ids per exchange."""
     t = datetime.fromisoformat(start).replace(tzinfo=timezone.utc)
     recs, ids = [], []
     for user, reply in exchanges:
-        pair = [store.normalize({"ts": t.isoformat(), "role": "user", "text": user, "session": session})]
+        pair = [
+            store.normalize({"ts": t.isoformat(), "role": "user", "text": user, "session": session})
+        ]
         t += timedelta(minutes=step_minutes)
         if reply:
-            pair.append(store.normalize({"ts": t.isoformat(), "role": "assistant", "text": reply, "session": session}))
+            pair.append(
+                store.normalize(
+                    {"ts": t.isoformat(), "role": "assistant", "text": reply, "session": session}
+                )
+            )
             t += timedelta(minutes=step_minutes)
         ids.append([r["id"] for r in pair])
         recs += pair

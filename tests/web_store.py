@@ -59,12 +59,17 @@ def build(path):
         }
     )
     st.write([new], "Correct the standup time")
-    st.mark("Compare the Ship of Theseus views in the essay", now=datetime(2026, 11, 3, 15, 0, tzinfo=timezone.utc))
+    st.mark(
+        "Compare the Ship of Theseus views in the essay",
+        now=datetime(2026, 11, 3, 15, 0, tzinfo=timezone.utc),
+    )
     ct("-C", st.root, "reorganize", "--threshold", "0.3")
     from memstore.format import tree as treefmt
     from memstore.tree.diff import tree_diff
 
-    counts = Counter({DAYS[0]: 16, DAYS[1]: 16 + 1, DAYS[2]: 8 + 1})  # the corrected turn is not counted
+    counts = Counter(
+        {DAYS[0]: 16, DAYS[1]: 16 + 1, DAYS[2]: 8 + 1}
+    )  # the corrected turn is not counted
     diff = tree_diff(st, "HEAD~1", "HEAD")
     tree = treefmt.read(st.root)
     return st, {

@@ -63,11 +63,14 @@ def check(name: str, options: dict) -> None:
 
     if name not in EMBEDDERS:
         raise UsageError(
-            f"unknown embedder {name!r}: known are {', '.join(sorted(EMBEDDERS))}.", "Nothing was changed."
+            f"unknown embedder {name!r}: known are {', '.join(sorted(EMBEDDERS))}.",
+            "Nothing was changed.",
         )
     dim = options.get("dim")
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
-        raise UsageError(f"--dim must be a whole number of 1 or more, not {dim!r}.", "Nothing was changed.")
+        raise UsageError(
+            f"--dim must be a whole number of 1 or more, not {dim!r}.", "Nothing was changed."
+        )
 
 
 def describe(name: str, **options) -> dict:

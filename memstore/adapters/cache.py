@@ -64,22 +64,31 @@ class EmbeddingCache:
         self.path = Path(path) if path else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()  # one connection, shared by this process's threads
-        self._db = sqlite3.connect(self.path, timeout=timeout, check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(
+            self.path, timeout=timeout, check_same_thread=False, isolation_level=None
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # a lost last write only means recomputing it
         self._db.execute("PRAGMA secure_delete=ON")
         self._db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
         self._db.executescript(_SCHEMA)
         self._db.execute("INSERT OR IGNORE INTO secret VALUES (1, ?)", (os.urandom(32),))
-        self._secret = bytes(self._db.execute("SELECT value FROM secret WHERE id = 1").fetchone()[0])
+        self._secret = bytes(
+            self._db.execute("SELECT value FROM secret WHERE id = 1").fetchone()[0]
+        )
         self._legacy = self._has_legacy()
 
     def _has_legacy(self) -> bool:
-        return self._db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LEGACY,)).fetchone() is not None
+        return (
+            self._db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (LEGACY,)).fetchone()
+            is not None
+        )
 
     def key(self, text: str) -> bytes:
         """The entry key of a text: HMAC-SHA256 under this cache's secret (not the tombstone's hash)."""
-        return hmac.new(self._secret, text.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+        return hmac.new(
+            self._secret, text.encode("utf-8", "surrogatepass"), hashlib.sha256
+        ).digest()
 
     def get_many(self, model: str, dim: int, kind: str, texts: list[str]) -> dict[str, np.ndarray]:
         """{text: vector} for the texts the cache holds."""
@@ -115,7 +124,8 @@ class EmbeddingCache:
                     text = by_sha[sha]
                     found[text] = np.frombuffer(blob, dtype="<f4")
                     self._db.execute(
-                        "INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?, ?)", (model, dim, kind, self.key(text), blob)
+                        "INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?, ?)",
+                        (model, dim, kind, self.key(text), blob),
                     )
                     self._db.execute(f"DELETE FROM {LEGACY} WHERE sha256 = ?", (sha,))
                 self._db.execute("COMMIT")
@@ -126,8 +136,13 @@ class EmbeddingCache:
             self._db.execute(f"DROP TABLE {LEGACY}")
             self._legacy = False
 
-    def put_many(self, model: str, dim: int, kind: str, items: list[tuple[str, np.ndarray]]) -> None:
-        rows = [(model, dim, kind, self.key(text), np.asarray(vec, dtype="<f4").tobytes()) for text, vec in items]
+    def put_many(
+        self, model: str, dim: int, kind: str, items: list[tuple[str, np.ndarray]]
+    ) -> None:
+        rows = [
+            (model, dim, kind, self.key(text), np.asarray(vec, dtype="<f4").tobytes())
+            for text, vec in items
+        ]
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -164,7 +179,9 @@ class EmbeddingCache:
         n = 0
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start : start + _CHUNK]
-            cur = self._db.execute(f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(chunk))})", chunk)
+            cur = self._db.execute(
+                f"DELETE FROM {table} WHERE {column} IN ({','.join('?' * len(chunk))})", chunk
+            )
             n += cur.rowcount
         return n
 
@@ -188,18 +205,25 @@ class EmbeddingCache:
                 for model, dim, kind, key, blob in rows:
                     if len(blob) == 4 * len(vec):
                         other = np.frombuffer(blob, dtype="<f4")
-                        if float(other @ unit) >= (1 - 1e-4) * (float(np.linalg.norm(other)) or 1.0):
+                        if float(other @ unit) >= (1 - 1e-4) * (
+                            float(np.linalg.norm(other)) or 1.0
+                        ):
                             doomed.append((table, column, model, dim, kind, key))
         for table, column, model, dim, kind, key in doomed:
             self._db.execute(
-                f"DELETE FROM {table} WHERE model=? AND dim=? AND kind=? AND {column}=?", (model, dim, kind, key)
+                f"DELETE FROM {table} WHERE model=? AND dim=? AND kind=? AND {column}=?",
+                (model, dim, kind, key),
             )
         return len(doomed)
 
     def __len__(self) -> int:
         with self._lock:
             n = self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
-            return n + (self._db.execute(f"SELECT count(*) FROM {LEGACY}").fetchone()[0] if self._legacy else 0)
+            return n + (
+                self._db.execute(f"SELECT count(*) FROM {LEGACY}").fetchone()[0]
+                if self._legacy
+                else 0
+            )
 
     def close(self) -> None:
         with self._lock:
@@ -213,7 +237,11 @@ class EmbeddingCache:
 
 
 def _is_hex64(value) -> bool:
-    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value.lower())
+    return (
+        isinstance(value, str)
+        and len(value) == 64
+        and all(c in "0123456789abcdef" for c in value.lower())
+    )
 
 
 _default: EmbeddingCache | None = None
@@ -247,7 +275,9 @@ def _worth_caching(embedder) -> bool:
     return getattr(embedder, "cacheable", embedder.name not in UNCACHED)
 
 
-def embed_cached(embedder, texts, kind: str = "passage", cache: EmbeddingCache | None = None) -> np.ndarray:
+def embed_cached(
+    embedder, texts, kind: str = "passage", cache: EmbeddingCache | None = None
+) -> np.ndarray:
     """embedder.embed_batch(texts, kind), computing only texts neither cached nor repeated earlier."""
     texts = list(texts)
     dim = embedder.dim
@@ -274,7 +304,9 @@ def embed_cached(embedder, texts, kind: str = "passage", cache: EmbeddingCache |
         chunk = misses[start : start + _EMBED_CHUNK]
         vecs = np.asarray(embedder.embed_batch(chunk, kind=kind), dtype=np.float32)
         if vecs.shape != (len(chunk), dim):
-            raise ValueError(f"embedder {embedder.name} returned shape {vecs.shape}, expected {(len(chunk), dim)}")
+            raise ValueError(
+                f"embedder {embedder.name} returned shape {vecs.shape}, expected {(len(chunk), dim)}"
+            )
         for text, vec in zip(chunk, vecs):
             out[where[text]] = vec
         if cache is not None:

@@ -53,7 +53,9 @@ def load_config(root: Path | None = None) -> LLMConfig:
     if not timeout > 0:
         from ..errors import UsageError
 
-        raise UsageError(f"MEMSTORE_LLM_TIMEOUT must be a number of seconds above 0, not {own['timeout']!r}.")
+        raise UsageError(
+            f"MEMSTORE_LLM_TIMEOUT must be a number of seconds above 0, not {own['timeout']!r}."
+        )
     return LLMConfig(
         base_url=own["base_url"],
         api_key=own["api_key"],
@@ -89,7 +91,9 @@ class LLM:
             )
         return self._client
 
-    def complete(self, messages: list[dict], temperature: float = 0.3, max_tokens: int | None = None) -> str:
+    def complete(
+        self, messages: list[dict], temperature: float = 0.3, max_tokens: int | None = None
+    ) -> str:
         """The reply text; LLMError (with the endpoint's words) on any failure or an empty reply."""
         self.calls += 1
         try:
@@ -108,17 +112,23 @@ class LLM:
         if not isinstance(text, str) or not text.strip():
             self.failures += 1
             self.last_error = "empty reply"
-            raise LLMError(f"the LLM at {self.config.base_url or 'api.openai.com'} returned an empty reply")
+            raise LLMError(
+                f"the LLM at {self.config.base_url or 'api.openai.com'} returned an empty reply"
+            )
         return text
 
-    def chat(self, messages: list[dict], temperature: float = 0.3, max_tokens: int | None = None) -> str | None:
+    def chat(
+        self, messages: list[dict], temperature: float = 0.3, max_tokens: int | None = None
+    ) -> str | None:
         """The reply text, or None on any failure."""
         try:
             return self.complete(messages, temperature, max_tokens)
         except LLMError:
             return None
 
-    def json(self, messages: list[dict], temperature: float = 0.1, max_tokens: int | None = 300) -> dict | None:
+    def json(
+        self, messages: list[dict], temperature: float = 0.1, max_tokens: int | None = 300
+    ) -> dict | None:
         """The reply parsed as a JSON object, or None when the call fails or nothing parses."""
         reply = self.chat(messages, temperature, max_tokens)
         if reply is None:
@@ -181,7 +191,11 @@ def extract_json(text: str):
                 pass
             try:
                 value = ast.literal_eval(
-                    re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", attempt)))
+                    re.sub(
+                        r"\btrue\b",
+                        "True",
+                        re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", attempt)),
+                    )
                 )
                 if isinstance(value, (dict, list)):
                     return value

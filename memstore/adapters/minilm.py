@@ -32,7 +32,9 @@ CONTENT_MEMO = 8192
 # Runs of one session after which a process gets the session with pre-packed weights (_OnnxBert).
 PACK_AFTER = 3
 _lock = threading.Lock()
-_loaded: dict[tuple, tuple] = {}  # (model folder, runtime, quant) -> (tokenizer, network): once per process
+_loaded: dict[
+    tuple, tuple
+] = {}  # (model folder, runtime, quant) -> (tokenizer, network): once per process
 _blas = None  # threadpoolctl controller, if threadpoolctl is installed
 
 
@@ -79,17 +81,29 @@ class MiniLMEmbedder(Embedder):
     max_tokens = MAX_TOKENS
 
     def __init__(
-        self, model_path: str | Path | None = None, runtime: str | None = None, quant: str = "fp32", **_ignored
+        self,
+        model_path: str | Path | None = None,
+        runtime: str | None = None,
+        quant: str = "fp32",
+        **_ignored,
     ):
         self._path = Path(model_path) if model_path else None
         self.runtime = runtime or default_runtime()
         # $MEMSTORE_MINILM_QUANT=int8 lets the quality harness score the int8 graph through real
         # stores; it is a measuring switch, not a setting (the stored vectors would not be the model's).
         quant = os.environ.get("MEMSTORE_MINILM_QUANT", quant) if quant == "fp32" else quant
-        if self.runtime not in RUNTIMES or quant not in QUANTS or (quant != "fp32" and self.runtime != "onnx"):
-            raise ValueError(f"unsupported MiniLM runtime {self.runtime!r} with {quant!r} (runtimes: {RUNTIMES})")
+        if (
+            self.runtime not in RUNTIMES
+            or quant not in QUANTS
+            or (quant != "fp32" and self.runtime != "onnx")
+        ):
+            raise ValueError(
+                f"unsupported MiniLM runtime {self.runtime!r} with {quant!r} (runtimes: {RUNTIMES})"
+            )
         self.quant = quant
-        self._content: dict[bytes, np.ndarray | None] = {}  # digest of a passage -> its content vector
+        self._content: dict[
+            bytes, np.ndarray | None
+        ] = {}  # digest of a passage -> its content vector
         self._content_lock = threading.Lock()
 
     @classmethod
@@ -155,7 +169,11 @@ class MiniLMEmbedder(Embedder):
         # sentence-transformers truncates the text to 254 tokens, then adds [CLS] ... [SEP].
         encs = tok.encode_batch(texts, add_special_tokens=False)
         ids = [[_CLS, *e.ids[: MAX_TOKENS - 2], _SEP] for e in encs]
-        masks = [_content_mask(t, e.offsets[: MAX_TOKENS - 2]) for t, e in zip(texts, encs)] if content else None
+        masks = (
+            [_content_mask(t, e.offsets[: MAX_TOKENS - 2]) for t, e in zip(texts, encs)]
+            if content
+            else None
+        )
         # Longest first, so each batch holds similar lengths and attention pads little.
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         batches, start = [], 0
@@ -165,7 +183,9 @@ class MiniLMEmbedder(Embedder):
             start += rows
 
         def run(batch):
-            return bert.embed([ids[i] for i in batch], [masks[i] for i in batch] if content else None)
+            return bert.embed(
+                [ids[i] for i in batch], [masks[i] for i in batch] if content else None
+            )
 
         # Whole batches run in parallel threads, each on one thread of its own (onnxruntime's
         # intra-op pool is 1; BLAS is limited to 1 for numpy): on a busy 2-core machine, waking a
@@ -285,8 +305,12 @@ class _OnnxBert:
         data = save_as.with_suffix(".data").name
         with tempfile.TemporaryDirectory(dir=save_as.parent) as tmp:
             opts.optimized_model_filepath = str(Path(tmp) / save_as.name)
-            opts.add_session_config_entry("session.optimized_model_external_initializers_file_name", data)
-            opts.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+            opts.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name", data
+            )
+            opts.add_session_config_entry(
+                "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+            )
             session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
             try:  # the data file first, so an existing graph file is always complete
                 os.replace(Path(tmp) / data, save_as.parent / data)
@@ -332,7 +356,12 @@ def _content_mask(text: str, offsets) -> list[int]:
     spans = word_spans(text)
     starts = [s for s, _ in spans]
     inner = []
-    for a, b in offsets:  # a token is content when it overlaps the last content word starting before its end
+    for (
+        a,
+        b,
+    ) in (
+        offsets
+    ):  # a token is content when it overlaps the last content word starting before its end
         k = bisect.bisect_left(starts, b) - 1
         inner.append(1 if b > a and k >= 0 and spans[k][1] > a else 0)
     edge = 1 if any(inner) else 0

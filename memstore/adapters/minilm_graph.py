@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-GRAPH_VERSION = 2  # bump when the graph changes, so cached files are rebuilt (2: the content_mask input)
+GRAPH_VERSION = (
+    2  # bump when the graph changes, so cached files are rebuilt (2: the content_mask input)
+)
 _HEADS = 12
 _EPS = 1e-12  # layer_norm_eps in config.json
 _OPSET = 18
@@ -167,7 +169,10 @@ def build_model(t: dict[str, np.ndarray]):
     # Embeddings: word + position (rows 0..L-1) + token type 0, then LayerNorm.
     word = g.op("Gather", g.const("word", t["embeddings.word_embeddings.weight"]), ids)
     length = g.op(
-        "Slice", g.op("Shape", ids), g.const("one", np.array([1], np.int64)), g.const("two", np.array([2], np.int64))
+        "Slice",
+        g.op("Shape", ids),
+        g.const("one", np.array([1], np.int64)),
+        g.const("two", np.array([2], np.int64)),
     )
     pos = g.op(
         "Slice",
@@ -176,7 +181,11 @@ def build_model(t: dict[str, np.ndarray]):
         length,
         g.const("axis0", np.array([0], np.int64)),
     )
-    x = g.op("Add", g.op("Add", word, pos), g.const("type0", t["embeddings.token_type_embeddings.weight"][0]))
+    x = g.op(
+        "Add",
+        g.op("Add", word, pos),
+        g.const("type0", t["embeddings.token_type_embeddings.weight"][0]),
+    )
     x = g.op(
         "LayerNormalization",
         x,
@@ -189,7 +198,11 @@ def build_model(t: dict[str, np.ndarray]):
     # Padded keys get the most negative float32, so softmax gives them exactly 0 (as transformers does).
     maskf = g.op("Cast", mask, to=TensorProto.FLOAT)
     keep = g.op("Unsqueeze", maskf, g.const("axes12", np.array([1, 2], np.int64)))  # (B, 1, 1, L)
-    bias = g.op("Mul", g.op("Sub", g.const("f1", np.float32(1.0)), keep), g.const("fmin", np.finfo(np.float32).min))
+    bias = g.op(
+        "Mul",
+        g.op("Sub", g.const("f1", np.float32(1.0)), keep),
+        g.const("fmin", np.finfo(np.float32).min),
+    )
     heads_shape = g.const("heads_shape", np.array([0, 0, _HEADS, head], np.int64))
     flat_shape = g.const("flat_shape", np.array([0, 0, hidden], np.int64))
     scale = g.const("scale", np.float32(head**-0.5))
@@ -200,7 +213,9 @@ def build_model(t: dict[str, np.ndarray]):
 
         def dense(inp, name, p=p, i=i):
             w = g.const(f"l{i}_{name}_w", t[p + name + ".weight"].T)  # stored (out, in)
-            return g.op("Add", g.op("MatMul", inp, w), g.const(f"l{i}_{name}_b", t[p + name + ".bias"]))
+            return g.op(
+                "Add", g.op("MatMul", inp, w), g.const(f"l{i}_{name}_b", t[p + name + ".bias"])
+            )
 
         def split_heads(inp, perm):
             return g.op("Transpose", g.op("Reshape", inp, heads_shape), perm=perm)
@@ -240,7 +255,9 @@ def build_model(t: dict[str, np.ndarray]):
 
     # Mean over real tokens, then unit length (sentence-transformers' Pooling + Normalize, eps 1e-12).
     m3 = g.op("Unsqueeze", maskf, g.const("axis2", np.array([2], np.int64)))  # (B, L, 1)
-    summed = g.op("ReduceSum", g.op("Mul", x, m3), g.const("axis1", np.array([1], np.int64)), keepdims=0)
+    summed = g.op(
+        "ReduceSum", g.op("Mul", x, m3), g.const("axis1", np.array([1], np.int64)), keepdims=0
+    )
     count = g.op("ReduceSum", maskf, g.const("axis1b", np.array([1], np.int64)), keepdims=1)
     mean = g.op("Div", summed, g.op("Max", count, g.const("tiny_count", np.float32(1e-9))))
     norm = g.op("ReduceL2", mean, g.const("axis1c", np.array([1], np.int64)), keepdims=1)
@@ -249,7 +266,9 @@ def build_model(t: dict[str, np.ndarray]):
     # The same pooling over the content words' tokens only (topic placement's continue-or-branch vector).
     cmaskf = g.op("Cast", cmask, to=TensorProto.FLOAT)
     c3 = g.op("Unsqueeze", cmaskf, g.const("axis2c", np.array([2], np.int64)))
-    csum = g.op("ReduceSum", g.op("Mul", x, c3), g.const("axis1d", np.array([1], np.int64)), keepdims=0)
+    csum = g.op(
+        "ReduceSum", g.op("Mul", x, c3), g.const("axis1d", np.array([1], np.int64)), keepdims=0
+    )
     ccount = g.op("ReduceSum", cmaskf, g.const("axis1e", np.array([1], np.int64)), keepdims=1)
     cmean = g.op("Div", csum, g.op("Max", ccount, g.const("one_count", np.float32(1.0))))
     cnorm = g.op("ReduceL2", cmean, g.const("axis1f", np.array([1], np.int64)), keepdims=1)
@@ -270,6 +289,8 @@ def build_model(t: dict[str, np.ndarray]):
         ],
         g.inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)], producer_name="memstore")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", _OPSET)], producer_name="memstore"
+    )
     model.ir_version = 8  # readable by every onnxruntime since 1.10
     return model

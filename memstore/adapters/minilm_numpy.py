@@ -101,7 +101,9 @@ class _Bert:
             return vec
         keep = np.concatenate(content).astype(np.float32)
         picked = np.add.reduceat(x * keep[:, None], starts, axis=0)
-        return vec, _unit(picked / np.maximum(np.add.reduceat(keep, starts), np.float32(1))[:, None])
+        return vec, _unit(
+            picked / np.maximum(np.add.reduceat(keep, starts), np.float32(1))[:, None]
+        )
 
 
 def _unit(vec):

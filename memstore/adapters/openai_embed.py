@@ -10,7 +10,9 @@ DEFAULT_MODEL = "text-embedding-3-small"
 BATCH = 128  # texts per request; well under the API's 2048-input and 300k-token limits
 
 
-def openai_settings(base_url: str | None = None, api_key: str | None = None) -> tuple[str | None, str | None]:
+def openai_settings(
+    base_url: str | None = None, api_key: str | None = None
+) -> tuple[str | None, str | None]:
     """(base_url, api_key): arguments first (a program's own choice), then the user's settings
     (memstore/userconfig.py: OPENAI_BASE_URL / OPENAI_API_KEY, a .env outside any store,
     ~/.config/memstore/config.toml). A store's memstore.toml never supplies either."""
@@ -76,7 +78,9 @@ class OpenAIEmbedder(Embedder):
             rows = self._request(texts[start : start + BATCH])
             for i, row in enumerate(rows):
                 if len(row) != self._dim:
-                    raise _fail(f"{self.model} returned a {len(row)}-d vector where {self._dim} were expected.")
+                    raise _fail(
+                        f"{self.model} returned a {len(row)}-d vector where {self._dim} were expected."
+                    )
                 vec = np.asarray(row, dtype=np.float32)
                 norm = float(np.linalg.norm(vec))
                 if not math.isfinite(norm) or norm == 0.0:
@@ -94,7 +98,9 @@ class OpenAIEmbedder(Embedder):
             try:
                 import openai
             except ImportError:
-                raise _fail("The openai embedder needs the openai package.", hint="Run: pip install openai") from None
+                raise _fail(
+                    "The openai embedder needs the openai package.", hint="Run: pip install openai"
+                ) from None
             api_key = self._api_key
             if api_key is None:
                 if self._base_url is None:
@@ -102,9 +108,14 @@ class OpenAIEmbedder(Embedder):
                         "No OpenAI API key.",
                         hint="Set OPENAI_API_KEY (or put it in ./.env), or set OPENAI_BASE_URL for a local endpoint.",
                     )
-                api_key = "unused"  # local endpoints often need no key, but the client insists on one
+                api_key = (
+                    "unused"  # local endpoints often need no key, but the client insists on one
+                )
             self._client = openai.OpenAI(
-                base_url=self._base_url, api_key=api_key, max_retries=self._retries, timeout=self._timeout
+                base_url=self._base_url,
+                api_key=api_key,
+                max_retries=self._retries,
+                timeout=self._timeout,
             )
         return self._client
 
@@ -118,7 +129,9 @@ class OpenAIEmbedder(Embedder):
         # The API rejects empty strings; a single space embeds "nothing" just as well.
         inputs = [t if t.strip() else " " for t in texts]
         try:
-            resp = client.embeddings.create(model=self.model, input=inputs, encoding_format="float", **extra)
+            resp = client.embeddings.create(
+                model=self.model, input=inputs, encoding_format="float", **extra
+            )
         except openai.OpenAIError as e:
             where = self._base_url or "api.openai.com"
             raise _fail(
@@ -129,6 +142,8 @@ class OpenAIEmbedder(Embedder):
         if [d.index for d in data] != list(range(len(inputs))):
             raise _fail(f"{self.model} returned {len(data)} vectors for {len(inputs)} texts.")
         rows = [d.embedding for d in data]
-        if not all(isinstance(r, list) and r and all(isinstance(v, (int, float)) for v in r) for r in rows):
+        if not all(
+            isinstance(r, list) and r and all(isinstance(v, (int, float)) for v in r) for r in rows
+        ):
             raise _fail(f"{self.model} returned something other than float vectors.")
         return rows

@@ -30,7 +30,9 @@ def machine_gflops(seconds: float = 1.0) -> float:
 def _texts():
     short = synth.TextSource(seed=3).texts(256)
     words = " ".join(synth.TextSource(seed=9).texts(3000)).split()
-    passages = [" ".join(words[i * 400 : (i + 1) * 400]) for i in range(32)]  # truncated at 256 tokens
+    passages = [
+        " ".join(words[i * 400 : (i + 1) * 400]) for i in range(32)
+    ]  # truncated at 256 tokens
     queries = synth.TextSource(seed=3).queries(30)
     return short, passages, queries
 
@@ -76,8 +78,12 @@ def embedding_rows(b) -> dict:
     first = next(iter(runtimes.values()))
     tok, _ = first._parts()
     n_short = sum(len(e.ids) + 2 for e in tok.encode_batch(short, add_special_tokens=False))
-    n_pass = sum(min(len(e.ids), 254) + 2 for e in tok.encode_batch(passages, add_special_tokens=False))
-    n_query = float(np.mean([len(tok.encode(q, add_special_tokens=False).ids) + 2 for q in queries]))
+    n_pass = sum(
+        min(len(e.ids), 254) + 2 for e in tok.encode_batch(passages, add_special_tokens=False)
+    )
+    n_query = float(
+        np.mean([len(tok.encode(q, add_special_tokens=False).ids) + 2 for q in queries])
+    )
     res, ref = {}, None
     for name, emb in runtimes.items():
         emb.embed_batch(short[:16])  # load and warm up

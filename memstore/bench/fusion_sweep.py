@@ -25,7 +25,9 @@ PRIORS = (1.0, 0.9, 0.8, 0.7)  # the assistant's share of its fused score on fir
 POOL = 300
 
 
-def sweep(data: Path, cache: Path, work: Path, limit: int | None = None, log=print) -> dict[str, list[dict]]:
+def sweep(
+    data: Path, cache: Path, work: Path, limit: int | None = None, log=print
+) -> dict[str, list[dict]]:
     """{setting: per-question rows with qtype and metrics}."""
     from .. import adapters
     from ..retrieve.search import (
@@ -48,7 +50,9 @@ def sweep(data: Path, cache: Path, work: Path, limit: int | None = None, log=pri
     for i, q in enumerate(chosen, start=1):
         hs = lme.haystack(q)
         root = work / f"q{i:04d}"
-        store = build_store(root, embedder, hs.records, f"Import {len(hs.records)} LongMemEval turns ({q.qid})")
+        store = build_store(
+            root, embedder, hs.records, f"Import {len(hs.records)} LongMemEval turns ({q.qid})"
+        )
         index = store.index(update=False)
         qvec = query_vector(embedder, q.question)
         exact, vector = hybrid_candidates(index, q.question, qvec, Filters(), POOL)
@@ -64,7 +68,9 @@ def sweep(data: Path, cache: Path, work: Path, limit: int | None = None, log=pri
             rankings[f"prior {prior}"] = weigh_roles(index, default, prior) if mine else default
         for name, ranked in rankings.items():
             turn_ids = [ids[r] for r, _, _ in ranked[:100]]
-            out.setdefault(name, []).append({"qtype": q.qtype, "metrics": lme.score(turn_ids, hs, q.gold_sessions)})
+            out.setdefault(name, []).append(
+                {"qtype": q.qtype, "metrics": lme.score(turn_ids, hs, q.gold_sessions)}
+            )
         index.close()
         shutil.rmtree(root, ignore_errors=True)
         if i % 25 == 0 or i == len(chosen):
@@ -73,7 +79,9 @@ def sweep(data: Path, cache: Path, work: Path, limit: int | None = None, log=pri
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m memstore.bench.fusion_sweep", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m memstore.bench.fusion_sweep", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("--data", type=Path, default=Path("../shared/bench-data"))
     ap.add_argument("--cache", type=Path, default=Path(".bench/quality-embeddings.sqlite"))
     ap.add_argument("--limit", type=int, help="N questions per type (default: all)")
@@ -81,7 +89,9 @@ def main(argv=None) -> int:
     from ..retrieve.search import FUSION_WEIGHT
 
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    with tempfile.TemporaryDirectory(dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None) as tmp:
+    with tempfile.TemporaryDirectory(
+        dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    ) as tmp:
         results = sweep(args.data, args.cache, Path(tmp), args.limit, log=say)
     print(
         "| weight on cosine (role prior as default) | session R_all@5 | session nDCG@10 | turn R_any@10 | questions |"

@@ -23,7 +23,12 @@ from ..errors import FormatError, UsageError
 KS = (1, 5, 10)
 TURN_K = 10
 # Preferred file names when a folder holds several (the cleaned release fixes broken sessions).
-PREFERRED = ("longmemeval_s_dev.json.xz", "longmemeval_s_dev.json", "longmemeval_s_cleaned.json", "longmemeval_s.json")
+PREFERRED = (
+    "longmemeval_s_dev.json.xz",
+    "longmemeval_s_dev.json",
+    "longmemeval_s_cleaned.json",
+    "longmemeval_s.json",
+)
 REQUIRED = (
     "question_id",
     "question_type",
@@ -34,7 +39,9 @@ REQUIRED = (
     "haystack_sessions",
     "answer_session_ids",
 )
-_DATE = re.compile(r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$")
+_DATE = re.compile(
+    r"^\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*$"
+)
 
 
 @dataclass
@@ -99,7 +106,9 @@ def find_file(path: Path) -> Path:
             f"LongMemEval data not found: no longmemeval_s*.json in {path}",
             "The harness reads the LongMemEval_S file (longmemeval_s_cleaned.json or longmemeval_s.json).",
         )
-    raise UsageError(f"{path}: several LongMemEval files ({', '.join(p.name for p in found)}); pass one as --lme FILE")
+    raise UsageError(
+        f"{path}: several LongMemEval files ({', '.join(p.name for p in found)}); pass one as --lme FILE"
+    )
 
 
 def _read_text(file: Path) -> str:
@@ -135,9 +144,15 @@ def _question(obj) -> Question:
     if missing:
         raise ValueError(f"missing field(s) {', '.join(missing)}")
     qid = str(obj["question_id"])
-    ids, dates, sessions = obj["haystack_session_ids"], obj["haystack_dates"], obj["haystack_sessions"]
+    ids, dates, sessions = (
+        obj["haystack_session_ids"],
+        obj["haystack_dates"],
+        obj["haystack_sessions"],
+    )
     if not (len(ids) == len(dates) == len(sessions)):
-        raise ValueError(f"{qid}: haystack_session_ids, haystack_dates and haystack_sessions differ in length")
+        raise ValueError(
+            f"{qid}: haystack_session_ids, haystack_dates and haystack_sessions differ in length"
+        )
     out = []
     for sid, date, turns in zip(ids, dates, sessions):
         if not isinstance(turns, list) or not all(
@@ -247,7 +262,9 @@ def score(turn_ids: list[str], hs: Haystack, gold_sessions: set[str]) -> dict[st
     return out
 
 
-METRICS = tuple(f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg") for k in KS) + (f"turn_recall_any@{TURN_K}",)
+METRICS = tuple(f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg") for k in KS) + (
+    f"turn_recall_any@{TURN_K}",
+)
 
 
 def summarize(rows: list[dict]) -> dict[str, dict]:

@@ -31,7 +31,9 @@ def clustered_vectors(n: int, seed: int = 11, centres: int = 2000, latent: int =
     out = np.empty((n, DIM), np.float32)
     for s in range(0, n, 100_000):
         m = min(100_000, n - s)
-        z = c[rng.integers(0, centres, m)] + 0.7 * rng.standard_normal((m, latent)).astype(np.float32)
+        z = c[rng.integers(0, centres, m)] + 0.7 * rng.standard_normal((m, latent)).astype(
+            np.float32
+        )
         block = z @ lift + 0.15 * rng.standard_normal((m, DIM)).astype(np.float32)
         out[s : s + m] = block / np.linalg.norm(block, axis=1, keepdims=True)
     return out
@@ -40,9 +42,9 @@ def clustered_vectors(n: int, seed: int = 11, centres: int = 2000, latent: int =
 def query_vectors(matrix: np.ndarray, n: int, seed: int = 5) -> np.ndarray:
     """Queries near stored rows (a row plus noise), so each has real neighbours, as user queries do."""
     rng = np.random.default_rng(seed)
-    q = matrix[np.sort(rng.choice(matrix.shape[0], n, replace=False))] + 0.6 * rng.standard_normal((n, DIM)).astype(
-        np.float32
-    ) / np.sqrt(DIM)
+    q = matrix[np.sort(rng.choice(matrix.shape[0], n, replace=False))] + 0.6 * rng.standard_normal(
+        (n, DIM)
+    ).astype(np.float32) / np.sqrt(DIM)
     return (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -92,7 +94,8 @@ def build_index(base: Path, n: int, log=print):
                 ],
             )
             conn.executemany(
-                "INSERT INTO fts (rowid, body) VALUES (?, ?)", [(s + i + 1, t) for i, t in enumerate(texts)]
+                "INSERT INTO fts (rowid, body) VALUES (?, ?)",
+                [(s + i + 1, t) for i, t in enumerate(texts)],
             )
             log(f"  million bench: {s + m:,} / {n:,} rows")
         vecfiles.write_rows(index.meta_dir, 1, 0, vecs, times)
@@ -191,12 +194,18 @@ def ivf_curve(b, sizes=(250_000, 500_000, 1_000_000), n_queries: int = 50) -> li
         for nprobe in (16, 64, 128, 256):
 
             def one(i, nprobe=nprobe, ivf=ivf):
-                return ann.rescore(mat, qv[i], ivf.candidates(qv[i], 10, 0, n, nprobe=nprobe), 10)[0]
+                return ann.rescore(mat, qv[i], ivf.candidates(qv[i], 10, 0, n, nprobe=nprobe), 10)[
+                    0
+                ]
 
             wall, cpu = _p50(one, list(range(n_queries)))
-            recall = float(np.mean([len(exact[i] & set(one(i).tolist())) / 10 for i in range(n_queries)]))
+            recall = float(
+                np.mean([len(exact[i] & set(one(i).tolist())) / 10 for i in range(n_queries)])
+            )
             row["probes"][nprobe] = {"p50_s": wall, "cpu_s": cpu, "recall10": recall}
-        exact_wall, exact_cpu = _p50(lambda i: np.argpartition(-(mat @ qv[i]), 9)[:10], list(range(n_queries)))
+        exact_wall, exact_cpu = _p50(
+            lambda i: np.argpartition(-(mat @ qv[i]), 9)[:10], list(range(n_queries))
+        )
         row["exact_p50_s"], row["exact_cpu_s"] = exact_wall, exact_cpu
         rows.append(row)
         for p in tmp.iterdir():

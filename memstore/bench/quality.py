@@ -26,14 +26,18 @@ from . import lme, scifact
 MODES = ("exact", "vector", "naive-rrf", "hybrid-rrf", "hybrid", "hybrid+time")
 RRF_MODE = "hybrid-rrf"  # the product's hybrid with the rank fusion it used before issue 14
 SEARCH_MODES = ("exact", "vector", "hybrid")
-NAIVE = "naive-rrf"  # the baseline: RRF(k=60) of plain BM25 (every query word) and plain MiniLM cosine
+NAIVE = (
+    "naive-rrf"  # the baseline: RRF(k=60) of plain BM25 (every query word) and plain MiniLM cosine
+)
 NAIVE_POOL = 1000
 BENCHMARKS = ("longmemeval", "scifact")
 SCIFACT_K = (10, 100)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m memstore.bench.quality", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m memstore.bench.quality", description=__doc__.splitlines()[0]
+    )
     p.add_argument(
         "--data",
         type=Path,
@@ -42,14 +46,26 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     p.add_argument("--lme", type=Path, help="LongMemEval file or folder (default DATA/longmemeval)")
     p.add_argument("--scifact", type=Path, help="SciFact folder (default DATA/scifact)")
-    p.add_argument("--out", type=Path, default=Path("docs/quality.md"), help="the Markdown report to write")
-    p.add_argument("--limit", type=int, help="quick run: N LongMemEval questions per type, the first N SciFact claims")
     p.add_argument(
-        "--claims", type=int, help="SciFact claims to score (default: --limit when given, else all; 0 = all)"
+        "--out", type=Path, default=Path("docs/quality.md"), help="the Markdown report to write"
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="quick run: N LongMemEval questions per type, the first N SciFact claims",
+    )
+    p.add_argument(
+        "--claims",
+        type=int,
+        help="SciFact claims to score (default: --limit when given, else all; 0 = all)",
     )
     p.add_argument("--only", choices=BENCHMARKS, help="run one benchmark")
-    p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
-    p.add_argument("--embedder", default="minilm", choices=("minilm", "hash"), help="the stores' embedder")
+    p.add_argument(
+        "--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}"
+    )
+    p.add_argument(
+        "--embedder", default="minilm", choices=("minilm", "hash"), help="the stores' embedder"
+    )
     p.add_argument(
         "--work",
         type=Path,
@@ -72,7 +88,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in args.modes if m not in MODES]
     if bad or not args.modes:
-        p.error(f"--modes: unknown {', '.join(bad) or '(none given)'}; choose from {', '.join(MODES)}")
+        p.error(
+            f"--modes: unknown {', '.join(bad) or '(none given)'}; choose from {', '.join(MODES)}"
+        )
     if args.limit is not None and args.limit < 1:
         p.error("--limit must be at least 1")
     if args.claims is not None and args.claims < 0:
@@ -84,13 +102,20 @@ def parse_args(argv=None) -> argparse.Namespace:
 def locate(args) -> tuple[dict[str, Path], list[dict]]:
     """The data path of each benchmark to run, and the ones whose data is absent (path and reason)."""
     wanted = [args.only] if args.only else list(BENCHMARKS)
-    paths = {"longmemeval": args.lme or args.data / "longmemeval", "scifact": args.scifact or args.data / "scifact"}
+    paths = {
+        "longmemeval": args.lme or args.data / "longmemeval",
+        "scifact": args.scifact or args.data / "scifact",
+    }
     found, missing = {}, []
     from ..errors import UsageError
 
     for name in wanted:
         try:
-            found[name] = lme.find_file(paths[name]) if name == "longmemeval" else scifact.find_root(paths[name])
+            found[name] = (
+                lme.find_file(paths[name])
+                if name == "longmemeval"
+                else scifact.find_root(paths[name])
+            )
         except UsageError as exc:
             missing.append({"benchmark": name, "path": str(paths[name]), "reason": exc.message})
     return found, missing
@@ -112,7 +137,9 @@ def build_store(root: Path, embedder, records: list[dict], message: str):
     return store
 
 
-def lme_ranking(store, q: lme.Question, mode: str, hs: lme.Haystack) -> tuple[list[str], str | None]:
+def lme_ranking(
+    store, q: lme.Question, mode: str, hs: lme.Haystack
+) -> tuple[list[str], str | None]:
     """Record ids best first for one mode, plus recall's level for hybrid+time.
 
     Enough hits are asked for to cover the top sessions (as the official turn-to-session scoring
@@ -177,11 +204,18 @@ def _ranking_at(store, q: lme.Question, mode: str, k: int) -> tuple[list[str], s
 
     qvec = query_vector(store.embedder, q.question)
     if mode in SEARCH_MODES:
-        return [h.id for h in search(store, q.question, k=k, mode=mode, qvec=qvec if mode != "exact" else None)], None
+        return [
+            h.id
+            for h in search(
+                store, q.question, k=k, mode=mode, qvec=qvec if mode != "exact" else None
+            )
+        ], None
     if mode == NAIVE:
         return naive_rrf(store, q.question, k, qvec), None
     if mode == RRF_MODE:
-        return [h.id for h in search(store, q.question, k=k, mode="hybrid", qvec=qvec, fusion="rrf")], None
+        return [
+            h.id for h in search(store, q.question, k=k, mode="hybrid", qvec=qvec, fusion="rrf")
+        ], None
     res = recall(store, q.question, now=q.date, k=k, update_index=False)
     # Ranked answers come best first; listings in time order keep the search score they were
     # chosen by, which restores their rank. Below them comes the rest of the plain hybrid ranking,
@@ -191,7 +225,9 @@ def _ranking_at(store, q: lme.Question, mode: str, k: int) -> tuple[list[str], s
     # to search, so those answers do not lead the ranking.
     chosen = [rh.hit for rh in res.hits] if res.level in ("in_window", "all_time") else []
     rest = search(store, q.question, k=k, mode="hybrid", qvec=qvec)
-    return lme.dedupe([h.id for h in chosen] + [h.id for h in rest])[: max(k, len(chosen))], res.level
+    return lme.dedupe([h.id for h in chosen] + [h.id for h in rest])[
+        : max(k, len(chosen))
+    ], res.level
 
 
 def warm_cache(embedder, texts: list[str], log, label: str, step: int = 2048) -> dict:
@@ -203,7 +239,9 @@ def warm_cache(embedder, texts: list[str], log, label: str, step: int = 2048) ->
     from ..adapters.cache import UNCACHED, embed_cached
 
     texts = lme.dedupe(texts)
-    if not getattr(embedder, "cacheable", embedder.name not in UNCACHED):  # hash: recomputing beats a lookup
+    if not getattr(
+        embedder, "cacheable", embedder.name not in UNCACHED
+    ):  # hash: recomputing beats a lookup
         return {"distinct_texts": len(texts), "seconds": 0.0, "cached": False}
     t0 = time.perf_counter()
     for i in range(0, len(texts), step):
@@ -219,14 +257,20 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
     file, questions = lme.load(path)
     abstention = sum(q.abstention for q in questions)
     chosen = lme.stratified(questions, args.limit)
-    log(f"LongMemEval: {len(chosen)} questions from {file} ({abstention} abstention questions skipped)")
+    log(
+        f"LongMemEval: {len(chosen)} questions from {file} ({abstention} abstention questions skipped)"
+    )
     haystacks = [lme.haystack(q) for q in chosen]
-    embedding = warm_cache(embedder, [r["text"] for hs in haystacks for r in hs.records], log, "LongMemEval turns")
+    embedding = warm_cache(
+        embedder, [r["text"] for hs in haystacks for r in hs.records], log, "LongMemEval turns"
+    )
     rows = []
     for i, (q, hs) in enumerate(zip(chosen, haystacks), start=1):
         t0 = time.perf_counter()
         root = work / "lme" / f"q{i:04d}"
-        store = build_store(root, embedder, hs.records, f"Import {len(hs.records)} LongMemEval turns ({q.qid})")
+        store = build_store(
+            root, embedder, hs.records, f"Import {len(hs.records)} LongMemEval turns ({q.qid})"
+        )
         row = {
             "qid": q.qid,
             "qtype": q.qtype,
@@ -248,7 +292,10 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
         rows.append(row)
         if i % 10 == 0 or i == len(chosen):
             log(f"  {i}/{len(chosen)} questions ({row['build_s']:.1f} s to build the last store)")
-    summary = {m: lme.summarize([{"qtype": r["qtype"], "metrics": r["metrics"][m]} for r in rows]) for m in args.modes}
+    summary = {
+        m: lme.summarize([{"qtype": r["qtype"], "metrics": r["metrics"][m]} for r in rows])
+        for m in args.modes
+    }
     levels: dict[str, dict[str, int]] = {}
     for r in rows:
         if r["level"]:
@@ -274,7 +321,10 @@ def _timing(rows: list[dict], modes: list[str]) -> dict:
         "records_mean": statistics.fmean(r["records"] for r in rows) if rows else 0,
         "build_s_mean": statistics.fmean(builds) if builds else 0.0,
         "build_s_max": max(builds, default=0.0),
-        "query_ms_mean": {m: 1000 * statistics.fmean(r["query_s"][m] for r in rows) if rows else 0.0 for m in modes},
+        "query_ms_mean": {
+            m: 1000 * statistics.fmean(r["query_s"][m] for r in rows) if rows else 0.0
+            for m in modes
+        },
     }
     out["question_s_mean"] = out["build_s_mean"] + sum(out["query_ms_mean"].values()) / 1000
     return out
@@ -302,10 +352,16 @@ def run_scifact(path: Path, args, embedder, work: Path, log) -> dict:
         }
         for i, d in enumerate(sf.docs)
     ]
-    log(f"SciFact ({sf.layout} layout): {len(records)} abstracts, {len(claims)} judged claims from {sf.root}")
-    embedding = warm_cache(embedder, [r["text"] for r in records], log, "SciFact abstracts", step=256)
+    log(
+        f"SciFact ({sf.layout} layout): {len(records)} abstracts, {len(claims)} judged claims from {sf.root}"
+    )
+    embedding = warm_cache(
+        embedder, [r["text"] for r in records], log, "SciFact abstracts", step=256
+    )
     t0 = time.perf_counter()
-    store = build_store(work / "scifact", embedder, records, f"Ingest {len(records)} SciFact abstracts")
+    store = build_store(
+        work / "scifact", embedder, records, f"Ingest {len(records)} SciFact abstracts"
+    )
     build_s = time.perf_counter() - t0
     from ..retrieve.search import search
 
@@ -318,24 +374,41 @@ def run_scifact(path: Path, args, embedder, work: Path, log) -> dict:
         for qid in claims:
             qvec = None if mode == "exact" else query_vector(embedder, sf.queries[qid])
             if mode == NAIVE:
-                ranked = [doc_of[i] for i in naive_rrf(store, sf.queries[qid], max(SCIFACT_K), qvec)]
+                ranked = [
+                    doc_of[i] for i in naive_rrf(store, sf.queries[qid], max(SCIFACT_K), qvec)
+                ]
             elif mode == RRF_MODE:
                 ranked = [
                     h.source["doc_id"]
-                    for h in search(store, sf.queries[qid], k=max(SCIFACT_K), mode="hybrid", qvec=qvec, fusion="rrf")
+                    for h in search(
+                        store,
+                        sf.queries[qid],
+                        k=max(SCIFACT_K),
+                        mode="hybrid",
+                        qvec=qvec,
+                        fusion="rrf",
+                    )
                 ]
             else:
                 ranked = [
-                    h.source["doc_id"] for h in search(store, sf.queries[qid], k=max(SCIFACT_K), mode=mode, qvec=qvec)
+                    h.source["doc_id"]
+                    for h in search(store, sf.queries[qid], k=max(SCIFACT_K), mode=mode, qvec=qvec)
                 ]
-            per_claim.append((scifact.ndcg(ranked, sf.qrels[qid], 10), scifact.recall(ranked, sf.qrels[qid], 100)))
+            per_claim.append(
+                (
+                    scifact.ndcg(ranked, sf.qrels[qid], 10),
+                    scifact.recall(ranked, sf.qrels[qid], 100),
+                )
+            )
         query_ms[mode] = 1000 * (time.perf_counter() - t1) / max(1, len(claims))
         summary[mode] = {
             "ndcg@10": statistics.fmean(a for a, _ in per_claim),
             "recall@100": statistics.fmean(b for _, b in per_claim),
             "n": len(per_claim),
         }
-        log(f"  {mode}: nDCG@10 {summary[mode]['ndcg@10']:.3f}, Recall@100 {summary[mode]['recall@100']:.3f}")
+        log(
+            f"  {mode}: nDCG@10 {summary[mode]['ndcg@10']:.3f}, Recall@100 {summary[mode]['recall@100']:.3f}"
+        )
     if not args.keep:
         shutil.rmtree(work / "scifact", ignore_errors=True)
     return {
@@ -415,7 +488,10 @@ def default_work() -> Path:
 def write_report(report: dict, out: Path, raw: Path) -> None:
     from .quality_report import render
 
-    for path, text in ((out, render(report)), (raw, json.dumps(report, indent=1, default=str) + "\n")):
+    for path, text in (
+        (out, render(report)),
+        (raw, json.dumps(report, indent=1, default=str) + "\n"),
+    ):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")

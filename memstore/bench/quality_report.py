@@ -74,7 +74,11 @@ def _lme(r: dict) -> list[str]:
     out += [
         f"Data: `{lm['file']}` — {lm['questions_total']} questions, {lm['abstention_skipped']} abstention "
         f"questions skipped, {lm['scored']} scored"
-        + (f" (a stratified subset: the first {lm['limit']} of each question type)." if lm["limit"] else "."),
+        + (
+            f" (a stratified subset: the first {lm['limit']} of each question type)."
+            if lm["limit"]
+            else "."
+        ),
         "",
         _embedding(lm.get("embedding"), "turns"),
         f"Per question: one fresh store of {t['records_mean']:.0f} records on average, built (init, "
@@ -113,7 +117,9 @@ def _lme(r: dict) -> list[str]:
 
 
 def _vectors(section: dict) -> str:
-    return "vectors from the cache" if (section.get("embedding") or {}).get("cached") else "embedding"
+    return (
+        "vectors from the cache" if (section.get("embedding") or {}).get("cached") else "embedding"
+    )
 
 
 def _embedding(e: dict | None, what: str) -> str:
@@ -149,7 +155,13 @@ def _scifact(r: dict) -> list[str]:
     for mode, s in sf["summary"].items():
         out.append(
             _row(
-                [mode, str(s["n"]), f3(s["ndcg@10"]), f3(s["recall@100"]), f"{sf['timing']['query_ms_mean'][mode]:.1f}"]
+                [
+                    mode,
+                    str(s["n"]),
+                    f3(s["ndcg@10"]),
+                    f3(s["recall@100"]),
+                    f"{sf['timing']['query_ms_mean'][mode]:.1f}",
+                ]
             )
         )
     return out + [""]
@@ -216,7 +228,9 @@ def _ablation(r: dict) -> list[str]:
     for name, value in LME_ANCHORS:
         out.append(_row([name, value, "", "", "", "", ""]))
     for name, value in SCIFACT_ANCHORS:
-        out.append(_row([f"{name} (BEIR SciFact test, as quoted in issue 14)", "", "", "", "", value, ""]))
+        out.append(
+            _row([f"{name} (BEIR SciFact test, as quoted in issue 14)", "", "", "", "", value, ""])
+        )
     out += [
         "",
         "hybrid+time is the time-window ablation (recall with `--now` = the question date); it "
@@ -251,18 +265,24 @@ def _goals(r: dict) -> list[str]:
     beats = []
     for qtype in types:
         h = _lme_get(r, "hybrid", qtype, "recall_all@5")
-        e, v = _lme_get(r, "exact", qtype, "recall_all@5"), _lme_get(r, "vector", qtype, "recall_all@5")
+        e, v = (
+            _lme_get(r, "exact", qtype, "recall_all@5"),
+            _lme_get(r, "vector", qtype, "recall_all@5"),
+        )
         if None not in (h, e, v):
             beats.append((f"LongMemEval {qtype}", h, max(e, v)))
     h, e, v = (_sf_get(r, m, "ndcg@10") for m in ("hybrid", "exact", "vector"))
     if None not in (h, e, v):
         beats.append(("SciFact", h, max(e, v)))
     if beats:
-        lost = [f"{name} ({f3(a)} vs {f3(b)})" for name, a, b in beats if not (a > b or a == b == 1.0)]
+        lost = [
+            f"{name} ({f3(a)} vs {f3(b)})" for name, a, b in beats if not (a > b or a == b == 1.0)
+        ]
         rows.append(
             (
                 "Hybrid beats the better of exact and vector (LongMemEval session R_all@5 per type, SciFact nDCG@10)",
-                f"{len(beats) - len(lost)} of {len(beats)}" + (f"; not on: {', '.join(lost)}" if lost else ""),
+                f"{len(beats) - len(lost)} of {len(beats)}"
+                + (f"; not on: {', '.join(lost)}" if lost else ""),
                 not lost,
             )
         )
@@ -290,15 +310,29 @@ def _goals(r: dict) -> list[str]:
         )
     temporal_mode = "hybrid+time" if "hybrid+time" in r["modes"] else "hybrid"
     for label, value, target in (
-        ("LongMemEval_S session R_all@5 ≥ 0.95 (hybrid)", _lme_get(r, "hybrid", "all", "recall_all@5"), 0.95),
+        (
+            "LongMemEval_S session R_all@5 ≥ 0.95 (hybrid)",
+            _lme_get(r, "hybrid", "all", "recall_all@5"),
+            0.95,
+        ),
         (
             f"{TEMPORAL} session R_all@10 ≥ 0.95 ({temporal_mode})",
             _lme_get(r, temporal_mode, TEMPORAL, "recall_all@10"),
             0.95,
         ),
-        (f"turn-level R_any@{TURN_K} ≥ 0.97 (hybrid)", _lme_get(r, "hybrid", "all", f"turn_recall_any@{TURN_K}"), 0.97),
+        (
+            f"turn-level R_any@{TURN_K} ≥ 0.97 (hybrid)",
+            _lme_get(r, "hybrid", "all", f"turn_recall_any@{TURN_K}"),
+            0.97,
+        ),
     ):
-        rows.append((label, "not measured" if value is None else f3(value), None if value is None else value >= target))
+        rows.append(
+            (
+                label,
+                "not measured" if value is None else f3(value),
+                None if value is None else value >= target,
+            )
+        )
     h, n = _sf_get(r, "hybrid", "ndcg@10"), _sf_get(r, NAIVE, "ndcg@10")
     rows.append(
         (

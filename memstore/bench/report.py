@@ -34,7 +34,9 @@ def machine() -> dict:
         "sqlite": sqlite_version,
         "os": f"{platform.system()} {platform.release()}",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "load": " / ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?",
+        "load": " / ".join(f"{x:.1f}" for x in os.getloadavg())
+        if hasattr(os, "getloadavg")
+        else "?",
         "busy": hasattr(os, "getloadavg") and os.getloadavg()[1] > (os.cpu_count() or 1),
     }
 
@@ -49,7 +51,11 @@ def commit() -> str:
     src = Path(__file__).resolve().parents[2]
     try:
         sha = run_git(["rev-parse", "--short=12", "HEAD"], cwd=src).strip()
-        dirty = run_git(["status", "--porcelain", "--untracked-files=no", "--", "memstore"], cwd=src, check=False)
+        dirty = run_git(
+            ["status", "--porcelain", "--untracked-files=no", "--", "memstore"],
+            cwd=src,
+            check=False,
+        )
         dirty = dirty.strip()
     except GitError:
         return "unknown (not a git checkout)"
@@ -73,10 +79,16 @@ def render(b) -> str:
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['os']}; Python {m['python']}, numpy {m['numpy']}, "
         f"SQLite {m['sqlite']}; run {m['date']}; load average at the end (1 / 5 / 15 min): {m['load']}"
-        + (" — other work shared these cores, so wall times include waiting for a core." if m["busy"] else "."),
+        + (
+            " — other work shared these cores, so wall times include waiting for a core."
+            if m["busy"]
+            else "."
+        ),
         "",
         f"Speed budgets (the product's, each with its limit in the tables below): {len(verdicts) - len(failed)} of {len(verdicts)} pass"
-        + (f"; failing: {', '.join(r.measure + ' @' + r.size for r in failed)}." if failed else "."),
+        + (
+            f"; failing: {', '.join(r.measure + ' @' + r.size for r in failed)}." if failed else "."
+        ),
         "",
         "Synthetic stores: chat-like records (8–39 Zipf-distributed words), "
         f"{b.per_day} records per day, 384-d vectors from the hashing embedder (the store declares it, so "
@@ -95,7 +107,17 @@ def render(b) -> str:
         lines.append(
             "| "
             + " | ".join(
-                _cell(x) for x in (r.measure, r.size, r.ours, r.numpy, r.contexttape, r.ratio, r.budget, verdict)
+                _cell(x)
+                for x in (
+                    r.measure,
+                    r.size,
+                    r.ours,
+                    r.numpy,
+                    r.contexttape,
+                    r.ratio,
+                    r.budget,
+                    verdict,
+                )
             )
             + " |"
         )

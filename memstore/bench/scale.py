@@ -99,7 +99,9 @@ def _git_seconds(trace: Path) -> float:
         except ValueError:
             continue
         sid = str(ev.get("sid", ""))
-        if ev.get("event") == "start" and any(str(a).startswith("--batch") for a in ev.get("argv", [])):
+        if ev.get("event") == "start" and any(
+            str(a).startswith("--batch") for a in ev.get("argv", [])
+        ):
             waiting.add(sid)
         elif ev.get("event") == "exit" and "/" not in sid and sid not in waiting:
             total += float(ev.get("t_abs", 0.0))
@@ -128,7 +130,9 @@ def _new_turn_times(root: Path, count: int) -> list[str]:
     logs = sorted((root / "log").rglob("*.jsonl"))
     if logs:
         last = json.loads(logs[-1].read_text(encoding="utf-8").splitlines()[-1])["ts"]
-        start = max(start, datetime.fromisoformat(last.replace("Z", "+00:00")) + timedelta(minutes=1))
+        start = max(
+            start, datetime.fromisoformat(last.replace("Z", "+00:00")) + timedelta(minutes=1)
+        )
     return [(start + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ") for i in range(count)]
 
 
@@ -168,7 +172,9 @@ def _prepare(base: Path, n: int, per_day: int, runs: int, log=print) -> _Prepare
     clone_s = time.perf_counter() - t0
     dst = work / "clone"
     shutil.copytree(
-        src / ".memstore", dst / ".memstore", ignore=shutil.ignore_patterns("*.lock", "journal*", "built.json")
+        src / ".memstore",
+        dst / ".memstore",
+        ignore=shutil.ignore_patterns("*.lock", "journal*", "built.json"),
     )
     times = _new_turn_times(dst, runs + 1)
     _ct_add(dst, "scale warm-up: the index notices it moved", work / "warm.trace", times[0])
@@ -177,7 +183,11 @@ def _prepare(base: Path, n: int, per_day: int, runs: int, log=print) -> _Prepare
 
 def _sample(p: _Prepared, i: int) -> None:
     trace = p.work / f"add-{i}.trace"
-    p.samples.append(_ct_add(p.dst, f"scale probe {i}: review the trip budget on the tenth", trace, p.times[i + 1]))
+    p.samples.append(
+        _ct_add(
+            p.dst, f"scale probe {i}: review the trip budget on the tenth", trace, p.times[i + 1]
+        )
+    )
     p.git_parts.append(_git_seconds(trace))
 
 
@@ -211,7 +221,9 @@ def _finish(p: _Prepared, log=print) -> ScaleRow:
     return row
 
 
-def measure_all(base: Path, sizes, per_day: int = 100, runs: int = ADD_RUNS, log=print) -> list[ScaleRow]:
+def measure_all(
+    base: Path, sizes, per_day: int = 100, runs: int = ADD_RUNS, log=print
+) -> list[ScaleRow]:
     """Every size's row. The timed adds take turns across the sizes (1k, 1M, 1k, 1M, …), so a
     burst of load on a shared machine falls on all sizes alike and the ratio between them holds."""
     prepared = []
@@ -294,9 +306,15 @@ def markdown(rows: list[ScaleRow]) -> str:
         ("files in the repository (`git ls-files`)", [f"{r.files:,}" for r in rows]),
         ("days / writes (commits)", [f"{r.days:,} / {r.writes:,}" for r in rows]),
         ("`.git/index`", [_kib(r.index_bytes) for r in rows]),
-        ("bytes on disk per record (tracked files, in blocks)", [f"{r.disk_per_record:,.0f} B" for r in rows]),
+        (
+            "bytes on disk per record (tracked files, in blocks)",
+            [f"{r.disk_per_record:,.0f} B" for r in rows],
+        ),
         ("bytes in git objects per record", [f"{r.git_per_record:,.0f} B" for r in rows]),
-        ("day-log line + vector bytes per record", [f"{r.content_per_record:,.0f} B" for r in rows]),
+        (
+            "day-log line + vector bytes per record",
+            [f"{r.content_per_record:,.0f} B" for r in rows],
+        ),
         ("`git status` (median of 3)", [f"{r.status_s * 1000:,.0f} ms" for r in rows]),
         ("`git clone` (local, with checkout)", [f"{r.clone_s:,.2f} s" for r in rows]),
     ]
@@ -340,17 +358,28 @@ def run_into(b) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m memstore.bench.scale", description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="Store sizes, comma-separated.")
-    ap.add_argument("--with-1m", action="store_true", help="Add the 1,000,000-record store (builds once, minutes).")
+    ap = argparse.ArgumentParser(
+        prog="python -m memstore.bench.scale", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument(
+        "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="Store sizes, comma-separated."
+    )
+    ap.add_argument(
+        "--with-1m",
+        action="store_true",
+        help="Add the 1,000,000-record store (builds once, minutes).",
+    )
     ap.add_argument("--per-day", type=int, default=100)
     ap.add_argument("--runs", type=int, default=ADD_RUNS, help="Timed `ct add` runs per size.")
     ap.add_argument("--base", type=Path, default=Path(".bench"))
-    ap.add_argument("--json", dest="as_json", type=Path, default=None, help="Also write the raw numbers here.")
+    ap.add_argument(
+        "--json", dest="as_json", type=Path, default=None, help="Also write the raw numbers here."
+    )
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sizes = sorted(
-        {int(float(s)) for s in args.sizes.split(",") if s.strip()} | ({1_000_000} if args.with_1m else set())
+        {int(float(s)) for s in args.sizes.split(",") if s.strip()}
+        | ({1_000_000} if args.with_1m else set())
     )
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     rows = measure_all(args.base, sizes, args.per_day, args.runs, log=say)

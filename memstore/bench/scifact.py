@@ -77,7 +77,9 @@ def load(path) -> SciFact:
         return _load_beir(root)
     if (root / "claims_dev.jsonl").is_file():
         return _load_original(root)
-    raise UsageError(f"{root}: corpus.jsonl but neither qrels/dev.tsv, qrels/test.tsv nor claims_dev.jsonl")
+    raise UsageError(
+        f"{root}: corpus.jsonl but neither qrels/dev.tsv, qrels/test.tsv nor claims_dev.jsonl"
+    )
 
 
 def _load_beir(root: Path) -> SciFact:
@@ -95,7 +97,11 @@ def _load_beir(root: Path) -> SciFact:
     qrels: dict[str, dict[str, int]] = {}
     for n, line in enumerate(qfile.read_text(encoding="utf-8").splitlines(), start=1):
         parts = line.split("\t") if "\t" in line else line.split()
-        if not parts or not line.strip() or (n == 1 and not parts[-1].strip().lstrip("-").isdigit()):
+        if (
+            not parts
+            or not line.strip()
+            or (n == 1 and not parts[-1].strip().lstrip("-").isdigit())
+        ):
             continue  # blank line or the "query-id corpus-id score" header
         if len(parts) != 3:
             raise FormatError(qfile, "expected query-id, corpus-id, score", line=n)
@@ -105,15 +111,25 @@ def _load_beir(root: Path) -> SciFact:
             raise FormatError(qfile, f"score {parts[2]!r} is not an integer", line=n) from None
         if rel > 0:
             qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = rel
-    return _checked(SciFact("beir", root, docs, queries, qrels, [f"judgements: {qfile.relative_to(root)}"]), qfile)
+    return _checked(
+        SciFact("beir", root, docs, queries, qrels, [f"judgements: {qfile.relative_to(root)}"]),
+        qfile,
+    )
 
 
 def _load_original(root: Path) -> SciFact:
     docs = {}
     for n, obj in _jsonl(root / "corpus.jsonl"):
         if "doc_id" not in obj or not isinstance(obj.get("abstract"), list):
-            raise FormatError(root / "corpus.jsonl", "SciFact corpus lines need doc_id and abstract (a list)", line=n)
-        docs[str(obj["doc_id"])] = (str(obj.get("title") or ""), " ".join(str(s).strip() for s in obj["abstract"]))
+            raise FormatError(
+                root / "corpus.jsonl",
+                "SciFact corpus lines need doc_id and abstract (a list)",
+                line=n,
+            )
+        docs[str(obj["doc_id"])] = (
+            str(obj.get("title") or ""),
+            " ".join(str(s).strip() for s in obj["abstract"]),
+        )
     queries, qrels = {}, {}
     fallback = 0
     for n, obj in _jsonl(root / "claims_dev.jsonl"):
@@ -130,9 +146,15 @@ def _load_original(root: Path) -> SciFact:
             qrels[qid] = {d: 1 for d in rel}
     notes = [
         "judgements: claims_dev.jsonl evidence documents"
-        + (f"; {fallback} claims without evidence judged by their cited_doc_ids" if fallback else "")
+        + (
+            f"; {fallback} claims without evidence judged by their cited_doc_ids"
+            if fallback
+            else ""
+        )
     ]
-    return _checked(SciFact("original", root, docs, queries, qrels, notes), root / "claims_dev.jsonl")
+    return _checked(
+        SciFact("original", root, docs, queries, qrels, notes), root / "claims_dev.jsonl"
+    )
 
 
 def _checked(sf: SciFact, qfile: Path) -> SciFact:

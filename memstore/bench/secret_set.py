@@ -47,7 +47,13 @@ def _jwt(rng: random.Random) -> str:
         return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
 
     head = part({"alg": "HS256", "typ": "JWT"})
-    body = part({"sub": str(rng.randrange(10**9)), "name": "Ann Lee", "iat": 1700000000 + rng.randrange(10**6)})
+    body = part(
+        {
+            "sub": str(rng.randrange(10**9)),
+            "name": "Ann Lee",
+            "iat": 1700000000 + rng.randrange(10**6),
+        }
+    )
     sig = base64.urlsafe_b64encode(rng.randbytes(32)).decode().rstrip("=")
     return f"{head}.{body}.{sig}"
 
@@ -66,7 +72,12 @@ def secrets(rng: random.Random) -> list[Case]:
     ghpat = "github" + "_pat_" + _r(rng, B62, 22) + "_" + _r(rng, B62, 59)
     akid = "AK" + "IA" + _r(rng, UPPER_DIGITS, 16)
     asecret = _r(rng, B62 + "/+", 40)
-    slack_bot = "xo" + "xb-" + f"{rng.randrange(10**11, 10**12)}-{rng.randrange(10**12, 10**13)}-" + _r(rng, B62, 24)
+    slack_bot = (
+        "xo"
+        + "xb-"
+        + f"{rng.randrange(10**11, 10**12)}-{rng.randrange(10**12, 10**13)}-"
+        + _r(rng, B62, 24)
+    )
     slack_user = (
         "xo"
         + "xp-"
@@ -104,7 +115,10 @@ def secrets(rng: random.Random) -> list[Case]:
         *side_door_secrets(rng, gh, hf, rsa),
         Case("huggingface-token", f"export HF_TOKEN={hf}"),
         Case("huggingface-token", f"huggingface-cli login --token {hf}"),
-        Case("gitlab-token", f"git remote set-url origin https://oauth2:{glpat}@gitlab.com/acme/app.git"),
+        Case(
+            "gitlab-token",
+            f"git remote set-url origin https://oauth2:{glpat}@gitlab.com/acme/app.git",
+        ),
         Case(
             "google-oauth-client-secret",
             f'{{"installed": {{"client_id": "1234.apps.googleusercontent.com", "client_secret": "{gocspx}"}}}}',
@@ -113,7 +127,10 @@ def secrets(rng: random.Random) -> list[Case]:
         Case("github-token", f"here is my token {gh} please remember it"),
         Case("github-token", f"export GITHUB_TOKEN={gho}"),
         Case("github-token", f"git clone https://{ghpat}@github.com/acme/app.git"),
-        Case("aws-access-key-id", f"[default]\naws_access_key_id = {akid}\naws_secret_access_key = {asecret}\n"),
+        Case(
+            "aws-access-key-id",
+            f"[default]\naws_access_key_id = {akid}\naws_secret_access_key = {asecret}\n",
+        ),
         Case("aws-access-key-id", f"my AWS keys are {akid} and {asecret}"),
         Case("aws-secret-access-key", f'AWS_SECRET_ACCESS_KEY="{asecret}"'),
         Case("private-key", _private_key(rng, "OPENSSH")),
@@ -125,15 +142,23 @@ def secrets(rng: random.Random) -> list[Case]:
         Case("slack-webhook", f"post alerts to {slack_hook}"),
         Case("stripe-secret-key", f"stripe.api_key = '{stripe}'"),
         Case("stripe-secret-key", f"restricted key {stripe_r}"),
-        Case("google-api-key", f'<script src="https://maps.googleapis.com/maps/api/js?key={google}"></script>'),
+        Case(
+            "google-api-key",
+            f'<script src="https://maps.googleapis.com/maps/api/js?key={google}"></script>',
+        ),
         Case("jwt", f"Authorization: Bearer {jwt}"),
         Case("jwt", f"the session cookie was {jwt}"),
         Case("generic-secret", f"password: {pw}"),
         Case("generic-secret", "db password is hunter2-SuperSecret! don't share"),
-        Case("generic-secret", f"DATABASE_URL=postgres://app:{_r(rng, B62, 16)}@db.internal:5432/app"),
+        Case(
+            "generic-secret", f"DATABASE_URL=postgres://app:{_r(rng, B62, 16)}@db.internal:5432/app"
+        ),
         Case("generic-secret", f'{{"username": "ann", "password": "{_r(rng, B62, 12)}!"}}'),
         Case("generic-secret", f"PGPASSWORD='Tr0ub4dor&3{_r(rng, B62, 4)}' psql -h db"),
-        Case("docker-auth", json.dumps({"auths": {"https://index.docker.io/v1/": {"auth": docker_auth}}}, indent=2)),
+        Case(
+            "docker-auth",
+            json.dumps({"auths": {"https://index.docker.io/v1/": {"auth": docker_auth}}}, indent=2),
+        ),
         Case("docker-auth", f"docker login -u ann -p {docker_pat}"),
         Case("openai-api-key", f"OPENAI_API_KEY={openai}"),
         Case("npm-token", f"//registry.npmjs.org/:_authToken={npm}"),
@@ -164,7 +189,10 @@ def side_door_secrets(rng: random.Random, gh: str, hf: str, rsa: str) -> list[Ca
         Case("private-key", "the key: " + rsa.replace("\n", " ")),  # pasted on one line
         Case("private-key", "DEPLOY_KEY='" + _private_key(rng, "EC").replace("\n", "\\n") + "'"),
         Case("private-key", sa),
-        Case("private-key", json.dumps({"messages": [{"role": "user", "content": "key file:\n" + sa}]})),
+        Case(
+            "private-key",
+            json.dumps({"messages": [{"role": "user", "content": "key file:\n" + sa}]}),
+        ),
         Case("github-token", f"my token is {gh[:22]}\n{gh[22:]} (it wrapped)"),
         Case("github-token", f'{{"text": "use {gh[:15]}\\n{gh[15:]}"}}'),
         Case("huggingface-token", f"> {hf[:20]}\n> {hf[20:]}"),
@@ -185,26 +213,42 @@ def hard_lookalikes(rng: random.Random) -> list[Case]:
     )
     return [
         Case("none", f"session {uids[0]} resumed; parent {uids[1]}, request {uids[2]}"),
-        Case("none", f'{{"uuid": "{uids[0]}", "parentUuid": "{uids[1]}", "sessionId": "{uids[2]}"}}'),
+        Case(
+            "none", f'{{"uuid": "{uids[0]}", "parentUuid": "{uids[1]}", "sessionId": "{uids[2]}"}}'
+        ),
         Case("none", f"git checkout {sha1} && git cherry-pick {sha1[:10]}"),
-        Case("none", f"Merge: {sha1[:7]} {hashlib.sha1(rng.randbytes(4)).hexdigest()[:7]}\ncommit {sha1}"),
+        Case(
+            "none",
+            f"Merge: {sha1[:7]} {hashlib.sha1(rng.randbytes(4)).hexdigest()[:7]}\ncommit {sha1}",
+        ),
         Case("none", log),
         Case("none", f"docker pull python@sha256:{sha256}"),
         Case("none", f"![diagram](data:image/jpeg;base64,{jpeg})"),
         Case("none", f'background: url("data:image/png;base64,{_b64(rng, 400)}");'),
         Case("none", f"{sha256}  memstore-0.9.0-py3-none-any.whl\nRECORD sha256={wheel}"),
-        Case("none", "curl -H 'Authorization: Bearer YOUR_API_KEY' https://api.example.com/v1/items"),
+        Case(
+            "none", "curl -H 'Authorization: Bearer YOUR_API_KEY' https://api.example.com/v1/items"
+        ),
         Case("none", 'client = OpenAI(api_key="sk-...")  # put your key here'),
         Case("none", "export HF_TOKEN=hf_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
-        Case("none", "from huggingface_hub import hf_hub_download\npath = hf_hub_download(repo_id, filename)"),
+        Case(
+            "none",
+            "from huggingface_hub import hf_hub_download\npath = hf_hub_download(repo_id, filename)",
+        ),
         Case("none", "Set `GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}` in the workflow."),
         Case("none", "aws configure set aws_secret_access_key <SECRET_ACCESS_KEY>"),
-        Case("none", '{"type": "service_account", "project_id": "my-project", "private_key": "<paste the key>"}'),
+        Case(
+            "none",
+            '{"type": "service_account", "project_id": "my-project", "private_key": "<paste the key>"}',
+        ),
         Case("none", "The header line is -----BEGIN RSA PRIVATE KEY----- and the body is base64."),
         Case("none", "Stripe test keys start with sk_test_ and live keys with sk_live_."),
         Case("none", f"ghp_ tokens are 40 characters, e.g. the one revoked in {sha1[:8]}"),
         Case("none", f"model: {rng.choice(['gpt-4o-2024-08-06', 'claude-3-5-sonnet-20241022'])}"),
-        Case("none", f'ETag: W/"{hashlib.md5(rng.randbytes(8)).hexdigest()}"; x-request-id: {uids[0]}'),
+        Case(
+            "none",
+            f'ETag: W/"{hashlib.md5(rng.randbytes(8)).hexdigest()}"; x-request-id: {uids[0]}',
+        ),
         Case("none", f"ssh-rsa {_b64(rng, 270)} ann@laptop"),
     ]
 
@@ -215,7 +259,10 @@ def lookalikes(rng: random.Random) -> list[Case]:
     sha1 = hashlib.sha1(rng.randbytes(16)).hexdigest()
     md5 = hashlib.md5(rng.randbytes(16)).hexdigest()
     uid = str(uuid.UUID(int=rng.getrandbits(128)))
-    png = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + rng.randbytes(300)).decode()
+    png = (
+        "data:image/png;base64,"
+        + base64.b64encode(b"\x89PNG\r\n\x1a\n" + rng.randbytes(300)).decode()
+    )
     integrity = "sha512-" + base64.b64encode(rng.randbytes(64)).decode()
     return [
         Case("none", f"commit {sha1}\nAuthor: Ann <ann@example.org>"),
@@ -237,15 +284,26 @@ def lookalikes(rng: random.Random) -> list[Case]:
         Case("none", "OPENAI_API_KEY=sk-...your key here..."),
         Case("none", "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
         Case("none", "-----BEGIN PUBLIC KEY-----\n" + _b64(rng, 90) + "\n-----END PUBLIC KEY-----"),
-        Case("none", "A PEM file starts with -----BEGIN PRIVATE KEY----- and ends with an END line."),
+        Case(
+            "none", "A PEM file starts with -----BEGIN PRIVATE KEY----- and ends with an END line."
+        ),
         Case("none", f"ssh-ed25519 {_b64(rng, 51)} ann@laptop"),
         Case("none", "def check_password(password: str) -> bool:\n    return len(password) >= 12"),
         Case("none", "token_count = len(tokenizer.encode(text))"),
-        Case("none", f"build {rng.randrange(10**6)}: pipeline https://ci.example.org/jobs/{sha1[:12]}"),
-        Case("none", "Kubernetes secret: kubectl create secret generic db-pass --from-literal=password=$PASS"),
+        Case(
+            "none",
+            f"build {rng.randrange(10**6)}: pipeline https://ci.example.org/jobs/{sha1[:12]}",
+        ),
+        Case(
+            "none",
+            "Kubernetes secret: kubectl create secret generic db-pass --from-literal=password=$PASS",
+        ),
         Case("none", "the API key rotation policy: keys expire after 90 days"),
         Case("none", f"font-family: Inter; color: #{sha1[:6]}; margin: 0 auto;"),
-        Case("none", f"pip install torch==2.4.0 --index-url https://download.pytorch.org/whl/cu121 # {md5[:10]}"),
+        Case(
+            "none",
+            f"pip install torch==2.4.0 --index-url https://download.pytorch.org/whl/cu121 # {md5[:10]}",
+        ),
     ]
 
 
@@ -285,13 +343,17 @@ def main() -> None:
     detectors = {
         "hand-written rules (memstore.ingest.secrets.scan_rules)": sec.scan_rules,
         "detect-secrets 1.5.0, all default plugins": sec.scan_detect_secrets,
-        "detect-secrets 1.5.0, specific plugins (no entropy / keyword)": lambda t: sec.scan_detect_secrets(
-            t, specific_only=True, token_lines_only=False
+        "detect-secrets 1.5.0, specific plugins (no entropy / keyword)": lambda t: (
+            sec.scan_detect_secrets(t, specific_only=True, token_lines_only=False)
         ),
         "adopted: rules + detect-secrets specific plugins (memstore.ingest.secrets.scan)": sec.scan,
     }
-    print(f"{sum(c.secret for c in cases)} secrets, {sum(not c.secret for c in cases)} look-alikes (seed 7, 3 draws)\n")
-    print("| detector | secrets found (recall) | false positives (rate) | ms per text | missed kinds |")
+    print(
+        f"{sum(c.secret for c in cases)} secrets, {sum(not c.secret for c in cases)} look-alikes (seed 7, 3 draws)\n"
+    )
+    print(
+        "| detector | secrets found (recall) | false positives (rate) | ms per text | missed kinds |"
+    )
     print("|---|---|---|---|---|")
     for name, fn in detectors.items():
         r = rates(fn, cases)

@@ -121,13 +121,21 @@ def warm_queries(b: Bench, store, n: int, queries: list[str], qvecs: np.ndarray)
     for mode in ("exact", "vector", "hybrid"):
         cpu[mode] = []
         res[mode] = sample(
-            lambda i, m=mode: search(store, queries[i], 10, m, qvec=qvecs[i]), qlist, b.repeats, cpu[mode]
+            lambda i, m=mode: search(store, queries[i], 10, m, qvec=qvecs[i]),
+            qlist,
+            b.repeats,
+            cpu[mode],
         )
     cpu["vector_part"], cpu["numpy"] = [], []
     res["vector_part"] = sample(
-        lambda i: vector_candidates(index, qvecs[i], Filters(), pool), qlist, b.repeats, cpu["vector_part"]
+        lambda i: vector_candidates(index, qvecs[i], Filters(), pool),
+        qlist,
+        b.repeats,
+        cpu["vector_part"],
     )
-    res["numpy"] = sample(lambda i: bare_scan(matrix, qvecs[i], pool), qlist, b.repeats, cpu["numpy"])
+    res["numpy"] = sample(
+        lambda i: bare_scan(matrix, qvecs[i], pool), qlist, b.repeats, cpu["numpy"]
+    )
     c50 = {k: pct(v, 50) for k, v in cpu.items()}
     p = {k: pct(v, 50) for k, v in res.items()}
     p95 = {k: pct(v, 95) for k, v in res.items()}
@@ -179,7 +187,10 @@ def fresh_search(b: Bench, store, n: int, queries: list[str]) -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         proc = subprocess.run(
-            [*ct_command(), "-C", str(store.root), "search", q, "-k", "10"], capture_output=True, text=True, env=env
+            [*ct_command(), "-C", str(store.root), "search", q, "-k", "10"],
+            capture_output=True,
+            text=True,
+            env=env,
         )
         walls.append(time.perf_counter() - t)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -197,7 +208,9 @@ def fresh_search(b: Bench, store, n: int, queries: list[str]) -> None:
     heavy = [ln.split("=", 1)[1] for ln in proc.stderr.splitlines() if ln.startswith("HEAVY=")]
     heavy_mods = heavy[0] if heavy else "?"
     p50 = statistics.median(walls)
-    budget, ok = ("≤ 1 s @100k, no torch", p50 <= 1.0 and heavy_mods == "") if n >= 100_000 else ("", None)
+    budget, ok = (
+        ("≤ 1 s @100k, no torch", p50 <= 1.0 and heavy_mods == "") if n >= 100_000 else ("", None)
+    )
     b.add(
         "fresh `ct search` process, wall (hash-embedder store, median of 5)",
         f"{n:,}",
@@ -209,7 +222,9 @@ def fresh_search(b: Bench, store, n: int, queries: list[str]) -> None:
     b.raw.setdefault("fresh_search", {})[n] = walls
 
 
-def _fresh_runs(b: Bench, args: list[str], n: int = 5, env: dict | None = None) -> tuple[float, float]:
+def _fresh_runs(
+    b: Bench, args: list[str], n: int = 5, env: dict | None = None
+) -> tuple[float, float]:
     """(median wall, median CPU incl. children) of `ct ARGS` run `n` times as fresh processes."""
     import resource
 
@@ -250,9 +265,12 @@ def fresh_search_minilm(b: Bench, store, n: int, queries: list[str]) -> None:
         toml.write_text(switched, encoding="utf-8")
         with conn:
             conn.execute(
-                "UPDATE meta SET value = ? WHERE key = 'embedder'", ("sentence-transformers/all-MiniLM-L6-v2:384",)
+                "UPDATE meta SET value = ? WHERE key = 'embedder'",
+                ("sentence-transformers/all-MiniLM-L6-v2:384",),
             )
-        _fresh_runs(b, ["-C", str(store.root), "search", queries[1], "-k", "10"], n=1)  # page the model in
+        _fresh_runs(
+            b, ["-C", str(store.root), "search", queries[1], "-k", "10"], n=1
+        )  # page the model in
         wall, cpu = _fresh_runs(b, ["-C", str(store.root), "search", queries[0], "-k", "10"])
     finally:
         toml.write_text(before, encoding="utf-8")
@@ -291,7 +309,9 @@ def fresh_add(b: Bench, n: int = 1000) -> None:
         for i in range(0, n, 250):
             store.write(recs[i : i + 250], f"Add {i}")
         store.index()
-        wall, cpu = _fresh_runs(b, ["-C", str(store.root), "add", "the budget review moves to friday"])
+        wall, cpu = _fresh_runs(
+            b, ["-C", str(store.root), "add", "the budget review moves to friday"]
+        )
         floor = add_floor(store.root)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -325,14 +345,22 @@ def add_floor(root: Path) -> dict[str, float]:
         f"try:\n    main(['-C', {str(root)!r}, 'add', 'what did the add import'])\nexcept SystemExit:\n    pass\n"
         "print(' '.join(sorted(m for m in sys.modules if '.' not in m or m.startswith('memstore.'))))"
     )
-    loaded = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+    loaded = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, check=True
+    )
     names = [m for m in loaded.stdout.split() if m not in ("__main__", "__mp_main__")]
 
     def wall(code: str) -> float:
         times = []
         for _ in range(5):
-            t = time.perf_counter()  # leaving as ct does: no interpreter teardown (memstore.cli.run)
-            subprocess.run([sys.executable, "-c", code + "\nimport os\nos._exit(0)"], check=True, capture_output=True)
+            t = (
+                time.perf_counter()
+            )  # leaving as ct does: no interpreter teardown (memstore.cli.run)
+            subprocess.run(
+                [sys.executable, "-c", code + "\nimport os\nos._exit(0)"],
+                check=True,
+                capture_output=True,
+            )
             times.append(time.perf_counter() - t)
         return statistics.median(times)
 
@@ -365,13 +393,21 @@ def fresh_minilm_query(b: Bench) -> float:
     )
     t = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     wall = time.perf_counter() - t
     if out.returncode != 0:
         raise RuntimeError(out.stderr.strip())
     inner = float(out.stdout.strip().splitlines()[-1])
-    b.add("fresh process: load MiniLM + embed one query", "—", ms(wall), ratio=f"in-process {ms(inner)}")
+    b.add(
+        "fresh process: load MiniLM + embed one query",
+        "—",
+        ms(wall),
+        ratio=f"in-process {ms(inner)}",
+    )
     return wall
 
 
@@ -427,7 +463,11 @@ def one_new_day(b: Bench, store, n: int, minilm_embed) -> None:
         store.git.run("reset", "-q", "--hard", head)
         store.index()
     embed_s = minilm_embed([r["text"] for r in recs]) if minilm_embed else None
-    extra = f"; MiniLM embedding of the {len(recs)} records: {ms(embed_s)}" if embed_s is not None else ""
+    extra = (
+        f"; MiniLM embedding of the {len(recs)} records: {ms(embed_s)}"
+        if embed_s is not None
+        else ""
+    )
     b.add(
         f"incremental reindex after one new day ({len(recs)} records)",
         f"{n:,}",
@@ -453,7 +493,9 @@ def bytes_per_record(store, n: int) -> dict:
     for p in (root / "packs").rglob("*.is"):
         st = p.stat()
         pk = packfmt.read(p)
-        vec = sum(HEADER_SIZE + len(pk.segments[row[-1]][1]) for row in pk.manifest.get("records", []))
+        vec = sum(
+            HEADER_SIZE + len(pk.segments[row[-1]][1]) for row in pk.manifest.get("records", [])
+        )
         out["vec_seg"] += vec
         out["pack_rest"] += st.st_size - vec  # the manifest segment (ids, hash16s, positions)
         out["pack_disk"] += st.st_blocks * 512
@@ -539,10 +581,16 @@ def ingest_overhead(b: Bench, embedder_name: str, profile: bool = False, runs: i
     try:
         for i in range(runs):
             store, recs = _ingest_store(tmp / f"s{i}", embedder_name, emb, texts)
-            os.environ["MEMSTORE_EMBED_CACHE"] = str(tmp / f"embed-alone-{i}.sqlite")  # cold, like the write's
+            os.environ["MEMSTORE_EMBED_CACHE"] = str(
+                tmp / f"embed-alone-{i}.sqlite"
+            )  # cold, like the write's
             embeds.append(timed(record_vectors, emb, recs, texts)[0])
-            wholes.append(timed(emb.embed_batch, texts)[0])  # every text whole, as before the sentence rule
-            os.environ["MEMSTORE_EMBED_CACHE"] = str(tmp / f"embed-cache-{i}.sqlite")  # cold: nothing is skipped
+            wholes.append(
+                timed(emb.embed_batch, texts)[0]
+            )  # every text whole, as before the sentence rule
+            os.environ["MEMSTORE_EMBED_CACHE"] = str(
+                tmp / f"embed-cache-{i}.sqlite"
+            )  # cold: nothing is skipped
             t_write, res = timed(store.write, recs, f"Add {len(recs)} benchmark records")
             assert len(res.added) == len(recs)
             writes.append(t_write)
@@ -577,7 +625,11 @@ def ingest_overhead(b: Bench, embedder_name: str, profile: bool = False, runs: i
         f"{ms(t_embed)} vs {ms(t_whole)}",
         ratio=f"{t_embed / t_whole:.2f}× (medians of {runs}, alternating)",
     )
-    b.raw.setdefault("ingest", {})[embedder_name] = {"write_s": writes, "embed_s": embeds, "whole_s": wholes}
+    b.raw.setdefault("ingest", {})[embedder_name] = {
+        "write_s": writes,
+        "embed_s": embeds,
+        "whole_s": wholes,
+    }
 
 
 def write_breakdown(b: Bench, store, recs: list[dict], embedder_name: str) -> None:
@@ -638,7 +690,9 @@ def minilm_query_time(b: Bench, queries: list[str]):
 # ----- ContextTape -------------------------------------------------------------------------------------
 
 
-def contexttape_compare(b: Bench, store, n: int, queries: list[str], qvecs: np.ndarray, ours: dict) -> None:
+def contexttape_compare(
+    b: Bench, store, n: int, queries: list[str], qvecs: np.ndarray, ours: dict
+) -> None:
     """ContextTape's ISStore.search_by_vector over the same vectors, timed inside its own venv."""
     from ..retrieve.search import search
 
@@ -658,9 +712,16 @@ def contexttape_compare(b: Bench, store, n: int, queries: list[str], qvecs: np.n
     if not (folder / "built.json").exists():
         work.mkdir(parents=True, exist_ok=True)
         vecs, _ = index.matrix()
-        rowids = [r for (r,) in index.conn.execute("SELECT rowid FROM records WHERE vrow >= 0 ORDER BY vrow")]
+        rowids = [
+            r
+            for (r,) in index.conn.execute(
+                "SELECT rowid FROM records WHERE vrow >= 0 ORDER BY vrow"
+            )
+        ]
         np.save(work / "vectors.npy", np.asarray(vecs))
-        (work / "texts.json").write_text(json.dumps([index.record_at(r)["text"] for r in rowids]), encoding="utf-8")
+        (work / "texts.json").write_text(
+            json.dumps([index.record_at(r)["text"] for r in rowids]), encoding="utf-8"
+        )
     np.save(work / "queries.npy", qvecs.astype(np.float32))
     child = Path(__file__).with_name("ct_child.py")
     args = [
@@ -765,7 +826,9 @@ def run(b: Bench) -> str:
             fresh_where(b, store, n)
             if b.minilm:
                 fresh_search_minilm(b, store, n, queries)
-        b.raw.setdefault("queries", {})[n] = {k: v for k, v in ours.items() if k in ("p50", "p95", "cpu_p50")}
+        b.raw.setdefault("queries", {})[n] = {
+            k: v for k, v in ours.items() if k in ("p50", "p95", "cpu_p50")
+        }
     if len(rebuild_rate) > 1:
         lo, hi = min(rebuild_rate), max(rebuild_rate)
         growth = rebuild_rate[hi] / rebuild_rate[lo]
@@ -793,7 +856,9 @@ def run(b: Bench) -> str:
         ingest_overhead(b, "minilm")
     if b.million:
         million_rows(b)
-    from .scale import run_into  # the scale table (issue 12): its own module, sizes from MEMSTORE_BENCH_SCALE
+    from .scale import (
+        run_into,
+    )  # the scale table (issue 12): its own module, sizes from MEMSTORE_BENCH_SCALE
 
     scale = run_into(b)
     b.notes.append(
@@ -855,7 +920,9 @@ def million_rows(b: Bench) -> None:
         )
     if len(rows) >= 2:
         a, z = rows[0], rows[-1]
-        grow_build = (z["build_s"] / a["build_s"]) ** (np.log(10_000_000 / z["n"]) / np.log(z["n"] / a["n"]))
+        grow_build = (z["build_s"] / a["build_s"]) ** (
+            np.log(10_000_000 / z["n"]) / np.log(z["n"] / a["n"])
+        )
         exact_10m = z["exact_p50_s"] * 10_000_000 / z["n"]
         b.notes.append(
             f"Projection for 10M rows (from {a['n']:,} → {z['n']:,} in this run): the exact float32 scan grows "
@@ -870,7 +937,9 @@ def million_rows(b: Bench) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m memstore.bench.speed", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m memstore.bench.speed", description=__doc__.splitlines()[0]
+    )
     add_arguments(ap)
     args = ap.parse_args(argv)
     return run_cli(**vars(args))
@@ -878,12 +947,18 @@ def main(argv=None) -> int:
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", type=Path, default=None, help="Write the Markdown report here.")
-    ap.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="Store sizes, comma-separated.")
-    ap.add_argument("--per-day", type=int, default=100, help="Records per day in the synthetic stores.")
+    ap.add_argument(
+        "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="Store sizes, comma-separated."
+    )
+    ap.add_argument(
+        "--per-day", type=int, default=100, help="Records per day in the synthetic stores."
+    )
     ap.add_argument("--queries", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ingest-n", type=int, default=256)
-    ap.add_argument("--base", type=Path, default=Path(".bench"), help="Where built stores are cached.")
+    ap.add_argument(
+        "--base", type=Path, default=Path(".bench"), help="Where built stores are cached."
+    )
     ap.add_argument("--no-contexttape", dest="contexttape", action="store_false")
     ap.add_argument("--no-minilm", dest="minilm", action="store_false")
     ap.add_argument(
@@ -892,7 +967,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         default=1_000_000,
         help="Rows of the directly filled index for warm hybrid at scale (0 skips it and the IVF curve).",
     )
-    ap.add_argument("--ann-sizes", default="250000,500000,1000000", help="Sizes for IVF vs exact, comma-separated.")
+    ap.add_argument(
+        "--ann-sizes",
+        default="250000,500000,1000000",
+        help="Sizes for IVF vs exact, comma-separated.",
+    )
 
 
 def run_cli(

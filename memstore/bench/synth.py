@@ -175,7 +175,9 @@ def build_store(base: Path, n: int, per_day: int = 100, dtype: str = "float32", 
     }
     marker.parent.mkdir(exist_ok=True)
     marker.write_text(json.dumps(info))
-    log(f"built {root.name}: records {t1 - t0:.1f}s, embed {t2 - t1:.1f}s, files {t3 - t2:.1f}s, commit {t4 - t3:.1f}s")
+    log(
+        f"built {root.name}: records {t1 - t0:.1f}s, embed {t2 - t1:.1f}s, files {t3 - t2:.1f}s, commit {t4 - t3:.1f}s"
+    )
     return store, info
 
 

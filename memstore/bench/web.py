@@ -59,14 +59,18 @@ def page_load(root, loads: int = 10) -> dict:
     from ..serve.http import make_server, url_of
 
     server = make_server(root, port=0, log=False)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         base = url_of(server)
         first, _ = load_once(base)
         cpu0 = time.process_time()
         runs = [load_once(base) for _ in range(loads)]
-        cpu = (time.process_time() - cpu0) / loads  # server and client threads; steadier than wall time when busy
+        cpu = (
+            time.process_time() - cpu0
+        ) / loads  # server and client threads; steadier than wall time when busy
     finally:
         server.shutdown()
         server.server_close()
@@ -88,7 +92,11 @@ def page_load_timing(b, store, n: int) -> dict:
     """Add the page-load row to a speed benchmark `b` (memstore.bench.speed.Bench) for the store of `n` records."""
     res = page_load(store.root)
     worst = max(res["parts"], key=res["parts"].get)
-    budget, ok = (f"≤ {BUDGET_S * 1000:.0f} ms @100k", res["p50"] <= BUDGET_S) if n >= BUDGET_AT else ("", None)
+    budget, ok = (
+        (f"≤ {BUDGET_S * 1000:.0f} ms @100k", res["p50"] <= BUDGET_S)
+        if n >= BUDGET_AT
+        else ("", None)
+    )
     b.add(
         "web page load (`ct serve`: page, files, overview with per-day counts, last day; server side, sequential)",
         f"{n:,}",
@@ -104,14 +112,20 @@ def page_load_timing(b, store, n: int) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m memstore.bench.web", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m memstore.bench.web", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("--store", required=True, help="The store to serve.")
     ap.add_argument("--loads", type=int, default=10)
     args = ap.parse_args(argv)
     res = page_load(args.store, loads=args.loads)
     print(
         json.dumps(
-            {k: (round(v * 1000, 2) if isinstance(v, float) else v) for k, v in res.items() if k != "parts"}
+            {
+                k: (round(v * 1000, 2) if isinstance(v, float) else v)
+                for k, v in res.items()
+                if k != "parts"
+            }
             | {"parts_ms": {k: round(v * 1000, 2) for k, v in res["parts"].items()}},
             indent=1,
         )

@@ -204,7 +204,8 @@ def run(argv=None) -> None:
     if code is None:
         code = 0
     if not isinstance(code, int) or any(
-        t is not threading.current_thread() and not t.daemon and t.is_alive() for t in threading.enumerate()
+        t is not threading.current_thread() and not t.daemon and t.is_alive()
+        for t in threading.enumerate()
     ):
         sys.exit(code)
     import atexit
@@ -213,6 +214,9 @@ def run(argv=None) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a reader that went away, or a closed stream: nothing to keep
+        except (
+            OSError,
+            ValueError,
+        ):  # a reader that went away, or a closed stream: nothing to keep
             pass
     os._exit(code)

@@ -14,12 +14,33 @@ import click
     default=None,
     help="Also write the Markdown report to FILE (make bench uses docs/benchmarks.md).",
 )
-@click.option("--sizes", default="10000,100000", show_default=True, help="Synthetic store sizes, comma-separated.")
 @click.option(
-    "--per-day", default=100, show_default=True, type=click.IntRange(1), help="Records per day in those stores."
+    "--sizes",
+    default="10000,100000",
+    show_default=True,
+    help="Synthetic store sizes, comma-separated.",
 )
-@click.option("--queries", default=30, show_default=True, type=click.IntRange(1), help="Distinct queries per size.")
-@click.option("--repeats", default=3, show_default=True, type=click.IntRange(1), help="Timed passes over the queries.")
+@click.option(
+    "--per-day",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Records per day in those stores.",
+)
+@click.option(
+    "--queries",
+    default=30,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Distinct queries per size.",
+)
+@click.option(
+    "--repeats",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Timed passes over the queries.",
+)
 @click.option(
     "--ingest-n",
     default=256,
@@ -40,7 +61,9 @@ import click
     show_default=True,
     help="Compare with ContextTape's ISStore.search_by_vector (needs its own virtualenv; created if missing).",
 )
-@click.option("--minilm/--no-minilm", default=True, show_default=True, help="Also time the MiniLM embedder.")
+@click.option(
+    "--minilm/--no-minilm", default=True, show_default=True, help="Also time the MiniLM embedder."
+)
 @click.option(
     "--million",
     default=1_000_000,
@@ -54,7 +77,9 @@ import click
     show_default=True,
     help="Sizes at which the IVF index is compared with the exact scan, comma-separated.",
 )
-def bench_cmd(out, sizes, per_day, queries, repeats, ingest_n, base, contexttape, minilm, million, ann_sizes):
+def bench_cmd(
+    out, sizes, per_day, queries, repeats, ingest_n, base, contexttape, minilm, million, ann_sizes
+):
     """Measure search, index and ingest speed beside a bare numpy scan and ContextTape.
 
     Builds (once, cached under --base) synthetic stores of each size and prints a table with every
@@ -64,7 +89,11 @@ def bench_cmd(out, sizes, per_day, queries, repeats, ingest_n, base, contexttape
     """
     from ..bench.speed import run_cli
 
-    command = "ct bench" + (f" --sizes {sizes}" if sizes != "10000,100000" else "") + (f" --out {out}" if out else "")
+    command = (
+        "ct bench"
+        + (f" --sizes {sizes}" if sizes != "10000,100000" else "")
+        + (f" --out {out}" if out else "")
+    )
     try:
         code = run_cli(
             out=out,

@@ -54,7 +54,9 @@ class Ctx:
                     f"git reflog finds it)",
                     err=True,
                 )
-            note = st._index.note if st._index is not None else None  # a damaged index met and rebuilt
+            note = (
+                st._index.note if st._index is not None else None
+            )  # a damaged index met and rebuilt
             if note:
                 click.echo(f"memstore: note: {st.root}: {note}", err=True)
             problems = st.index_problems()  # git mid-merge was said when the store was opened
@@ -85,7 +87,9 @@ class _Bar:
         if self.bar is None and not self.ctx.quiet and sys.stderr.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=self.total, desc=self.desc, unit="", leave=False, mininterval=0.5, delay=1.0)
+            self.bar = tqdm(
+                total=self.total, desc=self.desc, unit="", leave=False, mininterval=0.5, delay=1.0
+            )
         if self.bar is not None:
             self.bar.update(n)
 
@@ -124,12 +128,20 @@ def secret_options(what: str = "Write"):
         @functools.wraps(f)
         def wrapper(*args, allow_secrets=False, skip_secrets=False, redact_secrets=False, **kwargs):
             chosen = [
-                n for n, on in (("allow", allow_secrets), ("skip", skip_secrets), ("redact", redact_secrets)) if on
+                n
+                for n, on in (
+                    ("allow", allow_secrets),
+                    ("skip", skip_secrets),
+                    ("redact", redact_secrets),
+                )
+                if on
             ]
             if len(chosen) > 1:
                 from ..errors import UsageError
 
-                raise UsageError("--allow-secrets, --skip-secrets and --redact-secrets exclude each other; pass one.")
+                raise UsageError(
+                    "--allow-secrets, --skip-secrets and --redact-secrets exclude each other; pass one."
+                )
             return f(*args, secrets=chosen[0] if chosen else "refuse", **kwargs)
 
         wrapper = click.option(
@@ -143,7 +155,9 @@ def secret_options(what: str = "Write"):
             help="Leave out the records that hold a detected secret (listed by file and line).",
         )(wrapper)
         wrapper = click.option(
-            "--allow-secrets", is_flag=True, help=f"{what} verbatim even what looks like credentials."
+            "--allow-secrets",
+            is_flag=True,
+            help=f"{what} verbatim even what looks like credentials.",
         )(wrapper)
         return wrapper
 

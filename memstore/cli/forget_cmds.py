@@ -9,7 +9,13 @@ from .common import emit_json, one_line
 
 @click.command("forget")
 @click.argument("ids", nargs=-1)
-@click.option("--match", "match", default=None, metavar="QUERY", help="Records whose text holds every word of QUERY.")
+@click.option(
+    "--match",
+    "match",
+    default=None,
+    metavar="QUERY",
+    help="Records whose text holds every word of QUERY.",
+)
 @click.option("--session", default=None, help="Every record of this session.")
 @click.option(
     "--commit",
@@ -18,7 +24,9 @@ from .common import emit_json, one_line
     metavar="REV",
     help="Every record that commit REV added (an import or a write to undo; `ct log` lists them).",
 )
-@click.option("--since", default=None, help="Records from this time on (ISO or a phrase like 'yesterday').")
+@click.option(
+    "--since", default=None, help="Records from this time on (ISO or a phrase like 'yesterday')."
+)
 @click.option("--until", default=None, help="Records up to this time.")
 @click.option("--now", default=None, help="Reference time for phrases (default: now).")
 @click.option("-n", "--dry-run", is_flag=True, help="Only list what would be forgotten.")
@@ -29,7 +37,9 @@ from .common import emit_json, one_line
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def forget_cmd(obj, ids, match, session, commit, since, until, now, dry_run, purge_history, as_json):
+def forget_cmd(
+    obj, ids, match, session, commit, since, until, now, dry_run, purge_history, as_json
+):
     """Forget records: by ID, --match QUERY, --session, --commit or --since/--until (combined: all must hold).
 
     One commit removes their text from the day logs, vectors, topic tree and markers, and adds a

@@ -14,14 +14,24 @@ def filter_options(f):
     for opt in reversed(
         [
             click.option(
-                "--since", default=None, help="Only records at or after this time (ISO or a phrase: 'last week')."
+                "--since",
+                default=None,
+                help="Only records at or after this time (ISO or a phrase: 'last week').",
             ),
-            click.option("--until", default=None, help="Only records before this time (ISO or a phrase)."),
-            click.option("--role", multiple=True, help="user | assistant | system | tool (repeatable)."),
+            click.option(
+                "--until", default=None, help="Only records before this time (ISO or a phrase)."
+            ),
+            click.option(
+                "--role", multiple=True, help="user | assistant | system | tool (repeatable)."
+            ),
             click.option("--actor", multiple=True, help="Only these actors (repeatable)."),
-            click.option("--type", "type_", multiple=True, help="text | action | meta | doc (repeatable)."),
+            click.option(
+                "--type", "type_", multiple=True, help="text | action | meta | doc (repeatable)."
+            ),
             click.option("--session", multiple=True, help="Only these sessions (repeatable)."),
-            click.option("--now", default=None, help="Reference time for phrases (ISO; default: now)."),
+            click.option(
+                "--now", default=None, help="Reference time for phrases (ISO; default: now)."
+            ),
         ]
     ):
         f = opt(f)
@@ -38,7 +48,14 @@ def filter_options(f):
     help="hybrid blends cosine (0.8) with BM25 scaled by the query's best match (0.2); a first-person "
     "question counts the assistant's turns at 0.8 (docs/quality.md).",
 )
-@click.option("-k", "--topk", default=10, show_default=True, type=click.IntRange(1, 10000), help="How many hits.")
+@click.option(
+    "-k",
+    "--topk",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, 10000),
+    help="How many hits.",
+)
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1),
@@ -57,7 +74,22 @@ def filter_options(f):
 @click.option("--no-index", is_flag=True, help="Do not update the index before reading.")
 @click.pass_obj
 def search_cmd(
-    obj, query, mode, topk, alpha, since, until, role, actor, type_, session, now, explain, as_json, queries, no_index
+    obj,
+    query,
+    mode,
+    topk,
+    alpha,
+    since,
+    until,
+    role,
+    actor,
+    type_,
+    session,
+    now,
+    explain,
+    as_json,
+    queries,
+    no_index,
 ):
     """Search the store (or several: -C a -C b): exact, vector or hybrid.
 
@@ -98,7 +130,11 @@ def search_cmd(
             if not q.strip():
                 continue
             hits = search(q)
-            click.echo(json.dumps({"query": q, "hits": [h.to_json(explain) for h in hits]}, ensure_ascii=False))
+            click.echo(
+                json.dumps(
+                    {"query": q, "hits": [h.to_json(explain) for h in hits]}, ensure_ascii=False
+                )
+            )
         return
     hits = search(query)
     note = hits.note
@@ -123,7 +159,9 @@ def search_cmd(
         src = ""
         if isinstance(h.source, dict) and h.source.get("path"):
             src = f"  ({h.source['path']}#{h.source.get('chunk', 0)})"
-        click.echo(f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type})  score {h.score:.4f}{src}")
+        click.echo(
+            f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type})  score {h.score:.4f}{src}"
+        )
         click.echo(f"    {one_line(h.text, 300)}")
         if explain:
             click.echo(f"    parts: {json.dumps(h.parts, ensure_ascii=False)}")
@@ -196,8 +234,12 @@ def _hit_lines(h, tz, oneline: bool) -> list[str]:
     type=click.IntRange(0, 100),
     help="Also show N neighbouring lines of the same session around each match.",
 )
-@click.option("--docs", is_flag=True, help="Let document chunks into the answer (left out by default).")
-@click.option("--now", default=None, help="Reference time for phrases like 'yesterday' (ISO; default: now).")
+@click.option(
+    "--docs", is_flag=True, help="Let document chunks into the answer (left out by default)."
+)
+@click.option(
+    "--now", default=None, help="Reference time for phrases like 'yesterday' (ISO; default: now)."
+)
 @click.option("--oneline", is_flag=True, help="Flatten each line and cut it at 300 characters.")
 @click.option("--explain", is_flag=True, help="Show each hit's score parts (with --json).")
 @click.option(
@@ -236,7 +278,8 @@ def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json
         extra = f" + {len(res.hits) - n_main} context" if n_main != len(res.hits) else ""
         order = (
             "in time order"
-            if res.level in ("whole_window", "outside_window", "recent") or res.occurrence in ("first", "last")
+            if res.level in ("whole_window", "outside_window", "recent")
+            or res.occurrence in ("first", "last")
             else "best first"
         )
         click.echo(f"-- {n_main} line(s){extra}, verbatim, {order} --")
@@ -269,7 +312,10 @@ def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json
 )
 @click.option("--now", default=None, help="Reference time for the [NOW] line (ISO; default: now).")
 @click.option(
-    "--json", "as_json", is_flag=True, help="Print JSON: {now, markers, markers_omitted, markers_done, session, lines}."
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print JSON: {now, markers, markers_omitted, markers_done, session, lines}.",
 )
 @click.pass_obj
 def where_cmd(obj, n_markers, n_lines, now, as_json):
@@ -311,7 +357,14 @@ def where_cmd(obj, n_markers, n_lines, now, as_json):
     default=None,
     help="At most this many tokens (counted with the store's embedder tokenizer).",
 )
-@click.option("-k", "--topk", default=8, show_default=True, type=click.IntRange(0, 200), help="Recalled lines at most.")
+@click.option(
+    "-k",
+    "--topk",
+    default=8,
+    show_default=True,
+    type=click.IntRange(0, 200),
+    help="Recalled lines at most.",
+)
 @click.option(
     "--recent",
     default=6,
@@ -319,7 +372,12 @@ def where_cmd(obj, n_markers, n_lines, now, as_json):
     type=click.IntRange(0, 200),
     help="Recent turns of the latest session (0: none, e.g. when the host already sends history).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print {query, budget, tokens, dropped, sections, text}.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print {query, budget, tokens, dropped, sections, text}.",
+)
 @click.pass_obj
 def context_cmd(obj, query, budget, topk, recent, as_json):
     """Build prompt context for QUERY: markers, topic paths, recalled lines, recent turns.

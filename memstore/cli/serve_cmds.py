@@ -26,7 +26,9 @@ def _guard_options(f):
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=int, default=8765, show_default=True, help="Port (0 picks a free one).")
+@click.option(
+    "--port", type=int, default=8765, show_default=True, help="Port (0 picks a free one)."
+)
 @click.option(
     "--allow-remote",
     is_flag=True,
@@ -42,11 +44,22 @@ def _guard_options(f):
     "any other host are refused (loopback names always work).",
 )
 @click.option(
-    "--writable", is_flag=True, help="Let /add and /forget write to the store (one commit each). Read-only without it."
+    "--writable",
+    is_flag=True,
+    help="Let /add and /forget write to the store (one commit each). Read-only without it.",
 )
 @_guard_options
 @click.pass_obj
-def serve_cmd(obj, host, port, allow_remote, allowed_hosts, writable, allow_secrets_override, allow_wide_forget):
+def serve_cmd(
+    obj,
+    host,
+    port,
+    allow_remote,
+    allowed_hosts,
+    writable,
+    allow_secrets_override,
+    allow_wide_forget,
+):
     """Serve this store as a web page to look at memory (open the address in a browser: search,
     timeline, topic tree, history) and an HTTP JSON API: /search, /recall, /add, /context, /where,
     /stats, described at /openapi.json. Listens on loopback only unless --allow-remote and
@@ -94,12 +107,20 @@ def mcp_cmd(obj, allow_secrets_override, allow_wide_forget):
     """
     from ..serve.mcp import serve
 
-    serve(obj.store().root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget)
+    serve(
+        obj.store().root,
+        allow_secrets_override=allow_secrets_override,
+        allow_wide_forget=allow_wide_forget,
+    )
 
 
 @click.command("chat")
-@click.option("--once", "once", default=None, metavar="TEXT", help="Ask one question, print the answer, exit.")
-@click.option("--session", default=None, help="Session name for the stored turns (default chat-<time>).")
+@click.option(
+    "--once", "once", default=None, metavar="TEXT", help="Ask one question, print the answer, exit."
+)
+@click.option(
+    "--session", default=None, help="Session name for the stored turns (default chat-<time>)."
+)
 @click.option(
     "--budget",
     default=1500,
@@ -108,7 +129,10 @@ def mcp_cmd(obj, allow_secrets_override, allow_wide_forget):
     help="Token budget of the memory context in each prompt.",
 )
 @click.option(
-    "--verbose", "debug", is_flag=True, help="Write each turn's hits, context and prompt to .memstore/chat-debug/."
+    "--verbose",
+    "debug",
+    is_flag=True,
+    help="Write each turn's hits, context and prompt to .memstore/chat-debug/.",
 )
 @secret_options("Store turns")
 @click.option(
@@ -137,7 +161,9 @@ def chat_cmd(obj, once, session, budget, debug, secrets, send_secrets, as_json):
         if turn.error:
             raise SystemExit(1)
         return
-    obj.say(f"Chatting in session {chat.session} (model {chat.llm.model}). Empty line or Ctrl-D to quit.")
+    obj.say(
+        f"Chatting in session {chat.session} (model {chat.llm.model}). Empty line or Ctrl-D to quit."
+    )
     while True:
         try:
             text = click.prompt("you", prompt_suffix="> ", default="", show_default=False)

@@ -12,7 +12,12 @@ from .common import emit_json, progress_for
 @click.command("init")
 @click.argument("path", default=".", type=click.Path(file_okay=False))
 @click.option("--embedder", default="minilm", show_default=True, help="minilm | hash | openai")
-@click.option("--timezone", "timezone", default=None, help="IANA timezone for day files (default: this machine's).")
+@click.option(
+    "--timezone",
+    "timezone",
+    default=None,
+    help="IANA timezone for day files (default: this machine's).",
+)
 @click.option(
     "--dtype",
     type=click.Choice(["float32", "int8"]),
@@ -89,7 +94,9 @@ def fsck_cmd(obj, do_repair, as_json):
             click.echo(f"DAMAGE  {line}")
         for line in rep.warnings:
             click.echo(f"warning {line}")
-        files = f"{rep.packs} packs" if rep.packs or not rep.segments else f"{rep.segments} segments"
+        files = (
+            f"{rep.packs} packs" if rep.packs or not rep.segments else f"{rep.segments} segments"
+        )
         click.echo(
             f"{'ok' if rep.ok else 'damaged'}: {rep.records} records, {files}, "
             f"{len(rep.damage)} problems, {len(rep.warnings)} warnings"
@@ -176,7 +183,14 @@ def hooks_status(obj):
 
 
 @click.command("log")
-@click.option("-n", "max_count", type=click.IntRange(min=1), default=20, show_default=True, help="How many commits.")
+@click.option(
+    "-n",
+    "max_count",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="How many commits.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def log_cmd(obj, max_count, as_json):
@@ -191,11 +205,15 @@ def log_cmd(obj, max_count, as_json):
     for e in entries:
         counts = e["counts"]
         summary = ", ".join(f"{k} +{v}" for k, v in counts.items() if v) or "no record changes"
-        click.echo(f"{e['sha'][:10]} {e['date'][:16].replace('T', ' ')} {e['subject']}  [{summary}]")
+        click.echo(
+            f"{e['sha'][:10]} {e['date'][:16].replace('T', ' ')} {e['subject']}  [{summary}]"
+        )
 
 
 @click.command("reembed")
-@click.option("--embedder", default=None, help="Switch to this embedder (default: the store's own).")
+@click.option(
+    "--embedder", default=None, help="Switch to this embedder (default: the store's own)."
+)
 @click.option("--dim", type=int, default=None, help="Vector size (hash and openai embedders).")
 @click.option("--model", default=None, help="Model name (openai embedder).")
 @click.pass_obj
@@ -237,9 +255,13 @@ def gc_cmd(obj, dry_run, as_json):
         if res.days or not res.duplicates:
             said.append(f"{'Would consolidate' if dry_run else 'Consolidated'} {res.packs()}")
         if res.duplicates:
-            said.append(f"{'would drop' if dry_run else 'dropped'} {res.copies()} ({', '.join(res.logs)})")
+            said.append(
+                f"{'would drop' if dry_run else 'dropped'} {res.copies()} ({', '.join(res.logs)})"
+            )
         text = "; ".join(said)
-        click.echo(text[0].upper() + text[1:] + (f"; commit {res.commit[:10]}" if res.commit else ""))
+        click.echo(
+            text[0].upper() + text[1:] + (f"; commit {res.commit[:10]}" if res.commit else "")
+        )
     for day in res.damaged:
         click.echo(f"left {day} as it is: one of its packs is damaged (run ct fsck)", err=True)
 
@@ -264,7 +286,9 @@ def hook_cmd(obj, name, args):
         said = obj.store().hooks("run", name, args, stdin=sys.stdin if name == "pre-push" else None)
     except Exception as exc:  # a hook must never block git
         if name == "pre-push":
-            click.echo(f"memstore guard: could not check this push ({exc}); pushed unchecked", err=True)
+            click.echo(
+                f"memstore guard: could not check this push ({exc}); pushed unchecked", err=True
+            )
         return
     if name == "pre-push" and said:
         _refuse(said, "pre-push")
@@ -324,7 +348,11 @@ def sync_cmd(obj, no_push, set_upstream, drop_purged, as_json):
         obj.say(note)
     parts = [f"merged {res.merged} commits" if res.merged else "nothing new from " + res.upstream]
     if not no_push:
-        parts.append(f"pushed {res.pushed} commit{'s' if res.pushed != 1 else ''}" if res.pushed else "nothing to push")
+        parts.append(
+            f"pushed {res.pushed} commit{'s' if res.pushed != 1 else ''}"
+            if res.pushed
+            else "nothing to push"
+        )
     if res.reindexed:
         parts.append(f"reindexed {len(res.reindexed)} days")
     obj.say(f"sync with {res.upstream}: " + ", ".join(parts))
@@ -376,5 +404,9 @@ def export_contexttape_cmd(obj, dest, as_json):
         return
     click.echo(
         f"Exported {res['pairs']} text/vector pairs to {res['dir']}"
-        + (f" ({res['skipped']} records without a readable vector left out)" if res["skipped"] else "")
+        + (
+            f" ({res['skipped']} records without a readable vector left out)"
+            if res["skipped"]
+            else ""
+        )
     )

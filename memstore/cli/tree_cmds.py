@@ -8,8 +8,16 @@ from .common import emit_json
 
 
 @click.command("tree")
-@click.option("--depth", type=click.IntRange(1, None), default=None, help="Show only this many levels.")
-@click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "dot"]), default="text", show_default=True)
+@click.option(
+    "--depth", type=click.IntRange(1, None), default=None, help="Show only this many levels."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "mermaid", "dot"]),
+    default="text",
+    show_default=True,
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the tree as nested JSON.")
 @click.option("--no-summaries", is_flag=True, help="Names only.")
 @click.option(
@@ -48,8 +56,12 @@ def tree_cmd(obj, depth, fmt, as_json, no_summaries, place_existing):
     show_default=True,
     help="Minimum cosine similarity of two topics to consider merging them.",
 )
-@click.option("--prune-trivial", is_flag=True, help="Archive trivial exchanges (under 20 words both sides).")
-@click.option("--offline", is_flag=True, help="Use the offline veto even when an LLM is configured.")
+@click.option(
+    "--prune-trivial", is_flag=True, help="Archive trivial exchanges (under 20 words both sides)."
+)
+@click.option(
+    "--offline", is_flag=True, help="Use the offline veto even when an LLM is configured."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 @click.pass_obj
 def reorganize_cmd(obj, dry_run, threshold, prune_trivial, offline, as_json):
@@ -70,7 +82,13 @@ def reorganize_cmd(obj, dry_run, threshold, prune_trivial, offline, as_json):
         f"{len(res.vetoed)} vetoed)."
     )
     if res.changed:
-        click.echo("(dry run: nothing changed)" if dry_run else f"Committed {res.commit[:12]}." if res.commit else "")
+        click.echo(
+            "(dry run: nothing changed)"
+            if dry_run
+            else f"Committed {res.commit[:12]}."
+            if res.commit
+            else ""
+        )
 
 
 @click.command("diff")

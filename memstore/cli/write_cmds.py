@@ -22,7 +22,11 @@ def report(obj, res, as_json: bool, what: str) -> None:
             + f"; commit {res.commit[:10]}"
         )
     else:
-        obj.say(f"{what}: nothing new" + (f" ({res.skipped} already present)" if res.skipped else "") + "; no commit")
+        obj.say(
+            f"{what}: nothing new"
+            + (f" ({res.skipped} already present)" if res.skipped else "")
+            + "; no commit"
+        )
 
 
 @click.command("add")
@@ -44,7 +48,9 @@ def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json, secrets)
     from ..errors import UsageError
 
     if type_ not in ("text", "action", "meta"):
-        raise UsageError(f"--type must be text, action or meta, not {type_!r} (documents come in with ingest-path)")
+        raise UsageError(
+            f"--type must be text, action or meta, not {type_!r} (documents come in with ingest-path)"
+        )
     res = obj.store().add(
         read_text_arg(text),
         role=role,
@@ -61,9 +67,15 @@ def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json, secrets)
 @click.command("mark")
 @click.argument("text", required=False)
 @click.option(
-    "--done", "done_id", default=None, metavar="ID", help="Close the open marker ID (or an unambiguous prefix)."
+    "--done",
+    "done_id",
+    default=None,
+    metavar="ID",
+    help="Close the open marker ID (or an unambiguous prefix).",
 )
-@click.option("--redact-secrets", is_flag=True, help="Replace each detected secret by [REDACTED <kind>].")
+@click.option(
+    "--redact-secrets", is_flag=True, help="Replace each detected secret by [REDACTED <kind>]."
+)
 @click.option(
     "--allow-secrets",
     is_flag=True,
@@ -94,7 +106,9 @@ def mark_cmd(obj, text, done_id, redact_secrets, allow_secrets, as_json):
 
 @click.command("ingest-path")
 @click.argument("path", type=click.Path(exists=True))
-@click.option("--exts", default=None, help="Comma-separated extensions to read (replaces the default list).")
+@click.option(
+    "--exts", default=None, help="Comma-separated extensions to read (replaces the default list)."
+)
 @click.option(
     "--max-bytes",
     type=int,
@@ -102,19 +116,27 @@ def mark_cmd(obj, text, done_id, redact_secrets, allow_secrets, as_json):
     show_default=True,
     help="Skip (never truncate) files larger than this.",
 )
-@click.option("--max-pdf-pages", type=int, default=None, help="Read at most this many pages of each PDF.")
+@click.option(
+    "--max-pdf-pages", type=int, default=None, help="Read at most this many pages of each PDF."
+)
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (loops are detected).")
 @click.option("--quantize", is_flag=True, help="Store this ingest's vectors as int8.")
 @secret_options("Ingest")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, quantize, secrets, as_json):
+def ingest_path_cmd(
+    obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, quantize, secrets, as_json
+):
     """Ingest a file or folder as document chunks (idempotent; changed files supersede old chunks).
 
     Example: ct ingest-path docs/ --exts .md,.txt
     """
     st = obj.store()
-    ext_set = {e.strip() if e.strip().startswith(".") else "." + e.strip() for e in exts.split(",")} if exts else None
+    ext_set = (
+        {e.strip() if e.strip().startswith(".") else "." + e.strip() for e in exts.split(",")}
+        if exts
+        else None
+    )
     with progress_for(obj, "Embedding chunks") as bar:
         res = st.ingest_path(
             path,
@@ -133,7 +155,10 @@ def ingest_path_cmd(obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, 
 @click.command("ingest-any")
 @click.argument("path", type=click.Path(exists=True))
 @click.option(
-    "--max-bytes", type=int, default=None, help="Skip (never truncate) files larger than this. Default: 100 MiB."
+    "--max-bytes",
+    type=int,
+    default=None,
+    help="Skip (never truncate) files larger than this. Default: 100 MiB.",
 )
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (loops are detected).")
 @secret_options("Ingest")
@@ -148,7 +173,13 @@ def ingest_any_cmd(obj, path, max_bytes, follow_symlinks, secrets, as_json):
     """
     st = obj.store()
     with progress_for(obj, "Ingesting") as bar:
-        res = st.ingest_any(path, max_bytes=max_bytes, follow_symlinks=follow_symlinks, secrets=secrets, progress=bar)
+        res = st.ingest_any(
+            path,
+            max_bytes=max_bytes,
+            follow_symlinks=follow_symlinks,
+            secrets=secrets,
+            progress=bar,
+        )
     report(obj, res, as_json, "ingest-any")
 
 
@@ -160,14 +191,22 @@ def ingest_any_cmd(obj, path, max_bytes, follow_symlinks, secrets, as_json):
     help="Article titles, one per line ('#' starts a comment).",
 )
 @click.option("--limit", type=int, default=None, help="Fetch only the first N titles.")
-@click.option("--min-chars", type=int, default=0, show_default=True, help="Skip articles with less text than this.")
+@click.option(
+    "--min-chars",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Skip articles with less text than this.",
+)
 @click.option(
     "--base-url",
     default="https://en.wikipedia.org/wiki/",
     show_default=True,
     help="Where articles live; the title is appended.",
 )
-@click.option("--timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for each page.")
+@click.option(
+    "--timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for each page."
+)
 @secret_options("Ingest pages")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj

@@ -46,7 +46,9 @@ def leftovers(store) -> list[dict]:
     # No pack holds anything of them that can be read: their keys left with their lines.
     for line in markfmt.forgotten_lines(store.root):
         note = "a forgotten marker, which a git merge brought back to markers.jsonl"
-        out.setdefault(line["id"], {"id": line["id"], "ts": line.get("ts") or "", "text": None, "note": note})
+        out.setdefault(
+            line["id"], {"id": line["id"], "ts": line.get("ts") or "", "text": None, "note": note}
+        )
     return list(out.values()) + stale_quotes(store)
 
 
@@ -106,7 +108,11 @@ def without_stale_summaries(store, tree):
         index = index or store.index(update=False)
         recs = list(_topic_records(index, tree, tid))
         tree.topics[tid].summary = (
-            offline_summary([str(r["text"]) for r in recs], [str(r.get("role") or "") for r in recs]) if recs else ""
+            offline_summary(
+                [str(r["text"]) for r in recs], [str(r.get("role") or "") for r in recs]
+            )
+            if recs
+            else ""
         )
     return tree
 
@@ -123,7 +129,9 @@ def apply_tombstones(store) -> ForgetResult:
         in_tree = ids & (set(treefmt.read(store.root).topic_of()) if ids else set())
         if not in_tree:
             return ForgetResult()
-        with store.transaction(f"Apply {len(in_tree)} tombstones from {TOMBSTONES} to the topic tree") as tx:
+        with store.transaction(
+            f"Apply {len(in_tree)} tombstones from {TOMBSTONES} to the topic tree"
+        ) as tx:
             paths = _forget_in_tree(store, in_tree, [])
             tx.stage(paths)
         return ForgetResult(commit=tx.commit, paths=paths)

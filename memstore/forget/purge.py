@@ -47,12 +47,16 @@ def _tracking_config(store) -> list[tuple[str, str]]:
 
 def texts_in_history(store, ids) -> list[str]:
     """The texts that tombstoned records had in git history (to purge them after forgetting)."""
-    return sorted({r["text"] for r in lines_in_history(store, ids) if isinstance(r.get("text"), str)})
+    return sorted(
+        {r["text"] for r in lines_in_history(store, ids) if isinstance(r.get("text"), str)}
+    )
 
 
 def keys_in_history(store, ids) -> list[str]:
     """The keys (vkey) their lines had in git history: each opens a sealed vector in older packs."""
-    return sorted({r["vkey"] for r in lines_in_history(store, ids) if isinstance(r.get("vkey"), str)})
+    return sorted(
+        {r["vkey"] for r in lines_in_history(store, ids) if isinstance(r.get("vkey"), str)}
+    )
 
 
 def lines_in_history(store, ids) -> list[dict]:
@@ -179,16 +183,22 @@ def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
     # The remote's old history, as last fetched: sync must never bring it back (see refuse_unpublished_purge).
     old = [
         line.split()[1]
-        for line in git.run("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes").splitlines()
+        for line in git.run(
+            "for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes"
+        ).splitlines()
     ]
     parents = _parents(store)
     pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in text_variants(t)]
     # Each record's key (vkey) in older lines opens its sealed vector in older packs: it goes too.
-    pairs += [(k.encode().hex(), REPLACEMENT.encode().hex()) for k in vkeys if isinstance(k, str) and k]
+    pairs += [
+        (k.encode().hex(), REPLACEMENT.encode().hex()) for k in vkeys if isinstance(k, str) and k
+    ]
     prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
     words = _own_words(store, texts)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-        json.dump({"pairs": pairs, "prefixes": prefixes, "replacement": REPLACEMENT, "words": words}, fh)
+        json.dump(
+            {"pairs": pairs, "prefixes": prefixes, "replacement": REPLACEMENT, "words": words}, fh
+        )
         spec = fh.name
     try:
         with store.lock():
@@ -198,13 +208,18 @@ def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
                     f"git-filter-repo failed in {store.root}: {proc.stderr.strip()[-800:]}",
                     "The record is forgotten in the current files; history was not rewritten.",
                 )
-            for name, url in remotes.items():  # filter-repo removes remotes so nothing is pushed by accident
+            for (
+                name,
+                url,
+            ) in remotes.items():  # filter-repo removes remotes so nothing is pushed by accident
                 if name not in git.run("remote").split():
                     git.run("remote", "add", name, url)
             for key, value in tracking:
                 git.run("config", key, value)
             for ref in git.run("for-each-ref", "--format=%(refname)", "refs/remotes").split():
-                git.run("update-ref", "-d", ref)  # the old history, as last fetched: it holds the text
+                git.run(
+                    "update-ref", "-d", ref
+                )  # the old history, as last fetched: it holds the text
             purged = _first_rewritten(store, parents)
             git.run("reflog", "expire", "--expire=now", "--all")
             git.run("gc", "--quiet", "--prune=now")
@@ -217,8 +232,12 @@ def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
 
 # ----- sync after a history rewrite -----------------------------------------------------------------
 
-PURGED_MARK = "purged-history.json"  # in .memstore/ of an older memstore: the old remote tips of its purge
-PURGED = "purged-history.jsonl"  # committed: the commits every --purge-history removed (ids, never text)
+PURGED_MARK = (
+    "purged-history.json"  # in .memstore/ of an older memstore: the old remote tips of its purge
+)
+PURGED = (
+    "purged-history.jsonl"  # committed: the commits every --purge-history removed (ids, never text)
+)
 PURGED_ATTRIBUTE = f"{PURGED} merge=union"
 
 
@@ -238,7 +257,11 @@ def _first_rewritten(store, parents: dict[str, list[str]]) -> list[str]:
     from ..gitrepo import _common_dir, git_dir
 
     try:
-        lines = (_common_dir(git_dir(store.root)) / "filter-repo" / "commit-map").read_text().splitlines()[1:]
+        lines = (
+            (_common_dir(git_dir(store.root)) / "filter-repo" / "commit-map")
+            .read_text()
+            .splitlines()[1:]
+        )
     except (OSError, TypeError):
         return []
     rewritten = {a for a, b in (ln.split() for ln in lines if len(ln.split()) == 2) if a != b}
@@ -250,14 +273,28 @@ def _record_purge(store, commits: list[str], tips: list[str], ids) -> None:
     commits hold forgotten text, so ct sync refuses to push them and fsck names them."""
     if not commits and not tips:
         return
-    line = {"at": to_iso(now_utc()), "commits": commits, "tips": sorted(set(tips)), "ids": sorted(ids)}
-    with store.transaction(f"Record the {len(commits)} first commits --purge-history rewrote") as tx:
-        logfmt.append_lines(store.root / PURGED, (json.dumps(line, separators=(",", ":")) + "\n").encode(), fsync=False)
+    line = {
+        "at": to_iso(now_utc()),
+        "commits": commits,
+        "tips": sorted(set(tips)),
+        "ids": sorted(ids),
+    }
+    with store.transaction(
+        f"Record the {len(commits)} first commits --purge-history rewrote"
+    ) as tx:
+        logfmt.append_lines(
+            store.root / PURGED,
+            (json.dumps(line, separators=(",", ":")) + "\n").encode(),
+            fsync=False,
+        )
         attrs = store.root / ".gitattributes"
         current = attrs.read_text(encoding="utf-8") if attrs.exists() else ""
         if PURGED_ATTRIBUTE not in current:
             attrs.write_text(
-                current + ("\n" if current and not current.endswith("\n") else "") + PURGED_ATTRIBUTE + "\n"
+                current
+                + ("\n" if current and not current.endswith("\n") else "")
+                + PURGED_ATTRIBUTE
+                + "\n"
             )
         tx.stage([PURGED, ".gitattributes"])
 
@@ -287,7 +324,9 @@ def purges(store) -> list[dict]:
 def purged_in(store, rev: str = "HEAD") -> list[str]:
     """The purged commits (purged-history.jsonl) that `rev` holds; [] on a clean clone (one git
     command: the old commits are not even present)."""
-    wanted = sorted({c for p in purges(store) for c in [*(p.get("commits") or []), *(p.get("tips") or [])]})
+    wanted = sorted(
+        {c for p in purges(store) for c in [*(p.get("commits") or []), *(p.get("tips") or [])]}
+    )
     if not wanted:
         return []
     present = store.git.present_commits(wanted)
@@ -366,7 +405,9 @@ def refuse_unpublished_purge(store, res) -> None:
         return  # unreachable: the fetch that follows says so
     remote = line.split()[0] if line.strip() else None
     if remote not in tips:
-        (store.meta_dir / PURGED_MARK).unlink(missing_ok=True)  # an older memstore's mark: the remote moved on
+        (store.meta_dir / PURGED_MARK).unlink(
+            missing_ok=True
+        )  # an older memstore's mark: the remote moved on
         return
     raise MemstoreError(
         f"{store.root}: this clone's history was rewritten by ct forget --purge-history, and "
@@ -404,7 +445,9 @@ def _upstream_ref(store) -> str | None:
         branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
         remote = git.run("config", "--get", f"branch.{branch}.remote")
         merge = git.run("config", "--get", f"branch.{branch}.merge").removeprefix("refs/heads/")
-        return git.run("rev-parse", "-q", "--verify", "--symbolic-full-name", f"refs/remotes/{remote}/{merge}")
+        return git.run(
+            "rev-parse", "-q", "--verify", "--symbolic-full-name", f"refs/remotes/{remote}/{merge}"
+        )
     except MemstoreError:
         return None
 
@@ -413,7 +456,9 @@ def _is_ancestor(store, a: str, b: str) -> bool:
     return store.git.is_ancestor(a, b)
 
 
-def follow_rewritten_remote(store, res, before: str | None, drop_purged: bool = False) -> list[dict] | None:
+def follow_rewritten_remote(
+    store, res, before: str | None, drop_purged: bool = False
+) -> list[dict] | None:
     """When the remote's history was rewritten (a force push after --purge-history elsewhere), or
     with `drop_purged` when this branch holds purged commits the remote does not (a plain `git pull`
     merged them back): move this clone onto the remote, drop every object only the old history
@@ -449,12 +494,20 @@ def follow_rewritten_remote(store, res, before: str | None, drop_purged: bool = 
                 rec = json.loads(raw)
             except ValueError:
                 continue
-            if isinstance(rec, dict) and rec.get("id") not in remote_ids and rec.get("id") not in gone:
+            if (
+                isinstance(rec, dict)
+                and rec.get("id") not in remote_ids
+                and rec.get("id") not in gone
+            ):
                 local.append(rec)
-            elif isinstance(rec, dict) and rec.get("id") in gone and isinstance(rec.get("text"), str):
+            elif (
+                isinstance(rec, dict) and rec.get("id") in gone and isinstance(rec.get("text"), str)
+            ):
                 stale.append(rec)
     git.run("reset", "--hard", "-q", f"refs/remotes/{res.upstream}")
-    res.notes.append(f"{res.upstream} was rewritten (history purged on another clone): this clone now follows it")
+    res.notes.append(
+        f"{res.upstream} was rewritten (history purged on another clone): this clone now follows it"
+    )
     _drop_old_objects(store, res, stale)
     return [store.normalize(r) for r in local]
 
@@ -463,7 +516,9 @@ def _drop_old_objects(store, res, stale: list[dict]) -> None:
     """After moving onto the rewritten history: no object, reflog entry or index page of this
     clone keeps the old history's forgotten text."""
     held = expire_old_history(store)
-    res.notes.append("expired the reflogs and pruned: no object of the old history is left in this clone")
+    res.notes.append(
+        "expired the reflogs and pruned: no object of the old history is left in this clone"
+    )
     if held:
         res.notes.append(
             f"{', '.join(held)} still hold{'s' if len(held) == 1 else ''} commits --purge-history removed (forgotten "
@@ -506,7 +561,9 @@ def added_by(store, rev: str) -> set[str]:
     try:
         sha = git.run("rev-parse", "-q", "--verify", f"{rev}^{{commit}}")
     except MemstoreError:
-        raise UsageError(f"--commit {rev!r} is not a commit of {store.root}", "See `ct log` for the commits.") from None
+        raise UsageError(
+            f"--commit {rev!r} is not a commit of {store.root}", "See `ct log` for the commits."
+        ) from None
     try:
         parent = git.run("rev-parse", "-q", "--verify", f"{sha}^1")
     except MemstoreError:  # the first commit
@@ -526,6 +583,7 @@ def added_by(store, rev: str) -> set[str]:
         out |= _ids_in(git.blob(sha, path)) - (_ids_in(git.blob(parent, path)) if parent else set())
     if not out:
         raise UsageError(
-            f"commit {sha[:10]} added no records (ct log shows what each commit added)", "Nothing was forgotten."
+            f"commit {sha[:10]} added no records (ct log shows what each commit added)",
+            "Nothing was forgotten.",
         )
     return out

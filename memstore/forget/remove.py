@@ -49,7 +49,9 @@ def forget(store, records: list[dict], message: str | None = None) -> ForgetResu
     vectors = _document_vectors(store, records)
     with store.transaction(message or f"Forget {n} record{'s' if n != 1 else ''}") as tx:
         res.paths, markers = _remove_everywhere(store, records)
-        full = [r for r in records if r["text"] is not None] + markers  # a tree-only id has no text to tombstone
+        full = [
+            r for r in records if r["text"] is not None
+        ] + markers  # a tree-only id has no text to tombstone
         res.paths += _append_tombstones(store, full) if full else []
         tx.stage(res.paths)
     res.commit = tx.commit
@@ -133,7 +135,9 @@ def _scrub_rolled_back(store, ids: set[str], texts: list[str]) -> None:
             path.write_bytes(b"".join(kept))
         else:
             path.unlink()
-    for folder in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+    for folder in sorted(
+        (p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
+    ):
         try:
             folder.rmdir()
         except OSError:
@@ -240,7 +244,9 @@ def _forget_in_markers(store, texts: list[str], ids: set[str]) -> tuple[list[str
         except (ValueError, AttributeError):
             kept.append(raw)
             continue
-        if obj.get("id") in ids or (text and any(text == f or (len(f) >= 12 and f in text) for f in flat)):
+        if obj.get("id") in ids or (
+            text and any(text == f or (len(f) >= 12 and f in text) for f in flat)
+        ):
             removed.append({"id": obj.get("id"), "text": obj.get("text") or ""})
             continue
         kept.append(raw)
@@ -256,7 +262,10 @@ def _append_tombstones(store, records: list[dict]) -> list[str]:
     have = tombstones(store.root)
     at = to_iso(now_utc())
     lines = [
-        json.dumps({"id": r["id"], "hash": r.get("hash") or text_hash(r["text"]), "at": at}, separators=(",", ":"))
+        json.dumps(
+            {"id": r["id"], "hash": r.get("hash") or text_hash(r["text"]), "at": at},
+            separators=(",", ":"),
+        )
         + "\n"
         for r in records
         if r["id"] not in have
@@ -268,7 +277,8 @@ def _append_tombstones(store, records: list[dict]) -> list[str]:
     current = attrs.read_text(encoding="utf-8") if attrs.exists() else ""
     if ATTRIBUTE not in current:
         attrs.write_text(
-            current + ("" if current.endswith("\n") or not current else "\n") + ATTRIBUTE + "\n", encoding="utf-8"
+            current + ("" if current.endswith("\n") or not current else "\n") + ATTRIBUTE + "\n",
+            encoding="utf-8",
         )
     return [TOMBSTONES, ".gitattributes"]
 

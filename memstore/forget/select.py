@@ -52,15 +52,22 @@ def select(store, ids=(), criteria: Criteria = Criteria()) -> list[dict]:
         stale = None
         for rid in ids:
             found = queries.rowids_of(index, record_id=rid)
-            if not found and rid.startswith("topic:"):  # fsck names a topic whose summary quotes a forgotten record
+            if not found and rid.startswith(
+                "topic:"
+            ):  # fsck names a topic whose summary quotes a forgotten record
                 stale = (stale_records(store) + leftovers(store)) if stale is None else stale
                 again = [r for r in stale if r["id"] == rid][:1]
                 if not again:
-                    raise UsageError(f"{rid}: no topic summary quotes a forgotten record", "Nothing was forgotten.")
+                    raise UsageError(
+                        f"{rid}: no topic summary quotes a forgotten record",
+                        "Nothing was forgotten.",
+                    )
                 back += again
                 continue
             if not found and rid not in gone and rid in _tree_ids(store):
-                back.append({"id": rid, "ts": "", "text": None, "session": None})  # git removed its line
+                back.append(
+                    {"id": rid, "ts": "", "text": None, "session": None}
+                )  # git removed its line
                 continue
             if not found and rid in gone:
                 stale = (stale_records(store) + leftovers(store)) if stale is None else stale
@@ -73,9 +80,13 @@ def select(store, ids=(), criteria: Criteria = Criteria()) -> list[dict]:
                     f'To take its text out of git history too: "ct forget --purge-history {rid}".',
                 )
             if not found:
-                raise UsageError(f"no record with id {rid!r} in {store.root}", "Nothing was forgotten.")
+                raise UsageError(
+                    f"no record with id {rid!r} in {store.root}", "Nothing was forgotten."
+                )
             rows[rid] = found
-        narrow({r for found in rows.values() for r in found})  # ids named: other filters only narrow them
+        narrow(
+            {r for found in rows.values() for r in found}
+        )  # ids named: other filters only narrow them
     if c.session:
         narrow(set(queries.rowids_of(index, session=c.session)))
     if c.commit:

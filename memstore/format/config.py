@@ -35,7 +35,9 @@ DEFAULT_SETTINGS = {
 EMBEDDER_KEYS = ("name", "model", "dim", "dtype")
 # Whole sections that are the user's own, never the store's.
 USER_SECTIONS = ("llm",)
-WHERE_INSTEAD = "they are read only from the environment or ~/.config/memstore/config.toml (docs/format.md)"
+WHERE_INSTEAD = (
+    "they are read only from the environment or ~/.config/memstore/config.toml (docs/format.md)"
+)
 _warned: set = set()
 
 
@@ -49,7 +51,12 @@ class Config:
 
     @classmethod
     def new(cls, timezone: str, embedder: dict, dtype: str = "float32") -> "Config":
-        emb = {"name": embedder["name"], "model": embedder["model"], "dim": int(embedder["dim"]), "dtype": dtype}
+        emb = {
+            "name": embedder["name"],
+            "model": embedder["model"],
+            "dim": int(embedder["dim"]),
+            "dtype": dtype,
+        }
         for key, value in embedder.items():
             emb.setdefault(key, value)
         return cls(store_id=str(uuid.uuid4()), timezone=timezone, embedder=emb)
@@ -167,16 +174,27 @@ def check(path: Path, cfg: Config) -> None:
     if not isinstance(emb["model"], str) or not emb["model"]:
         raise _bad(path, "[embedder] model", f"must be a model name, not {emb['model']!r}")
     if not _whole(emb["dim"], 1):
-        raise _bad(path, "[embedder] dim", f"must be a whole number of 1 or more, not {emb['dim']!r}")
+        raise _bad(
+            path, "[embedder] dim", f"must be a whole number of 1 or more, not {emb['dim']!r}"
+        )
     if "dtype" in emb:
         _choice(path, "[embedder] dtype", emb["dtype"], ("float32", "int8"))
     _check_settings(path, cfg.settings)
 
 
 def _check_settings(path: Path, s: dict) -> None:
-    for key, low in (("chunk_tokens", 1), ("chunk_overlap", 0), ("consolidate_packs", 0), ("max_children", 2)):
+    for key, low in (
+        ("chunk_tokens", 1),
+        ("chunk_overlap", 0),
+        ("consolidate_packs", 0),
+        ("max_children", 2),
+    ):
         if key in s and not _whole(s[key], low):
-            raise _bad(path, f"[settings] {key}", f"must be a whole number of {low} or more, not {s[key]!r}")
+            raise _bad(
+                path,
+                f"[settings] {key}",
+                f"must be a whole number of {low} or more, not {s[key]!r}",
+            )
     if s["chunk_overlap"] >= s["chunk_tokens"]:
         raise _bad(
             path,
@@ -190,7 +208,9 @@ def _check_settings(path: Path, s: dict) -> None:
         raise _bad(path, "[settings] topics", f"must be true or false, not {s['topics']!r}")
     for key in ("topic_continue_threshold", "topic_recall_threshold", "topic_topic_threshold"):
         value = s.get(key)
-        if key in s and (isinstance(value, bool) or not isinstance(value, (int, float)) or not -1 <= value <= 1):
+        if key in s and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not -1 <= value <= 1
+        ):
             raise _bad(path, f"[settings] {key}", f"must be a number from -1 to 1, not {value!r}")
 
 

@@ -74,17 +74,25 @@ def _parse(raw: str, where: Path, line_no: int) -> MarkerLine:
         raise FormatError(where, "a marker line must be a JSON object", line_no, _HINT)
     for key in ("id", "ts", "text", "status"):
         if not isinstance(obj.get(key), str) or (key != "text" and not obj[key]):
-            raise FormatError(where, f"marker field {key!r} is missing or not a string", line_no, _HINT)
+            raise FormatError(
+                where, f"marker field {key!r} is missing or not a string", line_no, _HINT
+            )
     if obj["status"] not in STATUSES:
-        raise FormatError(where, f"marker status must be open or done, not {obj['status']!r}", line_no, _HINT)
+        raise FormatError(
+            where, f"marker status must be open or done, not {obj['status']!r}", line_no, _HINT
+        )
     done = obj.get("done")
     if obj["status"] == "done" and not isinstance(done, str):
-        raise FormatError(where, "a done line must name the closed marker in 'done'", line_no, _HINT)
+        raise FormatError(
+            where, "a done line must name the closed marker in 'done'", line_no, _HINT
+        )
     try:
         from_iso(obj["ts"])
     except ValueError as exc:
         raise FormatError(where, f"bad ts: {exc}", line_no, _HINT) from None
-    return MarkerLine(obj["id"], obj["ts"], obj["text"], obj["status"], done if obj["status"] == "done" else None)
+    return MarkerLine(
+        obj["id"], obj["ts"], obj["text"], obj["status"], done if obj["status"] == "done" else None
+    )
 
 
 _HINT = f"Fix or remove that line (git keeps the committed {FILENAME}: git checkout -- {FILENAME})."
@@ -148,7 +156,9 @@ def opening(text: str, when) -> MarkerLine:
     if not text:
         raise ValueError("a marker needs some text")
     if len(text) > MAX_TEXT:
-        raise ValueError(f"a marker is a short note (at most {MAX_TEXT} characters, got {len(text)})")
+        raise ValueError(
+            f"a marker is a short note (at most {MAX_TEXT} characters, got {len(text)})"
+        )
     return MarkerLine(new_id(), to_iso(when), text, "open")
 
 
@@ -158,5 +168,7 @@ def closing(marker: Marker, when) -> MarkerLine:
 
 def append(root: Path, line: MarkerLine) -> None:
     """Append one complete line in one write (after a newline if the last write was cut short)."""
-    payload = (json.dumps(line.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    payload = (json.dumps(line.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode(
+        "utf-8"
+    )
     logfmt.append_lines(path(root), payload)

@@ -168,12 +168,23 @@ class Pack:
                 continue  # damaged: fsck names the pack (its bytes no longer hash to its name)
             dtype, dim, scale, unix = _INNER.unpack_from(plain, 8)
             body = plain[8 + _INNER.size :]
-            out.append(Item(rid, key, plain[:8].hex(), Header(-1, -1, len(body), dtype, dim, scale, unix), body))
+            out.append(
+                Item(
+                    rid,
+                    key,
+                    plain[:8].hex(),
+                    Header(-1, -1, len(body), dtype, dim, scale, unix),
+                    body,
+                )
+            )
         return out
 
     def vectors(self, keys: Ring) -> dict[tuple[str, bytes | None], tuple[object, str]]:
         """{(record id, key): (float32 vector, hash16)} for every vector the keys open."""
-        return {(it.record_id, it.key): (decode_vector(it.header, it.payload), it.h16) for it in self.items(keys)}
+        return {
+            (it.record_id, it.key): (decode_vector(it.header, it.payload), it.h16)
+            for it in self.items(keys)
+        }
 
     def blobs(self, keys: Ring) -> list[tuple[str, bytes | None, Header, bytes, bytes]]:
         """(record id, key, blob header, blob bytes, manifest bytes) of every original the keys open."""
@@ -210,7 +221,12 @@ def parse(data: bytes, path: Path | str = "<pack>") -> Pack:
         except SegmentError as exc:
             raise PackError(f"{path}: segment {len(segs)} at byte {pos}: {exc}") from None
         end = pos + HEADER_SIZE + header.data_len
-        if header.data_type not in KNOWN_TYPES or header.data_len < 0 or header.dim < 0 or end > len(data):
+        if (
+            header.data_type not in KNOWN_TYPES
+            or header.data_len < 0
+            or header.dim < 0
+            or end > len(data)
+        ):
             raise PackError(f"{path}: segment {len(segs)} at byte {pos} has an impossible header")
         segs.append((header, data[pos + HEADER_SIZE : end]))
         pos = end
@@ -221,7 +237,9 @@ def parse(data: bytes, path: Path | str = "<pack>") -> Pack:
     except (ValueError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}: manifest is not JSON ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("pack") not in READABLE_PACKS:
-        raise PackError(f"{path}: manifest is not a pack manifest of format {' or '.join(map(str, READABLE_PACKS))}")
+        raise PackError(
+            f"{path}: manifest is not a pack manifest of format {' or '.join(map(str, READABLE_PACKS))}"
+        )
     sealed = manifest["pack"] == 3
     if sealed and not (
         isinstance(manifest.get("nonce"), str)
@@ -267,7 +285,9 @@ def read_manifest(path: Path) -> dict:
             header = Header.unpack(head)
         except SegmentError as exc:
             raise PackError(f"{path}: {exc}") from None
-        body = fh.read(header.data_len) if header.data_type == DT_JSON and header.data_len > 0 else b""
+        body = (
+            fh.read(header.data_len) if header.data_type == DT_JSON and header.data_len > 0 else b""
+        )
     try:
         manifest = json.loads(body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
@@ -284,11 +304,15 @@ def day_vectors(root: Path, day: str, keys: Ring | None = None) -> dict[str, tup
         from . import log as logfmt
 
         path = logfmt.day_path(root, day)
-        keys = ring(ln.record for ln in logfmt.read_lines(path) if ln.record) if path.exists() else []
+        keys = (
+            ring(ln.record for ln in logfmt.read_lines(path) if ln.record) if path.exists() else []
+        )
     out: dict = {}
     for p in pack_files(day_dir(root, day)):
         pk = read(p)
-        for (rid, _key), item in pk.vectors(keys if pk.sealed else [(r, None) for r, _ in keys]).items():
+        for (rid, _key), item in pk.vectors(
+            keys if pk.sealed else [(r, None) for r, _ in keys]
+        ).items():
             out.setdefault(rid, item)
     return out
 
@@ -308,22 +332,34 @@ class PackWriter:
     blobs: list[tuple[str, bytes, Header, bytes, bytes]] = field(default_factory=list)
     _bytes: bytes | None = field(default=None, repr=False)
 
-    def add_vector(self, record_id: str, key: bytes, text_hash: str, vec, dtype: str, unix_time: int) -> None:
+    def add_vector(
+        self, record_id: str, key: bytes, text_hash: str, vec, dtype: str, unix_time: int
+    ) -> None:
         import numpy as np
 
-        if not np.isfinite(np.asarray(vec, dtype=np.float32)).all():  # would rank first for every query
+        if not np.isfinite(
+            np.asarray(vec, dtype=np.float32)
+        ).all():  # would rank first for every query
             raise PackError(f"vector of record {record_id} holds NaN or Infinity")
         vtype, body, scale = encode_vector(vec, dtype)
         header = Header(-1, -1, len(body), vtype, self.dim, scale, unix_time)
         self.add_encoded(record_id, key, hash16(text_hash), header, body)
 
-    def add_encoded(self, record_id: str, key: bytes, h16: str, header: Header, body: bytes) -> None:
+    def add_encoded(
+        self, record_id: str, key: bytes, h16: str, header: Header, body: bytes
+    ) -> None:
         """A vector segment (plain header and payload) kept bit for bit (consolidation, upgrade)."""
         self.records.append((record_id, key, h16, header, body))
         self._bytes = None
 
     def add_blob(
-        self, record_id: str, key: bytes, payload: bytes, data_type: int, manifest: dict | bytes, unix_time: int
+        self,
+        record_id: str,
+        key: bytes,
+        payload: bytes,
+        data_type: int,
+        manifest: dict | bytes,
+        unix_time: int,
     ) -> None:
         if len(payload) > MAX_PAYLOAD:
             raise PackError("blob too large for one segment (2 GiB)")
@@ -332,7 +368,15 @@ class PackWriter:
             if isinstance(manifest, bytes)
             else json.dumps(manifest, ensure_ascii=False, sort_keys=True).encode("utf-8")
         )
-        self.blobs.append((record_id, key, Header(-1, -1, len(payload), data_type, 0, 1.0, unix_time), payload, mbody))
+        self.blobs.append(
+            (
+                record_id,
+                key,
+                Header(-1, -1, len(payload), data_type, 0, 1.0, unix_time),
+                payload,
+                mbody,
+            )
+        )
         self._bytes = None
 
     def __bool__(self) -> bool:
@@ -343,12 +387,19 @@ class PackWriter:
         if self._bytes is not None:
             return self._bytes
         n = self.nonce
-        vecs = sorted((seal.tag(key, n, seal.VECTOR), key, h16, h, body) for _rid, key, h16, h, body in self.records)
-        blobs = sorted((seal.tag(key, n, seal.BLOB), key, h, body, m) for _rid, key, h, body, m in self.blobs)
+        vecs = sorted(
+            (seal.tag(key, n, seal.VECTOR), key, h16, h, body)
+            for _rid, key, h16, h, body in self.records
+        )
+        blobs = sorted(
+            (seal.tag(key, n, seal.BLOB), key, h, body, m) for _rid, key, h, body, m in self.blobs
+        )
         rows, brows, out = [], [], []
         seg = 1
         for tg, key, h16, h, body in vecs:
-            plain = bytes.fromhex(h16) + _INNER.pack(h.data_type, h.dim, h.scale, h.unix_time) + body
+            plain = (
+                bytes.fromhex(h16) + _INNER.pack(h.data_type, h.dim, h.scale, h.unix_time) + body
+            )
             sealed = seal.seal(key, n, seal.VECTOR, plain)
             rows.append([tg, seg])
             out.append(Header(-1, -1, len(sealed), DT_SEALED, self.dim, 1.0, 0).pack() + sealed)
@@ -361,11 +412,19 @@ class PackWriter:
             out.append(Header(-1, seg, len(sm), DT_SEALED, 0, 1.0, 0).pack() + sm)
             seg += 2
         # the nonce first: no 64-byte run of a pack's first bytes is like another pack's
-        manifest = {"nonce": n.hex(), "pack": PACK_FORMAT, "day": self.day, "dim": self.dim, "records": rows}
+        manifest = {
+            "nonce": n.hex(),
+            "pack": PACK_FORMAT,
+            "day": self.day,
+            "dim": self.dim,
+            "records": rows,
+        }
         if brows:
             manifest["blobs"] = brows
         mjson = json.dumps(manifest, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self._bytes = b"".join([Header(-1, -1, len(mjson), DT_JSON, 0, 1.0, 0).pack() + mjson, *out])
+        self._bytes = b"".join(
+            [Header(-1, -1, len(mjson), DT_JSON, 0, 1.0, 0).pack() + mjson, *out]
+        )
         return self._bytes
 
     def write(self, root: Path, fsync: bool = False) -> Path:
@@ -423,7 +482,9 @@ def consolidate(
     return new, [p for p in old if p != new]
 
 
-def consolidate_safely(root: Path, day: str, dim: int, keys: Ring, keep=None) -> tuple[Path | None, list[Path]]:
+def consolidate_safely(
+    root: Path, day: str, dim: int, keys: Ring, keep=None
+) -> tuple[Path | None, list[Path]]:
     """Merge the day's `mergeable` packs, checking the share against the real result; (None, []) if none.
 
     A day whose packs repeat each other (two clones consolidated the same packs, each under its own
@@ -454,7 +515,9 @@ def merged_writer(day: str, dim: int, old: list[Path], keys: Ring, keep=None) ->
     for rid, key in keys:
         by_id.setdefault(rid, key)
     for p in old:
-        pk = read(p, verify=True)  # never carry a damaged pack's bytes into a new, valid-looking one
+        pk = read(
+            p, verify=True
+        )  # never carry a damaged pack's bytes into a new, valid-looking one
         for it in pk.items(keys):
             entries.setdefault((it.record_id, it.key, it.h16), it)
         for rid, key, bh, body, mbody in pk.blobs(keys):

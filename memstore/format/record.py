@@ -24,7 +24,13 @@ def is_conversation(rec: dict) -> bool:
 
 
 # Names other tools use for the same roles (lossless-memory writes "ai").
-ROLE_ALIASES = {"ai": "assistant", "human": "user", "bot": "assistant", "model": "assistant", "function": "tool"}
+ROLE_ALIASES = {
+    "ai": "assistant",
+    "human": "user",
+    "bot": "assistant",
+    "model": "assistant",
+    "function": "tool",
+}
 MAX_ID_LEN = 200
 
 
@@ -76,10 +82,20 @@ def _unstorable(value, where: str, depth: int = 0) -> UnstorableText | None:
         )
     if depth > 100:  # deeper values are refused by the reader's JSON first; nothing to walk for
         return None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
     for key, item in items:
         name = f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key
-        problem = _unstorable(key, f"{where} key" if where else "key", depth + 1) if isinstance(key, str) else None
+        problem = (
+            _unstorable(key, f"{where} key" if where else "key", depth + 1)
+            if isinstance(key, str)
+            else None
+        )
         problem = problem or _unstorable(item, name, depth + 1)
         if problem is not None:
             return problem
@@ -105,7 +121,9 @@ def new_id() -> str:
 
 def derived_id(rec: dict) -> str:
     """A content-derived id, so that re-importing the same turn yields the same record."""
-    key = "\x1f".join(str(rec.get(k) or "") for k in ("ts", "role", "actor", "session", "type", "text"))
+    key = "\x1f".join(
+        str(rec.get(k) or "") for k in ("ts", "role", "actor", "session", "type", "text")
+    )
     return "h" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:25]
 
 
@@ -130,7 +148,9 @@ def normalize(raw: dict, tz, *, defaults: dict | None = None, derive_id: bool = 
     src.update({k: v for k, v in raw.items() if v is not None or k not in src})
     text = src.get("text")
     if not isinstance(text, str):
-        raise RecordError("missing field 'text'" if text is None else "field 'text' must be a string")
+        raise RecordError(
+            "missing field 'text'" if text is None else "field 'text' must be a string"
+        )
     # NUL and other control characters are kept: JSON escapes them in the log (\u0000). A lone
     # surrogate (in any field, meta too) cannot be stored verbatim, so the record is refused.
     if _any_lone_surrogate(src):
@@ -177,7 +197,13 @@ def _non_finite(value, where: str) -> tuple[str, float] | None:
     """(dotted path, value) of the first NaN or ±Infinity inside a JSON value, or None."""
     if isinstance(value, float) and not math.isfinite(value):
         return where, value
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
     for key, item in items:
         found = _non_finite(item, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]")
         if found:
@@ -191,7 +217,9 @@ def _refuse_non_finite(rec: dict) -> None:
         found = _non_finite(value, key)
         if found:
             what = json.dumps(found[1])  # NaN, Infinity or -Infinity, as the input spelled it
-            raise RecordError(f"field {found[0]!r} is {what}, which JSON cannot store (not a number)")
+            raise RecordError(
+                f"field {found[0]!r} is {what}, which JSON cannot store (not a number)"
+            )
 
 
 def ordered(rec: dict) -> dict:
@@ -205,7 +233,9 @@ def dumps(rec: dict) -> str:
     """One log line (without the newline): compact JSON, UTF-8 kept as is."""
     try:
         return json.dumps(ordered(rec), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError:  # a NaN that came past normalize (a caller's own record): never into a day log
+    except (
+        ValueError
+    ):  # a NaN that came past normalize (a caller's own record): never into a day log
         _refuse_non_finite(rec)
         raise
 

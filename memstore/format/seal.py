@@ -57,7 +57,9 @@ def _subkey(key: bytes, kind: bytes) -> bytes:
 
 def tag(key: bytes, nonce: bytes, kind: bytes = VECTOR) -> str:
     """The manifest tag of a record's item of `kind` in the pack with `nonce` (32 hex digits)."""
-    return hashlib.blake2b(nonce, key=key, digest_size=16, person=b"memstore3-tag-" + kind).hexdigest()
+    return hashlib.blake2b(
+        nonce, key=key, digest_size=16, person=b"memstore3-tag-" + kind
+    ).hexdigest()
 
 
 def seal(key: bytes, nonce: bytes, kind: bytes, plaintext: bytes) -> bytes:

@@ -23,7 +23,9 @@ DT_IMAGE = 10
 DT_AUDIO = 11
 DT_BLOB = 12
 DT_JSON = 13
-DT_SEALED = 14  # format-3 packs: a vector or an original, sealed under its record's key (format/seal.py)
+DT_SEALED = (
+    14  # format-3 packs: a vector or an original, sealed under its record's key (format/seal.py)
+)
 KNOWN_TYPES = {DT_TEXT, DT_VEC_F32, DT_VEC_I8, DT_IMAGE, DT_AUDIO, DT_BLOB, DT_JSON, DT_SEALED, 100}
 VECTOR_TYPES = {DT_VEC_F32, DT_VEC_I8}
 
@@ -47,7 +49,15 @@ class Header:
 
     def pack(self) -> bytes:
         reserved = struct.pack("<q", int(self.unix_time))
-        return HEADER.pack(self.next_id, self.prev_id, self.data_len, self.data_type, self.dim, self.scale, reserved)
+        return HEADER.pack(
+            self.next_id,
+            self.prev_id,
+            self.data_len,
+            self.data_type,
+            self.dim,
+            self.scale,
+            reserved,
+        )
 
     @classmethod
     def unpack(cls, raw: bytes) -> "Header":
@@ -148,7 +158,9 @@ class ShardWriter:
         ids = segment_ids(self.folder)
         self.next_id = (ids[-1] + 1) if ids else 0
 
-    def write_pair(self, text: str, vec, dtype: str, unix_time: int, fsync: bool = True) -> tuple[int, int]:
+    def write_pair(
+        self, text: str, vec, dtype: str, unix_time: int, fsync: bool = True
+    ) -> tuple[int, int]:
         """Write the text segment and its vector segment, linked both ways; returns (text_id, vec_id).
 
         Both ids are allocated first, so each file is written once, complete, with its final header.

@@ -45,7 +45,9 @@ def day_encoded(root: Path, day: str, records=None) -> dict[str, tuple[str, Head
 
     if records is None:
         path = logfmt.day_path(root, day)
-        records = [ln.record for ln in logfmt.read_lines(path) if ln.record] if path.exists() else []
+        records = (
+            [ln.record for ln in logfmt.read_lines(path) if ln.record] if path.exists() else []
+        )
     keys = packfmt.ring(records)
     plain = [(str(r.get("id")), None) for r in records if isinstance(r, dict)]
     out: dict[str, tuple[str, Header, bytes]] = {}
@@ -56,7 +58,9 @@ def day_encoded(root: Path, day: str, records=None) -> dict[str, tuple[str, Head
     return out
 
 
-def record_vector(root: Path, day: str, rec: dict, packs: dict | None = None) -> tuple[Header, bytes] | None:
+def record_vector(
+    root: Path, day: str, rec: dict, packs: dict | None = None
+) -> tuple[Header, bytes] | None:
     """A record's stored vector segment, in the clear, in any format; `packs` caches `day_encoded`."""
     if isinstance(rec.get("seg"), dict):
         return seg_vector(root, rec)

@@ -15,7 +15,9 @@ def zone(name: str) -> dt.tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown timezone {name!r} (use an IANA name such as Europe/Berlin)") from exc
+        raise ValueError(
+            f"unknown timezone {name!r} (use an IANA name such as Europe/Berlin)"
+        ) from exc
 
 
 def parse_ts(value, tz: dt.tzinfo) -> dt.datetime:
@@ -66,7 +68,9 @@ def normalize_ts(value, tz: dt.tzinfo) -> str:
     except OverflowError:
         year = d.year
     if not MIN_YEAR <= year <= MAX_YEAR or not MIN_YEAR <= d.year <= MAX_YEAR:
-        raise ValueError(f"{value!s}: year {d.year} is outside {MIN_YEAR}-{MAX_YEAR}, the range memstore stores")
+        raise ValueError(
+            f"{value!s}: year {d.year} is outside {MIN_YEAR}-{MAX_YEAR}, the range memstore stores"
+        )
     return to_iso(d)
 
 

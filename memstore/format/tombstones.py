@@ -8,9 +8,7 @@ from pathlib import Path
 FILENAME = "forgotten.jsonl"
 ATTRIBUTE = f"{FILENAME} merge=union"  # two clones' tombstones merge by union, like day logs
 # What fsck and reads say of a tombstoned record's line found in a day log:
-BACK = (
-    "record {rid} was forgotten (forgotten.jsonl), but a git merge with a clone that still had it brought its line back"
-)
+BACK = "record {rid} was forgotten (forgotten.jsonl), but a git merge with a clone that still had it brought its line back"
 
 
 def read(root: Path) -> dict[str, dict]:

@@ -39,7 +39,9 @@ class Tree:
     topics: dict[str, Topic] = field(default_factory=dict)
     current: str | None = None
     archived: list[str] = field(default_factory=list)  # record ids archived as trivial
-    gone: dict[str, dict] = field(default_factory=dict)  # topic id -> {"into": id|None, "why", "at"}
+    gone: dict[str, dict] = field(
+        default_factory=dict
+    )  # topic id -> {"into": id|None, "why", "at"}
 
     # ----- structure -----------------------------------------------------------------------
 

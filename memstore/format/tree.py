@@ -43,7 +43,10 @@ def from_json(data, path: Path | str = FILENAME) -> Tree:
     if not isinstance(data, dict):
         raise FormatError(path, "the top level must be a JSON object")
     if data.get("format") != TREE_FORMAT:
-        raise FormatError(path, f"unsupported tree format {data.get('format')!r} (this memstore reads {TREE_FORMAT})")
+        raise FormatError(
+            path,
+            f"unsupported tree format {data.get('format')!r} (this memstore reads {TREE_FORMAT})",
+        )
     topics_raw = data.get("topics", {})
     if not isinstance(topics_raw, dict):
         raise FormatError(path, '"topics" must be an object of topic id -> topic')
@@ -155,11 +158,15 @@ def write(root: Path, tree: Tree, now=None) -> list[str]:
         shard.parent.mkdir(parents=True, exist_ok=True)
         from .log import append_lines
 
-        append_lines(shard, "".join(treelog.dumps(op) + "\n" for op in ops).encode("utf-8"), fsync=False)
+        append_lines(
+            shard, "".join(treelog.dumps(op) + "\n" for op in ops).encode("utf-8"), fsync=False
+        )
         changed.append(shard.relative_to(root).as_posix())
         # The new ops sort after every op already in the log, so applying them to the replayed tree
         # gives exactly what a full replay would: the cache stays valid without replaying.
-        new = treelog.Replay.of(old).apply_all([treelog.parse_line(treelog.dumps(op)) for op in ops])
+        new = treelog.Replay.of(old).apply_all(
+            [treelog.parse_line(treelog.dumps(op)) for op in ops]
+        )
         treecache.save(root, new.result(), ops[-1]["at"])
     if legacy:
         path_of(root).unlink()
@@ -176,7 +183,11 @@ def _store_zone(root: Path):
     try:
         data = tomllib.loads((root / "memstore.toml").read_text(encoding="utf-8"))
         return zone(str(data.get("timezone", "UTC")))
-    except (OSError, ValueError, Exception):  # an unreadable config is reported by whoever opens the store
+    except (
+        OSError,
+        ValueError,
+        Exception,
+    ):  # an unreadable config is reported by whoever opens the store
         return zone("UTC")
 
 

@@ -15,7 +15,9 @@ from .layout import meta_dir_for
 from .topics import Topic, Tree
 
 CACHE = "tree-cache.json"  # the replayed tree, keyed by the shards' stat fingerprint
-OLD_CACHE = "tree-cache.pickle"  # what memstore once kept there: never read, removed on the next save
+OLD_CACHE = (
+    "tree-cache.pickle"  # what memstore once kept there: never read, removed on the next save
+)
 CACHE_VERSION = 3
 
 
@@ -49,7 +51,9 @@ def _unpack(packed) -> Tree | None:
     file: the cache is data in a folder anyone who copied the store could have written)."""
     if not isinstance(packed, dict):
         return None
-    topics, current, archived, gone = (packed.get(k) for k in ("topics", "current", "archived", "gone"))
+    topics, current, archived, gone = (
+        packed.get(k) for k in ("topics", "current", "archived", "gone")
+    )
     if not isinstance(topics, dict) or not _str_list(archived) or not isinstance(gone, dict):
         return None
     if current is not None and not isinstance(current, str):
@@ -110,7 +114,9 @@ def save(root: Path, tree: Tree, last_at: str, problems: list[str] | None = None
     }
     tmp = meta / f".{CACHE}.tmp-{os.getpid()}"
     try:
-        tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+        tmp.write_text(
+            json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8"
+        )
         os.replace(tmp, meta / CACHE)
         (meta / OLD_CACHE).unlink(missing_ok=True)
     except OSError:

@@ -59,7 +59,11 @@ def shards(root: Path) -> list[Path]:
         ydir = base / year
         if not ydir.is_dir():
             continue
-        out += [ydir / n for n in sorted(os.listdir(ydir)) if (m := _SHARD.match(n)) and m.group(1) == year]
+        out += [
+            ydir / n
+            for n in sorted(os.listdir(ydir))
+            if (m := _SHARD.match(n)) and m.group(1) == year
+        ]
     return out
 
 
@@ -120,7 +124,9 @@ def check(data) -> dict:
             elif key in FIELDS and type(value) is not str:
                 raise OpError(f"{key!r} must be a string")
         if op == "topic" and not ("name" in data and "parent" in data and "created" in data):
-            raise OpError(f"topic op lacks {', '.join(k for k in ('name', 'parent', 'created') if k not in data)}")
+            raise OpError(
+                f"topic op lacks {', '.join(k for k in ('name', 'parent', 'created') if k not in data)}"
+            )
     elif op == "gone":
         _tid(data.get("topic"))
         _tid(data.get("into"), "into", null_ok=True)
@@ -138,7 +144,9 @@ def dumps(op: dict) -> str:
     return json.dumps({**head, **rest}, ensure_ascii=False, separators=(",", ":"))
 
 
-def read_ops(root: Path, strict: bool = False, files: dict[str, bytes] | None = None) -> tuple[list[Op], list[str]]:
+def read_ops(
+    root: Path, strict: bool = False, files: dict[str, bytes] | None = None
+) -> tuple[list[Op], list[str]]:
     """Every distinct op of the store in replay order, and the problems found ("file:line: why").
 
     `strict` raises FormatError at the first damaged line (for fsck-like callers); otherwise a
@@ -170,7 +178,10 @@ def read_ops(root: Path, strict: bool = False, files: dict[str, bytes] | None = 
                     why = str(exc)
             if strict:
                 raise FormatError(
-                    Path(root) / rel, why, line=n, hint=f'Restore it with "git checkout -- {rel}" or remove that line.'
+                    Path(root) / rel,
+                    why,
+                    line=n,
+                    hint=f'Restore it with "git checkout -- {rel}" or remove that line.',
                 )
             problems.append(f"{Path(root) / rel}:{n}: {why}")
     return sorted(ops.values(), key=lambda o: (o.at, o.text)), problems
@@ -196,7 +207,12 @@ def _lines(data: bytes):
             except UnicodeDecodeError as exc:
                 yield n, "", None, f"invalid UTF-8 ({exc.reason})"
                 continue
-            yield n, t, None, "last line has no newline (an unfinished write)" if n == len(raws) else None
+            yield (
+                n,
+                t,
+                None,
+                "last line has no newline (an unfinished write)" if n == len(raws) else None,
+            )
         return
     lines = text.split("\n")
     last = lines.pop()  # "" when the file ends with a newline
@@ -221,7 +237,10 @@ def warn(problems: list[str]) -> None:
     for p in problems[:5]:
         print(f"memstore: warning: {p} (line skipped; see ct fsck)", file=sys.stderr)
     if len(problems) > 5:
-        print(f"memstore: warning: {len(problems) - 5} more damaged tree lines skipped", file=sys.stderr)
+        print(
+            f"memstore: warning: {len(problems) - 5} more damaged tree lines skipped",
+            file=sys.stderr,
+        )
 
 
 # ----- replay -----------------------------------------------------------------------------------
@@ -295,7 +314,9 @@ class Replay:
         if parent is not None and parent not in self.tree.topics:
             parent = self.tree.resolve(parent)  # a gone parent: its successor (or the root)
         cur = parent
-        while cur is not None:  # a move that would make a cycle (two clones' moves crossing) is skipped
+        while (
+            cur is not None
+        ):  # a move that would make a cycle (two clones' moves crossing) is skipped
             if cur == tid:
                 return
             cur = self.tree.topics[cur].parent
@@ -339,7 +360,9 @@ class Replay:
         t = self.tree.topics.pop(tid, None)
         if t is None:
             return
-        self.tree.gone[tid]["name"] = t.name  # what it was called when it left (for ct diff and the web page)
+        self.tree.gone[tid]["name"] = (
+            t.name
+        )  # what it was called when it left (for ct diff and the web page)
         recs = list(self.members.pop(tid))
         for rid in recs:
             self.owner.pop(rid, None)
@@ -381,7 +404,9 @@ def diff(old, new) -> list[dict]:
     """
     out: list[dict] = []
     fresh = [tid for tid in new.topics if tid not in old.topics]
-    for tid in sorted(fresh, key=lambda x: (len(new.ancestry(x)), new.topics[x].created, x)):  # parents first
+    for tid in sorted(
+        fresh, key=lambda x: (len(new.ancestry(x)), new.topics[x].created, x)
+    ):  # parents first
         t = new.topics[tid]
         out.append({"op": "topic", "topic": tid, **{k: getattr(t, k) for k in FIELDS}})
     for tid in sorted(set(old.topics) & set(new.topics)):
@@ -390,7 +415,9 @@ def diff(old, new) -> list[dict]:
         if changed:
             out.append({"op": "set", "topic": tid, **changed})
     changed_lists = [
-        tid for tid in new.topics if tid not in old.topics or old.topics[tid].records != new.topics[tid].records
+        tid
+        for tid in new.topics
+        if tid not in old.topics or old.topics[tid].records != new.topics[tid].records
     ]
     placed: set[str] = set()
     for tid in sorted(changed_lists, key=lambda x: (new.topics[x].created, x)):
@@ -399,7 +426,9 @@ def diff(old, new) -> list[dict]:
         placed.update(new.topics[tid].records)
         if moved:
             out.append({"op": "place", "topic": tid, "records": moved})
-    old_arch, new_arch = (set(old.archived), set(new.archived)) if old.archived != new.archived else (set(), set())
+    old_arch, new_arch = (
+        (set(old.archived), set(new.archived)) if old.archived != new.archived else (set(), set())
+    )
     if new_arch - old_arch:
         out.append({"op": "archive", "records": sorted(new_arch - old_arch)})
     # Records that may have left the tree: those of topics whose list changed or that went, and un-archived ones.
@@ -407,14 +436,23 @@ def diff(old, new) -> list[dict]:
     for tid, t in old.topics.items():
         if tid not in new.topics or t.records != new.topics[tid].records:
             maybe_out.update(t.records)
-    dropped = sorted(maybe_out - placed - new_arch)  # (an unchanged archive cannot hold a record that moved)
+    dropped = sorted(
+        maybe_out - placed - new_arch
+    )  # (an unchanged archive cannot hold a record that moved)
     if dropped:
         out.append({"op": "drop", "records": dropped})
     for tid in sorted(set(old.topics) - set(new.topics)):
         tomb = new.gone.get(tid) or {"into": None, "why": "removed"}
         into = tomb.get("into")
-        if into is not None and into not in new.topics and into not in old.topics and into not in old.gone:
-            into = new.resolve(into)  # a topic made and removed within this change never reached the log
+        if (
+            into is not None
+            and into not in new.topics
+            and into not in old.topics
+            and into not in old.gone
+        ):
+            into = new.resolve(
+                into
+            )  # a topic made and removed within this change never reached the log
         out.append({"op": "gone", "topic": tid, "into": into, "why": tomb.get("why", "merged")})
     if new.current != old.current:
         out.append({"op": "current", "topic": new.current})
@@ -426,7 +464,9 @@ def stamp(ops: list[dict], after: str, now: dt.datetime) -> list[dict]:
     from .timeutil import to_iso
 
     t = now
-    if after:  # fromisoformat, not strptime: strptime compiles its locale regexes (~4 ms) in every process
+    if (
+        after
+    ):  # fromisoformat, not strptime: strptime compiles its locale regexes (~4 ms) in every process
         floor = dt.datetime.fromisoformat(after.replace("Z", "+00:00"))
         t = max(t, floor + dt.timedelta(microseconds=1))
     out = []

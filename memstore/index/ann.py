@@ -55,7 +55,11 @@ def ivf_path(meta_dir: Path, gen: int) -> Path:
 
 
 def sidecars(meta_dir: Path) -> list[Path]:
-    return [*meta_dir.glob("vectors-*.f16"), *meta_dir.glob("vectors-*.i8"), *meta_dir.glob("ivf-*.faiss")]
+    return [
+        *meta_dir.glob("vectors-*.f16"),
+        *meta_dir.glob("vectors-*.i8"),
+        *meta_dir.glob("ivf-*.faiss"),
+    ]
 
 
 def _threads(n: int = 1) -> None:
@@ -224,12 +228,16 @@ class Int8Scan(Fp16Scan):
             return None
         self.scale = np.fromfile(path, dtype="<f4", count=self.dim).astype(np.float32)
         have = min((size - head) // self.dim, matrix.shape[0])
-        return np.fromfile(path, dtype=np.uint8, count=have * self.dim, offset=head) if have else None
+        return (
+            np.fromfile(path, dtype=np.uint8, count=have * self.dim, offset=head) if have else None
+        )
 
     def _scales(self, matrix: np.ndarray) -> np.ndarray:
         top = np.zeros(self.dim, np.float32)
         for s in range(0, matrix.shape[0], CHUNK_ROWS):
-            top = np.maximum(top, np.abs(np.asarray(matrix[s : s + CHUNK_ROWS], np.float32)).max(axis=0))
+            top = np.maximum(
+                top, np.abs(np.asarray(matrix[s : s + CHUNK_ROWS], np.float32)).max(axis=0)
+            )
         return (127.0 / np.maximum(top, 1e-12)).astype(np.float32)
 
     def _header(self) -> bytes:
@@ -359,7 +367,9 @@ class Ivf:
             faiss.write_index(self.index, str(tmp))
             tmp.replace(path)
 
-    def candidates(self, q: np.ndarray, want: int, lo: int, hi: int, nprobe: int = IVF_NPROBE) -> np.ndarray:
+    def candidates(
+        self, q: np.ndarray, want: int, lo: int, hi: int, nprobe: int = IVF_NPROBE
+    ) -> np.ndarray:
         import faiss
 
         _threads()
@@ -374,7 +384,9 @@ class Ivf:
         return ids[ids >= 0]
 
 
-def rescore(matrix: np.ndarray, q: np.ndarray, rows: np.ndarray, want: int) -> tuple[np.ndarray, np.ndarray]:
+def rescore(
+    matrix: np.ndarray, q: np.ndarray, rows: np.ndarray, want: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(rows, float32 cosines) of the best `want` of `rows`, best first (ties: lower row first)."""
     rows = np.sort(rows)  # ascending rows read the memory map in order
     scores = np.asarray(matrix[rows], np.float32) @ np.asarray(q, np.float32)

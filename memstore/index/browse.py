@@ -18,7 +18,9 @@ def day_counts(index) -> list[tuple[str, int]]:
     through the partial index on hidden rows. Grouping all rows by day instead costs ~40 ms at 100k.
     """
     hidden: dict[str, int] = {}
-    for (day,) in index.conn.execute("SELECT day FROM records INDEXED BY records_hidden_vrow WHERE hidden != 0"):
+    for (day,) in index.conn.execute(
+        "SELECT day FROM records INDEXED BY records_hidden_vrow WHERE hidden != 0"
+    ):
         hidden[day] = hidden.get(day, 0) + 1
     out = []
     for day, n in index.conn.execute("SELECT day, n FROM days ORDER BY day"):

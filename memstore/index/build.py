@@ -30,9 +30,7 @@ from . import vectors as vecfiles
 from .fresh import SCHEMA_VERSION, days_on_disk, pack_dir, segment_dir, stat_fingerprint
 from .tokenize import index_text
 
-BACK = (
-    "record {rid} was forgotten (forgotten.jsonl), but a git merge with a clone that still had it brought its line back"
-)
+BACK = "record {rid} was forgotten (forgotten.jsonl), but a git merge with a clone that still had it brought its line back"
 
 
 SCHEMA = """
@@ -83,7 +81,11 @@ def _expected_columns() -> dict[str, list[str]]:
         mem = sqlite3.connect(":memory:")
         mem.executescript(SCHEMA)
         tables = [r[0] for r in mem.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        _EXPECTED = {t: [r[1] for r in mem.execute(f"PRAGMA table_info('{t}')")] for t in tables if "fts_" not in t}
+        _EXPECTED = {
+            t: [r[1] for r in mem.execute(f"PRAGMA table_info('{t}')")]
+            for t in tables
+            if "fts_" not in t
+        }
         mem.close()
     return _EXPECTED
 
@@ -91,7 +93,9 @@ def _expected_columns() -> dict[str, list[str]]:
 _EXPECTED: dict[str, list[str]] | None = None
 
 
-def damage_of(conn: sqlite3.Connection, meta_dir: Path, dim: int, thorough: bool = False) -> str | None:
+def damage_of(
+    conn: sqlite3.Connection, meta_dir: Path, dim: int, thorough: bool = False
+) -> str | None:
     """What is wrong with an index (a table or column missing, a vector file shorter than the rows
     it must hold), named by file, or None. Cheap (a few pragmas and two stats); `thorough` adds
     SQLite's quick_check, which reads every page (fsck). DatabaseError if it is no database."""
@@ -111,7 +115,10 @@ def damage_of(conn: sqlite3.Connection, meta_dir: Path, dim: int, thorough: bool
         gen, n_rows = int(meta.get("gen", 0)), int(meta.get("n_rows", 0))
     except ValueError:
         return "index.db: its meta table holds no row count"
-    for path, row_bytes in ((vecfiles.matrix_path(meta_dir, gen), 4 * dim), (vecfiles.ts_path(meta_dir, gen), 8)):
+    for path, row_bytes in (
+        (vecfiles.matrix_path(meta_dir, gen), 4 * dim),
+        (vecfiles.ts_path(meta_dir, gen), 8),
+    ):
         if n_rows <= 0:
             break
         try:
@@ -119,9 +126,7 @@ def damage_of(conn: sqlite3.Connection, meta_dir: Path, dim: int, thorough: bool
         except FileNotFoundError:
             return f"{path.name} is missing (index.db has {n_rows} vector rows in it)"
         if size < n_rows * row_bytes:
-            return (
-                f"{path.name} is {size} bytes, shorter than the {n_rows} rows index.db has in it ({n_rows * row_bytes})"
-            )
+            return f"{path.name} is {size} bytes, shorter than the {n_rows} rows index.db has in it ({n_rows * row_bytes})"
     return None
 
 
@@ -136,7 +141,11 @@ def check(store) -> str | None:
         return f"index.db cannot be opened ({exc})"
     try:
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-            return None if path.stat().st_size == 0 else "index.db has no table meta (not this version's schema)"
+            return (
+                None
+                if path.stat().st_size == 0
+                else "index.db has no table meta (not this version's schema)"
+            )
         return damage_of(conn, store.meta_dir, int(store.config.embedder["dim"]), thorough=True)
     except sqlite3.DatabaseError as exc:
         return f"index.db is not a readable database ({exc})"
@@ -169,7 +178,9 @@ class Plan:
 @dataclass
 class DayRows:
     day: str
-    rows: list[tuple]  # (id, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey, text)
+    rows: list[
+        tuple
+    ]  # (id, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey, text)
     vectors: list  # np.ndarray | None per row
     supersedes: list[str]
     problems: list[str]
@@ -184,7 +195,9 @@ class Index:
         self._conn: sqlite3.Connection | None = None
         self.dropped = False  # set when a damaged or outdated index.db was thrown away
         self.note: str | None = None  # what was damaged, when that was why (a reader says it once)
-        self._matrix: tuple | None = None  # ((gen, n_rows), (vectors, times)) while that generation is current
+        self._matrix: tuple | None = (
+            None  # ((gen, n_rows), (vectors, times)) while that generation is current
+        )
         self._has_segments = True  # refreshed by plan(): a store without segments/ skips that stat
 
     # ----- connection ---------------------------------------------------------------------------
@@ -198,7 +211,9 @@ class Index:
             conn = sqlite3.connect(self.path, timeout=30)
             try:
                 conn.execute("PRAGMA busy_timeout = 30000")
-                conn.execute("PRAGMA secure_delete = ON")  # a freed page is zeroed: deleted text leaves no copy
+                conn.execute(
+                    "PRAGMA secure_delete = ON"
+                )  # a freed page is zeroed: deleted text leaves no copy
                 conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")
                 if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
                     self._create(conn)
@@ -206,7 +221,9 @@ class Index:
                     conn, "embedder"
                 ) not in (None, self._embedder_key())
                 damage = None if stale else self._damage(conn)
-            except sqlite3.DatabaseError as exc:  # not a database (damaged, truncated): it is only a cache
+            except (
+                sqlite3.DatabaseError
+            ) as exc:  # not a database (damaged, truncated): it is only a cache
                 stale, damage = True, f"index.db is not a readable database ({exc})"
             if stale or damage:
                 conn.close()
@@ -292,7 +309,9 @@ class Index:
         try:  # format 2: packs are named by their content, so their names are the fingerprint
             names = [
                 n
-                for n in sorted(os.listdir(pack_dir(str(self.store.root), os.path.basename(os.fspath(seg_dir)))))
+                for n in sorted(
+                    os.listdir(pack_dir(str(self.store.root), os.path.basename(os.fspath(seg_dir))))
+                )
                 if n.endswith(".is")
             ]
             h.update(("\npacks\n" + "\n".join(names)).encode())
@@ -332,7 +351,9 @@ class Index:
             sources = {d: (str(logfmt.day_path(root, d)), segment_dir(root, d)) for d in wanted}
             sources = {d: src for d, src in sources.items() if os.path.exists(src[0])}
         else:
-            known = {d: (s, c) for d, s, c in conn.execute("SELECT day, stat_fp, content_fp FROM days")}
+            known = {
+                d: (s, c) for d, s, c in conn.execute("SELECT day, stat_fp, content_fp FROM days")
+            }
             sources = self._day_sources()
         for day, (log_path, seg_dir) in sorted(sources.items()):
             if rebuild or day not in known:
@@ -351,7 +372,13 @@ class Index:
 
     # ----- updating -----------------------------------------------------------------------------
 
-    def update(self, rebuild: bool = False, quiet: bool = True, progress=None, days: list[str] | None = None) -> Plan:
+    def update(
+        self,
+        rebuild: bool = False,
+        quiet: bool = True,
+        progress=None,
+        days: list[str] | None = None,
+    ) -> Plan:
         """Bring the index up to date (or rebuild it); returns what was done. `days`: only those (see `plan`)."""
         if rebuild:
             self.drop_if_damaged()
@@ -403,8 +430,12 @@ class Index:
                 out.problems.append(f"{log_path}:{ln.line_no}: {ln.error}")
                 continue
             rec = ln.record
-            if str(rec.get("id")) in gone:  # forgotten on some clone (forgotten.jsonl): never indexed
-                out.problems.append(f"{log_path}:{ln.line_no}: {tombstones.BACK.format(rid=rec.get('id'))}")
+            if (
+                str(rec.get("id")) in gone
+            ):  # forgotten on some clone (forgotten.jsonl): never indexed
+                out.problems.append(
+                    f"{log_path}:{ln.line_no}: {tombstones.BACK.format(rid=rec.get('id'))}"
+                )
                 continue
             try:
                 ts = from_iso(rec["ts"]).timestamp()
@@ -419,7 +450,9 @@ class Index:
                 vec, vkey = self._pack_vector(rec, packed, day, out.problems)
             source = rec.get("source")
             source_path = (
-                source.get("path") if isinstance(source, dict) else (source if isinstance(source, str) else None)
+                source.get("path")
+                if isinstance(source, dict)
+                else (source if isinstance(source, str) else None)
             )
             fsha = source.get("file_sha256") if isinstance(source, dict) else None
             out.rows.append(
@@ -461,7 +494,9 @@ class Index:
         if not isinstance(seg, dict) or "shard" not in seg or "vec" not in seg:
             return None, None
         try:
-            path = layout.safe_path(self.store.root, str(seg["shard"])) / segment_name(int(seg["vec"]))
+            path = layout.safe_path(self.store.root, str(seg["shard"])) / segment_name(
+                int(seg["vec"])
+            )
         except (ValueError, TypeError) as exc:
             problems.append(f"record {rec.get('id')}: bad segment reference ({exc})")
             return None, None
@@ -471,7 +506,9 @@ class Index:
                 raise SegmentError(f"data_type {header.data_type} is not a vector")
             vec = decode_vector(header, payload)
             if vec.shape[0] != self.dim:
-                raise SegmentError(f"vector has {vec.shape[0]} dimensions, the store uses {self.dim}")
+                raise SegmentError(
+                    f"vector has {vec.shape[0]} dimensions, the store uses {self.dim}"
+                )
         except (OSError, SegmentError, ValueError) as exc:
             problems.append(f"{path}: {exc}")
             return None, None
@@ -497,9 +534,15 @@ class Index:
             mine = [it for it in items if it.record_id == rid]
             if mine:
                 try:
-                    hit = (decode_vector(mine[0].header, mine[0].payload), mine[0].h16, pk.path.name)
+                    hit = (
+                        decode_vector(mine[0].header, mine[0].payload),
+                        mine[0].h16,
+                        pk.path.name,
+                    )
                 except SegmentError as exc:
-                    problems.append(f"{layout.pack_dir(day)}/{pk.path.name}: vector of record {rid}: {exc}")
+                    problems.append(
+                        f"{layout.pack_dir(day)}/{pk.path.name}: vector of record {rid}: {exc}"
+                    )
                     return None, None
                 break
         if hit is None:
@@ -519,7 +562,9 @@ class Index:
             )
             return None, None
         if not np.isfinite(vec).all():  # it would rank first for every query
-            problems.append(f"{layout.pack_dir(day)}/{name}: vector of record {rid} holds NaN or Infinity")
+            problems.append(
+                f"{layout.pack_dir(day)}/{name}: vector of record {rid} holds NaN or Infinity"
+            )
             return None, None
         return vec, f"pack:{rid}"
 
@@ -532,7 +577,11 @@ class Index:
             day_data[day] = self._read_day(day)
             if progress:
                 progress(1)
-        if not plan.rebuild and not plan.vanished and self._append_only(conn, day_data, n_rows, gen, plan.touched):
+        if (
+            not plan.rebuild
+            and not plan.vanished
+            and self._append_only(conn, day_data, n_rows, gen, plan.touched)
+        ):
             return
         # Counted only off the append path: at a million rows the count alone costs ~0.1 s.
         if plan.rebuild:
@@ -542,7 +591,9 @@ class Index:
             first_day = affected[0] if affected else None
             tail_day = self._tail_first_day(conn, n_rows)
             if tail_day is not None and first_day is not None:
-                first_day = min(first_day, tail_day)  # the unsorted tail is put in order with the rest
+                first_day = min(
+                    first_day, tail_day
+                )  # the unsorted tail is put in order with the rest
             if first_day is None:
                 gen_new, keep_rows = gen, n_rows
             else:
@@ -552,7 +603,9 @@ class Index:
                 keep_rows = n_rows - later
                 gen_new = gen if keep_rows == n_rows else gen + 1
 
-        old_vec, _ = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim) if n_rows else (None, None)
+        old_vec, _ = (
+            vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim) if n_rows else (None, None)
+        )
         affected = None if plan.rebuild else self._ids_of_days(conn, plan.changed + plan.vanished)
         with conn:  # one transaction
             if plan.rebuild:
@@ -565,18 +618,26 @@ class Index:
                 conn.execute("DELETE FROM supersedes")
                 conn.execute("DELETE FROM days")
             for day in plan.vanished + [d for d in plan.changed if not plan.rebuild]:
-                conn.execute("DELETE FROM fts WHERE rowid IN (SELECT rowid FROM records WHERE day = ?)", (day,))
+                conn.execute(
+                    "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM records WHERE day = ?)",
+                    (day,),
+                )
                 conn.execute("DELETE FROM records WHERE day = ?", (day,))
                 conn.execute("DELETE FROM supersedes WHERE day = ?", (day,))
                 conn.execute("DELETE FROM days WHERE day = ?", (day,))
             fresh_vectors: dict[int, np.ndarray] = {}
             for day, (rows, stat_fp, content_fp) in day_data.items():
                 fresh_vectors.update(self._insert_rows(conn, day, rows.rows, rows.vectors))
-                conn.executemany("INSERT INTO supersedes (day, id) VALUES (?, ?)", [(day, s) for s in rows.supersedes])
+                conn.executemany(
+                    "INSERT INTO supersedes (day, id) VALUES (?, ?)",
+                    [(day, s) for s in rows.supersedes],
+                )
                 self._save_day(conn, day, rows, stat_fp, content_fp)
             self._refresh_touched(conn, plan.touched)
             if first_day is not None or plan.rebuild:
-                self._renumber(conn, first_day or "", keep_rows, gen, gen_new, old_vec, fresh_vectors)
+                self._renumber(
+                    conn, first_day or "", keep_rows, gen, gen_new, old_vec, fresh_vectors
+                )
             if affected is not None:
                 affected |= self._ids_of_days(conn, plan.changed)
             if plan.rebuild:
@@ -584,11 +645,15 @@ class Index:
                     conn.execute(statement)
             self._mark_hidden(conn, affected)
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),))
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),)
+            )
         del old_vec
         vecfiles.remove_generations(self.meta_dir, keep=int(self._meta(conn, "gen", "0")))
 
-    def _renumber(self, conn, first_day: str, keep_rows: int, gen: int, gen_new: int, old_vec, fresh: dict) -> None:
+    def _renumber(
+        self, conn, first_day: str, keep_rows: int, gen: int, gen_new: int, old_vec, fresh: dict
+    ) -> None:
         """Give rows from `first_day` on their time-ordered vector rows and write those rows."""
         tail = conn.execute(
             "SELECT rowid, vrow, ts FROM records WHERE day >= ? AND (vrow >= 0 OR rowid IN (SELECT value FROM json_each(?)))"
@@ -608,8 +673,12 @@ class Index:
         conn.execute("UPDATE records SET vrow = -1 WHERE day >= ?", (first_day,))
         conn.executemany("UPDATE records SET vrow = ? WHERE rowid = ?", updates)
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen_new),))
-        conn.execute("INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(keep_rows + len(tail)),))
-        conn.execute("INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)", (str(keep_rows + len(tail)),))
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(keep_rows + len(tail)),)
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)", (str(keep_rows + len(tail)),)
+        )
 
     def _mark_hidden(self, conn, ids: set[str] | None = None) -> None:
         """Superseded records (1) and repeated ids (2, all but the earliest copy) leave search.
@@ -630,7 +699,9 @@ class Index:
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS touched_ids (id TEXT PRIMARY KEY)")
         conn.execute("DELETE FROM touched_ids")
         conn.executemany("INSERT OR IGNORE INTO touched_ids VALUES (?)", ((i,) for i in ids))
-        conn.execute("UPDATE records SET hidden = 0 WHERE hidden != 0 AND id IN (SELECT id FROM touched_ids)")
+        conn.execute(
+            "UPDATE records SET hidden = 0 WHERE hidden != 0 AND id IN (SELECT id FROM touched_ids)"
+        )
         conn.execute(
             "UPDATE records SET hidden = 1 WHERE id IN (SELECT id FROM touched_ids)"
             " AND id IN (SELECT id FROM supersedes)"
@@ -649,8 +720,12 @@ class Index:
         for i in range(0, len(days), 500):
             chunk = days[i : i + 500]
             q = ",".join("?" * len(chunk))
-            out.update(r[0] for r in conn.execute(f"SELECT id FROM records WHERE day IN ({q})", chunk))
-            out.update(r[0] for r in conn.execute(f"SELECT id FROM supersedes WHERE day IN ({q})", chunk))
+            out.update(
+                r[0] for r in conn.execute(f"SELECT id FROM records WHERE day IN ({q})", chunk)
+            )
+            out.update(
+                r[0] for r in conn.execute(f"SELECT id FROM supersedes WHERE day IN ({q})", chunk)
+            )
         return out
 
     @staticmethod
@@ -663,7 +738,9 @@ class Index:
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (row[0], day, *row[1:12]),
             )
-            conn.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, index_text(row[12])))
+            conn.execute(
+                "INSERT INTO fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, index_text(row[12]))
+            )
             if vec is not None:
                 fresh[cur.lastrowid] = vec
         return fresh
@@ -680,7 +757,9 @@ class Index:
         for day in days:
             log_path = logfmt.day_path(self.store.root, day)
             seg_dir = logfmt.segment_day_dir(self.store.root, day)
-            conn.execute("UPDATE days SET stat_fp = ? WHERE day = ?", (self._stat_fp(log_path, seg_dir), day))
+            conn.execute(
+                "UPDATE days SET stat_fp = ? WHERE day = ?", (self._stat_fp(log_path, seg_dir), day)
+            )
 
     def _append_only(self, conn, day_data: dict, n_rows: int, gen: int, touched: list[str]) -> bool:
         """The common write: lines appended to days whose old lines are unchanged, all sorting after
@@ -688,9 +767,16 @@ class Index:
         current generation (readers holding the old row count are unaffected), so the cost is that
         of the new lines, not of the store. Returns False (and changes nothing) when it does not apply.
         """
-        key = lambda day, row: (day, row[4], row[1], row[0])  # the matrix order: day, ts, line_no, id
+        key = lambda day, row: (
+            day,
+            row[4],
+            row[1],
+            row[0],
+        )  # the matrix order: day, ts, line_no, id
         last = (
-            conn.execute("SELECT day, ts, line_no, id FROM records WHERE vrow = ?", (n_rows - 1,)).fetchone()
+            conn.execute(
+                "SELECT day, ts, line_no, id FROM records WHERE vrow = ?", (n_rows - 1,)
+            ).fetchone()
             if n_rows
             else None
         )
@@ -699,14 +785,19 @@ class Index:
         new_rows: dict[str, tuple[list, list, int]] = {}
         for day, (rows, _, _) in day_data.items():
             old = conn.execute(
-                "SELECT id, line_no, off, len, vrow FROM records WHERE day = ? ORDER BY line_no", (day,)
+                "SELECT id, line_no, off, len, vrow FROM records WHERE day = ? ORDER BY line_no",
+                (day,),
             ).fetchall()
             if len(old) > len(rows.rows) or [tuple(r[:4]) for r in rows.rows[: len(old)]] != [
                 tuple(o[:4]) for o in old
             ]:
                 return False
-            for (*_, vrow), vec in zip(old, rows.vectors):  # a re-embedded or repacked day changes vectors
-                if (vec is None) != (vrow < 0) or (vec is not None and not np.array_equal(matrix[vrow], vec)):
+            for (*_, vrow), vec in zip(
+                old, rows.vectors
+            ):  # a re-embedded or repacked day changes vectors
+                if (vec is None) != (vrow < 0) or (
+                    vec is not None and not np.array_equal(matrix[vrow], vec)
+                ):
                     return False
             added = rows.rows[len(old) :]
             new_rows[day] = (added, rows.vectors[len(old) :], len(old))
@@ -716,7 +807,9 @@ class Index:
         # scan whole; re-sorting from their day instead would copy the matrix from there (seconds at
         # a million rows). A tail past TAIL_MAX rows is folded in by the full path.
         in_order = sorted_rows == n_rows and all(
-            last is None or key(day, r) > tuple(last) for day, (added, _, _) in new_rows.items() for r in added
+            last is None or key(day, r) > tuple(last)
+            for day, (added, _, _) in new_rows.items()
+            for r in added
         )
         if not in_order:
             count = sum(len(a) for a, _, _ in new_rows.values())
@@ -729,7 +822,10 @@ class Index:
                 fresh.update(self._insert_rows(conn, day, added, vecs))
                 rows, stat_fp, content_fp = day_data[day]
                 conn.execute("DELETE FROM supersedes WHERE day = ?", (day,))
-                conn.executemany("INSERT INTO supersedes (day, id) VALUES (?, ?)", [(day, s) for s in rows.supersedes])
+                conn.executemany(
+                    "INSERT INTO supersedes (day, id) VALUES (?, ?)",
+                    [(day, s) for s in rows.supersedes],
+                )
                 self._save_day(conn, day, rows, stat_fp, content_fp)
             if fresh:
                 placed = conn.execute(
@@ -740,10 +836,13 @@ class Index:
                 times = np.array([t for _, t in placed], np.float64)
                 vecfiles.write_rows(self.meta_dir, gen, n_rows, vecs, times)
                 conn.executemany(
-                    "UPDATE records SET vrow = ? WHERE rowid = ?", [(n_rows + i, r) for i, (r, _) in enumerate(placed)]
+                    "UPDATE records SET vrow = ? WHERE rowid = ?",
+                    [(n_rows + i, r) for i, (r, _) in enumerate(placed)],
                 )
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(n_rows + len(placed)),))
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(n_rows + len(placed)),)
+                )
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)",
                     (str(n_rows + len(placed) if in_order else sorted_rows),),
@@ -753,7 +852,9 @@ class Index:
             ids |= {s for rows, _, _ in day_data.values() for s in rows.supersedes}
             self._mark_hidden(conn, ids)
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),))
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),)
+            )
         return True
 
     # ----- reading --------------------------------------------------------------------------------
@@ -767,7 +868,9 @@ class Index:
         sorted_rows = self._sorted_rows(conn, n_rows)
         if sorted_rows >= n_rows:
             return None
-        return conn.execute("SELECT MIN(day) FROM records WHERE vrow >= ?", (sorted_rows,)).fetchone()[0]
+        return conn.execute(
+            "SELECT MIN(day) FROM records WHERE vrow >= ?", (sorted_rows,)
+        ).fetchone()[0]
 
     def sorted_rows(self) -> int:
         """How many leading rows of the matrix `matrix()` last returned are in time order."""
@@ -783,7 +886,11 @@ class Index:
         Rows are only ever appended to a current generation, so a kept mapping stays valid.
         """
         for _ in range(5):
-            meta = dict(self.conn.execute("SELECT key, value FROM meta WHERE key IN ('gen', 'n_rows', 'sorted_rows')"))
+            meta = dict(
+                self.conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN ('gen', 'n_rows', 'sorted_rows')"
+                )
+            )
             gen, n_rows = int(meta.get("gen", 0)), int(meta.get("n_rows", 0))
             ordered = min(int(meta.get("sorted_rows", n_rows)), n_rows)
             if self._matrix is not None and self._matrix[0] == (gen, n_rows):
@@ -804,7 +911,9 @@ class Index:
         try:
             with self.conn:
                 self.conn.execute(CLEAN_TEXTS)
-                self.conn.executemany("INSERT OR IGNORE INTO clean_texts VALUES (?)", [(k,) for k in keys])
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO clean_texts VALUES (?)", [(k,) for k in keys]
+                )
         except sqlite3.Error:  # a busy or read-only cache only costs a later process the scan
             pass
 
@@ -818,13 +927,17 @@ class Index:
 
     def problems(self) -> list[str]:
         out = []
-        for (p,) in self.conn.execute("SELECT problems FROM days WHERE problems != '[]' ORDER BY day"):
+        for (p,) in self.conn.execute(
+            "SELECT problems FROM days WHERE problems != '[]' ORDER BY day"
+        ):
             out += json.loads(p)
         return out
 
     def record_at(self, rowid: int) -> dict:
         """The full record behind an index row, read from its day log (late dereference)."""
-        day, off, ln = self.conn.execute("SELECT day, off, len FROM records WHERE rowid = ?", (rowid,)).fetchone()
+        day, off, ln = self.conn.execute(
+            "SELECT day, off, len FROM records WHERE rowid = ?", (rowid,)
+        ).fetchone()
         return logfmt.read_text_at(logfmt.day_path(self.store.root, day), off, ln)
 
     def stats(self) -> dict:

@@ -98,7 +98,10 @@ def fresh_index_connection(store) -> sqlite3.Connection | None:
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'embedder')"))
         emb = store.config.embedder
-        if meta.get("schema") != str(SCHEMA_VERSION) or meta.get("embedder") != f"{emb['model']}:{emb['dim']}":
+        if (
+            meta.get("schema") != str(SCHEMA_VERSION)
+            or meta.get("embedder") != f"{emb['model']}:{emb['dim']}"
+        ):
             conn.close()
             return None
         known = dict(conn.execute("SELECT day, stat_fp FROM days"))
@@ -108,7 +111,10 @@ def fresh_index_connection(store) -> sqlite3.Connection | None:
             conn.close()
             return None
         for day, log_path in days.items():
-            if stat_fingerprint(log_path, segment_dir(root, day), pack_dir(root, day)) != known[day]:
+            if (
+                stat_fingerprint(log_path, segment_dir(root, day), pack_dir(root, day))
+                != known[day]
+            ):
                 conn.close()
                 return None
     except sqlite3.Error:

@@ -77,7 +77,9 @@ def bm25_rows(index, expr: str, filters: Filters, limit: int) -> list[tuple[int,
     return [(row[0], float(row[1])) for row in index.conn.execute(sql, [expr, *args, limit])]
 
 
-def _bm25_unfiltered(index, expr: str, filters: Filters, limit: int) -> list[tuple[int, float]] | None:
+def _bm25_unfiltered(
+    index, expr: str, filters: Filters, limit: int
+) -> list[tuple[int, float]] | None:
     """FTS5 ranking on its own, hidden rows dropped afterwards; None when too many rows are hidden.
 
     Joining every match to `records` just to test `hidden` about doubles the cost of a keyword
@@ -85,12 +87,15 @@ def _bm25_unfiltered(index, expr: str, filters: Filters, limit: int) -> list[tup
     """
     conn = index.conn
     n_hidden = (
-        0 if filters.include_hidden else conn.execute("SELECT COUNT(*) FROM records WHERE hidden != 0").fetchone()[0]
+        0
+        if filters.include_hidden
+        else conn.execute("SELECT COUNT(*) FROM records WHERE hidden != 0").fetchone()[0]
     )
     if n_hidden > 1000:
         return None
     rows = conn.execute(
-        "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?", (expr, limit + n_hidden)
+        "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?",
+        (expr, limit + n_hidden),
     ).fetchall()
     if n_hidden and rows:
         hidden = {
@@ -107,11 +112,14 @@ def _bm25_unfiltered(index, expr: str, filters: Filters, limit: int) -> list[tup
 def fts_rowids(index, expr: str, among: list[int] | None = None) -> list[int]:
     """Rowids whose text matches the MATCH expression `expr` (in FTS order), only those `among` when given."""
     if among is None:
-        return [r for (r,) in index.conn.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (expr,))]
+        return [
+            r for (r,) in index.conn.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (expr,))
+        ]
     return [
         r
         for (r,) in index.conn.execute(
-            f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({_marks(among)})", [expr, *among]
+            f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({_marks(among)})",
+            [expr, *among],
         ).fetchall()
     ]
 
@@ -131,7 +139,8 @@ def match_sample(index, expr: str, limit: int) -> tuple[int, int | None]:
     An expression FTS rejects raises sqlite3.Error.
     """
     return index.conn.execute(
-        f"SELECT COUNT(*), MAX(rowid) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT {int(limit)})", [expr]
+        f"SELECT COUNT(*), MAX(rowid) FROM (SELECT rowid FROM fts WHERE fts MATCH ? LIMIT {int(limit)})",
+        [expr],
     ).fetchone()
 
 
@@ -153,18 +162,28 @@ def hidden_vrows(index, ranges: list[tuple[int, int]]) -> set[int]:
     return {
         r[0]
         for a, b in ranges
-        for r in index.conn.execute("SELECT vrow FROM records WHERE hidden != 0 AND vrow >= ? AND vrow < ?", (a, b))
+        for r in index.conn.execute(
+            "SELECT vrow FROM records WHERE hidden != 0 AND vrow >= ? AND vrow < ?", (a, b)
+        )
     }
 
 
 def rowids_of_vrows(index, vrows: list[int]) -> dict[int, int]:
     """{vector row: rowid} for these vector rows."""
-    return dict(index.conn.execute(f"SELECT vrow, rowid FROM records WHERE vrow IN ({_marks(vrows)})", vrows))
+    return dict(
+        index.conn.execute(
+            f"SELECT vrow, rowid FROM records WHERE vrow IN ({_marks(vrows)})", vrows
+        )
+    )
 
 
 def vrows_of_rowids(index, rowids: list[int]) -> dict[int, int]:
     """{rowid: vector row (-1 without a vector)} for these rows."""
-    return dict(index.conn.execute(f"SELECT rowid, vrow FROM records WHERE rowid IN ({_marks(rowids)})", rowids))
+    return dict(
+        index.conn.execute(
+            f"SELECT rowid, vrow FROM records WHERE rowid IN ({_marks(rowids)})", rowids
+        )
+    )
 
 
 def assistant_rowids(index, rowids: list[int]) -> set[int]:
@@ -183,17 +202,22 @@ def day_of(index, rowid: int) -> str:
 # ----- recall -----------------------------------------------------------------------------------
 
 
-def count_in_window(index, filters: Filters, since: float, until: float, own_notes: bool = True) -> int:
+def count_in_window(
+    index, filters: Filters, since: float, until: float, own_notes: bool = True
+) -> int:
     """Rows passing `filters` with since <= ts < until."""
     where, args = filters_where(filters, own_notes)
     return index.conn.execute(
-        f"SELECT COUNT(*) FROM records r WHERE {where} AND r.ts >= ? AND r.ts < ?", [*args, since, until]
+        f"SELECT COUNT(*) FROM records r WHERE {where} AND r.ts >= ? AND r.ts < ?",
+        [*args, since, until],
     ).fetchone()[0]
 
 
 def _filtered_rowids(index, filters: Filters, own_notes: bool, tail: str, args: list) -> list[int]:
     where, wargs = filters_where(filters, own_notes)
-    rows = index.conn.execute(f"SELECT r.rowid FROM records r WHERE {where} {tail}", [*wargs, *args])
+    rows = index.conn.execute(
+        f"SELECT r.rowid FROM records r WHERE {where} {tail}", [*wargs, *args]
+    )
     return [rid for (rid,) in rows.fetchall()]
 
 
@@ -202,19 +226,33 @@ def rowids_in_window(
 ) -> list[int]:
     """The first `limit` rows passing `filters` with since <= ts < until, in time order."""
     return _filtered_rowids(
-        index, filters, own_notes, "AND r.ts >= ? AND r.ts < ? ORDER BY r.ts, r.rowid LIMIT ?", [since, until, limit]
+        index,
+        filters,
+        own_notes,
+        "AND r.ts >= ? AND r.ts < ? ORDER BY r.ts, r.rowid LIMIT ?",
+        [since, until, limit],
     )
 
 
 def latest_rowids(index, filters: Filters, n: int, own_notes: bool = True) -> list[int]:
     """The `n` newest non-meta rows passing `filters`, newest first."""
     return _filtered_rowids(
-        index, filters, own_notes, "AND r.type != 'meta' ORDER BY r.ts DESC, r.rowid DESC LIMIT ?", [n]
+        index,
+        filters,
+        own_notes,
+        "AND r.type != 'meta' ORDER BY r.ts DESC, r.rowid DESC LIMIT ?",
+        [n],
     )
 
 
 def session_neighbours(
-    index, filters: Filters, session: str | None, rowid: int, ts: float, n: int, own_notes: bool = True
+    index,
+    filters: Filters,
+    session: str | None,
+    rowid: int,
+    ts: float,
+    n: int,
+    own_notes: bool = True,
 ) -> list[int]:
     """Up to `n` rows before the row (`rowid`, `ts`) in its session, nearest first, then up to `n`
     after it, nearest first; only rows passing `filters`."""
@@ -249,7 +287,9 @@ def conversation_rows(index) -> list[tuple[int, str, int]]:
     ).fetchall()
 
 
-def latest_session(store, n: int) -> tuple[bool, tuple[str | None, int, list[tuple[str, int, int]]] | None]:
+def latest_session(
+    store, n: int
+) -> tuple[bool, tuple[str | None, int, list[tuple[str, int, int]]] | None]:
     """(fast, latest): `latest` is (session, its current lines, (day, off, len) of its last `n`
     lines oldest first) for the session of the newest current conversation line, None when the
     index holds none. `fast` is whether the index was read as it stood: when a stat-only check
@@ -271,7 +311,8 @@ def _latest_session(conn, n: int):
     if row is None:
         return None
     count = conn.execute(
-        f"SELECT COUNT(*) FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION}", (row[0],)
+        f"SELECT COUNT(*) FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION}",
+        (row[0],),
     ).fetchone()[0]
     rows = conn.execute(
         f"SELECT day, off, len FROM records WHERE session IS ? AND hidden = 0 AND {CONVERSATION} "
@@ -284,10 +325,14 @@ def _latest_session(conn, n: int):
 # ----- records by id, source and content ---------------------------------------------------------
 
 
-def record_rows(index, ids: list[str] | None = None) -> Iterator[tuple[str, int, int, float, str, str]]:
+def record_rows(
+    index, ids: list[str] | None = None
+) -> Iterator[tuple[str, int, int, float, str, str]]:
     """(id, rowid, vrow, ts, role, type) of every row, or of the rows of `ids`; newest rowid first."""
     if ids is None:
-        yield from index.conn.execute("SELECT id, rowid, vrow, ts, role, type FROM records ORDER BY rowid DESC")
+        yield from index.conn.execute(
+            "SELECT id, rowid, vrow, ts, role, type FROM records ORDER BY rowid DESC"
+        )
         return
     for k in range(0, len(ids), 500):
         part = ids[k : k + 500]
@@ -298,7 +343,11 @@ def record_rows(index, ids: list[str] | None = None) -> Iterator[tuple[str, int,
 
 
 def rowids_of(
-    index, *, record_id: str | None = None, session: str | None = None, ts_range: tuple[float, float] | None = None
+    index,
+    *,
+    record_id: str | None = None,
+    session: str | None = None,
+    ts_range: tuple[float, float] | None = None,
 ) -> list[int]:
     """Rowids of the rows (hidden ones too) with this record id, or in this session, or with
     lo <= ts <= hi for `ts_range` (lo, hi); give exactly one."""
@@ -338,7 +387,8 @@ def live_rows_with_content(index, fsha: str, not_at: str) -> list[tuple[int, str
 def move_notes(index, fsha: str) -> list[int]:
     """Rowids of the current meta rows (notes of moves) about a document with these bytes, oldest first."""
     rows = index.conn.execute(
-        "SELECT rowid FROM records WHERE fsha = ? AND type = 'meta' AND hidden = 0 ORDER BY ts, rowid", (fsha,)
+        "SELECT rowid FROM records WHERE fsha = ? AND type = 'meta' AND hidden = 0 ORDER BY ts, rowid",
+        (fsha,),
     ).fetchall()
     return [r for (r,) in rows]
 

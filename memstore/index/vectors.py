@@ -25,7 +25,9 @@ def open_matrix(meta_dir: Path, gen: int, n_rows: int, dim: int):
     return vec, ts
 
 
-def write_rows(meta_dir: Path, gen: int, start_row: int, vectors: np.ndarray, times: np.ndarray) -> None:
+def write_rows(
+    meta_dir: Path, gen: int, start_row: int, vectors: np.ndarray, times: np.ndarray
+) -> None:
     """Write rows [start_row, start_row+len) of generation `gen` (the file is extended as needed)."""
     for path, arr in ((matrix_path(meta_dir, gen), vectors), (ts_path(meta_dir, gen), times)):
         arr = np.ascontiguousarray(arr)
@@ -61,6 +63,10 @@ def remove_generations(meta_dir: Path, keep: int) -> None:
         if p.name != ts_path(meta_dir, keep).name:
             p.unlink(missing_ok=True)
     # The faiss sidecars (index/ann.py) of other generations: float16 and int8 copies, IVF indexes.
-    for p in [*meta_dir.glob("vectors-*.f16"), *meta_dir.glob("vectors-*.i8"), *meta_dir.glob("ivf-*.faiss")]:
+    for p in [
+        *meta_dir.glob("vectors-*.f16"),
+        *meta_dir.glob("vectors-*.i8"),
+        *meta_dir.glob("ivf-*.faiss"),
+    ]:
         if p.name not in (f"vectors-{keep}.f16", f"vectors-{keep}.i8", f"ivf-{keep}.faiss"):
             p.unlink(missing_ok=True)

@@ -63,7 +63,9 @@ def ingest_any(
     if not root.exists():
         raise UsageError(f"{root}: no such file or folder")
     if max_bytes is not None and max_bytes > MAX_PAYLOAD:
-        raise UsageError(f"--max-bytes {max_bytes} is above what one segment holds ({MAX_PAYLOAD} bytes)")
+        raise UsageError(
+            f"--max-bytes {max_bytes} is above what one segment holds ({MAX_PAYLOAD} bytes)"
+        )
     texts, blobs, notes = [], [], []
     for item in walk(
         root,
@@ -88,7 +90,8 @@ def ingest_any(
     plan = plan_files(store, texts, now, allow_secrets=how != "refuse", verbose=verbose, base=base)
     if plan.found:
         raise SecretsFound(
-            "Refusing to ingest what looks like credentials:\n  " + "\n  ".join(plan.found[:50]), secret_policy.HINT
+            "Refusing to ingest what looks like credentials:\n  " + "\n  ".join(plan.found[:50]),
+            secret_policy.HINT,
         )
     records, inputs, jobs = list(plan.records), list(plan.inputs), []
     for item in texts:  # a PDF's original is kept beside its text
@@ -179,7 +182,9 @@ def _plan_blobs(store, blobs, now, records, inputs, jobs, notes, base: str = "")
         inputs.append(text)
         jobs.append(_BlobJob(Path(item.path), item.rel, item.sha256, item.size, info, [rec]))
         if current:
-            sup = superseding_record(store, now, item.rel, key, item.sha256, sorted(rid for rid, _ in current))
+            sup = superseding_record(
+                store, now, item.rel, key, item.sha256, sorted(rid for rid, _ in current)
+            )
             records.append(sup)
             inputs.append(sup["text"])
     return moved
@@ -214,7 +219,9 @@ def _write_blobs(store, jobs: list[_BlobJob], added: list[dict]) -> list[str]:
             **job.info,
         }
         dtype = DATA_TYPES.get(job.info.get("kind"), DT_BLOB)
-        store._tx.add_blob(recs[0]["id"], local_day(when, store.tz), data, dtype, manifest, int(when.timestamp()))
+        store._tx.add_blob(
+            recs[0]["id"], local_day(when, store.tz), data, dtype, manifest, int(when.timestamp())
+        )
         for r in recs:
             r["source"]["blob"] = {"sha256": job.sha256, "bytes": len(data)}
     return []
@@ -240,13 +247,19 @@ def read_blob(store, rec: dict) -> tuple[bytes, dict]:
     day = local_day(from_iso(rec["ts"]), store.tz)
     path = logfmt.day_path(store.root, day)
     lines = [ln.record for ln in logfmt.read_lines(path) if ln.record] if path.exists() else [rec]
-    keys = packfmt.ring(lines)  # an original is sealed under the key of the record it was stored with
+    keys = packfmt.ring(
+        lines
+    )  # an original is sealed under the key of the record it was stored with
     blobs = []
     for p in packfmt.pack_files(packfmt.day_dir(store.root, day)):
         pk = packfmt.read(p)
-        for rid, _key, _bh, body, mbody in pk.blobs(keys if pk.sealed else [(str(r.get("id")), None) for r in lines]):
+        for rid, _key, _bh, body, mbody in pk.blobs(
+            keys if pk.sealed else [(str(r.get("id")), None) for r in lines]
+        ):
             blobs.append((rid, p.name, body, json.loads(mbody.decode("utf-8"))))
     found = find_day_blob(blobs, str(rec["id"]), ref.get("sha256"))
     if found is None:
-        raise FormatError(packfmt.day_dir(store.root, day), f"no pack holds the original of record {rec['id']}")
+        raise FormatError(
+            packfmt.day_dir(store.root, day), f"no pack holds the original of record {rec['id']}"
+        )
     return found[1], found[2]

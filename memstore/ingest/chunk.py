@@ -90,7 +90,9 @@ def chunk(
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
     if overlap_tokens < 0 or max_tokens - overlap_tokens < 1:
-        raise ValueError(f"need 0 <= overlap_tokens < max_tokens, got {overlap_tokens} and {max_tokens}")
+        raise ValueError(
+            f"need 0 <= overlap_tokens < max_tokens, got {overlap_tokens} and {max_tokens}"
+        )
     if not text:
         return []
     sizer = _Sizer(count_tokens, max_tokens - overlap_tokens)
@@ -102,14 +104,24 @@ def chunk(
     spans = _merge(text, pieces, sizer)
     page_breaks = [m.start() for m in re.finditer("\f", text)] if kind == "pdf" else None
     return [
-        Chunk(i, s, e, text[s:e], _counted(tokens, text, s, e, count_tokens), heading, _pages(page_breaks, s, e))
+        Chunk(
+            i,
+            s,
+            e,
+            text[s:e],
+            _counted(tokens, text, s, e, count_tokens),
+            heading,
+            _pages(page_breaks, s, e),
+        )
         for i, (s, e, tokens, heading) in enumerate(spans)
     ]
 
 
 def _counted(tokens: int, text: str, start: int, end: int, count_tokens: CountTokens) -> int:
     """The counter's own count of a chunk: counted again only where the floor may have said more."""
-    return tokens if tokens > (end - start) // _MAX_CHARS_PER_TOKEN else count_tokens(text[start:end])
+    return (
+        tokens if tokens > (end - start) // _MAX_CHARS_PER_TOKEN else count_tokens(text[start:end])
+    )
 
 
 def embedding_input(
@@ -271,7 +283,10 @@ def _fill(text: str, start: int, end: int, ends: Sequence[int], sizer: _Sizer, o
                 break
             best, best_cost = probe, cost
             probe, step = k + 2 * step - 1, step * 2
-        lo, hi = max(best + 1, k), bad  # binary search strictly between the last fit and the first misfit
+        lo, hi = (
+            max(best + 1, k),
+            bad,
+        )  # binary search strictly between the last fit and the first misfit
         while lo < hi:
             mid = (lo + hi) // 2
             cost = sizer.cost(text, pos, ends[mid])
@@ -361,7 +376,10 @@ def _markdown_pieces(text: str, sizer: _Sizer) -> list[_Piece]:
                 levels = _MD_FENCE_LEVELS if has_fence else _MD_PARAGRAPH_LEVELS
                 _refine(text, s, e, levels, sizer, found)
         for p in found:
-            sticky = p.start == section.start < section.heading_end and not text[section.heading_end : p.end].strip()
+            sticky = (
+                p.start == section.start < section.heading_end
+                and not text[section.heading_end : p.end].strip()
+            )
             pieces.append(p._replace(heading=section.path, sticky=sticky))
     return pieces
 
@@ -370,7 +388,11 @@ def _section_blocks(text: str, section: _Section, end: int, breaks: list[int]):
     """The section's blocks as spans; the heading stays glued to the block right after it."""
     lo, hi = bisect_left(breaks, section.start + 1), bisect_left(breaks, end)
     cuts = breaks[lo:hi]
-    if section.heading_end > section.start and cuts and not text[section.heading_end : cuts[0]].strip():
+    if (
+        section.heading_end > section.start
+        and cuts
+        and not text[section.heading_end : cuts[0]].strip()
+    ):
         cuts = cuts[1:]
     bounds = [section.start, *cuts, end]
     return zip(bounds, bounds[1:])
@@ -437,7 +459,9 @@ def _markdown_structure(text: str):
             breaks.append(ls)
         pending, prev_para = False, (ls, line)
     if fence is not None:
-        fences.append((fence_start, len(text)))  # an unclosed fence runs to the end, like CommonMark
+        fences.append(
+            (fence_start, len(text))
+        )  # an unclosed fence runs to the end, like CommonMark
     return sections, breaks, fences
 
 
@@ -445,7 +469,9 @@ def _lines_with_front_matter(text: str):
     """Yields (start, end, line without its newline); YAML front matter comes as one (s, e, None)."""
     pos, n = 0, len(text)
     if text.startswith(("---\n", "---\r\n")):
-        m = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE).search(text, text.index("\n") + 1)
+        m = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE).search(
+            text, text.index("\n") + 1
+        )
         if m:
             end = text.find("\n", m.end())
             end = n if end == -1 else end + 1

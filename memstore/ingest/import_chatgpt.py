@@ -47,7 +47,9 @@ def read_chatgpt(path: str | os.PathLike) -> Batch:
             records.extend(conversation_records(conv))
         except ValueError as exc:
             name = conv.get("id") or conv.get("title") if isinstance(conv, dict) else None
-            problems.append(Problem(str(path), None, f"conversation {index} ({name or 'no id'}): {exc}"))
+            problems.append(
+                Problem(str(path), None, f"conversation {index} ({name or 'no id'}): {exc}")
+            )
     return Batch(records, problems)
 
 
@@ -70,7 +72,9 @@ def load_conversations(path: str | os.PathLike) -> list:
     if isinstance(conversations, dict) and "mapping" in conversations:
         return [conversations]  # a single conversation saved on its own
     if not isinstance(conversations, list):
-        raise FormatError(path, "expected a list of conversations", hint="Pass the export's conversations.json.")
+        raise FormatError(
+            path, "expected a list of conversations", hint="Pass the export's conversations.json."
+        )
     return conversations
 
 
@@ -136,7 +140,9 @@ def _hidden(message: dict) -> bool:
     return bool(metadata.get("is_visually_hidden_from_conversation"))
 
 
-def message_record(message: dict, node_id: str, parent, last_ts: str | None, context: dict) -> dict | None:
+def message_record(
+    message: dict, node_id: str, parent, last_ts: str | None, context: dict
+) -> dict | None:
     """The record for one visible message, or None when it has no text worth keeping."""
     author = message.get("author") or {}
     role = author.get("role") if author.get("role") in ROLES else "tool"
@@ -149,9 +155,14 @@ def message_record(message: dict, node_id: str, parent, last_ts: str | None, con
         return None
     metadata = message.get("metadata") or {}
     model = metadata.get("model_slug") if role in ("assistant", "tool") else None
-    ts = _iso(message.get("create_time"), f"message {message.get('id') or node_id}: create_time") or last_ts
+    ts = (
+        _iso(message.get("create_time"), f"message {message.get('id') or node_id}: create_time")
+        or last_ts
+    )
     if ts is None:
-        raise ValueError(f"message {message.get('id') or node_id} has no create_time, nor has its conversation")
+        raise ValueError(
+            f"message {message.get('id') or node_id} has no create_time, nor has its conversation"
+        )
     return record(
         ts,
         _actor(role, author, model),
@@ -165,7 +176,10 @@ def message_record(message: dict, node_id: str, parent, last_ts: str | None, con
         conversation_title=context["conversation_title"],
         parent=parent,
         recipient=recipient if recipient not in (None, "all") else None,
-        attachments=[a.get("name") for a in metadata.get("attachments") or [] if isinstance(a, dict)] or None,
+        attachments=[
+            a.get("name") for a in metadata.get("attachments") or [] if isinstance(a, dict)
+        ]
+        or None,
         gizmo_id=context["gizmo_id"],
         **extra,
     )
@@ -186,16 +200,31 @@ def _content(content: dict, role: str) -> tuple[str, str, str | None, dict]:
     if ctype in ("text", "multimodal_text"):
         return "text", role, _join_parts(content.get("parts")), extra
     if ctype == "code":
-        return "action", "assistant", content.get("text"), {**extra, "language": content.get("language")}
+        return (
+            "action",
+            "assistant",
+            content.get("text"),
+            {**extra, "language": content.get("language")},
+        )
     if ctype == "execution_output":
         return "text", "tool", content.get("text"), extra
     if ctype == "tether_quote":
         text = content.get("text") or content.get("title")
-        return "text", "tool", text, {**extra, "url": content.get("url"), "title": content.get("title")}
+        return (
+            "text",
+            "tool",
+            text,
+            {**extra, "url": content.get("url"), "title": content.get("title")},
+        )
     if ctype == "tether_browsing_display":
         return "text", "tool", content.get("result") or content.get("summary"), extra
     if ctype == "thoughts":
-        return "meta", "assistant", _join_thoughts(content.get("thoughts")), {**extra, "kind": "thinking"}
+        return (
+            "meta",
+            "assistant",
+            _join_thoughts(content.get("thoughts")),
+            {**extra, "kind": "thinking"},
+        )
     if ctype == "reasoning_recap":
         return "meta", "assistant", content.get("content"), {**extra, "kind": "reasoning_recap"}
     if ctype == "system_error":
@@ -220,7 +249,9 @@ def _part_text(part: dict) -> str:
     if isinstance(part.get("text"), str):  # audio_transcription and similar
         return part["text"]
     if ptype == "image_asset_pointer":
-        size = f" {part['width']}x{part['height']}" if part.get("width") and part.get("height") else ""
+        size = (
+            f" {part['width']}x{part['height']}" if part.get("width") and part.get("height") else ""
+        )
         return f"[image: {part.get('asset_pointer', 'unknown')}{size}]"
     return f"[{ptype or 'attachment'}]"
 

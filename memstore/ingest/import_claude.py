@@ -160,7 +160,11 @@ def _message_records(row: dict, kind: str, default_session: str) -> list[dict]:
     message = row["message"]
     role = message.get("role") if message.get("role") in ("user", "assistant") else kind
     model = message.get("model") if role == "assistant" else None
-    speaker = {"role": role, "actor": (model or "assistant") if role == "assistant" else "user", "model": model}
+    speaker = {
+        "role": role,
+        "actor": (model or "assistant") if role == "assistant" else "user",
+        "model": model,
+    }
     if role == "assistant" and message.get("id"):
         ctx["extra"]["message_id"] = message["id"]
     content = message.get("content")
@@ -185,7 +189,12 @@ def _block_fields(block: dict, speaker: dict, row: dict) -> dict | None:
     if kind == "text" and _nonempty(block.get("text")):
         text = block["text"]
         meta_kind = _meta_kind(text, row)
-        return {**speaker, "type_": "meta" if meta_kind else "text", "text": text, "extra": {"kind": meta_kind}}
+        return {
+            **speaker,
+            "type_": "meta" if meta_kind else "text",
+            "text": text,
+            "extra": {"kind": meta_kind},
+        }
     if kind == "tool_use":
         name = block.get("name") or "tool"
         return {
@@ -204,10 +213,18 @@ def _block_fields(block: dict, speaker: dict, row: dict) -> dict | None:
             "model": None,
             "type_": "text",
             "text": text,
-            "extra": {"tool_use_id": block.get("tool_use_id"), "is_error": block.get("is_error") is True},
+            "extra": {
+                "tool_use_id": block.get("tool_use_id"),
+                "is_error": block.get("is_error") is True,
+            },
         }
     if kind == "thinking" and _nonempty(block.get("thinking")):
-        return {**speaker, "type_": "meta", "text": block["thinking"], "extra": {"kind": "thinking"}}
+        return {
+            **speaker,
+            "type_": "meta",
+            "text": block["thinking"],
+            "extra": {"kind": "thinking"},
+        }
     if kind in ("image", "document"):
         return {**speaker, "type_": "meta", "text": _placeholder(block), "extra": {"kind": kind}}
     return None
@@ -232,7 +249,11 @@ def _result_text(content) -> str:
     for block in content:
         if isinstance(block, str):
             parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+        elif (
+            isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ):
             parts.append(block["text"])
         elif isinstance(block, dict) and block.get("type") in ("image", "document"):
             parts.append(_placeholder(block))

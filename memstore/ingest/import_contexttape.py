@@ -18,7 +18,15 @@ from collections import Counter
 from pathlib import Path
 
 from ..errors import FormatError, UsageError
-from ..format.segment import DT_TEXT, VECTOR_TYPES, SegmentError, decode_vector, read_segment, segment_ids, segment_name
+from ..format.segment import (
+    DT_TEXT,
+    VECTOR_TYPES,
+    SegmentError,
+    decode_vector,
+    read_segment,
+    segment_ids,
+    segment_name,
+)
 from ..results import WriteResult
 
 _CHAT_PREFIXES = {"user: ": "user", "assistant: ": "assistant", "system: ": "system"}
@@ -71,7 +79,9 @@ def read_pairs(folder: Path) -> tuple[list[tuple[int, int, object, object, bytes
             pairs.append((sid, h.next_id, h, vh, body, vbody))
             used.update((sid, h.next_id))
     left = Counter(
-        "orphan text" if h.data_type == DT_TEXT else _KIND_NAMES.get(h.data_type, f"type {h.data_type}")
+        "orphan text"
+        if h.data_type == DT_TEXT
+        else _KIND_NAMES.get(h.data_type, f"type {h.data_type}")
         for sid, (h, _) in segs.items()
         if sid not in used
     )
@@ -103,7 +113,9 @@ def import_contexttape(
 
     root = Path(path).expanduser().resolve()
     if not root.is_dir():
-        raise UsageError(f"{root}: not a folder (a ContextTape store is a folder of segment_<n>.is files)")
+        raise UsageError(
+            f"{root}: not a folder (a ContextTape store is a folder of segment_<n>.is files)"
+        )
     folders = tape_dirs(root)
     if not folders:
         raise UsageError(f"{root}: no ContextTape segments (segment_<n>.is) found")
@@ -111,7 +123,9 @@ def import_contexttape(
     keep = model is not None and model == store.config.embedder["model"]
     notes: list[str] = []
     if model is not None and not keep:
-        notes.append(f"vectors were made by {model}, the store uses {store.config.embedder['model']}: re-embedding")
+        notes.append(
+            f"vectors were made by {model}, the store uses {store.config.embedder['model']}: re-embedding"
+        )
     records, given, origins = [], {}, {}
     n_kept = 0
     wrong_dim = 0
@@ -140,7 +154,9 @@ def import_contexttape(
                 **_record_fields(text),
                 # where the pair came from, portably: the imported folder's name and the path below it
                 "contexttape": {
-                    "dir": printable(root.name) if folder == root else f"{printable(root.name)}/{rel}",
+                    "dir": printable(root.name)
+                    if folder == root
+                    else f"{printable(root.name)}/{rel}",
                     "text": tid,
                     "vec": vid,
                 },
@@ -163,10 +179,14 @@ def import_contexttape(
                         hint="Nothing was imported.",
                     )
                 norm = float(np.linalg.norm(vec))
-                given[id(rec)] = vec / norm if norm > 0 else vec  # int8 round trips are not unit length
+                given[id(rec)] = (
+                    vec / norm if norm > 0 else vec
+                )  # int8 round trips are not unit length
                 n_kept += 1
     if wrong_dim:
-        notes.append(f"{wrong_dim} vectors have another dimension than the store's {dim}: re-embedded")
+        notes.append(
+            f"{wrong_dim} vectors have another dimension than the store's {dim}: re-embedded"
+        )
 
     def message(added) -> str:
         kept = sum(1 for r in added if id(r) in given)

@@ -64,10 +64,17 @@ def _parse_line(lines: Lines, line, session: str) -> tuple[dict | None, Problem 
         return None, Problem(str(lines.path), line.number, why)
     if not isinstance(obj, dict):
         return None, Problem(str(lines.path), line.number, "not a JSON object")
-    if obj.get("type", "text") == "text" and isinstance(obj.get("text"), str) and not obj["text"].strip():
+    if (
+        obj.get("type", "text") == "text"
+        and isinstance(obj.get("text"), str)
+        and not obj["text"].strip()
+    ):
         # Public conversation data sets hold empty turns; one must not block a file of good ones.
         return None, Problem(
-            str(lines.path), line.number, "field 'text' is empty: an empty turn, skipped", skippable=True
+            str(lines.path),
+            line.number,
+            "field 'text' is empty: an empty turn, skipped",
+            skippable=True,
         )
     try:
         return at_line(to_record(obj, session), line.number), None

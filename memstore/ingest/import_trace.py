@@ -74,13 +74,20 @@ class TraceFile:
                 "(auto_save_path always does). Nothing was imported.",
             )
         if not isinstance(conv, list):
-            raise FormatError(path, '"conversation" must be a list of {role, content} messages', hint=HINT)
+            raise FormatError(
+                path, '"conversation" must be a list of {role, content} messages', hint=HINT
+            )
         self.root = root
         self.conversation = conv
-        self.root_id = str(root.get("node_id") or "") or hashlib.sha256(printable(path.name).encode()).hexdigest()[:16]
+        self.root_id = (
+            str(root.get("node_id") or "")
+            or hashlib.sha256(printable(path.name).encode()).hexdigest()[:16]
+        )
         # (topic node, parent topic node or None for ROOT's children), parents before children
         self.topics: list[tuple[dict, dict | None]] = []
-        self.owner: dict[int, dict | None] = {}  # message_index -> topic node, UNPLACED, or None (archived)
+        self.owner: dict[
+            int, dict | None
+        ] = {}  # message_index -> topic node, UNPLACED, or None (archived)
         self._walk()
 
     def _walk(self) -> None:
@@ -92,7 +99,11 @@ class TraceFile:
                 self.topics.append((node, parent))
             children = node.get("children") or []
             if not isinstance(children, list):
-                raise FormatError(self.path, f'topic {node.get("topic_name")!r}: "children" must be a list', hint=HINT)
+                raise FormatError(
+                    self.path,
+                    f'topic {node.get("topic_name")!r}: "children" must be a list',
+                    hint=HINT,
+                )
             for child in reversed(children):
                 if not isinstance(child, dict):
                     raise FormatError(self.path, "a tree node must be an object", hint=HINT)
@@ -101,7 +112,9 @@ class TraceFile:
                 elif child.get("type") == "topic":
                     stack.append((child, None if is_root else node, False))
                 else:
-                    raise FormatError(self.path, f"unknown node type {child.get('type')!r}", hint=HINT)
+                    raise FormatError(
+                        self.path, f"unknown node type {child.get('type')!r}", hint=HINT
+                    )
         for child in self.data.get("archived") or []:
             if isinstance(child, dict) and child.get("type") == "message":
                 self._own(child, None, archived=True)
@@ -140,15 +153,26 @@ def load(path: Path) -> TraceFile:
     except OSError as exc:
         raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))  # deeply nested topics; json's decoder recurses per level
+    sys.setrecursionlimit(
+        max(limit, 20000)
+    )  # deeply nested topics; json's decoder recurses per level
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise FormatError(path, f"not UTF-8 ({exc.reason} at byte {exc.start})", hint=HINT) from None
+        raise FormatError(
+            path, f"not UTF-8 ({exc.reason} at byte {exc.start})", hint=HINT
+        ) from None
     except json.JSONDecodeError as exc:
         raise FormatError(path, f"not valid JSON ({exc.msg})", line=exc.lineno, hint=HINT) from None
-    except (RecursionError, ValueError) as exc:  # json raises these for hostile input, not JSONDecodeError
-        why = "nested too deep" if isinstance(exc, RecursionError) else "a number with too many digits"
+    except (
+        RecursionError,
+        ValueError,
+    ) as exc:  # json raises these for hostile input, not JSONDecodeError
+        why = (
+            "nested too deep"
+            if isinstance(exc, RecursionError)
+            else "a number with too many digits"
+        )
         raise FormatError(path, f"not valid JSON we can read ({why})", hint=HINT) from None
     finally:
         sys.setrecursionlimit(limit)
@@ -158,7 +182,10 @@ def load(path: Path) -> TraceFile:
 
 
 def topic_id(node: dict) -> str:
-    key = str(node.get("node_id") or f"{node.get('topic_name')}|{node.get('start_index')}|{node.get('created_at')}")
+    key = str(
+        node.get("node_id")
+        or f"{node.get('topic_name')}|{node.get('start_index')}|{node.get('created_at')}"
+    )
     return "t" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
 
 
@@ -167,7 +194,9 @@ def _text(content) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        parts = [
+            p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
         return "\n".join(parts) if parts else None
     return None
 
@@ -198,7 +227,9 @@ def read_records(tf: TraceFile, fallback_time: float) -> tuple[list[dict | None]
         role = msg.get("role")
         if role not in ROLES:
             raise FormatError(
-                tf.path, f"conversation[{i}]: role {role!r} is not one of {', '.join(sorted(ROLES))}", hint=HINT
+                tf.path,
+                f"conversation[{i}]: role {role!r} is not one of {', '.join(sorted(ROLES))}",
+                hint=HINT,
             )
         text = _text(msg.get("content"))
         owner = owners[i]
@@ -285,12 +316,18 @@ def _name(node: dict, texts: list[str]) -> tuple[str, str]:
     from ..tree.naming import offline_name
 
     name = node.get("topic_name")
-    if isinstance(name, str) and name.strip() and not name.strip().lower().startswith(("error", "untitled")):
+    if (
+        isinstance(name, str)
+        and name.strip()
+        and not name.strip().lower().startswith(("error", "untitled"))
+    ):
         return name.strip(), "llm"
     return offline_name(texts), "offline"
 
 
-def import_trace(store, path, progress=None, allow_secrets: bool = False, secrets: str | None = None):
+def import_trace(
+    store, path, progress=None, allow_secrets: bool = False, secrets: str | None = None
+):
     """Import one TRACE save: its messages as records and its topics into tree.json, one commit."""
     path = Path(path)
     tf = load(path)

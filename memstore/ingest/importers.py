@@ -84,10 +84,26 @@ class Batch(NamedTuple):
 
 
 def record(
-    ts, actor: str, role: str, type_: str, text: str, model: str | None, session: str, id_: str | None = None, **extra
+    ts,
+    actor: str,
+    role: str,
+    type_: str,
+    text: str,
+    model: str | None,
+    session: str,
+    id_: str | None = None,
+    **extra,
 ) -> dict:
     """A record dict in the canonical key order; extra fields that are None or False are left out."""
-    rec = {"ts": ts, "actor": actor, "role": role, "type": type_, "text": text, "model": model, "session": session}
+    rec = {
+        "ts": ts,
+        "actor": actor,
+        "role": role,
+        "type": type_,
+        "text": text,
+        "model": model,
+        "session": session,
+    }
     if id_ is not None:
         rec["id"] = id_
     rec.update((k, v) for k, v in extra.items() if v is not None and v is not False)
@@ -152,7 +168,9 @@ class Lines:
         return Cursor(end, _sha(head), self.start.line + n, last_ts)
 
 
-def read_lines(path: str | os.PathLike, cursor: Cursor | int | None = None, final: bool = False) -> Lines:
+def read_lines(
+    path: str | os.PathLike, cursor: Cursor | int | None = None, final: bool = False
+) -> Lines:
     """The complete lines after `cursor`; from the start when the file was rewritten or shrank.
 
     `final` also takes a last line with no "\\n" (for one-shot imports of files nobody writes).
@@ -218,7 +236,9 @@ def decode_line(lines: Lines, line: Line) -> tuple[str | None, Problem | None]:
     try:
         text = line.raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, Problem(str(lines.path), line.number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
+        return None, Problem(
+            str(lines.path), line.number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        )
     if line.number == 1:
         text = text.removeprefix("\ufeff")  # editors on Windows write a byte-order mark
     return text, None
@@ -263,7 +283,9 @@ def unix_time(value: float, what: str):
     try:
         return dt.datetime.fromtimestamp(value, dt.timezone.utc)
     except (OverflowError, OSError, ValueError):
-        raise ValueError(f"{what}: {value!r} is not a Unix time (outside the years 1-9999)") from None
+        raise ValueError(
+            f"{what}: {value!r} is not a Unix time (outside the years 1-9999)"
+        ) from None
 
 
 def printable(path) -> str:

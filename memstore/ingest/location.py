@@ -119,7 +119,11 @@ def current_location(index, source: dict) -> str | None:
         nxt = None
         for rowid in queries.move_notes(index, sha):
             src = index.record_at(rowid).get("source") or {}
-            if isinstance(src, dict) and src.get("moved_from") == frontier and src.get("path") not in seen:
+            if (
+                isinstance(src, dict)
+                and src.get("moved_from") == frontier
+                and src.get("path") not in seen
+            ):
                 nxt = str(src["path"])
         if nxt is None:
             break

@@ -35,7 +35,11 @@ def sniff_mime(name: str, data: bytes) -> str:
         return {b"WAVE": "audio/wav", b"WEBP": "image/webp", b"AVI ": "video/x-msvideo"}[data[8:12]]
     if data[4:8] == b"ftyp":
         brand = data[8:12]
-        return "audio/mp4" if brand in (b"M4A ", b"M4B ") else ("video/quicktime" if brand == b"qt  " else "video/mp4")
+        return (
+            "audio/mp4"
+            if brand in (b"M4A ", b"M4B ")
+            else ("video/quicktime" if brand == b"qt  " else "video/mp4")
+        )
     if data[:4] == b"\x1a\x45\xdf\xa3":
         return "video/webm" if b"webm" in data[:64] else "video/x-matroska"
     for magic, mime in _MAGIC:
@@ -298,7 +302,9 @@ def description(rel: str, size: int, info: dict, reason: str | None = None) -> s
     if info.get("duration_s") is not None:
         parts.append(f"{info['duration_s']:g} seconds")
     if info.get("sample_rate"):
-        parts.append(f"{info['sample_rate']} Hz, {info.get('channels')} channel(s), {info.get('bits')}-bit")
+        parts.append(
+            f"{info['sample_rate']} Hz, {info.get('channels')} channel(s), {info.get('bits')}-bit"
+        )
     parts.append(human_size(size) + ("" if size < 1024 else f" ({size} bytes)"))
     text = ", ".join(parts) + "."
     stem = Path(rel).stem.replace("_", " ").replace("-", " ")

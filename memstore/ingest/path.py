@@ -60,12 +60,20 @@ def ingest_path(
 
     # Refusing names file and line here; skipping or redacting is per chunk, in the store's write.
     base = base_label(store, root)
-    plan = plan_files(store, items, now_utc(), allow_secrets=how != "refuse", verbose=verbose, base=base)
+    plan = plan_files(
+        store, items, now_utc(), allow_secrets=how != "refuse", verbose=verbose, base=base
+    )
     notes += plan.notes
-    records, inputs, found, files_changed = plan.records, plan.inputs, plan.found, plan.files_changed
+    records, inputs, found, files_changed = (
+        plan.records,
+        plan.inputs,
+        plan.found,
+        plan.files_changed,
+    )
     if found:
         raise SecretsFound(
-            "Refusing to ingest what looks like credentials:\n  " + "\n  ".join(found[:50]), secret_policy.HINT
+            "Refusing to ingest what looks like credentials:\n  " + "\n  ".join(found[:50]),
+            secret_policy.HINT,
         )
     n_files = len({r["source"]["path"] for r in records if r["type"] == "doc"})
     n_chunks = sum(1 for r in records if r["type"] == "doc")
@@ -94,7 +102,9 @@ class Plan:
     by_file: dict = field(default_factory=dict)  # FileItem.path -> its new records
 
 
-def plan_files(store, items, now, allow_secrets: bool = False, verbose: int = 0, base: str = "") -> Plan:
+def plan_files(
+    store, items, now, allow_secrets: bool = False, verbose: int = 0, base: str = ""
+) -> Plan:
     """Chunk records for text FileItems (shared by ingest-path and ingest-any): only what is new.
 
     An unchanged file adds nothing; a moved one adds a `meta` record naming its old location; a

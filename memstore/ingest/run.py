@@ -46,7 +46,10 @@ def import_source(
     line without a newline is waited for in silence.
     """
     how = secrets or ("allow" if allow_secrets else "refuse")
-    paths = [Path(p).expanduser().resolve() for p in (path if isinstance(path, (list, tuple)) else [path])]
+    paths = [
+        Path(p).expanduser().resolve()
+        for p in (path if isinstance(path, (list, tuple)) else [path])
+    ]
     path = paths[0]
     if kind not in KINDS:
         raise UsageError(f"unknown import kind {kind!r} (one of {', '.join(KINDS)})")
@@ -57,7 +60,9 @@ def import_source(
     if kind == "lossless-memory":
         from .import_lossless import check_timezone
 
-        _opts["source_timezone"] = check_timezone(_opts.get("source_timezone") or store.config.timezone)
+        _opts["source_timezone"] = check_timezone(
+            _opts.get("source_timezone") or store.config.timezone
+        )
     state_path = store.meta_dir / "import-state.json"
     state = _load_state(state_path)
     raw, cursors, notes, bad = [], {}, [], []
@@ -71,22 +76,34 @@ def import_source(
     records, origins = [], {}
     for i, (src, rec) in enumerate(raw):
         line = getattr(rec, "line", None)
-        where = f"{printable(src)}:{line}" if line is not None else f"{printable(src)}: record {i + 1}"
+        where = (
+            f"{printable(src)}:{line}" if line is not None else f"{printable(src)}: record {i + 1}"
+        )
         try:
             norm = store.normalize(rec, derive_id=True)
         except RecordError as exc:
-            problem = Problem(printable(src), line, str(exc) if line is not None else f"record {i + 1}: {exc}")
+            problem = Problem(
+                printable(src), line, str(exc) if line is not None else f"record {i + 1}: {exc}"
+            )
             if strict and not isinstance(exc, UnstorableText):
-                raise FormatError(problem.path, problem.message, line=line, hint="Nothing was imported.") from None
-            notes.append(f"skipped {problem}")  # that one record is reported; the rest of the file comes in
+                raise FormatError(
+                    problem.path, problem.message, line=line, hint="Nothing was imported."
+                ) from None
+            notes.append(
+                f"skipped {problem}"
+            )  # that one record is reported; the rest of the file comes in
             bad.append(problem)
             continue
         origins[id(norm)] = where
         records.append(norm)
     if not records and bad and not follow:
         more = len(bad) - 1
-        also = f" ({more} more item{'s' if more > 1 else ''} could not be read either)" if more else ""
-        raise FormatError(bad[0].path, bad[0].message, line=bad[0].line, hint=f"Nothing was imported{also}.")
+        also = (
+            f" ({more} more item{'s' if more > 1 else ''} could not be read either)" if more else ""
+        )
+        raise FormatError(
+            bad[0].path, bad[0].message, line=bad[0].line, hint=f"Nothing was imported{also}."
+        )
 
     def message(added):
         sessions = len({r["session"] for r in added})
@@ -142,7 +159,9 @@ def _read(kind: str, path: Path, state: dict, opts: dict | None = None, follow: 
         hard = [p for p in result.problems if not p.skippable]
         if hard and kind in STRICT_KINDS and not follow:
             p = hard[0]
-            raise FormatError(printable(p.path), p.message, line=p.line, hint="Nothing was imported.")
+            raise FormatError(
+                printable(p.path), p.message, line=p.line, hint="Nothing was imported."
+            )
         notes += [f"skipped {p}" if not p.skippable else str(p) for p in result.problems]
         bad += hard
         cut = None if follow or whole else _cut_off(f, result.cursor, tail)

@@ -39,11 +39,15 @@ CODE_EXTS = frozenset(
 PDF_EXTS = frozenset({".pdf"})
 DEFAULT_EXTS = MARKDOWN_EXTS | PLAIN_EXTS | CODE_EXTS | PDF_EXTS
 # Extensionless files that are text by convention; read only when `exts` is the default.
-DEFAULT_NAMES = frozenset({"README", "LICENSE", "COPYING", "CHANGELOG", "NOTICE", "AUTHORS", "Makefile", "Dockerfile"})
+DEFAULT_NAMES = frozenset(
+    {"README", "LICENSE", "COPYING", "CHANGELOG", "NOTICE", "AUTHORS", "Makefile", "Dockerfile"}
+)
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 # Never descended into: version-control metadata and memstore's own disposable cache.
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj", ".pijul", ".memstore"})
+SKIP_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".bzr", "_darcs", "CVS", ".jj", ".pijul", ".memstore"}
+)
 IGNORE_FILES = (".gitignore", ".memstoreignore")  # same syntax; the second one wins on conflict
 
 _SNIFF_BYTES = 8192
@@ -85,7 +89,9 @@ class BlobItem:
     rel: str
     size: int
     sha256: str
-    reason: str  # why it is not text: "binary file", "invalid UTF-8 at byte 3", "encrypted PDF", ...
+    reason: (
+        str  # why it is not text: "binary file", "invalid UTF-8 at byte 3", "encrypted PDF", ...
+    )
 
 
 def kind_of(path: str | Path) -> str:
@@ -127,7 +133,9 @@ def walk(
 class _Walker:
     """One walk's settings and the state that guards against symlink loops."""
 
-    def __init__(self, root, exts, max_bytes, follow_symlinks, exclude, allow_secrets, max_pdf_pages):
+    def __init__(
+        self, root, exts, max_bytes, follow_symlinks, exclude, allow_secrets, max_pdf_pages
+    ):
         self.root = Path(os.path.abspath(root))
         if not os.path.lexists(self.root):
             raise UsageError(f"No such file or folder: {root}")
@@ -168,7 +176,9 @@ class _Walker:
             except OSError as exc:  # it went away or changed while walked (/proc, a build folder)
                 yield Skip(_shown(child), f"cannot read: {exc.strerror or exc}")
 
-    def _entry(self, entry: os.DirEntry, child: Path, rel: str, real: str, specs: list, ancestors: tuple) -> Iterator:
+    def _entry(
+        self, entry: os.DirEntry, child: Path, rel: str, real: str, specs: list, ancestors: tuple
+    ) -> Iterator:
         """What one folder entry yields: itself, its folder's files, or a Skip saying why not."""
         child_rel = f"{rel}{entry.name}"
         try:
@@ -184,7 +194,10 @@ class _Walker:
         if not is_dir and not self._wanted(entry.name):
             return  # other extensions pass silently, or every image in a folder would print
         if not _utf8(entry.name):  # a record stores its path as UTF-8 text, verbatim or not at all
-            yield Skip(_shown(child), f"{'folder' if is_dir else 'file'} name is not valid UTF-8; rename it")
+            yield Skip(
+                _shown(child),
+                f"{'folder' if is_dir else 'file'} name is not valid UTF-8; rename it",
+            )
             return
         child_real = os.path.realpath(child) if is_link else os.path.join(real, entry.name)
         if self._excluded(child_real):
@@ -215,7 +228,9 @@ class _Walker:
     def _inside_root(self, real: str) -> bool:
         return real == self.root_real or real.startswith(self.root_real.rstrip(os.sep) + os.sep)
 
-    def _symlink_problem(self, link: Path, target: str, is_dir: bool, ancestors: tuple) -> str | None:
+    def _symlink_problem(
+        self, link: Path, target: str, is_dir: bool, ancestors: tuple
+    ) -> str | None:
         """Why a symlink is not followed, or None when the walk goes through it."""
         if not os.path.exists(link):
             return f"broken symlink (to {os.readlink(link)})"
@@ -223,7 +238,9 @@ class _Walker:
             if self._inside_root(target):
                 return "symlink inside the root; its target is walked under its own name"
             return f"symlink to {target}, outside the root (use --follow-symlinks to include)"
-        if is_dir and any(_within(a, target) for a in ancestors):  # a link to `/` holds the walk too
+        if is_dir and any(
+            _within(a, target) for a in ancestors
+        ):  # a link to `/` holds the walk too
             return f"symlink loop (points back to {target}, which holds this folder)"
         return None
 
@@ -260,13 +277,21 @@ class _Walker:
         if kind == "pdf":
             result = _pdf_text(data, self.max_pdf_pages)
             if isinstance(result, str):
-                yield BlobItem(path, rel, len(data), digest, result) if self.blobs else Skip(path, result)
+                yield (
+                    BlobItem(path, rel, len(data), digest, result)
+                    if self.blobs
+                    else Skip(path, result)
+                )
                 return
             text, pages, pages_read = result
         else:
             text = decode_text(data)
             if not isinstance(text, str):
-                yield BlobItem(path, rel, len(data), digest, text.reason) if self.blobs else Skip(path, text.reason)
+                yield (
+                    BlobItem(path, rel, len(data), digest, text.reason)
+                    if self.blobs
+                    else Skip(path, text.reason)
+                )
                 return
             pages = pages_read = None
         if not text.strip():
@@ -357,7 +382,9 @@ def decode_text(data: bytes) -> str | _Undecodable:
             try:
                 return data[len(bom) :].decode(encoding)
             except UnicodeDecodeError as exc:
-                return _Undecodable(f"invalid {encoding.upper()[:6]} at byte {exc.start + len(bom)}")
+                return _Undecodable(
+                    f"invalid {encoding.upper()[:6]} at byte {exc.start + len(bom)}"
+                )
     head = data[:_SNIFF_BYTES]
     if b"\x00" in head:
         return _Undecodable("binary file")

@@ -57,7 +57,9 @@ class Batch:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.at))
         parts = [f"[{stamp}] {len(self.files)} file{'s' if len(self.files) != 1 else ''}"]
         if self.commits:
-            parts.append(f"added {self.added} records; commit {', '.join(c[:10] for c in self.commits)}")
+            parts.append(
+                f"added {self.added} records; commit {', '.join(c[:10] for c in self.commits)}"
+            )
         elif not self.errors:
             unread = sum(1 for n in self.notes if n.startswith("skipped "))
             parts.append(
@@ -106,10 +108,16 @@ def detect_kind(path: Path) -> str | None:
         if "type" in row or "sessionId" in row or "uuid" in row:
             return "claude-code"  # another Claude Code row kind (file-history-snapshot, ...)
         raise FormatError(
-            path, "line is neither a Claude Code transcript row nor a {ts, role, text} record; pass --kind", line=number
+            path,
+            "line is neither a Claude Code transcript row nor a {ts, role, text} record; pass --kind",
+            line=number,
         )
-    if broken is not None and len(head) < DETECT_BYTES:  # every complete line is broken: say so, not "nothing new"
-        raise FormatError(path, f"{broken[1]}, and no line says what the file holds; pass --kind", line=broken[0])
+    if (
+        broken is not None and len(head) < DETECT_BYTES
+    ):  # every complete line is broken: say so, not "nothing new"
+        raise FormatError(
+            path, f"{broken[1]}, and no line says what the file holds; pass --kind", line=broken[0]
+        )
     return None
 
 
@@ -249,7 +257,10 @@ class Watcher:
         return self.import_files(sorted(snap), snap)
 
     def run(
-        self, report: Callable[[Batch], None] | None = None, handle_signals: bool = True, deadline: float | None = None
+        self,
+        report: Callable[[Batch], None] | None = None,
+        handle_signals: bool = True,
+        deadline: float | None = None,
     ) -> int:
         """Tick every `interval` seconds until a stop signal (or `deadline`, a time.time()); returns batches run."""
         restore = self._install_signals() if handle_signals else {}

@@ -41,7 +41,22 @@ DROP_CLASSES = frozenset(
     }
 )
 VOID_TAGS = frozenset(
-    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+    {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    }
 )
 BLOCK_TAGS = frozenset(
     {
@@ -182,7 +197,9 @@ class _ArticleText(HTMLParser):
             if tag == "div" and a.get("id") == "mw-content-text" and not self.found:
                 self.content_at, self.found = depth, True
             return
-        if self.drop_at is None and (tag in DROP_TAGS or DROP_CLASSES & set((a.get("class") or "").split())):
+        if self.drop_at is None and (
+            tag in DROP_TAGS or DROP_CLASSES & set((a.get("class") or "").split())
+        ):
             self.drop_at = depth
             return
         if self.drop_at is None and tag in BLOCK_TAGS:
@@ -243,7 +260,11 @@ def article_text(html: str, title: str = "") -> str:
 
 
 def fetch_pages(
-    titles, base_url: str = DEFAULT_BASE_URL, min_chars: int = 0, timeout: float = TIMEOUT_S, progress=None
+    titles,
+    base_url: str = DEFAULT_BASE_URL,
+    min_chars: int = 0,
+    timeout: float = TIMEOUT_S,
+    progress=None,
 ):
     """(pages, notes, failed): each title fetched and stripped; failures and short pages become notes."""
     pages, notes, failed = [], [], 0
@@ -259,7 +280,9 @@ def fetch_pages(
             if n < min_chars:
                 notes.append(f"skipped {title}: {n} characters, under --min-chars {min_chars}")
             else:
-                pages.append(Page(title, url, text, hashlib.sha256(text.encode("utf-8")).hexdigest()))
+                pages.append(
+                    Page(title, url, text, hashlib.sha256(text.encode("utf-8")).hexdigest())
+                )
         if progress is not None:
             progress(1)
     return pages, notes, failed
@@ -297,7 +320,8 @@ def build_wiki(
     pages, notes, failed = fetch_pages(titles, base_url, min_chars, timeout, progress=None)
     if failed == len(titles):
         raise MemstoreError(
-            f"no page could be fetched ({failed} of {len(titles)} failed):\n  " + "\n  ".join(notes[:20]),
+            f"no page could be fetched ({failed} of {len(titles)} failed):\n  "
+            + "\n  ".join(notes[:20]),
             "Nothing was written. Check --base-url and the network.",
         )
     how = secrets or ("allow" if allow_secrets else "refuse")

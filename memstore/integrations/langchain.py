@@ -21,7 +21,9 @@ try:
     from langchain_core.retrievers import BaseRetriever
     from pydantic import PrivateAttr
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the LangChain retriever needs langchain-core: pip install 'memstore[langchain]'") from exc
+    raise ImportError(
+        "the LangChain retriever needs langchain-core: pip install 'memstore[langchain]'"
+    ) from exc
 
 
 def hit_metadata(hit) -> dict:
@@ -70,6 +72,8 @@ class MemstoreRetriever(BaseRetriever):
             st = self._local.store = Store.open(root)
         return st
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
         hits = self._store().search(query, k=self.k, mode=self.mode, **self.search_kwargs)
         return [Document(page_content=h.text, metadata=hit_metadata(h), id=h.id) for h in hits]

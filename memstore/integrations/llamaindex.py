@@ -17,7 +17,9 @@ try:
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the LlamaIndex retriever needs llama-index-core: pip install 'memstore[llamaindex]'") from exc
+    raise ImportError(
+        "the LlamaIndex retriever needs llama-index-core: pip install 'memstore[llamaindex]'"
+    ) from exc
 
 # Shown to the LLM with the text when LlamaIndex synthesises an answer; ids and scores are not.
 LLM_KEYS = ("ts", "role", "session", "source")
@@ -26,7 +28,9 @@ LLM_KEYS = ("ts", "role", "session", "source")
 class MemstoreRetriever(BaseRetriever):
     """Hybrid (or exact, or vector) search over one store, returning NodeWithScore."""
 
-    def __init__(self, store, k: int = 5, mode: str = "hybrid", search_kwargs: dict | None = None, **kwargs):
+    def __init__(
+        self, store, k: int = 5, mode: str = "hybrid", search_kwargs: dict | None = None, **kwargs
+    ):
         """`store` is a `memstore.Store` or the path of one; `search_kwargs` go to `Store.search`
         (since, until, role, actor, type, session, now, alpha)."""
         super().__init__(**kwargs)
@@ -44,12 +48,16 @@ class MemstoreRetriever(BaseRetriever):
             return self.store
         st = getattr(self._local, "store", None)
         if st is None:
-            root = self.store.root if isinstance(self.store, Store) else Path(self.store).expanduser()
+            root = (
+                self.store.root if isinstance(self.store, Store) else Path(self.store).expanduser()
+            )
             st = self._local.store = Store.open(root)
         return st
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._store().search(query_bundle.query_str, k=self.k, mode=self.mode, **self.search_kwargs)
+        hits = self._store().search(
+            query_bundle.query_str, k=self.k, mode=self.mode, **self.search_kwargs
+        )
         out = []
         for h in hits:
             src = h.source

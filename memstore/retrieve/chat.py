@@ -112,7 +112,9 @@ class ChatSession:
             raise LLMError("empty message")
         from ..secrets.policy import apply as secrets_apply
 
-        if self.secrets == "refuse":  # before the question leaves the machine, not only before the commit
+        if (
+            self.secrets == "refuse"
+        ):  # before the question leaves the machine, not only before the commit
             secrets_apply([{"text": text}], "refuse")
         elif self.secrets == "redact":
             from ..secrets.policy import scrub
@@ -128,7 +130,13 @@ class ChatSession:
             turn.error = str(exc)
         records = [
             self.store.normalize(
-                {"ts": asked_at, "role": "user", "type": "text", "text": text, "session": self.session}
+                {
+                    "ts": asked_at,
+                    "role": "user",
+                    "type": "text",
+                    "text": text,
+                    "session": self.session,
+                }
             )
         ]
         if turn.reply is not None:
@@ -149,13 +157,18 @@ class ChatSession:
         preview = _preview(text)
         res = self.store.write(
             records,
-            f"Chat turn: {preview}" if turn.reply is not None else f"Chat turn (no answer: the LLM failed): {preview}",
+            f"Chat turn: {preview}"
+            if turn.reply is not None
+            else f"Chat turn (no answer: the LLM failed): {preview}",
             secrets=self.secrets,
         )
         turn.commit = res.commit
         turn.ids = [r["id"] for r in res.added]
         if turn.reply is not None:
-            self.history += [{"role": "user", "content": text}, {"role": "assistant", "content": turn.reply}]
+            self.history += [
+                {"role": "user", "content": text},
+                {"role": "assistant", "content": turn.reply},
+            ]
         if self.verbose:
             turn.debug_files = self._debug(turn)
         return turn
@@ -166,10 +179,17 @@ class ChatSession:
         folder.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(self.store.tz).strftime("%Y%m%d-%H%M%S-%f")
         files = {
-            f"{stamp}-hits.json": json.dumps(turn.context.to_json()["sections"], ensure_ascii=False, indent=2),
+            f"{stamp}-hits.json": json.dumps(
+                turn.context.to_json()["sections"], ensure_ascii=False, indent=2
+            ),
             f"{stamp}-context.txt": turn.context.text + "\n",
             f"{stamp}-prompt.json": json.dumps(
-                {"model": self.llm.model, "messages": turn.messages, "reply": turn.reply, "error": turn.error},
+                {
+                    "model": self.llm.model,
+                    "messages": turn.messages,
+                    "reply": turn.reply,
+                    "error": turn.error,
+                },
                 ensure_ascii=False,
                 indent=2,
             ),

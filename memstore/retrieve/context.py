@@ -126,7 +126,10 @@ def topic_pieces(store, tree, data, qvec, th, query) -> list[Piece]:
         names = " → ".join(tree.topics[p].name for p in path)
         info = {
             "score": round(s, 4),
-            "path": [{"id": p, "name": tree.topics[p].name, "summary": tree.topics[p].summary} for p in path],
+            "path": [
+                {"id": p, "name": tree.topics[p].name, "summary": tree.topics[p].summary}
+                for p in path
+            ],
         }
         pieces.append(Piece("topics", 1 + i / 10, i, f"{i}. {names} (match {s:.2f})", info))
     # Ancestry detail for the chosen paths only (TRACE printed every node of 50 paths).
@@ -157,7 +160,9 @@ def _fold(w: str) -> str:
 def recall_pieces(store, query: str, qvec, tree, th, k: int, data: RecordData) -> list[Piece]:
     from .search import Filters, search
 
-    hits = search(store, query, k=k * 3, mode="hybrid", filters=Filters(exclude_types=["meta"]), qvec=qvec)
+    hits = search(
+        store, query, k=k * 3, mode="hybrid", filters=Filters(exclude_types=["meta"]), qvec=qvec
+    )
     archived = set(tree.archived)
     terms = {_fold(t) for t in query_terms(query)}
     # Relevance is judged on the query's content words alone: "should I …" in the query must not
@@ -200,12 +205,16 @@ def marker_and_recent_pieces(store, recent: int) -> list[Piece]:
     if where is not None:
         try:
             w = where(store, markers=5, lines=recent)
-        except Exception:  # markers are an optional section: a broken markers.jsonl must not cost the context
+        except (
+            Exception
+        ):  # markers are an optional section: a broken markers.jsonl must not cost the context
             w = None
     if w is not None:
         for i, m in enumerate(w.markers):
             when = from_iso(m.ts).astimezone(store.tz).strftime("%Y-%m-%d")
-            pieces.append(Piece("markers", 0 + i / 100, i, f"- {m.text} (open since {when})", m.to_json()))
+            pieces.append(
+                Piece("markers", 0 + i / 100, i, f"- {m.text} (open since {when})", m.to_json())
+            )
         lines = w.lines
     else:
         index = store.index(update=False)
@@ -261,8 +270,14 @@ def pack(pieces: list[Piece], budget: int | None, count) -> tuple[list[Piece], i
     used, dropped = 0, 0
     for p in sorted(pieces, key=lambda p: p.priority):
         p.tokens = count(p.text)
-        extra = p.tokens + (0 if any(c.section == p.section for c in chosen) else header_cost[p.section])
-        if used + extra > budget and p.section == "recall" and not any(c.section == "recall" for c in chosen):
+        extra = p.tokens + (
+            0 if any(c.section == p.section for c in chosen) else header_cost[p.section]
+        )
+        if (
+            used + extra > budget
+            and p.section == "recall"
+            and not any(c.section == "recall" for c in chosen)
+        ):
             # The best recalled line matters most: cut it to fit rather than drop it.
             cut = _fit(p.text, budget - used - header_cost["recall"], count)
             if cut:
@@ -281,7 +296,9 @@ def pack(pieces: list[Piece], budget: int | None, count) -> tuple[list[Piece], i
     return chosen, dropped
 
 
-def build_context(store, query: str, budget: int | None = None, k: int = 8, recent: int = 6) -> Context:
+def build_context(
+    store, query: str, budget: int | None = None, k: int = 8, recent: int = 6
+) -> Context:
     """The context for `query` (the index is brought up to date first)."""
     from ..forget.leftovers import without_stale_summaries
 

@@ -25,7 +25,9 @@ from ..results import RecallHit, RecallResult  # noqa: F401  (re-exported)
 # Levels: how the answer was found (the `level` of a RecallResult).
 IN_WINDOW = "in_window"  # keyword matches inside the window
 WHOLE_WINDOW = "whole_window"  # no keywords: every line of the window, in order
-WINDOW_ONLY = "window_only"  # the window holds lines but none matched the words: them, ranked by closeness
+WINDOW_ONLY = (
+    "window_only"  # the window holds lines but none matched the words: them, ranked by closeness
+)
 OUTSIDE_WINDOW = "outside_window"  # the window is empty: the nearest matches outside it
 ALL_TIME = "all_time"  # no time phrase: ranked matches over all time
 RECENT = "recent"  # neither a time phrase nor keywords: the latest lines
@@ -37,7 +39,9 @@ NOTHING = "nothing"  # nothing matched anywhere
 STRONG = 0.5
 WEAK = 0.3
 WINDOW_LIMIT = 200  # lines listed for a whole window (at least k)
-OUTSIDE_EXTRA = 3  # word matches from outside a window shown after its lines when none inside matched
+OUTSIDE_EXTRA = (
+    3  # word matches from outside a window shown after its lines when none inside matched
+)
 TIME_ORDERED = (WHOLE_WINDOW, OUTSIDE_WINDOW, RECENT)
 
 # Conversational filler that a question carries but a memory line need not contain.
@@ -77,7 +81,9 @@ def content_words(keywords: str) -> str:
             parts = []
             for m in re.finditer(r"[^\u3040-\u309f]+", w):
                 p = m.group(0)
-                if p in JA_FILLER or (len(p) == 1 and not (m.end() < len(w) and _KANA.match(w[m.end()]))):
+                if p in JA_FILLER or (
+                    len(p) == 1 and not (m.end() < len(w) and _KANA.match(w[m.end()]))
+                ):
                     continue
                 parts.append(p)
             out += parts
@@ -101,7 +107,13 @@ def _now(now) -> dt.datetime:
 
 
 def recall(
-    store, question: str, now=None, k: int = 10, around: int = 0, docs: bool = False, update_index: bool = True
+    store,
+    question: str,
+    now=None,
+    k: int = 10,
+    around: int = 0,
+    docs: bool = False,
+    update_index: bool = True,
 ) -> RecallResult:
     """Answer `question` with verbatim lines in time order; see the module docstring for the levels.
 
@@ -113,11 +125,15 @@ def recall(
     from .timephrase import parse_time_query
 
     if not question or not question.strip():
-        raise UsageError('recall needs a question, e.g. ct recall "what did we say yesterday about the budget"')
+        raise UsageError(
+            'recall needs a question, e.g. ct recall "what did we say yesterday about the budget"'
+        )
     if isinstance(now, str):
         now = parse_ts(now, store.tz)
     elif isinstance(now, dt.datetime) and now.tzinfo is None:
-        now = now.replace(tzinfo=store.tz)  # a naive time is on the store's wall clock, as everywhere
+        now = now.replace(
+            tzinfo=store.tz
+        )  # a naive time is on the store's wall clock, as everywhere
     ref = _now(now)
     tq = parse_time_query(question, ref, store.tz)
     words = content_words(tq.keywords)
@@ -133,7 +149,9 @@ def recall(
         res.window_lines = ctx.count(since, until)
         inside = Filters(since=since, until=until, exclude_types=base.exclude_types)
         if w.start > ref:
-            res.notes.append("That window lies in the future; nothing can have been said in it yet.")
+            res.notes.append(
+                "That window lies in the future; nothing can have been said in it yet."
+            )
         elif res.window_lines == 0:
             res.notes.append(
                 f"Nothing on record in {_describe(w, store.tz)} (the phrase was understood; the window is empty)."
@@ -192,7 +210,9 @@ def recall(
                 ]
                 if outside:
                     res.level = OUTSIDE_WINDOW
-                    outside.sort(key=lambda h: ("low_confidence" in h.flags, _distance(h, since, until)))
+                    outside.sort(
+                        key=lambda h: ("low_confidence" in h.flags, _distance(h, since, until))
+                    )
                     res.hits = (
                         outside[:k]
                         if tq.occurrence is None
@@ -224,13 +244,22 @@ def recall(
     # Ranked answers come best first; listings, occurrences and far-off matches in time order.
     in_time_order = res.level in TIME_ORDERED or tq.occurrence in ("first", "last")
     if res.level == WHOLE_WINDOW and speaker:
-        res.hits.sort(key=lambda h: (h.hit.role != speaker, asking and not _asks(h.hit.text), h.hit.ts, h.hit.rowid))
+        res.hits.sort(
+            key=lambda h: (
+                h.hit.role != speaker,
+                asking and not _asks(h.hit.text),
+                h.hit.ts,
+                h.hit.rowid,
+            )
+        )
     elif in_time_order:
         res.hits.sort(key=lambda h: (h.hit.ts, h.hit.rowid))
     if around > 0 and res.hits:
         res.hits = ctx.with_context(res.hits, around, merge=in_time_order)
     if tq.occurrence == "then":
-        res.notes.append('"Back then" names no date here: matches are from all of the time in scope.')
+        res.notes.append(
+            '"Back then" names no date here: matches are from all of the time in scope.'
+        )
     return res
 
 
@@ -254,7 +283,9 @@ def _distance(h: RecallHit, since: float, until: float) -> float:
     return since - t if t < since else t - until
 
 
-def _choose(found: list[RecallHit], occurrence: str | None, k: int, notes: list[str], tz) -> list[RecallHit]:
+def _choose(
+    found: list[RecallHit], occurrence: str | None, k: int, notes: list[str], tz
+) -> list[RecallHit]:
     """The best `k` hits, or for "the first/last time" the earliest/latest occurrence and its day."""
     if occurrence not in ("first", "last"):
         return found[:k]
@@ -266,7 +297,11 @@ def _choose(found: list[RecallHit], occurrence: str | None, k: int, notes: list[
     pick = min if occurrence == "first" else max
     chosen = pick(pool, key=lambda h: (h.hit.ts, h.hit.rowid))
     day = from_iso(chosen.hit.ts).astimezone(tz).date()
-    same = [h for h in pool if h.hit.session == chosen.hit.session and from_iso(h.hit.ts).astimezone(tz).date() == day]
+    same = [
+        h
+        for h in pool
+        if h.hit.session == chosen.hit.session and from_iso(h.hit.ts).astimezone(tz).date() == day
+    ]
     same.sort(key=lambda h: (h.hit.ts, h.hit.rowid), reverse=occurrence == "last")
     others = len(pool) - len(same)
     notes.append(
@@ -308,7 +343,11 @@ class _Ctx:
         return [RecallHit(hydrate(self.store, self.index, rid, 0.0, {})) for rid in rowids]
 
     def listing(self, since: float, until: float, limit: int) -> list[RecallHit]:
-        return self._hits(queries.rowids_in_window(self.index, self.base, since, until, limit, own_notes=self.docs))
+        return self._hits(
+            queries.rowids_in_window(
+                self.index, self.base, since, until, limit, own_notes=self.docs
+            )
+        )
 
     def latest(self, n: int) -> list[RecallHit]:
         hits = self._hits(queries.latest_rowids(self.index, self.base, n, own_notes=self.docs))
@@ -363,7 +402,10 @@ class _Ctx:
         ]
         if speaker:
             hits.sort(key=lambda h: h.role != speaker)
-        return [RecallHit(h, ["window_only"] + (["vector"] if "vector" in h.parts else [])) for h in hits[:k]]
+        return [
+            RecallHit(h, ["window_only"] + (["vector"] if "vector" in h.parts else []))
+            for h in hits[:k]
+        ]
 
     def _mark_all_terms(self, words: str, kept: list[RecallHit]) -> None:
         """Flag exact hits that contain every word (FTS AND), the surest evidence of a match."""
@@ -375,7 +417,9 @@ class _Ctx:
             for h in exact:
                 h.flags.append("all_terms")
             return
-        full = set(queries.fts_rowids(self.index, " AND ".join(terms), among=[h.hit.rowid for h in exact]))
+        full = set(
+            queries.fts_rowids(self.index, " AND ".join(terms), among=[h.hit.rowid for h in exact])
+        )
         for h in exact:
             if h.hit.rowid in full:
                 h.flags.append("all_terms")
@@ -395,7 +439,9 @@ class _Ctx:
             for rid in near:
                 if rid not in seen:
                     seen.add(rid)
-                    group.append(RecallHit(hydrate(self.store, self.index, rid, 0.0, {}), ["context"]))
+                    group.append(
+                        RecallHit(hydrate(self.store, self.index, rid, 0.0, {}), ["context"])
+                    )
             group.sort(key=lambda x: (x.hit.ts, x.hit.rowid))
             groups.append(group)
         out = [x for g in groups for x in g]

@@ -76,7 +76,9 @@ class _VectorScan:
         n = vecs.shape[0]
         if n == 0:
             return
-        ordered = index.sorted_rows()  # rows [0, ordered) are in time order; the tail after them is not
+        ordered = (
+            index.sorted_rows()
+        )  # rows [0, ordered) are in time order; the tail after them is not
         timed = filters.since is not None or filters.until is not None
         if timed:
             head = times[:ordered]
@@ -122,7 +124,9 @@ class _VectorScan:
             return Work([self._scan_numpy])
         tasks = getattr(self.scanner, "tasks", None)
         if tasks is None:  # IVF: one search
-            return Work([lambda: (None, self.scanner.candidates(self.q, self.want, self.lo, self.hi))])
+            return Work(
+                [lambda: (None, self.scanner.candidates(self.q, self.want, self.lo, self.hi))]
+            )
         return Work(tasks(self.q, self.want, self.lo, self.hi))
 
     def collect(self, work) -> None:
@@ -140,7 +144,10 @@ class _VectorScan:
             scores = self.vecs[self.tail] @ self.q
             vrows, sc = self.tail, scores
             if self.result is not None:
-                vrows, sc = np.concatenate([self.result[0], vrows]), np.concatenate([self.result[1], sc])
+                vrows, sc = (
+                    np.concatenate([self.result[0], vrows]),
+                    np.concatenate([self.result[1], sc]),
+                )
                 want = min(self.limit + len(self.hidden), vrows.shape[0])
             top = np.argsort(-sc, kind="stable")[:want]
             self.result = (vrows[top], sc[top])
@@ -156,7 +163,11 @@ class _VectorScan:
     def _scan_numpy(self) -> None:
         want = self.want
         scores = self.view @ self.q
-        top = np.argpartition(-scores, want - 1)[:want] if want < scores.shape[0] else np.arange(scores.shape[0])
+        top = (
+            np.argpartition(-scores, want - 1)[:want]
+            if want < scores.shape[0]
+            else np.arange(scores.shape[0])
+        )
         top = top[np.argsort(-scores[top], kind="stable")]
         vrows = self.rows_idx[top] if self.rows_idx is not None else self.lo + top
         self.result = (vrows, scores[top])
@@ -164,7 +175,9 @@ class _VectorScan:
     def finish(self) -> list[tuple[int, float]]:
         if self.result is None:
             return []
-        pairs = [(int(v), float(sc)) for v, sc in zip(*self.result) if int(v) not in self.hidden][: self.limit]
+        pairs = [(int(v), float(sc)) for v, sc in zip(*self.result) if int(v) not in self.hidden][
+            : self.limit
+        ]
         if not pairs:
             return []
         lookup = queries.rowids_of_vrows(self.index, [v for v, _ in pairs])
@@ -191,7 +204,9 @@ def _scanner(index, rows: int, method: str | None):
     return ann.scanner_for(index, method if method in ("ivf", "int8") else "fp16")
 
 
-def vector_candidates(index, qvec: np.ndarray, filters: Filters, limit: int, method: str | None = None):
+def vector_candidates(
+    index, qvec: np.ndarray, filters: Filters, limit: int, method: str | None = None
+):
     """(rowid, cosine) for the nearest rows; time filters slice the time-ordered matrix."""
     from ..index.ann import SPLIT_ROWS
 
@@ -200,7 +215,9 @@ def vector_candidates(index, qvec: np.ndarray, filters: Filters, limit: int, met
     return job.finish()
 
 
-def hybrid_candidates(index, query: str, qvec, filters: Filters, limit: int, method: str | None = None):
+def hybrid_candidates(
+    index, query: str, qvec, filters: Filters, limit: int, method: str | None = None
+):
     """Exact and vector candidates: a worker thread scans while FTS5 ranks, then this thread helps.
 
     The faiss scans are split into chunks that both threads take from one list, so once the FTS
@@ -217,7 +234,9 @@ def hybrid_candidates(index, query: str, qvec, filters: Filters, limit: int, met
     return exact, job.finish()
 
 
-def fuse_rrf(lists: dict[str, list[tuple[int, float]]], k: int = RRF_K) -> list[tuple[int, float, dict]]:
+def fuse_rrf(
+    lists: dict[str, list[tuple[int, float]]], k: int = RRF_K
+) -> list[tuple[int, float, dict]]:
     """Reciprocal-rank fusion: score = Σ 1/(k + rank); robust to the two scales."""
     scores: dict[int, float] = {}
     parts: dict[int, dict] = {}
@@ -243,7 +262,11 @@ def _cosines(index, qvec, rowids: list[int]) -> dict[int, float]:
 
 
 def fuse_scores(
-    index, qvec, exact: list[tuple[int, float]], vector: list[tuple[int, float]], weight: float = FUSION_WEIGHT
+    index,
+    qvec,
+    exact: list[tuple[int, float]],
+    vector: list[tuple[int, float]],
+    weight: float = FUSION_WEIGHT,
 ) -> list[tuple[int, float, dict]]:
     """weight·cosine + (1−weight)·BM25 / best BM25 of the query: a blend of scores, not of ranks.
 
@@ -272,7 +295,9 @@ def fuse_scores(
     return [tuple(t) for t in out]
 
 
-def fuse_alpha(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[int, float]], alpha: float):
+def fuse_alpha(
+    index, qvec, exact: list[tuple[int, float]], vector: list[tuple[int, float]], alpha: float
+):
     """ContextTape's blend: alpha·cosine + (1−alpha)·lexical, lexical = BM25 scaled to [0, 1]."""
     cos = dict(vector)
     lex_max = max((s for _, s in exact), default=0.0) or 1.0
@@ -283,11 +308,19 @@ def fuse_alpha(index, qvec, exact: list[tuple[int, float]], vector: list[tuple[i
         rows = queries.vrows_of_rowids(index, missing)
         for r in missing:
             v = rows.get(r, -1)
-            cos[r] = float(vecs[v] @ np.asarray(qvec, np.float32)) if v is not None and v >= 0 else 0.0
+            cos[r] = (
+                float(vecs[v] @ np.asarray(qvec, np.float32)) if v is not None and v >= 0 else 0.0
+            )
     out = []
     for r in set(cos) | set(lex):
         c, lx = cos.get(r, 0.0), lex.get(r, 0.0)
-        out.append((r, alpha * c + (1 - alpha) * lx, {"vector": {"cos": round(c, 6)}, "exact": {"lex": round(lx, 6)}}))
+        out.append(
+            (
+                r,
+                alpha * c + (1 - alpha) * lx,
+                {"vector": {"cos": round(c, 6)}, "exact": {"lex": round(lx, 6)}},
+            )
+        )
     out.sort(key=lambda t: (-t[1], t[0]))
     return out
 
@@ -358,9 +391,15 @@ def search(
         else:
             exact, vector = hybrid_candidates(index, query, qvec, filters, pool)
     if mode == "exact":
-        ranked = [(r, s, {"exact": {"rank": i, "score": round(s, 6)}}) for i, (r, s) in enumerate(exact, 1)]
+        ranked = [
+            (r, s, {"exact": {"rank": i, "score": round(s, 6)}})
+            for i, (r, s) in enumerate(exact, 1)
+        ]
     elif mode == "vector":
-        ranked = [(r, s, {"vector": {"rank": i, "score": round(s, 6)}}) for i, (r, s) in enumerate(vector, 1)]
+        ranked = [
+            (r, s, {"vector": {"rank": i, "score": round(s, 6)}})
+            for i, (r, s) in enumerate(vector, 1)
+        ]
     elif alpha is not None:
         ranked = fuse_alpha(index, qvec, exact, vector, alpha)
     elif (fusion or FUSION) == "rrf" or qvec is None:
@@ -384,7 +423,10 @@ def weigh_roles(
     theirs = queries.assistant_rowids(index, [r for r, _, _ in ranked])
     if not theirs:
         return ranked
-    out = [(r, s * prior, {**p, "role_prior": prior}) if r in theirs else (r, s, p) for r, s, p in ranked]
+    out = [
+        (r, s * prior, {**p, "role_prior": prior}) if r in theirs else (r, s, p)
+        for r, s, p in ranked
+    ]
     out.sort(key=lambda t: (-t[1], t[0]))
     return out
 

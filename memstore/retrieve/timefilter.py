@@ -28,5 +28,7 @@ def instant(value: str, store, now: str | None = None, edge: str = "start") -> f
     ref = reference_now(now, store.tz)
     tq = parse_time_query(value, ref, store.tz)
     if tq.window is None:
-        raise UsageError(f"cannot read {value!r} as a time (try ISO like 2026-03-01 or 'last week')")
+        raise UsageError(
+            f"cannot read {value!r} as a time (try ISO like 2026-03-01 or 'last week')"
+        )
     return (tq.window.start if edge == "start" else tq.window.end).timestamp()

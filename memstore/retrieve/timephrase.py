@@ -211,7 +211,9 @@ _MONTHS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9,
     "oct": 10, "nov": 11, "dec": 12,
 }  # fmt: skip
-_MONTH_NAMES = "january|february|march|april|may|june|july|august|september|october|november|december"
+_MONTH_NAMES = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+)
 _MONTH_FULL = r"(?P<mon>" + _MONTH_NAMES + ")"
 _MONTH_ANY = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAYNUM = r"(?P<d>[0-9]{1,2})(?:st|nd|rd|th)?(?![0-9:])"
@@ -230,7 +232,9 @@ _JA_PARTS = {
     "晩": (18, 30), "夜中": (22, 29), "深夜": (22, 29),
 }  # fmt: skip
 _VERB_MONTHS = ("may", "march")  # month names that are also common English verbs
-_PREPOSITION_BEFORE = re.compile(r"\b(?:on|in|of|since|from|until|by|during|before|after)\s+$", re.I)
+_PREPOSITION_BEFORE = re.compile(
+    r"\b(?:on|in|of|since|from|until|by|during|before|after)\s+$", re.I
+)
 
 
 def _en_num(text: str) -> int:
@@ -256,7 +260,14 @@ def _unit(word: str) -> str:
     return {"min": "minute", "hr": "hour"}.get(word, word)
 
 
-_JA_UNITS = {"日": "day", "週": "week", "週間": "week", "年": "year", "時間": "hour", "分": "minute"}
+_JA_UNITS = {
+    "日": "day",
+    "週": "week",
+    "週間": "week",
+    "年": "year",
+    "時間": "hour",
+    "分": "minute",
+}
 
 
 def _ja_unit(word: str) -> str:
@@ -392,7 +403,9 @@ def _this_part(m, c):
 def _weekend(m, c):
     which = (m.group("w") or m.group("ja")).lower()
     monday = c.today - dt.timedelta(days=c.today.weekday())
-    if which in ("last", "this past", "past", "先週末") or (which in ("the", "週末") and c.today.weekday() < 5):
+    if which in ("last", "this past", "past", "先週末") or (
+        which in ("the", "週末") and c.today.weekday() < 5
+    ):
         monday -= 7 * _DAY
     return _span(m, _weekend_window(c, monday, m.group(0)))
 
@@ -402,12 +415,20 @@ def _before_last(m, c):
     return _span(m, _relative_unit(c, _unit(m.group("u")), 2, m.group(0)))
 
 
-@_rule(r"\b(?:(?:the|this)\s+)?past\s+(?:(?P<n>" + _EN_NUM + r")\s+)?(?P<u>hours?|days?|weeks?|months?|years?)\b")
+@_rule(
+    r"\b(?:(?:the|this)\s+)?past\s+(?:(?P<n>"
+    + _EN_NUM
+    + r")\s+)?(?P<u>hours?|days?|weeks?|months?|years?)\b"
+)
 def _rolling_past(m, c):
     return _span(m, _rolling(c, _en_num(m.group("n") or "1"), _unit(m.group("u")), m.group(0)))
 
 
-@_rule(r"\bthe\s+last\s+(?P<n>[0-9]+|" + "|".join(_EN_WORDS[1:]) + r")\s+(?P<u>hours|days|weeks|months|years)\b")
+@_rule(
+    r"\bthe\s+last\s+(?P<n>[0-9]+|"
+    + "|".join(_EN_WORDS[1:])
+    + r")\s+(?P<u>hours|days|weeks|months|years)\b"
+)
 def _rolling_last(m, c):
     return _span(m, _rolling(c, _en_num(m.group("n")), _unit(m.group("u")), m.group(0)))
 
@@ -467,7 +488,13 @@ def _ja_year_month(m, c):
     return _span(m, _month_window(c, year, month, m.group(0)))
 
 
-@_rule(r"(?<![0-9０-９〇一二三四五六七八九十])(?P<m>" + _JA_NUM + r")月(?:(?P<d>" + _JA_NUM + r")日(?!間))?(?![曜間])")
+@_rule(
+    r"(?<![0-9０-９〇一二三四五六七八九十])(?P<m>"
+    + _JA_NUM
+    + r")月(?:(?P<d>"
+    + _JA_NUM
+    + r")日(?!間))?(?![曜間])"
+)
 def _ja_month_day(m, c):
     month = _valid_month(str(_ja_num(m.group("m"))))
     if m.group("d"):
@@ -486,7 +513,15 @@ def _month_day(m, c):
     return _calendar_day(m, c)
 
 
-@_rule(r"\b(?:the\s+)?" + _DAYNUM + r"\s+(?:of\s+)?" + _MONTH_ANY + r"(?:,?\s+" + _YEAR + r"(?![0-9]))?\b")
+@_rule(
+    r"\b(?:the\s+)?"
+    + _DAYNUM
+    + r"\s+(?:of\s+)?"
+    + _MONTH_ANY
+    + r"(?:,?\s+"
+    + _YEAR
+    + r"(?![0-9]))?\b"
+)
 def _day_month(m, c):
     return _calendar_day(m, c)
 
@@ -499,7 +534,13 @@ def _calendar_day(m: re.Match, c: _Ctx) -> _Piece | None:
     return _piece(m, "day", day=day) if day else None
 
 
-@_rule(r"\b(?:(?P<prep>in|during)\s+(?:the\s+month\s+of\s+)?)?" + _MONTH_FULL + r"(?:,?\s+" + _YEAR + r"(?![0-9]))?\b")
+@_rule(
+    r"\b(?:(?P<prep>in|during)\s+(?:the\s+month\s+of\s+)?)?"
+    + _MONTH_FULL
+    + r"(?:,?\s+"
+    + _YEAR
+    + r"(?![0-9]))?\b"
+)
 def _month_name(m, c):
     # A bare month name is never a date; it needs "in"/"during" or a year.
     if not (m.group("prep") or m.group("y")) or (not m.group("prep") and _verb_month(m)):
@@ -514,7 +555,11 @@ def _in_year(m, c):
     return _span(m, _year_window(c, int(m.group("y")), m.group(0)))
 
 
-@_rule(r"\b(?P<n>" + _EN_NUM + r")\s+(?P<u>minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\s+ago\b")
+@_rule(
+    r"\b(?P<n>"
+    + _EN_NUM
+    + r")\s+(?P<u>minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?)\s+ago\b"
+)
 def _ago_en(m, c):
     return _ago(m, c, _en_num(m.group("n")), _unit(m.group("u")))
 
@@ -537,7 +582,11 @@ def _ago_recent(c: _Ctx, n: int, unit: str, phrase: str) -> Window:
     if unit == "hour":
         anchor, slack, granularity = c.now - n * _HOUR, _HOUR, "hour"
     else:
-        anchor, slack, granularity = c.now - dt.timedelta(minutes=n), dt.timedelta(minutes=max(5, n / 2)), "range"
+        anchor, slack, granularity = (
+            c.now - dt.timedelta(minutes=n),
+            dt.timedelta(minutes=max(5, n / 2)),
+            "range",
+        )
     return Window(anchor - slack, min(anchor + slack, c.now), granularity, phrase)
 
 
@@ -593,16 +642,24 @@ def _weekday_before(m: re.Match, c: _Ctx, index: int) -> _Piece:
     return _piece(m, "day", day=c.today - dt.timedelta(days=back))
 
 
-_AROUND_EN = r"(?:(?P<pre>(?:at\s+)?(?:around|about|approximately|roughly|circa)|at)\s+|(?P<tilde>~)\s*)?"
+_AROUND_EN = (
+    r"(?:(?P<pre>(?:at\s+)?(?:around|about|approximately|roughly|circa)|at)\s+|(?P<tilde>~)\s*)?"
+)
 
 
-@_rule(_AROUND_EN + r"\b(?P<h>1[0-2]|0?[1-9])(?::(?P<mi>[0-5][0-9]))?\s*(?P<ap>[ap])\.?m\b\.?(?P<ish>-?ish\b)?")
+@_rule(
+    _AROUND_EN
+    + r"\b(?P<h>1[0-2]|0?[1-9])(?::(?P<mi>[0-5][0-9]))?\s*(?P<ap>[ap])\.?m\b\.?(?P<ish>-?ish\b)?"
+)
 def _clock_12h(m, c):
     hour = int(m.group("h")) % 12 + (12 if m.group("ap").lower() == "p" else 0)
     return _clock_piece(m, hour)
 
 
-@_rule(_AROUND_EN + r"(?<![0-9:.])(?P<h>[01]?[0-9]|2[0-3]):(?P<mi>[0-5][0-9])(?![0-9:])(?P<ish>-?ish\b)?")
+@_rule(
+    _AROUND_EN
+    + r"(?<![0-9:.])(?P<h>[01]?[0-9]|2[0-3]):(?P<mi>[0-5][0-9])(?![0-9:])(?P<ish>-?ish\b)?"
+)
 def _clock_24h(m, c):
     if len(m.group("h")) == 1 and not (m.group("pre") or m.group("tilde")):
         return None  # "3:20" alone is as likely a ratio or a verse as a time
@@ -740,7 +797,9 @@ def _between(a: _Piece, b: _Piece, text: str, c: _Ctx) -> _Piece | None:
     if not gap:
         return None
     opener = _RANGE_OPEN.search(text[: a.start])
-    if gap.group(0).strip().lower() == "and" and not (opener and opener.group("w").lower() == "between"):
+    if gap.group(0).strip().lower() == "and" and not (
+        opener and opener.group("w").lower() == "between"
+    ):
         return None
     wa, wb = _own_window(a, c, text), _own_window(b, c, text)
     if not (wa and wb and wa.start < wb.end):
@@ -831,7 +890,9 @@ _FOREIGN_GATES = {
 }  # fmt: skip
 _UNSPACED = ("zh", "ko")  # written without spaces: a word boundary would never match
 # "hier" is "here" in German and Dutch; read it as French only when the text is not Germanic.
-_GERMANIC = re.compile(r"\b(?:ich|bin|ist|sind|wir|das|und|nicht|ik|het|een|ben|zijn|wat|hier\s+ist)\b", re.I)
+_GERMANIC = re.compile(
+    r"\b(?:ich|bin|ist|sind|wir|das|und|nicht|ik|het|een|ben|zijn|wat|hier\s+ist)\b", re.I
+)
 
 
 @functools.cache
@@ -839,19 +900,29 @@ def _foreign_gates() -> dict[str, re.Pattern]:
     gates = {}
     for lang, alternatives in _FOREIGN_GATES.items():
         pattern = "|".join(alternatives)
-        gates[lang] = re.compile(pattern if lang in _UNSPACED else rf"(?<!\w)(?:{pattern})(?!\w)", re.I)
+        gates[lang] = re.compile(
+            pattern if lang in _UNSPACED else rf"(?<!\w)(?:{pattern})(?!\w)", re.I
+        )
     return gates
 
 
 def _foreign(text: str, c: _Ctx, claimed: list[_Piece]) -> list[_Piece]:
     """Time words in other languages, read by dateparser one short phrase at a time."""
     hits = [(lang, m) for lang, gate in _foreign_gates().items() for m in gate.finditer(text)]
-    hits = [(lang, m) for lang, m in hits if not _overlaps(m, claimed) and not _false_friend(lang, m, text)]
+    hits = [
+        (lang, m)
+        for lang, m in hits
+        if not _overlaps(m, claimed) and not _false_friend(lang, m, text)
+    ]
     if not hits:
         return []
     from dateparser.date import DateDataParser  # slow to import: only when a gate matched
 
-    settings = {"RELATIVE_BASE": c.local, "PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
+    settings = {
+        "RELATIVE_BASE": c.local,
+        "PREFER_DATES_FROM": "past",
+        "RETURN_AS_TIMEZONE_AWARE": False,
+    }
     pieces: list[_Piece] = []
     for lang, m in sorted(hits, key=lambda hit: hit[1].start()):
         if _overlaps(m, pieces):
@@ -960,7 +1031,13 @@ def _cut(text: str, spans: list[tuple[int, int]]) -> str:
 
 def _join(left: str, right: str) -> str:
     # A space where two words would otherwise touch, but none between CJK characters.
-    if left and right and not left[-1].isspace() and not right[0].isspace() and not (_cjk(left[-1]) or _cjk(right[0])):
+    if (
+        left
+        and right
+        and not left[-1].isspace()
+        and not right[0].isspace()
+        and not (_cjk(left[-1]) or _cjk(right[0]))
+    ):
         return left + " " + right
     return left + right
 

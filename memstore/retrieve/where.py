@@ -29,5 +29,7 @@ def where(store, markers: int = 10, lines: int = 8, now=None) -> Where:
     out.fast, latest = latest_session(store, lines)
     if latest is not None:
         out.session, out.session_lines, rows = latest
-        out.lines = [logfmt.read_text_at(logfmt.day_path(store.root, day), off, ln) for day, off, ln in rows]
+        out.lines = [
+            logfmt.read_text_at(logfmt.day_path(store.root, day), off, ln) for day, off, ln in rows
+        ]
     return out

@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePath
 
-__all__ = ["Finding", "scan", "scan_rules", "scan_detect_secrets", "redact", "is_credentials_file", "shannon_entropy"]
+__all__ = [
+    "Finding",
+    "scan",
+    "scan_rules",
+    "scan_detect_secrets",
+    "redact",
+    "is_credentials_file",
+    "shannon_entropy",
+]
 
 
 @dataclass(frozen=True)
@@ -78,13 +86,29 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         1,
     ),
-    ("anthropic-api-key", re.compile(r"(?<![\w-])(sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_-]{40,})"), 1),
-    ("openai-api-key", re.compile(r"(?<![\w-])(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})"), 1),
-    ("huggingface-token", re.compile(r"(?<![\w-])((?:hf|api_org)_[A-Za-z0-9]{30,40})(?![A-Za-z0-9_])"), 1),
+    (
+        "anthropic-api-key",
+        re.compile(r"(?<![\w-])(sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_-]{40,})"),
+        1,
+    ),
+    (
+        "openai-api-key",
+        re.compile(r"(?<![\w-])(sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})"),
+        1,
+    ),
+    (
+        "huggingface-token",
+        re.compile(r"(?<![\w-])((?:hf|api_org)_[A-Za-z0-9]{30,40})(?![A-Za-z0-9_])"),
+        1,
+    ),
     ("gitlab-token", re.compile(r"(?<![\w-])(glpat-[A-Za-z0-9_-]{20,})"), 1),
     ("google-oauth-client-secret", re.compile(r"(?<![\w-])(GOCSPX-[A-Za-z0-9_-]{28})(?![\w-])"), 1),
     # a Google Cloud service-account key file: its private key is found as a key; this is its id
-    ("gcp-service-account", re.compile(r"[\"']private_key_id\\*[\"']\s*:\s*\\*[\"']([0-9a-f]{40})\\*[\"']"), 1),
+    (
+        "gcp-service-account",
+        re.compile(r"[\"']private_key_id\\*[\"']\s*:\s*\\*[\"']([0-9a-f]{40})\\*[\"']"),
+        1,
+    ),
     ("github-token", re.compile(r"(?<![\w])(gh[pousr]_[A-Za-z0-9]{36,255})(?![A-Za-z0-9])"), 1),
     ("github-token", re.compile(r"(?<![\w])(github_pat_[A-Za-z0-9_]{22,255})"), 1),
     ("slack-token", re.compile(r"(?<![\w-])(xox[baprs]-[A-Za-z0-9-]{10,})"), 1),
@@ -92,15 +116,25 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("stripe-secret-key", re.compile(r"(?<![\w])([sr]k_live_[0-9A-Za-z]{16,})"), 1),
     (
         "slack-webhook",
-        re.compile(r"(https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,})"),
+        re.compile(
+            r"(https://hooks\.slack\.com/services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,})"
+        ),
         1,
     ),
-    ("jwt", re.compile(r"(?<![\w-])(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,})"), 1),
+    (
+        "jwt",
+        re.compile(r"(?<![\w-])(eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,})"),
+        1,
+    ),
     ("docker-auth", re.compile(r"(?<![\w])(dckr_pat_[A-Za-z0-9_-]{20,})"), 1),
     ("docker-auth", re.compile(r"\"auth\"\s*:\s*\"([A-Za-z0-9+/]{12,}={0,2})\""), 1),
     ("telegram-bot-token", re.compile(r"(?<![\w:])([0-9]{8,10}:AA[0-9A-Za-z_-]{33})(?![\w-])"), 1),
     ("npm-token", re.compile(r"(?<![\w])(npm_[A-Za-z0-9]{36})(?![A-Za-z0-9])"), 1),
-    ("url-credentials", re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,64}:([^\s:/@]{3,128})@[\w.-]"), 1),
+    (
+        "url-credentials",
+        re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@]{1,64}:([^\s:/@]{3,128})@[\w.-]"),
+        1,
+    ),
 )
 
 _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----")
@@ -244,7 +278,9 @@ def _scan_line(text: str, start: int, end: int, report) -> None:
         value = m.group(value_group)
         if value_group == "bare" and not _ends_bare_value(text, m.end(), m.group("sep")):
             continue  # `f(key=name, ...)`, `key: TypeName | None`: code that names a value
-        if _secret_name(text[name_start : word.end()]) and _high_entropy_value(value, quoted=value_group == "quoted"):
+        if _secret_name(text[name_start : word.end()]) and _high_entropy_value(
+            value, quoted=value_group == "quoted"
+        ):
             report(m.start(value_group), m.end(value_group), "generic-secret")
 
 
@@ -292,7 +328,11 @@ def _plausible_password(value: str) -> bool:
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+", value):
         return False  # settings.DB_PASSWORD
     classes = sum(
-        (any(c.isalpha() for c in value), any(c.isdigit() for c in value), any(not c.isalnum() for c in value))
+        (
+            any(c.isalpha() for c in value),
+            any(c.isdigit() for c in value),
+            any(not c.isalnum() for c in value),
+        )
     )
     return classes >= 2
 
@@ -320,7 +360,9 @@ def _plausible_token(kind: str, value: str) -> bool:
         return any(c.isdigit() for c in tail) and any(c.isupper() for c in tail)
     if kind == "slack-token":
         return any(c.isdigit() for c in value)
-    if kind == "huggingface-token":  # random mixed-case letters, unlike hf_hub_download or hf_TOKENNAME
+    if (
+        kind == "huggingface-token"
+    ):  # random mixed-case letters, unlike hf_hub_download or hf_TOKENNAME
         tail = value.split("_", 1)[1]
         return any(c.isupper() for c in tail) and any(c.islower() for c in tail)
     if kind == "docker-auth" and not value.startswith("dckr_"):
@@ -471,7 +513,9 @@ def _masked_line(text: str, start: int, spans) -> str:
     stop = text.find("\n", start)
     line = text[start : len(text) if stop == -1 else stop].rstrip("\r")
     line_end = start + len(line)
-    cuts = sorted({(max(a, start), min(b, line_end), k) for (a, b), k in spans if a < line_end and b > start})
+    cuts = sorted(
+        {(max(a, start), min(b, line_end), k) for (a, b), k in spans if a < line_end and b > start}
+    )
     out, at = [], start
     for a, b, kind in cuts:
         if a < at:
@@ -521,7 +565,9 @@ _DS_SPECIFIC = {
 _DS_SKIP = {"Public IP (ipv4)"}
 
 
-def scan_detect_secrets(text: str, specific_only: bool = False, token_lines_only: bool | None = None) -> list[Finding]:
+def scan_detect_secrets(
+    text: str, specific_only: bool = False, token_lines_only: bool | None = None
+) -> list[Finding]:
     """What detect-secrets (pinned 1.5.0) reports for the text, scanned as one file with its filters.
 
     With `specific_only`, only lines holding a long token are handed over and only the
@@ -593,10 +639,14 @@ def scan(text: str) -> list[Finding]:
 
     Each finding's excerpt masks every secret found on its line, not only its own."""
     found = scan_rules(text)
-    if _LONG_TOKEN.search(text):  # every vendor shape has one; prose without one skips the slow part
+    if _LONG_TOKEN.search(
+        text
+    ):  # every vendor shape has one; prose without one skips the slow part
         ours = len(found)
         for f in scan_detect_secrets(text, specific_only=True):
-            if f.kind != "private-key" and not any(g.start < f.end and f.start < g.end for g in found):
+            if f.kind != "private-key" and not any(
+                g.start < f.end and f.start < g.end for g in found
+            ):
                 found.append(f)  # the rules' key check needs the key body; a place is reported once
         if ours < len(found):  # the excerpts of each side mask the other side's secrets too
             every = sorted(((f.start, f.end), f.kind) for f in found)

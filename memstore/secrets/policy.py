@@ -54,7 +54,11 @@ def _walk(place: str, key: str, value):
 
 def _field_line(key: str, value) -> str:
     """How a short field is scanned: `key: value`, so a secret's name (password: ...) counts."""
-    if value is None or isinstance(value, (bool, int, float)) or (isinstance(value, str) and _plain(key, value)):
+    if (
+        value is None
+        or isinstance(value, (bool, int, float))
+        or (isinstance(value, str) and _plain(key, value))
+    ):
         return f"{key}:"
     return f"{key}: {value}"
 
@@ -114,7 +118,9 @@ def _scan_lines(lines: list[tuple[str, str]]) -> list[tuple[str, object]]:
     return out
 
 
-def apply(records: list[dict], how: str = "refuse", origins: dict | None = None) -> tuple[list[dict], list[str]]:
+def apply(
+    records: list[dict], how: str = "refuse", origins: dict | None = None
+) -> tuple[list[dict], list[str]]:
     """The records to write and notes on what was left out or redacted; SecretsFound when refusing.
 
     `origins` maps id(record) to where it came from ("file:line"), for messages that name the
@@ -133,11 +139,14 @@ def apply(records: list[dict], how: str = "refuse", origins: dict | None = None)
             continue
         where = origins.get(id(rec)) or _default_origin(rec)
         if how == "refuse":
-            said = f"{where} (record {rec['id']})" if id(rec) in origins and rec.get("id") else where
+            said = (
+                f"{where} (record {rec['id']})" if id(rec) in origins and rec.get("id") else where
+            )
             # a file name, a record id or a session may hold a secret of its own: masked too
             said = mask_message(said)
             refused += [
-                f"{said}: {mask_message(_place(rec, place, f))}{f.kind} ({f.excerpt_redacted})" for place, f in found
+                f"{said}: {mask_message(_place(rec, place, f))}{f.kind} ({f.excerpt_redacted})"
+                for place, f in found
             ]
         elif how == "skip":
             notes.append(f"left out {mask_message(where)}: holds {_kinds(f for _, f in found)}")
@@ -278,7 +287,10 @@ def scrub_kinds(text: str) -> tuple[str, list[str]]:
 _CLEAN: set[bytes] = set()
 _FRESH: list[bytes] = []  # found clean by this process, not saved yet
 _DETECTOR: list[bytes] = []
-DETECTOR_SOURCES = ("policy.py", "detect.py")  # beside this file: their bytes key the clean verdicts
+DETECTOR_SOURCES = (
+    "policy.py",
+    "detect.py",
+)  # beside this file: their bytes key the clean verdicts
 
 
 def clean_key(text: str) -> bytes:
@@ -293,7 +305,9 @@ def clean_key(text: str) -> bytes:
 
             source = f"memstore {__version__}".encode()
         _DETECTOR.append(hashlib.blake2b(source, digest_size=16).digest())
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16, key=_DETECTOR[0]).digest()
+    return hashlib.blake2b(
+        text.encode("utf-8", "surrogatepass"), digest_size=16, key=_DETECTOR[0]
+    ).digest()
 
 
 def _found_clean(key: bytes) -> None:

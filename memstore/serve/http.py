@@ -190,7 +190,11 @@ ENDPOINTS = {
                 Param("query", "string", "What to look for.", required=True),
                 Param("k", "integer", "How many hits.", default=10),
                 Param("mode", "string", "hybrid | exact | vector.", default="hybrid"),
-                Param("since", "string", "Only records at or after this time (ISO or a phrase such as 'last week')."),
+                Param(
+                    "since",
+                    "string",
+                    "Only records at or after this time (ISO or a phrase such as 'last week').",
+                ),
                 Param("until", "string", "Only records before this time (ISO or a phrase)."),
                 Param("role", "array", "Only these roles (user, assistant, system, tool)."),
                 Param("actor", "array", "Only these actors."),
@@ -212,8 +216,17 @@ ENDPOINTS = {
                     required=True,
                 ),
                 Param("k", "integer", "How many ranked lines at most.", default=10),
-                Param("now", "string", "Reference time for relative phrases (ISO; naive means the store's timezone)."),
-                Param("around", "integer", "Neighbouring lines of the same session to add to each hit.", default=0),
+                Param(
+                    "now",
+                    "string",
+                    "Reference time for relative phrases (ISO; naive means the store's timezone).",
+                ),
+                Param(
+                    "around",
+                    "integer",
+                    "Neighbouring lines of the same session to add to each hit.",
+                    default=0,
+                ),
                 Param("docs", "boolean", "Let document chunks into the answer.", default=False),
             ),
             lambda st, p, perms: st.recall(
@@ -233,7 +246,10 @@ ENDPOINTS = {
                 Param("type", "string", "text | action | meta.", default="text"),
                 Param("model", "string", "The model that produced it (assistant turns)."),
                 Param(
-                    "secrets", "string", "What to do with a detected secret: refuse | redact | allow.", default="refuse"
+                    "secrets",
+                    "string",
+                    "What to do with a detected secret: refuse | redact | allow.",
+                    default="refuse",
                 ),
             ),
             _add,
@@ -249,7 +265,11 @@ ENDPOINTS = {
                 Param("session", "string", "Every record of this session."),
                 Param("since", "string", "From this time (ISO or a phrase)."),
                 Param("until", "string", "Up to this time."),
-                Param("commit", "string", "Every record this commit added (an import or a write to undo)."),
+                Param(
+                    "commit",
+                    "string",
+                    "Every record this commit added (an import or a write to undo).",
+                ),
                 Param("dry_run", "boolean", "Only list what would be forgotten.", default=False),
             ),
             lambda st, p, perms: limits.bounded_forget(
@@ -276,7 +296,9 @@ ENDPOINTS = {
                 Param("k", "integer", "Recalled lines to consider.", default=8),
                 Param("recent", "integer", "Recent turns to include.", default=6),
             ),
-            lambda st, p, perms: st.context(p["query"], budget=p["budget"], k=p["k"], recent=p["recent"]).to_json(),
+            lambda st, p, perms: st.context(
+                p["query"], budget=p["budget"], k=p["k"], recent=p["recent"]
+            ).to_json(),
         ),
         Endpoint(
             "/where",
@@ -356,7 +378,9 @@ def parse_params(ep: Endpoint, raw: dict, from_query: bool) -> dict:
     unknown = sorted(set(raw) - set(known))
     if unknown:
         expected = ", ".join(known) or "none"
-        raise HTTPError(400, f"unknown parameter {unknown[0]!r} for {ep.path}; expected: {expected}")
+        raise HTTPError(
+            400, f"unknown parameter {unknown[0]!r} for {ep.path}; expected: {expected}"
+        )
     out = {}
     for p in ep.params:
         if p.name not in raw or raw[p.name] is None:
@@ -381,7 +405,9 @@ def _coerce(p: Param, v, from_query: bool):
             try:
                 return int(v)
             except ValueError:
-                raise HTTPError(400, f"parameter {p.name!r} must be an integer, not {v!r}") from None
+                raise HTTPError(
+                    400, f"parameter {p.name!r} must be an integer, not {v!r}"
+                ) from None
         if p.type == "boolean":
             if v.lower() in ("1", "true", "yes", "on"):
                 return True
@@ -393,7 +419,9 @@ def _coerce(p: Param, v, from_query: bool):
         "string": lambda x: isinstance(x, str),
         "integer": lambda x: isinstance(x, int) and not isinstance(x, bool),
         "boolean": lambda x: isinstance(x, bool),
-        "array": lambda x: isinstance(x, str) or (isinstance(x, list) and all(isinstance(i, str) for i in x)),
+        "array": lambda x: (
+            isinstance(x, str) or (isinstance(x, list) and all(isinstance(i, str) for i in x))
+        ),
     }
     if not ok[p.type](v):
         want = "a string or a list of strings" if p.type == "array" else f"a JSON {p.type}"
@@ -425,7 +453,10 @@ def openapi(version: str) -> dict:
                 "description": "Bad request: the message names the parameter or the body problem.",
                 "content": {"application/json": {"schema": error}},
             },
-            "500": {"description": "The store could not answer.", "content": {"application/json": {"schema": error}}},
+            "500": {
+                "description": "The store could not answer.",
+                "content": {"application/json": {"schema": error}},
+            },
         }
         if ep.writes:
             errors["403"] = {
@@ -465,7 +496,10 @@ def openapi(version: str) -> dict:
             ops["post"] = {
                 "summary": ep.summary,
                 "operationId": ep.path.strip("/") + ("_post" if "GET" in ep.methods else ""),
-                "requestBody": {"required": bool(required), "content": {"application/json": {"schema": body}}},
+                "requestBody": {
+                    "required": bool(required),
+                    "content": {"application/json": {"schema": body}},
+                },
                 "responses": {**ok, **errors},
             }
         paths[ep.path] = ops
@@ -525,11 +559,18 @@ class _Handler(BaseHTTPRequestHandler):
             status, body = 200, self.app.answer(method, self.path, self.headers, self._body)
             headers = {}
         except HTTPError as exc:
-            status, body, headers = exc.status, {"error": exc.message, "status": exc.status}, exc.headers
+            status, body, headers = (
+                exc.status,
+                {"error": exc.message, "status": exc.status},
+                exc.headers,
+            )
         if isinstance(body, Page):
             data, ctype, headers = body.body, body.content_type, {**PAGE_HEADERS, **headers}
         else:
-            data, ctype = json.dumps(body, ensure_ascii=False).encode("utf-8"), "application/json; charset=utf-8"
+            data, ctype = (
+                json.dumps(body, ensure_ascii=False).encode("utf-8"),
+                "application/json; charset=utf-8",
+            )
             headers = {**JSON_HEADERS, **headers}
         self.send_response(status)
         self.send_header("Content-Type", ctype)
@@ -541,7 +582,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding"):
-            raise HTTPError(411, "send the body with a Content-Length (chunked bodies are not read)")
+            raise HTTPError(
+                411, "send the body with a Content-Length (chunked bodies are not read)"
+            )
         try:
             n = int(self.headers.get("Content-Length") or 0)
         except ValueError:
@@ -554,10 +597,14 @@ class _Handler(BaseHTTPRequestHandler):
             data = self.rfile.read(n)
         except TimeoutError:
             self.close_connection = True
-            raise HTTPError(408, f"the body did not arrive within {self.timeout:g} s (Content-Length {n})") from None
+            raise HTTPError(
+                408, f"the body did not arrive within {self.timeout:g} s (Content-Length {n})"
+            ) from None
         if len(data) < n:  # the client stopped early: a cut-off body must never be acted on
             self.close_connection = True
-            raise HTTPError(400, f"body is {len(data)} bytes, shorter than its Content-Length of {n}")
+            raise HTTPError(
+                400, f"body is {len(data)} bytes, shorter than its Content-Length of {n}"
+            )
         return data
 
     def log_message(self, fmt, *args):
@@ -599,7 +646,12 @@ class App:
     ):
         from .. import __version__
 
-        self.root, self.allow_remote, self.log, self.version = Path(root), allow_remote, log, __version__
+        self.root, self.allow_remote, self.log, self.version = (
+            Path(root),
+            allow_remote,
+            log,
+            __version__,
+        )
         self.writable, self.perms = writable, perms
         self.allowed_hosts = frozenset(host_name(h) for h in allowed_hosts)
         self.assets = load_assets()
@@ -636,15 +688,23 @@ class App:
             if path.startswith("/assets/"):
                 asset = self.assets.get(path[len("/assets/") :])
                 if asset is None:
-                    raise HTTPError(404, f"no file {path}; the page's files are {', '.join(sorted(self.assets))}")
+                    raise HTTPError(
+                        404,
+                        f"no file {path}; the page's files are {', '.join(sorted(self.assets))}",
+                    )
                 return asset
             return openapi(self.version)
         ep = ENDPOINTS.get(path)
         if ep is None:
-            raise HTTPError(404, f"no endpoint {path}; see /openapi.json (endpoints: {', '.join(sorted(ENDPOINTS))})")
+            raise HTTPError(
+                404,
+                f"no endpoint {path}; see /openapi.json (endpoints: {', '.join(sorted(ENDPOINTS))})",
+            )
         if method not in ep.methods:
             raise HTTPError(
-                405, f"{path} answers {' and '.join(ep.methods)}, not {method}", {"Allow": ", ".join(ep.methods)}
+                405,
+                f"{path} answers {' and '.join(ep.methods)}, not {method}",
+                {"Allow": ", ".join(ep.methods)},
             )
         if ep.writes and not self.writable:
             raise HTTPError(
@@ -667,20 +727,28 @@ class App:
         if not (is_loopback_name(name) or name in self.allowed_hosts):
             also = f" or {', '.join(sorted(self.allowed_hosts))}" if self.allowed_hosts else ""
             raise HTTPError(
-                403, f"Host {host!r} is not a loopback name{also}; this server answers only the names it serves"
+                403,
+                f"Host {host!r} is not a loopback name{also}; this server answers only the names it serves",
             )
         origin = headers.get("Origin")
-        if origin is not None and origin.strip().lower() not in (f"http://{host.lower()}", f"https://{host.lower()}"):
+        if origin is not None and origin.strip().lower() not in (
+            f"http://{host.lower()}",
+            f"https://{host.lower()}",
+        ):
             raise HTTPError(403, f"requests from the web origin {origin!r} are not allowed")
         site = (headers.get("Sec-Fetch-Site") or "").strip().lower()
         if site in ("cross-site", "same-site"):
-            raise HTTPError(403, f"the browser marks this request {site}; only this server's own page may ask")
+            raise HTTPError(
+                403, f"the browser marks this request {site}; only this server's own page may ask"
+            )
 
     @staticmethod
     def _json_body(headers, body: bytes) -> dict:
         ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if body and ctype != "application/json":
-            raise HTTPError(415, f"send the body as application/json, not {ctype or 'no Content-Type'}")
+            raise HTTPError(
+                415, f"send the body as application/json, not {ctype or 'no Content-Type'}"
+            )
         if not body.strip():
             return {}
         try:
@@ -688,9 +756,14 @@ class App:
         except UnicodeDecodeError as exc:
             raise HTTPError(400, f"body is not UTF-8 (byte {exc.start})") from None
         except json.JSONDecodeError as exc:
-            raise HTTPError(400, f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+            raise HTTPError(
+                400, f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            ) from None
         if not isinstance(raw, dict):
-            raise HTTPError(400, f"body must be a JSON object, not {type(raw).__name__ if raw is not None else 'null'}")
+            raise HTTPError(
+                400,
+                f"body must be a JSON object, not {type(raw).__name__ if raw is not None else 'null'}",
+            )
         return raw
 
     def _call(self, ep: Endpoint, params: dict) -> dict:
@@ -701,14 +774,18 @@ class App:
                 return ep.call(self._st(), params, self.perms)
             except MemstoreError as exc:
                 raise HTTPError(status_for(exc), user_message(exc)) from None
-            except ValueError as exc:  # bad values the library rejects (a malformed time, an empty query)
+            except (
+                ValueError
+            ) as exc:  # bad values the library rejects (a malformed time, an empty query)
                 raise HTTPError(400, user_message(exc)) from None
 
         try:
             return self.pool.submit(run).result()
         except HTTPError:
             raise
-        except Exception as exc:  # a bug: say so in JSON, keep serving, and leave a trace for the operator
+        except (
+            Exception
+        ) as exc:  # a bug: say so in JSON, keep serving, and leave a trace for the operator
             import traceback
 
             traceback.print_exc(file=sys.stderr)
@@ -722,7 +799,9 @@ def bind_address(host: str, port: int, allow_remote: bool, allowed_hosts=()) -> 
     """(address family, socket address) for host:port; UsageError for a non-loopback host without
     allow_remote, or without the host names its clients will use (`allowed_hosts`)."""
     try:
-        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        infos = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
     except socket.gaierror as exc:
         raise UsageError(f"cannot resolve --host {host!r}: {exc.strerror}") from None
     family, _, _, _, sockaddr = infos[0]
@@ -746,7 +825,9 @@ def bind_address(host: str, port: int, allow_remote: bool, allowed_hosts=()) -> 
     return family, sockaddr
 
 
-_BUSY = json.dumps({"error": "the server is busy (too many open connections); try again", "status": 503}).encode()
+_BUSY = json.dumps(
+    {"error": "the server is busy (too many open connections); try again", "status": 503}
+).encode()
 
 
 class _Server(HTTPServer):
@@ -756,7 +837,9 @@ class _Server(HTTPServer):
     answered 503 at once and closed, so idle or half-open connections cannot pile up threads.
     """
 
-    request_queue_size = 128  # the listen backlog: a burst of connects is accepted, then bounded here
+    request_queue_size = (
+        128  # the listen backlog: a burst of connects is accepted, then bounded here
+    )
 
     def __init__(self, family, addr, handler, workers: int = WORKERS, pending: int = PENDING):
         self.address_family = family
@@ -826,7 +909,14 @@ def make_server(
     """
     family, addr = bind_address(host, port, allow_remote, allowed_hosts)
     perms = Permissions(secrets_override=allow_secrets_override, wide_forget=allow_wide_forget)
-    app = App(root, allow_remote=allow_remote, log=log, writable=writable, allowed_hosts=allowed_hosts, perms=perms)
+    app = App(
+        root,
+        allow_remote=allow_remote,
+        log=log,
+        writable=writable,
+        allowed_hosts=allowed_hosts,
+        perms=perms,
+    )
     handler = type("Handler", (_Handler,), {"app": app, "timeout": timeout})
     try:
         server = _Server(family, addr, handler, workers=workers, pending=pending)

@@ -29,11 +29,20 @@ budget; `add` to remember a turn or fact; `mark` to record where the work stands
 class MemoryServer:
     """Wraps one Store; each public coroutine is an MCP tool."""
 
-    def __init__(self, root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False):
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        allow_secrets_override: bool = False,
+        allow_wide_forget: bool = False,
+    ):
         from ..store import Store
 
         self.root = Path(root)
-        self.allow_secrets_override, self.allow_wide_forget = allow_secrets_override, allow_wide_forget
+        self.allow_secrets_override, self.allow_wide_forget = (
+            allow_secrets_override,
+            allow_wide_forget,
+        )
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore")
         self._store = None
         self._open = Store.open
@@ -54,7 +63,10 @@ class MemoryServer:
         try:
             limits.check(params or {})
             return await loop.run_in_executor(self._pool, fn)
-        except (MemstoreError, ValueError) as exc:  # the user-facing message, as the CLI would print it
+        except (
+            MemstoreError,
+            ValueError,
+        ) as exc:  # the user-facing message, as the CLI would print it
             from ..secrets.policy import user_message
 
             raise ToolError(user_message(exc)) from None
@@ -77,17 +89,38 @@ class MemoryServer:
 
         def run():
             st = self._st()
-            hits = st.search(query, k=k, mode=mode, since=since, until=until, role=role, session=session)
-            warnings = st.warnings()  # damage the index met, git mid-merge: the agent can tell the user
-            return {"query": query, "hits": [h.to_json() for h in hits], **({"warnings": warnings} if warnings else {})}
+            hits = st.search(
+                query, k=k, mode=mode, since=since, until=until, role=role, session=session
+            )
+            warnings = (
+                st.warnings()
+            )  # damage the index met, git mid-merge: the agent can tell the user
+            return {
+                "query": query,
+                "hits": [h.to_json() for h in hits],
+                **({"warnings": warnings} if warnings else {}),
+            }
 
         return await self._run(
             run,
-            {"query": query, "k": k, "mode": mode, "since": since, "until": until, "role": role, "session": session},
+            {
+                "query": query,
+                "k": k,
+                "mode": mode,
+                "since": since,
+                "until": until,
+                "role": role,
+                "session": session,
+            },
         )
 
     async def recall(
-        self, question: str, k: int = 10, now: str | None = None, around: int = 0, docs: bool = False
+        self,
+        question: str,
+        k: int = 10,
+        now: str | None = None,
+        around: int = 0,
+        docs: bool = False,
     ) -> dict:
         """Recall what was said: a question with a time phrase ("what did we decide yesterday evening")
         becomes a time window; returns verbatim lines in time order and how they were found (level),
@@ -121,10 +154,23 @@ class MemoryServer:
             limits.check_secrets(secrets, self.allow_secrets_override, "ct mcp")
             st = self._st()
             return st.add(
-                text, role=role, actor=actor, session=session, type=type, model=model, secrets=secrets
+                text,
+                role=role,
+                actor=actor,
+                session=session,
+                type=type,
+                model=model,
+                secrets=secrets,
             ).to_json()
 
-        fields = {"text": text, "role": role, "actor": actor, "session": session, "type": type, "model": model}
+        fields = {
+            "text": text,
+            "role": role,
+            "actor": actor,
+            "session": session,
+            "type": type,
+            "model": model,
+        }
         return await self._run(run, {**fields, "secrets": secrets})
 
     async def mark(self, text: str | None = None, done: str | None = None) -> dict:
@@ -133,7 +179,9 @@ class MemoryServer:
             from mcp.server.mcpserver.exceptions import ToolError
 
             raise ToolError("give either text (a new marker) or done (the id of a marker to close)")
-        return await self._run(lambda: self._st().mark(text, done=done).to_json(), {"text": text, "done": done})
+        return await self._run(
+            lambda: self._st().mark(text, done=done).to_json(), {"text": text, "done": done}
+        )
 
     async def forget(
         self,
@@ -152,7 +200,13 @@ class MemoryServer:
         per call, unless the user started the server with --allow-wide-forget."""
         from . import limits
 
-        criteria = {"match": match, "session": session, "since": since, "until": until, "commit": commit}
+        criteria = {
+            "match": match,
+            "session": session,
+            "since": since,
+            "until": until,
+            "commit": commit,
+        }
 
         def run():
             st = self._st()
@@ -165,10 +219,13 @@ class MemoryServer:
     async def where(self, markers: int = 10, lines: int = 8) -> dict:
         """Where the work stands: open markers (newest last) and the latest session's last lines."""
         return await self._run(
-            lambda: self._st().where(markers=markers, lines=lines).to_json(), {"markers": markers, "lines": lines}
+            lambda: self._st().where(markers=markers, lines=lines).to_json(),
+            {"markers": markers, "lines": lines},
         )
 
-    async def context(self, query: str, budget: int | None = None, k: int = 8, recent: int = 6) -> dict:
+    async def context(
+        self, query: str, budget: int | None = None, k: int = 8, recent: int = 6
+    ) -> dict:
         """Prompt context for `query` within `budget` tokens: open markers, matching topic paths,
         recalled verbatim lines (oldest first) and recent turns. `text` is ready to paste."""
         return await self._run(
@@ -190,7 +247,9 @@ class MemoryServer:
 
     async def stats(self) -> str:
         """The store's counts (records, days, sessions, segments, bytes) as JSON."""
-        return await self._run(lambda: json.dumps(self._st().stat().to_json(), ensure_ascii=False, indent=1))
+        return await self._run(
+            lambda: json.dumps(self._st().stat().to_json(), ensure_ascii=False, indent=1)
+        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -199,15 +258,21 @@ class MemoryServer:
 TOOLS = ("search", "recall", "add", "mark", "forget", "where", "context", "tree")
 
 
-def build_server(root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False):
+def build_server(
+    root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False
+):
     """An MCPServer with the memory tools and the `memstore://stats` resource (flags: see MemoryServer)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
     from .. import __version__
 
-    mem = MemoryServer(root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget)
-    server = MCPServer(name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    mem = MemoryServer(
+        root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget
+    )
+    server = MCPServer(
+        name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
     writes = {"add", "mark", "forget"}
     for name in TOOLS:
         fn = getattr(mem, name)
@@ -231,21 +296,27 @@ def build_server(root: Path | str, *, allow_secrets_override: bool = False, allo
     return server, mem
 
 
-def serve(root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False) -> None:
+def serve(
+    root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False
+) -> None:
     """Run the server on stdin/stdout until the client closes the connection; every line is answered."""
     import anyio
 
     from ..store import Store
     from .mcp_wire import checked_stdio
 
-    st = Store.open(root)  # fail before the handshake, with the CLI's message, if this is not a store
+    st = Store.open(
+        root
+    )  # fail before the handshake, with the CLI's message, if this is not a store
     server, mem = build_server(
         st.root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget
     )
     mem._store = None  # opened again on the worker thread, which owns its SQLite connection
 
     async def run():
-        low = server._lowlevel_server  # what MCPServer.run_stdio_async drives, over our checked wire
+        low = (
+            server._lowlevel_server
+        )  # what MCPServer.run_stdio_async drives, over our checked wire
         async with checked_stdio() as (read_stream, write_stream):
             await low.run(read_stream, write_stream, low.create_initialization_options())
 

@@ -39,11 +39,23 @@ def problem(line: bytes) -> tuple[int, object, str] | None:
     except RecursionError:
         return types.PARSE_ERROR, None, "Parse error: the message nests too deeply"
     if isinstance(msg, list):
-        return types.INVALID_REQUEST, None, "Invalid request: batches are not supported; send one message a line"
+        return (
+            types.INVALID_REQUEST,
+            None,
+            "Invalid request: batches are not supported; send one message a line",
+        )
     if not isinstance(msg, dict):
-        return types.INVALID_REQUEST, None, f"Invalid request: a message is a JSON object, not {type(msg).__name__}"
+        return (
+            types.INVALID_REQUEST,
+            None,
+            f"Invalid request: a message is a JSON object, not {type(msg).__name__}",
+        )
     rid = msg.get("id")
-    rid = rid if isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)) else None
+    rid = (
+        rid
+        if isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
+        else None
+    )
     try:
         where = _surrogate_at(msg, "")
     except RecursionError:
@@ -52,7 +64,9 @@ def problem(line: bytes) -> tuple[int, object, str] | None:
         return (
             types.INVALID_PARAMS,
             rid,
-            (f"Invalid params: {where or 'the message'} holds a lone UTF-16 surrogate, which is not Unicode text"),
+            (
+                f"Invalid params: {where or 'the message'} holds a lone UTF-16 surrogate, which is not Unicode text"
+            ),
         )
     if msg.get("jsonrpc") != "2.0":
         return types.INVALID_REQUEST, rid, 'Invalid request: "jsonrpc" must be "2.0"'
@@ -60,7 +74,9 @@ def problem(line: bytes) -> tuple[int, object, str] | None:
         return (
             types.INVALID_REQUEST,
             rid,
-            ('Invalid request: a message needs "method" (a request or notification) or "result"/"error" (a response)'),
+            (
+                'Invalid request: a message needs "method" (a request or notification) or "result"/"error" (a response)'
+            ),
         )
     try:
         types.jsonrpc_message_adapter.validate_json(line, by_name=False)
@@ -118,7 +134,11 @@ class _CheckedLines:
             if len(line) > MAX_LINE and not line.endswith(b"\n"):
                 while (rest := await self._readline(MAX_LINE)) and not rest.endswith(b"\n"):
                     pass
-                await self._answer(_INVALID_REQUEST, None, f"Invalid request: a message is at most {MAX_LINE} bytes")
+                await self._answer(
+                    _INVALID_REQUEST,
+                    None,
+                    f"Invalid request: a message is at most {MAX_LINE} bytes",
+                )
                 continue
             if not line.strip():
                 continue
@@ -135,7 +155,9 @@ class _CheckedLines:
 
         log.warning("answered a bad message: %s", message)
         await self._ready.wait()
-        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
+        error = types.JSONRPCError(
+            jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message)
+        )
         try:
             await self.write_stream.send(SessionMessage(error))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):

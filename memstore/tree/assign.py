@@ -19,7 +19,9 @@ from . import naming
 from .fanout import rebalance
 from .topicdata import RecordData, normalise, thresholds
 
-SHORT_TURN_WORDS = 2  # "ok", "yes please", "why?" (under 2 content words) continue whatever is going on
+SHORT_TURN_WORDS = (
+    2  # "ok", "yes please", "why?" (under 2 content words) continue whatever is going on
+)
 RECENT_WINDOW = 8  # the current topic is judged by its latest records (drift-tolerant)
 MAX_DEPTH = 6  # sub-topics are not opened below this depth
 NEAR_TIE = 0.05
@@ -62,7 +64,9 @@ class Placer:
         cur = tree.current if tree.current in tree.topics else None
         if cur is None:
             tid = self._new_topic(None, [rec])
-        elif rec.get("role") != "user" or self._continues(cur, rec, self.content_vecs.get(rid, vec)):
+        elif rec.get("role") != "user" or self._continues(
+            cur, rec, self.content_vecs.get(rid, vec)
+        ):
             tid = cur
         else:
             tid = self._branch(cur, rec, self.content_vecs.get(rid, vec))
@@ -198,7 +202,11 @@ class Placer:
             idx = max(0, min(int(idx), len(candidates))) if idx is not None else None
         except (TypeError, ValueError):
             idx = None
-        return {"continue": belongs, "parent_index": idx, "name": naming.clean_name(data.get("new_topic_name"))}
+        return {
+            "continue": belongs,
+            "parent_index": idx,
+            "name": naming.clean_name(data.get("new_topic_name")),
+        }
 
     # ----- after the batch -------------------------------------------------------------------
 
@@ -232,10 +240,16 @@ def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
     users = [r for r in records if r.get("role") == "user"]
     pooled = getattr(store.embedder, "content_vectors", None)
     if pooled is not None:
-        from ..core import EMBED_CHARS  # the record's own embedding input, as Store._embed_records cuts it
+        from ..core import (
+            EMBED_CHARS,
+        )  # the record's own embedding input, as Store._embed_records cuts it
 
         vecs = pooled([r["text"][:EMBED_CHARS] for r in users])
-        return {r["id"]: normalise(np.asarray(v, np.float32)) for r, v in zip(users, vecs) if v is not None}
+        return {
+            r["id"]: normalise(np.asarray(v, np.float32))
+            for r, v in zip(users, vecs)
+            if v is not None
+        }
     texts = [" ".join(naming.words(r["text"][: naming.TEXT_CHARS])) for r in users]
     pick = [(r, t) for r, t in zip(users, texts) if t]
     if not pick:
@@ -309,7 +323,11 @@ def remove_records(tree: Tree, data: RecordData, ids: set[str], at: str = "") ->
         if t is None or t.records or tree.children(tid):
             continue
         del tree.topics[tid]
-        tree.gone[tid] = {"into": None, "why": "its records were superseded or forgotten", "at": at or t.last_active}
+        tree.gone[tid] = {
+            "into": None,
+            "why": "its records were superseded or forgotten",
+            "at": at or t.last_active,
+        }
         if tree.current == tid:
             tree.current = t.parent
     return changed

@@ -25,7 +25,9 @@ def load_version(store, rev: str | None) -> Tree:
     try:
         store.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     except GitError:
-        raise UsageError(f"{rev!r} is not a revision of {store.root}", 'See "ct log" for revisions.') from None
+        raise UsageError(
+            f"{rev!r} is not a revision of {store.root}", 'See "ct log" for revisions.'
+        ) from None
     shards = store.git.files_at(rev, treefmt.DIR)
     if shards:
         return treefmt.from_files(store.root, shards)
@@ -87,7 +89,9 @@ def diff_trees(old: Tree, new: Tree, old_label: str = "old", new_label: str = "n
                 d.merged.append(entry)
                 continue
         if tomb.get("why") == "regrouped":
-            d.removed.append({"id": tid, "name": t.name, "records": len(t.records), "why": "group dissolved"})
+            d.removed.append(
+                {"id": tid, "name": t.name, "records": len(t.records), "why": "group dissolved"}
+            )
             continue
         if tomb.get("why") == "archived":
             d.archived_topics.append({"id": tid, "name": t.name, "records": len(t.records)})
@@ -106,7 +110,11 @@ def diff_trees(old: Tree, new: Tree, old_label: str = "old", new_label: str = "n
             )
     archived_in_gone = sum(a["records"] for a in d.archived_topics)
     d.archived_records = max(0, len(set(new.archived) - set(old.archived)) - archived_in_gone)
-    if old.current != new.current and old.current is not None and new.resolve(old.current) != new.current:
+    if (
+        old.current != new.current
+        and old.current is not None
+        and new.resolve(old.current) != new.current
+    ):
         d.current = (old.current, new.current)
     return d
 

@@ -19,9 +19,13 @@ from .topicdata import RecordData, topic_vector
 def group_name(tree: Tree, members: list[Topic], data: RecordData) -> tuple[str, str]:
     texts: list[str] = []
     for m in members:
-        recs = m.records or [r for d in sorted(tree.descendants(m.id)) for r in tree.topics[d].records]
+        recs = m.records or [
+            r for d in sorted(tree.descendants(m.id)) for r in tree.topics[d].records
+        ]
         texts += data.texts(recs, limit=12)[0] or [m.name]
-    terms = naming.key_terms(naming.scrubbed(texts), 3, data.rarity)  # a committed name: no secret in it
+    terms = naming.key_terms(
+        naming.scrubbed(texts), 3, data.rarity
+    )  # a committed name: no secret in it
     name = ", ".join(terms) or "Related topics"
     name = name[:1].upper() + name[1:]
     return name, f"{len(members)} related topics: " + "; ".join(m.name for m in members)
@@ -35,7 +39,9 @@ def _make_group(tree: Tree, data: RecordData, parent: str | None, members: list[
     name, summary = group_name(tree, members, data)
     named_by = "offline"
     if llm is not None:
-        label = naming.llm_name(llm, [f"{m.name}: {m.summary}" for m in members], ["topic"] * len(members))
+        label = naming.llm_name(
+            llm, [f"{m.name}: {m.summary}" for m in members], ["topic"] * len(members)
+        )
         if label:
             name, named_by = label, "llm"
     gid = new_topic_id()
@@ -56,11 +62,18 @@ def _make_group(tree: Tree, data: RecordData, parent: str | None, members: list[
 
 def _halves(kids: list[Topic], vec: dict) -> tuple[list[Topic], list[Topic]]:
     """Split topics into two similar-sized halves around the two least similar of them."""
-    pairs = [(_sim(vec[a.id], vec[b.id]), i, j) for i, a in enumerate(kids) for j, b in enumerate(kids) if i < j]
+    pairs = [
+        (_sim(vec[a.id], vec[b.id]), i, j)
+        for i, a in enumerate(kids)
+        for j, b in enumerate(kids)
+        if i < j
+    ]
     _, i, j = min(pairs, key=lambda p: (p[0], p[1], p[2]))
     left, right = [kids[i]], [kids[j]]
     cap = (len(kids) + 1) // 2
-    for k in sorted((k for n, k in enumerate(kids) if n not in (i, j)), key=lambda k: (k.created, k.id)):
+    for k in sorted(
+        (k for n, k in enumerate(kids) if n not in (i, j)), key=lambda k: (k.created, k.id)
+    ):
         prefer_left = _sim(vec[k.id], vec[left[0].id]) >= _sim(vec[k.id], vec[right[0].id])
         if (prefer_left and len(left) < cap) or len(right) >= cap:
             left.append(k)
@@ -69,7 +82,9 @@ def _halves(kids: list[Topic], vec: dict) -> tuple[list[Topic], list[Topic]]:
     return left, right
 
 
-def rebalance(tree: Tree, data: RecordData, max_children: int, llm=None, join: float = -1.0) -> list[str]:
+def rebalance(
+    tree: Tree, data: RecordData, max_children: int, llm=None, join: float = -1.0
+) -> list[str]:
     """Fix every topic (and the root) with more than `max_children` children, the way a B-tree does.
 
     Each step lowers the crowded parent's child count by at least one:
@@ -90,7 +105,8 @@ def rebalance(tree: Tree, data: RecordData, max_children: int, llm=None, join: f
     for _ in range(100_000):
         cmap = tree.children_map()
         crowded = sorted(
-            (p for p, kids in cmap.items() if len(kids) > max_children), key=lambda p: (p is not None, p or "")
+            (p for p, kids in cmap.items() if len(kids) > max_children),
+            key=lambda p: (p is not None, p or ""),
         )
         if not crowded:
             break
@@ -113,7 +129,10 @@ def rebalance(tree: Tree, data: RecordData, max_children: int, llm=None, join: f
         if len(leaves) >= 2 and not is_group:
             size = max(2, min(len(leaves), max_children // 2 + 1))
             pairs = [
-                (_sim(vec[a.id], vec[b.id]), i, j) for i, a in enumerate(leaves) for j, b in enumerate(leaves) if i < j
+                (_sim(vec[a.id], vec[b.id]), i, j)
+                for i, a in enumerate(leaves)
+                for j, b in enumerate(leaves)
+                if i < j
             ]
             _, i, j = max(pairs, key=lambda p: (p[0], -p[1], -p[2]))
             members = [leaves[i], leaves[j]]

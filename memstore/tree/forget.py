@@ -83,7 +83,9 @@ def _parse(line: bytes) -> tuple[str, dict | None]:
     return text, data if isinstance(data, dict) else None
 
 
-def _rewrite(text: str, d: dict | None, ids: set[str], names: dict, forgotten: list[str]) -> str | None:
+def _rewrite(
+    text: str, d: dict | None, ids: set[str], names: dict, forgotten: list[str]
+) -> str | None:
     """The line with the forgotten records and texts taken out; None drops it."""
     if not text:
         return None
@@ -117,7 +119,9 @@ def _names_again(
     for tid in touched:
         if tid in tree.topics:
             own = tree.topics[tid].records
-            members[tid] = own or [r for k in sorted(tree.descendants(tid)) for r in tree.topics[k].records]
+            members[tid] = own or [
+                r for k in sorted(tree.descendants(tid)) for r in tree.topics[k].records
+            ]
         else:
             members[tid] = list(dict.fromkeys(ever.get(tid, [])))
     wanted = {r for recs in members.values() for r in recs} - ids

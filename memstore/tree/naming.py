@@ -31,7 +31,9 @@ def _stem(w: str) -> str:
 def _terms_of(text: str) -> tuple[tuple[str, str], ...]:
     """(folded term, surface form) per content word. Cached: placing a batch re-reads each topic's
     recent turns once per new turn, and the regex and stemming were most of that time."""
-    return tuple((_stem(w), w if not w.isupper() or len(w) <= 4 else w.lower()) for w in words(text))
+    return tuple(
+        (_stem(w), w if not w.isupper() or len(w) <= 4 else w.lower()) for w in words(text)
+    )
 
 
 def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
@@ -136,7 +138,14 @@ def clean_name(reply, max_words: int = 6) -> str | None:
     text = re.sub(r"^(topic( name)?|name)\s*[:\-]\s*", "", text, flags=re.I).strip(" \"'`*#.")
     if not text or len(text) > 80 or len(text.split()) > max_words:
         return None
-    if not re.search(r"\w", text) or text.lower() in {"error", "none", "null", "n/a", "unknown", "topic"}:
+    if not re.search(r"\w", text) or text.lower() in {
+        "error",
+        "none",
+        "null",
+        "n/a",
+        "unknown",
+        "topic",
+    }:
         return None
     return scrubbed([text])[0]
 
@@ -167,7 +176,10 @@ def llm_name(llm, texts: list[str], roles: list[str], parent: str | None = None)
     ctx = f'It is a sub-topic of "{parent}".\n' if parent else ""
     reply = llm.chat(
         [
-            {"role": "system", "content": "You name conversation topics. Reply with the name only."},
+            {
+                "role": "system",
+                "content": "You name conversation topics. Reply with the name only.",
+            },
             {
                 "role": "user",
                 "content": f"{ctx}Give a concise topic name (2-5 words) for this conversation "
@@ -183,7 +195,10 @@ def llm_name(llm, texts: list[str], roles: list[str], parent: str | None = None)
 def llm_summary(llm, name: str, texts: list[str], roles: list[str]) -> str | None:
     reply = llm.chat(
         [
-            {"role": "system", "content": "You summarise conversation segments in 1-2 plain sentences."},
+            {
+                "role": "system",
+                "content": "You summarise conversation segments in 1-2 plain sentences.",
+            },
             {
                 "role": "user",
                 "content": f'Summarise this conversation segment about "{name}" in 1-2 '

@@ -35,7 +35,9 @@ def text(tree, tz, depth: int | None = None, summaries: bool = True) -> str:
         if end != span:
             span += f"..{end}"
         n = counts[t.id]
-        lines.append(f"{'  ' * d}{mark} {t.name}  [{n} turn{'s' if n != 1 else ''}, {span}]  {t.id}")
+        lines.append(
+            f"{'  ' * d}{mark} {t.name}  [{n} turn{'s' if n != 1 else ''}, {span}]  {t.id}"
+        )
         if summaries and t.summary and d < 3:
             lines.append(f"{'  ' * d}    {t.summary[:120]}")
     if tree.archived:
@@ -89,4 +91,9 @@ def as_json(tree, depth: int | None = None) -> dict:
         }
         nodes[t.id] = node
         (nodes[t.parent]["children"] if t.parent in nodes else roots).append(node)
-    return {"current": tree.current, "topics": roots, "archived": len(tree.archived), "total_topics": len(tree.topics)}
+    return {
+        "current": tree.current,
+        "topics": roots,
+        "archived": len(tree.archived),
+        "total_topics": len(tree.topics),
+    }

@@ -52,7 +52,10 @@ def llm_veto(llm, a, b) -> tuple[bool, str] | None:
 
     data = llm.json(
         [
-            {"role": "system", "content": "You decide whether two conversation topics belong together."},
+            {
+                "role": "system",
+                "content": "You decide whether two conversation topics belong together.",
+            },
             {
                 "role": "user",
                 "content": (
@@ -120,14 +123,20 @@ def _refresh(tree, data: RecordData, tids, llm) -> None:
 
 
 def reorganize(
-    store, threshold: float = 0.55, prune_trivial: bool = False, dry_run: bool = False, offline: bool = False
+    store,
+    threshold: float = 0.55,
+    prune_trivial: bool = False,
+    dry_run: bool = False,
+    offline: bool = False,
 ) -> ReorgResult:
     """Run the merge pass (and optionally trivial-turn archiving); one commit unless `dry_run`."""
     from ..adapters.llm import get_llm
 
     started = time.monotonic()
     llm = None if offline else get_llm(store.root)
-    res = ReorgResult(threshold=threshold, veto="llm" if llm is not None else "offline", dry_run=dry_run)
+    res = ReorgResult(
+        threshold=threshold, veto="llm" if llm is not None else "offline", dry_run=dry_run
+    )
     with store.transaction(res.message, allow_old_format=dry_run) as tx:
         store.index()
         tree = treefmt.read(store.root)
@@ -135,7 +144,8 @@ def reorganize(
         at = to_iso(now_utc())
         live = tree.live_path()
         frozen = sorted(
-            (t for t in tree.topics.values() if t.id not in live and t.records), key=lambda t: (t.created, t.id)
+            (t for t in tree.topics.values() if t.id not in live and t.records),
+            key=lambda t: (t.created, t.id),
         )
         res.candidates = len(frozen)
         cache: dict = {}
@@ -146,15 +156,21 @@ def reorganize(
         if len(ok) >= 2:
             mat = np.stack([vecs[i] for i in ok])
             sims = mat @ mat.T
-            xs, ys = np.nonzero(np.triu(sims >= threshold, k=1))  # all pairs at once, not O(n²) Python
-            pairs = [(float(sims[x, y]), frozen[ok[x]].id, frozen[ok[y]].id) for x, y in zip(xs, ys)]
+            xs, ys = np.nonzero(
+                np.triu(sims >= threshold, k=1)
+            )  # all pairs at once, not O(n²) Python
+            pairs = [
+                (float(sims[x, y]), frozen[ok[x]].id, frozen[ok[y]].id) for x, y in zip(xs, ys)
+            ]
         pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
         res.pairs = len(pairs)
         terms: dict[str, set[str]] = {}
 
         def term_set(tid):
             if tid not in terms:
-                terms[tid] = naming.term_set(data.texts(tree.topics[tid].records, limit=40)[0], 12, data.rarity)
+                terms[tid] = naming.term_set(
+                    data.texts(tree.topics[tid].records, limit=40)[0], 12, data.rarity
+                )
             return terms[tid]
 
         changed: set[str] = set()

@@ -76,7 +76,9 @@ class RecordData:
                 self._refreshed = True
                 self.index.update()
                 self._vecs = None
-                for rid, *rest in queries.record_rows(self.index, [i for i in missing if i not in self._rows]):
+                for rid, *rest in queries.record_rows(
+                    self.index, [i for i in missing if i not in self._rows]
+                ):
                     self._rows[rid] = tuple(rest)
         return self._rows
 
@@ -93,7 +95,9 @@ class RecordData:
         for t in terms:
             if t in self._rarity:
                 continue
-            self._rarity[t] = math.log(1 + n / (1 + self._df(t))) / math.log(1 + n) if n > 1 else 1.0
+            self._rarity[t] = (
+                math.log(1 + n / (1 + self._df(t))) / math.log(1 + n) if n > 1 else 1.0
+            )
         return {t: self._rarity[t] for t in terms}
 
     def _df(self, term: str) -> float:
@@ -101,7 +105,9 @@ class RecordData:
         from the rowid the sample reached (FTS5 returns matches in rowid order), so a common word
         costs the same at a million records as at a thousand."""
         try:
-            count, last = queries.match_sample(self.index, '"' + term.replace('"', "") + '"', DF_SAMPLE)
+            count, last = queries.match_sample(
+                self.index, '"' + term.replace('"', "") + '"', DF_SAMPLE
+            )
         except Exception:  # an odd token FTS rejects: treat it as rare rather than fail a write
             return 0.0
         if count < DF_SAMPLE or not last:

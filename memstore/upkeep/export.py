@@ -47,11 +47,16 @@ def export_contexttape(store, dest, progress=None) -> dict:
         tid = 2 * len(mapping)
         unix = int(from_iso(rec["ts"]).timestamp())
         write_file_atomic(
-            dest / segment_name(tid), Header(tid + 1, -1, len(body), DT_TEXT, 0, 1.0, unix).pack() + body, fsync=False
+            dest / segment_name(tid),
+            Header(tid + 1, -1, len(body), DT_TEXT, 0, 1.0, unix).pack() + body,
+            fsync=False,
         )
         write_file_atomic(
             dest / segment_name(tid + 1),
-            Header(-1, tid, len(payload), vheader.data_type, vheader.dim, vheader.scale, unix).pack() + payload,
+            Header(
+                -1, tid, len(payload), vheader.data_type, vheader.dim, vheader.scale, unix
+            ).pack()
+            + payload,
             fsync=False,
         )
         mapping.append([tid, rec["id"]])

@@ -49,7 +49,9 @@ def fsck(store) -> Report:
         return rep
     dim = int(store.config.embedder["dim"])
     referenced: set[Path] = set()
-    ids: dict[str, tuple[str, Path, int, int]] = {}  # id -> where its first copy is (for duplicates)
+    ids: dict[
+        str, tuple[str, Path, int, int]
+    ] = {}  # id -> where its first copy is (for duplicates)
     _check_index(store, rep)
     absent = _check_committed(store, rep)  # {day: ids of committed records the work tree lacks}
     packed = _check_packs(store, rep, dim)
@@ -107,7 +109,12 @@ def _check_index(store, rep) -> None:
         )
 
 
-STORE_FILES = ("log/", "packs/", "segments/", "tree/")  # and the top-level files git keeps for the store
+STORE_FILES = (
+    "log/",
+    "packs/",
+    "segments/",
+    "tree/",
+)  # and the top-level files git keeps for the store
 
 
 def _check_committed(store, rep) -> dict[str, set[str]]:
@@ -118,11 +125,15 @@ def _check_committed(store, rep) -> dict[str, set[str]]:
 
     try:
         git = store.git
-        listing = git.run("ls-tree", "-r", "-z", "--full-tree", "HEAD", strip_newline_in_stdout=False)
+        listing = git.run(
+            "ls-tree", "-r", "-z", "--full-tree", "HEAD", strip_newline_in_stdout=False
+        )
         sparse = git.sparse
     except GitError as exc:
         if "Not a valid object name HEAD" not in str(exc) and "not a tree object" not in str(exc):
-            rep.damage.append(f"HEAD: git cannot read the committed tree ({str(exc).splitlines()[0]})")
+            rep.damage.append(
+                f"HEAD: git cannot read the committed tree ({str(exc).splitlines()[0]})"
+            )
         return {}
     except MemstoreError:  # no git here (a copy without .git): nothing committed to compare with
         return {}
@@ -130,7 +141,11 @@ def _check_committed(store, rep) -> dict[str, set[str]]:
     for item in listing.split("\0"):
         meta, _, path = item.partition("\t")
         parts = meta.split()
-        if len(parts) == 3 and parts[1] == "blob" and (path.startswith(STORE_FILES) or "/" not in path):
+        if (
+            len(parts) == 3
+            and parts[1] == "blob"
+            and (path.startswith(STORE_FILES) or "/" not in path)
+        ):
             paths.setdefault(parts[2], []).append(path)
     absent: dict[str, set[str]] = {}
     for oid, data, why in git.read_blobs(list(paths)):
@@ -229,7 +244,10 @@ def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) 
         return
     try:  # a reference that climbs out of the store (e.g. "../../etc") is damage, never a file to open
         shard = layout.safe_path(store.root, str(seg.get("shard", "")))
-        tpath, vpath = shard / segment_name(int(seg.get("text", -1))), shard / segment_name(int(seg.get("vec", -1)))
+        tpath, vpath = (
+            shard / segment_name(int(seg.get("text", -1))),
+            shard / segment_name(int(seg.get("vec", -1))),
+        )
     except (ValueError, TypeError) as exc:
         rep.damage.append(f"{where}: bad segment reference ({exc})")
         return
@@ -237,7 +255,9 @@ def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) 
     try:
         th, tbody = read_segment(tpath)
     except (OSError, SegmentError) as exc:
-        rep.damage.append(f"{store.rel(tpath) if tpath.exists() else tpath}: {exc} (text of {where})")
+        rep.damage.append(
+            f"{store.rel(tpath) if tpath.exists() else tpath}: {exc} (text of {where})"
+        )
         return
     try:
         vh, vbody = read_segment(vpath)
@@ -266,7 +286,9 @@ def _check_tree(store, rep, known: set[str]) -> None:
 
     if treelog.exists(store.root):
         ops, damage = treelog.read_ops(store.root)
-        rep.damage += [d.replace(f"{store.root}{os.sep}", "", 1) for d in damage]  # paths as the store names them
+        rep.damage += [
+            d.replace(f"{store.root}{os.sep}", "", 1) for d in damage
+        ]  # paths as the store names them
         tree = treelog.replay(ops)
         for topic in sorted(tree.topics.values(), key=lambda t: t.id):
             for rid in [r for r in topic.records if r not in known]:
@@ -300,10 +322,14 @@ def _check_orphans(store, rep, referenced) -> None:
                     rep.damage.append(f"{p}: {exc}")
                     continue
                 if h.data_type in (DT_TEXT, *VECTOR_TYPES, *BLOB_TYPES, DT_JSON):
-                    rep.warnings.append(f"{store.rel(p)}: segment not referenced by any record (orphan)")
+                    rep.warnings.append(
+                        f"{store.rel(p)}: segment not referenced by any record (orphan)"
+                    )
         for name in filenames:
             if name.startswith(".") and ".tmp-" in name:
-                rep.warnings.append(f"{store.rel(folder / name)}: temp file left by an interrupted write")
+                rep.warnings.append(
+                    f"{store.rel(folder / name)}: temp file left by an interrupted write"
+                )
 
 
 BLOB_TYPES = (DT_IMAGE, DT_AUDIO, DT_BLOB)
@@ -354,7 +380,9 @@ class DayPacks:
     """What one day's packs hold: {record id: {hash16: pack path}} and the blobs by record id."""
 
     vectors: dict[str, dict[str, str]] = field(default_factory=dict)
-    blobs: list[tuple[str, str, bytes, dict]] = field(default_factory=list)  # (record id, pack, bytes, manifest)
+    blobs: list[tuple[str, str, bytes, dict]] = field(
+        default_factory=list
+    )  # (record id, pack, bytes, manifest)
 
 
 def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
@@ -375,21 +403,31 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
                 rep.warnings.append(f"{rel}: temp file left by an interrupted write")
                 continue
             parts = Path(rel).parts
-            if not packfmt._NAME.match(name) or len(parts) != 4 or not parts[2].startswith(parts[1]):
-                rep.warnings.append(f"{rel}: not a pack (packs are packs/YYYY/YYYY-MM-DD/<sha256>.is)")
+            if (
+                not packfmt._NAME.match(name)
+                or len(parts) != 4
+                or not parts[2].startswith(parts[1])
+            ):
+                rep.warnings.append(
+                    f"{rel}: not a pack (packs are packs/YYYY/YYYY-MM-DD/<sha256>.is)"
+                )
                 continue
             rep.packs += 1
             try:
                 data = path.read_bytes()
                 if packfmt.pack_name(data) != name:
-                    rep.damage.append(f"{rel}: bytes do not hash to the file name (the pack is damaged)")
+                    rep.damage.append(
+                        f"{rel}: bytes do not hash to the file name (the pack is damaged)"
+                    )
                 pk = packfmt.parse(data, rel)  # still read, so the damage can be named more closely
             except (OSError, ValueError) as exc:
                 rep.damage.append(f"{rel}: {str(exc).replace(rel + ': ', '')}")
                 continue
             day = parts[2]
             if pk.manifest.get("day") != day:
-                rep.damage.append(f"{rel}: manifest says day {pk.manifest.get('day')!r}, the pack is in {day}")
+                rep.damage.append(
+                    f"{rel}: manifest says day {pk.manifest.get('day')!r}, the pack is in {day}"
+                )
             if pk.manifest.get("dim") != dim:
                 rep.damage.append(
                     f"{rel}: manifest says {pk.manifest.get('dim')} dimensions, the store uses {dim} (made with "
@@ -402,7 +440,9 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
             for it in pk.items(keys):
                 if it.header.dim != dim:
                     odd += 1
-                    if odd <= 3:  # the manifest line above says what to run; three examples are enough
+                    if (
+                        odd <= 3
+                    ):  # the manifest line above says what to run; three examples are enough
                         rep.damage.append(
                             f"{rel}: vector of {it.record_id} has {it.header.dim} dimensions, the store uses {dim}"
                         )
@@ -528,7 +568,9 @@ def _check_packed(store, rec, where, day, rep, day_packs: "DayPacks | None") -> 
     rid = str(rec["id"])
     entries = (day_packs.vectors if day_packs else {}).get(rid)
     if not entries:
-        rep.unvectored.append((where, day, rid))  # why, and what to run, is read from git afterwards
+        rep.unvectored.append(
+            (where, day, rid)
+        )  # why, and what to run, is read from git afterwards
     elif packfmt.hash16(str(rec.get("hash") or "")) not in entries:
         rep.damage.append(
             f"{sorted(entries.values())[0]}: vector of record {rid} was made from other text "
@@ -539,16 +581,24 @@ def _check_packed(store, rec, where, day, rep, day_packs: "DayPacks | None") -> 
         _check_packed_blob(rec, src["blob"], where, day, rep, day_packs)
 
 
-def _check_packed_blob(rec, ref: dict, where: str, day: str, rep, day_packs: "DayPacks | None") -> None:
+def _check_packed_blob(
+    rec, ref: dict, where: str, day: str, rep, day_packs: "DayPacks | None"
+) -> None:
     import hashlib
 
     found = find_day_blob(day_packs.blobs if day_packs else [], str(rec["id"]), ref.get("sha256"))
     if found is None:
-        rep.damage.append(f"{where}: its original file (sha256 {str(ref.get('sha256'))[:12]}…) is in no pack of {day}")
+        rep.damage.append(
+            f"{where}: its original file (sha256 {str(ref.get('sha256'))[:12]}…) is in no pack of {day}"
+        )
         return
     pack_rel, body, _manifest = found
-    if hashlib.sha256(body).hexdigest() != ref.get("sha256") or len(body) != ref.get("bytes", len(body)):
-        rep.damage.append(f"{pack_rel}: blob bytes of {rec['id']} do not match the sha256 and size in {where}")
+    if hashlib.sha256(body).hexdigest() != ref.get("sha256") or len(body) != ref.get(
+        "bytes", len(body)
+    ):
+        rep.damage.append(
+            f"{pack_rel}: blob bytes of {rec['id']} do not match the sha256 and size in {where}"
+        )
 
 
 def find_day_blob(blobs: list[tuple[str, str, bytes, dict]], record_id: str, sha256: str | None):
@@ -557,7 +607,9 @@ def find_day_blob(blobs: list[tuple[str, str, bytes, dict]], record_id: str, sha
         if rid == record_id:
             return rel, body, manifest
     for rid, rel, body, manifest in blobs:
-        if record_id in (manifest.get("records") or []) or (sha256 and manifest.get("sha256") == sha256):
+        if record_id in (manifest.get("records") or []) or (
+            sha256 and manifest.get("sha256") == sha256
+        ):
             return rel, body, manifest
     return None
 
@@ -617,7 +669,9 @@ def _check_forgotten_markers(store, rep) -> None:
         )
 
 
-def _check_pack_orphans(store, rep, packed: dict[str, DayPacks], claimed: dict[str, set[str]], gone: set[str]) -> None:
+def _check_pack_orphans(
+    store, rep, packed: dict[str, DayPacks], claimed: dict[str, set[str]], gone: set[str]
+) -> None:
     for day, got in sorted(packed.items()):
         mine = claimed.get(day, set())
         by_pack: dict[str, list[str]] = {}

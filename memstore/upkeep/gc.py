@@ -15,7 +15,9 @@ class GcResult:
     """Days consolidated and pack counts before and after (planned only, with `dry_run`)."""
 
     days: list[str] = field(default_factory=list)
-    damaged: list[str] = field(default_factory=list)  # days left alone: a pack there is damaged (see fsck)
+    damaged: list[str] = field(
+        default_factory=list
+    )  # days left alone: a pack there is damaged (see fsck)
     packs_before: int = 0
     packs_after: int = 0
     duplicates: int = 0  # identical copies of a record's line that a git merge left, dropped
@@ -36,7 +38,9 @@ class GcResult:
         parts = [f"Consolidate {self.packs()}"] if self.days or not self.duplicates else []
         if self.duplicates:
             k = len(self.logs)
-            parts.append(f"{'drop' if parts else 'Drop'} {self.copies()} ({k} day log{'s' if k != 1 else ''})")
+            parts.append(
+                f"{'drop' if parts else 'Drop'} {self.copies()} ({k} day log{'s' if k != 1 else ''})"
+            )
         return "; ".join(parts)
 
     def to_json(self) -> dict:

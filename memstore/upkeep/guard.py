@@ -57,7 +57,11 @@ def _purged_back(reader, old: str | None, new: str) -> list[str]:
             except ValueError:
                 continue
             if isinstance(entry, dict):
-                listed |= {c for c in [*(entry.get("commits") or []), *(entry.get("tips") or [])] if isinstance(c, str)}
+                listed |= {
+                    c
+                    for c in [*(entry.get("commits") or []), *(entry.get("tips") or [])]
+                    if isinstance(c, str)
+                }
     return [
         f"commit {c[:10]} of the history ct forget --purge-history rewrote ({PURGED}) is in this push: it holds "
         'forgotten text. Run "ct sync --drop-purged" in the clone (or re-clone), then push again'
@@ -89,7 +93,9 @@ def _check_file(path: str, data: bytes, gone: set[str]) -> list[str]:
         return _check_pack(path, data)
     for no, line in enumerate(data.splitlines(keepends=True), 1):
         if line.startswith(CONFLICT) or line.rstrip(b"\n") == b"=======":
-            return [f"{path}:{no}: a git conflict marker was committed ({line[:7].decode()}…); {HOW}"]
+            return [
+                f"{path}:{no}: a git conflict marker was committed ({line[:7].decode()}…); {HOW}"
+            ]
     if kind == "config":
         try:
             tomllib.loads(data.decode("utf-8"))
@@ -107,7 +113,9 @@ def _check_log(path: str, data: bytes, gone: set[str]) -> list[str]:
         if ln.record is None:
             out.append(f"{path}:{ln.line_no}: not a record memstore can read ({ln.error})")
         elif ln.record.get("id") in gone:
-            out.append(f"{path}:{ln.line_no}: record {ln.record['id']} was forgotten (forgotten.jsonl); {_BACK}")
+            out.append(
+                f"{path}:{ln.line_no}: record {ln.record['id']} was forgotten (forgotten.jsonl); {_BACK}"
+            )
     return out
 
 

@@ -29,14 +29,18 @@ from ..gitrepo import HOOK_MARK as MARK
 HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite", "pre-push")
 BARE_HOOKS = ("pre-receive",)
 MERGED_ENV = "MEMSTORE_MERGE_DONE"  # the MERGE_HEAD of a merge git has committed (post-merge runs)
-INACTIVE = "inactive: neither memstore nor ct is on PATH (the hook does nothing; ct commands index anyway)"
+INACTIVE = (
+    "inactive: neither memstore nor ct is on PATH (the hook does nothing; ct commands index anyway)"
+)
 
 
 def source_dir() -> Path:
     """The folder holding the hook files memstore installs: `hooks/` of the source checkout, or the
     copy the wheel carries (package `memstore.githooks`, mapped from that folder)."""
     here = Path(__file__).resolve().parent.parent.parent / "hooks"
-    if (here / "post-commit").is_file() and MARK in (here / "post-commit").read_text(errors="replace"):
+    if (here / "post-commit").is_file() and MARK in (here / "post-commit").read_text(
+        errors="replace"
+    ):
         return here
     from importlib.resources import files
 
@@ -84,7 +88,9 @@ def install_bare(gdir) -> list[str]:
     if path.exists() and MARK not in path.read_text(errors="replace"):
         path.rename(chained)
     text = stub("pre-receive")
-    if chained.exists():  # stdin is read by memstore's guard first: keep a copy for the chained hook
+    if (
+        chained.exists()
+    ):  # stdin is read by memstore's guard first: keep a copy for the chained hook
         text = text.replace(
             '[ -z "$run" ] || exec $run hook pre-receive\n',
             'input=$(cat)\nif [ -n "$run" ]; then printf \'%s\\n\' "$input" | $run hook pre-receive || exit 1\n'

@@ -12,7 +12,9 @@ def _checked_lines(store) -> list[markerfmt.MarkerLine]:
     try:
         return markerfmt.read_lines(store.root)
     except FormatError as exc:
-        raise FormatError(exc.path, exc.problem, exc.line, "Nothing was changed. " + (exc.hint or "")) from None
+        raise FormatError(
+            exc.path, exc.problem, exc.line, "Nothing was changed. " + (exc.hint or "")
+        ) from None
 
 
 def mark(store, text: str, now=None, secrets: str = "refuse") -> markerfmt.Marker:
@@ -92,7 +94,8 @@ def _checked_for_secrets(text, how: str):
     if how == "redact":
         return secrets.redact(text)[0]
     lines = [
-        f"marker text{f' line {f.line}' if chr(10) in text else ''}: {f.kind} ({f.excerpt_redacted})" for f in found
+        f"marker text{f' line {f.line}' if chr(10) in text else ''}: {f.kind} ({f.excerpt_redacted})"
+        for f in found
     ]
     raise SecretsFound(
         "Refusing to mark what looks like credentials:\n  " + "\n  ".join(lines),

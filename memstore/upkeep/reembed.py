@@ -15,7 +15,9 @@ def reembed_days(store, days: list[str], why: str, batch: int = 256) -> dict:
     """Re-embed only `days` with the store's own embedder (one commit; memstore.toml unchanged):
     the days a merge brought packs of another vector size into."""
     count = {"n": 0}
-    with store.transaction(lambda: f"Re-embed {count['n']} records of {len(days)} days: {why}") as tx:
+    with store.transaction(
+        lambda: f"Re-embed {count['n']} records of {len(days)} days: {why}"
+    ) as tx:
         emb, dtype = store.embedder, store.config.setting("vector_dtype")
         for day in days:
             count["n"] += _reembed_day(store, day, emb, dtype, batch)
@@ -28,7 +30,11 @@ def mismatched_days(store, packs=None) -> list[str]:
     re-embedded while this one wrote); only `packs` (paths) are looked at when given."""
     dim = int(store.config.embedder["dim"])
     if packs is None:
-        packs = [p for folder in packfmt.all_pack_days(store.root).values() for p in packfmt.pack_files(folder)]
+        packs = [
+            p
+            for folder in packfmt.all_pack_days(store.root).values()
+            for p in packfmt.pack_files(folder)
+        ]
     days = set()
     for p in packs:
         try:
@@ -40,7 +46,9 @@ def mismatched_days(store, packs=None) -> list[str]:
     return sorted(days)
 
 
-def reembed(store, embedder_name: str | None = None, options: dict | None = None, batch: int = 256) -> dict:
+def reembed(
+    store, embedder_name: str | None = None, options: dict | None = None, batch: int = 256
+) -> dict:
     """Every day gets one new pack with the new vectors (blobs carried over byte for byte); old packs go."""
     name = embedder_name or store.config.embedder["name"]
     opts = dict(options or {})
@@ -51,7 +59,9 @@ def reembed(store, embedder_name: str | None = None, options: dict | None = None
     emb = adapters.get_embedder(name, **{**embedder_options(), **opts})
     dtype = store.config.setting("vector_dtype")
     count = {"n": 0}
-    with store.transaction(lambda: f"Re-embed {count['n']} records with {emb.model} ({emb.dim}-d)") as tx:
+    with store.transaction(
+        lambda: f"Re-embed {count['n']} records with {emb.model} ({emb.dim}-d)"
+    ) as tx:
         days = sorted(set(logfmt.list_days(store.root)) | set(packfmt.all_pack_days(store.root)))
         for day in days:
             count["n"] += _reembed_day(store, day, emb, dtype, batch)
@@ -83,14 +93,18 @@ def _reembed_day(store, day: str, emb, dtype: str, batch: int) -> int:
     writer = packfmt.PackWriter(day, emb.dim)
     keys = packfmt.ring(recs.values())
     key_of = dict(keys)
-    ordered = [recs[k] for k in sorted(recs) if k in key_of]  # a line without its key can seal nothing
+    ordered = [
+        recs[k] for k in sorted(recs) if k in key_of
+    ]  # a line without its key can seal nothing
     for i in range(0, len(ordered), batch):
         part = ordered[i : i + batch]
         vecs = record_vectors(emb, part, [r["text"][:EMBED_CHARS] for r in part])  # as Store.write
         for rec, vec in zip(part, vecs):
             text_hash = rec.get("hash") or recordfmt.text_hash(rec["text"])
             rid = str(rec["id"])
-            writer.add_vector(rid, key_of[rid], text_hash, vec, dtype, int(from_iso(rec["ts"]).timestamp()))
+            writer.add_vector(
+                rid, key_of[rid], text_hash, vec, dtype, int(from_iso(rec["ts"]).timestamp())
+            )
     seen = set()
     for p in old:  # originals of ingest-any are not vectors: carried over as they are
         pk = packfmt.read(p)

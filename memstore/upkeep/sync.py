@@ -18,10 +18,19 @@ from ..results import SyncResult
 
 PUSH_TRIES = 10
 # git's words for a push another clone's push beat: not a failure, a reason to merge again.
-RACE_WORDS = ("fetch first", "non-fast-forward", "failed to update ref", "stale info", "cannot lock ref", "is at ")
+RACE_WORDS = (
+    "fetch first",
+    "non-fast-forward",
+    "failed to update ref",
+    "stale info",
+    "cannot lock ref",
+    "is at ",
+)
 
 
-def sync(store, push: bool = True, set_upstream: str | None = None, drop_purged: bool = False) -> SyncResult:
+def sync(
+    store, push: bool = True, set_upstream: str | None = None, drop_purged: bool = False
+) -> SyncResult:
     """Fetch, merge the upstream branch, bring the index up to date, push what the remote lacks.
 
     A push that loses a race (another clone pushed first) starts the round again: fetch, merge,
@@ -33,8 +42,13 @@ def sync(store, push: bool = True, set_upstream: str | None = None, drop_purged:
 
     with store.lock():  # journalled: a crashed writer's leftovers are rolled back before the merge
         notes = list(store.recovery_notes)
-        if any(state == "missing" or state.startswith("outdated") for state in hooks.status(store).values()):
-            hooks.install(store)  # an optimisation only: the index is brought up to date below anyway
+        if any(
+            state == "missing" or state.startswith("outdated")
+            for state in hooks.status(store).values()
+        ):
+            hooks.install(
+                store
+            )  # an optimisation only: the index is brought up to date below anyway
             notes.append("installed the git hooks in this clone")
         branch = _branch(store)
         remote, upstream = _upstream(store, branch, set_upstream)
@@ -84,11 +98,19 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
             purge.refuse_purged(store, res, "HEAD", what="push")
             from ..repair import journal_merge
 
-            journal_merge(store)  # a kill inside git's merge is rolled back whole (memstore/repair.py)
+            journal_merge(
+                store
+            )  # a kill inside git's merge is rolled back whole (memstore/repair.py)
             _merge(store, res)
     if local:  # this clone's own records, moved onto the rewritten history (one commit)
-        w = store.write(local, f"Re-apply {len(local)} records not on the rewritten {res.upstream}", secrets="allow")
-        res.notes.append(f"re-applied {len(w.added)} records of this clone on the rewritten {res.upstream}")
+        w = store.write(
+            local,
+            f"Re-apply {len(local)} records not on the rewritten {res.upstream}",
+            secrets="allow",
+        )
+        res.notes.append(
+            f"re-applied {len(w.added)} records of this clone on the rewritten {res.upstream}"
+        )
     _reembed_merged(store, res, head, embedder)
     applied = leftovers.apply_tombstones(store)
     if applied.commit:
@@ -96,7 +118,9 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
         rest = len(applied.records) - lines
         said = [f"{lines} records forgotten on another clone"] if lines else []
         said += (
-            [f"{rest} leftovers of forgotten records the merge kept (vectors, markers, topic summaries)"]
+            [
+                f"{rest} leftovers of forgotten records the merge kept (vectors, markers, topic summaries)"
+            ]
             if rest
             else []
         )
@@ -114,13 +138,17 @@ def _reembed_merged(store, res: SyncResult, head: str | None, embedder: dict) ->
         return
     store.reload_config()
     if store.config.embedder == embedder:
-        added = store.git.run("diff", "--name-only", "--diff-filter=A", "-z", head, "HEAD", "--", "packs")
+        added = store.git.run(
+            "diff", "--name-only", "--diff-filter=A", "-z", head, "HEAD", "--", "packs"
+        )
         packs = [store.root / p for p in added.split("\0") if p.endswith(".is")]
         days = mismatched_days(store, packs) if packs else []
     else:
         days = mismatched_days(store)
     if days:
-        done = reembed_days(store, days, "merged with vectors of another size (a clone re-embedded meanwhile)")
+        done = reembed_days(
+            store, days, "merged with vectors of another size (a clone re-embedded meanwhile)"
+        )
         res.notes.append(
             f"re-embedded {done['records']} records of {len(days)} days that came with vectors of another size "
             f"(commit {done['commit'][:10]})"
@@ -207,7 +235,9 @@ def _counts(store, upstream: str) -> tuple[int, int] | None:
         store.git.run("rev-parse", "--verify", "-q", f"refs/remotes/{upstream}")
     except GitError:
         return None
-    ahead, behind = store.git.run("rev-list", "--left-right", "--count", f"HEAD...refs/remotes/{upstream}").split()
+    ahead, behind = store.git.run(
+        "rev-list", "--left-right", "--count", f"HEAD...refs/remotes/{upstream}"
+    ).split()
     return int(ahead), int(behind)
 
 
@@ -255,7 +285,9 @@ def _merge(store, res: SyncResult) -> None:
     res.merge_commit = git.head()
     res.fast_forward = ahead == 0 and res.merge_commit != before
     how = "fast-forward" if res.fast_forward else f"merge commit {res.merge_commit[:10]}"
-    res.notes.append(f"{res.upstream} had {behind} new commit{'s' if behind != 1 else ''}: merged ({how})")
+    res.notes.append(
+        f"{res.upstream} had {behind} new commit{'s' if behind != 1 else ''}: merged ({how})"
+    )
 
 
 def _refuse_local_changes(store, res: SyncResult, exc: GitError) -> None:
@@ -287,9 +319,17 @@ def _push(store, res: SyncResult, first: bool) -> bool:
     ahead = counts[0] if counts is not None else int(store.git.run("rev-list", "--count", "HEAD"))
     if ahead == 0 and not first:
         return True
-    args = ["push", "--quiet", *(["-u"] if first else []), res.remote, f"HEAD:refs/heads/{_remote_branch(res)}"]
+    args = [
+        "push",
+        "--quiet",
+        *(["-u"] if first else []),
+        res.remote,
+        f"HEAD:refs/heads/{_remote_branch(res)}",
+    ]
     try:
-        store.git.run(*args, env={IN_MEMSTORE_ENV: "1"})  # the pre-push guard: sync applied tombstones itself
+        store.git.run(
+            *args, env={IN_MEMSTORE_ENV: "1"}
+        )  # the pre-push guard: sync applied tombstones itself
     except GitError as exc:
         words = _git_words(exc)
         if any(k in words for k in RACE_WORDS):
@@ -327,7 +367,9 @@ def _point_remote_head(store, res: SyncResult) -> None:
         )
         return
     store.git.set_head_of(store.root / local if not local.is_absolute() else local, branch)
-    res.notes.append(f"{res.remote}'s HEAD now names {branch}, so a plain git clone of it checks it out")
+    res.notes.append(
+        f"{res.remote}'s HEAD now names {branch}, so a plain git clone of it checks it out"
+    )
 
 
 def _remote_branch(res: SyncResult) -> str:
@@ -337,5 +379,7 @@ def _remote_branch(res: SyncResult) -> str:
 def _git_words(exc: GitError) -> str:
     """git's own explanation, without our "git X failed in ROOT:" prefix, on one line."""
     text = exc.message.split(": ", 1)[1] if ": " in exc.message else exc.message
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("hint:")]
+    lines = [
+        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("hint:")
+    ]
     return " ".join(lines)[:400]

@@ -70,7 +70,9 @@ def upgrade(store, dry_run: bool = False) -> UpgradeResult:
         days = sorted(set(logfmt.list_days(store.root)) | set(packfmt.all_pack_days(store.root)))
         res.days = [_plan_day2(store, day) for day in days]
     else:
-        res.days = [_plan_day(store, day, path) for day, path in logfmt.list_days(store.root).items()]
+        res.days = [
+            _plan_day(store, day, path) for day, path in logfmt.list_days(store.root).items()
+        ]
         res.segment_files = sum(len(files) for _, _, files in os.walk(store.root / "segments"))
         res.tree = (store.root / TREE_JSON).is_file()
     if dry_run:
@@ -106,7 +108,9 @@ def _plan_day(store, day: str, path: Path) -> DayPlan:
     for ln in logfmt.read_lines(path):
         if ln.record is None:
             raise FormatError(
-                path, f"line {ln.line_no}: {ln.error}", hint="Run ct fsck --repair first; nothing was changed."
+                path,
+                f"line {ln.line_no}: {ln.error}",
+                hint="Run ct fsck --repair first; nothing was changed.",
             )
         rec = dict(ln.record)
         seg = rec.pop("seg", None)
@@ -119,7 +123,9 @@ def _plan_day(store, day: str, path: Path) -> DayPlan:
                 header, payload = seg_vector(store.root, {"seg": seg})
             except (OSError, SegmentError, KeyError, ValueError) as exc:
                 raise _unreadable(path, ln.line_no, rec, "its vector segment", exc) from None
-            writer.add_encoded(str(rec["id"]), key, packfmt.hash16(str(rec.get("hash", ""))), header, payload)
+            writer.add_encoded(
+                str(rec["id"]), key, packfmt.hash16(str(rec.get("hash", ""))), header, payload
+            )
         _convert_blob(store, rec, key, writer, packed_blobs, path, ln.line_no)
         lines.append(recordfmt.dumps(rec) + "\n")
         n += 1
@@ -137,7 +143,9 @@ def _plan_day2(store, day: str) -> DayPlan:
     for ln in logfmt.read_lines(path) if path.exists() else []:
         if ln.record is None:
             raise FormatError(
-                path, f"line {ln.line_no}: {ln.error}", hint="Run ct fsck --repair first; nothing was changed."
+                path,
+                f"line {ln.line_no}: {ln.error}",
+                hint="Run ct fsck --repair first; nothing was changed.",
             )
         rec = dict(ln.record)
         rec["vkey"] = keys.setdefault(
@@ -168,7 +176,9 @@ def _unreadable(path: Path, line_no: int, rec: dict, what: str, exc: Exception) 
     )
 
 
-def _convert_blob(store, rec: dict, key: bytes, writer, packed: set, path: Path, line_no: int) -> None:
+def _convert_blob(
+    store, rec: dict, key: bytes, writer, packed: set, path: Path, line_no: int
+) -> None:
     """A format-1 `source.blob` becomes {"sha256", "bytes"}; the original goes into the day's pack once."""
     src = rec.get("source")
     ref = src.get("blob") if isinstance(src, dict) else None
@@ -224,7 +234,9 @@ def _apply(store, res: UpgradeResult) -> list[str]:
     staged.append(configfmt.FILENAME)
     if res.source == 2:
         return sorted(set(staged))
-    from ..format.layout import GITATTRIBUTES  # a new store's: union merges for the logs, no merge driver
+    from ..format.layout import (
+        GITATTRIBUTES,
+    )  # a new store's: union merges for the logs, no merge driver
 
     (root / ".gitattributes").write_text(GITATTRIBUTES, encoding="utf-8")
     staged += [configfmt.FILENAME, ".gitattributes"]

@@ -77,7 +77,11 @@ def day(st, p) -> dict:
     """One day's lines verbatim in time order, with the markers opened or closed that day on top."""
     d = p["day"]
     recs = st.day(d)
-    marks = [m for m in (_marker_view(m, st.tz) for m in st.markers()) if d in (m["day"], m.get("closed_day"))]
+    marks = [
+        m
+        for m in (_marker_view(m, st.tz) for m in st.markers())
+        if d in (m["day"], m.get("closed_day"))
+    ]
     return {"day": d, "records": [record_view(r) for r in recs], "markers": marks}
 
 
@@ -104,7 +108,9 @@ def _flat(tree) -> list[dict]:
 def tree(st, p) -> dict:
     """The topic tree, and the topics that left it (merged, archived, regrouped) with where they went."""
     t = st.tree()
-    unnamed = any(not g.get("name") for g in t.gone.values())  # format 1 kept no names in its tombstones
+    unnamed = any(
+        not g.get("name") for g in t.gone.values()
+    )  # format 1 kept no names in its tombstones
     names = {
         **(_gone_names(st, t) if unnamed else {}),
         **{tid: g["name"] for tid, g in t.gone.items() if g.get("name")},
@@ -125,7 +131,12 @@ def tree(st, p) -> dict:
                 }
             )
         )
-    return {"topics": _flat(t), "current": t.current, "archived_records": len(t.archived), "gone": gone}
+    return {
+        "topics": _flat(t),
+        "current": t.current,
+        "archived_records": len(t.archived),
+        "gone": gone,
+    }
 
 
 def _gone_names(st, t) -> dict[str, str]:
@@ -146,9 +157,13 @@ def _gone_names(st, t) -> dict[str, str]:
             when = from_iso(at) if at else None
         except ValueError:
             when = None
-        later = [c for c in commits if when is None or from_iso(c["date"]) >= when.replace(microsecond=0)]
+        later = [
+            c for c in commits if when is None or from_iso(c["date"]) >= when.replace(microsecond=0)
+        ]
         if later:
-            want.setdefault(later[-1]["sha"], []).append(tid)  # history is newest first: the last is the earliest
+            want.setdefault(later[-1]["sha"], []).append(
+                tid
+            )  # history is newest first: the last is the earliest
     names: dict[str, str] = {}
     for sha, tids in want.items():
         try:
@@ -200,7 +215,9 @@ def commit(st, p) -> dict:
     """One commit's topic changes (the analysis of `ct diff REV^ REV`) and the tree before and after it."""
     rev = p["rev"]
     if not _REV.fullmatch(rev):
-        raise UsageError(f"a revision is a commit id (4 to 40 hex digits) or HEAD, HEAD~N, not {rev!r}")
+        raise UsageError(
+            f"a revision is a commit id (4 to 40 hex digits) or HEAD, HEAD~N, not {rev!r}"
+        )
     st.tree(rev)  # UsageError names a bad revision
     d = st.diff(f"{rev}^", rev)  # the first commit's parent is the empty tree
     before, after = d.old_tree, d.new_tree
@@ -210,7 +227,11 @@ def commit(st, p) -> dict:
         "rev": rev,
         "commit": mask_fields(info) if info else None,
         "diff": {
-            k: ([mask_fields(x) for x in v] if isinstance(v, list) and v and isinstance(v[0], dict) else v)
+            k: (
+                [mask_fields(x) for x in v]
+                if isinstance(v, list) and v and isinstance(v[0], dict)
+                else v
+            )
             for k, v in d.to_json().items()
         },
         "lines": [mask(x) for x in d.lines()],
