@@ -237,6 +237,22 @@ def test_the_wheel_carries_the_hooks(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         for p in (REPO / "hooks").iterdir():
             assert z.read(f"memstore/githooks/{p.name}") == p.read_bytes(), p.name
+        z.extractall(tmp_path / "site")
+    # installed from the wheel (no checkout beside it), memstore finds its hook files there
+    code = (
+        "from memstore.upkeep import hooks; import sys; "
+        "assert 'site' in str(hooks.__file__), hooks.__file__; "
+        "sys.stdout.write(hooks.stub('post-merge'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "site")},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out == (REPO / "hooks" / "post-merge").read_text()
 
 
 # ----- SQL against the index lives in memstore/index/ ------------------------------------------------

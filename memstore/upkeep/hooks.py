@@ -34,9 +34,9 @@ INACTIVE = (
 )
 
 
-def source_dir() -> Path:
+def source_dir():
     """The folder holding the hook files memstore installs: `hooks/` of the source checkout, or the
-    copy the wheel carries (package `memstore.githooks`, mapped from that folder)."""
+    copy the wheel carries (package `memstore.githooks`, mapped from that folder; a Traversable)."""
     here = Path(__file__).resolve().parent.parent.parent / "hooks"
     if (here / "post-commit").is_file() and MARK in (here / "post-commit").read_text(
         errors="replace"
@@ -44,7 +44,7 @@ def source_dir() -> Path:
         return here
     from importlib.resources import files
 
-    return Path(str(files("memstore.githooks")))
+    return files("memstore.githooks")
 
 
 def stub(name: str) -> str:
