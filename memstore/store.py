@@ -312,7 +312,12 @@ class Store(Core):
 
         ids = list(ids or ())
         criteria = Criteria(
-            match=match, session=session, since=since, until=until, now=now, commit=commit
+            match=match,
+            session=session,
+            since=_instant(since or None, self, now, "start"),
+            until=_instant(until or None, self, now, "end"),
+            now=now,
+            commit=commit,
         )
         if purge_history:
             refuse_shallow_purge(self)

@@ -21,13 +21,19 @@ class Criteria:
 
     match: str | None = None  # every word of it in the text
     session: str | None = None
-    since: object = None  # ISO time or a phrase ("yesterday"), read against `now`
-    until: object = None
+    since: float | None = (
+        None  # Unix seconds (the facade reads ISO times and phrases against `now`)
+    )
+    until: float | None = None
     now: object = None
     commit: str | None = None  # the records this commit added
 
     def given(self) -> bool:
-        return any((self.match, self.session, self.since, self.until, self.commit))
+        return (
+            any((self.match, self.session, self.commit))
+            or self.since is not None
+            or self.until is not None
+        )
 
 
 def select(store, ids=(), criteria: Criteria = Criteria()) -> list[dict]:
@@ -98,11 +104,9 @@ def select(store, ids=(), criteria: Criteria = Criteria()) -> list[dict]:
                 "Nothing was forgotten.",
             )
         narrow(rows)
-    if c.since or c.until:
-        from ..retrieve.timefilter import instant
-
-        lo = instant(c.since, store, c.now, edge="start") if c.since else float("-inf")
-        hi = instant(c.until, store, c.now, edge="end") if c.until else float("inf")
+    if c.since is not None or c.until is not None:
+        lo = float("-inf") if c.since is None else float(c.since)
+        hi = float("inf") if c.until is None else float(c.until)
         narrow(set(queries.rowids_of(index, ts_range=(lo, hi))))
     if c.match:
         narrow(_matching(store, c.match))
