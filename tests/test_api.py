@@ -131,3 +131,22 @@ def test_tree_verbs(store):
         and len(commits(store.root)) == n
     )
     assert git_clean(store.root)
+
+
+def test_log_dates_are_on_the_store_clock(tmp_path):
+    """`ct log`, Store.log and the page's history show commit times in the store's timezone, as every
+    other view does (git writes them in the committing process's offset)."""
+    import os
+
+    from memstore import Store
+
+    st = Store.init(tmp_path / "s", embedder="hash", timezone="Asia/Tokyo")
+    env = {**os.environ, "TZ": "UTC"}
+    subprocess.run(
+        [sys.executable, "-m", "memstore", "-C", str(st.root), "add", "one turn"],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    [entry, *_] = st.log(1)
+    assert entry["date"].endswith("+09:00"), entry["date"]

@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
+
+def _on_store_clock(date: str, tz) -> str:
+    """A commit's date (git's ISO 8601, in the committer's own offset) on the store's clock, as every
+    other view shows times; git's text where it does not parse."""
+    try:
+        return dt.datetime.fromisoformat(date).astimezone(tz).isoformat()
+    except ValueError:
+        return date
+
 
 def history(store, max_count: int = 20) -> list[dict]:
+    """Commits newest first: sha, date (on the store's clock), author, subject and counts per kind."""
     out = []
     for c in store.git.log(max_count=max_count):
         counts = {"records": 0, "packs": 0, "segments": 0, "markers": 0, "tree": 0}
@@ -22,7 +34,7 @@ def history(store, max_count: int = 20) -> list[dict]:
         out.append(
             {
                 "sha": c["sha"],
-                "date": c["date"],
+                "date": _on_store_clock(c["date"], store.tz),
                 "author": c["author"],
                 "subject": c["subject"],
                 "counts": counts,
