@@ -182,23 +182,24 @@ def check_search_returns_the_expected_record_and_opens_it_in_its_day(site, brows
     from selenium.webdriver.common.keys import Keys
 
     base, st, exp = site
-    plutarch = exp["theseus_ids"][10][
-        0
-    ]  # "How did Plutarch describe the Ship of Theseus ...", second day
+    # "How did Plutarch describe the Ship of Theseus ...", second day, and the reply that answers it
+    plutarch, answer = exp["theseus_ids"][10]
     visit(browser, base, "search")
     q = browser.find_element("id", "q")
     q.clear()
     then(browser, "search", lambda: q.send_keys("Plutarch decaying planks", Keys.ENTER))
     hits = css(browser, "#results .hit")
-    assert hits and hits[0].get_attribute("data-id") == plutarch
-    meta = hits[0].find_element("css selector", ".meta").text
+    # The question matches best, but the answer comes first, the question right after it.
+    assert [h.get_attribute("data-id") for h in hits[:2]] == [answer, plutarch]
+    assert "Athenians replaced the ship's decaying planks" in hits[0].text
+    meta = hits[1].find_element("css selector", ".meta").text
     assert (
         DAYS[1] in meta and "score" in meta and "exact #" in meta and "vector #" in meta
     )  # --explain parts
-    assert "How did Plutarch describe the Ship of Theseus" in hits[0].text
+    assert "How did Plutarch describe the Ship of Theseus" in hits[1].text
     shoot(browser, "search")
 
-    then(browser, "timeline", hits[0].find_element("link text", f"Open in {DAYS[1]} →").click)
+    then(browser, "timeline", hits[1].find_element("link text", f"Open in {DAYS[1]} →").click)
     target = css(browser, "#day li.target")
     assert [t.get_attribute("data-id") for t in target] == [plutarch]
     assert DAYS[1] in browser.find_element("id", "day-title").text

@@ -262,6 +262,28 @@ def score(turn_ids: list[str], hs: Haystack, gold_sessions: set[str]) -> dict[st
     return out
 
 
+def replies(hs: Haystack) -> dict[str, str]:
+    """Each turn's reply: the next turn of its session when the other side spoke it."""
+    out: dict[str, str] = {}
+    for a, b in zip(hs.records, hs.records[1:]):
+        if a["session"] == b["session"] and a["role"] != b["role"]:
+            out[a["id"]] = b["id"]
+    return out
+
+
+def echoes(turn_ids: list[str], hs: Haystack, bare: set[str], reply: dict[str, str]) -> dict:
+    """Question echoes in the top TURN_K of one ranking: bare questions (ids in `bare`) that were
+    answered (`reply`), whether the first hit is one, and how many rank below their answer."""
+    top = turn_ids[:TURN_K]
+    rank = {r: i for i, r in enumerate(top)}
+    asked = [r for r in top if r in bare and r in reply]
+    return {
+        "top1": bool(top) and top[0] in bare and top[0] in reply,
+        "echoes": len(asked),
+        "answer_above": sum(rank.get(reply[r], TURN_K) < rank[r] for r in asked),
+    }
+
+
 METRICS = tuple(f"{m}@{k}" for m in ("recall_any", "recall_all", "ndcg") for k in KS) + (
     f"turn_recall_any@{TURN_K}",
 )

@@ -23,7 +23,10 @@ from pathlib import Path
 
 from . import lme, scifact
 
-MODES = ("exact", "vector", "naive-rrf", "hybrid-rrf", "hybrid", "hybrid+time")
+MODES = ("exact", "vector", "naive-rrf", "hybrid-rrf", "hybrid-echo", "hybrid", "hybrid+time")
+# The product's hybrid without issue 29's answers-first step: a question asked before stays where
+# its wording ranks it (LongMemEval only; SciFact has no conversation to answer in).
+ECHO_MODE = "hybrid-echo"
 RRF_MODE = "hybrid-rrf"  # the product's hybrid with the rank fusion it used before issue 14
 SEARCH_MODES = ("exact", "vector", "hybrid")
 NAIVE = (
@@ -216,6 +219,10 @@ def _ranking_at(store, q: lme.Question, mode: str, k: int) -> tuple[list[str], s
         return [
             h.id for h in search(store, q.question, k=k, mode="hybrid", qvec=qvec, fusion="rrf")
         ], None
+    if mode == ECHO_MODE:
+        return [
+            h.id for h in search(store, q.question, k=k, mode="hybrid", qvec=qvec, answers=False)
+        ], None
     res = recall(store, q.question, now=q.date, k=k, update_index=False)
     # Ranked answers come best first; listings in time order keep the search score they were
     # chosen by, which restores their rank. Below them comes the rest of the plain hybrid ranking,
@@ -264,8 +271,12 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
     embedding = warm_cache(
         embedder, [r["text"] for hs in haystacks for r in hs.records], log, "LongMemEval turns"
     )
+    from ..retrieve.answers import is_question
+
     rows = []
     for i, (q, hs) in enumerate(zip(chosen, haystacks), start=1):
+        bare = {r["id"] for r in hs.records if r["role"] == "user" and is_question(r["text"])}
+        reply = lme.replies(hs)
         t0 = time.perf_counter()
         root = work / "lme" / f"q{i:04d}"
         store = build_store(
@@ -278,6 +289,7 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
             "build_s": time.perf_counter() - t0,
             "metrics": {},
             "query_s": {},
+            "echo": {},
             "level": None,
         }
         for mode in args.modes:
@@ -285,6 +297,7 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
             ids, level = lme_ranking(store, q, mode, hs)
             row["query_s"][mode] = time.perf_counter() - t1
             row["metrics"][mode] = lme.score(ids, hs, q.gold_sessions)
+            row["echo"][mode] = lme.echoes(ids, hs, bare, reply)
             if level:
                 row["level"] = level
         if not args.keep:
@@ -309,9 +322,24 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
         "scored": len(rows),
         "summary": summary,
         "recall_levels": levels,
+        "echoes": _echo_summary(rows, args.modes),
         "timing": _timing(rows, args.modes),
         "embedding": embedding,
         "rows": rows,
+    }
+
+
+def _echo_summary(rows: list[dict], modes: list[str]) -> dict:
+    """Per mode: questions whose first hit is an answered bare question, echoes in the top ten, and
+    how many of them rank below their answer (lme.echoes)."""
+    return {
+        m: {
+            "questions": len(rows),
+            "top1": sum(r["echo"][m]["top1"] for r in rows),
+            "echoes": sum(r["echo"][m]["echoes"] for r in rows),
+            "answer_above": sum(r["echo"][m]["answer_above"] for r in rows),
+        }
+        for m in modes
     }
 
 

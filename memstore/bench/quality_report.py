@@ -104,6 +104,7 @@ def _lme(r: dict) -> list[str]:
             cells.append(f"{f3(s[f'turn_recall_any@{TURN_K}'])} ({s.get('n_turn', 0)})")
             out.append(_row(cells))
         out.append("")
+    out += _echoes(lm.get("echoes"))
     if lm.get("recall_levels"):
         out += [
             "How `recall` answered in the hybrid+time mode (its `level`: in_window = a time phrase was "
@@ -114,6 +115,38 @@ def _lme(r: dict) -> list[str]:
             out.append(f"- {qtype}: " + ", ".join(f"{k} {v}" for k, v in sorted(levels.items())))
         out.append("")
     return out
+
+
+def _echoes(echoes: dict | None) -> list[str]:
+    """The question-echo table: a bare question asked before (short, every sentence a question,
+    answered by the next turn) among the top ten, and whether its answer ranks above it."""
+    if not echoes:
+        return []
+    out = [
+        "### Question echoes",
+        "",
+        "A haystack turn that only asks (short, every sentence a question) and was answered by the "
+        "next turn is an *echo* when it ranks in the top 10: it matches the question's wording and "
+        "says nothing. `hybrid-echo` is the hybrid ranking without the answers-first step "
+        "(memstore/retrieve/answers.py).",
+        "",
+        _row(
+            [
+                "mode",
+                "questions",
+                "first hit is an echo",
+                "echoes in the top 10",
+                "answer above its echo",
+            ]
+        ),
+        _row(["---"] * 5),
+    ]
+    for mode, e in echoes.items():
+        share = (
+            f"{e['answer_above']} ({e['answer_above'] / e['echoes']:.0%})" if e["echoes"] else "–"
+        )
+        out.append(_row([mode, str(e["questions"]), str(e["top1"]), str(e["echoes"]), share]))
+    return out + [""]
 
 
 def _vectors(section: dict) -> str:

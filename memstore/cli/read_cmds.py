@@ -159,8 +159,9 @@ def search_cmd(
         src = ""
         if isinstance(h.source, dict) and h.source.get("path"):
             src = f"  ({h.source['path']}#{h.source.get('chunk', 0)})"
+        answers = "  (answers the question below)" if "answers" in h.parts else ""
         click.echo(
-            f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type})  score {h.score:.4f}{src}"
+            f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type})  score {h.score:.4f}{src}{answers}"
         )
         click.echo(f"    {one_line(h.text, 300)}")
         if explain:

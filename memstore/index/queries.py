@@ -268,6 +268,26 @@ def session_neighbours(
     return out
 
 
+def next_in_session(index, session: str, rowid: int, ts: float) -> tuple[int, str, str] | None:
+    """(rowid, role, type) of the visible row that follows the row (`rowid`, `ts`) in its session."""
+    return index.conn.execute(
+        "SELECT rowid, role, type FROM records WHERE session = ? AND hidden = 0 AND rowid != ? AND "
+        "(ts > ? OR (ts = ? AND rowid > ?)) ORDER BY ts, rowid LIMIT 1",
+        (session, rowid, ts, ts, rowid),
+    ).fetchone()
+
+
+def passes(index, rowid: int, filters: Filters) -> bool:
+    """Whether the row passes `filters`."""
+    where, args = filters_where(filters)
+    return (
+        index.conn.execute(
+            f"SELECT 1 FROM records r WHERE r.rowid = ? AND {where}", [rowid, *args]
+        ).fetchone()
+        is not None
+    )
+
+
 # ----- conversation rows ------------------------------------------------------------------------
 
 

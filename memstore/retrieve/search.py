@@ -14,6 +14,7 @@ import numpy as np
 from ..index import queries
 from ..index.tokenize import match_expression
 from ..results import Filters, Hit  # noqa: F401  (re-exported)
+from .answers import answers_first
 
 RRF_K = 60
 MODES = ("hybrid", "exact", "vector")
@@ -354,6 +355,7 @@ def search(
     pool: int | None = None,
     fusion: str | None = None,
     about_user: bool | None = None,
+    answers: bool = True,
 ) -> list[Hit]:
     """Ranked hits for `query` in one store (the index must be up to date); none without a searchable word.
 
@@ -362,6 +364,8 @@ def search(
     `qvec` is the query's vector, or a Future of it (embedded in another thread).
     `about_user` says whether the question is about the user's own life (the role prior, ROLE_PRIOR);
     None decides from `query` (a caller that searches for a question's bare content words passes it).
+    `answers` puts the reply that answered a bare question before it (memstore/retrieve/answers.py);
+    the quality harness turns it off to show the ranking without it.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
@@ -408,6 +412,8 @@ def search(
         ranked = fuse_scores(index, qvec, exact, vector)
         if about_the_user(query) if about_user is None else about_user:
             ranked = weigh_roles(index, ranked)
+    if answers:
+        ranked = answers_first(index, ranked, k, filters)
     return [hydrate(store, index, r, s, p) for r, s, p in ranked[:k]]
 
 

@@ -130,8 +130,13 @@ function fillForm(params) {
   f.k.value = params.get("k") || "20";
 }
 
+// An answer ranked before the question it answers (memstore/retrieve/answers.py), and that question.
+const EXCHANGE = { answers: "answers the question below", answered_by: "answered above" };
+
 function partsText(parts) {
   return Object.entries(parts || {}).map(([name, p]) => {
+    if (EXCHANGE[name]) return EXCHANGE[name];
+    if (p === null || typeof p !== "object") return `${name} ${p}`;
     const inner = Object.entries(p).map(([k, v]) => (k === "rank" ? `#${v}` : `${k} ${v}`)).join(" ");
     return `${name} ${inner}`;
   }).join(" · ");

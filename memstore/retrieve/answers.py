@@ -1,0 +1,93 @@
+"""Answers before their questions: a hit that only asks something ranks below the reply that answered it.
+
+A question asked before is worded like the query that asks it again, so it wins the ranking while
+saying nothing ("What did we decide about the grocery budget again?" above the decision). When a
+ranked hit is a turn that only asks — every sentence of it a question, short — and the next turn of
+its conversation, from the other side, answers it, the answer takes the question's place and score
+and the question follows right after it (the pair is one exchange: `parts["answers"]` and
+`parts["answered_by"]` link them). A turn that states something and then asks keeps its place: what
+it states may be the memory sought. The reply must pass the search's own filters.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..format.record import CONVERSATION_TYPES
+from ..index import queries
+from ..results import Filters
+
+# Longer turns carry context of their own (what the user did, had, planned) even when they end in a
+# question, so only short ones count as bare questions.
+QUESTION_MAX_CHARS = 240
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
+_ASKS = re.compile(
+    r"^(?:what|which|who|whom|whose|when|where|why|how|did|do|does|is|are|was|were|can|could|"
+    r"should|would|will|shall|have|has|any)\b",
+    re.IGNORECASE,
+)
+# Trailing decoration after the question mark: quotes, brackets, emoji, spaces.
+_TAIL = re.compile(r"[\s\"'”’)\]»\U0001F300-\U0001FAFF]+$")
+
+
+def is_question(text: str) -> bool:
+    """Whether a turn only asks: short, with every sentence a question (ending in '?', or a
+    one-sentence turn opening with a question word)."""
+    text = _TAIL.sub("", (text or "").strip())
+    if not text or len(text) > QUESTION_MAX_CHARS:
+        return False
+    sentences = [s.strip() for s in _SENTENCE.findall(text) if s.strip(" .!?")]
+    if not sentences:
+        return False
+    if all(s.endswith("?") for s in sentences):
+        return True
+    return len(sentences) == 1 and bool(_ASKS.match(sentences[0]))
+
+
+def _answer_of(index, rowid: int, rec: dict, filters: Filters) -> int | None:
+    """The row answering the question at `rowid`: the next turn of its conversation, when the other
+    side spoke it, it passes `filters`, and it is not itself a bare question."""
+    session = rec.get("session")
+    if session is None:
+        return None
+    row = index.conn.execute("SELECT ts FROM records WHERE rowid = ?", (rowid,)).fetchone()
+    following = queries.next_in_session(index, session, rowid, row[0])
+    if following is None:
+        return None
+    nxt_rowid, role, rtype = following
+    if role == rec.get("role") or rtype not in CONVERSATION_TYPES:
+        return None
+    if not queries.passes(index, nxt_rowid, filters):
+        return None
+    if is_question(index.record_at(nxt_rowid).get("text", "")):
+        return None
+    return nxt_rowid
+
+
+def answers_first(
+    index, ranked: list[tuple[int, float, dict]], k: int, filters: Filters
+) -> list[tuple[int, float, dict]]:
+    """`ranked` (rowid, score, parts), best first, with each bare question among the first `k`
+    preceded by its answer (see the module docstring); rows after the first `k` keep their order."""
+    head, out, placed = ranked[:k], [], set()
+    rest = {r: (s, p) for r, s, p in ranked[k:]}
+    by_row = {r: (s, p) for r, s, p in head}
+    for rowid, score, parts in head:
+        if rowid in placed:
+            continue
+        rec = index.record_at(rowid)
+        answer = None
+        if rec.get("type") in CONVERSATION_TYPES and is_question(rec.get("text", "")):
+            answer = _answer_of(index, rowid, rec, filters)
+        if answer is not None and answer not in placed:
+            _, aparts = by_row.get(answer) or rest.pop(answer, (score, {}))
+            out.append((answer, score, {**aparts, "answers": str(rec["id"])}))
+            placed.add(answer)
+            answer_id = index.conn.execute(
+                "SELECT id FROM records WHERE rowid = ?", (answer,)
+            ).fetchone()[0]
+            parts = {**parts, "answered_by": answer_id}
+        out.append((rowid, score, parts))
+        placed.add(rowid)
+    out += [(r, s, p) for r, (s, p) in rest.items() if r not in placed]
+    return out
