@@ -662,9 +662,10 @@ def _clear_git_locks(store, started: float, rep: Repair) -> None:
     """Lock files a killed git child left; an orphaned git that is still finishing gets a moment."""
     git_dir = Path(store.git.run("rev-parse", "--absolute-git-dir"))
     candidates = [git_dir / n for n in GIT_LOCKS]
-    heads = git_dir / "refs" / "heads"
-    if heads.exists():
-        candidates += list(heads.rglob("*.lock"))
+    for refs in ("heads", "remotes"):  # a killed fetch leaves refs/remotes/<remote>/<branch>.lock
+        folder = git_dir / "refs" / refs
+        if folder.exists():
+            candidates += list(folder.rglob("*.lock"))
     deadline = time.monotonic() + 2.0
     for lock in candidates:
         while lock.exists() and time.monotonic() < deadline:

@@ -57,6 +57,8 @@ def _list(v) -> list[str]:
 class Store(Core):
     """A memory store: the core's parts and write path, and the verbs shared with `ct`."""
 
+    _searched = False  # set by the first search: the query model is loaded from then on
+
     # ----- what the facade wires into the core ---------------------------------------------------
 
     def set_up_git(self) -> None:
@@ -528,7 +530,9 @@ class Store(Core):
             reference_now(now, self.tz)  # a bad --now is an error even when no phrase needs it
         stores = [self, *also]
         pending = None
-        if update_index and mode != "exact" and not also and searchable(query):
+        cold = not self._searched  # a warm process has the model loaded: a thread would cost more
+        self._searched = True
+        if cold and update_index and mode != "exact" and not also and searchable(query):
             # A fresh process loads the model (~0.1 s for MiniLM) while the index is brought up to
             # date and the words are ranked, instead of after them: they overlap on two cores.
             from concurrent.futures import ThreadPoolExecutor

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CT, commits, ct, ct_process, git_clean, make_store
+from conftest import CT, commits, ct, ct_process, git_clean, make_store, write_turns
 
 WORDS = (
     "budget trip memory store vector index merge crash record segment kyoto train hotel "
@@ -713,3 +713,19 @@ def test_sync_kill_loop_long(tmp_path):
     if out:
         Path(out).with_suffix(".sync.json").write_text(json.dumps(result, indent=1))
     assert result["figures"]["kills"] == kills
+
+
+def test_repair_removes_the_remote_ref_lock_a_killed_fetch_left(store):
+    """A `ct sync` killed inside its `git fetch` leaves refs/remotes/origin/main.lock, and every
+    later fetch fails on it; the one repair after the kill removes it (it is newer than the journal)."""
+    from memstore.repair import JOURNAL
+
+    write_turns(store, [("2026-11-10T09:00:00Z", "user", "first", "s", None)])
+    lock = store.root / ".git" / "refs" / "remotes" / "origin" / "main.lock"
+    with store.lock():  # the sync's journalled lock
+        journal = (store.meta_dir / JOURNAL).read_bytes()
+        lock.parent.mkdir(parents=True)
+        lock.write_text("")  # git fetch, killed with the sync
+    (store.meta_dir / JOURNAL).write_bytes(journal)  # the sync died holding it
+    ct("-C", store.root, "fsck", "--repair")
+    assert not lock.exists()

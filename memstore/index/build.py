@@ -199,6 +199,9 @@ class Index:
             None  # ((gen, n_rows), (vectors, times)) while that generation is current
         )
         self._has_segments = True  # refreshed by plan(): a store without segments/ skips that stat
+        self._watch = (
+            None  # kernel watches: a later full update skips the stat calls if nothing moved
+        )
 
     # ----- connection ---------------------------------------------------------------------------
 
@@ -382,6 +385,29 @@ class Index:
         """Bring the index up to date (or rebuild it); returns what was done. `days`: only those (see `plan`)."""
         if rebuild:
             self.drop_if_damaged()
+        full = days is None and not rebuild
+        if full:
+            watch = self._watcher()
+            if not watch.changed():
+                return Plan()  # no file of the store or of git moved since the last full look
+            watch.arm()  # before looking: a change made while we look is an event for next time
+        try:
+            return self._update(rebuild, days, progress)
+        except BaseException:
+            if full:
+                self._watch.dirty()  # the look did not finish: look again next time
+            raise
+
+    def _watcher(self):
+        if self._watch is None:
+            from ..gitrepo import git_dir
+            from .watch import Watch
+
+            root = self.store.root
+            self._watch = Watch(root, git_dir(root) or root / ".git")
+        return self._watch
+
+    def _update(self, rebuild: bool, days: list[str] | None, progress) -> Plan:
         plan = self.plan(rebuild, days)
         if plan.empty:
             return plan

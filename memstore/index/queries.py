@@ -268,13 +268,18 @@ def session_neighbours(
     return out
 
 
-def next_in_session(index, session: str, rowid: int, ts: float) -> tuple[int, str, str] | None:
-    """(rowid, role, type) of the visible row that follows the row (`rowid`, `ts`) in its session."""
+def next_in_session(index, session: str, rowid: int) -> tuple[int, str, str] | None:
+    """(rowid, role, type) of the visible row that follows the row `rowid` in its session."""
     return index.conn.execute(
-        "SELECT rowid, role, type FROM records WHERE session = ? AND hidden = 0 AND rowid != ? AND "
-        "(ts > ? OR (ts = ? AND rowid > ?)) ORDER BY ts, rowid LIMIT 1",
-        (session, rowid, ts, ts, rowid),
+        "SELECT r.rowid, r.role, r.type FROM records q JOIN records r ON r.session = q.session "
+        "WHERE q.rowid = ? AND r.session = ? AND r.hidden = 0 AND r.rowid != q.rowid AND "
+        "(r.ts > q.ts OR (r.ts = q.ts AND r.rowid > q.rowid)) ORDER BY r.ts, r.rowid LIMIT 1",
+        (rowid, session),
     ).fetchone()
+
+
+def id_of(index, rowid: int) -> str:
+    return index.conn.execute("SELECT id FROM records WHERE rowid = ?", (rowid,)).fetchone()[0]
 
 
 def passes(index, rowid: int, filters: Filters) -> bool:

@@ -5,7 +5,8 @@ saying nothing ("What did we decide about the grocery budget again?" above the d
 ranked hit is a turn that only asks — every sentence of it a question, short — and the next turn of
 its conversation, from the other side, answers it, the answer takes the question's place and score
 and the question follows right after it (the pair is one exchange: `parts["answers"]` and
-`parts["answered_by"]` link them). A turn that states something and then asks keeps its place: what
+`parts["answered_by"]` link them). Only hits already among the first k move, so none is pushed
+out; an answer ranked lower is named by the question's `answered_by`. A turn that states something and then asks keeps its place: what
 it states may be the memory sought. The reply must pass the search's own filters.
 """
 
@@ -50,8 +51,7 @@ def _answer_of(index, rowid: int, rec: dict, filters: Filters) -> int | None:
     session = rec.get("session")
     if session is None:
         return None
-    row = index.conn.execute("SELECT ts FROM records WHERE rowid = ?", (rowid,)).fetchone()
-    following = queries.next_in_session(index, session, rowid, row[0])
+    following = queries.next_in_session(index, session, rowid)
     if following is None:
         return None
     nxt_rowid, role, rtype = following
@@ -68,10 +68,15 @@ def answers_first(
     index, ranked: list[tuple[int, float, dict]], k: int, filters: Filters
 ) -> list[tuple[int, float, dict]]:
     """`ranked` (rowid, score, parts), best first, with each bare question among the first `k`
-    preceded by its answer (see the module docstring); rows after the first `k` keep their order."""
-    head, out, placed = ranked[:k], [], set()
-    rest = {r: (s, p) for r, s, p in ranked[k:]}
+    preceded by its answer when that answer is among the first `k` too (see the module docstring).
+
+    The first `k` stay the same rows, only in another order, so no hit is pushed out: an answer
+    ranked below `k` is not brought in (it would push out the `k`-th hit, which may be the one
+    sought: on LongMemEval that cost a preference question its evidence); the question names it
+    in `parts["answered_by"]` instead. Rows after the first `k` keep their order."""
+    head = ranked[:k]
     by_row = {r: (s, p) for r, s, p in head}
+    out, placed = [], set()
     for rowid, score, parts in head:
         if rowid in placed:
             continue
@@ -79,15 +84,12 @@ def answers_first(
         answer = None
         if rec.get("type") in CONVERSATION_TYPES and is_question(rec.get("text", "")):
             answer = _answer_of(index, rowid, rec, filters)
-        if answer is not None and answer not in placed:
-            _, aparts = by_row.get(answer) or rest.pop(answer, (score, {}))
-            out.append((answer, score, {**aparts, "answers": str(rec["id"])}))
-            placed.add(answer)
-            answer_id = index.conn.execute(
-                "SELECT id FROM records WHERE rowid = ?", (answer,)
-            ).fetchone()[0]
+        if answer is not None:
+            answer_id = queries.id_of(index, answer)
             parts = {**parts, "answered_by": answer_id}
+            if answer in by_row and answer not in placed:
+                out.append((answer, score, {**by_row[answer][1], "answers": str(rec["id"])}))
+                placed.add(answer)
         out.append((rowid, score, parts))
         placed.add(rowid)
-    out += [(r, s, p) for r, (s, p) in rest.items() if r not in placed]
-    return out
+    return out + ranked[k:]
