@@ -109,12 +109,14 @@ def check(res: dict) -> None:
             f"{root}: lost {expected - set(ids)}, extra {set(ids) - expected}"
         )
         assert max(ids.values(), default=1) == 1
-        tracked = "".join(
-            (root / p).read_text(errors="replace")
+        tracked = {
+            p: (root / p).read_text(errors="replace")
             for p in git(root, "ls-files").split()
             if not p.endswith(".is")
-        )
-        back = [t for t in res["forgotten"].values() if t in tracked]
+        }
+        back = [
+            (p, t) for t in res["forgotten"].values() for p, text in tracked.items() if t in text
+        ]
         assert back == [], f"{root}: forgotten text in the files: {back[:3]}"
         rep = json.loads(ct("-C", root, "fsck", "--json", check=False, process=True).stdout)
         assert rep["ok"] and rep["damage"] == [], rep

@@ -249,8 +249,11 @@ def recall_all(ranked: list, gold: set, k: int) -> float:
     return float(bool(gold) and gold <= top)
 
 
-def score(turn_ids: list[str], hs: Haystack, gold_sessions: set[str]) -> dict[str, float]:
-    """Every metric for one question from one ranked list of record ids (best first)."""
+def score(
+    turn_ids: list[str], hs: Haystack, gold_sessions: set[str], top: list[str] | None = None
+) -> dict[str, float]:
+    """Every metric for one question from one ranked list of record ids (best first); the turn
+    metric from `top`, what a search for TURN_K returned (default: the first TURN_K of the list)."""
     sessions = dedupe(hs.session_of[r] for r in turn_ids if r in hs.session_of)
     out: dict[str, float] = {}
     for k in KS:
@@ -258,7 +261,9 @@ def score(turn_ids: list[str], hs: Haystack, gold_sessions: set[str]) -> dict[st
         out[f"recall_all@{k}"] = recall_all(sessions, gold_sessions, k)
         out[f"ndcg@{k}"] = ndcg(sessions, gold_sessions, k)
     if hs.gold_turns:
-        out[f"turn_recall_any@{TURN_K}"] = recall_any(turn_ids, hs.gold_turns, TURN_K)
+        out[f"turn_recall_any@{TURN_K}"] = recall_any(
+            turn_ids if top is None else top, hs.gold_turns, TURN_K
+        )
     return out
 
 

@@ -296,8 +296,11 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
             t1 = time.perf_counter()
             ids, level = lme_ranking(store, q, mode, hs)
             row["query_s"][mode] = time.perf_counter() - t1
-            row["metrics"][mode] = lme.score(ids, hs, q.gold_sessions)
-            row["echo"][mode] = lme.echoes(ids, hs, bare, reply)
+            # Turns as a search for ten returns them: the answers-first step orders the hits it
+            # was asked for, so the first ten of a longer list are not what a user asking for ten sees.
+            top, _ = _ranking_at(store, q, mode, lme.TURN_K)
+            row["metrics"][mode] = lme.score(ids, hs, q.gold_sessions, top)
+            row["echo"][mode] = lme.echoes(top, hs, bare, reply)
             if level:
                 row["level"] = level
         if not args.keep:

@@ -36,6 +36,8 @@ from pathlib import Path
 from memstore.bench import synth
 store, _ = synth.build_store(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), log=lambda m: None)
 store.index()
+import memstore
+print(memstore.__file__)
 print(store.root)
 """
 
@@ -64,6 +66,7 @@ class Side:
         done = subprocess.run(
             [sys.executable, "-m", "memstore", "-C", str(self.clone), "-q", *args],
             env=self.env(),
+            cwd=self.src,  # `python -m` puts the working folder first on the path
             capture_output=True,
             text=True,
         )
@@ -92,12 +95,16 @@ def prepare(side: Side, base: Path, n: int, per_day: int, runs: int, log=print) 
     built = subprocess.run(
         [sys.executable, "-c", _BUILD, str(base), str(n), str(per_day)],
         env=side.env(),
+        cwd=side.src,  # `python -c` puts the working folder first on the path
         capture_output=True,
         text=True,
     )
     if built.returncode != 0:
         raise RuntimeError(f"{side.name}: building the store failed: {built.stderr.strip()}")
-    src = Path(built.stdout.strip().splitlines()[-1])
+    package, root = built.stdout.strip().splitlines()[-2:]
+    if not Path(package).resolve().is_relative_to(side.src):
+        raise RuntimeError(f"{side.name}: memstore came from {package}, not from {side.src}")
+    src = Path(root)
     work = base / f"clone-{n}"
     shutil.rmtree(work, ignore_errors=True)
     _git("clone", "-q", src, work)
