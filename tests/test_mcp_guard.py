@@ -5,6 +5,7 @@ verbatim secret and a wide forget are refused with a message naming the flag tha
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import threading
 import anyio
 import pytest
 
-from conftest import commits, git_clean, write_turns
+from conftest import commits, git_clean, log_records, write_turns
 
 pytest.importorskip("mcp")
 
@@ -227,3 +228,97 @@ def test_tool_descriptions_name_the_flags_and_the_bound():
     assert f"At most {limits.MAX_FORGET} records" in MemoryServer.forget.__doc__
     assert "--allow-wide-forget" in MemoryServer.forget.__doc__
     assert f"{limits.MAX_TEXT:,} characters" in MemoryServer.add.__doc__
+
+
+def test_unknown_arguments_and_bools_for_counts_are_refused_naming_the_parameters(store):
+    """Issue 29: the SDK drops arguments a tool does not take, so `limit`, `roles` or a misspelt
+    name used to be ignored and the answer came back unfiltered; and true was read as k=1. Each is
+    refused, as over HTTP, and the message names the tool's own parameters."""
+    rows = [
+        ("2026-03-10T10:00:00Z", "user", "the boiler is serviced in May", "home"),
+        ("2026-03-10T10:01:00Z", "assistant", "the boiler is an old one", "home"),
+    ]
+    write_turns(store, rows, fields=("ts", "role", "text", "session"))
+    before = commits(store.root)
+
+    async def calls():
+        async with _session(store.root) as s:
+            out = {}
+            for name, args in {
+                "limit": ("search", {"query": "boiler", "limit": 1}),
+                "roles": ("search", {"query": "boiler", "roles": ["assistant"]}),
+                "two": ("recall", {"question": "boiler", "limit": 1, "when": "May"}),
+                "add": ("add", {"text": "note this", "timestamp": "2026-01-01"}),
+                "bool": ("search", {"query": "boiler", "k": True}),
+                "k": ("search", {"query": "boiler", "k": -1}),
+                "good": ("search", {"query": "boiler", "role": ["assistant"]}),
+            }.items():
+                res = await s.call_tool(*args)
+                out[name] = (res.is_error, res.content[0].text)
+            return out
+
+    out = anyio.run(calls)
+    params = "(parameters: query, k, mode, since, until, role, session)"
+    assert out["limit"] == (True, f"search: unknown argument 'limit' {params}"), out["limit"]
+    assert out["roles"] == (True, f"search: unknown argument 'roles' {params}"), out["roles"]
+    assert out["two"][0] and "recall: unknown arguments 'limit', 'when'" in out["two"][1]
+    assert "(parameters: question, k, now, around, docs)" in out["two"][1]
+    assert out["add"][0] and "add: unknown argument 'timestamp'" in out["add"][1]
+    assert "ts" in out["add"][1].split("parameters: ")[1]
+    assert out["bool"] == (True, "search: argument 'k' must be an integer, not true")
+    assert out["k"][0] and "'k' must be from 1 to 1000, not -1" in out["k"][1]
+    good = json.loads(out["good"][1])
+    assert not out["good"][0] and [h["role"] for h in good["hits"]] == ["assistant"]
+    assert commits(store.root) == before and git_clean(store.root)
+
+
+def test_error_messages_name_the_tools_parameters_not_the_clis_flags(store):
+    """A message the library words for `ct` (--now, --match QUERY, --since/--until, --skip-secrets)
+    reaches an MCP caller in the tool's terms; a `ct` command quoted as advice is left whole."""
+    write_turns(
+        store,
+        [("2026-03-10T10:00:00Z", "user", "hello there", "s")],
+        fields=("ts", "role", "text", "session"),
+    )
+
+    async def calls():
+        async with _session(store.root) as s:
+            out = {}
+            for name, args in {
+                "now": ("recall", {"question": "what did I say today", "now": "soonish"}),
+                "nothing": ("forget", {}),
+                "match": ("forget", {"match": "!!!"}),
+                "commit": ("forget", {"commit": "0" * 12}),
+                "secret": ("add", {"text": f"deploy with {TOKEN}"}),
+            }.items():
+                res = await s.call_tool(*args)
+                out[name] = (res.is_error, res.content[0].text)
+            return out
+
+    out = anyio.run(calls)
+    assert all(err for err, _ in out.values()), out
+    assert "now: not an ISO-8601 timestamp: 'soonish'" in out["now"][1]
+    assert "record ids, match, session, commit or since/until" in out["nothing"][1]
+    assert "match '!!!' has no words" in out["match"][1]
+    assert f"commit '{'0' * 12}' is not a commit" in out["commit"][1]
+    assert 'secrets "redact"' in out["secret"][1] and TOKEN not in out["secret"][1]
+    for name, (_, text) in out.items():
+        assert not re.search(r"(?<![\w\"'])--[a-z]", text.split('"ct ')[0]), (name, text)
+
+
+def test_add_takes_ts_like_ct_add_and_a_bad_one_writes_nothing(store):
+    async def calls():
+        async with _session(store.root) as s:
+            ok = await s.call_tool(
+                "add", {"text": "the ferry left at noon", "ts": "2026-02-01T12:00:00+01:00"}
+            )
+            n = len(commits(store.root))
+            bad = await s.call_tool("add", {"text": "never stored", "ts": "the day after never"})
+            return ok, n, bad
+
+    ok, n, bad = anyio.run(calls)
+    assert not ok.is_error, ok.content[0].text
+    assert [r["ts"] for r in log_records(store.root)] == ["2026-02-01T11:00:00.000000Z"]
+    assert bad.is_error and "field 'ts': not an ISO-8601 timestamp" in bad.content[0].text
+    assert len(commits(store.root)) == n and git_clean(store.root)
+    assert [r["text"] for r in log_records(store.root)] == ["the ferry left at noon"]

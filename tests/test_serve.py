@@ -300,3 +300,34 @@ def test_sigint_stops_the_server(tmp_path):
             proc.kill()
             proc.wait(timeout=5)
     assert "Traceback" not in proc.stderr.read()
+
+
+def test_add_takes_ts_and_a_bad_one_is_a_400_that_writes_nothing(served):
+    base, st = served
+    status, _, out = call(
+        base, "/add", {"text": "The ferry left at noon.", "ts": "2026-02-01T12:00:00+01:00"}
+    )
+    assert status == 200 and out["added"] == 1
+    _, _, hits = call(base, "/search", {"query": "ferry", "mode": "exact"})
+    assert hits["hits"][0]["ts"].startswith("2026-02-01T11:00:00")
+    before = commits(st.root)
+    status, _, out = call(base, "/add", {"text": "Never stored.", "ts": "the day after never"})
+    assert status == 400 and "cannot add: field 'ts': not an ISO-8601 timestamp" in out["error"]
+    assert commits(st.root) == before and git_clean(st.root)
+
+
+@pytest.mark.parametrize(
+    "path,body,message",
+    [
+        ("/recall", {"question": "what did I say today", "now": "soonish"}, "now: not an ISO"),
+        ("/forget", {}, "record ids, match, session, commit or since/until"),
+        ("/forget", {"match": "!!!"}, "match '!!!' has no words"),
+    ],
+)
+def test_error_messages_name_the_endpoints_parameters_not_the_clis_flags(
+    served, path, body, message
+):
+    base, st = served
+    status, _, out = call(base, path, body)
+    assert status == 400 and message in out["error"], out
+    assert "--" not in out["error"], out

@@ -769,15 +769,20 @@ class App:
     def _call(self, ep: Endpoint, params: dict) -> dict:
         from ..secrets.policy import user_message  # every message masked for secrets
 
+        names = [p.name for p in ep.params]
+
+        def said(exc) -> str:  # the library's message, naming this endpoint's parameters
+            return limits.in_parameters(user_message(exc), names)
+
         def run():
             try:
                 return ep.call(self._st(), params, self.perms)
             except MemstoreError as exc:
-                raise HTTPError(status_for(exc), user_message(exc)) from None
+                raise HTTPError(status_for(exc), said(exc)) from None
             except (
                 ValueError
             ) as exc:  # bad values the library rejects (a malformed time, an empty query)
-                raise HTTPError(400, user_message(exc)) from None
+                raise HTTPError(400, said(exc)) from None
 
         try:
             return self.pool.submit(run).result()

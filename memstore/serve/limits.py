@@ -69,6 +69,33 @@ def check(params: dict) -> None:
             raise UsageError(why)
 
 
+# a CLI flag in a library message, with the metavar that may follow it ("--match QUERY", "--now")
+_FLAG = re.compile(r"--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?: [A-Z][A-Z_]*\b)?")
+_SECRETS_FLAGS = {"skip-secrets": "skip", "redact-secrets": "redact", "allow-secrets": "allow"}
+# a quoted span (a value the caller gave, a command to run by hand): left as it is
+_QUOTED = re.compile(r"""(?<!\w)('[^'\n]*'|"[^"\n]*")(?!\w)""")
+
+
+def in_parameters(message: str, names) -> str:
+    """`message` as a caller of a served tool or endpoint should read it: each CLI flag that is
+    one of its parameters `names` (`--now`, `--match QUERY`, `--since/--until`) becomes the
+    parameter's name, and `--skip-secrets` and its kin become the value of `secrets` they stand
+    for. Other flags, and anything quoted (a value the caller gave, a `ct` command to run by
+    hand), are left as they are."""
+    names = set(names)
+
+    def one(m: re.Match) -> str:
+        flag = m.group(1)
+        if flag.replace("-", "_") in names:
+            return flag.replace("-", "_")
+        if flag in _SECRETS_FLAGS and "secrets" in names:
+            return f'secrets "{_SECRETS_FLAGS[flag]}"'
+        return m.group(0)
+
+    parts = _QUOTED.split(message)  # odd entries are the quoted spans
+    return "".join(p if i % 2 else _FLAG.sub(one, p) for i, p in enumerate(parts))
+
+
 def check_secrets(mode: str | None, allowed: bool, command: str) -> None:
     """NotPermitted when `mode` would store a detected secret verbatim on a server not started to allow it."""
     if mode == "allow" and not allowed:

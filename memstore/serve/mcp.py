@@ -11,6 +11,7 @@ verbatim secret or a wide forget needs a flag the user gave to `ct mcp` (memstor
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
@@ -52,8 +53,9 @@ class MemoryServer:
             self._store = self._open(self.root)
         return self._store
 
-    async def _run(self, fn, params: dict | None = None):
-        """fn() on the store thread, once `params` are within limits.py's bounds; errors as ToolError."""
+    async def _run(self, tool: str, fn, params: dict | None = None):
+        """fn() on the store thread, once `params` are within limits.py's bounds; errors as ToolError
+        whose message names the tool's parameters, not the CLI's flags."""
         from mcp.server.mcpserver.exceptions import ToolError
 
         from ..errors import MemstoreError
@@ -66,10 +68,10 @@ class MemoryServer:
         except (
             MemstoreError,
             ValueError,
-        ) as exc:  # the user-facing message, as the CLI would print it
+        ) as exc:  # the user-facing message, as the CLI would print it, in this tool's terms
             from ..secrets.policy import user_message
 
-            raise ToolError(user_message(exc)) from None
+            raise ToolError(limits.in_parameters(user_message(exc), parameters(tool))) from None
 
     # ----- tools -------------------------------------------------------------------------------
 
@@ -102,6 +104,7 @@ class MemoryServer:
             }
 
         return await self._run(
+            "search",
             run,
             {
                 "query": query,
@@ -132,7 +135,11 @@ class MemoryServer:
             warnings = st.warnings()
             return {**out, "warnings": warnings} if warnings else out
 
-        return await self._run(run, {"question": question, "k": k, "now": now, "around": around})
+        return await self._run(
+            "recall",
+            run,
+            {"question": question, "k": k, "now": now, "around": around, "docs": docs},
+        )
 
     async def add(
         self,
@@ -140,11 +147,13 @@ class MemoryServer:
         role: str = "user",
         actor: str | None = None,
         session: str | None = None,
+        ts: str | None = None,
         type: str = "text",
         model: str | None = None,
         secrets: str = "refuse",
     ) -> dict:
         """Remember one turn or fact verbatim (one git commit). role: user | assistant | system | tool.
+        ts: when it was said (ISO-8601, e.g. 2026-03-10T18:00:00Z; default: now).
         A text holding a detected secret (token, key, password) is refused unless secrets is
         "redact" (stored with [REDACTED kind] markers); "allow" (stored verbatim) works only when the
         user started the server with --allow-secrets-override. text: at most 100,000 characters."""
@@ -158,6 +167,7 @@ class MemoryServer:
                 role=role,
                 actor=actor,
                 session=session,
+                ts=ts,
                 type=type,
                 model=model,
                 secrets=secrets,
@@ -168,10 +178,11 @@ class MemoryServer:
             "role": role,
             "actor": actor,
             "session": session,
+            "ts": ts,
             "type": type,
             "model": model,
         }
-        return await self._run(run, {**fields, "secrets": secrets})
+        return await self._run("add", run, {**fields, "secrets": secrets})
 
     async def mark(self, text: str | None = None, done: str | None = None) -> dict:
         """Set a "where are we now" marker with `text`, or close the open marker whose id starts with `done`."""
@@ -180,7 +191,7 @@ class MemoryServer:
 
             raise ToolError("give either text (a new marker) or done (the id of a marker to close)")
         return await self._run(
-            lambda: self._st().mark(text, done=done).to_json(), {"text": text, "done": done}
+            "mark", lambda: self._st().mark(text, done=done).to_json(), {"text": text, "done": done}
         )
 
     async def forget(
@@ -214,11 +225,12 @@ class MemoryServer:
                 st, self.allow_wide_forget, "ct mcp", ids or (), dry_run=dry_run, **criteria
             ).to_json()
 
-        return await self._run(run, {"ids": ids, **criteria})
+        return await self._run("forget", run, {"ids": ids, **criteria, "dry_run": dry_run})
 
     async def where(self, markers: int = 10, lines: int = 8) -> dict:
         """Where the work stands: open markers (newest last) and the latest session's last lines."""
         return await self._run(
+            "where",
             lambda: self._st().where(markers=markers, lines=lines).to_json(),
             {"markers": markers, "lines": lines},
         )
@@ -229,6 +241,7 @@ class MemoryServer:
         """Prompt context for `query` within `budget` tokens: open markers, matching topic paths,
         recalled verbatim lines (oldest first) and recent turns. `text` is ready to paste."""
         return await self._run(
+            "context",
             lambda: self._st().context(query, budget=budget, k=k, recent=recent).to_json(),
             {"query": query, "budget": budget, "k": k, "recent": recent},
         )
@@ -243,12 +256,12 @@ class MemoryServer:
             t = st.tree()
             return {**render.as_json(t, depth), "text": render.text(t, st.tz, depth)}
 
-        return await self._run(run, {"depth": depth})
+        return await self._run("tree", run, {"depth": depth})
 
     async def stats(self) -> str:
         """The store's counts (records, days, sessions, segments, bytes) as JSON."""
         return await self._run(
-            lambda: json.dumps(self._st().stat().to_json(), ensure_ascii=False, indent=1)
+            "stats", lambda: json.dumps(self._st().stat().to_json(), ensure_ascii=False, indent=1)
         )
 
     def close(self) -> None:
@@ -258,19 +271,60 @@ class MemoryServer:
 TOOLS = ("search", "recall", "add", "mark", "forget", "where", "context", "tree")
 
 
+def parameters(tool: str) -> tuple[str, ...]:
+    """The parameters of the tool `tool`, in order (none for the stats resource)."""
+    fn = getattr(MemoryServer, tool)
+    return tuple(n for n in inspect.signature(fn).parameters if n != "self")
+
+
+def argument_problem(tool: str, arguments: dict) -> str | None:
+    """Why the arguments of a call of `tool` are refused before it runs, or None.
+
+    The SDK's argument model drops names it does not know and reads true as 1, so a caller's
+    `limit`, `roles` or `ts` would be ignored without a word; as over HTTP, each is refused and
+    the message names the tool's parameters.
+    """
+    import typing
+
+    if tool not in TOOLS:
+        return None  # the SDK answers an unknown tool itself
+    names = parameters(tool)
+    unknown = [a for a in arguments if a not in names]
+    if unknown:
+        listed = ", ".join(repr(a) for a in unknown)
+        return (
+            f"{tool}: unknown argument{'s' if len(unknown) > 1 else ''} {listed} "
+            f"(parameters: {', '.join(names)})"
+        )
+    hints = typing.get_type_hints(getattr(MemoryServer, tool))
+    for name, value in arguments.items():
+        if isinstance(value, bool) and int in typing.get_args(hints[name]) + (hints[name],):
+            return f"{tool}: argument {name!r} must be an integer, not {json.dumps(value)}"
+    return None
+
+
 def build_server(
     root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False
 ):
     """An MCPServer with the memory tools and the `memstore://stats` resource (flags: see MemoryServer)."""
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
     from .. import __version__
 
+    class CheckedServer(MCPServer):
+        """Refuses a call whose arguments the tool does not take, before the SDK drops them."""
+
+        async def call_tool(self, name, arguments, context=None):
+            if (why := argument_problem(name, arguments or {})) is not None:
+                raise ToolError(why)
+            return await super().call_tool(name, arguments, context)
+
     mem = MemoryServer(
         root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget
     )
-    server = MCPServer(
+    server = CheckedServer(
         name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
     writes = {"add", "mark", "forget"}
