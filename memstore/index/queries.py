@@ -278,6 +278,15 @@ def next_in_session(index, session: str, rowid: int) -> tuple[int, str, str] | N
     ).fetchone()
 
 
+def days_of_ids(index, ids: list[str]) -> list[str]:
+    """The days holding rows of these record ids."""
+    rows = index.conn.execute(
+        "SELECT DISTINCT day FROM records WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(ids)),),
+    )
+    return sorted(d for (d,) in rows)
+
+
 def id_of(index, rowid: int) -> str:
     return index.conn.execute("SELECT id FROM records WHERE rowid = ?", (rowid,)).fetchone()[0]
 
