@@ -108,6 +108,15 @@ class RawServer:
         return self.proc.stderr.read().decode()
 
 
+async def _call_each(s, calls: dict) -> dict:
+    """{name: (is_error, first text)} for each (tool, arguments) in `calls`, called in turn."""
+    out = {}
+    for name, args in calls.items():
+        res = await s.call_tool(*args)
+        out[name] = (res.is_error, res.content[0].text)
+    return out
+
+
 def test_every_malformed_line_gets_an_answer_over_raw_stdio(store):
     """The SDK's reader dropped these without a word, so a client waited forever on each."""
     server = RawServer(store.root)
@@ -167,18 +176,18 @@ def test_limits_and_flags_over_the_real_client(store):
 
     async def refused():
         async with _session(store.root) as s:
-            out = {}
-            for name, args in {
-                "k": ("search", {"query": "bulk", "k": 10**18}),
-                "recall_k": ("recall", {"question": "bulk", "k": 10**30}),
-                "query": ("search", {"query": "q" * 10_001}),
-                "context": ("context", {"query": "x", "recent": -1}),
-                "secret": ("add", {"text": f"deploy with {TOKEN}", "secrets": "allow"}),
-                "wide": ("forget", {"since": "1970-01-01"}),
-                "session": ("forget", {"session": "bulk"}),
-            }.items():
-                res = await s.call_tool(*args)
-                out[name] = (res.is_error, res.content[0].text)
+            out = await _call_each(
+                s,
+                {
+                    "k": ("search", {"query": "bulk", "k": 10**18}),
+                    "recall_k": ("recall", {"question": "bulk", "k": 10**30}),
+                    "query": ("search", {"query": "q" * 10_001}),
+                    "context": ("context", {"query": "x", "recent": -1}),
+                    "secret": ("add", {"text": f"deploy with {TOKEN}", "secrets": "allow"}),
+                    "wide": ("forget", {"since": "1970-01-01"}),
+                    "session": ("forget", {"session": "bulk"}),
+                },
+            )
             preview = await s.call_tool("forget", {"session": "bulk", "dry_run": True})
             out["preview"] = (
                 preview.is_error,
@@ -243,19 +252,18 @@ def test_unknown_arguments_and_bools_for_counts_are_refused_naming_the_parameter
 
     async def calls():
         async with _session(store.root) as s:
-            out = {}
-            for name, args in {
-                "limit": ("search", {"query": "boiler", "limit": 1}),
-                "roles": ("search", {"query": "boiler", "roles": ["assistant"]}),
-                "two": ("recall", {"question": "boiler", "limit": 1, "when": "May"}),
-                "add": ("add", {"text": "note this", "timestamp": "2026-01-01"}),
-                "bool": ("search", {"query": "boiler", "k": True}),
-                "k": ("search", {"query": "boiler", "k": -1}),
-                "good": ("search", {"query": "boiler", "role": ["assistant"]}),
-            }.items():
-                res = await s.call_tool(*args)
-                out[name] = (res.is_error, res.content[0].text)
-            return out
+            return await _call_each(
+                s,
+                {
+                    "limit": ("search", {"query": "boiler", "limit": 1}),
+                    "roles": ("search", {"query": "boiler", "roles": ["assistant"]}),
+                    "two": ("recall", {"question": "boiler", "limit": 1, "when": "May"}),
+                    "add": ("add", {"text": "note this", "timestamp": "2026-01-01"}),
+                    "bool": ("search", {"query": "boiler", "k": True}),
+                    "k": ("search", {"query": "boiler", "k": -1}),
+                    "good": ("search", {"query": "boiler", "role": ["assistant"]}),
+                },
+            )
 
     out = anyio.run(calls)
     params = "(parameters: query, k, mode, since, until, role, session)"
