@@ -601,3 +601,55 @@ def test_a_topic_a_forget_empties_leaves_the_tree_and_a_stale_clone_merges(tmp_p
         assert rep["ok"] and rep["damage"] == [], rep
     assert "lanterns and a cake" in ct("-C", a, "search", "lanterns cake").stdout
     assert "Untitled topic" not in ct("-C", a, "tree").stdout and shows(a) == []
+
+
+@pytest.mark.parametrize("hooks", [False, True])
+def test_an_earlier_summary_quoting_a_forgotten_record_that_a_rename_replaced_is_named_and_removed(
+    tmp_path, hooks
+):
+    """A clone that had not learnt of a forget names the topic after the forgotten record; the clone
+    that forgot it names the topic again later, so after a plain merge replay shows only that later
+    summary. The replaced line still quotes the record in its shard: fsck names it, --repair writes
+    the current summary over it (the tree replays the same), and no tracked file holds the words
+    after. With memstore's hooks installed the merge itself is cleaned."""
+    origin, a = origin_and_store(tmp_path)
+    pin = "Zebra crossing password is tulip seven"
+
+    def add(root, text, minute):
+        return ct("-C", root, "add", "--session", "s", "--ts", f"2026-03-02T10:{minute}:00Z", text)
+
+    def tree_bytes(root):
+        return b"".join(p.read_bytes() for p in (root / "tree").rglob("*.jsonl"))
+
+    rid = json.loads(
+        ct("-C", a, "add", "--session", "s", "--ts", "2026-03-02T10:00:00Z", pin, "--json").stdout
+    )["ids"][0]
+    add(a, "Another zebra crossing note here", "01")
+    git(a, "push", "-q", "-u", "origin", "main")
+    c = clone(origin, tmp_path / "c")
+    if hooks:
+        ct("-C", c, "hooks", "install")
+    ct("-C", a, "forget", rid)
+    add(c, "A third zebra crossing note from c", "02")  # c names the topic after the pin
+    assert pin.encode() in tree_bytes(c)
+    add(a, "A fourth zebra crossing note from a", "03")  # a names it later, without the pin
+    git(a, "push", "-q", "origin", "main")
+    git(c, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    shown = ct("-C", c, "tree", "--json").stdout
+    assert "tulip" not in shown
+    if hooks:
+        assert b"tulip" not in tree_bytes(c) and git_clean(c), "the post-merge hook cleaned it"
+        assert json.loads(ct("-C", c, "fsck", "--json").stdout)["damage"] == []
+        return
+    assert pin.encode() in tree_bytes(c), "the replaced line still quotes the forgotten record"
+    fs = ct("-C", c, "fsck", "--json", check=False)
+    rep = json.loads(fs.stdout)
+    assert fs.returncode == 1, rep
+    said = "\n".join(rep["damage"])
+    assert "an earlier summary of it, which a later rename replaced" in said, said
+    ct("-C", c, "fsck", "--repair")
+    assert b"tulip" not in tree_bytes(c)
+    assert ct("-C", c, "tree", "--json").stdout == shown, "the tree replays the same"
+    after = json.loads(ct("-C", c, "fsck", "--json").stdout)
+    assert after["damage"] == [] and git_clean(c)
+    assert not [p for p in git(c, "ls-files").split() if b"tulip" in (c / p).read_bytes()]

@@ -89,35 +89,6 @@ def soak(tmp_path: Path, embedder: str, rounds: int, clones: int = 4, seed: int 
     }
 
 
-def current_tree_lines(tracked: dict[str, str]) -> dict[str, str]:
-    """The tree shards without the `set` lines a later `set` of the same topic replaced.
-
-    Known gap (issue 27, docs/format.md "Merging with plain git"): a clone that named a topic after
-    a record it had not yet learnt was forgotten leaves that `set` line in its shard; after the
-    merge a later `set` replaces it, so reads and fsck never see it, and nothing removes its words
-    from the file. The soak checks every other line and counts these."""
-    sets = []
-    for path, text in tracked.items():
-        if path.startswith("tree/") and path.endswith(".jsonl"):
-            for n, line in enumerate(text.splitlines()):
-                try:
-                    op = json.loads(line)
-                except ValueError:
-                    continue
-                if op.get("op") == "set":
-                    sets.append((op.get("at", ""), op.get("topic"), path, n))
-    last = {}
-    for at, topic, path, n in sorted(sets):
-        last[topic] = (path, n)
-    stale = {(path, n) for _, topic, path, n in sets} - set(last.values())
-    out = {}
-    for path, text in tracked.items():
-        if any(p == path for p, _ in stale):
-            lines = text.splitlines()
-            out[path] = "\n".join(x for n, x in enumerate(lines) if (path, n) not in stale)
-    return out
-
-
 def check(res: dict) -> None:
     runs, roots = res["runs"], res["roots"]
     conflicts = [c for r in runs for c in r["conflicts"]]
@@ -143,7 +114,6 @@ def check(res: dict) -> None:
             for p in git(root, "ls-files").split()
             if not p.endswith(".is")
         }
-        tracked.update(current_tree_lines(tracked))
         back = [
             (p, t) for t in res["forgotten"].values() for p, text in tracked.items() if t in text
         ]

@@ -8,7 +8,7 @@ from that clone's files.
 
 from __future__ import annotations
 
-
+import re
 from ..format import log as logfmt
 from ..format import tombstones as tombfmt
 from ..index import queries
@@ -55,15 +55,37 @@ def leftovers(store) -> list[dict]:
 def stale_quotes(store) -> list[dict]:
     """Topics whose summary quotes an opening sentence none of their records holds: a clone that
     named the topic before it learnt of a forget, merged in. The quote is treated as forgotten
-    text, so `forget` names the topic again from the records it holds."""
+    text, so `forget` names the topic again from the records it holds.
+
+    An earlier summary that a later rename replaced counts too: replay never shows it, but its
+    words are in the shard, so `forget` writes the topic's current summary over them."""
     from ..format import tree as treefmt
 
     tree = treefmt.read(store.root)
+    current = stale_topics(store, tree)
+    earlier = replaced_quotes(store, tree)
     out = []
-    for tid, quote in sorted(stale_topics(store, tree).items()):
-        note = f"topic {tree.topics[tid].name!r}: its summary quotes a record it no longer holds (forgotten on another clone)"
-        out.append({"id": f"topic:{tid}", "ts": "", "text": None, "quote": quote, "note": note})
+    for tid in sorted(set(current) | set(earlier)):
+        topic = tree.topics.get(tid)
+        name = repr(topic.name) if topic else f"{tid} (no longer in the tree)"
+        if tid in current:
+            note = f"topic {name}: its summary quotes a record it no longer holds (forgotten on another clone)"
+        else:
+            note = (
+                f"topic {name}: an earlier summary of it, which a later rename replaced, still in "
+                f"{treefmt.DIR}/, quotes a record no longer in the store (forgotten on another clone)"
+            )
+        quotes = [current[tid]] if tid in current else []
+        quotes += [q for q in earlier.get(tid, []) if q not in quotes]
+        out.append({"id": f"topic:{tid}", "ts": "", "text": None, "quotes": quotes, "note": note})
     return out
+
+
+def _opener(summary) -> str:
+    """The sentence a summary quotes ("…; opens with: <it>…"), spaces folded; "" when too short."""
+    _, sep, opener = (summary if isinstance(summary, str) else "").partition("; opens with: ")
+    quote = " ".join(opener.rstrip("…").split())
+    return quote if sep and len(quote) >= 12 else ""
 
 
 def stale_topics(store, tree) -> dict[str, str]:
@@ -76,9 +98,8 @@ def stale_topics(store, tree) -> dict[str, str]:
     index = store.index()
     out = {}
     for tid, topic in tree.topics.items():
-        _, sep, opener = (topic.summary or "").partition("; opens with: ")
-        quote = " ".join(opener.rstrip("…").split())
-        if not sep or len(quote) < 12:
+        quote = _opener(topic.summary)
+        if not quote:
             continue
         flat = quote.casefold()
         if not any(
@@ -88,6 +109,57 @@ def stale_topics(store, tree) -> dict[str, str]:
         ):
             out[tid] = quote
     return out
+
+
+def replaced_quotes(store, tree) -> dict[str, list[str]]:
+    """{topic id: quotes} from the summaries replay no longer shows (a later line replaced them, or
+    the topic left the tree) that quote a sentence no record of the store holds: what a clone that
+    named the topic before it learnt of a forget left in the shards."""
+    from ..format import treelog
+
+    if not forgotten_ids(store.root):
+        return {}
+    ops, _ = treelog.read_ops(store.root)
+    seen: dict[str, bool] = {}
+    out: dict[str, list[str]] = {}
+    index = None
+    for op in ops:
+        d = op.data
+        if d.get("op") not in ("topic", "set") or "summary" not in d:
+            continue
+        tid, quote = d.get("topic"), _opener(d["summary"])
+        topic = tree.topics.get(tid)
+        if not quote or (topic is not None and d["summary"] == topic.summary):
+            continue  # the current summary: stale_topics looks at that one
+        if quote not in seen:
+            index = index or store.index()
+            seen[quote] = _held_anywhere(index, quote)
+        if not seen[quote] and quote not in out.get(tid, []):
+            out.setdefault(tid, []).append(quote)
+    return out
+
+
+_REDACTED = re.compile(r"\[REDACTED [^\]]*\]")
+
+
+def _held_anywhere(index, quote: str) -> bool:
+    """Does any record of the store hold the sentence `quote` (as summaries quote it: scrubbed)?"""
+    from ..index.tokenize import query_terms
+    from ..tree.naming import scrubbed
+
+    words = _REDACTED.sub(" ", quote).split()
+    if len(words) > 1:
+        words = words[:-1]  # the quote may stop inside its last word
+    terms = query_terms(" ".join(words), drop_stop_words=False)[:12]
+    flat = quote.casefold()
+    rows = queries.fts_rowids(index, " AND ".join(terms)) if terms else None
+    if rows is None:
+        return True  # nothing to look a record up by: say nothing rather than guess
+    for row in rows:
+        rec = index.record_at(row)
+        if any(flat in " ".join(t.split()).casefold() for t in scrubbed([str(rec["text"])])):
+            return True
+    return False
 
 
 def _topic_records(index, tree, tid: str):

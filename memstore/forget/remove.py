@@ -64,7 +64,7 @@ def _remove_everywhere(store, records: list[dict]) -> tuple[list[str], list[dict
     ids = {r["id"] for r in records}
     # the rest are named only by the tree, a pack or markers.jsonl (what a git merge brought back)
     with_text = [r for r in records if r["text"] is not None]
-    texts = [r["text"] for r in with_text] + [r["quote"] for r in records if r.get("quote")]
+    texts = [r["text"] for r in with_text] + [q for r in records for q in r.get("quotes", ())]
     # The tree first: rebuilding names reads the remaining records through the index's offsets
     # into the day logs, which the rewrite below changes.
     marker_paths, markers = _forget_in_markers(store, texts, ids)

@@ -49,12 +49,12 @@ def forget_ops(root: Path, ids: set[str], texts: list[str]) -> list[str]:
     }
     for lines in parsed.values():
         for _, d in lines:
-            if (
-                d
-                and d.get("op") in ("topic", "set")
-                and any(_leaks(d.get(k, ""), forgotten) for k in ("name", "summary"))
-            ):
-                held.add(d["topic"])
+            if d and d.get("op") in ("topic", "set"):
+                for key in ("name", "summary"):
+                    if _leaks(d.get(key, ""), forgotten) and not _replaced(
+                        before, d, key, forgotten
+                    ):
+                        held.add(d["topic"])
     # A group's name comes from its sub-topics' records, so the ancestors of a touched topic are touched too.
     touched = set(held)
     for tid in held:
@@ -62,7 +62,7 @@ def forget_ops(root: Path, ids: set[str], texts: list[str]) -> list[str]:
     names = _names_again(root, before, touched, ids, forgotten, parsed)
     changed: list[str] = []
     for path, lines in parsed.items():
-        out = [_rewrite(text, d, ids, names, forgotten) for text, d in lines]
+        out = [_rewrite(text, d, ids, names, forgotten, before) for text, d in lines]
         data = "\n".join(x for x in out if x is not None)
         data = (data + "\n") if data.strip() else ""
         if data.encode("utf-8") == raw[path]:
@@ -83,8 +83,16 @@ def _parse(line: bytes) -> tuple[str, dict | None]:
     return text, data if isinstance(data, dict) else None
 
 
+def _replaced(tree, d: dict, key: str, forgotten: list[str]) -> bool:
+    """Is this line's `key` one a later line of its topic replaced with a value that quotes nothing
+    forgotten? Then only this line changes: it takes the current value, and replay gives the same tree."""
+    topic = tree.topics.get(d.get("topic"))
+    current = getattr(topic, key, None) if topic is not None else None
+    return isinstance(current, str) and current != d.get(key) and not _leaks(current, forgotten)
+
+
 def _rewrite(
-    text: str, d: dict | None, ids: set[str], names: dict, forgotten: list[str]
+    text: str, d: dict | None, ids: set[str], names: dict, forgotten: list[str], tree
 ) -> str | None:
     """The line with the forgotten records and texts taken out; None drops it."""
     if not text:
@@ -101,6 +109,10 @@ def _rewrite(
         for key, value in (("name", name), ("summary", summary), ("named_by", "offline")):
             if key in new:
                 new[key] = value
+    elif d.get("op") in ("topic", "set"):
+        for key in ("name", "summary"):
+            if _leaks(d.get(key, ""), forgotten) and _replaced(tree, d, key, forgotten):
+                new[key] = getattr(tree.topics[d["topic"]], key)
     return text if new == d else treelog.dumps(new)
 
 
