@@ -76,6 +76,25 @@ def test_bad_jsonl_is_refused_naming_file_and_line(store, tmp_path, content, whe
     assert "Nothing was imported." in proc.stderr
 
 
+def test_every_bad_line_of_a_jsonl_file_is_named_in_one_run(store, tmp_path):
+    """One run names every line that refuses the file (read errors and bad fields alike, in line
+    order), so a user fixes them all at once; 20 are listed, the rest counted."""
+    f = tmp_path / "in.jsonl"
+    bad = [_line(ts="never"), "not json\n", _line(role="wizard")] + [
+        _line(text=i) for i in range(25)
+    ]
+    f.write_text(_line() + "".join(bad))
+    with unchanged(store.root):
+        proc = ct("-C", store.root, "import", "jsonl", f, check=False)
+    assert proc.returncode == 4, proc.stderr
+    err = proc.stderr
+    assert f"{f}:2: field 'ts'" in err.splitlines()[0]
+    assert "27 more lines cannot be imported either:" in err
+    assert f"  {f}:3: not valid JSON" in err and f"  {f}:4: field 'role'" in err
+    assert f"  {f}:22: " in err and f"{f}:23: " not in err and "… and 7 more" in err
+    assert err.rstrip().endswith("Nothing was imported.")
+
+
 def test_large_valid_line_is_kept_verbatim(store, tmp_path):
     text = ("Section %d: " + SECRET_FREE_WORDS + " ") * 1 + "".join(
         f"paragraph {i} of the long note. " for i in range(3000)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ct
+
 from memstore.errors import FormatError
 from memstore.ingest import import_chatgpt, import_claude, import_jsonl
 from memstore.ingest.importers import Cursor, Problem, reader, was_rewritten
@@ -401,6 +403,52 @@ def test_chatgpt_without_current_node_takes_the_newest_branch(tmp_path):
     path.write_text(json.dumps(data))
     ids = [r["id"] for r in import_chatgpt.read_chatgpt(path).records]
     assert "chatgpt:m-a1" in ids and "chatgpt:m-a1-old" not in ids
+
+
+def _conv(cid: str, nodes: list[tuple[str, str | None, str]], current: str) -> dict:
+    """A ChatGPT conversation of (node id, parent id, text) user messages."""
+    mapping = {}
+    for i, (node, parent, text) in enumerate(nodes):
+        mapping[node] = {
+            "id": node,
+            "parent": parent,
+            "children": [n for n, p, _ in nodes if p == node],
+            "message": {
+                "id": node,
+                "author": {"role": "user"},
+                "create_time": 1767261600 + i,
+                "content": {"content_type": "text", "parts": [text]},
+            },
+        }
+    return {"id": cid, "title": cid, "mapping": mapping, "current_node": current}
+
+
+def test_chatgpt_names_every_message_a_missing_parent_cut_off(tmp_path, store):
+    """A message whose parent is not in the export is said aloud, never dropped in silence: the
+    branch shown that starts at one is imported from it on with a note; one off that branch is
+    named with the messages not imported. Every bad conversation of the run is named too."""
+    path = tmp_path / "conversations.json"
+    data = [
+        _conv("c-1", [("a", None, "first"), ("b", "a", "second"), ("x", "gone-1", "lost")], "b"),
+        _conv("c-2", [("m", "gone-2", "middle"), ("n", "m", "end of it")], "n"),
+        {"id": "c-3", "title": "no messages"},
+        {"id": "c-4", "mapping": "not a mapping"},
+    ]
+    path.write_text(json.dumps(data))
+    said = [str(p) for p in import_chatgpt.read_chatgpt(path).problems]
+    assert said == [
+        f"{path}: conversation 1 (c-1): message x's parent gone-1 is not in the export and the "
+        "branch shown does not reach it: 1 message from it on not imported",
+        f"{path}: conversation 2 (c-2): message m's parent gone-2 is not in the export: the "
+        "conversation is imported from that message on (what came before it is missing)",
+        f"{path}: conversation 3 (c-3): no 'mapping' of messages",
+        f"{path}: conversation 4 (c-4): no 'mapping' of messages",
+    ]
+    proc = ct("-C", store.root, "import", "chatgpt", path)
+    out = proc.stdout + proc.stderr
+    assert "Imported 4" in out or "4 records" in out, out
+    for why in ("gone-1", "gone-2", "skipped " + f"{path}: conversation 3", "conversation 4"):
+        assert why in out, (why, out)
 
 
 # --------------------------------------------------------------------------------------------

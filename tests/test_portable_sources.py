@@ -137,3 +137,28 @@ def test_same_named_folders_stay_apart_and_a_single_file_is_named_by_its_folder(
     assert paths == ["b/docs/budget.md", "docs/budget.md"]
     assert not any(r.get("supersedes") for r in log_records(store.root))
     assert str(tmp_path) not in _committed_bytes(store.root)
+
+
+def test_a_copied_folder_adds_nothing_and_keeps_the_original_sources(tmp_path, store):
+    """A copy of an ingested folder, ingested while the original is still there, is not a move:
+    nothing is added, each file is named as a copy, and hits keep the original location."""
+    import shutil
+
+    work = tmp_path / "work"
+    _docs(work / "docs")
+    ct("-C", store.root, "ingest-any", work / "docs")
+    before = commits(store.root)
+    shutil.copytree(work / "docs", work / "docs-copy")
+    for cmd in ("ingest-path", "ingest-any"):
+        out = ct("-C", store.root, cmd, work / "docs-copy", "--json")
+        assert json.loads(out.stdout)["added"] == 0, out.stdout
+        assert (
+            f"{work / 'docs-copy' / 'budget.md'}: a copy of docs/budget.md, which is still there"
+            in (out.stderr + out.stdout)
+        )
+    assert commits(store.root) == before
+    hits = json.loads(
+        ct("-C", store.root, "search", "tram old town lisbon", "--mode", "exact", "--json").stdout
+    )["hits"]
+    assert hits[0]["source"]["path"] == "docs/trips/lisbon.md"
+    assert git_clean(store.root)

@@ -131,9 +131,9 @@ def ingest_any(
 
 def _plan_blobs(store, blobs, now, records, inputs, jobs, notes, base: str = "") -> int:
     """A describing record (and a blob job) for each new or changed non-text file; returns how many moved."""
-    from .location import live_rows, location, moved_from
+    from .location import live_rows, location, moved_from, still_there
     from .media import describe_media, description
-    from .path import _hash, moving_record, superseding_record
+    from .path import _hash, copy_note, moving_record, superseding_record
 
     index = store.index()
     moved = 0
@@ -143,6 +143,9 @@ def _plan_blobs(store, blobs, now, records, inputs, jobs, notes, base: str = "")
         if any(fsha == item.sha256 for _, fsha in current):
             continue
         old = None if current else moved_from(index, item.sha256, item.rel, key)
+        if old is not None and still_there(store, old, item.rel, item.sha256):
+            notes.append(copy_note(item.path, old))
+            continue
         if old is not None:
             rec = moving_record(store, now, item.rel, key, old, item.sha256)
             records.append(rec)

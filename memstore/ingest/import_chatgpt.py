@@ -43,14 +43,64 @@ def read_chatgpt(path: str | os.PathLike) -> Batch:
     conversations = load_conversations(path)
     records, problems = [], []
     for index, conv in enumerate(conversations, start=1):
+        name = (conv.get("id") or conv.get("title") if isinstance(conv, dict) else None) or "no id"
         try:
             records.extend(conversation_records(conv))
         except ValueError as exc:
-            name = conv.get("id") or conv.get("title") if isinstance(conv, dict) else None
-            problems.append(
-                Problem(str(path), None, f"conversation {index} ({name or 'no id'}): {exc}")
-            )
+            problems.append(Problem(str(path), None, f"conversation {index} ({name}): {exc}"))
+            continue
+        problems += [
+            Problem(str(path), None, f"conversation {index} ({name}): {why}", skippable=True)
+            for why in broken_links(conv["mapping"], conv.get("current_node"))
+        ]
     return Batch(records, problems)
+
+
+def broken_links(mapping: dict, current_node) -> list[str]:
+    """What a message whose `parent` is not in the export does to a conversation, said aloud: the
+    branch shown starts at it, or (off that branch) its messages are not imported."""
+    branch = current_branch(mapping, current_node)
+    out = []
+    top = mapping[branch[0]] if branch else None
+    parent = top.get("parent") if isinstance(top, dict) else None
+    if parent is not None:
+        out.append(
+            f"message {branch[0]}'s parent {parent} is not in the export: the conversation is "
+            "imported from that message on (what came before it is missing)"
+        )
+    on_branch = set(branch)
+    cut = [
+        k
+        for k, n in mapping.items()
+        if k not in on_branch
+        and isinstance(n, dict)
+        and n.get("parent") is not None
+        and n.get("parent") not in mapping
+        and _visible_text(n)
+    ]
+    for k in cut:
+        size = len(_subtree(mapping, k))
+        out.append(
+            f"message {k}'s parent {mapping[k]['parent']} is not in the export and the branch shown "
+            f"does not reach it: {size} message{'s' if size != 1 else ''} from it on not imported"
+        )
+    return out
+
+
+def _visible_text(node: dict) -> bool:
+    message = node.get("message")
+    return isinstance(message, dict) and not _hidden(message)
+
+
+def _subtree(mapping: dict, top: str) -> set[str]:
+    seen, todo = set(), [top]
+    while todo:
+        node = todo.pop()
+        if node in seen or node not in mapping:
+            continue
+        seen.add(node)
+        todo += [c for c in (mapping[node] or {}).get("children") or [] if isinstance(c, str)]
+    return seen
 
 
 def load_conversations(path: str | os.PathLike) -> list:

@@ -55,10 +55,7 @@ def _base_label(store, root: Path) -> str:
     except ValueError:
         pass
     bases_path = store.meta_dir / BASES_FILE
-    try:
-        bases = json.loads(bases_path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError, UnicodeDecodeError):
-        bases = {}
+    bases = _bases(store)
     parts = [p for p in folder.parts if p not in ("/", "")]
     label = ""
     for depth in range(1, len(parts) + 1):
@@ -76,6 +73,36 @@ def _base_label(store, root: Path) -> str:
     except OSError:
         pass  # only a hint for telling same-named folders apart
     return label
+
+
+def _bases(store) -> dict:
+    """Which local folder each base label was last used for (the disposable hint file)."""
+    try:
+        bases = json.loads((store.meta_dir / BASES_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError, UnicodeDecodeError):
+        return {}
+    return bases if isinstance(bases, dict) else {}
+
+
+def still_there(store, old: str, rel: str, sha256: str) -> bool:
+    """Does the document at location `old` still lie on this machine with these bytes? Then a file
+    of the same bytes and `rel` found elsewhere is a copy of it, not the document moved."""
+    import hashlib
+
+    if not old.endswith("/" + rel):
+        return False  # a single file ingested on its own: no folder to look in
+    base = old[: -len(rel) - 1]
+    folders = [Path(store.root) / base, _bases(store).get(base)]
+    for folder in folders:
+        if not isinstance(folder, (str, Path)):
+            continue
+        path = Path(folder) / rel
+        try:
+            if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def location(base: str, rel: str) -> str:

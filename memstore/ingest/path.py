@@ -17,7 +17,7 @@ from ..format.timeutil import now_utc
 from ..secrets import policy as secret_policy
 from ..results import WriteResult
 from .importers import printable
-from .location import base_label, live_rows, location, moved_from
+from .location import base_label, live_rows, location, moved_from, still_there
 
 
 def ingest_path(
@@ -99,6 +99,7 @@ class Plan:
     found: list[str] = field(default_factory=list)  # secrets, "path:line: kind (redacted)"
     files_changed: int = 0
     moved: int = 0  # files found at a new location, unchanged
+    copies: int = 0  # files whose stored twin still lies where it was ingested: nothing added
     by_file: dict = field(default_factory=dict)  # FileItem.path -> its new records
 
 
@@ -126,6 +127,10 @@ def plan_files(
         if any(fsha == item.sha256 for _, fsha, _ in current):
             continue
         old = None if current else moved_from(index, item.sha256, item.rel, key)
+        if old is not None and still_there(store, old, item.rel, item.sha256):
+            plan.notes.append(copy_note(item.path, old))
+            plan.copies += 1
+            continue
         if old is not None:
             rec = moving_record(store, now, item.rel, key, old, item.sha256)
             plan.records.append(rec)
@@ -185,6 +190,13 @@ def plan_files(
         if verbose:
             plan.notes.append(f"{item.rel}: {len(chunks)} chunks, {len(file_records)} new records")
     return plan
+
+
+def copy_note(path, old: str) -> str:
+    return (
+        f"skipped {printable(path)}: a copy of {old}, which is still there (a copy adds nothing; "
+        "the stored document keeps its location)"
+    )
 
 
 def superseding_record(store, now, rel: str, key: str, sha256: str, gone: list[str]) -> dict:

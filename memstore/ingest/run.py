@@ -37,7 +37,7 @@ def import_source(
     to do with records that hold a detected secret; messages name the input file and line.
 
     What a bad item does (docs/format.md, "Imports"): a line of a jsonl or lossless-memory file
-    that cannot be read refuses the file (FormatError, nothing imported); in Claude Code
+    that cannot be read refuses the file (FormatError naming every such line, nothing imported); in Claude Code
     transcripts and ChatGPT exports each bad line or conversation is skipped with a note naming
     it. A record whose text UTF-8 cannot store is skipped in every kind, and so is a last line
     cut off without a newline. When nothing at all could be imported and something was skipped,
@@ -65,14 +65,16 @@ def import_source(
         )
     state_path = store.meta_dir / "import-state.json"
     state = _load_state(state_path)
-    raw, cursors, notes, bad = [], {}, [], []
+    strict = kind in STRICT_KINDS and not follow
+    raw, cursors, notes, bad, refused = [], {}, [], [], []
     for p in paths:
         r, c, n, b = _read(kind, p, state, _opts, follow)
         raw += r
         cursors.update(c)
         notes += n
         bad += b
-    strict = kind in STRICT_KINDS and not follow
+    if strict:  # every line that refuses its file, named in one run: read problems first
+        refused += [p for p in bad if getattr(p, "refuses", False)]
     records, origins = [], {}
     for i, (src, rec) in enumerate(raw):
         line = getattr(rec, "line", None)
@@ -86,9 +88,8 @@ def import_source(
                 printable(src), line, str(exc) if line is not None else f"record {i + 1}: {exc}"
             )
             if strict and not isinstance(exc, UnstorableText):
-                raise FormatError(
-                    problem.path, problem.message, line=line, hint="Nothing was imported."
-                ) from None
+                refused.append(problem)
+                continue
             notes.append(
                 f"skipped {problem}"
             )  # that one record is reported; the rest of the file comes in
@@ -96,6 +97,8 @@ def import_source(
             continue
         origins[id(norm)] = where
         records.append(norm)
+    if refused:
+        raise refusal(refused)
     if not records and bad and not follow:
         more = len(bad) - 1
         also = (
@@ -117,6 +120,29 @@ def import_source(
     return res
 
 
+SHOWN_PROBLEMS = 20  # a refusal lists this many bad lines, then counts the rest
+
+
+def refusal(problems: list[Problem]) -> FormatError:
+    """One error for every line that refuses a strict import: the first as the message, the rest
+    (in file and line order) listed under it, so one run names them all."""
+    ordered = sorted(problems, key=lambda p: (p.path, p.line or 0))
+    first, rest = ordered[0], ordered[1:]
+    listed = [f"  {p}" for p in rest[:SHOWN_PROBLEMS]]
+    if len(rest) > SHOWN_PROBLEMS:
+        listed.append(f"  … and {len(rest) - SHOWN_PROBLEMS} more")
+    also = (
+        f"{len(rest)} more line{'s' if len(rest) != 1 else ''} cannot be imported either:\n"
+        + "\n".join(listed)
+        + "\n"
+        if rest
+        else ""
+    )
+    return FormatError(
+        first.path, first.message, line=first.line, hint=f"{also}Nothing was imported."
+    )
+
+
 def _read(kind: str, path: Path, state: dict, opts: dict | None = None, follow: bool = False):
     """[(source file, record)], new cursors, notes, and the items that could not be read."""
     from .importers import Cursor
@@ -130,8 +156,8 @@ def _read(kind: str, path: Path, state: dict, opts: dict | None = None, follow: 
 
         batch = read_chatgpt(path)
         for p in batch.problems:
-            notes.append(f"skipped {p}")
-            bad.append(p)
+            notes.append(str(p) if p.skippable else f"skipped {p}")
+            bad += [] if p.skippable else [p]
         return [(path, r) for r in batch.records], cursors, notes, bad
     read_opts: dict = {}
     if kind == "jsonl":
@@ -157,11 +183,8 @@ def _read(kind: str, path: Path, state: dict, opts: dict | None = None, follow: 
         whole = tail is not None and parse_json(tail)[1] is None  # a finished file's last line
         result = mod.read_new(f, cursor, final=whole, **read_opts)
         hard = [p for p in result.problems if not p.skippable]
-        if hard and kind in STRICT_KINDS and not follow:
-            p = hard[0]
-            raise FormatError(
-                printable(p.path), p.message, line=p.line, hint="Nothing was imported."
-            )
+        if hard and kind in STRICT_KINDS and not follow:  # refuses the file: named with the rest
+            hard = [_Refuses(printable(p.path), p.line, p.message) for p in hard]
         notes += [f"skipped {p}" if not p.skippable else str(p) for p in result.problems]
         bad += hard
         cut = None if follow or whole else _cut_off(f, result.cursor, tail)
@@ -171,6 +194,12 @@ def _read(kind: str, path: Path, state: dict, opts: dict | None = None, follow: 
         out += [(f, r) for r in result.records]
         cursors[key] = result.cursor.to_dict()
     return out, cursors, notes, bad
+
+
+class _Refuses(Problem):
+    """A bad line of a strict import: it refuses its file (every one is named, nothing imported)."""
+
+    refuses = True
 
 
 def _last_line(path: Path) -> bytes | None:
