@@ -6,7 +6,7 @@ SHARED ?= ../shared
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install lint test test-slow demo search-sample bench bench-scale compat bench-quality docs clean
+.PHONY: install lint test test-slow demo search-sample bench bench-versus bench-scale compat bench-quality docs clean
 
 # ContextTape from PyPI, for the default suite's round trip, lives in its own venv (.bench/ctvenv)
 # because it installs a command named `ct` too; the script returns at once when it is there.
@@ -42,6 +42,11 @@ demo: install
 
 bench: install
 	$(BIN)/python -m memstore.bench.speed --out docs/benchmarks.md
+
+# This checkout beside another source tree (git worktree add DIR COMMIT), timed in turn: add, search, context, forget.
+bench-versus: install
+	@test -n "$(OTHER)" || { echo "usage: make bench-versus OTHER=DIR (a memstore source tree, e.g. git worktree add /tmp/before HEAD~1)"; exit 2; }
+	$(BIN)/python -m memstore.bench.versus --other $(OTHER)
 
 # The scale table alone, with the 1M-record store (built once under .bench/, minutes).
 bench-scale: install

@@ -106,3 +106,26 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
 
     st = Store.open(tmp_path / "cache" / f"store-v{synth.SYNTH_VERSION}-120-30-float32")
     assert st.index().stats()["records"] == 120 and git_clean(st.root)
+
+
+def test_versus_tiny_run_times_every_command_on_both_sides(tmp_path, capsys):
+    """`python -m memstore.bench.versus` against this same tree: both stores built, every command
+    timed on both sides, a ratio for each in the table."""
+    from pathlib import Path
+
+    from memstore.bench import versus
+
+    here = Path(versus.__file__).resolve().parents[2]
+    out = tmp_path / "raw.json"
+    assert (
+        versus.main(
+            ["--other", str(here), "--n", "60", "--per-day", "30", "--runs", "1"]
+            + ["--base", str(tmp_path / "v"), "--json", str(out)]
+        )
+        == 0
+    )
+    table = capsys.readouterr().out
+    for cmd, _ in versus.COMMANDS:
+        assert f"| `ct {cmd}` |" in table
+    raw = json.loads(out.read_text())
+    assert len(raw) == 2 and all(len(t[c]) == 1 for t in raw.values() for c, _ in versus.COMMANDS)

@@ -1,10 +1,11 @@
-"""`ct add` and `ct forget` at one store size, this checkout beside another source tree, in turn.
+"""`ct add`, `ct search`, `ct context` and `ct forget` at one store size, this checkout beside another
+source tree, in turn.
 
 A change to the write path is judged against the code before it: each side builds its own synthetic
 store with its own code (memstore/bench/synth.py, so each gets the format it writes), clones it as a
-user's machine would hold it, then the timed commands alternate — this add, that add, this add, … and
-the same for forgets of one record by id, spread over the days — so a burst of load on a shared
-machine falls on both sides alike. Every command is a real `ct` process run from that side's tree.
+user's machine would hold it, then the timed commands alternate — this add, that add, this add, …,
+then the same for searches, context packs and forgets of one record by id, spread over the days —
+so a burst of load on a shared machine falls on both sides alike. Every command is a real `ct` process run from that side's tree.
 
     git worktree add /tmp/before <commit>
     python -m memstore.bench.versus --other /tmp/before --n 100000
@@ -51,8 +52,7 @@ class Side:
     clone: Path = Path()
     times: list[str] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
-    add: list[float] = field(default_factory=list)
-    forget: list[float] = field(default_factory=list)
+    took: dict[str, list[float]] = field(default_factory=dict)
 
     def env(self) -> dict:
         path = os.environ.get("PYTHONPATH", "")
@@ -120,14 +120,29 @@ def prepare(side: Side, base: Path, n: int, per_day: int, runs: int, log=print) 
     side.ct("forget", side.ids[0])
 
 
+QUERIES = (
+    "the trip budget for the summer",
+    "what did we decide about the kitchen",
+    "notes on the garden and the fence",
+    "the meeting with the bank last spring",
+    "which book did I want to read next",
+)
+
+# (command, its arguments for run i of a side), timed in this order
+COMMANDS = (
+    ("add", lambda s, i: ["add", "--ts", s.times[i], f"versus probe {i}: the trip budget"]),
+    ("search", lambda s, i: ["search", QUERIES[i % len(QUERIES)]]),
+    ("context", lambda s, i: ["context", QUERIES[(i + 2) % len(QUERIES)]]),
+    ("forget", lambda s, i: ["forget", s.ids[i]]),
+)
+
+
 def measure(sides: list[Side], runs: int) -> None:
-    """The timed commands, alternating between the sides: adds first, then forgets."""
-    for i in range(1, runs + 1):
-        for s in sides:
-            s.add.append(s.ct("add", "--ts", s.times[i], f"versus probe {i}: the trip budget"))
-    for i in range(1, runs + 1):
-        for s in sides:
-            s.forget.append(s.ct("forget", s.ids[i]))
+    """The timed commands, alternating between the sides, one command at a time."""
+    for cmd, args in COMMANDS:
+        for i in range(1, runs + 1):
+            for s in sides:
+                s.took.setdefault(cmd, []).append(s.ct(*args(s, i)))
 
 
 def _ms(xs: list[float]) -> str:
@@ -139,8 +154,8 @@ def markdown(this: Side, other: Side, n: int) -> str:
         f"| command at {n:,} records | {this.name} | {other.name} | ratio of medians | median of pair ratios |",
         "|---|---|---|---|---|",
     ]
-    for cmd in ("add", "forget"):
-        a, b = getattr(this, cmd), getattr(other, cmd)
+    for cmd, _ in COMMANDS:
+        a, b = this.took[cmd], other.took[cmd]
         pairs = [x / y for x, y in zip(a, b)]
         rows.append(
             f"| `ct {cmd}` | {_ms(a)} | {_ms(b)} | "
@@ -171,7 +186,7 @@ def main(argv=None) -> int:
     measure([this, other], args.runs)
     print(markdown(this, other, args.n))
     if args.as_json:
-        raw = {s.name: {"add": s.add, "forget": s.forget} for s in (this, other)}
+        raw = {s.name: s.took for s in (this, other)}
         args.as_json.write_text(json.dumps(raw, indent=1), encoding="utf-8")
     return 0
 
