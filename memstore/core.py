@@ -339,7 +339,7 @@ class Core:
                 refuse_non_finite(records, vectors, origins, self.config.embedder.get("model"))
                 tx.stage(self._write_files(records, vectors))
                 result.added = records
-                tx.stage(self._after_write(records, vectors, after_write, result))
+                tx.stage(self._after_write(records, vectors, after_write, result, progress))
                 self.index(update=False).save_clean_keys(secret_policy.take_fresh())
             tx.stage(extra_paths or [])
         result.commit = tx.commit
@@ -350,7 +350,7 @@ class Core:
         return result
 
     def _after_write(
-        self, records: list[dict], vectors, after_write, result: WriteResult
+        self, records: list[dict], vectors, after_write, result: WriteResult, progress=None
     ) -> list[str]:
         """Extra files for the same commit: the caller's, or the topic tree's placement of the records."""
         if after_write is False:
@@ -359,16 +359,17 @@ class Core:
             out = after_write(self, records, vectors)
             return [out] if isinstance(out, str) else list(out or [])
         try:
-            return self.place(records, vectors)
+            return self.place(records, vectors, progress)
         except (
             Exception
         ) as exc:  # the verbatim log is the truth; a tree problem must not lose the write
             result.notes.append(f"topic tree not updated: {exc}")
             return []
 
-    def place(self, records: list[dict], vectors) -> list[str]:
+    def place(self, records: list[dict], vectors, progress=None) -> list[str]:
         """What a write does beside its files by default: nothing in the core; the facade places
-        conversation records in the topic tree. Returns the paths to stage in the write's commit."""
+        conversation records in the topic tree (telling `progress`, memstore/progress.py). Returns
+        the paths to stage in the write's commit."""
         return []
 
     def _drop_forgotten(self, records: list[dict], result: WriteResult) -> list[dict]:
@@ -407,8 +408,11 @@ class Core:
 
         from .turn_embedding import record_vectors
 
+        from .progress import stage
+
         todo = [r for r in records if id(r) not in (given or {})]
         texts = [inputs_by_rec.get(id(r), r["text"])[:EMBED_CHARS] for r in todo]
+        stage(progress, "Embedding", len(todo))
         vecs = record_vectors(self.embedder, todo, texts, progress)
         if not given:
             return vecs

@@ -67,11 +67,11 @@ class Store(Core):
 
         hooks.install(self)
 
-    def place(self, records: list[dict], vectors) -> list[str]:
+    def place(self, records: list[dict], vectors, progress=None) -> list[str]:
         """A write places its conversation records in the topic tree, in the write's commit."""
         from .tree.assign import assign_records, topics_enabled
 
-        return assign_records(self, records, vectors) if topics_enabled(self) else []
+        return assign_records(self, records, vectors, progress) if topics_enabled(self) else []
 
     # ----- writing -------------------------------------------------------------------------------
 

@@ -77,11 +77,19 @@ def emit_json(obj) -> None:
 
 
 class _Bar:
-    """A tqdm bar that appears only on a terminal and only for work that takes a while."""
+    """A tqdm bar that appears only on a terminal and only for work that takes a while; each part
+    of the work (`stage`: embedding, placing in topics, …) gets a bar of its own under the
+    command's name (memstore/progress.py)."""
 
     def __init__(self, ctx: Ctx, desc: str, total: int | None):
         self.bar = None
-        self.ctx, self.desc, self.total = ctx, desc, total
+        self.ctx, self.name, self.desc, self.total = ctx, desc, desc, total
+
+    def stage(self, desc: str, total: int | None = None) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        self.desc, self.total = f"{self.name}: {desc}", total
 
     def __call__(self, n: int = 1):
         if self.bar is None and not self.ctx.quiet and sys.stderr.isatty():

@@ -15,6 +15,7 @@ import numpy as np
 from ..format import tree as treefmt
 from ..format.record import is_conversation
 from ..format.tree import Topic, Tree
+from ..progress import stage, tick
 from . import naming
 from .fanout import rebalance
 from .topicdata import RecordData, normalise, thresholds
@@ -210,10 +211,13 @@ class Placer:
 
     # ----- after the batch -------------------------------------------------------------------
 
-    def finish(self) -> None:
+    def finish(self, progress=None) -> None:
         tree = self.tree
         frozen_now = self.live_before - tree.live_path()
-        for tid in sorted((self.touched | frozen_now) & set(tree.topics)):
+        named = sorted((self.touched | frozen_now) & set(tree.topics))
+        stage(progress, "Naming topics", len(named))
+        for tid in named:
+            tick(progress)
             t = tree.topics[tid]
             if not t.records:
                 continue
@@ -225,7 +229,8 @@ class Placer:
             if final and self.llm is not None:
                 summary = naming.llm_summary(self.llm, t.name, texts, roles)
             t.summary = summary or naming.offline_summary(texts, roles, self.data.rarity)
-        rebalance(tree, self.data, max_children(self.store), self.llm)
+        stage(progress, "Grouping topics")
+        rebalance(tree, self.data, max_children(self.store), self.llm, progress=progress)
 
 
 def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
@@ -258,7 +263,7 @@ def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
     return {r["id"]: normalise(np.asarray(v, np.float32)) for (r, _), v in zip(pick, vecs)}
 
 
-def assign_records(store, records: list[dict], vectors) -> list[str]:
+def assign_records(store, records: list[dict], vectors, progress=None) -> list[str]:
     """Place the conversation records of one write in the topic tree; returns the changed paths.
 
     Called inside the store's write lock, before the commit, so the tree change is part of the same
@@ -280,9 +285,11 @@ def assign_records(store, records: list[dict], vectors) -> list[str]:
     llm = llm if llm is not None and llm.config.topics else None
     placer = Placer(store, tree, RecordData(store), llm)
     placer.content_vecs = content_vectors(store, [r for r, _ in pairs])
+    stage(progress, "Placing in topics", len(pairs))
     for rec, vec in sorted(pairs, key=lambda p: p[0]["ts"]):
         placer.place(rec, normalise(vec))
-    placer.finish()
+        tick(progress)
+    placer.finish(progress)
     return treefmt.write(store.root, tree)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..format.tree import Topic, Tree, new_topic_id
+from ..progress import tick
 from . import naming
 from .topicdata import RecordData, topic_vector
 
@@ -83,7 +84,7 @@ def _halves(kids: list[Topic], vec: dict) -> tuple[list[Topic], list[Topic]]:
 
 
 def rebalance(
-    tree: Tree, data: RecordData, max_children: int, llm=None, join: float = -1.0
+    tree: Tree, data: RecordData, max_children: int, llm=None, join: float = -1.0, progress=None
 ) -> list[str]:
     """Fix every topic (and the root) with more than `max_children` children, the way a B-tree does.
 
@@ -103,6 +104,7 @@ def rebalance(
     made: list[str] = []
     cache: dict = {}
     for _ in range(100_000):
+        tick(progress)  # one step of the fix (memstore/progress.py)
         cmap = tree.children_map()
         crowded = sorted(
             (p for p, kids in cmap.items() if len(kids) > max_children),
