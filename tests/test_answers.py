@@ -94,12 +94,18 @@ def test_every_mode_and_the_json_link_the_exchange(store):
     assert "answers the question below" in lines[at - 1] and QUESTION in lines[at + 2]
 
 
-def test_an_answer_below_k_is_named_not_brought_in(store):
+def test_an_answer_below_k_comes_with_its_question_as_one_exchange(store):
     write_turns(store, BUDGET)
     answer = next(h for h in store.search(ANSWER, k=10, mode="exact") if h.text == ANSWER)
     hits = store.search(QUESTION, k=1, mode="exact")
-    # the k hits stay the ones that matched (none pushed out); the question names its answer
-    assert _texts(hits) == [QUESTION] and hits[0].parts["answered_by"] == answer.id
+    # the k hits stay the ones that matched (none pushed out); the question carries its answer
+    assert _texts(hits) == [QUESTION] and "answered_by" not in hits[0].parts
+    reply = hits[0].parts["answer"]
+    assert reply["id"] == answer.id and reply["text"] == ANSWER and reply["role"] == answer.role
+    lines = ct("-C", store.root, "search", QUESTION, "-k", "1").stdout.splitlines()
+    assert (
+        lines[1].strip() == QUESTION and lines[2].strip() == f"answered ({answer.role}): {ANSWER}"
+    )
 
 
 def test_the_reply_must_pass_the_filters(store):
@@ -114,7 +120,8 @@ def test_a_question_followed_by_its_own_side_keeps_its_place(store):
     texts = _texts(hits)
     # "next" session: the user spoke again, nobody answered; that question is not moved
     i = texts.index("What did we decide about the grocery budget?")
-    assert "answered_by" not in hits[i].parts and not any("answers" in h.parts for h in hits[:i])
+    assert not {"answered_by", "answer"} & set(hits[i].parts)
+    assert not any("answers" in h.parts for h in hits[:i])
 
 
 def test_a_forgotten_reply_is_no_answer(store):

@@ -276,16 +276,26 @@ def replies(hs: Haystack) -> dict[str, str]:
     return out
 
 
-def echoes(turn_ids: list[str], hs: Haystack, bare: set[str], reply: dict[str, str]) -> dict:
+def echoes(
+    turn_ids: list[str],
+    hs: Haystack,
+    bare: set[str],
+    reply: dict[str, str],
+    carried: dict[str, str] | None = None,
+) -> dict:
     """Question echoes in the top TURN_K of one ranking: bare questions (ids in `bare`) that were
-    answered (`reply`), whether the first hit is one, and how many rank below their answer."""
+    answered (`reply`), whether the first hit is one, how many rank below their answer, and how
+    many of the others carry it with them as one exchange (`carried`: hit id -> the id of the
+    answer in its parts)."""
     top = turn_ids[:TURN_K]
     rank = {r: i for i, r in enumerate(top)}
     asked = [r for r in top if r in bare and r in reply]
+    above = [r for r in asked if rank.get(reply[r], TURN_K) < rank[r]]
     return {
         "top1": bool(top) and top[0] in bare and top[0] in reply,
         "echoes": len(asked),
-        "answer_above": sum(rank.get(reply[r], TURN_K) < rank[r] for r in asked),
+        "answer_above": len(above),
+        "answer_with": sum((carried or {}).get(r) == reply[r] for r in asked if r not in above),
     }
 
 

@@ -201,9 +201,22 @@ def query_vector(embedder, text: str):
     return embed_cached(embedder, [text], kind="query")[0]
 
 
-def _ranking_at(store, q: lme.Question, mode: str, k: int) -> tuple[list[str], str | None]:
+def _ranking_at(
+    store, q: lme.Question, mode: str, k: int, carried: dict | None = None
+) -> tuple[list[str], str | None]:
+    """The ranked record ids of one mode (and the recall level); `carried` collects hit id ->
+    the id of the answer that came with it (retrieve/answers.py)."""
     from ..retrieve.recall import recall
-    from ..retrieve.search import search
+    from ..retrieve import search as _search
+
+    def search(*args, **kwargs):
+        hits = _search.search(*args, **kwargs)
+        if carried is not None:
+            for h in hits:
+                reply = h.parts.get("answer")
+                if isinstance(reply, dict):
+                    carried.setdefault(h.id, reply.get("id"))
+        return hits
 
     qvec = query_vector(store.embedder, q.question)
     if mode in SEARCH_MODES:
@@ -298,9 +311,10 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
             row["query_s"][mode] = time.perf_counter() - t1
             # Turns as a search for ten returns them: the answers-first step orders the hits it
             # was asked for, so the first ten of a longer list are not what a user asking for ten sees.
-            top, _ = _ranking_at(store, q, mode, lme.TURN_K)
+            carried: dict[str, str] = {}
+            top, _ = _ranking_at(store, q, mode, lme.TURN_K, carried)
             row["metrics"][mode] = lme.score(ids, hs, q.gold_sessions, top)
-            row["echo"][mode] = lme.echoes(top, hs, bare, reply)
+            row["echo"][mode] = lme.echoes(top, hs, bare, reply, carried)
             if level:
                 row["level"] = level
         if not args.keep:
@@ -341,6 +355,7 @@ def _echo_summary(rows: list[dict], modes: list[str]) -> dict:
             "top1": sum(r["echo"][m]["top1"] for r in rows),
             "echoes": sum(r["echo"][m]["echoes"] for r in rows),
             "answer_above": sum(r["echo"][m]["answer_above"] for r in rows),
+            "answer_with": sum(r["echo"][m].get("answer_with", 0) for r in rows),
         }
         for m in modes
     }

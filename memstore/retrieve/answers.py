@@ -6,8 +6,10 @@ ranked hit is a turn that only asks — every sentence of it a question, short �
 its conversation, from the other side, answers it, the answer takes the question's place and score
 and the question follows right after it (the pair is one exchange: `parts["answers"]` and
 `parts["answered_by"]` link them). Only hits already among the first k move, so none is pushed
-out; an answer ranked lower is named by the question's `answered_by`. A turn that states something and then asks keeps its place: what
-it states may be the memory sought. The reply must pass the search's own filters.
+out; an answer ranked lower comes with its question as one exchange instead (`parts["answer"]`:
+its id, time, role and text, shown under the question). A turn that states something and then
+asks keeps its place: what it states may be the memory sought. The reply must pass the search's
+own filters.
 """
 
 from __future__ import annotations
@@ -64,6 +66,16 @@ def _answer_of(index, rowid: int, rec: dict, filters: Filters) -> int | None:
     return nxt_rowid
 
 
+ANSWER_CHARS = 1000  # of the reply shown with its question; the hit of its own holds it all
+
+
+def _exchange(rec: dict) -> dict:
+    """The reply as it comes with its question: enough to read, and its id to open it whole."""
+    text = str(rec.get("text") or "")
+    cut = text if len(text) <= ANSWER_CHARS else text[: ANSWER_CHARS - 1] + "…"
+    return {"id": str(rec["id"]), "ts": rec.get("ts"), "role": rec.get("role"), "text": cut}
+
+
 def answers_first(
     index, ranked: list[tuple[int, float, dict]], k: int, filters: Filters
 ) -> list[tuple[int, float, dict]]:
@@ -71,9 +83,9 @@ def answers_first(
     preceded by its answer when that answer is among the first `k` too (see the module docstring).
 
     The first `k` stay the same rows, only in another order, so no hit is pushed out: an answer
-    ranked below `k` is not brought in (it would push out the `k`-th hit, which may be the one
-    sought: on LongMemEval that cost a preference question its evidence); the question names it
-    in `parts["answered_by"]` instead. Rows after the first `k` keep their order."""
+    ranked below `k` is not brought in as a hit of its own (it would push out the `k`-th hit, which
+    may be the one sought: on LongMemEval that cost a preference question its evidence); it comes
+    with the question as `parts["answer"]` instead. Rows after the first `k` keep their order."""
     head = ranked[:k]
     by_row = {r: (s, p) for r, s, p in head}
     out, placed = [], set()
@@ -84,12 +96,12 @@ def answers_first(
         answer = None
         if rec.get("type") in CONVERSATION_TYPES and is_question(rec.get("text", "")):
             answer = _answer_of(index, rowid, rec, filters)
-        if answer is not None:
-            answer_id = queries.id_of(index, answer)
-            parts = {**parts, "answered_by": answer_id}
-            if answer in by_row and answer not in placed:
-                out.append((answer, score, {**by_row[answer][1], "answers": str(rec["id"])}))
-                placed.add(answer)
+        if answer is not None and answer in by_row and answer not in placed:
+            parts = {**parts, "answered_by": queries.id_of(index, answer)}
+            out.append((answer, score, {**by_row[answer][1], "answers": str(rec["id"])}))
+            placed.add(answer)
+        elif answer is not None and answer not in placed:
+            parts = {**parts, "answer": _exchange(index.record_at(answer))}
         out.append((rowid, score, parts))
         placed.add(rowid)
     return out + ranked[k:]
