@@ -30,33 +30,41 @@ def git(root, *args):
     return proc.stdout
 
 
-def soak(tmp_path: Path, embedder: str, rounds: int, clones: int = 4, seed: int = 2026) -> dict:
+def make_clones(tmp_path: Path, embedder: str, clones: int) -> tuple[Path, list[Path]]:
+    """A bare remote and `clones` clones of one new store pushed to it (the first made it); every
+    other clone has memstore's hooks, the rest are as a plain `git clone` leaves them."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
     first = tmp_path / "c0"
     ct("init", first, "--embedder", embedder, "--timezone", "UTC", process=True)
     git(first, "remote", "add", "origin", str(remote))
-    roots = [first]
-    for i in range(1, clones):
-        roots.append(tmp_path / f"c{i}")
+    roots = [first] + [tmp_path / f"c{i}" for i in range(1, clones)]
     for i, root in enumerate(roots):
         if i:
             git(tmp_path, "clone", "-q", str(remote), str(root))
-            if (
-                i % 2
-            ):  # half the clones with memstore's hooks, half as a plain `git clone` leaves them
+            if i % 2:
                 ct("-C", root, "hooks", "install")
         git(root, "config", "user.name", f"writer{i}")
         git(root, "config", "user.email", f"w{i}@example.invalid")
         if not i:
             ct("-C", root, "sync", "--set-upstream", "origin", process=True)
-    started = time.monotonic()
-    env = {
+    return remote, roots
+
+
+def worker_env() -> dict:
+    """The environment of a worker process: this checkout's memstore first on the path."""
+    return {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(
             filter(None, [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH")])
         ),
     }
+
+
+def soak(tmp_path: Path, embedder: str, rounds: int, clones: int = 4, seed: int = 2026) -> dict:
+    remote, roots = make_clones(tmp_path, embedder, clones)
+    started = time.monotonic()
+    env = worker_env()
     procs = [
         subprocess.Popen(
             [
