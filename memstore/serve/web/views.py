@@ -13,18 +13,59 @@ from .mask import mask, mask_fields
 
 RECORD_FIELDS = ("id", "ts", "day", "role", "actor", "type", "session", "model", "text")
 HISTORY_MAX = 500
+TITLE_MAX = 80  # characters of a first user line used as a conversation's title
 _REV = re.compile(r"[0-9a-fA-F]{4,40}|HEAD(?:[~^]\d{0,4})*")
+# A session id no one chose to read: a UUID, a long hex or base64-ish token.
+_OPAQUE = re.compile(r"[0-9A-Za-z_:-]{20,}")
 
 
-def record_view(rec: dict) -> dict:
-    """The fields of a record the page shows, its text and names masked."""
+def record_view(rec: dict, titles: dict | None = None) -> dict:
+    """The fields of a record the page shows, its text and names masked; `session_title` is its
+    conversation's title (see session_titles) or None."""
     out = {k: rec.get(k) for k in RECORD_FIELDS}
     src = rec.get("source")
     if isinstance(src, dict):
         out["source"] = {k: src.get(k) for k in ("path", "chunk") if k in src}
     elif isinstance(src, str):
         out["source"] = src
+    out["session_title"] = (titles if titles is not None else session_titles([rec])).get(
+        rec.get("session")
+    )
     return mask_fields(out)
+
+
+def session_titles(records) -> dict[str, str]:
+    """A title for each session among `records`, where one is known: the title the source kept
+    (a ChatGPT conversation's `conversation_title`, a Claude Code summary row; the latest wins), else
+    for an opaque session id (a UUID) the first thing its user said here, cut to TITLE_MAX.
+    A session with a readable name of its own ("ops", "main") gets none: its name is its label."""
+    kept: dict[str, str] = {}
+    first_line: dict[str, str] = {}
+    for rec in records:
+        sid = rec.get("session")
+        if not isinstance(sid, str) or not sid:
+            continue
+        meta = rec.get("meta") if isinstance(rec.get("meta"), dict) else {}
+        title = meta.get("conversation_title")
+        if not (isinstance(title, str) and title.strip()) and meta.get("kind") == "summary":
+            title = rec.get("text")
+        if isinstance(title, str) and title.strip():
+            kept[sid] = _one_line(title)
+        elif (
+            sid not in first_line
+            and rec.get("role") == "user"
+            and rec.get("type", "text") == "text"
+            and isinstance(rec.get("text"), str)
+            and rec["text"].strip()
+            and _OPAQUE.fullmatch(sid)
+        ):
+            first_line[sid] = _one_line(rec["text"])
+    return {**first_line, **kept}
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_MAX else line[: TITLE_MAX - 1].rstrip() + "…"
 
 
 def overview(st, p) -> dict:
@@ -33,6 +74,7 @@ def overview(st, p) -> dict:
     return {
         "store": st.root.name,
         "timezone": st.config.timezone,
+        "today": _today(st),
         "records": sum(d["records"] for d in counts),
         "day_count": len(counts),
         "first_day": counts[0]["day"] if counts else None,
@@ -40,6 +82,13 @@ def overview(st, p) -> dict:
         "days": counts,
         "markers": [_marker_view(m, st.tz) for m in st.markers()],
     }
+
+
+def _today(st) -> str:
+    """Today on the store's clock, the day the page opens on."""
+    import datetime as dt
+
+    return dt.datetime.now(st.tz).strftime("%Y-%m-%d")
 
 
 def search(st, p) -> dict:
@@ -55,9 +104,10 @@ def search(st, p) -> dict:
         now=p["now"] or None,
     )
     out = []
+    titles = session_titles([h.record for h in hits])
     for h in hits:
         j = h.to_json(explain=True)
-        view = record_view({**j, "day": h.day})
+        view = record_view({**j, "day": h.day}, titles)
         view.update(score=j["score"], parts=j.get("parts", {}))
         out.append(view)
     return {"query": mask(p["query"]), "mode": p["mode"], "hits": out}
@@ -82,7 +132,8 @@ def day(st, p) -> dict:
         for m in (_marker_view(m, st.tz) for m in st.markers())
         if d in (m["day"], m.get("closed_day"))
     ]
-    return {"day": d, "records": [record_view(r) for r in recs], "markers": marks}
+    titles = session_titles(recs)
+    return {"day": d, "records": [record_view(r, titles) for r in recs], "markers": marks}
 
 
 def _flat(tree) -> list[dict]:
@@ -193,11 +244,13 @@ def topic(st, p) -> dict:
         }
     top = t.topics[tid]
     ids = top.records[p["offset"] : p["offset"] + p["limit"]]
+    recs = st.records(ids)
+    titles = session_titles(recs)
     return {
         **mask_fields({"id": tid, "name": top.name, "summary": top.summary}),
         "total": len(top.records),
         "offset": p["offset"],
-        "records": [record_view(r) for r in st.records(ids)],
+        "records": [record_view(r, titles) for r in recs],
     }
 
 
