@@ -398,6 +398,7 @@ def check_the_page_opens_on_today_with_its_open_markers(site, browser):
     markers = browser.find_element("css selector", "#day ul.markers").text
     assert web_store.OPEN_BEFORE in markers and web_store.OPEN_TODAY in markers
     assert web_store.DONE not in markers
+    assert browser.find_element("id", "day-count").text.startswith("2 open markers")
     label = browser.find_element("css selector", "#chart .chosen-label")
     assert label.get_attribute("data-day") == exp["today"] and "today" in label.text
     shoot(browser, "timeline-today")
@@ -489,26 +490,36 @@ def check_one_timezone_the_stores_named_on_the_page(site, browser):
 
 def check_conversations_are_named_by_their_titles(site, browser):
     base, st, exp = site
-    for day, title, session in (
-        ("2024-06-10", web_store.CHATGPT_TITLES[0], "6667a1b0-1111-4000-8000-aaaaaaaaaaaa"),
-        ("2025-08-14", web_store.CLAUDE_TITLE, web_store.CLAUDE_SESSION),
-    ):
-        visit(browser, base, f"timeline/{day}")
-        box = browser.find_element("id", "day").text
-        assert title in [t.text for t in css(browser, "#day .conv-title")], box
-        assert session not in box  # the long id is not shown, only its start
-    # a session with neither: its first user line, cut short
+    visit(browser, base, "timeline/2024-06-10")
+    box = browser.find_element("id", "day").text
+    assert [t.text for t in css(browser, "#day .conv-title")] == [web_store.CHATGPT_TITLES[0]], box
+    assert (
+        "6667a1b0-1111-4000-8000-aaaaaaaaaaaa" not in box
+    )  # the long id is not shown, its start is
+    shoot(browser, "timeline-titles")
+    # Claude Code's summary row opens its day: the title is that row, the session a short id
+    visit(browser, base, "timeline/2025-08-14")
+    box = browser.find_element("id", "day").text
+    assert css(browser, "#day .conv")[0].text == f"session {web_store.CLAUDE_SESSION[:8]}…"
+    assert web_store.CLAUDE_TITLE in box and web_store.CLAUDE_SESSION not in box
+    visit(browser, base, f"search?q=laptop&mode=exact&session={web_store.CLAUDE_SESSION}", "search")
+    hit = css(browser, "#results .hit")[0]
+    assert hit.find_element("css selector", ".conv-title").text == web_store.CLAUDE_TITLE
+    # a session with neither: a short id where its first line opens it (no UUID in full), and that
+    # line, cut short, as its title where another of its records is shown alone (a search hit)
     counts = exp["counts"]
     busy = max(counts, key=lambda d: (counts[d], d))
     visit(browser, base, f"timeline/{busy}")
     recs = st.day(busy)
-    first = next(r for r in recs if r["role"] == "user")
-    titles = [t.text for t in css(browser, "#day .conv-title")]
-    assert titles and titles[0] == (
-        first["text"] if len(first["text"]) <= 80 else first["text"][:79].rstrip() + "…"
-    )
+    first, reply = recs[0], next(r for r in recs if r["role"] == "assistant")
+    assert css(browser, "#day .conv")[0].text == f"session {first['session'][:8]}…"
     assert not any(r["session"] in browser.find_element("id", "day").text for r in recs)
-    shoot(browser, "timeline-titles")
+    words = "+".join(reply["text"].rstrip(".").split()[1:4])
+    visit(browser, base, f"search?q={words}&mode=exact&session={first['session']}", "search")
+    hit = css(browser, f'#results .hit[data-id="{reply["id"]}"]')[0]
+    title = " ".join(first["text"].split())
+    title = title if len(title) <= 80 else title[:79].rstrip() + "…"
+    assert hit.find_element("css selector", ".conv-title").text == title
     # search hits name their conversation the same way
     visit(browser, base, "search?q=hiring+EUR+Q3&mode=exact", "search")
     hit = css(browser, "#results .hit")[0]

@@ -309,6 +309,10 @@ def test_records_carry_their_conversations_title(titled):
     assert len(got[OPAQUE]) == 80
     assert got[OPAQUE + "-x"] == f"My token is {SECRET[:4]}{MARK}, keep it"  # masked like the text
     assert got["ops"] is None  # a readable name is its own label
+    claude = "5f0c1a2e-7b3d-4c8e-9a61-2d4e8f1b3c70"
+    assert st.session_titles([claude, "ops", "no-such-session-0000000000", None]) == {
+        claude: "Fix flaky budget export test"
+    }
     # search hits and a topic's records carry it too
     _, out = js(base, "/view/search?query=hiring+EUR&mode=exact&k=3")
     assert out["hits"][0]["session_title"] == "Budget planning for Q3"

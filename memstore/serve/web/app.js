@@ -405,12 +405,15 @@ function neighbour(day, step) {
 }
 
 // A conversation's name: the title its source kept (or its first user line), else a short session id.
+// A title that is only the line shown right under it is left out.
 function shortSession(s) { return s && s.length > 16 ? s.slice(0, 8) + "…" : s; }
 function conversation(rec) {
   if (!rec.session) return null;
+  const title = rec.session_title;
+  const echo = title && (rec.text || "").split(/\s+/).join(" ").trim().startsWith(title.replace(/…$/, ""));
   return el("span", { class: "conv", title: `session ${rec.session}`, "data-session": rec.session },
-    rec.session_title ? [el("span", { class: "conv-title", text: rec.session_title }), el("span", { class: "conv-id", text: ` · ${shortSession(rec.session)}` })]
-                      : el("span", { class: "conv-id", text: `session ${shortSession(rec.session)}` }));
+    title && !echo ? [el("span", { class: "conv-title", text: title }), el("span", { class: "conv-id", text: ` · ${shortSession(rec.session)}` })]
+                   : el("span", { class: "conv-id", text: `session ${shortSession(rec.session)}` }));
 }
 
 // Rows of a log: each names its conversation where a new one starts.
@@ -464,9 +467,9 @@ async function showTimeline(r) {
   fill(box,
     el("header", {}, el("h3", { id: "day-title", text: `${weekday(day)} ${day}` + (isToday ? " · today" : "") }),
        el("p", { class: "summary", id: "day-count", "data-count": out.records.length,
-                 text: `${plural(out.records.length, "record")}, verbatim, in time order` +
-                   (isToday ? ` · ${plural(markers.filter((m) => m.status === "open").length, "open marker")}` : "") })),
-    marks, out.records.length ? log : el("p", { class: "hint", text: isToday ? "No records today yet." : "No records on this day." }));
+                 text: (isToday ? `${plural(markers.filter((m) => m.status === "open").length, "open marker")} · ` : "") +
+                   (out.records.length || !isToday ? `${plural(out.records.length, "record")}, verbatim, in time order` : "no records yet") })),
+    marks, out.records.length ? log : (isToday ? null : el("p", { class: "hint", text: "No records on this day." })));
   if (target) {
     const li = document.getElementById(`rec-${target}`);
     if (li) { li.scrollIntoView({ block: "center" }); li.focus({ preventScroll: true }); }

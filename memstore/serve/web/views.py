@@ -13,59 +13,24 @@ from .mask import mask, mask_fields
 
 RECORD_FIELDS = ("id", "ts", "day", "role", "actor", "type", "session", "model", "text")
 HISTORY_MAX = 500
-TITLE_MAX = 80  # characters of a first user line used as a conversation's title
 _REV = re.compile(r"[0-9a-fA-F]{4,40}|HEAD(?:[~^]\d{0,4})*")
-# A session id no one chose to read: a UUID, a long hex or base64-ish token.
-_OPAQUE = re.compile(r"[0-9A-Za-z_:-]{20,}")
 
 
 def record_view(rec: dict, titles: dict | None = None) -> dict:
     """The fields of a record the page shows, its text and names masked; `session_title` is its
-    conversation's title (see session_titles) or None."""
+    conversation's title from `titles` (Store.session_titles), None when there is none."""
     out = {k: rec.get(k) for k in RECORD_FIELDS}
     src = rec.get("source")
     if isinstance(src, dict):
         out["source"] = {k: src.get(k) for k in ("path", "chunk") if k in src}
     elif isinstance(src, str):
         out["source"] = src
-    out["session_title"] = (titles if titles is not None else session_titles([rec])).get(
-        rec.get("session")
-    )
+    out["session_title"] = (titles or {}).get(rec.get("session"))
     return mask_fields(out)
 
 
-def session_titles(records) -> dict[str, str]:
-    """A title for each session among `records`, where one is known: the title the source kept
-    (a ChatGPT conversation's `conversation_title`, a Claude Code summary row; the latest wins), else
-    for an opaque session id (a UUID) the first thing its user said here, cut to TITLE_MAX.
-    A session with a readable name of its own ("ops", "main") gets none: its name is its label."""
-    kept: dict[str, str] = {}
-    first_line: dict[str, str] = {}
-    for rec in records:
-        sid = rec.get("session")
-        if not isinstance(sid, str) or not sid:
-            continue
-        meta = rec.get("meta") if isinstance(rec.get("meta"), dict) else {}
-        title = meta.get("conversation_title")
-        if not (isinstance(title, str) and title.strip()) and meta.get("kind") == "summary":
-            title = rec.get("text")
-        if isinstance(title, str) and title.strip():
-            kept[sid] = _one_line(title)
-        elif (
-            sid not in first_line
-            and rec.get("role") == "user"
-            and rec.get("type", "text") == "text"
-            and isinstance(rec.get("text"), str)
-            and rec["text"].strip()
-            and _OPAQUE.fullmatch(sid)
-        ):
-            first_line[sid] = _one_line(rec["text"])
-    return {**first_line, **kept}
-
-
-def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= TITLE_MAX else line[: TITLE_MAX - 1].rstrip() + "…"
+def _titles(st, records) -> dict[str, str]:
+    return st.session_titles([r.get("session") for r in records])
 
 
 def overview(st, p) -> dict:
@@ -104,7 +69,7 @@ def search(st, p) -> dict:
         now=p["now"] or None,
     )
     out = []
-    titles = session_titles([h.record for h in hits])
+    titles = _titles(st, [h.record for h in hits])
     for h in hits:
         j = h.to_json(explain=True)
         view = record_view({**j, "day": h.day}, titles)
@@ -132,7 +97,7 @@ def day(st, p) -> dict:
         for m in (_marker_view(m, st.tz) for m in st.markers())
         if d in (m["day"], m.get("closed_day"))
     ]
-    titles = session_titles(recs)
+    titles = _titles(st, recs)
     return {"day": d, "records": [record_view(r, titles) for r in recs], "markers": marks}
 
 
@@ -245,7 +210,7 @@ def topic(st, p) -> dict:
     top = t.topics[tid]
     ids = top.records[p["offset"] : p["offset"] + p["limit"]]
     recs = st.records(ids)
-    titles = session_titles(recs)
+    titles = _titles(st, recs)
     return {
         **mask_fields({"id": tid, "name": top.name, "summary": top.summary}),
         "total": len(top.records),
