@@ -648,7 +648,8 @@ class Store(Core):
 
     def session_titles(self, sessions) -> dict[str, str]:
         """{session: title} for those of `sessions` that have one: the title the source kept
-        (ChatGPT's conversation title, a Claude Code summary), else an opaque id's first user line."""
+        (ChatGPT's conversation title, a Claude Code summary), else an opaque id's first user
+        line."""
         from .index.browse import session_titles
 
         return session_titles(self.index(), _list(sessions))

@@ -368,7 +368,7 @@ def test_the_page_in_a_browser(browser, site):
     check_keyboard_reaches_every_view(site, browser)
 
 
-# ----- the page at real scale: years of records ------------------------------------------------------
+# ----- the page at real scale: years of records ---------------------------------------------------
 
 
 def bars_of(drv) -> list[dict]:
@@ -376,7 +376,8 @@ def bars_of(drv) -> list[dict]:
     return drv.execute_script(
         "return [...document.querySelectorAll('#chart rect.bar')].map((b) => ({"
         "unit: b.dataset.unit, from: b.dataset.from, to: b.dataset.to, day: b.dataset.day,"
-        "hour: b.dataset.hour, count: Number(b.dataset.count), selected: b.classList.contains('selected'),"
+        "hour: b.dataset.hour, count: Number(b.dataset.count),"
+        "selected: b.classList.contains('selected'),"
         "width: b.getBoundingClientRect().width}))"
     )
 
@@ -527,8 +528,8 @@ def check_conversations_are_named_by_their_titles(site, browser):
 
 
 def test_the_page_at_real_scale(browser, years_site):
-    """Three years of records: the page opens on today, zooms from years to a day with the chosen day
-    marked, names its one timezone, and names conversations by their titles."""
+    """Three years of records: the page opens on today, zooms from years to a day with the chosen
+    day marked, names its one timezone, and names conversations by their titles."""
     check_the_page_opens_on_today_with_its_open_markers(years_site, browser)
     check_the_timeline_zooms_from_years_to_a_day_and_marks_the_chosen_day(years_site, browser)
     check_one_timezone_the_stores_named_on_the_page(years_site, browser)

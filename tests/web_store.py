@@ -91,7 +91,7 @@ def _add_takes_allow_secrets(st) -> bool:
     return "allow_secrets" in inspect.signature(st.add).parameters
 
 
-# ----- a store of several years, for the page at real scale ------------------------------------------
+# ----- a store of several years, for the page at real scale ---------------------------------------
 
 TZ = "Europe/Berlin"
 FIXTURES = Path(__file__).parent / "fixtures" / "importers"
@@ -156,7 +156,8 @@ def build_years(path, years: int = 3, seed: int = 7):
             flush(day.strftime("%Y-%m"))
         day = nxt
     flush("the last month")
-    # Twenty past midnight in Berlin is the evening before in UTC: filed under, and shown on, Berlin's day.
+    # Twenty past midnight in Berlin is the evening before in UTC: filed under, and shown on,
+    # Berlin's day.
     night = datetime.combine(first + timedelta(days=200), time(0, 20), tz)
     late = st.normalize(
         {

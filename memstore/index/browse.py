@@ -1,5 +1,5 @@
-"""Read-only index queries for browsing memory by day and by id: per-day counts, a day's lines, records
-by id, the titles of conversations.
+"""Read-only index queries for browsing memory by day and by id: per-day counts, a day's lines,
+records by id, the titles of conversations.
 
 Only current records are returned: superseded and repeated ones are hidden in the index, and a
 forgotten record has no row at all. The text is read from the day logs (late dereference), each

@@ -324,7 +324,7 @@ function drawChart(selected) {
   for (const [slot, label] of ticks(bk.from, bk.end, bk.unit, px)) {
     const xx = x(slot);
     chart.append(svg("line", { class: "tick", x1: xx, x2: xx, y1: H - bottom, y2: H - bottom + 4 }));
-    if (xx - lastLabel < 30 || xx > W - 12) continue;
+    if (xx - lastLabel < 30 || xx + 2 + label.length * 6.5 > W) continue;  // no label cut at the edge
     chart.append(svg("text", { class: "axis", x: xx + 2, y: H - 6 }, label));
     lastLabel = xx;
   }
