@@ -1,10 +1,12 @@
 """The web page of `ct serve`, in a real headless Chromium (Debian's chromium + chromedriver, driven by
 selenium) against a real `ct serve` subprocess on a real store: search, timeline, topic tree, history.
 
-The views are checked in one test, so that a suite spread over pytest-xdist workers still starts one
-server and one browser. Each view's screenshot is written to docs/screenshots/ (or
-$MEMSTORE_SCREENSHOTS); the README links there, and docs/img/ holds committed copies. The test
-skips, saying why, only when no browser is found.
+The views are checked in one test per store, so that a suite spread over pytest-xdist workers
+starts one server per store: web_store.build's three days, and build_years' three years up to today
+(the page at real scale: zoom, the chosen day, today's open markers, one timezone, titles). Each
+view's screenshot is written to docs/screenshots/ (or $MEMSTORE_SCREENSHOTS); the README and
+docs/serve.md link docs/img/, which holds committed copies. The tests skip, saying why, only when no
+browser is found.
 """
 
 from __future__ import annotations
