@@ -646,6 +646,14 @@ class Store(Core):
 
         return records_by_id(self.index(), _list(ids))
 
+    def session_titles(self, sessions) -> dict[str, str]:
+        """{session: title} for those of `sessions` that have one: the title the source kept
+        (ChatGPT's conversation title, a Claude Code summary), else an opaque id's first user
+        line."""
+        from .index.browse import session_titles
+
+        return session_titles(self.index(), _list(sessions))
+
     def markers(self) -> list:
         """Every "where are we now" marker, open and done, oldest first → list[Marker]."""
         from .format import markers as markerfmt

@@ -1,25 +1,30 @@
 """The web page of `ct serve`, in a real headless Chromium (Debian's chromium + chromedriver, driven by
 selenium) against a real `ct serve` subprocess on a real store: search, timeline, topic tree, history.
 
-The views are checked in one test, so that a suite spread over pytest-xdist workers still starts one
-server and one browser. Each view's screenshot is written to docs/screenshots/ (or
-$MEMSTORE_SCREENSHOTS); the README links there, and docs/img/ holds committed copies. The test
-skips, saying why, only when no browser is found.
+The views are checked in one test per store, so that a suite spread over pytest-xdist workers
+starts one server per store: web_store.build's three days, and build_years' three years up to today
+(the page at real scale: zoom, the chosen day, today's open markers, one timezone, titles). Each
+view's screenshot is written to docs/screenshots/ (or $MEMSTORE_SCREENSHOTS); the README and
+docs/serve.md link docs/img/, which holds committed copies. The tests skip, saying why, only when no
+browser is found.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import threading
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from conftest import CT, REPO
-from web_store import DAYS, SECRET, build
+import web_store
+from web_store import DAYS, SECRET, build, build_years
 
 SHOTS = Path(os.environ.get("MEMSTORE_SCREENSHOTS") or REPO / "docs" / "screenshots")
 MARKER = "Compare the Ship of Theseus views in the essay"
@@ -90,16 +95,17 @@ def browser():
         drv.quit()
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """A store built by web_store.build, served read-only by `ct serve --port 0`; yields (base URL, store, expected)."""
+@contextlib.contextmanager
+def served(build_store, tmp_path_factory, name):
+    """`build_store(path)`'s store, served read-only by `ct serve --port 0` (a real process, TZ=UTC
+    as CI runs it); yields (base URL, store, expected)."""
     cache = tmp_path_factory.getbasetemp() / "cache"
     with pytest.MonkeyPatch.context() as mp:  # conftest's per-test isolation, for the module's life
         mp.setenv("XDG_CACHE_HOME", str(cache))
         mp.setenv("MEMSTORE_EMBED_CACHE", str(cache / "embeddings.sqlite"))
         mp.delenv("MEMSTORE_DIR", raising=False)
         mp.setenv("TZ", "UTC")
-        st, expected = build(tmp_path_factory.mktemp("web") / "memory")
+        st, expected = build_store(tmp_path_factory.mktemp(name) / "memory")
         proc = subprocess.Popen(
             [*CT, "-C", str(st.root), "serve", "--port", "0"],
             stdout=subprocess.PIPE,
@@ -126,6 +132,20 @@ def site(tmp_path_factory):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A store built by web_store.build: three days of November 2026."""
+    with served(build, tmp_path_factory, "web") as out:
+        yield out
+
+
+@pytest.fixture(scope="module")
+def years_site(tmp_path_factory):
+    """A store built by web_store.build_years: three years up to today, in Europe/Berlin."""
+    with served(build_years, tmp_path_factory, "years") as out:
+        yield out
 
 
 def visit(drv, base: str, route: str, view: str | None = None):
@@ -221,14 +241,14 @@ def check_timeline_shows_the_day_counts_markers_and_a_day_verbatim(site, browser
     from selenium.webdriver.common.keys import Keys
 
     base, st, exp = site
-    visit(browser, base, "timeline")
+    visit(browser, base, f"timeline/{DAYS[2]}?zoom=month")
     bars = {
         b.get_attribute("data-day"): int(b.get_attribute("data-count"))
         for b in css(browser, "#chart rect.bar")
     }
     assert bars == exp["counts"]
     assert [m.get_attribute("data-day") for m in css(browser, "#chart .marker")] == [DAYS[1]]
-    # the last day is open; its secret is masked, never shown in full
+    # the day asked for is open; its secret is masked, never shown in full
     assert browser.find_element("id", "day-count").get_attribute("data-count") == str(
         exp["counts"][DAYS[2]]
     )
@@ -348,3 +368,171 @@ def test_the_page_in_a_browser(browser, site):
     check_topic_tree_renders_collapses_and_lists_a_topics_records(site, browser)
     check_history_draws_a_reorganization_with_its_merges(site, browser)
     check_keyboard_reaches_every_view(site, browser)
+
+
+# ----- the page at real scale: years of records ---------------------------------------------------
+
+
+def bars_of(drv) -> list[dict]:
+    """The chart's bars: unit, first and last day (or hour), count and drawn width in pixels."""
+    return drv.execute_script(
+        "return [...document.querySelectorAll('#chart rect.bar')].map((b) => ({"
+        "unit: b.dataset.unit, from: b.dataset.from, to: b.dataset.to, day: b.dataset.day,"
+        "hour: b.dataset.hour, count: Number(b.dataset.count),"
+        "selected: b.classList.contains('selected'),"
+        "width: b.getBoundingClientRect().width}))"
+    )
+
+
+def zoom_to(drv, name: str) -> None:
+    then(
+        drv, "timeline", drv.find_element("css selector", f'#zoom button[data-zoom="{name}"]').click
+    )
+    pressed = css(drv, '#zoom button[aria-pressed="true"]')
+    assert [b.get_attribute("data-zoom") for b in pressed] == [name]
+
+
+def check_the_page_opens_on_today_with_its_open_markers(site, browser):
+    base, st, exp = site
+    browser.get(base + "/")
+    wait_ready(browser, "timeline")
+    assert browser.find_element("id", "day-title").text.endswith(f"{exp['today']} · today")
+    # no records today, yet both markers still open are there, the one set weeks ago too
+    markers = browser.find_element("css selector", "#day ul.markers").text
+    assert web_store.OPEN_BEFORE in markers and web_store.OPEN_TODAY in markers
+    assert web_store.DONE not in markers
+    assert browser.find_element("id", "day-count").text.startswith("2 open markers")
+    label = browser.find_element("css selector", "#chart .chosen-label")
+    assert label.get_attribute("data-day") == exp["today"] and "today" in label.text
+    shoot(browser, "timeline-today")
+
+
+def check_the_timeline_zooms_from_years_to_a_day_and_marks_the_chosen_day(site, browser):
+    base, st, exp = site
+    counts = exp["counts"]
+    busy = max(counts, key=lambda d: (counts[d], d))  # a day in the busy month
+    visit(browser, base, f"timeline/{busy}?zoom=all")
+    # every day of three years: a bar per week or month, none thinner than a usable width
+    bars = bars_of(browser)
+    assert bars and {b["unit"] for b in bars} <= {"week", "month"}, {b["unit"] for b in bars}
+    assert min(b["width"] for b in bars) >= 5, min(b["width"] for b in bars)
+    assert sum(b["count"] for b in bars) == sum(counts.values())
+    chosen = [b for b in bars if b["selected"]]
+    assert len(chosen) == 1 and chosen[0]["from"] <= busy <= chosen[0]["to"]
+    band = browser.find_element("css selector", "#chart rect.chosen")
+    assert band.get_attribute("data-day") == busy and band.size["width"] >= 5
+    assert browser.find_element("css selector", "#chart .chosen-label").text == busy
+    assert css(browser, "#chart line.today")  # today is marked too, apart from the chosen day
+    shoot(browser, "timeline-years")
+
+    zoom_to(browser, "year")
+    bars = bars_of(browser)
+    assert {b["unit"] for b in bars} <= {"day", "week"} and min(b["width"] for b in bars) >= 5
+    lo, hi = min(b["from"] for b in bars), max(b["to"] for b in bars)
+    assert lo[:4] <= busy[:4] <= hi[:4] and len({b["from"][:4] for b in bars}) <= 2
+    assert sum(b["count"] for b in bars) == sum(n for d, n in counts.items() if lo <= d <= hi)
+    assert [b["from"] <= busy <= b["to"] for b in bars].count(True) == 1
+    assert next(b for b in bars if b["from"] <= busy <= b["to"])["selected"]
+
+    zoom_to(browser, "month")
+    bars = bars_of(browser)
+    month = {d: n for d, n in counts.items() if d[:7] == busy[:7]}
+    assert {b["day"]: b["count"] for b in bars} == month
+    assert [b["day"] for b in bars if b["selected"]] == [busy]
+    assert min(b["width"] for b in bars) >= 5
+    shoot(browser, "timeline-month")
+
+    zoom_to(browser, "day")
+    bars = bars_of(browser)
+    assert {b["unit"] for b in bars} == {"hour"} and sum(b["count"] for b in bars) == counts[busy]
+    assert (
+        browser.find_element("css selector", "#chart .chosen-label").get_attribute("data-day")
+        == busy
+    )
+    # the day's times are on the store's clock, and the hours of the chart with them
+    rows = css(browser, "#day ol.log li")
+    hours = sorted({int(r.find_element("css selector", ".time").text[:2]) for r in rows})
+    assert sorted(int(b["hour"]) for b in bars) == hours
+    # the arrow keys keep the zoom; "+" and "-" change it
+    from selenium.webdriver.common.keys import Keys
+
+    chart = browser.find_element("id", "chart")
+    then(browser, "timeline", lambda: chart.send_keys(Keys.ARROW_RIGHT))
+    assert "zoom=day" in browser.current_url
+    then(browser, "timeline", lambda: browser.find_element("id", "chart").send_keys("-"))
+    assert "zoom=month" in browser.current_url
+
+
+def check_one_timezone_the_stores_named_on_the_page(site, browser):
+    from zoneinfo import ZoneInfo
+
+    base, st, exp = site
+    tz = ZoneInfo(web_store.TZ)
+    visit(browser, base, "history")
+    assert browser.find_element("id", "tz").text == f"times in {web_store.TZ}"
+    # the commits were made in a process on UTC; the page shows them on the store's clock
+    out = subprocess.run(
+        ["git", "-C", str(st.root), "log", "-3", "--format=%H %ct"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    for sha, epoch in zip(out[::2], out[1::2]):
+        when = datetime.fromtimestamp(int(epoch), tz).strftime("%Y-%m-%d %H:%M")
+        info = browser.find_element("css selector", f'#commits a[data-sha="{sha}"] .info').text
+        assert info.startswith(when), (info, when)
+    # a record's time in its day is the store's time too
+    day = exp["late_day"]
+    visit(browser, base, f"timeline/{day}")
+    rec = next(r for r in st.day(day) if r["id"] == exp["late_id"])
+    shown = browser.find_element("css selector", f'#day li[data-id="{rec["id"]}"] .time').text
+    assert shown == datetime.fromisoformat(rec["ts"].replace("Z", "+00:00")).astimezone(
+        tz
+    ).strftime("%H:%M:%S")
+
+
+def check_conversations_are_named_by_their_titles(site, browser):
+    base, st, exp = site
+    visit(browser, base, "timeline/2024-06-10")
+    box = browser.find_element("id", "day").text
+    assert [t.text for t in css(browser, "#day .conv-title")] == [web_store.CHATGPT_TITLES[0]], box
+    assert (
+        "6667a1b0-1111-4000-8000-aaaaaaaaaaaa" not in box
+    )  # the long id is not shown, its start is
+    shoot(browser, "timeline-titles")
+    # Claude Code's summary row opens its day: the title is that row, the session a short id
+    visit(browser, base, "timeline/2025-08-14")
+    box = browser.find_element("id", "day").text
+    assert css(browser, "#day .conv")[0].text == f"session {web_store.CLAUDE_SESSION[:8]}…"
+    assert web_store.CLAUDE_TITLE in box and web_store.CLAUDE_SESSION not in box
+    visit(browser, base, f"search?q=laptop&mode=exact&session={web_store.CLAUDE_SESSION}", "search")
+    hit = css(browser, "#results .hit")[0]
+    assert hit.find_element("css selector", ".conv-title").text == web_store.CLAUDE_TITLE
+    # a session with neither: a short id where its first line opens it (no UUID in full), and that
+    # line, cut short, as its title where another of its records is shown alone (a search hit)
+    counts = exp["counts"]
+    busy = max(counts, key=lambda d: (counts[d], d))
+    visit(browser, base, f"timeline/{busy}")
+    recs = st.day(busy)
+    first, reply = recs[0], next(r for r in recs if r["role"] == "assistant")
+    assert css(browser, "#day .conv")[0].text == f"session {first['session'][:8]}…"
+    assert not any(r["session"] in browser.find_element("id", "day").text for r in recs)
+    words = "+".join(reply["text"].rstrip(".").split()[1:4])
+    visit(browser, base, f"search?q={words}&mode=exact&session={first['session']}", "search")
+    hit = css(browser, f'#results .hit[data-id="{reply["id"]}"]')[0]
+    title = " ".join(first["text"].split())
+    title = title if len(title) <= 80 else title[:79].rstrip() + "…"
+    assert hit.find_element("css selector", ".conv-title").text == title
+    # search hits name their conversation the same way
+    visit(browser, base, "search?q=hiring+EUR+Q3&mode=exact", "search")
+    hit = css(browser, "#results .hit")[0]
+    assert web_store.CHATGPT_TITLES[0] in hit.find_element("css selector", ".conv").text
+
+
+def test_the_page_at_real_scale(browser, years_site):
+    """Three years of records: the page opens on today, zooms from years to a day with the chosen
+    day marked, names its one timezone, and names conversations by their titles."""
+    check_the_page_opens_on_today_with_its_open_markers(years_site, browser)
+    check_the_timeline_zooms_from_years_to_a_day_and_marks_the_chosen_day(years_site, browser)
+    check_one_timezone_the_stores_named_on_the_page(years_site, browser)
+    check_conversations_are_named_by_their_titles(years_site, browser)

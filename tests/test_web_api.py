@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from conftest import commits, git_clean
+from conftest import REPO, commits, git_clean, make_store
 from memstore.secrets.detect import scan
 from memstore.serve.http import ENDPOINTS, make_server, url_of
 from memstore.serve.web.mask import MARK, mask
@@ -242,3 +242,83 @@ def test_bench_times_a_page_load_and_adds_its_row(served):
         row.measure.startswith("web page load") and row.size == "42" and row.ok is None
     )  # budget only @100k
     assert b.raw["web"][42] is res
+
+
+def test_overview_names_today_on_the_stores_clock(served):
+    from datetime import datetime, timedelta
+
+    base, st, exp = served
+    before = datetime.now(st.tz)
+    _, out = js(base, "/view/overview")
+    after = datetime.now(st.tz)
+    assert out["today"] in {before.strftime("%Y-%m-%d"), after.strftime("%Y-%m-%d")}
+    assert out["today"] >= out["last_day"] and before - timedelta(days=1) < after
+
+
+FIXTURES = REPO / "tests" / "fixtures" / "importers"
+OPAQUE = "0b7c9e4e-3f1d-4c2a-9d8e-5a6b7c8d9e0f"
+
+
+@pytest.fixture(scope="module")
+def titled(tmp_path_factory):
+    """A store with a ChatGPT and a Claude Code import, an opaque session and a readable one."""
+    with pytest.MonkeyPatch.context() as mp:
+        cache = tmp_path_factory.getbasetemp() / "cache"
+        mp.setenv("XDG_CACHE_HOME", str(cache))
+        mp.setenv("MEMSTORE_EMBED_CACHE", str(cache / "embeddings.sqlite"))
+        mp.setenv("TZ", "UTC")
+        st = make_store(tmp_path_factory.mktemp("titled") / "s", timezone="Europe/Berlin")
+        st.import_("chatgpt", FIXTURES / "chatgpt_conversations.json")
+        st.import_("claude-code", FIXTURES / "5f0c1a2e-7b3d-4c8e-9a61-2d4e8f1b3c70.jsonl")
+        long_line = "Plan the garden: " + "tomatoes, beans and basil along the south fence " * 3
+        rows = [
+            ("2025-09-01T08:00:00Z", "assistant", "Good morning.", OPAQUE),
+            ("2025-09-01T08:01:00Z", "user", f"My token is {SECRET}, keep it", OPAQUE + "-x"),
+            ("2025-09-01T08:02:00Z", "user", long_line, OPAQUE),
+            ("2025-09-01T08:03:00Z", "user", "Standup at 9:15", "ops"),
+        ]
+        recs = [
+            st.normalize(dict(zip(("ts", "role", "text", "session"), r), actor=r[1])) for r in rows
+        ]
+        st.write(recs, "Add four turns", secrets="allow")
+        server = make_server(st.root, port=0, log=False)
+        thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        thread.start()
+        try:
+            yield url_of(server), st, long_line
+        finally:
+            server.shutdown()
+            server.server_close()
+            server.app.close()
+            thread.join(timeout=5)
+
+
+def test_records_carry_their_conversations_title(titled):
+    base, st, long_line = titled
+    titles = lambda out: {r["session"]: r["session_title"] for r in out["records"]}  # noqa: E731
+    _, out = js(base, "/view/day?day=2024-06-10")  # ChatGPT keeps the conversation's title
+    assert set(titles(out).values()) == {"Budget planning for Q3"}
+    _, out = js(base, "/view/day?day=2025-08-14")  # Claude Code's summary row names the session
+    assert set(titles(out).values()) == {"Fix flaky budget export test"}
+    _, out = js(base, "/view/day?day=2025-09-01")
+    got = titles(out)
+    # an opaque id with no title kept: its user's first line, on one line and cut short
+    assert got[OPAQUE] == " ".join(long_line.split())[:79].rstrip() + "…"
+    assert len(got[OPAQUE]) == 80
+    assert got[OPAQUE + "-x"] == f"My token is {SECRET[:4]}{MARK}, keep it"  # masked like the text
+    assert got["ops"] is None  # a readable name is its own label
+    claude = "5f0c1a2e-7b3d-4c8e-9a61-2d4e8f1b3c70"
+    assert st.session_titles([claude, "ops", "no-such-session-0000000000", None]) == {
+        claude: "Fix flaky budget export test"
+    }
+    # search hits and a topic's records carry it too
+    _, out = js(base, "/view/search?query=hiring+EUR&mode=exact&k=3")
+    assert out["hits"][0]["session_title"] == "Budget planning for Q3"
+    _, tree = js(base, "/view/tree")
+    top = max(tree["topics"], key=lambda t: t["records"])
+    _, page = js(base, f"/view/topic?id={top['id']}")
+    assert all("session_title" in r for r in page["records"])
+    assert any(r["session_title"] for r in page["records"])
+    assert SECRET not in json.dumps([out, page])

@@ -4,7 +4,8 @@ and one `ct reorganize` that merges topics. Returns what the page is expected to
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, time, timedelta, timezone
+from pathlib import Path
 
 from conftest import ct, make_store
 from tree_scenarios import DISTRACTORS, THESEUS, converse
@@ -88,3 +89,97 @@ def _add_takes_allow_secrets(st) -> bool:
     import inspect
 
     return "allow_secrets" in inspect.signature(st.add).parameters
+
+
+# ----- a store of several years, for the page at real scale ---------------------------------------
+
+TZ = "Europe/Berlin"
+FIXTURES = Path(__file__).parent / "fixtures" / "importers"
+CLAUDE_SESSION = "5f0c1a2e-7b3d-4c8e-9a61-2d4e8f1b3c70"
+CLAUDE_TITLE = "Fix flaky budget export test"  # the transcript's summary row
+CHATGPT_TITLES = ("Budget planning for Q3", "CSV totals with Python")
+OPEN_BEFORE = "Finish the migration guide before the release"
+OPEN_TODAY = "Where we are now: reviewing the timeline page at real scale"
+DONE = "Send the quarterly numbers to Maria"
+_WORDS = (
+    "garden tomatoes invoice release budget travel Lisbon train piano lesson sourdough bread "
+    "database index backup laptop battery marathon training bicycle chain essay draft chapter "
+    "meeting notes dentist appointment tax return python script deploy server cache bug"
+).split()
+
+
+def build_years(path, years: int = 3, seed: int = 7):
+    """A store in Europe/Berlin with `years` years of turns up to today at varied density (quiet
+    stretches, busy months, nothing yet today), ChatGPT and Claude Code imports that carry titles,
+    opaque session ids, and markers: one open for weeks, one set today, one done. Returns the
+    store and what the page is expected to show."""
+    import random
+    import uuid
+    from zoneinfo import ZoneInfo
+
+    tz = ZoneInfo(TZ)
+    rnd = random.Random(seed)
+    st = make_store(path, timezone=TZ)
+    now = datetime.now(tz)
+    today = now.date()
+    first = today - timedelta(days=365 * years)
+    month_recs: list[dict] = []
+
+    def flush(label):
+        if month_recs:
+            st.write(list(month_recs), f"Add {len(month_recs)} turns of {label}")
+            month_recs.clear()
+
+    day = first
+    while day < today:
+        # quiet in the first year, a busy month now and then, steady lately
+        busy = day.month in (3, 10) and day.year == first.year + 1
+        p = 0.15 if day.year == first.year else (0.9 if busy else 0.45)
+        if rnd.random() < p:
+            n = rnd.randint(12, 30) if busy else rnd.randint(1, 6)
+            sid = str(uuid.UUID(int=rnd.getrandbits(128), version=4))
+            t = datetime(
+                day.year, day.month, day.day, rnd.randint(7, 20), rnd.randint(0, 59), tzinfo=tz
+            )
+            for i in range(n):
+                words = " ".join(rnd.choice(_WORDS) for _ in range(rnd.randint(6, 14)))
+                role = "user" if i % 2 == 0 else "assistant"
+                text = f"Let us talk about the {words}." if role == "user" else f"Noted: {words}."
+                ts = t + timedelta(minutes=3 * i)
+                if ts.date() != day:
+                    break
+                month_recs.append(
+                    st.normalize({"ts": ts.isoformat(), "role": role, "text": text, "session": sid})
+                )
+        nxt = day + timedelta(days=1)
+        if nxt.month != day.month:
+            flush(day.strftime("%Y-%m"))
+        day = nxt
+    flush("the last month")
+    # Twenty past midnight in Berlin is the evening before in UTC: filed under, and shown on,
+    # Berlin's day.
+    night = datetime.combine(first + timedelta(days=200), time(0, 20), tz)
+    late = st.normalize(
+        {
+            "ts": night.isoformat(),
+            "role": "user",
+            "text": "Can't sleep: is the backup done?",
+            "session": "night",
+        }
+    )
+    st.write([late], "Add a turn after midnight")
+    # Nothing said today yet: the page still opens on today, for its open markers. Two imports
+    # whose sources carry titles.
+    st.import_("chatgpt", FIXTURES / "chatgpt_conversations.json")
+    st.import_("claude-code", FIXTURES / f"{CLAUDE_SESSION}.jsonl")
+    done = st.mark(DONE, now=now - timedelta(days=200))
+    st.mark(done=done.id, now=now - timedelta(days=190))
+    st.mark(OPEN_BEFORE, now=now - timedelta(days=40))
+    st.mark(OPEN_TODAY, now=now)
+    return st, {
+        "today": today.isoformat(),
+        "first": first.isoformat(),
+        "counts": {d["day"]: d["records"] for d in st.days()},
+        "late_day": night.date().isoformat(),
+        "late_id": late["id"],
+    }

@@ -118,7 +118,7 @@ _PAGE = ("GET",)
 VIEW_ENDPOINTS = (
     Endpoint(
         "/view/overview",
-        "For the page: the store's name and totals, current records per day, every marker.",
+        "For the page: the store's name, timezone, today, totals, records per day, every marker.",
         _PAGE,
         (),
         _view("overview"),
@@ -141,7 +141,7 @@ VIEW_ENDPOINTS = (
     ),
     Endpoint(
         "/view/day",
-        "For the page: one day's records verbatim in time order (secrets masked), its markers.",
+        "For the page: one day's records verbatim in time order (masked, titled), its markers.",
         _PAGE,
         (Param("day", "string", "The day, YYYY-MM-DD.", required=True),),
         _view("day"),

@@ -47,17 +47,27 @@ function showError(err) {
 
 function plural(n, word) { return `${n.toLocaleString("en")} ${word}${n === 1 ? "" : "s"}`; }
 
+// Every time on the page is on the store's clock (its timezone, named in the header), the clock the
+// store files records under days by; the browser's own timezone plays no part.
 let timeFmt = null;
-function clock(ts) {
-  // The store's timezone, so the times match the day the record is filed under.
+function timeParts(ts) {
   if (!timeFmt) {
+    const opts = { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" };
     const tz = state.overview && state.overview.timezone;
-    try { timeFmt = new Intl.DateTimeFormat("en-GB", { timeZone: tz || undefined, hour: "2-digit", minute: "2-digit", second: "2-digit" }); }
-    catch (e) { timeFmt = new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" }); }
+    try { timeFmt = new Intl.DateTimeFormat("en-GB", { ...opts, timeZone: tz || undefined }); }
+    catch (e) { timeFmt = new Intl.DateTimeFormat("en-GB", opts); }
   }
   const d = new Date(ts);
-  return isNaN(d) ? ts : timeFmt.format(d);
+  if (isNaN(d)) return null;
+  const p = {};
+  for (const { type, value } of timeFmt.formatToParts(d)) p[type] = value;
+  if (p.hour === "24") p.hour = "00";
+  return p;
 }
+function clock(ts) { const p = timeParts(ts); return p ? `${p.hour}:${p.minute}:${p.second}` : ts; }
+function stamp(ts) { const p = timeParts(ts); return p ? `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}` : ts; }
+function dayOf(ts) { const p = timeParts(ts); return p ? `${p.year}-${p.month}-${p.day}` : ts || ""; }
+function hourOf(ts) { const p = timeParts(ts); return p ? Number(p.hour) : 0; }
 
 function weekday(day) {
   const d = new Date(day + "T12:00:00Z");
@@ -161,7 +171,7 @@ async function showSearch(r) {
     el("div", { class: "meta" },
       el("span", { class: "when", text: `${h.day} ${clock(h.ts)}` }),
       roleBadge(h.role),
-      h.session ? el("span", { text: `session ${h.session}` }) : null,
+      conversation(h),
       h.source && h.source.path ? el("span", { text: `${h.source.path}${h.source.chunk !== undefined ? " #" + h.source.chunk : ""}` }) : null,
       el("span", { class: "score", title: "fused score", text: `#${i + 1} · score ${h.score}` }),
       el("span", { class: "parts", title: "score parts (--explain)", text: partsText(h.parts) })),
@@ -170,10 +180,18 @@ async function showSearch(r) {
 }
 
 // ----- timeline --------------------------------------------------------------------------------------
+// The chart spans every day, one year, one month or one day (the zoom). Its bars are days, weeks,
+// months or years: the finest unit that leaves each bar MIN_BAR pixels or more, so years of records
+// stay readable and clickable. The chosen day is marked in every zoom, today too.
+
+const ZOOMS = ["all", "year", "month", "day"];
+const UNITS = ["day", "week", "month", "year"];
+const MIN_BAR = 7;
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
 async function loadDays() {
   if (state.days) return;
-  const out = state.overview || await api("/view/overview");
+  const out = state.overview || (state.overview = await api("/view/overview"));
   state.days = out.days;
   state.dayIndex = new Map(out.days.map((d, i) => [d.day, i]));
   state.markersByDay = new Map();
@@ -185,41 +203,192 @@ async function loadDays() {
 
 function dayNumber(day) { return Math.round(Date.parse(day + "T00:00:00Z") / 86400000); }
 function dayFromNumber(n) { return new Date(n * 86400000).toISOString().slice(0, 10); }
+function ymd(n) { const d = new Date(n * 86400000); return [d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()]; }
+function monthStart(y, m) { return Math.round(Date.UTC(y, m, 1) / 86400000); }  // m may run past 11
+
+function bucketStart(n, unit) {
+  if (unit === "day") return n;
+  if (unit === "week") return n - ((new Date(n * 86400000).getUTCDay() + 6) % 7);  // weeks start on Monday
+  const [y, m] = ymd(n);
+  return unit === "month" ? monthStart(y, m) : monthStart(y, 0);
+}
+
+function bucketNext(start, unit) {
+  if (unit === "day") return start + 1;
+  if (unit === "week") return start + 7;
+  const [y, m] = ymd(start);
+  return unit === "month" ? monthStart(y, m + 1) : monthStart(y + 1, 0);
+}
+
+function today() { return state.overview && state.overview.today; }
+
+function dayHash(day, zoom) {
+  const z = zoom || state.zoom;
+  return `#/timeline/${day}` + (z && z !== "all" ? `?zoom=${z}` : "");
+}
+
+// The days the chart spans for a zoom around `day`, as [first, last] day numbers.
+function spanOf(zoom, day) {
+  const n = dayNumber(day);
+  const [y, m] = ymd(n);
+  if (zoom === "year") return [monthStart(y, 0), monthStart(y + 1, 0) - 1];
+  if (zoom === "month") return [monthStart(y, m), monthStart(y, m + 1) - 1];
+  const ends = [n, ...[...state.markersByDay.keys()].map(dayNumber)];
+  if (today()) ends.push(dayNumber(today()));
+  if (state.days.length) ends.push(dayNumber(state.days[0].day), dayNumber(state.days[state.days.length - 1].day));
+  return [Math.min(...ends), Math.max(...ends)];
+}
+
+// Buckets of days over the span: the finest unit whose bars are MIN_BAR wide or more; the span is
+// widened to whole buckets so that no bar at its edges is cut thinner.
+function dayBuckets(zoom, day, width) {
+  const [first, last] = spanOf(zoom, day);
+  let unit = "year";
+  for (const u of UNITS) {
+    let n = 0;
+    for (let s = bucketStart(first, u); s <= last && n * MIN_BAR <= width; s = bucketNext(s, u)) n++;
+    if (n * MIN_BAR <= width) { unit = u; break; }
+  }
+  const from = bucketStart(first, unit), end = bucketNext(bucketStart(last, unit), unit);
+  const counts = new Map(), firstDay = new Map();
+  for (const d of state.days) {
+    const n = dayNumber(d.day);
+    if (n < from || n >= end) continue;
+    const s = bucketStart(n, unit);
+    counts.set(s, (counts.get(s) || 0) + d.records);
+    if (!firstDay.has(s)) firstDay.set(s, d.day);
+  }
+  const list = [];
+  for (let s = from; s < end; s = bucketNext(s, unit)) {
+    list.push({ a: s, b: bucketNext(s, unit), count: counts.get(s) || 0, firstDay: firstDay.get(s) });
+  }
+  return { unit, from, end, list };
+}
+
+// One day's records per hour of the store's clock.
+function hourBuckets() {
+  const counts = new Array(24).fill(0);
+  for (const rec of state.dayRecords || []) counts[hourOf(rec.ts)] += 1;
+  return { unit: "hour", from: 0, end: 24, list: counts.map((count, h) => ({ a: h, b: h + 1, count })) };
+}
+
+function bucketLabel(b, unit) {
+  if (unit === "hour") return `${String(b.a).padStart(2, "0")}:00–${String(b.b).padStart(2, "0")}:00`;
+  if (unit === "day") return dayFromNumber(b.a);
+  if (unit === "week") return `week of ${dayFromNumber(b.a)}`;
+  const [y, m] = ymd(b.a);
+  return unit === "month" ? `${MONTHS[m]} ${y}` : String(y);
+}
+
+// Where the x axis is labelled: hours, days, months or years, whichever fits the span.
+function ticks(from, end, unit, pxPerSlot) {
+  const out = [];
+  if (unit === "hour") { for (let h = 0; h < 24; h += pxPerSlot >= 36 ? 1 : 3) out.push([h, `${String(h).padStart(2, "0")}:00`]); return out; }
+  const days = end - from;
+  for (let n = from; n < end; n++) {
+    const [y, m, d] = ymd(n);
+    if (days > 3 * 366) { if (m === 0 && d === 1) out.push([n, String(y)]); }
+    else if (days > 62) { if (d === 1) out.push([n, m === 0 ? String(y) : MONTHS[m]]); }
+    else if (d === 1) out.push([n, `1 ${MONTHS[m]}`]);
+    else if (pxPerSlot >= 18 || (new Date(n * 86400000).getUTCDay() === 1)) out.push([n, String(d)]);
+  }
+  return out;
+}
 
 function drawChart(selected) {
   const box = $("chart");
-  const days = state.days;
-  if (!days.length) { fill(box, el("p", { class: "hint", text: "No records yet." })); return; }
-  const markerDays = [...state.markersByDay.keys()].map(dayNumber);
-  const first = Math.min(dayNumber(days[0].day), ...markerDays);
-  const last = Math.max(dayNumber(days[days.length - 1].day), ...markerDays);
-  const span = last - first + 1;
-  const W = Math.max(box.clientWidth - 16, 300), H = 190, top = 18, bottom = 22, left = 34;
-  const max = Math.max(...days.map((d) => d.records));
-  const bw = (W - left) / span;
+  const zoom = state.zoom;
+  if (!state.days.length && !state.markersByDay.size) {
+    $("chart-caption").textContent = "";
+    fill(box, el("p", { class: "hint", text: "No records yet." }));
+    return;
+  }
+  const W = Math.max(box.clientWidth - 16, 300), H = 200, top = 30, bottom = 22, left = 34, right = 6;
+  const plotW = W - left - right;
+  const bk = zoom === "day" ? hourBuckets() : dayBuckets(zoom, selected, plotW);
+  const px = plotW / (bk.end - bk.from);
+  const x = (slot) => left + (slot - bk.from) * px;
+  const max = Math.max(1, ...bk.list.map((b) => b.count));
   const y = (n) => H - bottom - (n / max) * (H - bottom - top);
-  const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `Records per day from ${days[0].day} to ${days[days.length - 1].day}` });
+  const per = { hour: "hour", day: "day", week: "week", month: "month", year: "year" }[bk.unit];
+  const spanText = zoom === "day" ? `${weekday(selected)} ${selected}` : `${dayFromNumber(bk.from)} – ${dayFromNumber(bk.end - 1)}`;
+  $("chart-caption").textContent = `Records per ${per}, ${spanText}`;
+  const chart = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "data-unit": bk.unit, "data-zoom": zoom,
+    "aria-label": `Records per ${per}, ${spanText}` });
   for (const frac of [0, 0.5, 1]) {
     const v = Math.round(max * frac), yy = y(v);
-    chart.append(svg("line", { class: "grid", x1: left, x2: W, y1: yy, y2: yy }),
+    chart.append(svg("line", { class: "grid", x1: left, x2: W - right, y1: yy, y2: yy }),
                  svg("text", { class: "axis", x: left - 4, y: yy + 4, "text-anchor": "end" }, String(v)));
   }
-  for (const d of days) {
-    const x = left + (dayNumber(d.day) - first) * bw;
-    const bar = svg("rect", { class: "bar" + (d.day === selected ? " selected" : ""), x: x + Math.min(1, bw * 0.1),
-      y: y(d.records), width: Math.max(bw - Math.min(2, bw * 0.2), 1), height: Math.max(H - bottom - y(d.records), 1),
-      "data-day": d.day, "data-count": d.records, onclick: () => go(`#/timeline/${d.day}`) },
-      svg("title", {}, `${d.day}: ${plural(d.records, "record")}`));
-    chart.append(bar);
+  let lastLabel = -Infinity;
+  for (const [slot, label] of ticks(bk.from, bk.end, bk.unit, px)) {
+    const xx = x(slot);
+    chart.append(svg("line", { class: "tick", x1: xx, x2: xx, y1: H - bottom, y2: H - bottom + 4 }));
+    if (xx - lastLabel < 30 || xx + 2 + label.length * 6.5 > W) continue;  // no label cut at the edge
+    chart.append(svg("text", { class: "axis", x: xx + 2, y: H - 6 }, label));
+    lastLabel = xx;
   }
-  for (const [day, ms] of state.markersByDay) {
-    const x = left + (dayNumber(day) - first + 0.5) * bw;
-    chart.append(svg("path", { class: "marker", d: `M${x} 4 l5 6 l-5 6 l-5 -6 z`, "data-day": day,
-      onclick: () => go(`#/timeline/${day}`) }, svg("title", {}, ms.map((m) => `◆ ${m.text} (${m.status})`).join("\n"))));
+  // the chosen day: a band over its bar (the whole chart is that day when zoomed to a day)
+  const sel = dayNumber(selected), todayN = today() ? dayNumber(today()) : null;
+  if (bk.unit !== "hour") {
+    const a = bucketStart(sel, bk.unit), b = bucketNext(a, bk.unit);
+    const bx = x(a), bw = Math.max(x(b) - bx, 2);
+    chart.append(svg("rect", { class: "chosen", x: bx, y: top - 6, width: bw, height: H - bottom - top + 6, "data-day": selected }));
+    const label = selected + (selected === today() ? " · today" : "");
+    const rightSide = bx + bw + 4 + label.length * 6.5 < W - right;
+    chart.append(svg("text", { class: "chosen-label", x: rightSide ? bx + bw + 4 : bx - 4, y: top + 4,
+      "text-anchor": rightSide ? "start" : "end", "data-day": selected }, label));
+    if (todayN !== null && todayN >= bk.from && todayN < bk.end && bucketStart(todayN, bk.unit) !== a) {
+      const tx = x(todayN + 0.5);
+      chart.append(svg("line", { class: "today", x1: tx, x2: tx, y1: top - 6, y2: H - bottom, "data-day": today() }),
+                   svg("text", { class: "today-label", x: tx - 3, y: top + 4, "text-anchor": "end" }, "today"));
+    }
+  } else {
+    chart.append(svg("text", { class: "chosen-label", x: left + 4, y: top + 4, "data-day": selected },
+      `${weekday(selected)} ${selected}` + (selected === today() ? " · today" : "")));
   }
-  chart.append(svg("text", { class: "axis", x: left, y: H - 6 }, dayFromNumber(first)),
-               svg("text", { class: "axis", x: W, y: H - 6, "text-anchor": "end" }, dayFromNumber(last)));
+  for (const b of bk.list) {
+    if (!b.count) continue;
+    const bx = x(b.a), bw = x(b.b) - bx, gap = Math.min(2, bw * 0.2);
+    const from = bk.unit === "hour" ? null : dayFromNumber(b.a), to = bk.unit === "hour" ? null : dayFromNumber(b.b - 1);
+    const chosen = bk.unit === "hour" ? false : sel >= b.a && sel < b.b;
+    const target = bk.unit === "hour" ? null : b.firstDay;
+    const open = bk.unit === "hour" ? () => showHour(b.a)
+      : () => go(dayHash(bk.unit === "day" ? from : target, { day: null, week: "month", month: "month", year: "year" }[bk.unit] || undefined));
+    chart.append(svg("rect", { class: "bar" + (chosen ? " selected" : ""), x: bx + gap / 2, y: y(b.count),
+      width: bw - gap, height: Math.max(H - bottom - y(b.count), 1), "data-unit": bk.unit, "data-count": b.count,
+      "data-day": bk.unit === "day" ? from : null, "data-from": from, "data-to": to, "data-hour": bk.unit === "hour" ? b.a : null,
+      onclick: open }, svg("title", {}, `${bucketLabel(b, bk.unit)}: ${plural(b.count, "record")}`)));
+  }
+  // markers: one ◆ per bar that holds any (per hour when zoomed to a day)
+  const marks = new Map();
+  for (const [day, ms] of state.markersByDay) for (const m of ms) {
+    const n = dayNumber(day);
+    if (bk.unit === "hour" ? day !== selected : n < bk.from || n >= bk.end) continue;
+    const slot = bk.unit === "hour" ? hourOf(m.ts) : bucketStart(n, bk.unit);
+    if (!marks.has(slot)) marks.set(slot, []);
+    marks.get(slot).push(m);
+  }
+  for (const [slot, ms] of marks) {
+    const next = bk.unit === "hour" ? slot + 1 : bucketNext(slot, bk.unit);
+    const mx = (x(slot) + x(next)) / 2;
+    const open = ms.some((m) => m.status === "open");
+    chart.append(svg("path", { class: "marker" + (open ? "" : " done"), d: `M${mx} 3 l5 6 l-5 6 l-5 -6 z`,
+      "data-day": ms[0].day, "data-days": [...new Set(ms.map((m) => m.day))].join(" "),
+      onclick: () => go(dayHash(ms[0].day)) }, svg("title", {}, ms.map((m) => `◆ ${m.day} ${m.text} (${m.status})`).join("\n"))));
+  }
   fill(box, chart);
+  document.querySelectorAll("#zoom button[data-zoom]").forEach((b) => b.setAttribute("aria-pressed", String(b.dataset.zoom === zoom)));
+}
+
+function showHour(h) {
+  const li = document.querySelector(`#day li[data-hour="${h}"]`);
+  if (!li) return;
+  document.querySelectorAll("#day li.target").forEach((x) => x.classList.remove("target"));
+  li.classList.add("target");
+  li.setAttribute("tabindex", "-1");
+  li.scrollIntoView({ block: "center" });
+  li.focus({ preventScroll: true });
 }
 
 function neighbour(day, step) {
@@ -235,41 +404,81 @@ function neighbour(day, step) {
   return hit ? hit.day : null;
 }
 
+// A conversation's name: the title its source kept (or its first user line), else a short session id.
+// A title that is only the line shown right under it is left out.
+function shortSession(s) { return s && s.length > 16 ? s.slice(0, 8) + "…" : s; }
+function conversation(rec) {
+  if (!rec.session) return null;
+  const title = rec.session_title;
+  const echo = title && (rec.text || "").split(/\s+/).join(" ").trim().startsWith(title.replace(/…$/, ""));
+  return el("span", { class: "conv", title: `session ${rec.session}`, "data-session": rec.session },
+    title && !echo ? [el("span", { class: "conv-title", text: title }), el("span", { class: "conv-id", text: ` · ${shortSession(rec.session)}` })]
+                   : el("span", { class: "conv-id", text: `session ${shortSession(rec.session)}` }));
+}
+
+// Rows of a log: each names its conversation where a new one starts.
+function logRows(records, timeCell, target) {
+  let prev = null;
+  return records.map((rec) => {
+    const conv = rec.session !== prev ? conversation(rec) : null;
+    prev = rec.session;
+    return el("li", { id: `rec-${rec.id}`, class: rec.id === target ? "target" : null, "data-id": rec.id,
+        "data-hour": hourOf(rec.ts), tabindex: rec.id === target ? "-1" : null },
+      timeCell(rec),
+      el("span", { class: "who" }, roleBadge(rec.role), rec.actor && rec.actor !== rec.role ? ` ${rec.actor}` : ""),
+      el("div", { class: "body" }, conv, el("p", { class: "text", text: rec.text })));
+  });
+}
+
 async function showTimeline(r) {
   await loadDays();
+  const z = r.params.get("zoom");
+  state.zoom = ZOOMS.includes(z) ? z : (state.zoom || "all");
   const days = state.days;
-  const day = r.arg || (days.length ? days[days.length - 1].day : null);
-  drawChart(day);
+  // No day asked for: today, where the open markers are ("where are we now").
+  const day = r.arg || today() || (days.length ? days[days.length - 1].day : null);
   const input = $("day-input");
-  if (days.length) { input.min = days[0].day; input.max = days[days.length - 1].day; }
+  if (days.length) { input.min = days[0].day; input.max = [days[days.length - 1].day, today() || ""].sort().pop(); }
   input.value = day || "";
   $("prev-day").disabled = !day || !neighbour(day, -1);
   $("next-day").disabled = !day || !neighbour(day, +1);
+  $("to-today").disabled = !today() || day === today();
   const box = $("day");
-  if (!day) { fill(box); return; }
+  if (!day) { drawChart(day); fill(box); return; }
   const out = await api("/view/day", { day });
   state.day = day;
+  state.dayRecords = out.records;
+  drawChart(day);
   const target = r.params.get("rec");
-  const log = el("ol", { class: "log" }, out.records.map((rec) => el("li", {
-      id: `rec-${rec.id}`, class: rec.id === target ? "target" : null, "data-id": rec.id, tabindex: rec.id === target ? "-1" : null },
-    el("span", { class: "time", text: clock(rec.ts) }),
-    el("span", { class: "who" }, roleBadge(rec.role), rec.actor && rec.actor !== rec.role ? ` ${rec.actor}` : "",
-       rec.session ? el("span", { class: "session", text: rec.session }) : null),
-    el("p", { class: "text", text: rec.text }))));
-  const marks = out.markers.length ? el("ul", { class: "markers", "aria-label": "Markers" }, out.markers.map((m) =>
-    el("li", { class: m.status },
+  const log = el("ol", { class: "log" }, logRows(out.records, (rec) => el("span", { class: "time", text: clock(rec.ts) }), target));
+  // Today shows every marker still open, wherever it was set, with the ones set or closed today.
+  let markers = out.markers, isToday = day === today();
+  if (isToday) {
+    const ids = new Set(markers.map((m) => m.id));
+    markers = [...markers, ...state.overview.markers.filter((m) => m.status === "open" && !ids.has(m.id))]
+      .sort((a, b) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : 0));
+  }
+  const marks = markers.length ? el("ul", { class: "markers", "aria-label": isToday ? "Open markers: where we are now" : "Markers" }, markers.map((m) =>
+    el("li", { class: m.status, "data-id": m.id },
       el("strong", { text: m.status === "done" ? "✓ done " : "◆ open " }),
       m.text,
-      el("span", { class: "count", text: ` — set ${m.day} ${clock(m.ts)}` + (m.closed_at ? `, closed ${m.closed_day} ${clock(m.closed_at)}` : "") })))) : null;
+      el("span", { class: "count" }, " — set ", m.day === day ? m.day : dayLink(m.day, null, m.day), ` ${clock(m.ts)}` +
+        (m.closed_at ? `, closed ${m.closed_day} ${clock(m.closed_at)}` : ""))))) : null;
   fill(box,
-    el("header", {}, el("h3", { id: "day-title", text: `${weekday(day)} ${day}` }),
+    el("header", {}, el("h3", { id: "day-title", text: `${weekday(day)} ${day}` + (isToday ? " · today" : "") }),
        el("p", { class: "summary", id: "day-count", "data-count": out.records.length,
-                 text: `${plural(out.records.length, "record")}, verbatim, in time order` })),
-    marks, out.records.length ? log : el("p", { class: "hint", text: "No records on this day." }));
+                 text: (isToday ? `${plural(markers.filter((m) => m.status === "open").length, "open marker")} · ` : "") +
+                   (out.records.length || !isToday ? `${plural(out.records.length, "record")}, verbatim, in time order` : "no records yet") })),
+    marks, out.records.length ? log : (isToday ? null : el("p", { class: "hint", text: "No records on this day." })));
   if (target) {
     const li = document.getElementById(`rec-${target}`);
     if (li) { li.scrollIntoView({ block: "center" }); li.focus({ preventScroll: true }); }
   }
+}
+
+function zoomBy(step) {
+  const i = ZOOMS.indexOf(state.zoom) + step;
+  if (i >= 0 && i < ZOOMS.length && state.day) go(dayHash(state.day, ZOOMS[i]));
 }
 
 function chartKeys(ev) {
@@ -279,9 +488,12 @@ function chartKeys(ev) {
   else if (ev.key === "ArrowRight") next = neighbour(day, +1);
   else if (ev.key === "Home" && state.days.length) next = state.days[0].day;
   else if (ev.key === "End" && state.days.length) next = state.days[state.days.length - 1].day;
+  else if (ev.key === "+" || ev.key === "=") { ev.preventDefault(); zoomBy(+1); return; }
+  else if (ev.key === "-" || ev.key === "_") { ev.preventDefault(); zoomBy(-1); return; }
+  else if (ev.key === "t" && today()) next = today();
   else return;
   ev.preventDefault();
-  if (next) go(`#/timeline/${next}`);
+  if (next) go(dayHash(next));
 }
 
 // ----- topic tree ------------------------------------------------------------------------------------
@@ -367,12 +579,12 @@ function drawTree(t) {
     collapsedDepth: t.topics.length > 60 ? 1 : undefined,
     onOpen: (topic) => go(`#/tree/${topic.id}`),
     ghosts: (topic) => (mergedInto.get(topic.id) || []).map((g) =>
-      ghostItem(g.name, g.id, [[g.why === "regrouped" ? "moved" : "merged", g.why === "regrouped" ? "regrouped here" : `merged here ${(g.at || "").slice(0, 10)}`]])),
+      ghostItem(g.name, g.id, [[g.why === "regrouped" ? "moved" : "merged", g.why === "regrouped" ? "regrouped here" : `merged here ${dayOf(g.at)}`]])),
   });
   const archived = t.gone.filter((g) => g.why === "archived" || !g.now_in);
   const gone = archived.length ? el("div", { class: "gone" }, el("h3", { text: "Archived topics" }),
     el("ul", { class: "tree" }, archived.map((g) => ghostItem(g.name, g.id,
-      [["archived", g.why === "archived" ? `archived ${(g.at || "").slice(0, 10)}` : g.why]])))) : null;
+      [["archived", g.why === "archived" ? `archived ${dayOf(g.at)}` : g.why]])))) : null;
   fill(box, tree, gone);
 }
 
@@ -389,10 +601,7 @@ async function showTopic(id, offset) {
     el("h3", { id: "topic-title", text: out.name }),
     out.summary ? el("p", { class: "summarytext", text: out.summary }) : null,
     el("p", { class: "summary", text: `${plural(out.total, "record")}` + (out.total > out.records.length ? `, showing ${out.offset + 1}–${out.offset + out.records.length}` : "") }),
-    el("ol", { class: "log" }, out.records.map((rec) => el("li", { "data-id": rec.id },
-      el("span", { class: "time" }, dayLink(rec.day, rec.id, rec.day), el("br"), clock(rec.ts)),
-      el("span", { class: "who" }, roleBadge(rec.role), rec.session ? el("span", { class: "session", text: rec.session }) : null),
-      el("p", { class: "text", text: rec.text })))),
+    el("ol", { class: "log" }, logRows(out.records, (rec) => el("span", { class: "time" }, dayLink(rec.day, rec.id, rec.day), el("br"), clock(rec.ts)))),
     more ? el("p", {}, el("a", { href: `#/tree/${id}?offset=${out.offset + out.records.length}`, text: "Next records →" })) : null);
 }
 
@@ -430,7 +639,7 @@ async function showHistory(r) {
     if (c.counts.tree) bits.push("topics changed");
     return el("li", {}, el("a", { href: `#/history/${c.sha}`, "data-sha": c.sha, "aria-current": c.sha === sel ? "true" : null },
       el("span", { class: "subject", text: c.subject }),
-      el("span", { class: "info", text: `${c.date.replace("T", " ").slice(0, 16)} · ${c.sha.slice(0, 8)}` + (bits.length ? " · " + bits.join(", ") : "") }),
+      el("span", { class: "info", text: `${stamp(c.date)} · ${c.sha.slice(0, 8)}` + (bits.length ? " · " + bits.join(", ") : "") }),
       c.reorganize ? el("span", { class: "badge absorbed", text: "reorganization" }) : null));
   }));
   const box = $("commit");
@@ -460,7 +669,7 @@ async function showHistory(r) {
   const c = out.commit;
   fill(box,
     el("h3", { id: "commit-title", text: c ? c.subject : out.rev }),
-    c ? el("p", { class: "summary", text: `${c.date.replace("T", " ")} · ${c.author} · ${c.sha}` }) : null,
+    c ? el("p", { class: "summary", text: `${stamp(c.date)} · ${c.author} · ${c.sha}` }) : null,
     c && c.body ? el("pre", { class: "lines", text: c.body }) : null,
     el("div", { class: "legend", "aria-label": "Changes" }, counts.filter(([, n]) => n).map(([cls, n]) => el("span", { class: `badge ${cls}`, text: `${n} ${cls}` })),
        d.archived_records ? el("span", { class: "badge archived", text: `${plural(d.archived_records, "trivial turn")} archived` }) : null),
@@ -489,21 +698,25 @@ document.addEventListener("DOMContentLoaded", async () => {
   $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); state.navigated = false; go("#/search?" + searchParamsFromForm()); });
   $("chart").addEventListener("keydown", chartKeys);
   $("tree").addEventListener("keydown", treeKeys);
-  $("prev-day").addEventListener("click", () => { const d = neighbour(state.day, -1); if (d) go(`#/timeline/${d}`); });
-  $("next-day").addEventListener("click", () => { const d = neighbour(state.day, +1); if (d) go(`#/timeline/${d}`); });
-  $("day-input").addEventListener("change", (ev) => { if (ev.target.value) go(`#/timeline/${ev.target.value}`); });
+  $("prev-day").addEventListener("click", () => { const d = neighbour(state.day, -1); if (d) go(dayHash(d)); });
+  $("next-day").addEventListener("click", () => { const d = neighbour(state.day, +1); if (d) go(dayHash(d)); });
+  $("to-today").addEventListener("click", () => { if (today()) go(dayHash(today())); });
+  document.querySelectorAll("#zoom button[data-zoom]").forEach((b) => b.addEventListener("click", () => go(dayHash(state.day || today(), b.dataset.zoom))));
+  $("day-input").addEventListener("change", (ev) => { if (ev.target.value) go(dayHash(ev.target.value)); });
   $("expand-all").addEventListener("click", () => document.querySelectorAll("#tree li.collapsed").forEach((li) => li.querySelector(".toggle").click()));
   $("collapse-all").addEventListener("click", () => document.querySelectorAll("#tree li:not(.collapsed):not(.ghost)").forEach((li) => { const b = li.querySelector(":scope > .node > .toggle"); if (b && !b.disabled) b.click(); }));
   document.querySelectorAll(".top nav a").forEach((a) => a.addEventListener("click", () => { state.navigated = true; }));
   window.addEventListener("hashchange", route);
   let resized = null;
-  window.addEventListener("resize", () => { clearTimeout(resized); resized = setTimeout(() => { if (state.days && state.route.view === "timeline") drawChart(state.day); }, 150); });
+  window.addEventListener("resize", () => { clearTimeout(resized); resized = setTimeout(() => { if (state.days && state.day && state.route.view === "timeline") drawChart(state.day); }, 150); });
   try {
     state.overview = await api("/view/overview");
     const o = state.overview;
     $("store-name").textContent = o.store;
+    const open = o.markers.filter((m) => m.status === "open").length;
     $("counts").textContent = `${plural(o.records, "record")} · ${plural(o.day_count, "day")}` +
-      (o.first_day ? ` (${o.first_day} – ${o.last_day})` : "") + ` · ${plural(o.markers.length, "marker")}`;
+      (o.first_day ? ` (${o.first_day} – ${o.last_day})` : "") + ` · ${plural(open, "open marker")}`;
+    $("tz").textContent = `times in ${o.timezone}`;
   } catch (err) { showError(err); }
   await route();
 });

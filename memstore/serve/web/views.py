@@ -16,15 +16,21 @@ HISTORY_MAX = 500
 _REV = re.compile(r"[0-9a-fA-F]{4,40}|HEAD(?:[~^]\d{0,4})*")
 
 
-def record_view(rec: dict) -> dict:
-    """The fields of a record the page shows, its text and names masked."""
+def record_view(rec: dict, titles: dict | None = None) -> dict:
+    """The fields of a record the page shows, its text and names masked; `session_title` is its
+    conversation's title from `titles` (Store.session_titles), None when there is none."""
     out = {k: rec.get(k) for k in RECORD_FIELDS}
     src = rec.get("source")
     if isinstance(src, dict):
         out["source"] = {k: src.get(k) for k in ("path", "chunk") if k in src}
     elif isinstance(src, str):
         out["source"] = src
+    out["session_title"] = (titles or {}).get(rec.get("session"))
     return mask_fields(out)
+
+
+def _titles(st, records) -> dict[str, str]:
+    return st.session_titles([r.get("session") for r in records])
 
 
 def overview(st, p) -> dict:
@@ -33,6 +39,7 @@ def overview(st, p) -> dict:
     return {
         "store": st.root.name,
         "timezone": st.config.timezone,
+        "today": _today(st),
         "records": sum(d["records"] for d in counts),
         "day_count": len(counts),
         "first_day": counts[0]["day"] if counts else None,
@@ -40,6 +47,13 @@ def overview(st, p) -> dict:
         "days": counts,
         "markers": [_marker_view(m, st.tz) for m in st.markers()],
     }
+
+
+def _today(st) -> str:
+    """Today on the store's clock, the day the page opens on."""
+    import datetime as dt
+
+    return dt.datetime.now(st.tz).strftime("%Y-%m-%d")
 
 
 def search(st, p) -> dict:
@@ -55,9 +69,10 @@ def search(st, p) -> dict:
         now=p["now"] or None,
     )
     out = []
+    titles = _titles(st, [h.record for h in hits])
     for h in hits:
         j = h.to_json(explain=True)
-        view = record_view({**j, "day": h.day})
+        view = record_view({**j, "day": h.day}, titles)
         view.update(score=j["score"], parts=j.get("parts", {}))
         out.append(view)
     return {"query": mask(p["query"]), "mode": p["mode"], "hits": out}
@@ -82,7 +97,8 @@ def day(st, p) -> dict:
         for m in (_marker_view(m, st.tz) for m in st.markers())
         if d in (m["day"], m.get("closed_day"))
     ]
-    return {"day": d, "records": [record_view(r) for r in recs], "markers": marks}
+    titles = _titles(st, recs)
+    return {"day": d, "records": [record_view(r, titles) for r in recs], "markers": marks}
 
 
 def _flat(tree) -> list[dict]:
@@ -193,11 +209,13 @@ def topic(st, p) -> dict:
         }
     top = t.topics[tid]
     ids = top.records[p["offset"] : p["offset"] + p["limit"]]
+    recs = st.records(ids)
+    titles = _titles(st, recs)
     return {
         **mask_fields({"id": tid, "name": top.name, "summary": top.summary}),
         "total": len(top.records),
         "offset": p["offset"],
-        "records": [record_view(r) for r in st.records(ids)],
+        "records": [record_view(r, titles) for r in recs],
     }
 
 
