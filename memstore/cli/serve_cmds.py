@@ -248,7 +248,9 @@ def tokens_cmd():
     help="The tokens file to add it to (made, mode 600, if missing). "
     "Default: ${XDG_CONFIG_HOME:-~/.config}/memstore/tokens.",
 )
-@click.option("--note", default="", help="A comment written above the token's line (who it is for).")
+@click.option(
+    "--note", default="", help="A comment written above the token's line (who it is for)."
+)
 @click.pass_obj
 def tokens_new_cmd(obj, write, path, note):
     """Make a token, print it once, and add only its hash to the tokens file (a line

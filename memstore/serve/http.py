@@ -560,8 +560,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self, method: str):
         try:
-            status, body = 200, self.app.answer(
-                method, self.path, self.headers, self._body, client=self.client_address[0]
+            status, body = (
+                200,
+                self.app.answer(
+                    method, self.path, self.headers, self._body, client=self.client_address[0]
+                ),
             )
             headers = {}
         except HTTPError as exc:
@@ -659,7 +662,6 @@ def check_origin(headers, allowed_hosts=frozenset()) -> None:
         raise HTTPError(
             403, f"the browser marks this request {site}; only this server's own page may ask"
         )
-
 
 
 class App:

@@ -537,9 +537,7 @@ def http_app(
         # Host and Origin are checked by HTTPGuard, as ct serve checks them (127.0.0.0/8 too)
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    guard = HTTPGuard(
-        app, tokens=tokens, allowed_hosts=allowed_hosts, rate=rate, max_body=MAX_BODY
-    )
+    guard = HTTPGuard(app, tokens=tokens, allowed_hosts=allowed_hosts, rate=rate, max_body=MAX_BODY)
     return guard, mem
 
 
