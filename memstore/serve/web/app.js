@@ -49,10 +49,12 @@ function authorization() {
 }
 function askToken(why) {
   const form = $("token-form");
+  if (!form.hidden) return;  // asked already (the page's next requests answer 401 too)
   const had = sessionStorage.getItem(TOKEN_KEY) !== null;
   $("token-why").textContent = had ? `The token was refused: ${why}` : "This server asks for a token.";
   sessionStorage.removeItem(TOKEN_KEY);
-  if (form.hidden) { form.hidden = false; $("token").focus(); }
+  form.hidden = false;
+  $("token").focus();
 }
 
 function showError(err) {
