@@ -218,6 +218,8 @@ def test_a_non_loopback_bind_without_tokens_is_refused(st, tmp_path):
     ):
         proc = ct("-C", st.root, *cmd, "--allow-remote", "--allowed-host", "m.lan", check=False)
         assert proc.returncode == 2 and "without tokens" in proc.stderr, (cmd, proc.stderr)
+    proc = ct("-C", st.root, "mcp", "--tokens", tokens_file(tmp_path), check=False)
+    assert proc.returncode == 2 and "--tokens is for MCP over HTTP" in proc.stderr, proc.stderr
 
 
 def test_a_caller_over_the_rate_gets_429_and_others_go_on(st, tmp_path):
@@ -287,7 +289,7 @@ def test_mcp_over_http_with_the_real_client(st, tmp_path):
 
     path = tokens_file(tmp_path)
     before = commits(st.root)
-    with mcp_http(st.root, "--tokens", path) as url:
+    with mcp_http(st.root, "--tokens", path, "--rate", "0.05") as url:
         raw = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=30)
         assert raw.status_code == 401 and raw.headers["www-authenticate"].startswith("Bearer")
         assert "Authorization: Bearer TOKEN" in raw.json()["error"]["message"]
@@ -310,5 +312,19 @@ def test_mcp_over_http_with_the_real_client(st, tmp_path):
 
         added = anyio.run(_call_tool, url, HASHED, "add", {"text": "added over MCP HTTP"})
         assert not added.is_error and '"added": 1' in added.content[0].text
+
+        auth = {"Authorization": f"Bearer {READ}", "Content-Type": "application/json"}
+        big = httpx2.post(url, content=b" " * (2 << 20), headers=auth, timeout=60)
+        assert big.status_code == 413 and "1048576-byte limit" in big.json()["error"]["message"]
+        # each token its own rate: the write token's burst of 100 is spent, then 429
+        auth["Authorization"] = f"Bearer {WRITE}"
+        with httpx2.Client(timeout=30) as client:
+            for n in range(1, 106):
+                answer = client.post(
+                    url, json={"jsonrpc": "2.0", "id": n, "method": "ping"}, headers=auth
+                )
+                if answer.status_code == 429:
+                    break
+        assert n > 100 and answer.status_code == 429 and answer.headers["retry-after"], n
     assert commits(st.root)[0].startswith("Add user turn: added over MCP HTTP")
     assert git_clean(st.root)
