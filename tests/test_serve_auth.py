@@ -308,6 +308,9 @@ def test_mcp_over_http_with_the_real_client(st, tmp_path):
         body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add"}}
         raw = httpx2.post(url, json=body, headers={"Authorization": f"Bearer {READ}"})
         assert raw.status_code == 403, raw.text
+        for bad in (b"{not json", b"\xff\xfe", b"[" * 100_000):  # a read token's body is read
+            raw = httpx2.post(url, content=bad, headers={"Authorization": f"Bearer {READ}"})
+            assert raw.status_code == 400 and "body is not" in raw.text, raw.text
         assert commits(st.root) == before, "a read token committed nothing"
 
         added = anyio.run(_call_tool, url, HASHED, "add", {"text": "added over MCP HTTP"})
