@@ -181,6 +181,9 @@ def test_every_request_needs_a_token_and_only_a_write_token_writes(st, tmp_path)
         status, _, out = call(base, "/stats", headers={"Authorization": f"Basic {READ}"})
         assert status == 401 and "must be 'Bearer TOKEN'" in out["error"], out
 
+        status, _, doc = call(base, "/openapi.json", token=READ)
+        assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+        assert "401" in doc["paths"]["/search"]["get"]["responses"]
         status, _, out = call(base, "/search?query=budget", token=READ)
         assert status == 200 and out["hits"][0]["text"].startswith("We settled"), out
         status, _, out = call(base, "/add", {"text": "read tokens cannot add"}, token=READ)

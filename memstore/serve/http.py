@@ -461,6 +461,15 @@ def openapi(version: str) -> dict:
                 "description": "The store could not answer.",
                 "content": {"application/json": {"schema": error}},
             },
+            "401": {
+                "description": "The server has tokens (--tokens) and the request's bearer token is "
+                "missing or unknown.",
+                "content": {"application/json": {"schema": error}},
+            },
+            "429": {
+                "description": "The caller is over its rate (--rate); Retry-After says when to retry.",
+                "content": {"application/json": {"schema": error}},
+            },
         }
         if ep.writes:
             errors["403"] = {
@@ -515,14 +524,17 @@ def openapi(version: str) -> dict:
             "description": "A git-native memory store: search, recall, add, context, where, stats.",
         },
         "paths": paths,
+        # a bearer token when the server was started with --tokens; none otherwise
+        "security": [{}, {"bearer": []}],
         "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
                 "Error": {
                     "type": "object",
                     "required": ["error", "status"],
                     "properties": {"error": {"type": "string"}, "status": {"type": "integer"}},
                 }
-            }
+            },
         },
     }
 
