@@ -204,6 +204,19 @@ def test_every_request_needs_a_token_and_only_a_write_token_writes(st, tmp_path)
     assert len(commits(st.root)) == len(before) + 2 and git_clean(st.root)
 
 
+def test_the_request_log_names_the_token_not_its_value(st, tmp_path, capfd):
+    grants = tokens.load(tokens_file(tmp_path), st.root)
+    with running(st.root, writable=True, tokens=grants, log=True) as base:
+        assert call(base, "/add", {"text": "who wrote this"}, token=WRITE)[0] == 200
+        assert call(base, "/stats", token=READ)[0] == 200
+        assert call(base, "/stats")[0] == 401
+    log = capfd.readouterr().err.splitlines()
+    assert any('(token of line 4) "POST /add' in line for line in log), log
+    assert any('(token of line 3) "GET /stats' in line for line in log), log
+    assert any('"GET /stats HTTP/1.1" 401' in line and "token" not in line for line in log), log
+    assert not any(WRITE in line or READ in line for line in log)
+
+
 def test_a_server_without_tokens_still_answers_without_one(st):
     with running(st.root) as base:
         assert call(base, "/stats")[0] == 200

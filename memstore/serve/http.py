@@ -630,7 +630,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         if self.app.log:
-            sys.stderr.write(f"{self.address_string()} {fmt % args}\n")
+            who = getattr(self.app.caller, "name", "")
+            sys.stderr.write(f"{self.address_string()} {f'({who}) ' if who else ''}{fmt % args}\n")
 
 
 def host_name(host: str) -> str:
@@ -701,6 +702,7 @@ class App:
         self.writable, self.perms = writable, perms
         self.allowed_hosts = frozenset(host_name(h) for h in allowed_hosts)
         self.tokens = tokens  # memstore.serve.tokens.Tokens, or None: no authentication
+        self.caller = threading.local()  # .name: the token of the request this thread answers
         self.rate = limits.RateLimit(rate)
         self.assets = load_assets()
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore-serve")
@@ -715,6 +717,7 @@ class App:
 
     def answer(self, method: str, target: str, headers, read_body, client: str = "") -> dict | Page:
         """The JSON answer (or the page, or one of its files) for one request, or HTTPError."""
+        self.caller.name = ""
         self._check_origin(headers)
         url = urlsplit(target)
         path = url.path.rstrip("/") or "/"
@@ -785,6 +788,7 @@ class App:
             if page and method == "GET":
                 return None
             grant = check_bearer(self.tokens, headers.get("Authorization"))
+            self.caller.name = grant.name  # the request log says which token wrote what
         wait = self.rate.take(grant.name if grant is not None else f"address {client}")
         if wait is not None:
             raise HTTPError(
