@@ -32,7 +32,7 @@ def _access_options(f):
         default=50,
         show_default=True,
         help="Requests a second one caller (a token; without tokens, an address) may keep up, after "
-        "a burst of twice as many; more are answered 429. 0: no limit.",
+        "a burst of 100; more are answered 429. 0: no limit.",
     )(f)
     f = click.option(
         "--allowed-host",
