@@ -26,6 +26,8 @@ NOT_A_VERB = {
     "bench": "measures the product on stores it builds itself (memstore.bench)",
     "serve": "a face of its own (memstore/serve/http.py): the verbs over HTTP and the web page",
     "mcp": "a face of its own (memstore/serve/mcp.py): the verbs as MCP tools",
+    "tokens": "access to the servers, not to a store: a tokens file kept outside every store "
+    "(memstore/serve/tokens.py)",
 }
 # The hidden command git's hook stubs run is the `run` action of the `hooks` verb.
 VERB_OF = {"import": "import_", "hook": "hooks"}

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conftest import CT, commits, ct, git_clean, make_store
+from memstore.errors import UsageError
 from memstore.serve.http import ENDPOINTS, bind_address, make_server, url_of
 
 
@@ -277,8 +278,12 @@ def test_refuses_non_loopback_without_allow_remote(tmp_path):
     st = make_store(tmp_path / "s")
     proc = ct("-C", st.root, "serve", "--host", "0.0.0.0", "--port", "0", check=False)
     assert proc.returncode == 2
-    assert "not a loopback address" in proc.stderr and "--allow-remote" in proc.stderr
-    family, addr = bind_address("0.0.0.0", 0, allow_remote=True, allowed_hosts=["memory.test"])
+    assert "not a loopback address" in proc.stderr and "--tokens FILE" in proc.stderr
+    with pytest.raises(UsageError, match="--allow-remote"):
+        bind_address("0.0.0.0", 0, allow_remote=False, tokens=True)
+    family, addr = bind_address(
+        "0.0.0.0", 0, allow_remote=True, allowed_hosts=["memory.test"], tokens=True
+    )
     assert addr[0] == "0.0.0.0"
     assert bind_address("localhost", 0, allow_remote=False)[1][0] in ("127.0.0.1", "::1")
 

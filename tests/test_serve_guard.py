@@ -173,12 +173,21 @@ def test_a_foreign_origin_or_a_cross_site_fetch_is_refused(root):
         assert request(server, "GET", "/stats", headers={"Sec-Fetch-Site": "same-origin"})[0] == 200
 
 
-def test_a_non_loopback_bind_needs_the_names_it_answers(root):
+def test_a_non_loopback_bind_needs_the_names_it_answers(root, tmp_path):
+    from memstore.serve import tokens
+
+    secret = "guard-test-token-0123456789"
+    (tmp_path / "tokens").write_text(f"{secret} read\n")
+    (tmp_path / "tokens").chmod(0o600)
     proc = ct(
-        "-C", root, "serve", "--host", "0.0.0.0", "--port", "0", "--allow-remote", check=False
-    )
+        "-C", root, "serve", "--host", "0.0.0.0", "--port", "0", "--allow-remote",
+        "--tokens", tmp_path / "tokens", check=False,
+    )  # fmt: skip
     assert proc.returncode == 2 and "--allowed-host NAME" in proc.stderr, proc.stderr
-    with running(root, host="0.0.0.0", allow_remote=True, allowed_hosts=["Memory.Test"]) as server:
+    grants = tokens.load(tmp_path / "tokens")
+    with running(
+        root, host="0.0.0.0", allow_remote=True, allowed_hosts=["Memory.Test"], tokens=grants
+    ) as server:
         port = server.server_address[1]
         for host, want in (
             (f"memory.test:{port}", 200),
@@ -187,7 +196,8 @@ def test_a_non_loopback_bind_needs_the_names_it_answers(root):
         ):
             with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
                 sock.sendall(
-                    f"GET /stats HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+                    f"GET /stats HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {secret}\r\n"
+                    "Connection: close\r\n\r\n".encode()
                 )
                 assert parse(read_all(sock))[0] == want, host
 

@@ -361,13 +361,73 @@ def check_keyboard_reaches_every_view(site, browser):
     then(browser, "history", ActionChains(browser).send_keys("4").perform)
 
 
-def test_the_page_in_a_browser(browser, site):
+def check_the_page_asks_for_a_token_when_the_server_has_tokens(site, browser, tmp_path):
+    """`ct serve --tokens FILE`: the page's first request answers 401, so it shows its token
+    form; a wrong token is refused and asked for again; the right one, kept in sessionStorage,
+    is sent with every request and the page draws the store."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _, st, exp = site
+    token = "page-token-for-the-browser-test"
+    path = tmp_path / "tokens"
+    path.write_text(f"# the page's token\n{token} read\n")
+    path.chmod(0o600)
+    proc = subprocess.Popen(
+        [*CT, "-q", "-C", str(st.root), "serve", "--port", "0", "--tokens", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    try:
+        box = []
+        reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(30)
+        m = re.search(r"at (http://127\.0\.0\.1:\d+)/", box[0] if box else "")
+        assert m, f"ct serve --tokens printed no address: {box}"
+        base = m.group(1)
+        wait = WebDriverWait(browser, 15)
+
+        def give(value):
+            field = browser.find_element("id", "token")
+            field.clear()
+            field.send_keys(value)
+            browser.find_element("css selector", "#token-form button[type=submit]").click()
+
+        browser.get(f"{base}/#/timeline")
+        wait.until(lambda d: d.find_element("id", "token-form").is_displayed())
+        assert "asks for a token" in browser.find_element("id", "token-why").text
+        assert browser.find_element("id", "store-name").text == ""
+        give("not-the-token-of-this-server")
+        wait.until(lambda d: "was refused" in d.find_element("id", "token-why").text)
+        assert browser.find_element("id", "token-form").is_displayed()
+        give(token)
+        wait_ready(browser, "timeline")
+        assert not browser.find_element("id", "token-form").is_displayed()
+        assert browser.find_element("id", "store-name").text == st.root.name
+        assert len(css(browser, "#chart .bar")) == len(DAYS)
+        assert browser.execute_script("return sessionStorage.getItem('memstore-token')") == token
+        # the browser logs each 401 it was answered; nothing else may be an error
+        errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        assert all("401" in e["message"] for e in errors), errors
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def test_the_page_in_a_browser(browser, site, tmp_path):
     """One server and one browser session for every view, also when pytest-xdist spreads the suite."""
     check_search_returns_the_expected_record_and_opens_it_in_its_day(site, browser)
     check_timeline_shows_the_day_counts_markers_and_a_day_verbatim(site, browser)
     check_topic_tree_renders_collapses_and_lists_a_topics_records(site, browser)
     check_history_draws_a_reorganization_with_its_merges(site, browser)
     check_keyboard_reaches_every_view(site, browser)
+    check_the_page_asks_for_a_token_when_the_server_has_tokens(site, browser, tmp_path)
 
 
 # ----- the page at real scale: years of records ---------------------------------------------------

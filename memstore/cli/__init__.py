@@ -45,6 +45,7 @@ COMMANDS = {
     "hook": "store_cmds:hook_cmd",
     "build-wiki": "write_cmds:build_wiki_cmd",
     "serve": "serve_cmds:serve_cmd",
+    "tokens": "serve_cmds:tokens_cmd",
     "upgrade": "store_cmds:upgrade_cmd",
     "export": "store_cmds:export_cmd",
 }
@@ -145,6 +146,7 @@ SUMMARIES = {
     "diff": "Explain how the topic tree changed between two versions.",
     "build-wiki": "Fetch Wikipedia articles and ingest them as documents (one commit).",
     "serve": "Serve a web page to look at memory and an HTTP JSON API on localhost.",
+    "tokens": "Make bearer tokens for ct serve --tokens and ct mcp --http.",
     "upgrade": "Turn a format-1 store into format 2 (one commit, lossless).",
     "export": "Write the store as a classic ContextTape store (export contexttape DIR).",
 }

@@ -9,8 +9,11 @@ writable. The page is plain files shipped in `memstore/serve/web/`, served from 
 store work runs on one dedicated thread, because the index's SQLite connection belongs to the
 thread that opened it; connections are read by a bounded pool of threads, each with a timeout.
 
-Safety: the API has no authentication, so it binds only to loopback (127.0.0.0/8, ::1) unless
-`allow_remote` is set, and then only with the host names clients will use (`allowed_hosts`). On
+Safety: without `tokens` the API has no authentication, so it binds only to loopback (127.0.0.0/8,
+::1); a non-loopback bind needs tokens (memstore/serve/tokens.py: every request but the page's own
+files then carries `Authorization: Bearer TOKEN`, and only a write token may write), `allow_remote`
+and the host names clients will use (`allowed_hosts`). Each caller (its token, or its address
+without tokens) gets a bounded rate of requests (limits.RateLimit; over it: 429). On
 every bind it refuses requests whose Host header is neither a loopback name nor an allowed host
 (a web page cannot reach it through DNS rebinding), whose Origin is not the server's own, that a
 browser marks cross-site, and POST bodies that are not `application/json` (a browser cannot send
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import socket
 import sys
 import threading
@@ -457,6 +461,15 @@ def openapi(version: str) -> dict:
                 "description": "The store could not answer.",
                 "content": {"application/json": {"schema": error}},
             },
+            "401": {
+                "description": "The server has tokens (--tokens) and the request's bearer token is "
+                "missing or unknown.",
+                "content": {"application/json": {"schema": error}},
+            },
+            "429": {
+                "description": "The caller is over its rate (--rate); Retry-After says when to retry.",
+                "content": {"application/json": {"schema": error}},
+            },
         }
         if ep.writes:
             errors["403"] = {
@@ -511,14 +524,17 @@ def openapi(version: str) -> dict:
             "description": "A git-native memory store: search, recall, add, context, where, stats.",
         },
         "paths": paths,
+        # a bearer token when the server was started with --tokens; none otherwise
+        "security": [{}, {"bearer": []}],
         "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
                 "Error": {
                     "type": "object",
                     "required": ["error", "status"],
                     "properties": {"error": {"type": "string"}, "status": {"type": "integer"}},
                 }
-            }
+            },
         },
     }
 
@@ -556,7 +572,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self, method: str):
         try:
-            status, body = 200, self.app.answer(method, self.path, self.headers, self._body)
+            status, body = (
+                200,
+                self.app.answer(
+                    method, self.path, self.headers, self._body, client=self.client_address[0]
+                ),
+            )
             headers = {}
         except HTTPError as exc:
             status, body, headers = (
@@ -609,7 +630,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         if self.app.log:
-            sys.stderr.write(f"{self.address_string()} {fmt % args}\n")
+            who = getattr(self.app.caller, "name", "")
+            sys.stderr.write(f"{self.address_string()} {f'({who}) ' if who else ''}{fmt % args}\n")
 
 
 def host_name(host: str) -> str:
@@ -632,6 +654,29 @@ def is_loopback_name(name: str) -> bool:
         return False
 
 
+def check_origin(headers, allowed_hosts=frozenset()) -> None:
+    """403 unless the request names this server (Host) and comes from no other web origin."""
+    host = (headers.get("Host") or "").strip()
+    name = host_name(host)
+    if not (is_loopback_name(name) or name in allowed_hosts):
+        also = f" or {', '.join(sorted(allowed_hosts))}" if allowed_hosts else ""
+        raise HTTPError(
+            403,
+            f"Host {host!r} is not a loopback name{also}; this server answers only the names it serves",
+        )
+    origin = headers.get("Origin")
+    if origin is not None and origin.strip().lower() not in (
+        f"http://{host.lower()}",
+        f"https://{host.lower()}",
+    ):
+        raise HTTPError(403, f"requests from the web origin {origin!r} are not allowed")
+    site = (headers.get("Sec-Fetch-Site") or "").strip().lower()
+    if site in ("cross-site", "same-site"):
+        raise HTTPError(
+            403, f"the browser marks this request {site}; only this server's own page may ask"
+        )
+
+
 class App:
     """Routes requests to ENDPOINTS and runs the store calls on one worker thread."""
 
@@ -643,6 +688,8 @@ class App:
         writable: bool = False,
         allowed_hosts=(),
         perms: Permissions = Permissions(),
+        tokens=None,
+        rate: float = limits.RATE,
     ):
         from .. import __version__
 
@@ -654,6 +701,9 @@ class App:
         )
         self.writable, self.perms = writable, perms
         self.allowed_hosts = frozenset(host_name(h) for h in allowed_hosts)
+        self.tokens = tokens  # memstore.serve.tokens.Tokens, or None: no authentication
+        self.caller = threading.local()  # .name: the token of the request this thread answers
+        self.rate = limits.RateLimit(rate)
         self.assets = load_assets()
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore-serve")
         self._store = None
@@ -665,11 +715,13 @@ class App:
             self._store = Store.open(self.root)
         return self._store
 
-    def answer(self, method: str, target: str, headers, read_body) -> dict | Page:
+    def answer(self, method: str, target: str, headers, read_body, client: str = "") -> dict | Page:
         """The JSON answer (or the page, or one of its files) for one request, or HTTPError."""
+        self.caller.name = ""
         self._check_origin(headers)
         url = urlsplit(target)
         path = url.path.rstrip("/") or "/"
+        grant = self._check_token(method, path, headers, client)
         if path == "/openapi.json" or path == "/" or path.startswith("/assets/"):
             if method != "GET":
                 raise HTTPError(405, f"{path} answers GET only", {"Allow": "GET"})
@@ -711,6 +763,12 @@ class App:
                 403,
                 f'this server is read-only, so {path} does not write; start it with "ct serve --writable" to allow it',
             )
+        if ep.writes and grant is not None and not grant.writes:
+            raise HTTPError(
+                403,
+                f"{path} writes, and this request's token may only read (its line in the tokens "
+                "file says 'read'); use a write token",
+            )
         if method == "POST":
             raw, from_query = self._json_body(headers, read_body()), False
             if url.query:
@@ -720,27 +778,29 @@ class App:
         params = parse_params(ep, raw, from_query)
         return self._call(ep, params)
 
+    def _check_token(self, method: str, path: str, headers, client: str):
+        """The grant of the request's bearer token (None on a server without tokens); HTTPError
+        401 without a token or with a wrong one, 429 when its caller is over the rate. The page
+        and its files (no memory in them) are served without a token: the page asks for one."""
+        grant = None
+        if self.tokens is not None:
+            page = path.startswith("/assets/") or (path == "/" and wants_html(headers))
+            if page and method == "GET":
+                return None
+            grant = check_bearer(self.tokens, headers.get("Authorization"))
+            self.caller.name = grant.name  # the request log says which token wrote what
+        wait = self.rate.take(grant.name if grant is not None else f"address {client}")
+        if wait is not None:
+            raise HTTPError(
+                429,
+                f"too many requests: this server answers {self.rate.rate:g} a second per caller "
+                f"(bursts of {self.rate.burst}); try again in {wait:.2f} s",
+                {"Retry-After": str(max(1, math.ceil(wait)))},
+            )
+        return grant
+
     def _check_origin(self, headers) -> None:
-        """403 unless the request names this server (Host) and comes from no other web origin."""
-        host = (headers.get("Host") or "").strip()
-        name = host_name(host)
-        if not (is_loopback_name(name) or name in self.allowed_hosts):
-            also = f" or {', '.join(sorted(self.allowed_hosts))}" if self.allowed_hosts else ""
-            raise HTTPError(
-                403,
-                f"Host {host!r} is not a loopback name{also}; this server answers only the names it serves",
-            )
-        origin = headers.get("Origin")
-        if origin is not None and origin.strip().lower() not in (
-            f"http://{host.lower()}",
-            f"https://{host.lower()}",
-        ):
-            raise HTTPError(403, f"requests from the web origin {origin!r} are not allowed")
-        site = (headers.get("Sec-Fetch-Site") or "").strip().lower()
-        if site in ("cross-site", "same-site"):
-            raise HTTPError(
-                403, f"the browser marks this request {site}; only this server's own page may ask"
-            )
+        check_origin(headers, self.allowed_hosts)
 
     @staticmethod
     def _json_body(headers, body: bytes) -> dict:
@@ -800,9 +860,42 @@ class App:
         self.pool.shutdown(wait=True)  # let a write in progress finish its commit
 
 
-def bind_address(host: str, port: int, allow_remote: bool, allowed_hosts=()) -> tuple[int, tuple]:
+BEARER = 'Bearer realm="memstore"'
+
+
+def check_bearer(tokens, authorization: str | None):
+    """The grant of the `Authorization: Bearer TOKEN` header among `tokens`; HTTPError 401 (with
+    `WWW-Authenticate: Bearer`) when it is missing, not a bearer token, or no token of the file."""
+    if not authorization:
+        raise HTTPError(
+            401,
+            "this server needs a token: send the header 'Authorization: Bearer TOKEN' "
+            "(the user who started it can make one with: ct tokens new)",
+            {"WWW-Authenticate": BEARER},
+        )
+    scheme, _, presented = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not presented.strip():
+        raise HTTPError(
+            401,
+            f"the Authorization header must be 'Bearer TOKEN', not a {scheme[:20]!r} one",
+            {"WWW-Authenticate": BEARER},
+        )
+    grant = tokens.find(presented.strip())
+    if grant is None:
+        raise HTTPError(
+            401,
+            "the bearer token is not one this server knows",
+            {"WWW-Authenticate": f'{BEARER}, error="invalid_token"'},
+        )
+    return grant
+
+
+def bind_address(
+    host: str, port: int, allow_remote: bool, allowed_hosts=(), tokens: bool = False
+) -> tuple[int, tuple]:
     """(address family, socket address) for host:port; UsageError for a non-loopback host without
-    allow_remote, or without the host names its clients will use (`allowed_hosts`)."""
+    `tokens` (authentication), without allow_remote, or without the host names its clients will
+    use (`allowed_hosts`)."""
     try:
         infos = socket.getaddrinfo(
             host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -814,10 +907,17 @@ def bind_address(host: str, port: int, allow_remote: bool, allowed_hosts=()) -> 
         addr = ipaddress.ip_address(info[4][0].split("%")[0])
         if addr.is_loopback:
             continue
+        if not tokens:
+            raise UsageError(
+                f"refusing to serve on {host or '*'} ({addr}) without tokens: it is not a loopback "
+                "address, and without them anyone who can reach it could read all of memory",
+                "Make a token with 'ct tokens new' and pass its file with --tokens FILE, or use "
+                "--host 127.0.0.1.",
+            )
         if not allow_remote:
             raise UsageError(
                 f"refusing to serve on {host or '*'} ({addr}): not a loopback address, and the "
-                "API has no authentication",
+                "API would answer other machines",
                 "Use --host 127.0.0.1, or pass --allow-remote to serve other machines anyway.",
             )
         if not allowed_hosts:
@@ -904,15 +1004,19 @@ def make_server(
     timeout: float = TIMEOUT,
     workers: int = WORKERS,
     pending: int = PENDING,
+    tokens=None,
+    rate: float = limits.RATE,
 ) -> HTTPServer:
     """A bound, not yet serving, HTTP server for the store at `root` (`server.app` holds the App).
 
     Read-only unless `writable`: then /add and /forget may commit to the store, /add storing a
     detected secret verbatim only with `allow_secrets_override`, /forget removing more than
     limits.MAX_FORGET records only with `allow_wide_forget`. A non-loopback `host` needs
-    `allow_remote` and `allowed_hosts`; a connection idle for `timeout` seconds is closed.
+    `tokens` (memstore.serve.tokens.Tokens), `allow_remote` and `allowed_hosts`; with tokens every
+    request but the page's files needs one. Each caller may send `rate` requests a second (0: no
+    limit); a connection idle for `timeout` seconds is closed.
     """
-    family, addr = bind_address(host, port, allow_remote, allowed_hosts)
+    family, addr = bind_address(host, port, allow_remote, allowed_hosts, tokens=tokens is not None)
     perms = Permissions(secrets_override=allow_secrets_override, wide_forget=allow_wide_forget)
     app = App(
         root,
@@ -921,6 +1025,8 @@ def make_server(
         writable=writable,
         allowed_hosts=allowed_hosts,
         perms=perms,
+        tokens=tokens,
+        rate=rate,
     )
     handler = type("Handler", (_Handler,), {"app": app, "timeout": timeout})
     try:

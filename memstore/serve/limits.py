@@ -10,6 +10,8 @@ Both servers call the same checks, so the limits below are the same over HTTP an
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 from ..errors import NotPermitted, UsageError
 
@@ -34,6 +36,9 @@ INT_RANGES = {
     "depth": (0, 1_000),
 }
 STRING_LIMITS = {"query": MAX_QUERY, "question": MAX_QUERY, "match": MAX_QUERY, "text": MAX_TEXT}
+
+RATE = 50.0  # requests a second one caller (a token, or an address without tokens) may keep up
+BURST = 100  # requests one caller may send at once before the rate applies
 
 SECRETS_FLAG = "--allow-secrets-override"
 FORGET_FLAG = "--allow-wide-forget"
@@ -125,6 +130,34 @@ def bounded_forget(st, allowed: bool, command: str, ids=(), *, dry_run: bool = F
     if n == 0:
         return st.forget(ids, **criteria)  # the library's own "nothing to forget" answer
     return st.forget([r["id"] for r in chosen.records], **criteria)
+
+
+class RateLimit:
+    """A token bucket per caller: `burst` requests at once, then `rate` a second; `rate` 0 is
+    no limit. `take(caller)` answers None when the request may go on, else the seconds to wait.
+    Callers not seen for a minute are dropped, so the table stays small."""
+
+    def __init__(self, rate: float = RATE, burst: int = BURST):
+        self.rate, self.burst = float(rate), max(1, int(burst))
+        self._buckets: dict[str, tuple[float, float]] = {}  # caller -> (tokens left, when)
+        self._lock = threading.Lock()
+        self._swept = time.monotonic()
+
+    def take(self, caller: str) -> float | None:
+        if self.rate <= 0:
+            return None
+        now = time.monotonic()
+        with self._lock:
+            if now - self._swept > 60:
+                self._buckets = {c: b for c, b in self._buckets.items() if now - b[1] < 60}
+                self._swept = now
+            left, then = self._buckets.get(caller, (float(self.burst), now))
+            left = min(float(self.burst), left + (now - then) * self.rate)
+            if left < 1:
+                self._buckets[caller] = (left, now)
+                return (1 - left) / self.rate
+            self._buckets[caller] = (left - 1, now)
+            return None
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

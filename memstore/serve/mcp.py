@@ -378,3 +378,241 @@ def serve(
         anyio.run(run)
     finally:
         mem.close()
+
+
+WRITES = ("add", "mark", "forget")
+READS = tuple(t for t in TOOLS if t not in WRITES)
+UNAUTHORIZED = -32001  # JSON-RPC error code of a refused request (no token, a read token's write)
+
+
+class HTTPGuard:
+    """ASGI middleware in front of the SDK's streamable HTTP app: the checks of `ct serve`.
+
+    Host and Origin as `ct serve` checks them (memstore.serve.http.check_origin); with `tokens`,
+    a bearer token on every request (401 and `WWW-Authenticate: Bearer` without one or with a
+    wrong one); a read token's `tools/call` of anything but a read tool answered 403 before the
+    SDK sees it; bodies over `max_body` 413; each caller's rate bounded (429). Every refusal is a
+    JSON-RPC error, so the SDK's client reports its message.
+    """
+
+    def __init__(self, app, *, tokens=None, allowed_hosts=(), rate: float | None = None, max_body):
+        from . import limits
+        from .http import host_name
+
+        self.app, self.tokens, self.max_body = app, tokens, max_body
+        self.allowed_hosts = frozenset(host_name(h) for h in allowed_hosts)
+        self.rate = limits.RateLimit(limits.RATE if rate is None else rate)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        from starlette.datastructures import Headers
+
+        from .http import HTTPError, check_bearer, check_origin
+
+        headers = Headers(scope=scope)
+        try:
+            check_origin(headers, self.allowed_hosts)
+            grant = None
+            if self.tokens is not None:
+                grant = check_bearer(self.tokens, headers.get("authorization"))
+            client = (scope.get("client") or ("?",))[0]
+            wait = self.rate.take(grant.name if grant is not None else f"address {client}")
+            if wait is not None:
+                raise HTTPError(
+                    429,
+                    f"too many requests: this server answers {self.rate.rate:g} a second per "
+                    f"caller (bursts of {self.rate.burst}); try again in {wait:.2f} s",
+                    {"Retry-After": str(max(1, int(wait + 0.999)))},
+                )
+            if grant is not None and not grant.writes and scope["method"] == "POST":
+                body = await self._body(headers, receive)
+                refuse_writes(body)
+                receive = _replay(body, receive)
+        except HTTPError as exc:
+            await _refuse(send, exc)
+            return
+        await self.app(scope, receive, send)
+
+    async def _body(self, headers, receive) -> bytes:
+        from .http import HTTPError
+
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise HTTPError(413, f"body of {declared} bytes is over the {self.max_body}-byte limit")
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise HTTPError(400, "the client went away before its body arrived")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                raise HTTPError(413, f"body over the {self.max_body}-byte limit")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+
+def refuse_writes(body: bytes) -> None:
+    """HTTPError 403 when the JSON-RPC message(s) in `body` call a tool that is not a read tool,
+    400 when `body` is not JSON this check can read (a read token's request is never passed on
+    unread)."""
+    from .http import HTTPError
+
+    try:
+        message = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise HTTPError(400, f"body is not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise HTTPError(
+            400, f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except (ValueError, RecursionError):
+        raise HTTPError(400, "body is not JSON this server reads (nested too deep)") from None
+    for m in message if isinstance(message, list) else [message]:
+        if not isinstance(m, dict) or m.get("method") != "tools/call":
+            continue
+        params = m.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if name not in READS:
+            raise HTTPError(
+                403,
+                f"this token may only read: it cannot call {str(name)[:60]!r} (the tools that "
+                f"write are {', '.join(WRITES)}; a read token may call {', '.join(READS)})",
+            )
+
+
+def _replay(body: bytes, receive):
+    """An ASGI `receive` that gives `body` (already read) once, then what `receive` gives."""
+    sent = False
+
+    async def again():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
+
+
+async def _refuse(send, exc) -> None:
+    data = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": UNAUTHORIZED,
+                "message": exc.message,
+                "data": {"status": exc.status},
+            },
+        }
+    ).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(data)).encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"cache-control", b"no-store"),
+    ]
+    headers += [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
+    await send({"type": "http.response.start", "status": exc.status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def http_app(
+    root: Path | str,
+    *,
+    tokens=None,
+    allowed_hosts=(),
+    rate: float | None = None,
+    allow_secrets_override: bool = False,
+    allow_wide_forget: bool = False,
+):
+    """(ASGI app serving MCP at /mcp over streamable HTTP behind HTTPGuard, MemoryServer)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from .http import MAX_BODY
+
+    server, mem = build_server(
+        root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget
+    )
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        max_request_body_size=MAX_BODY,
+        # Host and Origin are checked by HTTPGuard, as ct serve checks them (127.0.0.0/8 too)
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    guard = HTTPGuard(app, tokens=tokens, allowed_hosts=allowed_hosts, rate=rate, max_body=MAX_BODY)
+    return guard, mem
+
+
+def serve_http(
+    root: Path | str,
+    host: str,
+    port: int,
+    *,
+    tokens=None,
+    rate: float | None = None,
+    allow_remote: bool = False,
+    allowed_hosts=(),
+    allow_secrets_override: bool = False,
+    allow_wide_forget: bool = False,
+    log: bool = True,
+    ready=None,
+) -> None:
+    """Serve MCP over streamable HTTP at http://HOST:PORT/mcp until SIGINT or SIGTERM.
+
+    The bind follows `ct serve`'s rules (a non-loopback host needs tokens, allow_remote and
+    allowed_hosts); `ready(url)` runs once the socket listens (port 0: the port it got)."""
+    import socket
+
+    import uvicorn
+
+    from ..errors import UsageError
+    from ..store import Store
+    from .http import PENDING, TIMEOUT, bind_address
+
+    family, addr = bind_address(host, port, allow_remote, allowed_hosts, tokens=tokens is not None)
+    st = Store.open(root)  # the CLI's message if this is not a store, before anything listens
+    app, mem = http_app(
+        st.root,
+        tokens=tokens,
+        allowed_hosts=allowed_hosts,
+        rate=rate,
+        allow_secrets_override=allow_secrets_override,
+        allow_wide_forget=allow_wide_forget,
+    )
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        mem.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    import copy
+    import sys
+
+    logging_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    logging_config["handlers"]["access"]["stream"] = sys.stderr  # stdout: the address line only
+    config = uvicorn.Config(
+        app,
+        log_config=logging_config,
+        log_level="info" if log else "warning",
+        access_log=log,
+        lifespan="on",
+        limit_concurrency=PENDING,
+        timeout_keep_alive=int(TIMEOUT),
+        server_header=False,
+    )
+    bound = sock.getsockname()
+    name = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    if ready is not None:
+        ready(f"http://{name}:{bound[1]}")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+        mem.close()

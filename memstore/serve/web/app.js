@@ -33,10 +33,28 @@ async function api(path, params) {
     if (Array.isArray(v)) v.forEach((x) => qs.append(k, x));
     else if (v !== undefined && v !== null && v !== "") qs.append(k, v);
   }
-  const res = await fetch(path + (qs.toString() ? "?" + qs : ""), { headers: { Accept: "application/json" } });
+  const res = await fetch(path + (qs.toString() ? "?" + qs : ""), { headers: { Accept: "application/json", ...authorization() } });
   const body = await res.json();
+  if (res.status === 401) askToken(body.error);
   if (!res.ok) throw new Error(body.error || res.statusText);
   return body;
+}
+
+// A server started with --tokens answers 401 without one: the page asks for it, keeps it in this
+// tab's sessionStorage only, and sends it as the Authorization header with every request.
+const TOKEN_KEY = "memstore-token";
+function authorization() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { Authorization: "Bearer " + token } : {};
+}
+function askToken(why) {
+  const form = $("token-form");
+  if (!form.hidden) return;  // asked already (the page's next requests answer 401 too)
+  const had = sessionStorage.getItem(TOKEN_KEY) !== null;
+  $("token-why").textContent = had ? `The token was refused: ${why}` : "This server asks for a token.";
+  sessionStorage.removeItem(TOKEN_KEY);
+  form.hidden = false;
+  $("token").focus();
 }
 
 function showError(err) {
@@ -695,6 +713,11 @@ document.addEventListener("keydown", (ev) => {
 });
 
 document.addEventListener("DOMContentLoaded", async () => {
+  $("token-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+    location.reload();
+  });
   $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); state.navigated = false; go("#/search?" + searchParamsFromForm()); });
   $("chart").addEventListener("keydown", chartKeys);
   $("tree").addEventListener("keydown", treeKeys);
