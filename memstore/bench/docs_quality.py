@@ -136,41 +136,61 @@ def run(args) -> dict:
     for r in res.added:
         if r["type"] == "doc":
             per_file[r["source"]["rel"]] = per_file.get(r["source"]["rel"], 0) + 1
-    rows = []
-    for q in questions:
-        hits = st.search(q["q"], k=args.k)
-        changelog, other = noise(hits)
-        rows.append(
-            {
-                "q": q["q"],
-                "answers": q["answers"],
-                "rank": rank_of(hits, q["answers"], spans_of),
-                "changelog": changelog,
-                "not_pages": other,
-            }
-        )
-    return {"per_file": per_file, "rows": rows, "ingest_s": ingest_s, "notes": res.notes}
+    from ..retrieve import search as search_mod
+
+    runs = []
+    default = getattr(search_mod, "CHANGELOG_PRIOR", None)
+    for prior in args.priors or [default]:
+        if prior is not None:
+            search_mod.CHANGELOG_PRIOR = prior
+        rows = []
+        for q in questions:
+            hits = st.search(q["q"], k=args.k)
+            changelog, other = noise(hits)
+            rows.append(
+                {
+                    "q": q["q"],
+                    "answers": q["answers"],
+                    "rank": rank_of(hits, q["answers"], spans_of),
+                    "changelog": changelog,
+                    "not_pages": other,
+                }
+            )
+        runs.append({"changelog_prior": prior, "rows": rows})
+    if default is not None:
+        search_mod.CHANGELOG_PRIOR = default
+    return {"per_file": per_file, "runs": runs, "ingest_s": ingest_s, "notes": res.notes}
 
 
 def table(result: dict, k: int) -> str:
+    out = []
+    for run_ in result["runs"]:
+        if len(result["runs"]) > 1 or run_["changelog_prior"] is not None:
+            out += [f"CHANGELOG_PRIOR {run_['changelog_prior']}:", ""]
+        out += _rows(run_["rows"], k) + [""]
+    chunks = sum(result["per_file"].values())
+    files = ", ".join(f"{rel} {n}" for rel, n in sorted(result["per_file"].items()))
+    out.append(f"{chunks} chunks from {len(result['per_file'])} files: {files}.")
+    return "\n".join(out)
+
+
+def _rows(rows: list, k: int) -> list[str]:
     out = [
         f"| question | answering section | rank | changelog hits in top {k} | other non-page hits |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for r in result["rows"]:
+    for r in rows:
         where = " or ".join(f"{rel} › {title}" for rel, title in r["answers"])
         out.append(
             f"| {r['q']} | {where} | {r['rank'] or f'>{k}'} | {r['changelog']} | {r['not_pages']} |"
         )
-    chunks = sum(result["per_file"].values())
-    files = ", ".join(f"{rel} {n}" for rel, n in sorted(result["per_file"].items()))
-    out += ["", f"{chunks} chunks from {len(result['per_file'])} files: {files}."]
-    found = [r["rank"] for r in result["rows"] if r["rank"]]
+    found = [r["rank"] for r in rows if r["rank"]]
     out.append(
-        f"Found in the top {k}: {len(found)} of {len(result['rows'])}; in the top 3: "
-        f"{sum(1 for x in found if x <= 3)}; ingest {result['ingest_s']:.0f} s."
+        f"Found in the top {k}: {len(found)} of {len(rows)}; in the top 3: "
+        f"{sum(1 for x in found if x <= 3)}; at rank 1: {sum(1 for x in found if x == 1)}; "
+        f"changelog hits in the top {k}: {sum(r['changelog'] for r in rows)}."
     )
-    return "\n".join(out)
+    return out
 
 
 def main(argv=None) -> int:
@@ -182,6 +202,12 @@ def main(argv=None) -> int:
     p.add_argument("--store", default=None, help="Folder for the store (default: a temp folder).")
     p.add_argument("--exclude", action="append", default=[], help="Passed to ingest-path.")
     p.add_argument("--no-default-excludes", action="store_true", help="Passed to ingest-path.")
+    p.add_argument(
+        "--priors",
+        type=lambda v: [float(x) for x in v.split(",")],
+        default=None,
+        help="Comma-separated CHANGELOG_PRIOR values to score in turn (default: the code's).",
+    )
     p.add_argument("--json", action="store_true", help="Print the result as JSON too.")
     args = p.parse_args(argv)
     result = run(args)

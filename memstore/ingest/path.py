@@ -125,6 +125,7 @@ def plan_files(
     """
     from ..secrets import detect as secrets
     from .chunk import chunk, embedding_input
+    from .walk import doc_kind
 
     index = store.index()
     emb = store.embedder
@@ -163,6 +164,7 @@ def plan_files(
                 where = secret_policy.mask_message(str(item.path))
                 plan.found += [f"{where}:{f.line}: {f.kind} ({f.excerpt_redacted})" for f in found]
         chunks = chunk(text, item.kind, emb.count_tokens, max_tokens, overlap)
+        kind = None if getattr(item, "key", None) else doc_kind(item.rel)
         current_hashes = {}
         for rid, _, rowid in current:
             rec = index.record_at(rowid)
@@ -178,7 +180,7 @@ def plan_files(
                     "type": "doc",
                     "text": ch.text,
                     "session": item.rel,
-                    "source": _source(key, item, i, len(chunks), ch),
+                    "source": _source(key, item, i, len(chunks), ch, kind),
                 },
                 derive_id=False,
             )
@@ -266,7 +268,7 @@ def _hash(text: str) -> str:
     return text_hash(text)
 
 
-def _source(key: str, item, i: int, n: int, ch) -> dict:
+def _source(key: str, item, i: int, n: int, ch, kind: str | None = None) -> dict:
     src = {
         "path": key,
         "rel": item.rel,
@@ -278,6 +280,8 @@ def _source(key: str, item, i: int, n: int, ch) -> dict:
     }
     if getattr(ch, "heading", None):
         src["heading"] = ch.heading
+    if kind:
+        src["doc_kind"] = kind
     if getattr(ch, "pages", None):
         src["pages"] = list(ch.pages)
     return src
