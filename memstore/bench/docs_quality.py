@@ -188,6 +188,7 @@ def _rows(rows: list, k: int) -> list[str]:
     out.append(
         f"Found in the top {k}: {len(found)} of {len(rows)}; in the top 3: "
         f"{sum(1 for x in found if x <= 3)}; at rank 1: {sum(1 for x in found if x == 1)}; "
+        f"mean reciprocal rank {sum(1 / x for x in found) / max(len(rows), 1):.3f}; "
         f"changelog hits in the top {k}: {sum(r['changelog'] for r in rows)}."
     )
     return out

@@ -47,7 +47,7 @@ def render(r: dict) -> str:
     out += _scifact(r)
     out += _ablation(r)
     out += _goals(r)
-    out += [TUNING, PROTOCOL, HOW_TO_RUN]
+    out += [TUNING, DOCUMENTS, PROTOCOL, HOW_TO_RUN]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -578,6 +578,72 @@ the 809 SciFact claims; weight 0.8 and role prior 0.8 reproduce the hybrid rows 
   and each abstract scored by the mean of its whole-text and best-sentence cosines) reach 0.755 /
   0.756 at weight 0.7 and 0.755 at 0.8: the best combination measured, still under 0.758, and at the
   cost of the format change above (measured again on 2026-12-01 over all 809 claims).
+"""
+
+DOCUMENTS = """## Documents: a real docs folder
+
+Issue 29, item 5. sqlite-utils' Sphinx docs (`docs/` of github.com/simonw/sqlite-utils at 56dd097, 12
+`.rst` pages, a 1,599-line changelog, `conf.py`, `Makefile`, `_templates/`, `_static/`) ingested
+into a fresh MiniLM store with `ct ingest-path`, then 12 questions searched (hybrid, top 10): 10
+how-to questions and 2 about releases (`memstore/bench/docs_questions.json`). The rank is that of
+the first hit whose characters overlap the answering section: the span from its title to the next
+title of the same or a higher level, found by the bench's own reading of the titles, so every
+chunker is judged alike. Run 2026-12-04 on the machine above; the docs are fetched, not committed.
+
+| question | answering section | before | rst by headings, merged across sections | after, prior 1.0 | after (prior 0.8) |
+| --- | --- | --- | --- | --- | --- |
+| how do I import a CSV file into a table | cli.rst › Inserting CSV or TSV data | 2 | 3 | 3 | 2 |
+| how to enable full-text search on a table | cli.rst › Configuring full-text search, or python-api.rst › Enabling full-text search for a table | 1 | 1 | 1 | 1 |
+| how do I add a column to an existing table | cli.rst or python-api.rst › Adding columns | 5 | 3 | 3 | 3 |
+| how do I convert a column to a different type | cli.rst › Transforming tables, or python-api.rst › Altering column types | 1 | 3 | 1 | 1 |
+| insert rows from a JSON file on the command line | cli.rst › Inserting JSON data | 4 | 2 | 1 | 1 |
+| run a SQL query and get the results as CSV | cli.rst › Returning CSV or TSV | 5 | 4 | 3 | 2 |
+| how to upsert records so existing rows get updated | cli.rst or python-api.rst › Upserting data | 1 | 1 | 1 | 1 |
+| how do I create an index on a column | cli.rst or python-api.rst › Creating indexes | 1 | 1 | 1 | 1 |
+| how do I install sqlite-utils | installation.rst (Using pip, or the page) | 1 | 1 | 1 | 1 |
+| add a foreign key from one table to another | cli.rst or python-api.rst › Adding foreign key constraints | 1 | 1 | 1 | 1 |
+| what's new in sqlite-utils 4.0 | changelog.rst › 4.0 (2026-07-07) | 4 | 3 | 3 | 3 |
+| what changed in version 3.38 | changelog.rst › 3.38 (2024-11-23) | 1 | 4 | 2 | 2 |
+| **10 how-to questions: mean reciprocal rank** | | 0.715 | 0.675 | 0.800 | **0.833** |
+| how-to answers in the top 3 / at rank 1 | | 7 / 6 | 9 / 5 | 10 / 7 | **10 / 7** |
+| changelog chunks in the how-to questions' top 10s | | 13 | 1 | 7 | **1** |
+| chunks (files) | | 972 (16) | 989 (12) | 1097 (12) | 1097 (12) |
+
+- **before**: main at e358006 — `.rst` chunked as plain text (paragraphs, no heading), every file
+  read: `conf.py` 16 chunks, `Makefile` 2, `_templates/base.html` 3, `_static/js/custom.js` 2.
+  None of these reached a top 10 for these questions; they are left out because they are not
+  documentation, not because they ranked.
+- **rst by headings, merged across sections**: titles give heading paths, but small neighbouring
+  pieces merge into one chunk as Markdown's do, so a chunk's text often runs into the next section
+  while its embedded heading path names the first. That ranked worse than before (0.675).
+- **after**: chunks of reStructuredText and AsciiDoc end where a section starts, so the heading
+  path embedded with a chunk names the section all of its text is in; default excludes on; the
+  changelog's chunks marked `doc_kind: changelog`. With the prior at 1.0 (no down-weighting) the
+  how-to answers rank better than before (0.800) but 7 changelog chunks still sit in their top
+  10s; CHANGELOG_PRIOR 0.9 leaves 3, 0.8 leaves 1, 0.7 none, with the answers' ranks the same
+  from 0.9 down (0.833). 0.8 is kept (ROLE_PRIOR's value): a question about changes, releases or
+  versions is not down-weighted, and the two release questions rank 3 and 2 either way.
+- Default excludes change no rank here: with `--no-default-excludes` the same store has 1120 chunks
+  from 16 files and the same 12 ranks. Chunking each release into exactly one chunk was not
+  chosen: with section-bounded chunks a release already starts its own chunk (314 chunks for 131
+  releases; the long ones need more than one), and it is the ranking, not the cutting, that kept
+  changelog text out of how-to answers.
+- Ten how-to questions are few; a rank moves by one on small differences. The mechanism is the
+  point: a section path that is true for the whole chunk, and a release history that does not
+  answer "how do I".
+
+Reproduce (the embedding cache makes a second run take seconds):
+
+```
+git clone https://github.com/simonw/sqlite-utils /tmp/sqlite-utils && git -C /tmp/sqlite-utils checkout 56dd097
+mkdir -p /tmp/sqlite-utils-docs && git -C /tmp/sqlite-utils archive HEAD docs | tar -x -C /tmp/sqlite-utils-docs
+python -m memstore.bench.docs_quality --docs /tmp/sqlite-utils-docs/docs --priors 1,0.9,0.8,0.7
+python -m memstore.bench.docs_quality --docs /tmp/sqlite-utils-docs/docs --no-default-excludes
+```
+
+"before" is the same command run from a checkout of e358006 with `memstore/bench/docs_quality.py`
+and `docs_questions.json` copied in; the "merged across sections" column sets
+`memstore.ingest.chunk._SECTION_BOUNDED = frozenset()` before `docs_quality.main()`.
 """
 
 PROTOCOL = """## How the numbers are computed
