@@ -108,8 +108,10 @@ def exclude_options(f):
     """--exclude GLOB (repeatable) and --no-default-excludes, for ingest-path and ingest-any."""
     f = click.option(
         "--no-default-excludes",
-        "no_default_excludes",
+        "default_excludes",
         is_flag=True,
+        flag_value=False,
+        default=True,
         help="Read build output, caches and Sphinx scaffolding too (see --exclude).",
     )(f)
     return click.option(
@@ -154,7 +156,7 @@ def ingest_path_cmd(
     follow_symlinks,
     quantize,
     exclude,
-    no_default_excludes,
+    default_excludes,
     secrets,
     as_json,
 ):
@@ -180,7 +182,7 @@ def ingest_path_cmd(
             progress=bar,
             verbose=obj.verbose,
             exclude=exclude,
-            default_excludes=not no_default_excludes,
+            default_excludes=default_excludes,
         )
     report(obj, res, as_json, "ingest-path")
 
@@ -199,7 +201,7 @@ def ingest_path_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def ingest_any_cmd(
-    obj, path, max_bytes, follow_symlinks, exclude, no_default_excludes, secrets, as_json
+    obj, path, max_bytes, follow_symlinks, exclude, default_excludes, secrets, as_json
 ):
     """Ingest any files: text and code as chunks (like ingest-path); PDFs as text plus the original;
     images, audio, video and other files kept whole as a blob segment with a JSON manifest and a
@@ -216,7 +218,7 @@ def ingest_any_cmd(
             secrets=secrets,
             progress=bar,
             exclude=exclude,
-            default_excludes=not no_default_excludes,
+            default_excludes=default_excludes,
         )
     report(obj, res, as_json, "ingest-any")
 
