@@ -267,6 +267,14 @@ def test_ingest_any_takes_the_same_excludes(tmp_path, store):
     assert "excluded 3 files and 5 folders" in said
 
 
+def test_a_bad_exclude_pattern_is_a_usage_error_and_writes_nothing(tmp_path, store):
+    docs = sphinx_tree(tmp_path)
+    before = ct("-C", store.root, "log").stdout
+    out = ct("-C", store.root, "ingest-path", docs, "--exclude", "!", check=False)
+    assert out.returncode == 2 and "--exclude: Invalid git pattern: '!'" in out.stderr
+    assert ct("-C", store.root, "log").stdout == before
+
+
 def test_walk_yields_excluded_items(tmp_path):
     docs = sphinx_tree(tmp_path)
     got = list(walk(docs, patterns=["api/"], default_excludes=False))
