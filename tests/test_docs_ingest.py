@@ -365,4 +365,8 @@ def test_docs_bench_finds_sections_by_its_own_reading_and_ranks_hits(tmp_path, c
     assert docs_quality.main(argv + ["--store", str(tmp_path / "w"), "--priors", "1,0.8"]) == 0
     out = capsys.readouterr().out
     assert "| pip install memstore | guide.rst › Install | 1 |" in out
-    assert "CHANGELOG_PRIOR 0.8:" in out and "2 files: CHANGES.rst 1, guide.rst 5." in out
+    assert (
+        "CHANGELOG_PRIOR 0.8:" in out
+        and "found in the top 10: 1; in the top 3: 1; at rank 1: 1" in out
+    )
+    assert "2 files: CHANGES.rst 1, guide.rst 5." in out

@@ -10,7 +10,9 @@ overlaps the section's.
 
     python -m memstore.bench.docs_quality --docs /tmp/sqlite-utils-docs/docs
 
-The questions file is JSON: [{"q": "...", "answers": [["cli.rst", "Inserting CSV or TSV data"]]}].
+The questions file is JSON: [{"q": "...", "answers": [["cli.rst", "Inserting CSV or TSV data"]],
+"group": "how-to"}]; the summary gives each group's figures (mean reciprocal rank counts a question
+not found in the top k as 0).
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ def run(args) -> dict:
             rows.append(
                 {
                     "q": q["q"],
+                    "group": q.get("group", ""),
                     "answers": q["answers"],
                     "rank": rank_of(hits, q["answers"], spans_of),
                     "changelog": changelog,
@@ -184,13 +187,17 @@ def _rows(rows: list, k: int) -> list[str]:
         out.append(
             f"| {r['q']} | {where} | {r['rank'] or f'>{k}'} | {r['changelog']} | {r['not_pages']} |"
         )
-    found = [r["rank"] for r in rows if r["rank"]]
-    out.append(
-        f"Found in the top {k}: {len(found)} of {len(rows)}; in the top 3: "
-        f"{sum(1 for x in found if x <= 3)}; at rank 1: {sum(1 for x in found if x == 1)}; "
-        f"mean reciprocal rank {sum(1 / x for x in found) / max(len(rows), 1):.3f}; "
-        f"changelog hits in the top {k}: {sum(r['changelog'] for r in rows)}."
-    )
+    groups = {}
+    for r in rows:
+        groups.setdefault(r["group"], []).append(r)
+    for name, group in ([("all", rows)] if len(groups) > 1 else []) + list(groups.items()):
+        found = [r["rank"] for r in group if r["rank"]]
+        out.append(
+            f"{name or 'all'} ({len(group)}): found in the top {k}: {len(found)}; in the top 3: "
+            f"{sum(1 for x in found if x <= 3)}; at rank 1: {sum(1 for x in found if x == 1)}; "
+            f"mean reciprocal rank {sum(1 / x for x in found) / len(group):.3f}; "
+            f"changelog hits in the top {k}: {sum(r['changelog'] for r in group)}."
+        )
     return out
 
 

@@ -668,9 +668,10 @@ def _asciidoc_structure(text: str):
 
 
 # Kinds whose chunks never run across a section start. Measured on sqlite-utils' Sphinx docs
-# (docs/quality.md, "Documents"): over 10 how-to questions the answer's mean reciprocal rank is
-# 0.675 with rst chunks merged across sections as Markdown's are, 0.833 with section-bounded
-# chunks (both with the changelog prior; 989 and 1097 chunks). Markdown was not measured so.
+# (docs/quality.md, "Documents"; changelog prior 0.8): mean reciprocal rank over 19 questions 0.618
+# section-bounded against 0.579 with rst chunks merged across sections as Markdown's are (10
+# how-to questions: 0.833 against 0.675). Reading .rst as plain text scored 0.734 on the 19, though:
+# see there. Markdown was not measured so.
 _SECTION_BOUNDED = frozenset({"rst", "asciidoc"})
 
 _OUTLINES = {
