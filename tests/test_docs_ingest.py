@@ -370,3 +370,13 @@ def test_docs_bench_finds_sections_by_its_own_reading_and_ranks_hits(tmp_path, c
         and "found in the top 10: 1; in the top 3: 1; at rank 1: 1" in out
     )
     assert "2 files: CHANGES.rst 1, guide.rst 5." in out
+
+
+def test_a_folder_of_release_notes_is_judged_by_its_stored_location(tmp_path, store):
+    notes = tmp_path / "release-notes"
+    notes.mkdir()
+    (notes / "v1.md").write_text("# 1.0\n\nImporting CSV files into a table.\n", encoding="utf-8")
+    store.ingest_path(notes)  # rel "v1.md"; stored as "release-notes/v1.md", as search reads it
+    hit = store.search("importing CSV files", k=1)[0]
+    assert hit.source["path"] == "release-notes/v1.md"
+    assert hit.source["doc_kind"] == "changelog" and hit.parts["changelog_prior"] == 0.8

@@ -164,7 +164,8 @@ def plan_files(
                 where = secret_policy.mask_message(str(item.path))
                 plan.found += [f"{where}:{f.line}: {f.kind} ({f.excerpt_redacted})" for f in found]
         chunks = chunk(text, item.kind, emb.count_tokens, max_tokens, overlap)
-        kind = None if getattr(item, "key", None) else doc_kind(item.rel)
+        # Judged on the stored location, as search judges it (memstore/retrieve/search.py).
+        kind = None if getattr(item, "key", None) else doc_kind(key)
         current_hashes = {}
         for rid, _, rowid in current:
             rec = index.record_at(rowid)
