@@ -141,8 +141,13 @@ class Store(Core):
         progress=None,
         secrets: str | None = None,
         verbose: int = 0,
+        exclude=(),
+        default_excludes: bool = True,
     ):
-        """Ingest a file or folder of text, code and PDFs as document chunks (`ct ingest-path`) → WriteResult."""
+        """Ingest a file or folder of text, code and PDFs as document chunks (`ct ingest-path`) → WriteResult.
+
+        `exclude`: gitignore patterns matched against paths relative to `path`; `default_excludes`
+        also leaves out build output, caches and Sphinx scaffolding (memstore/ingest/walk.py)."""
         from .ingest.path import ingest_path
 
         return ingest_path(
@@ -157,6 +162,8 @@ class Store(Core):
             progress=progress,
             secrets=secrets,
             verbose=verbose,
+            exclude=exclude,
+            default_excludes=default_excludes,
         )
 
     def ingest_any(
@@ -168,8 +175,12 @@ class Store(Core):
         allow_secrets: bool = False,
         progress=None,
         secrets: str | None = None,
+        exclude=(),
+        default_excludes: bool = True,
     ):
-        """Ingest any files: text as chunks, PDFs, images, audio and others as blobs (`ct ingest-any`) → WriteResult."""
+        """Ingest any files: text as chunks, PDFs, images, audio and others as blobs (`ct ingest-any`) → WriteResult.
+
+        `exclude` and `default_excludes` as for `ingest_path`."""
         from .ingest.any import DEFAULT_MAX_BYTES, ingest_any
 
         return ingest_any(
@@ -180,6 +191,8 @@ class Store(Core):
             allow_secrets=allow_secrets,
             progress=progress,
             secrets=secrets,
+            exclude=exclude,
+            default_excludes=default_excludes,
         )
 
     def import_(

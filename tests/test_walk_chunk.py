@@ -459,7 +459,9 @@ def test_one_megabyte_of_markdown_costs_linear_work():
 # ---------------------------------------------------------------- chunk: properties
 
 ALPHABET = st.sampled_from(
-    list("ab c.\n\n#`~-*|!?。日\f\t\r") + ["```", "# ", "## ", "\n---\n", "def ", "    "]
+    list("ab c.\n\n#`~-*|!?。日\f\t\r")
+    + ["```", "# ", "## ", "\n---\n", "def ", "    "]
+    + ["\n====\n", "::\n\n", ".. _x:\n", ".. note::\n", "\n----\n", "== ", "[source]\n"]
 )
 TEXTS = st.lists(ALPHABET, max_size=300).map("".join)
 
@@ -467,7 +469,7 @@ TEXTS = st.lists(ALPHABET, max_size=300).map("".join)
 @settings(max_examples=150, deadline=None)
 @given(
     text=TEXTS,
-    kind=st.sampled_from(["markdown", "code", "text", "pdf"]),
+    kind=st.sampled_from(["markdown", "rst", "asciidoc", "code", "text", "pdf"]),
     max_tokens=st.integers(2, 40),
     counter=st.sampled_from([words, chars, with_specials]),
 )

@@ -46,7 +46,8 @@ def filter_options(f):
     default="hybrid",
     show_default=True,
     help="hybrid blends cosine (0.8) with BM25 scaled by the query's best match (0.2); a first-person "
-    "question counts the assistant's turns at 0.8 (docs/quality.md).",
+    "question counts the assistant's turns at 0.8, and a question not about changes or versions a "
+    "changelog's chunks at 0.8 (docs/quality.md).",
 )
 @click.option(
     "-k",

@@ -104,6 +104,28 @@ def mark_cmd(obj, text, done_id, redact_secrets, allow_secrets, as_json):
         obj.say(f"marker {m.id}: {one_line(m.text, 100)}")
 
 
+def exclude_options(f):
+    """--exclude GLOB (repeatable) and --no-default-excludes, for ingest-path and ingest-any."""
+    f = click.option(
+        "--no-default-excludes",
+        "default_excludes",
+        is_flag=True,
+        flag_value=False,
+        default=True,
+        help="Read build output, caches and Sphinx scaffolding too (see --exclude).",
+    )(f)
+    return click.option(
+        "--exclude",
+        "exclude",
+        multiple=True,
+        metavar="GLOB",
+        help="Leave out what matches this gitignore pattern, relative to PATH (_build/, *.html, "
+        "docs/conf.py; !GLOB takes one back). Repeatable. By default _build/ build/ dist/ "
+        "_templates/ _static/ node_modules/ .tox/ .venv/ venv/ __pycache__/ and other caches are "
+        "left out, and a Sphinx conf.py, Makefile and make.bat. What is left out is counted.",
+    )(f)
+
+
 @click.command("ingest-path")
 @click.argument("path", type=click.Path(exists=True))
 @click.option(
@@ -121,15 +143,26 @@ def mark_cmd(obj, text, done_id, redact_secrets, allow_secrets, as_json):
 )
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (loops are detected).")
 @click.option("--quantize", is_flag=True, help="Store this ingest's vectors as int8.")
+@exclude_options
 @secret_options("Ingest")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def ingest_path_cmd(
-    obj, path, exts, max_bytes, max_pdf_pages, follow_symlinks, quantize, secrets, as_json
+    obj,
+    path,
+    exts,
+    max_bytes,
+    max_pdf_pages,
+    follow_symlinks,
+    quantize,
+    exclude,
+    default_excludes,
+    secrets,
+    as_json,
 ):
     """Ingest a file or folder as document chunks (idempotent; changed files supersede old chunks).
 
-    Example: ct ingest-path docs/ --exts .md,.txt
+    Example: ct ingest-path docs/ --exts .md,.rst --exclude changelog.rst
     """
     st = obj.store()
     ext_set = (
@@ -148,6 +181,8 @@ def ingest_path_cmd(
             secrets=secrets,
             progress=bar,
             verbose=obj.verbose,
+            exclude=exclude,
+            default_excludes=default_excludes,
         )
     report(obj, res, as_json, "ingest-path")
 
@@ -161,10 +196,13 @@ def ingest_path_cmd(
     help="Skip (never truncate) files larger than this. Default: 100 MiB.",
 )
 @click.option("--follow-symlinks", is_flag=True, help="Follow symbolic links (loops are detected).")
+@exclude_options
 @secret_options("Ingest")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def ingest_any_cmd(obj, path, max_bytes, follow_symlinks, secrets, as_json):
+def ingest_any_cmd(
+    obj, path, max_bytes, follow_symlinks, exclude, default_excludes, secrets, as_json
+):
     """Ingest any files: text and code as chunks (like ingest-path); PDFs as text plus the original;
     images, audio, video and other files kept whole as a blob segment with a JSON manifest and a
     searchable description (name, size, type, image size and date, audio duration). One commit.
@@ -179,6 +217,8 @@ def ingest_any_cmd(obj, path, max_bytes, follow_symlinks, secrets, as_json):
             follow_symlinks=follow_symlinks,
             secrets=secrets,
             progress=bar,
+            exclude=exclude,
+            default_excludes=default_excludes,
         )
     report(obj, res, as_json, "ingest-any")
 

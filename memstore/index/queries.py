@@ -195,6 +195,16 @@ def assistant_rowids(index, rowids: list[int]) -> set[int]:
     return {r[0] for r in rows}
 
 
+def doc_sources(index, rowids: list[int]) -> dict[int, str]:
+    """{rowid: source path} of those of these rows that are document chunks."""
+    rows = index.conn.execute(
+        "SELECT rowid, source FROM records WHERE rowid IN (SELECT value FROM json_each(?))"
+        " AND type = 'doc' AND source IS NOT NULL",
+        (json.dumps(list(rowids)),),
+    )
+    return {r[0]: r[1] for r in rows}
+
+
 def day_of(index, rowid: int) -> str:
     return index.conn.execute("SELECT day FROM records WHERE rowid = ?", (rowid,)).fetchone()[0]
 

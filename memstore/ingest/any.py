@@ -50,11 +50,13 @@ def ingest_any(
     progress=None,
     verbose: int = 0,
     secrets: str | None = None,
+    exclude=(),
+    default_excludes: bool = True,
 ) -> WriteResult:
     """Ingest a file or folder of any files (see the module docstring); one commit, none if nothing is new."""
     from .location import base_label
-    from .path import display, plan_files
-    from .walk import BlobItem, FileItem, walk
+    from .path import display, excluded_note, plan_files
+    from .walk import BlobItem, Excluded, FileItem, walk
 
     from ..secrets import policy as secret_policy
 
@@ -66,7 +68,7 @@ def ingest_any(
         raise UsageError(
             f"--max-bytes {max_bytes} is above what one segment holds ({MAX_PAYLOAD} bytes)"
         )
-    texts, blobs, notes = [], [], []
+    texts, blobs, notes, left_out = [], [], [], []
     for item in walk(
         root,
         max_bytes=max_bytes,
@@ -74,8 +76,12 @@ def ingest_any(
         exclude=[store.root],
         allow_secrets=how == "allow",
         blobs=True,
+        patterns=exclude,
+        default_excludes=default_excludes,
     ):
-        if isinstance(item, FileItem):
+        if isinstance(item, Excluded):
+            left_out.append(item)
+        elif isinstance(item, FileItem):
             texts.append(item)
         elif isinstance(item, BlobItem):
             blobs.append(item)
@@ -115,7 +121,8 @@ def ingest_any(
         n_chunks = len(docs) - n_blobs
         n_files = len({r["source"]["path"] for r in docs})
         msg = f"Ingest {n_files} files ({n_chunks} chunks, {n_blobs} blobs) from {display(base, root)}"
-        return msg + (f"; {moved} moved" if moved else "")
+        msg += f"; {moved} moved" if moved else ""
+        return msg + (f"; {len(left_out)} excluded" if left_out else "")
 
     res = store.write(
         records,
@@ -125,7 +132,7 @@ def ingest_any(
         before_write=lambda st, added: _write_blobs(st, jobs, added),
         secrets=how,
     )
-    res.notes = notes + plan.notes + res.notes
+    res.notes = notes + plan.notes + ([excluded_note(left_out)] if left_out else []) + res.notes
     return res
 
 

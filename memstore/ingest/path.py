@@ -33,14 +33,16 @@ def ingest_path(
     progress=None,
     verbose: int = 0,
     secrets: str | None = None,
+    exclude=(),
+    default_excludes: bool = True,
 ) -> WriteResult:
-    from .walk import FileItem, walk
+    from .walk import Excluded, FileItem, walk
 
     how = secrets or ("allow" if allow_secrets else "refuse")
     root = Path(path).expanduser()
     if not root.exists():
         raise UsageError(f"{root}: no such file or folder")
-    items, notes = [], []
+    items, notes, left_out = [], [], []
     for item in walk(
         root,
         exts=exts,
@@ -49,7 +51,12 @@ def ingest_path(
         exclude=[store.root],
         allow_secrets=how == "allow",
         max_pdf_pages=max_pdf_pages,
+        patterns=exclude,
+        default_excludes=default_excludes,
     ):
+        if isinstance(item, Excluded):
+            left_out.append(item)
+            continue
         if not isinstance(item, FileItem):
             notes.append(f"skipped {item.path}: {item.reason}")
             continue
@@ -64,6 +71,8 @@ def ingest_path(
         store, items, now_utc(), allow_secrets=how != "refuse", verbose=verbose, base=base
     )
     notes += plan.notes
+    if left_out:
+        notes.append(excluded_note(left_out))
     records, inputs, found, files_changed = (
         plan.records,
         plan.inputs,
@@ -82,6 +91,8 @@ def ingest_path(
         msg += f"; {files_changed} changed"
     if plan.moved:
         msg += f"; {plan.moved} moved"
+    if left_out:
+        msg += f"; {len(left_out)} excluded"
     if quantize:
         store.config.settings["vector_dtype"] = "int8"
     res = store.write(records, msg, embed_inputs=inputs, progress=progress, secrets=how)
@@ -114,6 +125,7 @@ def plan_files(
     """
     from ..secrets import detect as secrets
     from .chunk import chunk, embedding_input
+    from .walk import doc_kind
 
     index = store.index()
     emb = store.embedder
@@ -152,6 +164,8 @@ def plan_files(
                 where = secret_policy.mask_message(str(item.path))
                 plan.found += [f"{where}:{f.line}: {f.kind} ({f.excerpt_redacted})" for f in found]
         chunks = chunk(text, item.kind, emb.count_tokens, max_tokens, overlap)
+        # Judged on the stored location, as search judges it (memstore/retrieve/search.py).
+        kind = None if getattr(item, "key", None) else doc_kind(key)
         current_hashes = {}
         for rid, _, rowid in current:
             rec = index.record_at(rowid)
@@ -167,7 +181,7 @@ def plan_files(
                     "type": "doc",
                     "text": ch.text,
                     "session": item.rel,
-                    "source": _source(key, item, i, len(chunks), ch),
+                    "source": _source(key, item, i, len(chunks), ch, kind),
                 },
                 derive_id=False,
             )
@@ -190,6 +204,25 @@ def plan_files(
         if verbose:
             plan.notes.append(f"{item.rel}: {len(chunks)} chunks, {len(file_records)} new records")
     return plan
+
+
+def excluded_note(left_out: list) -> str:
+    """One line naming what exclude patterns left out: how many files and folders, and which."""
+    folders = sum(1 for e in left_out if e.rel.endswith("/"))
+    files = len(left_out) - folders
+    counts = " and ".join(
+        f"{n} {word}{'' if n == 1 else 's'}"
+        for n, word in ((files, "file"), (folders, "folder"))
+        if n
+    )
+    shown = ", ".join(
+        e.rel if e.pattern == e.rel else f"{e.rel} ({e.pattern})" for e in left_out[:12]
+    )
+    more = f", and {len(left_out) - 12} more" if len(left_out) > 12 else ""
+    return (
+        f"excluded {counts}: {shown}{more} (--no-default-excludes, or --exclude '!PATTERN', "
+        "takes a default back)"
+    )
 
 
 def copy_note(path, old: str) -> str:
@@ -236,7 +269,7 @@ def _hash(text: str) -> str:
     return text_hash(text)
 
 
-def _source(key: str, item, i: int, n: int, ch) -> dict:
+def _source(key: str, item, i: int, n: int, ch, kind: str | None = None) -> dict:
     src = {
         "path": key,
         "rel": item.rel,
@@ -248,6 +281,8 @@ def _source(key: str, item, i: int, n: int, ch) -> dict:
     }
     if getattr(ch, "heading", None):
         src["heading"] = ch.heading
+    if kind:
+        src["doc_kind"] = kind
     if getattr(ch, "pages", None):
         src["pages"] = list(ch.pages)
     return src

@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,15 +20,20 @@ __all__ = [
     "FileItem",
     "BlobItem",
     "Skip",
+    "Excluded",
+    "DEFAULT_EXCLUDES",
     "walk",
     "DEFAULT_EXTS",
     "DEFAULT_MAX_BYTES",
     "kind_of",
     "decode_text",
+    "doc_kind",
 ]
 
 MARKDOWN_EXTS = frozenset({".md", ".markdown", ".mdown", ".mkd", ".mdx"})
-PLAIN_EXTS = frozenset({".txt", ".rst", ".text", ".adoc", ".org"})
+RST_EXTS = frozenset({".rst", ".rest"})
+ASCIIDOC_EXTS = frozenset({".adoc", ".asciidoc"})
+PLAIN_EXTS = frozenset({".txt", ".text", ".org"}) | RST_EXTS | ASCIIDOC_EXTS
 CODE_EXTS = frozenset(
     # ContextTape's list, then the obvious additions. Config, data and log formats count as code
     # because they are line-oriented: the code chunker cuts them at lines, not sentences.
@@ -50,6 +56,39 @@ SKIP_DIRS = frozenset(
 )
 IGNORE_FILES = (".gitignore", ".memstoreignore")  # same syntax; the second one wins on conflict
 
+# Left out unless --no-default-excludes: build output, tool caches, installed packages and a
+# Sphinx project's templates and static assets, in any folder of the walk (gitignore patterns).
+DEFAULT_EXCLUDES = (
+    "_build/",
+    "build/",
+    "dist/",
+    "site-packages/",
+    "node_modules/",
+    ".tox/",
+    ".nox/",
+    ".venv/",
+    "venv/",
+    "__pycache__/",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    "_templates/",
+    "_static/",
+)
+# ... and a Sphinx project's scaffolding: its conf.py (a conf.py beside one of these pages), and a
+# Makefile or make.bat that runs sphinx-build (its text names SPHINXBUILD).
+SPHINX_INDEXES = frozenset({"index.rst", "index.md", "index.txt", "contents.rst"})
+SPHINX_MAKE = frozenset({"Makefile", "make.bat"})
+
+# A release history: ingested like any page, but its chunks say `source.doc_kind: "changelog"`
+# and rank below a how-to page's in search (memstore/retrieve/search.py, CHANGELOG_PRIOR).
+_CHANGELOG = re.compile(
+    r"(?:^|/)(?:(?:change[-_ ]?log|changes|history|news|release[-_ ]?notes|releases|whats[-_ ]?new)"
+    r"(?:\.(?:md|markdown|rst|rest|txt|text|adoc|asciidoc|org))?"
+    r"|(?:change[-_ ]?logs?|release[-_ ]?notes|whats[-_ ]?new)/.*)$",
+    re.IGNORECASE,
+)
+
 _SNIFF_BYTES = 8192
 _TEXT_CONTROL_OK = frozenset(b"\t\n\r\f\b\x1b")
 _MAX_CONTROL_RATIO = 0.3  # more control bytes than this in the sniffed head means "not text"
@@ -64,6 +103,15 @@ class Skip:
 
 
 @dataclass(frozen=True)
+class Excluded:
+    """A file or folder left out by an exclude pattern (--exclude, or the defaults), and which."""
+
+    path: Path
+    rel: str  # relative to the walk root; a folder's ends in "/"
+    pattern: str  # the pattern that matched, or what the default rule calls it
+
+
+@dataclass(frozen=True)
 class FileItem:
     """A readable file: where it is, what its bytes hash to, which chunker fits, and its text."""
 
@@ -71,7 +119,7 @@ class FileItem:
     rel: str  # relative to the walk root, POSIX separators; the file name when root is a file
     size: int
     sha256: str  # of the raw bytes, so re-ingest can be skipped without reading text again
-    kind: str  # "markdown" | "code" | "text" | "pdf"
+    kind: str  # "markdown" | "rst" | "asciidoc" | "code" | "text" | "pdf"
     pages: int | None = None  # PDFs: pages in the file
     pages_read: int | None = None  # PDFs: pages extracted (less than `pages` under max_pdf_pages)
     _text: str = field(default="", repr=False, compare=False)
@@ -99,11 +147,21 @@ def kind_of(path: str | Path) -> str:
     suffix = Path(path).suffix.lower()
     if suffix in MARKDOWN_EXTS:
         return "markdown"
+    if suffix in RST_EXTS:
+        return "rst"
+    if suffix in ASCIIDOC_EXTS:
+        return "asciidoc"
     if suffix in PDF_EXTS:
         return "pdf"
     if suffix in CODE_EXTS or Path(path).name in ("Makefile", "Dockerfile"):
         return "code"
     return "text"
+
+
+def doc_kind(rel: str) -> str | None:
+    """ "changelog" for a release history by its name (CHANGELOG.md, docs/changes.rst, NEWS,
+    HISTORY.txt, release-notes.md, whatsnew/3.0.rst, changelog/v2.md), else None."""
+    return "changelog" if _CHANGELOG.search(rel.replace("\\", "/")) else None
 
 
 def walk(
@@ -116,7 +174,9 @@ def walk(
     allow_secrets: bool = False,
     max_pdf_pages: int | None = None,
     blobs: bool = False,
-) -> Iterator[FileItem | BlobItem | Skip]:
+    patterns: Iterable[str] = (),
+    default_excludes: bool = False,
+) -> Iterator[FileItem | BlobItem | Skip | Excluded]:
     """Yields every file under root to ingest (FileItem) or that could not be (Skip), sorted by path.
 
     Files filtered out on purpose (other extensions, ignored by .gitignore/.memstoreignore, VCS
@@ -124,9 +184,14 @@ def walk(
     whatever its extension and ignore files say. Raises UsageError when root does not exist.
     With `blobs` (ingest-any), every file is wanted whatever its extension, and one that is not
     text (binary, undecodable, a PDF without text) comes as a BlobItem instead of a Skip.
+    `patterns` are gitignore lines matched against the path relative to root (`_build/`,
+    `*.html`, `docs/conf.py`, `!keep.md`); with `default_excludes`, DEFAULT_EXCLUDES and the
+    Sphinx scaffolding rule come first, so a `!` pattern can take one back. A file or folder they
+    leave out comes as an Excluded, never silently (a file only when its extension is wanted).
     """
     walker = _Walker(root, exts, max_bytes, follow_symlinks, exclude, allow_secrets, max_pdf_pages)
     walker.blobs = blobs
+    walker.set_patterns(patterns, default_excludes)
     return walker.run()
 
 
@@ -149,6 +214,43 @@ class _Walker:
         self.max_pdf_pages = max_pdf_pages
         self.visited: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) of walked dirs -> rel path
 
+    spec = None  # the exclude patterns as one GitIgnoreSpec, or None
+    lines: tuple = ()
+    sphinx = False  # the Sphinx scaffolding rule is on
+
+    def set_patterns(self, patterns: Iterable[str], default_excludes: bool) -> None:
+        patterns = [p for p in patterns if p.strip()]
+        self.lines = (*(DEFAULT_EXCLUDES if default_excludes else ()), *patterns)
+        self.sphinx = default_excludes
+        if self.lines:
+            try:
+                self.spec = pathspec.GitIgnoreSpec.from_lines(self.lines)
+            except Exception as exc:  # pathspec raises its own error types for a malformed pattern
+                raise UsageError(f"--exclude: {exc}") from None
+
+    def _pattern(self, rel: str, is_dir: bool) -> str | None:
+        """The exclude pattern that leaves rel out (the last one that matches), or None."""
+        if self.spec is None:
+            return None
+        result = self.spec.check_file(rel + ("/" if is_dir else ""))
+        return self.lines[result.index] if result.include else None
+
+    def _sphinx_scaffolding(self, rel: str, names: frozenset, path: Path) -> str | None:
+        """What the Sphinx rule calls a file it leaves out, or None; a `!` pattern takes it back."""
+        name = rel.rsplit("/", 1)[-1]
+        if not self.sphinx or (self.spec and self.spec.check_file(rel).include is False):
+            return None
+        if name == "conf.py" and names & SPHINX_INDEXES:
+            return "Sphinx conf.py"
+        if name in SPHINX_MAKE:
+            try:
+                with open(path, "rb") as fh:
+                    if b"SPHINXBUILD" in fh.read(_SNIFF_BYTES):
+                        return f"Sphinx {name}"
+            except OSError:
+                return None
+        return None
+
     def run(self) -> Iterator[FileItem | Skip]:
         if self._excluded(self.root_real):
             return
@@ -169,15 +271,23 @@ class _Walker:
             return
         specs = specs + _load_ignore_specs(path, rel, entries)
         ancestors = ancestors + (real,)
+        names = frozenset(e.name for e in entries)
         for entry in entries:
             child = path / entry.name
             try:
-                yield from self._entry(entry, child, rel, real, specs, ancestors)
+                yield from self._entry(entry, child, rel, real, specs, ancestors, names)
             except OSError as exc:  # it went away or changed while walked (/proc, a build folder)
                 yield Skip(_shown(child), f"cannot read: {exc.strerror or exc}")
 
     def _entry(
-        self, entry: os.DirEntry, child: Path, rel: str, real: str, specs: list, ancestors: tuple
+        self,
+        entry: os.DirEntry,
+        child: Path,
+        rel: str,
+        real: str,
+        specs: list,
+        ancestors: tuple,
+        names: frozenset = frozenset(),
     ) -> Iterator:
         """What one folder entry yields: itself, its folder's files, or a Skip saying why not."""
         child_rel = f"{rel}{entry.name}"
@@ -193,6 +303,12 @@ class _Walker:
             return
         if not is_dir and not self._wanted(entry.name):
             return  # other extensions pass silently, or every image in a folder would print
+        why = self._pattern(child_rel, is_dir)
+        if why is None and not is_dir:
+            why = self._sphinx_scaffolding(child_rel, names, child)
+        if why is not None:
+            yield Excluded(_shown(child), child_rel + ("/" if is_dir else ""), why)
+            return
         if not _utf8(entry.name):  # a record stores its path as UTF-8 text, verbatim or not at all
             yield Skip(
                 _shown(child),
