@@ -284,18 +284,25 @@ def echoes(
     carried: dict[str, str] | None = None,
 ) -> dict:
     """Question echoes in the top TURN_K of one ranking: bare questions (ids in `bare`) that were
-    answered (`reply`), whether the first hit is one, how many rank below their answer, and how
-    many of the others carry it with them as one exchange (`carried`: hit id -> the id of the
-    answer in its parts)."""
+    answered (`reply`), as hits or shown under their answer (`carried`: hit id -> the id of the
+    question it came with, retrieve/answers.py); whether the first hit is one, how many rank below
+    their answer, and how many of those sit under it in their own slot (counted in `answer_above`)."""
     top = turn_ids[:TURN_K]
-    rank = {r: i for i, r in enumerate(top)}
-    asked = [r for r in top if r in bare and r in reply]
-    above = [r for r in asked if rank.get(reply[r], TURN_K) < rank[r]]
+    carried = carried or {}
+    # an exchange reads answer first, then its question: the question ranks right under it
+    seen: list[str] = []
+    for r in top:
+        seen.append(r)
+        if r in carried:
+            seen.append(carried[r])
+    rank = {r: i for i, r in enumerate(seen)}
+    asked = [r for r in rank if r in bare and r in reply]
+    above = [r for r in asked if rank.get(reply[r], len(seen)) < rank[r]]
     return {
         "top1": bool(top) and top[0] in bare and top[0] in reply,
         "echoes": len(asked),
         "answer_above": len(above),
-        "answer_with": sum((carried or {}).get(r) == reply[r] for r in asked if r not in above),
+        "answer_in_slot": sum(carried.get(reply[r]) == r for r in above),
     }
 
 

@@ -205,7 +205,7 @@ def _ranking_at(
     store, q: lme.Question, mode: str, k: int, carried: dict | None = None
 ) -> tuple[list[str], str | None]:
     """The ranked record ids of one mode (and the recall level); `carried` collects hit id ->
-    the id of the answer that came with it (retrieve/answers.py)."""
+    the id of the question that came with it, the hit its answer (retrieve/answers.py)."""
     from ..retrieve.recall import recall
     from ..retrieve import search as _search
 
@@ -213,9 +213,9 @@ def _ranking_at(
         hits = _search.search(*args, **kwargs)
         if carried is not None:
             for h in hits:
-                reply = h.parts.get("answer")
-                if isinstance(reply, dict):
-                    carried.setdefault(h.id, reply.get("id"))
+                asked = h.parts.get("question")
+                if isinstance(asked, dict):
+                    carried.setdefault(h.id, asked.get("id"))
         return hits
 
     qvec = query_vector(store.embedder, q.question)
@@ -355,7 +355,7 @@ def _echo_summary(rows: list[dict], modes: list[str]) -> dict:
             "top1": sum(r["echo"][m]["top1"] for r in rows),
             "echoes": sum(r["echo"][m]["echoes"] for r in rows),
             "answer_above": sum(r["echo"][m]["answer_above"] for r in rows),
-            "answer_with": sum(r["echo"][m].get("answer_with", 0) for r in rows),
+            "answer_in_slot": sum(r["echo"][m].get("answer_in_slot", 0) for r in rows),
         }
         for m in modes
     }

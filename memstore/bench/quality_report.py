@@ -128,8 +128,8 @@ def _echoes(echoes: dict | None) -> list[str]:
         "A haystack turn that only asks (short, every sentence a question) and was answered by the "
         "next turn is an *echo* when it ranks in the top 10: it matches the question's wording and "
         "says nothing. `hybrid-echo` is the hybrid ranking without the answers-first step "
-        "(memstore/retrieve/answers.py). An answer ranked below the ten comes *with* its echo as "
-        "one exchange (shown under the question, not a hit of its own).",
+        "(memstore/retrieve/answers.py). An answer ranked below the ten takes its echo's slot, the "
+        "echo shown under it as one exchange (not a hit of its own); it counts as above.",
         "",
         _row(
             [
@@ -138,8 +138,8 @@ def _echoes(echoes: dict | None) -> list[str]:
                 "first hit is an echo",
                 "echoes in the top 10",
                 "answer above its echo",
-                "answer with its echo",
-                "answer above or with it",
+                "of those, in the echo's slot",
+                "answer not above",
             ]
         ),
         _row(["---"] * 7),
@@ -149,12 +149,12 @@ def _echoes(echoes: dict | None) -> list[str]:
         return f"{n} ({n / of:.0%})" if of else "–"
 
     for mode, e in echoes.items():
-        above, with_ = e["answer_above"], e.get("answer_with", 0)
+        above, slot = e["answer_above"], e.get("answer_in_slot", 0)
         out.append(
             _row(
                 [mode, str(e["questions"]), str(e["top1"]), str(e["echoes"])]
-                + [share(above, e["echoes"]), share(with_, e["echoes"])]
-                + [share(above + with_, e["echoes"])]
+                + [share(above, e["echoes"]), share(slot, e["echoes"])]
+                + [share(e["echoes"] - above, e["echoes"])]
             )
         )
     return out + [""]
