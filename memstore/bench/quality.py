@@ -313,7 +313,7 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
             # was asked for, so the first ten of a longer list are not what a user asking for ten sees.
             carried: dict[str, str] = {}
             top, _ = _ranking_at(store, q, mode, lme.TURN_K, carried)
-            row["metrics"][mode] = lme.score(ids, hs, q.gold_sessions, top)
+            row["metrics"][mode] = lme.score(ids, hs, q.gold_sessions, lme.shown(top, carried))
             row["echo"][mode] = lme.echoes(top, hs, bare, reply, carried)
             if level:
                 row["level"] = level

@@ -597,7 +597,8 @@ PROTOCOL = """## How the numbers are computed
   `answer_session_ids`; gold turns are turns with `has_answer: true`. recall_any@k: any gold session
   in the top k; recall_all@k: all of them; nDCG@k with binary relevance and the discount of the
   official evaluation code (`src/retrieval/eval_utils.py` in xiaowu0162/LongMemEval: rel₁ + Σᵢ₌₂ relᵢ/log₂ i).
-  Turn-level recall_any@10: any gold turn among the 10 turns a search for 10 returns (questions without gold turns are
+  Turn-level recall_any@10: any gold turn among the turns a search for 10 shows: its 10 hits, and the question shown
+  under an answer that took that question's slot (retrieve/answers.py) (questions without gold turns are
   left out of that column; its n says how many had one). Abstention questions (`_abs`) are skipped.
   Differences from the official retrieval script: it indexes user turns only, and its nDCG for
   turn-to-session scoring counts every turn of a gold session; we index every turn, as a user's
