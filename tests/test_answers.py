@@ -255,7 +255,7 @@ def test_the_benchmark_runs_on_an_export_folder(tmp_path):
     out = tmp_path / "r.json"
     args = ["--data", str(tmp_path / "data"), "--work", str(tmp_path / "w"), "--embedder", "hash"]
     assert main([*args, "--json", str(out)]) == 0
-    [res] = json.loads(out.read_text())
+    [res] = json.loads(out.read_text())["exports"]
     assert res["records"] == 6 and res["cases"] == 2 and res["import"] == "jsonl"
     verbatim = res["forms"]["verbatim"]
     assert verbatim["asked"] == 2 and verbatim["echoes"] == 2 and verbatim["above"] == 2

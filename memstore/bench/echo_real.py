@@ -424,11 +424,16 @@ def main(argv: list[str] | None = None) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     results = [run_export(f, work, log, args.reuse, args.embedder) for f in folders]
-    text = report(results, "python -m memstore.bench.echo_real " + " ".join(argv or sys.argv[1:]))
+    command = "python -m memstore.bench.echo_real " + " ".join(argv or sys.argv[1:])
+    text = report(results, command)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
+        args.json.write_text(
+            json.dumps({"command": command, "exports": results}, indent=1, ensure_ascii=False)
+            + "\n",
+            encoding="utf-8",
+        )
     print(text)
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)

@@ -86,6 +86,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="write the report even when benchmark data is absent (those sections say so) and exit 0",
     )
+    p.add_argument(
+        "--echo-real",
+        type=Path,
+        help="figures of `python -m memstore.bench.echo_real --json` (question echoes on real "
+        "exports), shown under Question echoes",
+    )
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -491,6 +497,17 @@ def run(args, log=None) -> dict:
             "Nothing was measured and the report was left as it was. Pass --data DIR (the folder "
             "holding longmemeval/ and scifact/), or --allow-missing to write a report that says so.",
         )
+    echo_real = None
+    if args.echo_real:
+        try:
+            echo_real = json.loads(args.echo_real.read_text(encoding="utf-8"))
+            if not isinstance(echo_real, dict) or not isinstance(echo_real.get("exports"), list):
+                raise ValueError("no exports list")
+        except (OSError, ValueError) as exc:
+            raise UsageError(
+                f"--echo-real {args.echo_real}: not the JSON of memstore.bench.echo_real ({exc})",
+                "Nothing was measured and the report was left as it was.",
+            ) from None
     args.cache.parent.mkdir(parents=True, exist_ok=True)
     os.environ["MEMSTORE_EMBED_CACHE"] = str(args.cache.resolve())  # the harness's own cache file
     report = {
@@ -500,6 +517,7 @@ def run(args, log=None) -> dict:
         "embedder": args.embedder,
         "modes": args.modes,
         "missing": missing,
+        "echo_real": echo_real,
         "started": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
     embedder = get_embedder(args.embedder)

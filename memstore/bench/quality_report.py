@@ -105,6 +105,7 @@ def _lme(r: dict) -> list[str]:
             out.append(_row(cells))
         out.append("")
     out += _echoes(lm.get("echoes"))
+    out += _echo_real(r.get("echo_real"))
     if lm.get("recall_levels"):
         out += [
             "How `recall` answered in the hybrid+time mode (its `level`: in_window = a time phrase was "
@@ -158,6 +159,27 @@ def _echoes(echoes: dict | None) -> list[str]:
             )
         )
     return out + [""]
+
+
+def _echo_real(er: dict | None) -> list[str]:
+    """Question echoes on stores built from public real exports (memstore/bench/echo_real.py)."""
+    if not er:
+        return []
+    from .echo_real import report
+
+    return [
+        "#### Real exports",
+        "",
+        "Stores built with `ct init` and `ct import` from public conversation logs nobody here wrote "
+        "(named below), searched with `ct search --queries`. Each turn that only asks and was "
+        "answered by the next turn is asked again, reworded (lowercased, punctuation and the "
+        "opening question word dropped; kept when two or more words remain) and verbatim; an echo "
+        "counts when it is in that query's top 10. *Without the step*: the same query ranked "
+        "without memstore/retrieve/answers.py.",
+        "",
+        report(er["exports"], er["command"]).rstrip(),
+        "",
+    ]
 
 
 def _vectors(section: dict) -> str:
