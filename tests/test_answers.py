@@ -310,3 +310,61 @@ def test_a_specstory_chat_becomes_turns():
     ]
     assert turns[0]["ts"] == "2025-04-28T14:34:13Z" and turns[2]["ts"] == "2025-04-28T14:34:15Z"
     assert {t["session"] for t in turns} == {"chat"}
+
+
+# ----- the quality harness's echo counts (memstore/bench/lme.py, quality.py) ---------------------
+
+
+def test_the_harness_counts_a_question_shown_under_its_answer():
+    from memstore.bench import lme
+
+    hs = lme.Haystack(records=[], gold_turns={"q1"})
+    reply = {"q1": "a1", "q2": "a2"}
+    # a1 took q1's slot (q1 shown under it); q2 is a hit of its own with its answer below ten
+    top, carried = ["x", "a1", "q2", "y"], {"a1": "q1"}
+    assert lme.shown(top, carried) == ["x", "a1", "q1", "q2", "y"]
+    echo = lme.echoes(top, hs, {"q1", "q2"}, reply, carried)
+    assert echo == {"top1": False, "echoes": 2, "answer_above": 1, "answer_in_slot": 1}
+    # the turn metric sees the question shown under the answer, and all ten hits besides
+    ten = [f"h{i}" for i in range(9)] + ["a1"]
+    metrics = lme.score(ten, hs, set(), lme.shown(ten, carried))
+    assert metrics["turn_recall_any@10"] == 1.0
+    assert lme.score(ten, hs, set(), ten)["turn_recall_any@10"] == 0.0
+
+
+def test_the_real_export_table_goes_under_question_echoes(tmp_path):
+    from memstore.bench import quality
+    from memstore.bench.quality_report import _echo_real
+
+    figures = {
+        "command": "python -m memstore.bench.echo_real --data exports",
+        "exports": [
+            {
+                "name": "demo",
+                "source": "github.com/someone/demo, chats/, commit abc",
+                "import": "jsonl",
+                "records": 6,
+                "cases": 2,
+                "forms": {
+                    form: {
+                        "asked": 2,
+                        "echoes": 2,
+                        "above": 2,
+                        "with": 0,
+                        "missing": 0,
+                        "without_step": {"echoes": 2, "above": 0},
+                    }
+                    for form in ("reworded", "verbatim")
+                },
+            }
+        ],
+    }
+    text = "\n".join(_echo_real(figures))
+    assert "#### Real exports" in text and "| demo | 6 | 2 | reworded (2) | 2 | 2 (100%) |" in text
+    assert "github.com/someone/demo, chats/, commit abc" in text
+    assert "`python -m memstore.bench.echo_real --data exports`" in text
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    args = quality.parse_args(["--echo-real", str(bad), "--data", str(tmp_path)])
+    with pytest.raises(Exception, match="bad.json: not the JSON of memstore.bench.echo_real"):
+        quality.run(args)

@@ -485,6 +485,17 @@ def run(args, log=None) -> dict:
     from ..errors import UsageError
 
     log = log or (lambda m: None if args.quiet else print(m, file=sys.stderr, flush=True))
+    echo_real = None
+    if args.echo_real:
+        try:
+            echo_real = json.loads(args.echo_real.read_text(encoding="utf-8"))
+            if not isinstance(echo_real, dict) or not isinstance(echo_real.get("exports"), list):
+                raise ValueError("no exports list")
+        except (OSError, ValueError) as exc:
+            raise UsageError(
+                f"--echo-real {args.echo_real}: not the JSON of memstore.bench.echo_real ({exc})",
+                "Nothing was measured and the report was left as it was.",
+            ) from None
     found, missing = locate(args)
     if missing and not args.allow_missing:
         lines = [
@@ -497,17 +508,6 @@ def run(args, log=None) -> dict:
             "Nothing was measured and the report was left as it was. Pass --data DIR (the folder "
             "holding longmemeval/ and scifact/), or --allow-missing to write a report that says so.",
         )
-    echo_real = None
-    if args.echo_real:
-        try:
-            echo_real = json.loads(args.echo_real.read_text(encoding="utf-8"))
-            if not isinstance(echo_real, dict) or not isinstance(echo_real.get("exports"), list):
-                raise ValueError("no exports list")
-        except (OSError, ValueError) as exc:
-            raise UsageError(
-                f"--echo-real {args.echo_real}: not the JSON of memstore.bench.echo_real ({exc})",
-                "Nothing was measured and the report was left as it was.",
-            ) from None
     args.cache.parent.mkdir(parents=True, exist_ok=True)
     os.environ["MEMSTORE_EMBED_CACHE"] = str(args.cache.resolve())  # the harness's own cache file
     report = {
