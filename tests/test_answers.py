@@ -124,7 +124,9 @@ def test_the_page_masks_a_secret_in_the_question_under_its_answer(store):
     )
     p = {"query": "deploy token still valid", "k": 1, "mode": "exact"}
     p.update(since=None, until=None, role=None, session=None, now=None)
-    [hit] = search(store, p)["hits"]
+    out = search(store, p)
+    assert token not in json.dumps(out)
+    [hit] = out["hits"]
     assert hit["text"] == "No: it was revoked on Monday."
     shown = hit["parts"]["question"]["text"]
     assert token not in shown and MARK in shown
