@@ -6,7 +6,8 @@ uses). Asked again, such a question matches the new query's wording and says not
 what the asker wants. For every echo in a store this asks the question again and looks at `ct
 search`'s top ten: does the answer rank above the question (a hit of its own above it, or the hit
 in the question's slot with the question shown under it), does it only come *with* the question
-(`parts.answer`), or is it missing?
+(`parts.answer`, what answers-first did before the answer took its question's slot), or is it
+missing?
 
 Two ways of asking again, both derived from the question alone so nobody picks the easy ones:
 
@@ -19,10 +20,12 @@ An echo counts for a way of asking when it is in the top ten of that query.
 Layout of `--data DIR`: one folder per export, holding what `ct import` reads (`conversations.json`
 from ChatGPT, Claude Code `*.jsonl` sessions) or what this module converts to `ct import jsonl`
 lines: an aider `.aider.chat.history.md`, SpecStory chat files (`.specstory/history/*.md`), or
-conversation backups of `{"metadata", "turns"}` JSON files (role, time, content per turn). An optional `SOURCE` file there names where the export came
-from (repository, path, commit); the report quotes it. Stores are built through the real commands
-(`ct init`, `ct import ... --allow-secrets`: public logs hold leaked tokens, and the benchmark must
-see them as they are) with the default embedder, and searched with `ct search --queries --json`.
+conversation backups of `{"metadata", "turns"}` JSON files (role, time, content per turn). An
+optional `SOURCE` file there names where the export came from (repository, path, commit); the
+report quotes it. Stores are built through the real commands (`ct init`, `ct import ...
+--allow-secrets`: public logs hold leaked tokens, and the benchmark must see them as they are)
+with the default embedder (`--embedder` to change), and searched with `ct search --queries --json
+--explain`. Export data is never written anywhere but `--work`; the JSON holds counts and names.
 
     python -m memstore.bench.echo_real --data DIR [--work DIR] [--out report.md] [--json out.json]
 """
