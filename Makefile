@@ -58,7 +58,8 @@ compat: install
 	$(BIN)/python -m pytest -q tests/test_contexttape_roundtrip.py
 
 bench-quality: install
-	$(BIN)/python -m memstore.bench.quality --data $(SHARED)/bench-data --out docs/quality.md
+	$(BIN)/python -m memstore.bench.quality --data $(SHARED)/bench-data --out docs/quality.md \
+		--echo-real docs/echo-real.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -91,6 +91,10 @@ class Hit:
             out["store"] = self.store
         if self.record.get("meta"):
             out["meta"] = self.record["meta"]
+        if isinstance(
+            self.parts.get("question"), dict
+        ):  # the question this hit answers, shown under it
+            out["question"] = self.parts["question"]
         if explain:
             out["parts"] = self.parts
         return out

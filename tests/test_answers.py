@@ -1,4 +1,4 @@
-"""Answers before their questions (issue 29): a hit that only asks ranks right below the reply that answered it."""
+"""Answers before their questions (issue 29): a hit that only asks ranks right below the reply that answered it,\nand the real-export echo benchmark's own parts (memstore/bench/echo_real.py)."""
 
 from __future__ import annotations
 
@@ -94,18 +94,59 @@ def test_every_mode_and_the_json_link_the_exchange(store):
     assert "answers the question below" in lines[at - 1] and QUESTION in lines[at + 2]
 
 
-def test_an_answer_below_k_comes_with_its_question_as_one_exchange(store):
+def test_an_answer_below_k_takes_the_question_slot_with_the_question_under_it(store):
     write_turns(store, BUDGET)
     answer = next(h for h in store.search(ANSWER, k=10, mode="exact") if h.text == ANSWER)
+    question = next(h for h in store.search(QUESTION, k=10, mode="exact") if h.text == QUESTION)
     hits = store.search(QUESTION, k=1, mode="exact")
-    # the k hits stay the ones that matched (none pushed out); the question carries its answer
-    assert _texts(hits) == [QUESTION] and "answered_by" not in hits[0].parts
-    reply = hits[0].parts["answer"]
-    assert reply["id"] == answer.id and reply["text"] == ANSWER and reply["role"] == answer.role
+    # the answer ranks above its question: it is the hit, the question comes under it
+    assert _texts(hits) == [ANSWER] and hits[0].score == question.score
+    assert hits[0].parts["answers"] == question.id
+    asked = hits[0].parts["question"]
+    assert asked == {"id": question.id, "ts": question.ts, "role": "user", "text": QUESTION}
+    assert answer.id == hits[0].id
+    out = json.loads(ct("-C", store.root, "search", QUESTION, "-k", "1", "--json").stdout)
+    assert [h["question"] for h in out["hits"]] == [asked]  # --json shows it without --explain
     lines = ct("-C", store.root, "search", QUESTION, "-k", "1").stdout.splitlines()
-    assert (
-        lines[1].strip() == QUESTION and lines[2].strip() == f"answered ({answer.role}): {ANSWER}"
+    assert "answers the question below" in lines[0] and lines[1].strip() == ANSWER
+    assert lines[2].strip() == f"asked (user): {QUESTION}"
+
+
+def test_the_page_masks_a_secret_in_the_question_under_its_answer(store):
+    from memstore.serve.web.mask import MARK
+    from memstore.serve.web.views import search
+
+    token = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    asked = f"Is the deploy token {token} still valid?"
+    store.add(asked, role="user", session="s", ts="2026-11-29T21:30:00Z", allow_secrets=True)
+    store.add(
+        "No: it was revoked on Monday.", role="assistant", session="s", ts="2026-11-29T21:31:00Z"
     )
+    p = {"query": "deploy token still valid", "k": 1, "mode": "exact"}
+    p.update(since=None, until=None, role=None, session=None, now=None)
+    out = search(store, p)
+    assert token not in json.dumps(out)
+    [hit] = out["hits"]
+    assert hit["text"] == "No: it was revoked on Monday."
+    shown = hit["parts"]["question"]["text"]
+    assert token not in shown and MARK in shown
+
+
+def test_no_other_hit_is_pushed_out(store):
+    from memstore.retrieve.search import search
+
+    write_turns(store, BUDGET)
+    store.index()
+    for k in (1, 2, 3):
+        plain = search(store, QUESTION, k=k, mode="exact", answers=False)
+        hits = search(store, QUESTION, k=k, mode="exact")
+        assert len(hits) == len(plain)
+        # the same k hits, the question's slot held by its answer or the question after it
+        shown = {h.id for h in hits} | {
+            h.parts["question"]["id"] for h in hits if "question" in h.parts
+        }
+        assert {h.id for h in plain} <= shown, k
+        assert len({h.id for h in hits}) == len(hits)  # no hit twice
 
 
 def test_the_reply_must_pass_the_filters(store):
@@ -130,3 +171,202 @@ def test_a_forgotten_reply_is_no_answer(store):
     store.forget([reply.id])
     hits = store.search(QUESTION, k=3, mode="exact")
     assert ANSWER not in _texts(hits) and _texts(hits)[0] == QUESTION
+
+
+# ----- memstore/bench/echo_real.py ---------------------------------------------------------------
+
+AIDER_LOG = """
+# aider chat started at 2025-03-02 10:00:00
+
+> Aider v0.86.2
+> Model: some-model
+
+#### Where do the build logs go?  
+> Initial repo scan can be slow.
+
+<thinking-content-0a1b>
+The user asks about logs.
+</thinking-content-0a1b>
+
+They go to build/logs, one file per run.
+
+#### Add file to the chat? (Y)es/(N)o [Yes]: n  
+#### /architect  
+#### Thanks. Now rename them  
+#### by date.  
+
+Done: build/logs/2025-03-02.log.
+
+# aider chat started at 2025-03-03 09:00:00
+
+#### How do I run the tests?  
+
+Run make test.
+"""
+
+
+def test_an_aider_log_becomes_turns():
+    from memstore.bench.echo_real import convert_aider
+
+    turns = convert_aider(AIDER_LOG, "demo")
+    assert [(t["role"], t["text"]) for t in turns] == [
+        ("user", "Where do the build logs go?"),
+        ("assistant", "They go to build/logs, one file per run."),
+        ("user", "Thanks. Now rename them\nby date."),
+        ("assistant", "Done: build/logs/2025-03-02.log."),
+        ("user", "How do I run the tests?"),
+        ("assistant", "Run make test."),
+    ]
+    assert [t["ts"] for t in turns[:2]] == ["2025-03-02T10:00:00Z", "2025-03-02T10:00:01Z"]
+    assert turns[0]["session"] == "demo-20250302T100000" != turns[4]["session"]
+
+
+@pytest.mark.parametrize(
+    "question, query",
+    [
+        ("WHERE IS IT SAVED?", "is it saved"),
+        ("how do i copy in bash", "do i copy in bash"),
+        ("What now?", None),  # one word left: too little to ask again
+        ("Thanks, any update?", "thanks any update"),
+    ],
+)
+def test_a_question_reworded(question, query):
+    from memstore.bench.echo_real import reworded
+
+    assert reworded(question) == query
+
+
+def test_classify_an_echo():
+    from memstore.bench.echo_real import classify
+
+    q, a = "Q", "A"
+    assert classify([{"id": "x"}, {"id": "y"}], q, a) is None
+    assert classify([{"id": "A"}, {"id": "Q"}], q, a) == "above"
+    assert classify([{"id": "A", "parts": {"answers": q, "question": {"id": q}}}], q, a) == "above"
+    assert classify([{"id": "Q", "parts": {"answer": {"id": a}}}], q, a) == "with"
+    assert classify([{"id": "Q"}, {"id": "A"}], q, a) == "missing"
+
+
+def test_the_benchmark_runs_on_an_export_folder(tmp_path):
+    from memstore.bench.echo_real import main
+
+    export = tmp_path / "data" / "demo"
+    export.mkdir(parents=True)
+    (export / ".aider.chat.history.md").write_text(AIDER_LOG, encoding="utf-8")
+    (export / "SOURCE").write_text("github.com/someone/demo, .aider.chat.history.md, commit abc")
+    out = tmp_path / "r.json"
+    args = ["--data", str(tmp_path / "data"), "--work", str(tmp_path / "w"), "--embedder", "hash"]
+    assert main([*args, "--json", str(out)]) == 0
+    [res] = json.loads(out.read_text())["exports"]
+    assert res["records"] == 6 and res["cases"] == 2 and res["import"] == "jsonl"
+    verbatim = res["forms"]["verbatim"]
+    assert verbatim["asked"] == 2 and verbatim["echoes"] == 2 and verbatim["above"] == 2
+    assert res["source"].startswith("github.com/someone/demo")
+
+
+SPECSTORY = """<!-- Generated by SpecStory -->
+
+# Available Tasks Inquiry (2025-04-28 14:34:13)
+
+_**User**_
+
+what tasks are available?
+
+---
+
+_**Assistant**_
+
+<details>
+            <summary>Searched codebase "available tasks"</summary>
+| File | Lines |
+</details>
+
+---
+
+Here are the available tasks: #001 and #004.
+
+---
+
+_**Assistant**_
+
+Task #004 is in progress.
+
+---
+
+_**User**_
+
+start #001
+
+---
+"""
+
+
+def test_a_specstory_chat_becomes_turns():
+    from memstore.bench.echo_real import convert_specstory
+
+    turns = convert_specstory(SPECSTORY, "chat")
+    assert [(t["role"], t["text"]) for t in turns] == [
+        ("user", "what tasks are available?"),
+        ("assistant", "Here are the available tasks: #001 and #004.\n\nTask #004 is in progress."),
+        ("user", "start #001"),
+    ]
+    assert turns[0]["ts"] == "2025-04-28T14:34:13Z" and turns[2]["ts"] == "2025-04-28T14:34:15Z"
+    assert {t["session"] for t in turns} == {"chat"}
+
+
+# ----- the quality harness's echo counts (memstore/bench/lme.py, quality.py) ---------------------
+
+
+def test_the_harness_counts_a_question_shown_under_its_answer():
+    from memstore.bench import lme
+
+    hs = lme.Haystack(records=[], gold_turns={"q1"})
+    reply = {"q1": "a1", "q2": "a2"}
+    # a1 took q1's slot (q1 shown under it); q2 is a hit of its own with its answer below ten
+    top, carried = ["x", "a1", "q2", "y"], {"a1": "q1"}
+    assert lme.shown(top, carried) == ["x", "a1", "q1", "q2", "y"]
+    echo = lme.echoes(top, hs, {"q1", "q2"}, reply, carried)
+    assert echo == {"top1": False, "echoes": 2, "answer_above": 1, "answer_in_slot": 1}
+    # the turn metric sees the question shown under the answer, and all ten hits besides
+    ten = [f"h{i}" for i in range(9)] + ["a1"]
+    metrics = lme.score(ten, hs, set(), lme.shown(ten, carried))
+    assert metrics["turn_recall_any@10"] == 1.0
+    assert lme.score(ten, hs, set(), ten)["turn_recall_any@10"] == 0.0
+
+
+def test_the_real_export_table_goes_under_question_echoes(tmp_path):
+    from memstore.bench import quality
+    from memstore.bench.quality_report import _echo_real
+
+    figures = {
+        "command": "python -m memstore.bench.echo_real --data exports",
+        "exports": [
+            {
+                "name": "demo",
+                "source": "github.com/someone/demo, chats/, commit abc",
+                "import": "jsonl",
+                "records": 6,
+                "cases": 2,
+                "forms": {
+                    form: {
+                        "asked": 2,
+                        "echoes": 2,
+                        "above": 2,
+                        "with": 0,
+                        "missing": 0,
+                        "without_step": {"echoes": 2, "above": 0},
+                    }
+                    for form in ("reworded", "verbatim")
+                },
+            }
+        ],
+    }
+    text = "\n".join(_echo_real(figures))
+    assert "#### Real exports" in text and "| demo | 6 | 2 | reworded (2) | 2 | 2 (100%) |" in text
+    assert "github.com/someone/demo, chats/, commit abc" in text
+    assert "`python -m memstore.bench.echo_real --data exports`" in text
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    args = quality.parse_args(["--echo-real", str(bad), "--data", str(tmp_path)])
+    with pytest.raises(Exception, match="bad.json: not the JSON of memstore.bench.echo_real"):
+        quality.run(args)

@@ -249,11 +249,24 @@ def recall_all(ranked: list, gold: set, k: int) -> float:
     return float(bool(gold) and gold <= top)
 
 
+def shown(turn_ids: list[str], carried: dict[str, str] | None = None) -> list[str]:
+    """The turns the first TURN_K hits show, best first: each hit, then the question that came
+    under it (`carried`: hit id -> question id; retrieve/answers.py puts an answer in its
+    question's slot and shows the question with it)."""
+    out: list[str] = []
+    for r in turn_ids[:TURN_K]:
+        out.append(r)
+        if carried and r in carried:
+            out.append(carried[r])
+    return out
+
+
 def score(
     turn_ids: list[str], hs: Haystack, gold_sessions: set[str], top: list[str] | None = None
 ) -> dict[str, float]:
     """Every metric for one question from one ranked list of record ids (best first); the turn
-    metric from `top`, what a search for TURN_K returned (default: the first TURN_K of the list)."""
+    metric from `top`, the turns a search for TURN_K showed (`shown`; default: the first TURN_K of
+    the list)."""
     sessions = dedupe(hs.session_of[r] for r in turn_ids if r in hs.session_of)
     out: dict[str, float] = {}
     for k in KS:
@@ -261,9 +274,8 @@ def score(
         out[f"recall_all@{k}"] = recall_all(sessions, gold_sessions, k)
         out[f"ndcg@{k}"] = ndcg(sessions, gold_sessions, k)
     if hs.gold_turns:
-        out[f"turn_recall_any@{TURN_K}"] = recall_any(
-            turn_ids if top is None else top, hs.gold_turns, TURN_K
-        )
+        seen = turn_ids[:TURN_K] if top is None else top
+        out[f"turn_recall_any@{TURN_K}"] = recall_any(seen, hs.gold_turns, len(seen))
     return out
 
 
@@ -284,18 +296,21 @@ def echoes(
     carried: dict[str, str] | None = None,
 ) -> dict:
     """Question echoes in the top TURN_K of one ranking: bare questions (ids in `bare`) that were
-    answered (`reply`), whether the first hit is one, how many rank below their answer, and how
-    many of the others carry it with them as one exchange (`carried`: hit id -> the id of the
-    answer in its parts)."""
+    answered (`reply`), as hits or shown under their answer (`carried`: hit id -> the id of the
+    question it came with, retrieve/answers.py); whether the first hit is one, how many rank below
+    their answer, and how many of those sit under it in their own slot (counted in `answer_above`)."""
     top = turn_ids[:TURN_K]
-    rank = {r: i for i, r in enumerate(top)}
-    asked = [r for r in top if r in bare and r in reply]
-    above = [r for r in asked if rank.get(reply[r], TURN_K) < rank[r]]
+    carried = carried or {}
+    # an exchange reads answer first, then its question: the question ranks right under it
+    seen = shown(top, carried)
+    rank = {r: i for i, r in enumerate(seen)}
+    asked = [r for r in rank if r in bare and r in reply]
+    above = [r for r in asked if rank.get(reply[r], len(seen)) < rank[r]]
     return {
         "top1": bool(top) and top[0] in bare and top[0] in reply,
         "echoes": len(asked),
         "answer_above": len(above),
-        "answer_with": sum((carried or {}).get(r) == reply[r] for r in asked if r not in above),
+        "answer_in_slot": sum(carried.get(reply[r]) == r for r in above),
     }
 
 

@@ -86,6 +86,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="write the report even when benchmark data is absent (those sections say so) and exit 0",
     )
+    p.add_argument(
+        "--echo-real",
+        type=Path,
+        help="figures of `python -m memstore.bench.echo_real --json` (question echoes on real "
+        "exports), shown under Question echoes",
+    )
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -205,7 +211,7 @@ def _ranking_at(
     store, q: lme.Question, mode: str, k: int, carried: dict | None = None
 ) -> tuple[list[str], str | None]:
     """The ranked record ids of one mode (and the recall level); `carried` collects hit id ->
-    the id of the answer that came with it (retrieve/answers.py)."""
+    the id of the question that came with it, the hit its answer (retrieve/answers.py)."""
     from ..retrieve.recall import recall
     from ..retrieve import search as _search
 
@@ -213,9 +219,9 @@ def _ranking_at(
         hits = _search.search(*args, **kwargs)
         if carried is not None:
             for h in hits:
-                reply = h.parts.get("answer")
-                if isinstance(reply, dict):
-                    carried.setdefault(h.id, reply.get("id"))
+                asked = h.parts.get("question")
+                if isinstance(asked, dict):
+                    carried.setdefault(h.id, asked.get("id"))
         return hits
 
     qvec = query_vector(store.embedder, q.question)
@@ -313,7 +319,7 @@ def run_longmemeval(path: Path, args, embedder, work: Path, log) -> dict:
             # was asked for, so the first ten of a longer list are not what a user asking for ten sees.
             carried: dict[str, str] = {}
             top, _ = _ranking_at(store, q, mode, lme.TURN_K, carried)
-            row["metrics"][mode] = lme.score(ids, hs, q.gold_sessions, top)
+            row["metrics"][mode] = lme.score(ids, hs, q.gold_sessions, lme.shown(top, carried))
             row["echo"][mode] = lme.echoes(top, hs, bare, reply, carried)
             if level:
                 row["level"] = level
@@ -355,7 +361,7 @@ def _echo_summary(rows: list[dict], modes: list[str]) -> dict:
             "top1": sum(r["echo"][m]["top1"] for r in rows),
             "echoes": sum(r["echo"][m]["echoes"] for r in rows),
             "answer_above": sum(r["echo"][m]["answer_above"] for r in rows),
-            "answer_with": sum(r["echo"][m].get("answer_with", 0) for r in rows),
+            "answer_in_slot": sum(r["echo"][m].get("answer_in_slot", 0) for r in rows),
         }
         for m in modes
     }
@@ -479,6 +485,17 @@ def run(args, log=None) -> dict:
     from ..errors import UsageError
 
     log = log or (lambda m: None if args.quiet else print(m, file=sys.stderr, flush=True))
+    echo_real = None
+    if args.echo_real:
+        try:
+            echo_real = json.loads(args.echo_real.read_text(encoding="utf-8"))
+            if not isinstance(echo_real, dict) or not isinstance(echo_real.get("exports"), list):
+                raise ValueError("no exports list")
+        except (OSError, ValueError) as exc:
+            raise UsageError(
+                f"--echo-real {args.echo_real}: not the JSON of memstore.bench.echo_real ({exc})",
+                "Nothing was measured and the report was left as it was.",
+            ) from None
     found, missing = locate(args)
     if missing and not args.allow_missing:
         lines = [
@@ -500,6 +517,7 @@ def run(args, log=None) -> dict:
         "embedder": args.embedder,
         "modes": args.modes,
         "missing": missing,
+        "echo_real": echo_real,
         "started": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
     embedder = get_embedder(args.embedder)

@@ -105,6 +105,7 @@ def _lme(r: dict) -> list[str]:
             out.append(_row(cells))
         out.append("")
     out += _echoes(lm.get("echoes"))
+    out += _echo_real(r.get("echo_real"))
     if lm.get("recall_levels"):
         out += [
             "How `recall` answered in the hybrid+time mode (its `level`: in_window = a time phrase was "
@@ -128,8 +129,8 @@ def _echoes(echoes: dict | None) -> list[str]:
         "A haystack turn that only asks (short, every sentence a question) and was answered by the "
         "next turn is an *echo* when it ranks in the top 10: it matches the question's wording and "
         "says nothing. `hybrid-echo` is the hybrid ranking without the answers-first step "
-        "(memstore/retrieve/answers.py). An answer ranked below the ten comes *with* its echo as "
-        "one exchange (shown under the question, not a hit of its own).",
+        "(memstore/retrieve/answers.py). An answer ranked below the ten takes its echo's slot, the "
+        "echo shown under it as one exchange (not a hit of its own); it counts as above.",
         "",
         _row(
             [
@@ -138,8 +139,8 @@ def _echoes(echoes: dict | None) -> list[str]:
                 "first hit is an echo",
                 "echoes in the top 10",
                 "answer above its echo",
-                "answer with its echo",
-                "answer above or with it",
+                "of those, in the echo's slot",
+                "answer not above",
             ]
         ),
         _row(["---"] * 7),
@@ -149,15 +150,36 @@ def _echoes(echoes: dict | None) -> list[str]:
         return f"{n} ({n / of:.0%})" if of else "–"
 
     for mode, e in echoes.items():
-        above, with_ = e["answer_above"], e.get("answer_with", 0)
+        above, slot = e["answer_above"], e.get("answer_in_slot", 0)
         out.append(
             _row(
                 [mode, str(e["questions"]), str(e["top1"]), str(e["echoes"])]
-                + [share(above, e["echoes"]), share(with_, e["echoes"])]
-                + [share(above + with_, e["echoes"])]
+                + [share(above, e["echoes"]), share(slot, e["echoes"])]
+                + [share(e["echoes"] - above, e["echoes"])]
             )
         )
     return out + [""]
+
+
+def _echo_real(er: dict | None) -> list[str]:
+    """Question echoes on stores built from public real exports (memstore/bench/echo_real.py)."""
+    if not er:
+        return []
+    from .echo_real import report
+
+    return [
+        "#### Real exports",
+        "",
+        "Stores built with `ct init` and `ct import` from public conversation logs nobody here wrote "
+        "(named below), searched with `ct search --queries`. Each turn that only asks and was "
+        "answered by the next turn is asked again, reworded (lowercased, punctuation and the "
+        "opening question word dropped; kept when two or more words remain) and verbatim; an echo "
+        "counts when it is in that query's top 10. *Without the step*: the same query ranked "
+        "without memstore/retrieve/answers.py.",
+        "",
+        report(er["exports"], er["command"]).rstrip(),
+        "",
+    ]
 
 
 def _vectors(section: dict) -> str:
@@ -694,7 +716,8 @@ PROTOCOL = """## How the numbers are computed
   `answer_session_ids`; gold turns are turns with `has_answer: true`. recall_any@k: any gold session
   in the top k; recall_all@k: all of them; nDCG@k with binary relevance and the discount of the
   official evaluation code (`src/retrieval/eval_utils.py` in xiaowu0162/LongMemEval: rel₁ + Σᵢ₌₂ relᵢ/log₂ i).
-  Turn-level recall_any@10: any gold turn among the 10 turns a search for 10 returns (questions without gold turns are
+  Turn-level recall_any@10: any gold turn among the turns a search for 10 shows: its 10 hits, and the question shown
+  under an answer that took that question's slot (retrieve/answers.py) (questions without gold turns are
   left out of that column; its n says how many had one). Abstention questions (`_abs`) are skipped.
   Differences from the official retrieval script: it indexes user turns only, and its nDCG for
   turn-to-session scoring counts every turn of a gold session; we index every turn, as a user's

@@ -165,11 +165,9 @@ def search_cmd(
             f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type})  score {h.score:.4f}{src}{answers}"
         )
         click.echo(f"    {one_line(h.text, 300)}")
-        reply = h.parts.get("answer")
-        if isinstance(reply, dict):  # the reply to this question, ranked below the hits asked for
-            click.echo(
-                f"    answered ({reply.get('role')}): {one_line(str(reply.get('text')), 300)}"
-            )
+        asked = h.parts.get("question")
+        if isinstance(asked, dict):  # the question this answer took the place of (one exchange)
+            click.echo(f"    asked ({asked.get('role')}): {one_line(str(asked.get('text')), 300)}")
         if explain:
             click.echo(f"    parts: {json.dumps(h.parts, ensure_ascii=False)}")
 

@@ -5,9 +5,9 @@ saying nothing ("What did we decide about the grocery budget again?" above the d
 ranked hit is a turn that only asks — every sentence of it a question, short — and the next turn of
 its conversation, from the other side, answers it, the answer takes the question's place and score
 and the question follows right after it (the pair is one exchange: `parts["answers"]` and
-`parts["answered_by"]` link them). Only hits already among the first k move, so none is pushed
-out; an answer ranked lower comes with its question as one exchange instead (`parts["answer"]`:
-its id, time, role and text, shown under the question). A turn that states something and then
+`parts["answered_by"]` link them). An answer ranked lower takes the question's slot instead, the
+question shown under it (`parts["question"]`: its id, time, role and text), so no other hit is
+pushed out and the answer still ranks above its question. A turn that states something and then
 asks keeps its place: what it states may be the memory sought. The reply must pass the search's
 own filters.
 """
@@ -47,7 +47,7 @@ def is_question(text: str) -> bool:
     return len(sentences) == 1 and bool(_ASKS.match(sentences[0]))
 
 
-def _answer_of(index, rowid: int, rec: dict, filters: Filters) -> int | None:
+def answer_of(index, rowid: int, rec: dict, filters: Filters) -> int | None:
     """The row answering the question at `rowid`: the next turn of its conversation, when the other
     side spoke it, it passes `filters`, and it is not itself a bare question."""
     session = rec.get("session")
@@ -66,28 +66,33 @@ def _answer_of(index, rowid: int, rec: dict, filters: Filters) -> int | None:
     return nxt_rowid
 
 
-ANSWER_CHARS = 1000  # of the reply shown with its question; the hit of its own holds it all
+EXCHANGE_CHARS = 1000  # of the turn shown with its hit; the record itself holds it all
 
 
 def _exchange(rec: dict) -> dict:
-    """The reply as it comes with its question: enough to read, and its id to open it whole."""
+    """A turn as it comes with a hit: enough to read, and its id to open it whole."""
     text = str(rec.get("text") or "")
-    cut = text if len(text) <= ANSWER_CHARS else text[: ANSWER_CHARS - 1] + "…"
+    cut = text if len(text) <= EXCHANGE_CHARS else text[: EXCHANGE_CHARS - 1] + "…"
     return {"id": str(rec["id"]), "ts": rec.get("ts"), "role": rec.get("role"), "text": cut}
 
 
 def answers_first(
     index, ranked: list[tuple[int, float, dict]], k: int, filters: Filters
 ) -> list[tuple[int, float, dict]]:
-    """`ranked` (rowid, score, parts), best first, with each bare question among the first `k`
-    preceded by its answer when that answer is among the first `k` too (see the module docstring).
+    """`ranked` (rowid, score, parts), best first, with the answer of each bare question among the
+    first `k` ranked above it (see the module docstring).
 
-    The first `k` stay the same rows, only in another order, so no hit is pushed out: an answer
-    ranked below `k` is not brought in as a hit of its own (it would push out the `k`-th hit, which
-    may be the one sought: on LongMemEval that cost a preference question its evidence); it comes
-    with the question as `parts["answer"]` instead. Rows after the first `k` keep their order."""
+    An answer among the first `k` moves into its question's place, the question right after it
+    (`parts["answers"]` / `parts["answered_by"]`). An answer ranked below `k`, or not ranked at
+    all, takes the question's slot as the hit, with the question shown under it
+    (`parts["question"]`: its id, time, role and text): the pair is one exchange, and bringing the
+    answer in as a hit beside its question would push out the `k`-th hit, which may be the one
+    sought (on LongMemEval that cost a preference question its evidence). So the first `k` stay
+    `k` hits and every other hit keeps its place. Rows after the first `k` keep their order, less
+    any answer moved up."""
     head = ranked[:k]
-    by_row = {r: (s, p) for r, s, p in head}
+    in_head = {r for r, _, _ in head}
+    parts_of = {r: p for r, _, p in ranked}
     out, placed = [], set()
     for rowid, score, parts in head:
         if rowid in placed:
@@ -95,13 +100,17 @@ def answers_first(
         rec = index.record_at(rowid)
         answer = None
         if rec.get("type") in CONVERSATION_TYPES and is_question(rec.get("text", "")):
-            answer = _answer_of(index, rowid, rec, filters)
-        if answer is not None and answer in by_row and answer not in placed:
-            parts = {**parts, "answered_by": queries.id_of(index, answer)}
-            out.append((answer, score, {**by_row[answer][1], "answers": str(rec["id"])}))
-            placed.add(answer)
-        elif answer is not None and answer not in placed:
-            parts = {**parts, "answer": _exchange(index.record_at(answer))}
-        out.append((rowid, score, parts))
-        placed.add(rowid)
-    return out + ranked[k:]
+            answer = answer_of(index, rowid, rec, filters)
+        if answer is None or answer in placed:
+            out.append((rowid, score, parts))
+            placed.add(rowid)
+            continue
+        question = str(rec["id"])
+        if answer in in_head:
+            out.append((answer, score, {**parts_of[answer], "answers": question}))
+            out.append((rowid, score, {**parts, "answered_by": queries.id_of(index, answer)}))
+        else:
+            exchange = {"answers": question, "question": _exchange(rec)}
+            out.append((answer, score, {**parts_of.get(answer, {}), **exchange}))
+        placed.update((answer, rowid))
+    return out + [t for t in ranked[k:] if t[0] not in placed]

@@ -164,7 +164,7 @@ const EXCHANGE = { answers: "answers the question below", answered_by: "answered
 function partsText(parts) {
   return Object.entries(parts || {}).map(([name, p]) => {
     if (EXCHANGE[name]) return EXCHANGE[name];
-    if (name === "answer" && p && typeof p === "object") return `answered (${p.role}): ${p.text}`;
+    if (name === "question" && p && typeof p === "object") return `asked (${p.role}): ${p.text}`;
     if (p === null || typeof p !== "object") return `${name} ${p}`;
     const inner = Object.entries(p).map(([k, v]) => (k === "rank" ? `#${v}` : `${k} ${v}`)).join(" ");
     return `${name} ${inner}`;

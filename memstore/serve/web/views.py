@@ -73,7 +73,10 @@ def search(st, p) -> dict:
     for h in hits:
         j = h.to_json(explain=True)
         view = record_view({**j, "day": h.day}, titles)
-        view.update(score=j["score"], parts=j.get("parts", {}))
+        parts = dict(j.get("parts", {}))
+        if isinstance(parts.get("question"), dict):  # the question shown under its answer
+            parts["question"] = {**parts["question"], "text": mask(parts["question"]["text"])}
+        view.update(score=j["score"], parts=parts)
         out.append(view)
     return {"query": mask(p["query"]), "mode": p["mode"], "hits": out}
 
