@@ -443,3 +443,19 @@ def test_an_uncommitted_edit_that_blocks_the_merge_is_named_with_stash_or_commit
     ct("-C", a, "sync")
     git(a, "stash", "pop", "-q")
     assert "a's own edit" in mine.read_text() and "b's note" in mine.read_text()
+
+
+def test_a_store_without_tombstones_applies_none_without_touching_the_index(clones, monkeypatch):
+    """The round between a sync's merge and its push stays short: with no tombstone in the store
+    there is nothing another clone forgot, so the index is not brought up to date there."""
+    from memstore.forget import leftovers
+
+    a, _, _ = clones
+    ct("-C", a, "add", "nothing forgotten here", "--ts", "2026-11-30T10:00:00Z")
+    st = Store.open(a)
+
+    def no_index(*args, **kwargs):
+        raise AssertionError("the index was brought up to date for no tombstone")
+
+    monkeypatch.setattr(st, "index", no_index)
+    assert leftovers.apply_tombstones(st).commit is None

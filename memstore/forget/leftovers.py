@@ -190,7 +190,13 @@ def without_stale_summaries(store, tree):
 
 
 def apply_tombstones(store) -> ForgetResult:
-    """Remove from this clone's files what another clone forgot (one commit; none when clean)."""
+    """Remove from this clone's files what another clone forgot (one commit; none when clean).
+
+    A store with no tombstone has nothing to apply, and returns before bringing the index up to
+    date: `ct sync` runs this between its merge and its push, and a short round is what lets a
+    sync win its push while other clones push too."""
+    if not forgotten_ids(store.root) and not tombstones(store.root):
+        return ForgetResult()
     store.index()  # a merge may have rewritten day logs: topic names are rebuilt through fresh offsets
     stale = stale_records(store)
     stale += [r for r in leftovers(store) if r["id"] not in {s["id"] for s in stale}]

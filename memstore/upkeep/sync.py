@@ -16,7 +16,7 @@ from ..errors import GitError, MemstoreError
 from ..gitrepo import IN_MEMSTORE_ENV
 from ..results import SyncResult
 
-PUSH_TRIES = 10
+PUSH_TRIES = 20
 # git's words for a push another clone's push beat: not a failure, a reason to merge again.
 RACE_WORDS = (
     "fetch first",
@@ -55,6 +55,10 @@ def sync(
         res = SyncResult(remote=remote, branch=branch, upstream=upstream, notes=notes)
         purge.refuse_unpublished_purge(store, res)
     first = set_upstream is not None
+    # The index brought up to date (and its code loaded) before the first fetch, so the time from
+    # fetch to push holds only the merge and what the merged days need: the shorter that time, the
+    # likelier a push wins while other clones push.
+    store.index()
     for attempt in range(PUSH_TRIES):
         if attempt:
             _back_off(attempt)
@@ -79,8 +83,8 @@ def sync(
 
 
 def _back_off(attempt: int) -> None:
-    """A short randomized wait before trying again, growing with each lost race (at most ~1.6 s)."""
-    time.sleep(random.uniform(0.05, 0.1 * 2 ** min(attempt, 4)))
+    """A short randomized wait before trying again, growing with each lost race (at most ~3.2 s)."""
+    time.sleep(random.uniform(0.05, 0.1 * 2 ** min(attempt, 5)))
 
 
 def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
