@@ -225,6 +225,21 @@ class Core:
         note = self._index.note if self._index is not None else None  # a damaged index, rebuilt
         return [w for w in [self.unfinished(), note] if w] + self.index_problems()
 
+    def sealing_note(self) -> str | None:
+        """An encrypted store with key epochs this user's identity does not open (a removed
+        recipient): the lines sealed under them are left out of every read, and that is said."""
+        if self.sealer is None:
+            return None
+        from .keyring import epoch_files
+
+        missing = [e for e in epoch_files(self.root) if e not in self.sealer.keys]
+        if not missing:
+            return None
+        return (
+            f"{self.root}: your identity does not open key epoch(s) {', '.join(map(str, missing))} "
+            "(you are no longer a recipient): what was written under them is left out of what you read"
+        )
+
     def index_problems(self) -> list[str]:
         """The damaged files the index met (paths relative to the store), if it was opened here."""
         index = self._index

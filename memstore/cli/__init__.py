@@ -185,9 +185,18 @@ def cli(ctx, stores, quiet, verbose, identity):
     from .common import Ctx
 
     if identity:  # read by memstore/keyring.py, here and in the git hooks this command runs
+        before = os.environ.get("MEMSTORE_IDENTITY")
         os.environ["MEMSTORE_IDENTITY"] = os.path.abspath(os.path.expanduser(identity))
+        ctx.call_on_close(lambda: _restore("MEMSTORE_IDENTITY", before))
 
     ctx.obj = Ctx(list(stores), quiet, verbose)
+
+
+def _restore(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def main(argv=None):
