@@ -479,7 +479,7 @@ class Core:
                 rec.pop("seg", None)  # a record names no file
                 rec["hash"] = recordfmt.text_hash(rec["text"])
                 rec["vkey"] = seal.record_key(
-                    rec["id"], rec["text"]
+                    rec["id"], rec["text"], self.sealer.vkey_secret() if self.sealer else None
                 )  # only this line opens its vector
                 key = seal.key_bytes(rec["vkey"])
                 writer.add_vector(

@@ -303,3 +303,25 @@ def test_a_plain_store_is_untouched(store):
     line = (store.root / "log/2026/2026-11-02.jsonl").read_bytes()
     assert line.startswith(b"{") and b"plain words" in line
     assert not (store.root / "keys").exists() and store.sealer is None
+
+
+def test_pack_keys_need_the_epoch_key_to_make(people, sealed_clones):
+    """A record's pack key (vkey) is keyed by the epoch: guessing its id and text does not make it,
+    so the remote cannot confirm a guess against a sealed vector."""
+    from memstore.format import log as logfmt
+    from memstore.format import seal
+    from memstore.store import Store
+
+    alice, _ra, _bob, _rb = people
+    b, _c, _remote = sealed_clones
+    as_(alice, b, "add", "a guessable sentence", "--ts", "2026-11-02T09:00:00Z")
+    os.environ["MEMSTORE_IDENTITY"] = str(alice)
+    try:
+        st = Store.open(b)
+        (ln,) = list(logfmt.read_lines(b / "log/2026/2026-11-02.jsonl"))
+    finally:
+        del os.environ["MEMSTORE_IDENTITY"]
+    rec = ln.record
+    assert rec["text"] == "a guessable sentence" and st.sealer is not None
+    assert rec["vkey"] != seal.record_key(rec["id"], rec["text"])
+    assert rec["vkey"] == seal.record_key(rec["id"], rec["text"], st.sealer.vkey_secret())

@@ -30,7 +30,7 @@ from .common import emit_json, progress_for
 @click.option(
     "--encrypt",
     is_flag=True,
-    help="Seal every committed line and pack to your identity and each --recipient.",
+    help="Encrypt the store: seal every committed line to your identity and each --recipient.",
 )
 @click.option(
     "--recipient",

@@ -84,8 +84,9 @@ def read_lines(path: Path, data: bytes | None = None):
 def read_text_at(path: Path, offset: int, length: int) -> dict:
     """One record read from its known byte position (late dereference for search hits); in an
     encrypted store the position is in the file's plain view (format/sealed_lines.py)."""
-    if sealed_lines.sealer_for(path) is not None:
-        raw = sealed_lines.plain_view(path)[offset : offset + length]
+    sealer = sealed_lines.sealer_for(path)
+    if sealer is not None:
+        raw = sealed_lines.plain_view(path, sealer)[offset : offset + length]
         return recordfmt.loads(raw.decode("utf-8"))
     with open(path, "rb") as f:
         f.seek(offset)

@@ -98,6 +98,14 @@ class Sealer:
             )
         return key
 
+    def vkey_secret(self) -> bytes:
+        """What keys the records' pack keys (format/seal.py `record_key`) in the newest epoch."""
+        import hashlib
+
+        return hashlib.blake2b(
+            b"vkey", key=self.write_key(), digest_size=64, person=b"memstore-vkeys1"
+        ).digest()
+
     def refuse_partial(self, path) -> None:
         """A whole-file rewrite from a view that left lines out would lose them: refuse it."""
         self.write_key()
@@ -168,6 +176,7 @@ class Sealer:
 
 
 _SEALERS: dict[str, Sealer] = {}
+_BY_DIR: dict[str, Sealer | None] = {}  # a folder -> the Sealer of the store holding it (cache)
 _VIEWS: dict[str, tuple[tuple, bytes]] = {}
 _LOCK = threading.Lock()
 _VIEW_CACHE = 64
@@ -180,6 +189,7 @@ def register(root, sealer: Sealer | None) -> None:
             _SEALERS.pop(key, None)
         else:
             _SEALERS[key] = sealer
+        _BY_DIR.clear()
         for p in [p for p in _VIEWS if p.startswith(key + os.sep)]:
             del _VIEWS[p]
 
@@ -188,20 +198,24 @@ def sealer_for(path) -> Sealer | None:
     """The Sealer of the registered store that holds `path`, or None."""
     if not _SEALERS:
         return None
-    p = Path(path)
-    if not p.is_absolute():
-        p = p.resolve()
-    for parent in list(p.parents)[:4]:
-        s = _SEALERS.get(str(parent))
-        if s is not None:
-            return s
-    rp = p.resolve()
-    if rp != p:
-        for parent in list(rp.parents)[:4]:
-            s = _SEALERS.get(str(parent))
-            if s is not None:
-                return s
-    return None
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    try:
+        return _BY_DIR[folder]
+    except KeyError:
+        pass
+    found = None
+    for start in (folder, os.path.realpath(folder)):
+        d = start
+        for _ in range(4):
+            found = _SEALERS.get(d)
+            if found is not None or os.path.dirname(d) == d:
+                break
+            d = os.path.dirname(d)
+        if found is not None:
+            break
+    with _LOCK:
+        _BY_DIR[folder] = found
+    return found
 
 
 def _no_key(path) -> NoKeyError:
@@ -221,9 +235,9 @@ def open_bytes(path, data: bytes) -> bytes:
     return s.open_data(path, data)
 
 
-def plain_view(path) -> bytes:
+def plain_view(path, sealer: Sealer | None = None) -> bytes:
     """A file's plain view, read from disk (cached by its size, mtime and inode)."""
-    s = sealer_for(path)
+    s = sealer or sealer_for(path)
     if s is None:
         with open(path, "rb") as f:
             data = f.read()
@@ -231,8 +245,8 @@ def plain_view(path) -> bytes:
             raise _no_key(path)
         return data
     st = os.stat(path)
-    stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
-    key = str(Path(path).resolve())
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ino, id(s), len(s.keys))
+    key = os.path.abspath(os.fspath(path))
     hit = _VIEWS.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]
