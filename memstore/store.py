@@ -501,6 +501,12 @@ class Store(Core):
 
         return remove(self, recipient)
 
+    def keys_rotate(self) -> dict:
+        """A new key epoch for the same recipients (`ct keys rotate`); one commit."""
+        from .upkeep.keys import rotate
+
+        return rotate(self)
+
     def place_existing(self) -> int:
         """Place every conversation record the topic tree does not hold yet, one commit
         (`ct tree --place-existing`); returns how many were placed."""

@@ -325,3 +325,32 @@ def test_pack_keys_need_the_epoch_key_to_make(people, sealed_clones):
     assert rec["text"] == "a guessable sentence" and st.sealer is not None
     assert rec["vkey"] != seal.record_key(rec["id"], rec["text"])
     assert rec["vkey"] == seal.record_key(rec["id"], rec["text"], st.sealer.vkey_secret())
+
+
+def test_the_remote_guard_checks_sealed_files_by_form(people, sealed_clones):
+    alice, _ra, _bob, _rb = people
+    b, _c, remote = sealed_clones
+    ct("-C", remote, "hooks", "install")
+    as_(alice, b, "add", "sealed and fine", "--ts", "2026-11-02T09:00:00Z")
+    git(b, "push", "-q", "--no-verify", "origin", "main")  # a sealed push passes the guard
+    with open(b / "log/2026/2026-11-02.jsonl", "ab") as f:
+        f.write(b'{"id":"x","ts":"2026-11-02T09:02:00Z","role":"user","text":"plain"}\n')
+    git(b, "commit", "-qam", "a plain line")
+    pushed = git(b, "push", "--no-verify", "origin", "main", check=False)
+    assert pushed.returncode != 0
+    assert "2026-11-02.jsonl:2: a plain or damaged line in an encrypted store" in pushed.stderr
+
+
+def test_keys_rotate_starts_an_epoch_both_still_read(people, sealed_clones):
+    alice, _ra, bob, _rb = people
+    b, c, _remote = sealed_clones
+    as_(alice, b, "add", f"old {B_WORDS[3]}", "--ts", "2026-11-02T09:00:00Z")
+    as_(alice, b, "keys", "rotate")
+    as_(alice, b, "add", f"new {C_WORDS[3]}", "--ts", "2026-11-02T09:30:00Z")
+    lines = (b / "log/2026/2026-11-02.jsonl").read_bytes().splitlines()
+    assert [ln.split(b".")[1] for ln in lines] == [b"1", b"2"]
+    git(b, "push", "-q", "origin", "main")
+    git(c, "pull", "-q", "--no-rebase", "origin", "main")
+    for w in (B_WORDS[3], C_WORDS[3]):
+        got = as_(bob, c, "search", w)
+        assert w in got.stdout and "epoch" not in got.stderr

@@ -148,7 +148,7 @@ SUMMARIES = {
     "serve": "Serve a web page to look at memory and an HTTP JSON API on localhost.",
     "upgrade": "Turn a format-1 store into format 2 (one commit, lossless).",
     "export": "Write the store as a classic ContextTape store (export contexttape DIR).",
-    "keys": "Identities and recipients of encrypted stores (new, list, add, remove).",
+    "keys": "Identities and recipients of encrypted stores (new, list, add, remove, rotate).",
 }
 
 

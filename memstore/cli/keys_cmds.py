@@ -72,3 +72,12 @@ def keys_remove(obj, recipient):
         f"Removed {res['recipient']}: new writes use key epoch {res['epoch']}. It keeps what it "
         "could already read."
     )
+
+
+@keys_cmd.command("rotate")
+@click.pass_obj
+def keys_rotate(obj):
+    """Start a new key epoch for the same recipients; one commit. Lines written from now on are
+    sealed under it; older lines keep their epoch (no history is rewritten)."""
+    res = obj.store().keys_rotate()
+    obj.say(f"New writes use key epoch {res['epoch']}.")

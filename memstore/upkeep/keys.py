@@ -68,13 +68,23 @@ def remove(store, recipient: str) -> dict:
         raise UsageError(
             "that is the store's last recipient: no one could read it; nothing was changed."
         )
+    return {"recipient": rcpt, **_new_epoch(store, rest, "remove a recipient")}
+
+
+def rotate(store) -> dict:
+    """A new epoch wrapped to the same recipients (a key that may have leaked stops sealing)."""
+    _need_encrypted(store)
+    return _new_epoch(store, keyring.read_recipients(store.root / keyring.RECIPIENTS), "rotate")
+
+
+def _new_epoch(store, readers: list[str], why: str) -> dict:
     store.sealer.write_key()  # a removed recipient cannot start epochs either
     epoch = max(keyring.epoch_files(store.root)) + 1
     key = keyring.new_key()
-    with store.transaction(f"Keys: remove a recipient, new key epoch {epoch}") as tx:
-        tx.stage(keyring.wrap_epoch(store.root, epoch, key, rest))
-        keyring.write_recipients(store.root / keyring.RECIPIENTS, rest)
+    with store.transaction(f"Keys: {why}, new key epoch {epoch}") as tx:
+        tx.stage(keyring.wrap_epoch(store.root, epoch, key, readers))
+        keyring.write_recipients(store.root / keyring.RECIPIENTS, readers)
         tx.stage([keyring.RECIPIENTS])
         store.sealer.keys[epoch] = key
         store.sealer.newest = epoch
-    return {"recipient": rcpt, "epoch": epoch, "commit": tx.commit}
+    return {"epoch": epoch, "commit": tx.commit}
