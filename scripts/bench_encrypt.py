@@ -56,6 +56,7 @@ def measure(base: Path, encrypt: bool, src: Path, turns: int, adds: int, searche
     from memstore.store import Store
 
     root = base / ("enc" if encrypt else "plain")
+    base.mkdir(parents=True, exist_ok=True)
     st = Store.init(root, embedder="hash", timezone="UTC", encrypt=encrypt)
     t0 = time.perf_counter()
     res = st.import_("jsonl", src)
@@ -99,6 +100,10 @@ def main() -> None:
         Store.new_identity()  # the default identity, in the temporary config folder
         src = base / "turns.jsonl"
         turns_file(src, args.turns)
+        warm = base / "warm.jsonl"
+        turns_file(warm, 50)
+        for kind in ("plaintext", "encrypted"):  # first use of each path: imports, caches
+            measure(base / f"warm-{kind}", kind == "encrypted", warm, 50, 2, 2)
         out = {
             kind: measure(base, kind == "encrypted", src, args.turns, args.adds, args.searches)
             for kind in ("plaintext", "encrypted")

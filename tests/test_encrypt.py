@@ -354,3 +354,15 @@ def test_keys_rotate_starts_an_epoch_both_still_read(people, sealed_clones):
     for w in (B_WORDS[3], C_WORDS[3]):
         got = as_(bob, c, "search", w)
         assert w in got.stdout and "epoch" not in got.stderr
+
+
+def test_a_cut_last_sealed_line_is_an_unfinished_write_not_a_forgery(people, sealed_clones):
+    alice, _ra, _bob, _rb = people
+    b, _c, _remote = sealed_clones
+    as_(alice, b, "add", "whole line", "--ts", "2026-11-02T09:00:00Z")
+    log = b / "log/2026/2026-11-02.jsonl"
+    data = log.read_bytes()
+    log.write_bytes(data + data[:40])  # a writer killed halfway through its line
+    fs = as_(alice, b, "fsck", "--json", check=False)
+    assert "2026-11-02.jsonl:2" in fs.stdout and "fails authentication" not in fs.stdout
+    assert "whole line" in as_(alice, b, "search", "whole").stdout

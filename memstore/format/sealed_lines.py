@@ -139,10 +139,12 @@ class Sealer:
             if not raw:
                 out.append(raw)
                 continue
-            if n == len(lines) and not raw.startswith(PREFIX):
-                out.append(raw)  # an unfinished last write: the log reader reports it as such
-                continue
             parsed = parse(raw)
+            if n == len(lines):  # no newline after it: an unfinished last write
+                key = self.keys.get(parsed[0]) if parsed else None
+                plain = open_one(key, parsed[0], rel, parsed[1]) if key else None
+                out.append(plain if plain is not None else raw)  # the reader names it
+                continue
             if parsed is None:
                 raise TamperedLine(
                     path,
