@@ -366,3 +366,14 @@ def test_a_cut_last_sealed_line_is_an_unfinished_write_not_a_forgery(people, sea
     fs = as_(alice, b, "fsck", "--json", check=False)
     assert "2026-11-02.jsonl:2" in fs.stdout and "fails authentication" not in fs.stdout
     assert "whole line" in as_(alice, b, "search", "whole").stdout
+
+
+def test_init_encrypt_without_an_identity_or_with_a_bad_recipient_changes_nothing(tmp_path):
+    root = tmp_path / "s"
+    none = ct("init", root, "--embedder", "hash", "--encrypt", check=False)
+    assert none.returncode == 2 and "ct keys new" in none.stderr and not root.exists()
+    ident = tmp_path / "me.key"
+    new_identity(ident)
+    bad = ct("--identity", ident, "init", root, "--embedder", "hash", "--encrypt",
+             "--recipient", "age1nope", check=False)  # fmt: skip
+    assert bad.returncode == 2 and "not a recipient" in bad.stderr and not root.exists()
