@@ -35,6 +35,7 @@ class Core:
         self.config = configfmt.read(self.root)
         self.tz = zone(self.config.timezone)
         self.meta_dir = meta_dir_for(self.root)
+        self.sealer = open_sealer(self.root, self.meta_dir)
         self._embedder = None
         self._git = None
         self._index = None
@@ -65,9 +66,13 @@ class Core:
         *,
         dim: int | None = None,
         model: str | None = None,
+        encrypt: bool = False,
+        recipients: list[str] | None = None,
     ):
         """Create a memory store (a git repository) in `path` (`ct init`); `dim` and `model` are
-        shorthands for `embedder_options` (the hash and openai embedders' vector size, model name)."""
+        shorthands for `embedder_options` (the hash and openai embedders' vector size, model name).
+        `encrypt`: seal every committed line to `recipients` and the user's own identity
+        (`ct init --encrypt`, memstore/keyring.py)."""
         from . import adapters
         from .gitrepo import GitRepo
 
@@ -87,6 +92,7 @@ class Core:
         }
         adapters.check(embedder, opts)
         desc = adapters.describe(embedder, **opts)
+        readers = _init_recipients(recipients) if encrypt else []
         made = not root.exists()
         root.mkdir(parents=True, exist_ok=True)
         try:
@@ -100,11 +106,19 @@ class Core:
         cfg.write(root)
         (root / ".gitignore").write_text(layout.GITIGNORE, encoding="utf-8")
         (root / ".gitattributes").write_text(layout.GITATTRIBUTES, encoding="utf-8")
+        files = [configfmt.FILENAME, ".gitignore", ".gitattributes"]
+        if readers:
+            from . import keyring
+
+            files += keyring.wrap_epoch(root, 1, keyring.new_key(), readers)
+            keyring.write_recipients(root / keyring.RECIPIENTS, readers)
+            files.append(keyring.RECIPIENTS)
         store = cls(root)
         store.set_up_git()
         repo.commit(
-            f"Initialise memory store (format {FORMAT_VERSION}, embedder {desc['name']}, timezone {tzname})",
-            [configfmt.FILENAME, ".gitignore", ".gitattributes"],
+            f"Initialise memory store (format {FORMAT_VERSION}, embedder {desc['name']}, timezone {tzname}"
+            + (", encrypted)" if readers else ")"),
+            files,
         )
         return store
 
@@ -210,6 +224,21 @@ class Core:
         run. Only what this process's index saw: no extra reads."""
         note = self._index.note if self._index is not None else None  # a damaged index, rebuilt
         return [w for w in [self.unfinished(), note] if w] + self.index_problems()
+
+    def sealing_note(self) -> str | None:
+        """An encrypted store with key epochs this user's identity does not open (a removed
+        recipient): the lines sealed under them are left out of every read, and that is said."""
+        if self.sealer is None:
+            return None
+        from .keyring import epoch_files
+
+        missing = [e for e in epoch_files(self.root) if e not in self.sealer.keys]
+        if not missing:
+            return None
+        return (
+            f"{self.root}: your identity does not open key epoch(s) {', '.join(map(str, missing))} "
+            "(you are no longer a recipient): what was written under them is left out of what you read"
+        )
 
     def index_problems(self) -> list[str]:
         """The damaged files the index met (paths relative to the store), if it was opened here."""
@@ -450,7 +479,7 @@ class Core:
                 rec.pop("seg", None)  # a record names no file
                 rec["hash"] = recordfmt.text_hash(rec["text"])
                 rec["vkey"] = seal.record_key(
-                    rec["id"], rec["text"]
+                    rec["id"], rec["text"], self.sealer.vkey_secret() if self.sealer else None
                 )  # only this line opens its vector
                 key = seal.key_bytes(rec["vkey"])
                 writer.add_vector(
@@ -506,6 +535,44 @@ def consolidate_day(store, day: str) -> int | None:
     for p in old:
         p.unlink()
     return len(old) + (1 if new in had else 0) if new else 0
+
+
+def open_sealer(root: Path, meta_dir: Path):
+    """An encrypted store's Sealer (registered, so every committed line read or written under
+    `root` is opened or sealed), its disposable folder made private (0700); None for a plain store."""
+    from . import keyring
+    from .format import sealed_lines
+
+    if not keyring.is_encrypted(root):
+        sealed_lines.register(root, None)
+        return None
+    sealer = keyring.open_store(root)
+    sealed_lines.register(root, sealer)
+    try:
+        meta_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(meta_dir, 0o700)
+    except OSError:
+        pass  # a read-only store's cache folder elsewhere: made by its first writer
+    return sealer
+
+
+def _init_recipients(given: list[str] | None) -> list[str]:
+    """Who a new encrypted store is sealed to: the user's own recipient first, then `given`."""
+    from . import keyring
+
+    path = keyring.identity_path()
+    if path is None:
+        raise UsageError(
+            "ct init --encrypt needs your identity, so that you can read the store: none was found.",
+            f'Create one with "ct keys new" ({keyring.default_identity_path()}), or give '
+            "--identity FILE or MEMSTORE_IDENTITY. Nothing was changed.",
+        )
+    out = [keyring.normal_recipient(keyring.recipient_of(path))]
+    for r in given or []:
+        r = keyring.normal_recipient(r)
+        if r not in out:
+            out.append(r)
+    return out
 
 
 def _local_timezone_name() -> str:

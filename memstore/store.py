@@ -471,6 +471,55 @@ class Store(Core):
 
         return sync(self, push=push, set_upstream=set_upstream, drop_purged=drop_purged)
 
+    # ----- who can read an encrypted store (docs/security.md) ------------------------------------
+
+    @staticmethod
+    def new_identity(path=None) -> dict:
+        """Write a new age identity (mode 0600; default beside the user's config) → {path, recipient}
+        (`ct keys new`)."""
+        from pathlib import Path
+
+        from . import keyring
+
+        target = Path(path).expanduser() if path else keyring.default_identity_path()
+        return {"path": str(target), "recipient": keyring.new_identity(target)}
+
+    @staticmethod
+    def identity_recipient(path=None) -> dict:
+        """The recipient of the identity in use (--identity, MEMSTORE_IDENTITY or the default)."""
+        from . import keyring
+        from .errors import UsageError
+
+        found = keyring.identity_path(path)
+        if found is None:
+            raise UsageError('no identity found; create one with "ct keys new".')
+        return {"path": str(found), "recipient": keyring.recipient_of(found)}
+
+    def keys_list(self) -> dict:
+        """The recipients and key epochs of an encrypted store (`ct keys list`)."""
+        from .upkeep.keys import listing
+
+        return listing(self)
+
+    def keys_add(self, recipient: str) -> dict:
+        """Let `recipient` read the whole store: every epoch rewrapped, one commit (`ct keys add`)."""
+        from .upkeep.keys import add
+
+        return add(self, recipient)
+
+    def keys_remove(self, recipient: str) -> dict:
+        """A new key epoch without `recipient`: what is written after it is sealed from it
+        (`ct keys remove`); one commit."""
+        from .upkeep.keys import remove
+
+        return remove(self, recipient)
+
+    def keys_rotate(self) -> dict:
+        """A new key epoch for the same recipients (`ct keys rotate`); one commit."""
+        from .upkeep.keys import rotate
+
+        return rotate(self)
+
     def place_existing(self) -> int:
         """Place every conversation record the topic tree does not hold yet, one commit
         (`ct tree --place-existing`); returns how many were placed."""

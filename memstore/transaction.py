@@ -74,9 +74,19 @@ class Transaction:
         text = self.message() if callable(self.message) else self.message
         if not text:
             return
+        if getattr(self.store, "sealer", None) is not None:
+            text = sealed_subject(text)
         self.commit = self.store.git.commit(
             text, sorted(dict.fromkeys(self.paths)), only_paths=True
         )
+
+
+def sealed_subject(text: str) -> str:
+    """An encrypted store's commit message: what kind of write it was, none of its words (the
+    remote reads commit messages). The first word of memstore's own subjects names the verb."""
+    verb = str(text).split(":", 1)[0].split(" ", 1)[0].strip()
+    verb = verb if verb.isalpha() and len(verb) <= 16 and verb[:1].isupper() else "Write"
+    return f"{verb} (encrypted store)"
 
 
 def refuse_old_format(store) -> None:

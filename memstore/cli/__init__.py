@@ -48,6 +48,7 @@ COMMANDS = {
     "tokens": "serve_cmds:tokens_cmd",
     "upgrade": "store_cmds:upgrade_cmd",
     "export": "store_cmds:export_cmd",
+    "keys": "keys_cmds:keys_cmd",
 }
 HIDDEN = {"hook"}
 
@@ -149,6 +150,7 @@ SUMMARIES = {
     "tokens": "Make bearer tokens for ct serve --tokens and ct mcp --http.",
     "upgrade": "Turn a format-1 store into format 2 (one commit, lossless).",
     "export": "Write the store as a classic ContextTape store (export contexttape DIR).",
+    "keys": "Identities and recipients of encrypted stores (new, list, add, remove, rotate).",
 }
 
 
@@ -163,9 +165,16 @@ SUMMARIES = {
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print only results and errors.")
 @click.option("-v", "--verbose", count=True, help="Print more detail.")
+@click.option(
+    "--identity",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Your age identity (or SSH ed25519 key) for encrypted stores. Default: "
+    "$MEMSTORE_IDENTITY, else age-identity.txt beside your memstore config.",
+)
 @click.version_option(__version__, prog_name="ct")
 @click.pass_context
-def cli(ctx, stores, quiet, verbose):
+def cli(ctx, stores, quiet, verbose, identity):
     """ct — a git-native memory store for people and LLM agents.
 
     Every command that changes memory makes one git commit; read commands bring the
@@ -173,11 +182,23 @@ def cli(ctx, stores, quiet, verbose):
 
     Exit codes: 0 ok, 1 error or damage found, 2 usage, 3 not a store, 4 bad input file,
     5 unsupported format version, 6 embedder mismatch, 7 lock timeout, 8 git failed,
-    9 secrets found.
+    9 secrets found, 10 no key of yours opens the encrypted store.
     """
     from .common import Ctx
 
+    if identity:  # read by memstore/keyring.py, here and in the git hooks this command runs
+        before = os.environ.get("MEMSTORE_IDENTITY")
+        os.environ["MEMSTORE_IDENTITY"] = os.path.abspath(os.path.expanduser(identity))
+        ctx.call_on_close(lambda: _restore("MEMSTORE_IDENTITY", before))
+
     ctx.obj = Ctx(list(stores), quiet, verbose)
+
+
+def _restore(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def main(argv=None):

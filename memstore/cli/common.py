@@ -32,9 +32,9 @@ class Ctx:
             self._stores = [Store.open(p) for p in paths]
             self._heads = {st.root: st.detached_head() for st in self._stores}
             for st in self._stores:  # reads go on mid-merge (writes refuse), but say what they show
-                warning = st.unfinished()
-                if warning:
-                    click.echo(f"memstore: warning: {warning}", err=True)
+                for warning in (st.unfinished(), st.sealing_note()):
+                    if warning:
+                        click.echo(f"memstore: warning: {warning}", err=True)
         if index:
             for st in self._stores:
                 with progress_for(self, "Indexing") as bar:

@@ -27,15 +27,38 @@ from .common import emit_json, progress_for
 )
 @click.option("--dim", type=int, default=None, help="Vector size (hash and openai embedders).")
 @click.option("--model", default=None, help="Model name (openai embedder).")
+@click.option(
+    "--encrypt",
+    is_flag=True,
+    help="Encrypt the store: seal every committed line to your identity and each --recipient.",
+)
+@click.option(
+    "--recipient",
+    "recipients",
+    multiple=True,
+    help="Another reader of an --encrypt store (age1… or 'ssh-ed25519 AAAA…'); repeatable.",
+)
 @click.pass_obj
-def init_cmd(obj, path, embedder, timezone, dtype, dim, model):
+def init_cmd(obj, path, embedder, timezone, dtype, dim, model, encrypt, recipients):
     """Create a memory store (a git repository) in PATH.
 
     Example: ct init ~/memory --timezone Europe/Berlin
     """
+    from ..errors import UsageError
     from ..store import Store
 
-    st = Store.init(path, embedder=embedder, timezone=timezone, dtype=dtype, dim=dim, model=model)
+    if recipients and not encrypt:
+        raise UsageError("--recipient needs --encrypt.")
+    st = Store.init(
+        path,
+        embedder=embedder,
+        timezone=timezone,
+        dtype=dtype,
+        dim=dim,
+        model=model,
+        encrypt=encrypt,
+        recipients=list(recipients),
+    )
     obj.say(
         f"Initialised memory store in {st.root} (embedder {st.config.embedder['name']}, timezone {st.config.timezone})."
     )

@@ -27,7 +27,7 @@ def stale_records(store) -> list[dict]:
     out = []
     needles = [rid.encode("utf-8") for rid in gone]
     for day, path in sorted(logfmt.list_days(store.root).items()):
-        data = path.read_bytes()
+        data = logfmt.read_plain(path)
         if any(n in data for n in needles):
             out += tombfmt.lines_named(data, gone)
     return out

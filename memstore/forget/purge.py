@@ -143,6 +143,13 @@ def refuse_shallow_purge(store) -> None:
     root commit, and the force push the rewrite asks for would replace the remote's whole history."""
     from ..gitrepo import _common_dir, git_dir
 
+    if getattr(store, "sealer", None) is not None:
+        raise UsageError(
+            f"{store.root} is an encrypted store: --purge-history does not rewrite sealed history yet "
+            "(older commits keep the forgotten lines sealed, readable only by the store's recipients).",
+            'Forget without --purge-history; to shut out a reader as well, "ct keys remove" it. '
+            "Nothing was changed.",
+        )
     gdir = git_dir(store.root)
     if gdir is not None and (_common_dir(gdir) / "shallow").exists():
         raise UsageError(

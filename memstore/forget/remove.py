@@ -177,7 +177,7 @@ def _rewrite_day(store, day: str, ids: set[str]) -> list[str]:
     """The day file without the records' lines (the only rewrite of a day log memstore ever makes)."""
     path = logfmt.day_path(store.root, day)
     try:
-        data = path.read_bytes()
+        data = logfmt.read_plain(path)
     except FileNotFoundError:
         return []
     kept, dropped = [], 0
@@ -239,7 +239,7 @@ def _forget_in_markers(store, texts: list[str], ids: set[str]) -> tuple[list[str
     if not path.exists():
         return [], []
     flat = [" ".join(t.split()) for t in texts]
-    lines = path.read_bytes().splitlines(keepends=True)
+    lines = logfmt.read_plain(path).splitlines(keepends=True)
     kept, removed = [], []
     for raw in lines:
         try:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from . import layout
 from . import record as recordfmt
+from . import sealed_lines
 
 _DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 
@@ -55,9 +56,7 @@ def read_lines(path: Path, data: bytes | None = None):
 
     A last line without its newline is reported as an error (a write that did not finish).
     """
-    if data is None:
-        with open(path, "rb") as f:
-            data = f.read()
+    data = sealed_lines.plain_view(path) if data is None else sealed_lines.open_bytes(path, data)
     pos, line_no, size = 0, 0, len(data)
     while pos < size:
         end = data.find(b"\n", pos)
@@ -83,7 +82,12 @@ def read_lines(path: Path, data: bytes | None = None):
 
 
 def read_text_at(path: Path, offset: int, length: int) -> dict:
-    """One record read from its known byte position (late dereference for search hits)."""
+    """One record read from its known byte position (late dereference for search hits); in an
+    encrypted store the position is in the file's plain view (format/sealed_lines.py)."""
+    sealer = sealed_lines.sealer_for(path)
+    if sealer is not None:
+        raw = sealed_lines.plain_view(path, sealer)[offset : offset + length]
+        return recordfmt.loads(raw.decode("utf-8"))
     with open(path, "rb") as f:
         f.seek(offset)
         return recordfmt.loads(f.read(length).decode("utf-8"))
@@ -98,8 +102,18 @@ BEFORE_APPEND: ContextVar = ContextVar("memstore_before_append", default=None)
 BEFORE_REWRITE: ContextVar = ContextVar("memstore_before_rewrite", default=None)
 
 
+def read_plain(path: Path) -> bytes:
+    """A committed line file's bytes as plain lines (opened when the store is encrypted)."""
+    return sealed_lines.plain_view(path)
+
+
 def rewrite(path: Path, data: bytes | None) -> None:
-    """Replace a file whole by `data` (a temp file renamed over it), or remove it when None."""
+    """Replace a file whole by `data` (plain lines; sealed here in an encrypted store) — a temp file
+    renamed over it — or remove it when None."""
+    sealer = sealed_lines.sealer_for(path)
+    if sealer is not None and data is not None:
+        sealer.refuse_partial(path)
+        data = sealer.seal_payload(path, data)
     before = BEFORE_REWRITE.get()
     if before is not None:
         before(path)
@@ -123,6 +137,7 @@ def append_lines(path: Path, payload: bytes, fsync: bool = True) -> None:
     A file whose last write was cut short gets a newline first, so the damaged line stays on its
     own and the new lines stay parseable.
     """
+    payload = sealed_lines.seal_for(path, payload)
     before = BEFORE_APPEND.get()
     if before is not None:
         before(path)

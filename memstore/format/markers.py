@@ -102,7 +102,7 @@ def read_lines(root: Path) -> list[MarkerLine]:
     """Every line of markers.jsonl in (ts, id) order; FormatError naming the file and line if one is bad."""
     p = path(root)
     try:
-        data = p.read_bytes()
+        data = logfmt.read_plain(p)
     except FileNotFoundError:
         return []
     try:
@@ -129,7 +129,7 @@ def forgotten_lines(root: Path) -> list[dict]:
 
     gone = forgotten(root)
     try:
-        return lines_named(path(root).read_bytes(), gone) if gone else []
+        return lines_named(logfmt.read_plain(path(root)), gone) if gone else []
     except FileNotFoundError:
         return []
 

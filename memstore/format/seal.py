@@ -25,13 +25,20 @@ AAD = b"memstore pack 3"
 VECTOR, BLOB, BLOB_MANIFEST = b"v", b"b", b"m"
 
 
-def record_key(rid: str, text: str) -> str:
+def record_key(rid: str, text: str, secret: bytes | None = None) -> str:
     """A record's key as the day log stores it: 32 bytes, base64url without padding.
 
     BLAKE2b-256 of the id and the whole text, personalised for memstore: without the text (gone with
     a forgotten line) it cannot be made again; the tombstone's sha256 of the text does not give it.
-    Who can guess the text can make the key, as they can confirm the guess by the tombstone's hash."""
+    Who can guess the text can make the key, as they can confirm the guess by the tombstone's hash.
+    `secret` (an encrypted store's key epoch: format/sealed_lines.py) keys the hash, so there only a
+    holder of the epoch key can make it, guess or not."""
     data = str(rid).encode("utf-8") + b"\0" + str(text).encode("utf-8", "surrogatepass")
+    if secret is not None:
+        raw = hashlib.blake2b(
+            data, key=secret[:64], digest_size=KEY_BYTES, person=b"memstore3-vkeyE"
+        ).digest()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
     raw = hashlib.blake2b(data, digest_size=KEY_BYTES, person=b"memstore3-vkey").digest()
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 

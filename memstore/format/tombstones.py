@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .sealed_lines import plain_view as read_plain
+
 FILENAME = "forgotten.jsonl"
 ATTRIBUTE = f"{FILENAME} merge=union"  # two clones' tombstones merge by union, like day logs
 # What fsck and reads say of a tombstoned record's line found in a day log:
@@ -15,7 +17,7 @@ def read(root: Path) -> dict[str, dict]:
     """id -> tombstone for every line (unreadable lines are skipped: a tombstone only ever hides)."""
     out: dict[str, dict] = {}
     try:
-        data = (Path(root) / FILENAME).read_text(encoding="utf-8")
+        data = read_plain(Path(root) / FILENAME).decode("utf-8")
     except (FileNotFoundError, UnicodeDecodeError):
         return out
     for line in data.splitlines():

@@ -162,8 +162,10 @@ def read_ops(
                 raise FormatError(p, f"cannot read ({exc})") from None
     ops: dict[str, Op] = {}
     problems: list[str] = []
+    from .sealed_lines import open_bytes
+
     for rel in sorted(files):
-        for n, text, obj, why in _lines(files[rel]):
+        for n, text, obj, why in _lines(open_bytes(Path(root) / rel, files[rel])):
             if why is None and text in ops:
                 continue  # a repeated line (a union merge keeps both sides' copies)
             if why is None:

@@ -59,7 +59,7 @@ def records_by_id(index, ids: list[str]) -> list[dict]:
 def _read(index, day: str, rows: list[tuple]) -> list[dict]:
     if not rows:
         return []
-    data = logfmt.day_path(index.store.root, day).read_bytes()
+    data = logfmt.read_plain(logfmt.day_path(index.store.root, day))
     out = []
     for off, ln in rows:
         rec = recordfmt.loads(data[off : off + ln].decode("utf-8"))

@@ -37,7 +37,7 @@ def forget_ops(root: Path, ids: set[str], texts: list[str]) -> list[str]:
     forgotten = [_norm(t) for t in texts if _norm(t)]
     if not treelog.exists(root):
         return _forget_tree_json(root, ids, forgotten)
-    raw = {p: p.read_bytes() for p in treelog.shards(root)}
+    raw = {p: logfmt.read_plain(p) for p in treelog.shards(root)}
     parsed = {p: [_parse(line) for line in data.split(b"\n")] for p, data in raw.items()}
     ops, _ = treelog.read_ops(root)
     before = treelog.replay(ops)

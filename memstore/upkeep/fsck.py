@@ -15,7 +15,8 @@ from pathlib import Path
 from ..format import layout
 from ..format import log as logfmt
 from ..format import record as recordfmt
-from ..errors import MemstoreError
+from ..errors import FormatError, MemstoreError
+from ..format.sealed_lines import TamperedLine, open_bytes
 from ..format import tombstones
 from ..format.segment import (
     DT_AUDIO,
@@ -62,6 +63,9 @@ def fsck(store) -> Report:
             lines = list(logfmt.read_lines(path))
         except OSError as exc:
             rep.damage.append(f"{path}: cannot read ({exc})")
+            continue
+        except TamperedLine as exc:  # an encrypted store's line that fails authentication
+            rep.damage.append(str(exc).splitlines()[0])
             continue
         for ln in lines:
             where = f"{store.rel(path)}:{ln.line_no}"
@@ -171,9 +175,9 @@ def _compare_day_log(store, path: str, committed: bytes, rep, absent: dict[str, 
         return  # named as unreadable by the day-log check
     if data is not None and data.startswith(committed):
         return  # the usual case: as committed, or with lines appended
-    ids = {str(rec.get("id")) for rec in _records_of(committed)}
+    ids = {str(rec.get("id")) for rec in _records_of(_opened(local, committed))}
     if data is not None:
-        ids -= {str(rec.get("id")) for rec in _records_of(data)}
+        ids -= {str(rec.get("id")) for rec in _records_of(_opened(local, data))}
     if not ids:
         return  # every committed record is still there (an edit of one is named by the record checks)
     day = Path(path).stem
@@ -186,6 +190,14 @@ def _compare_day_log(store, path: str, committed: bytes, rep, absent: dict[str, 
     rep.damage.append(
         f'{path}: the committed day log {what}; "ct fsck --repair" restores its committed records from HEAD'
     )
+
+
+def _opened(path, data: bytes) -> bytes:
+    """An encrypted store's lines opened (a line that fails is named by the day-log check)."""
+    try:
+        return open_bytes(path, data)
+    except FormatError:
+        return b""
 
 
 def _records_of(data: bytes) -> list[dict]:

@@ -84,7 +84,7 @@ def gc(store, dry_run: bool = False) -> GcResult:
                 res.packs_before += n
                 res.packs_after += 1
         for path in logfmt.list_days(store.root).values():
-            kept, dropped = _without_repeats(path.read_bytes())
+            kept, dropped = _without_repeats(logfmt.read_plain(path))
             if dropped:
                 res.duplicates += dropped
                 res.logs.append(store.rel(path))

@@ -1,0 +1,83 @@
+"""`ct keys`: identities and the recipients of an encrypted store (docs/security.md)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit_json
+
+
+@click.group("keys")
+def keys_cmd():
+    """Identities and recipients of encrypted stores (ct init --encrypt).
+
+    Example: ct keys new && ct init --encrypt ~/memory
+    """
+
+
+@keys_cmd.command("new")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.pass_obj
+def keys_new(obj, file):
+    """Write a new age identity to FILE (mode 0600; default: age-identity.txt beside your
+    memstore config) and print its recipient (age1…). Never overwrites a file."""
+    from ..store import Store
+
+    res = Store.new_identity(file)
+    obj.say(f"Wrote a new identity to {res['path']} (mode 0600). Its recipient:")
+    click.echo(res["recipient"])
+
+
+@keys_cmd.command("show")
+@click.pass_obj
+def keys_show(obj):
+    """Print the recipient of the identity in use."""
+    from ..store import Store
+
+    click.echo(Store.identity_recipient()["recipient"])
+
+
+@keys_cmd.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def keys_list(obj, as_json):
+    """List the store's recipients and key epochs."""
+    res = obj.store().keys_list()
+    if as_json:
+        emit_json(res)
+        return
+    for r in res["recipients"]:
+        click.echo(r)
+    opened = ", ".join(map(str, res["epochs_opened"]))
+    obj.say(f"key epoch {res['epoch']} (your identity opens: {opened})")
+
+
+@keys_cmd.command("add")
+@click.argument("recipient")
+@click.pass_obj
+def keys_add(obj, recipient):
+    """Let RECIPIENT (age1… or 'ssh-ed25519 AAAA…') read the whole store; one commit."""
+    res = obj.store().keys_add(recipient)
+    obj.say(f"Added {res['recipient']}: key epochs {', '.join(map(str, res['epochs']))} rewrapped.")
+
+
+@keys_cmd.command("remove")
+@click.argument("recipient")
+@click.pass_obj
+def keys_remove(obj, recipient):
+    """Start a new key epoch without RECIPIENT; one commit. Records written from now on are
+    sealed from it; what it could read before (its clone, git history) it keeps."""
+    res = obj.store().keys_remove(recipient)
+    obj.say(
+        f"Removed {res['recipient']}: new writes use key epoch {res['epoch']}. It keeps what it "
+        "could already read."
+    )
+
+
+@keys_cmd.command("rotate")
+@click.pass_obj
+def keys_rotate(obj):
+    """Start a new key epoch for the same recipients; one commit. Lines written from now on are
+    sealed under it; older lines keep their epoch (no history is rewritten)."""
+    res = obj.store().keys_rotate()
+    obj.say(f"New writes use key epoch {res['epoch']}.")

@@ -1,0 +1,274 @@
+"""Sealed lines: each committed line of an encrypted store, encrypted on its own (docs/format.md,
+"Encrypted stores").
+
+A sealed line is `ms1.<epoch>.<base64url of AES-256-SIV(line)>`: AES-SIV (RFC 5297, from
+`cryptography`; nothing hand-made) is a deterministic AEAD — its nonce is a keyed hash of the
+plaintext (the synthetic IV) — so the same plaintext line in the same file sealed under the same
+epoch key is the same sealed line on every clone, and git's union merge still merges the files as
+text. The associated data binds the line to the file it belongs in (its store-relative path, which
+names the kind and the day) and to its epoch, so a line moved to another file or relabelled fails.
+
+Readers see the plain view of a file: its bytes with every sealed line opened (`plain_view`), the
+offsets of the index pointing into that view. Writers hand plain lines to `seal_payload`. A store
+is encrypted while a Sealer is registered for its root (memstore/core.py registers one on open);
+a sealed file read with none registered stops with NoKeyError (exit 10), never a silent skip.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import threading
+from pathlib import Path
+
+from ..errors import FormatError, MemstoreError
+
+PREFIX = b"ms1."
+KEY_BYTES = 64  # AES-256-SIV takes a 512-bit key
+AAD_LABEL = b"memstore sealed line 1"
+
+
+class NoKeyError(MemstoreError):
+    """No identity of this user opens (this part of) an encrypted store."""
+
+    exit_code = 10
+
+
+class TamperedLine(FormatError):
+    """A sealed line that its epoch key does not open: changed, moved or damaged (exit 4)."""
+
+
+def _aad(rel: str, epoch: int) -> list[bytes]:
+    return [AAD_LABEL, rel.encode("utf-8", "surrogateescape"), str(epoch).encode("ascii")]
+
+
+def seal_one(key: bytes, epoch: int, rel: str, line: bytes) -> bytes:
+    """One plain line (no newline) sealed for the file `rel` (store-relative, with `/`)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+
+    ct = AESSIV(key).encrypt(line, _aad(rel, epoch))
+    return PREFIX + str(epoch).encode("ascii") + b"." + base64.urlsafe_b64encode(ct).rstrip(b"=")
+
+
+def parse(sealed: bytes) -> tuple[int, bytes] | None:
+    """(epoch, ciphertext) of a sealed line, or None when it is not one."""
+    if not sealed.startswith(PREFIX):
+        return None
+    head, dot, body = sealed[len(PREFIX) :].partition(b".")
+    if not dot or not head.isdigit() or len(head) > 6:
+        return None
+    try:
+        ct = base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    return int(head), ct
+
+
+def open_one(key: bytes, epoch: int, rel: str, ct: bytes) -> bytes | None:
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+
+    try:
+        return AESSIV(key).decrypt(ct, _aad(rel, epoch))
+    except (InvalidTag, ValueError):
+        return None
+
+
+class Sealer:
+    """The epoch keys this user's identity opened for one store, and the newest epoch (writes)."""
+
+    def __init__(self, root: Path, keys: dict[int, bytes], newest: int, identity_note: str = ""):
+        self.root = Path(root)
+        self.keys = dict(keys)
+        self.newest = newest
+        self.identity_note = identity_note  # which identity file, for messages
+        self.unopened: dict[str, int] = {}  # file -> lines of epochs this identity does not open
+
+    def rel(self, path) -> str:
+        return Path(path).resolve().relative_to(self.root).as_posix()
+
+    def write_key(self) -> bytes:
+        key = self.keys.get(self.newest)
+        if key is None:
+            raise NoKeyError(
+                f"{self.root}: your identity{self.identity_note} does not open the store's newest key "
+                f"epoch ({self.newest}): you were removed as a recipient, so you cannot write to it.",
+                'Ask a remaining recipient to run "ct keys add YOUR_RECIPIENT". Nothing was written.',
+            )
+        return key
+
+    def vkey_secret(self) -> bytes:
+        """What keys the records' pack keys (format/seal.py `record_key`) in the newest epoch."""
+        import hashlib
+
+        return hashlib.blake2b(
+            b"vkey", key=self.write_key(), digest_size=64, person=b"memstore-vkeys1"
+        ).digest()
+
+    def refuse_partial(self, path) -> None:
+        """A whole-file rewrite from a view that left lines out would lose them: refuse it."""
+        self.write_key()
+        with open(path, "rb") if os.path.exists(path) else _empty() as f:
+            self.open_data(path, f.read())
+        if self.unopened.get(self.rel(path)):
+            raise NoKeyError(
+                f"{path}: holds lines sealed under key epochs your identity does not open; "
+                "rewriting it would lose them. Nothing was changed."
+            )
+
+    def seal_payload(self, path, payload: bytes) -> bytes:
+        """Whole plain lines (each ending in a newline) sealed one by one, for `path`."""
+        key, rel = self.write_key(), self.rel(path)
+        out = []
+        for line in payload.split(b"\n"):
+            if line:
+                out.append(seal_one(key, self.newest, rel, line))
+            else:
+                out.append(line)
+        return b"\n".join(out)
+
+    def open_data(self, path, data: bytes) -> bytes:
+        """The plain view of a file's bytes: every sealed line opened; a tampered line stops with
+        TamperedLine naming the file and line; lines of epochs this identity does not open are
+        left out and counted in `unopened` (a removed recipient's view of newer records)."""
+        rel = self.rel(path)
+        lines = data.split(b"\n")
+        out, skipped = [], 0
+        for n, raw in enumerate(lines, 1):
+            if not raw:
+                out.append(raw)
+                continue
+            parsed = parse(raw)
+            if n == len(lines):  # no newline after it: an unfinished last write
+                key = self.keys.get(parsed[0]) if parsed else None
+                plain = open_one(key, parsed[0], rel, parsed[1]) if key else None
+                out.append(plain if plain is not None else raw)  # the reader names it
+                continue
+            if parsed is None:
+                raise TamperedLine(
+                    path,
+                    "not a sealed line, in an encrypted store (every committed line must be sealed; "
+                    "a plain line here was not written by memstore)",
+                    n,
+                    "Nothing was read or changed. Restore the file from git "
+                    f'("git -C {self.root} checkout -- {rel}") if you did not put it there.',
+                )
+            epoch, ct = parsed
+            key = self.keys.get(epoch)
+            if key is None:
+                skipped += 1
+                continue
+            plain = open_one(key, epoch, rel, ct)
+            if plain is None:
+                raise TamperedLine(
+                    path,
+                    f"sealed line (epoch {epoch}) fails authentication: it was changed, damaged or "
+                    "moved from another file",
+                    n,
+                    "Nothing was read or changed. Compare it with git's copy "
+                    f'("git -C {self.root} log -p -- {rel}").',
+                )
+            out.append(plain)
+        if skipped:
+            self.unopened[rel] = skipped
+        else:
+            self.unopened.pop(rel, None)
+        return b"\n".join(out)
+
+
+_SEALERS: dict[str, Sealer] = {}
+_BY_DIR: dict[str, Sealer | None] = {}  # a folder -> the Sealer of the store holding it (cache)
+_VIEWS: dict[str, tuple[tuple, bytes]] = {}
+_LOCK = threading.Lock()
+_VIEW_CACHE = 64
+
+
+def register(root, sealer: Sealer | None) -> None:
+    key = str(Path(root).resolve())
+    with _LOCK:
+        if sealer is None:
+            _SEALERS.pop(key, None)
+        else:
+            _SEALERS[key] = sealer
+        _BY_DIR.clear()
+        for p in [p for p in _VIEWS if p.startswith(key + os.sep)]:
+            del _VIEWS[p]
+
+
+def sealer_for(path) -> Sealer | None:
+    """The Sealer of the registered store that holds `path`, or None."""
+    if not _SEALERS:
+        return None
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    try:
+        return _BY_DIR[folder]
+    except KeyError:
+        pass
+    found = None
+    for start in (folder, os.path.realpath(folder)):
+        d = start
+        for _ in range(4):
+            found = _SEALERS.get(d)
+            if found is not None or os.path.dirname(d) == d:
+                break
+            d = os.path.dirname(d)
+        if found is not None:
+            break
+    with _LOCK:
+        _BY_DIR[folder] = found
+    return found
+
+
+def _no_key(path) -> NoKeyError:
+    return NoKeyError(
+        f"{path}: this file holds sealed lines of an encrypted store, and no identity opened the store.",
+        "Give one with --identity FILE or MEMSTORE_IDENTITY (docs/security.md). Nothing was changed.",
+    )
+
+
+def open_bytes(path, data: bytes) -> bytes:
+    """`data` (a file's raw bytes) as its plain view."""
+    s = sealer_for(path)
+    if s is None:
+        if data.startswith(PREFIX):
+            raise _no_key(path)
+        return data
+    return s.open_data(path, data)
+
+
+def plain_view(path, sealer: Sealer | None = None) -> bytes:
+    """A file's plain view, read from disk (cached by its size, mtime and inode)."""
+    s = sealer or sealer_for(path)
+    if s is None:
+        with open(path, "rb") as f:
+            data = f.read()
+        if data.startswith(PREFIX):
+            raise _no_key(path)
+        return data
+    st = os.stat(path)
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ino, id(s), len(s.keys))
+    key = os.path.abspath(os.fspath(path))
+    hit = _VIEWS.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    with open(path, "rb") as f:
+        data = f.read()
+    view = s.open_data(path, data)
+    with _LOCK:
+        if len(_VIEWS) >= _VIEW_CACHE:
+            _VIEWS.pop(next(iter(_VIEWS)))
+        _VIEWS[key] = (stamp, view)
+    return view
+
+
+def seal_for(path, payload: bytes) -> bytes:
+    """Plain whole lines as they go on disk for `path`: sealed in an encrypted store, else as is."""
+    s = sealer_for(path)
+    return payload if s is None else s.seal_payload(path, payload)
+
+
+def _empty():
+    import io
+
+    return io.BytesIO(b"")

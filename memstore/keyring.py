@@ -1,0 +1,257 @@
+"""Keys of encrypted stores: the user's age identity, the store's recipients and its epoch keys
+(docs/format.md "Encrypted stores", docs/security.md).
+
+- An identity is an age X25519 secret key file (`ct keys new`, mode 0600) or an SSH ed25519
+  private key; it is found through `--identity FILE`, then $MEMSTORE_IDENTITY, then
+  `age-identity.txt` beside the user's config file (memstore/userconfig.py).
+- A store's `keys/recipients` lists who can read it now; `keys/epoch-NNNN.age` is an age file
+  (openable with plain `age -d -i IDENTITY`) holding that epoch's random 64-byte line key, wrapped
+  to `keys/epoch-NNNN.recipients`. Removing a recipient starts a new epoch; adding one rewraps every
+  epoch to it.
+
+age is pyrage (the Rust `age` crate); the line AEAD is format/sealed_lines.py. Nothing hand-made.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from pathlib import Path
+
+from .errors import UsageError
+from .format.sealed_lines import KEY_BYTES, NoKeyError, Sealer
+
+KEYS_DIR = "keys"
+RECIPIENTS = f"{KEYS_DIR}/recipients"
+_EPOCH = re.compile(r"^epoch-(\d{4,6})\.age$")
+_HEADER = "memstore epoch key 1"
+
+
+# ----- the user's identity ------------------------------------------------------------------------
+
+
+def default_identity_path() -> Path:
+    from .userconfig import config_path
+
+    return config_path().parent / "age-identity.txt"
+
+
+def identity_path(explicit: str | os.PathLike | None = None) -> Path | None:
+    """--identity FILE, else $MEMSTORE_IDENTITY, else the default path when it exists."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("MEMSTORE_IDENTITY")
+    if env:
+        return Path(env).expanduser()
+    p = default_identity_path()
+    return p if p.exists() else None
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise NoKeyError(f"{path}: cannot read the identity file ({exc.strerror}).") from None
+
+
+def load_identities(path: Path) -> list:
+    """The age identities in `path`: X25519 secret keys (one a line) or one SSH ed25519 key."""
+    from pyrage import ssh, x25519
+
+    data = _read(path)
+    text = data.decode("utf-8", "replace")
+    if "-----BEGIN OPENSSH PRIVATE KEY-----" in text:
+        try:
+            return [ssh.Identity.from_buffer(data)]
+        except Exception as exc:  # pyrage raises its own error types
+            raise NoKeyError(
+                f"{path}: not a usable SSH key ({exc}); only unencrypted ed25519 keys work."
+            ) from None
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            out.append(x25519.Identity.from_str(line))
+        except Exception:
+            raise NoKeyError(
+                f"{path}:{n}: not an age identity (AGE-SECRET-KEY-1…) or SSH ed25519 key."
+            ) from None
+    if not out:
+        raise NoKeyError(f"{path}: holds no age identity.")
+    return out
+
+
+def recipient_of(path: Path) -> str:
+    """The recipient that `path`'s identity opens: `age1…`, or the SSH key's `.pub` line."""
+    ids = load_identities(path)
+    if hasattr(ids[0], "to_public"):
+        return str(ids[0].to_public())
+    pub = Path(str(path) + ".pub")
+    try:
+        return pub.read_text(encoding="utf-8").strip()
+    except OSError:
+        raise UsageError(
+            f"{path}: an SSH identity's recipient is its public key, and {pub} is not there.",
+            "Give the recipient with --recipient 'ssh-ed25519 AAAA…'.",
+        ) from None
+
+
+def new_identity(path: Path) -> str:
+    """Write a new X25519 identity to `path` (mode 0600, never over a file); its recipient."""
+    from datetime import datetime, timezone
+
+    from pyrage import x25519
+
+    ident = x25519.Identity.generate()
+    rcpt = str(ident.to_public())
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise UsageError(f"{path} already exists; nothing was changed.") from None
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(f"# created: {stamp}\n# public key: {rcpt}\n{ident}\n")
+    os.chmod(path, 0o600)
+    return rcpt
+
+
+def parse_recipient(text: str):
+    """A pyrage recipient from `age1…` or `ssh-ed25519 AAAA… [comment]`; UsageError otherwise."""
+    from pyrage import ssh, x25519
+
+    text = text.strip()
+    try:
+        if text.startswith("age1"):
+            return x25519.Recipient.from_str(text)
+        if text.startswith("ssh-ed25519 "):
+            return ssh.Recipient.from_str(text)
+    except Exception:
+        pass
+    raise UsageError(
+        f"not a recipient: {text[:80]!r}",
+        "Give an age recipient (age1…) or an SSH ed25519 public key line (ssh-ed25519 AAAA…).",
+    )
+
+
+def normal_recipient(text: str) -> str:
+    """A recipient as the store lists it: `age1…`, or `ssh-ed25519 KEY` without the comment."""
+    parse_recipient(text)
+    parts = text.split()
+    return " ".join(parts[:2])
+
+
+# ----- a store's recipients and epochs --------------------------------------------------------------
+
+
+def is_encrypted(root: Path) -> bool:
+    return (Path(root) / RECIPIENTS).is_file()
+
+
+def read_recipients(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            out.append(line)
+    return out
+
+
+def write_recipients(path: Path, recipients: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(r + "\n" for r in recipients), encoding="utf-8")
+
+
+def epoch_files(root: Path) -> dict[int, Path]:
+    d = Path(root) / KEYS_DIR
+    out = {}
+    if d.is_dir():
+        for name in os.listdir(d):
+            m = _EPOCH.match(name)
+            if m:
+                out[int(m.group(1))] = d / name
+    return dict(sorted(out.items()))
+
+
+def epoch_name(epoch: int) -> str:
+    return f"{KEYS_DIR}/epoch-{epoch:04d}"
+
+
+def wrap_epoch(root: Path, epoch: int, key: bytes, recipients: list[str]) -> list[str]:
+    """Write `keys/epoch-NNNN.age` (the key wrapped to `recipients`) and its `.recipients` list;
+    the store-relative paths written."""
+    import pyrage
+
+    body = f"{_HEADER}\nepoch: {epoch}\nkey: {base64.b64encode(key).decode('ascii')}\n"
+    sealed = pyrage.encrypt(body.encode("ascii"), [parse_recipient(r) for r in recipients])
+    base = Path(root) / epoch_name(epoch)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    base.with_suffix(".age").write_bytes(sealed)
+    write_recipients(base.with_suffix(".recipients"), recipients)
+    return [epoch_name(epoch) + ".age", epoch_name(epoch) + ".recipients"]
+
+
+def unwrap_epoch(path: Path, epoch: int, identities: list) -> bytes | None:
+    """The epoch's key, or None when no identity opens it; NoKeyError when it is malformed."""
+    import pyrage
+
+    try:
+        body = pyrage.decrypt(path.read_bytes(), identities)
+    except Exception:
+        return None
+    lines = body.decode("ascii", "replace").splitlines()
+    try:
+        assert (
+            lines[0] == _HEADER and lines[1] == f"epoch: {epoch}" and lines[2].startswith("key: ")
+        )
+        key = base64.b64decode(lines[2][5:], validate=True)
+        assert len(key) == KEY_BYTES
+    except (AssertionError, IndexError, ValueError):
+        raise NoKeyError(
+            f"{path}: opens, but is not memstore's epoch {epoch} key file (header, epoch or key wrong)."
+        ) from None
+    return key
+
+
+def new_key() -> bytes:
+    return os.urandom(KEY_BYTES)
+
+
+def open_store(root: Path, explicit_identity=None) -> Sealer:
+    """The Sealer for an encrypted store: every epoch key the user's identity opens."""
+    path = identity_path(explicit_identity)
+    if path is None:
+        raise NoKeyError(
+            f"{root} is an encrypted store, and no identity was given.",
+            "Give one with --identity FILE or MEMSTORE_IDENTITY, or create "
+            f'{default_identity_path()} with "ct keys new" and ask a recipient to run '
+            '"ct keys add RECIPIENT". Nothing was read.',
+        )
+    identities = load_identities(path)
+    files = epoch_files(root)
+    if not files:
+        raise NoKeyError(f"{root / KEYS_DIR}: an encrypted store without any epoch key file.")
+    keys = {}
+    for epoch, f in files.items():
+        key = unwrap_epoch(f, epoch, identities)
+        if key is not None:
+            keys[epoch] = key
+    if not keys:
+        raise NoKeyError(
+            f"{root}: your identity {path} opens none of the store's key epochs "
+            f"({', '.join(str(e) for e in files)}): it is not a recipient of this store.",
+            f'Ask a recipient to run "ct keys add {_safe_recipient(path)}". Nothing was read.',
+        )
+    return Sealer(root, keys, max(files), identity_note=f" ({path})")
+
+
+def _safe_recipient(path: Path) -> str:
+    try:
+        return recipient_of(path)
+    except Exception:
+        return "YOUR_RECIPIENT"
