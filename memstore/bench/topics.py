@@ -141,6 +141,22 @@ def timing_records(data: Path, total: int) -> list[dict]:
     return out
 
 
+def _time_placement(store) -> list[float]:
+    """Wrap the store's placement step (Store.place) so each write's time in it is recorded."""
+    spent = [0.0]
+    place = store.place
+
+    def timed(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return place(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - t0)
+
+    store.place = timed
+    return spent
+
+
 def timing(data: Path, sizes, work: Path, log, singles=(1000, 10000)) -> dict:
     from ..tree import topicdata
 
@@ -148,14 +164,15 @@ def timing(data: Path, sizes, work: Path, log, singles=(1000, 10000)) -> dict:
     out = {"embedder": "hash", "writes": [], "single": []}
     for n in sizes:
         store = _store(work / f"w{n}", "hash")
+        placing = _time_placement(store)
         recs = [store.normalize(r) for r in pool[:n]]
         t0 = time.perf_counter()
         store.write(recs, f"Add {n} turns", secrets="allow")
         secs = time.perf_counter() - t0
-        out["writes"].append({"records": n, "seconds": secs})
-        log(f"  one write of {n} records: {secs:.1f} s")
+        out["writes"].append({"records": n, "seconds": secs, "placing_s": placing[-1]})
+        log(f"  one write of {n} records: {secs:.1f} s ({placing[-1]:.1f} s placing)")
         if n in singles:
-            times, reads = [], []
+            times, reads, places = [], [], []
             for j in range(3):
                 rec = store.normalize(
                     {
@@ -169,17 +186,19 @@ def timing(data: Path, sizes, work: Path, log, singles=(1000, 10000)) -> dict:
                 t1 = time.perf_counter()
                 store.write([rec], "Add one turn")
                 times.append(time.perf_counter() - t1)
+                places.append(placing[-1])
                 reads.append(topicdata.STATS["vectors"] - before)
             out["single"].append(
                 {
                     "placed": n,
                     "seconds": statistics.median(times),
                     "vectors_read": statistics.median(reads),
+                    "placing_s": statistics.median(places),
                 }
             )
             log(
-                f"  a one-record write with {n} placed: {statistics.median(times):.3f} s, "
-                f"{statistics.median(reads)} vectors read"
+                f"  a one-record write with {n} placed: {statistics.median(times):.3f} s "
+                f"({statistics.median(places):.3f} s placing), {statistics.median(reads)} vectors read"
             )
         shutil.rmtree(store.root, ignore_errors=True)
     return out

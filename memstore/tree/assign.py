@@ -155,7 +155,7 @@ class Placer:
                 scored_words += 1
                 if words is None:
                     words = naming.term_set([rec["text"]], 12)
-                recs = t.records[-RECENT_WINDOW:]
+                recs = t.records[-RECENT_WINDOW // 2 :]
                 shared = words & naming.term_set(self.data.texts(recs, limit=RECENT_WINDOW)[0], 20)
                 bonus = 0.08 * min(len(shared), 2)
             score = sim + bonus

@@ -34,10 +34,10 @@ def _stem(w: str) -> str:
 # Export and harness artefacts: never part of a name or a summary's terms. Bracketed text is the
 # harness's ("[Response Cleared]", "[image]", "[truncated 4 KB]"), not what a person wrote.
 _ARTEFACT_SPANS = re.compile(
-    r"\[[^\]\n]{0,120}\]|<[^>\n]{0,120}>|https?://\S+|www\.\S+|\S+@\S+\.\S+"
+    r"```.*?(?:```|$)|`[^`\n]{0,200}`|\[[^\]\n]{0,120}\]|<[^>\n]{0,120}>|https?://\S+|www\.\S+|\S+@\S+\.\S+"
     r"|\S+\.(?:pdf|png|jpe?g|gif|webp|svg|docx?|xlsx?|pptx?|csv|tsv|txt|json|zip|gz|html?|md|py|js)\b"
     r"|\b[0-9a-f]{12,}\b",
-    re.I,
+    re.I | re.S,
 )
 ARTEFACT_WORDS = frozenset(
     """truncated truncate bytes byte kib mib gib pdf png jpg jpeg gif webp svg docx doc xlsx xls pptx
@@ -57,7 +57,8 @@ _EDGE_WORDS = frozenset(
     options option best better great nice interesting certain particular various several general
     including include includes based related regarding overall whole basically especially question
     monday tuesday wednesday thursday friday saturday sunday january february march april june july
-    august september october november december""".split()
+    august september october november december last first next amazing common time times went came bought took saw visited tried
+    getting""".split()
 )
 
 
@@ -66,13 +67,17 @@ def _clean(text: str) -> str:
     return _ARTEFACT_SPANS.sub(" . ", text)
 
 
+TERM_CHARS = 4_000  # a record's terms come from its first 4,000 characters
+PHRASE_CHARS = 1_500  # and its phrases from the first 1,500 (a subject is named early)
+
+
 @lru_cache(maxsize=8192)
 def _terms_of(text: str) -> tuple[tuple[str, str], ...]:
     """(folded term, surface form) per content word. Cached: placing a batch re-reads each topic's
     recent turns once per new turn, and the regex and stemming were most of that time."""
     return tuple(
         (_stem(w), w if not w.isupper() or len(w) <= 4 else w.lower())
-        for w in words(_clean(text))
+        for w in words(_clean(text[:TERM_CHARS]))
         if w.lower() not in ARTEFACT_WORDS
     )
 
@@ -127,7 +132,7 @@ MIN_RARITY = 0.3  # a word this common in a store of MIN_STORE records or more n
 MIN_STORE = 50
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=16384)
 def _phrases_of(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
     """(folded words, surface form) of every run of one to three content words in `text` that
     neither starts nor ends with an edge word; punctuation, digits and stop words break runs."""
@@ -145,7 +150,7 @@ def _phrases_of(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
                 out.append((tuple(_stem(w) for w in part), " ".join(part)))
         run.clear()
 
-    for tok in _PHRASE_TOKEN.findall(_clean(text)[:TEXT_CHARS]):
+    for tok in _PHRASE_TOKEN.findall(_clean(text[:PHRASE_CHARS])):
         w = tok.strip("'’-")
         low = w.lower()
         if (
@@ -155,6 +160,8 @@ def _phrases_of(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
             or low in ARTEFACT_WORDS
             or len(w) > 24
             or (w.isupper() and len(w) > 5)
+            or any(c.isupper() for c in w[1:])
+            and not w.isupper()  # camelCase: code, not prose
         ):
             flush()
             continue
@@ -163,7 +170,9 @@ def _phrases_of(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
     return tuple(out)
 
 
-def key_phrases(texts: list[str], k: int = 3, rarity=None, roles=None) -> list[str]:
+def key_phrases(
+    texts: list[str], k: int = 3, rarity=None, roles=None, scores: list | None = None
+) -> list[str]:
     """The `k` most characteristic phrases of the texts, best first (none overlapping another).
 
     A phrase scores by the turns it occurs in (a user's turn counts double: it is what the person
@@ -215,6 +224,8 @@ def key_phrases(texts: list[str], k: int = 3, rarity=None, roles=None) -> list[s
             continue
         used.append(words_)
         out.append(max(forms[key].items(), key=lambda kv: kv[1])[0])
+        if scores is not None:
+            scores.append(scored[key])
         if len(out) >= k:
             break
     return out
@@ -230,11 +241,12 @@ def _store_size(rarity) -> int:
 
 def phrase_name(texts: list[str], rarity=None, roles=None, fallback: str = "Untitled topic") -> str:
     """A topic name: its best phrase, with the second when the first is a single word."""
-    phrases = key_phrases(texts, 2, rarity, roles)
+    scores: list[float] = []
+    phrases = key_phrases(texts, 2, rarity, roles, scores)
     if not phrases:
         return fallback
     name = phrases[0]
-    if len(phrases) > 1 and " " not in name:
+    if len(phrases) > 1 and " " not in name and scores[1] >= scores[0] / 2:
         name = f"{name} and {phrases[1]}"
     return name[:1].upper() + name[1:]
 

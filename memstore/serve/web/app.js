@@ -313,7 +313,7 @@ function treeList(topics, opts) {
                              : el("span", { class: "label", text: t.name });
     const badges = (opts.mark ? opts.mark(t) : []).map(([cls, txt]) => el("span", { class: `badge ${cls}`, text: txt }));
     li.append(el("span", { class: "node" }, toggle, name,
-      el("span", { class: "count", text: t.records !== undefined ? plural(t.records, "record") : "" }),
+      el("span", { class: "count", text: t.under !== undefined ? plural(t.under, "record") : t.records !== undefined ? plural(t.records, "record") : "" }),
       t.current ? el("span", { class: "badge current", text: "current" }) : null, badges));
     if (hasKids) li.append(el("ul", { role: "group" }, children.map(build), ghosts));
     return li;

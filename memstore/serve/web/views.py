@@ -86,7 +86,11 @@ def day(st, p) -> dict:
 
 
 def _flat(tree) -> list[dict]:
-    """Topics in display order, each with its parent, depth and record count."""
+    """Topics in display order, each with its parent, depth, own record count and the count of
+    records under it (its own and every sub-topic's: a group of topics shows what it holds)."""
+    from ...tree.render import subtree_counts
+
+    under = subtree_counts(tree)
     return [
         mask_fields(
             {
@@ -96,6 +100,7 @@ def _flat(tree) -> list[dict]:
                 "parent": t.parent,
                 "depth": depth,
                 "records": len(t.records),
+                "under": under[t.id],
                 "created": t.created,
                 "last_active": t.last_active,
                 "current": t.id == tree.current,
