@@ -191,8 +191,8 @@ class RecordData:
         secret_policy.known_clean(queries.clean_keys(self.index, secret_policy.unchecked(keys)))
 
 
-TOPIC_RECORDS = 40  # a topic's vector: the mean of its latest records (drift-tolerant, bounded)
-GROUP_SAMPLE = 12  # a group's vector: the mean of at most this many topics found under it
+TOPIC_RECORDS = 16  # a topic's vector: the mean of its latest records (drift-tolerant, bounded)
+GROUP_SAMPLE = 8  # a group's vector: the mean of at most this many topics found under it
 
 
 def topic_vector(tree, data: RecordData, tid: str, cache: dict, kids=None) -> np.ndarray | None:
