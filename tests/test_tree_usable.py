@@ -198,3 +198,20 @@ def test_a_one_turn_write_reads_as_much_with_ten_times_the_tree(tmp_path):
         reads[n] = topicdata.STATS["vectors"] - before
     # a beam descent: the work grows with the depth (the logarithm), not with the topics
     assert reads[200] <= 1500, reads
+
+
+def test_a_group_opens_on_the_records_under_it(store):
+    from memstore.serve.web import views
+
+    _sessions(store, 24, seed=5)
+    tree = treefmt.read(store.root)
+    group = next(t for t in tree.topics.values() if not t.records)
+    counts = subtree_counts(tree)
+    own = views.topic(store, {"id": group.id, "offset": 0, "limit": 500})
+    assert own["total"] == 0 and own["records"] == []
+    out = views.topic(store, {"id": group.id, "offset": 0, "limit": 500, "under": True})
+    assert out["total"] == counts[group.id] == len(out["records"]) > 0
+    under = {r for d in tree.descendants(group.id) for r in tree.topics[d].records}
+    assert {r["id"] for r in out["records"]} == under
+    times = [r["ts"] for r in out["records"]]
+    assert times == sorted(times)

@@ -377,7 +377,7 @@ function drawTree(t) {
 }
 
 async function showTopic(id, offset) {
-  const out = await api("/view/topic", { id, offset, limit: 100 });
+  const out = await api("/view/topic", { id, offset, limit: 100, under: true });  // a group shows what it holds
   const box = $("topic");
   if (out.gone) {
     fill(box, el("h3", { text: id }), el("p", { text: out.now_in ? `This topic was ${out.gone}; its records are now in “${out.into_name}”.` : `This topic was ${out.gone}.` }),

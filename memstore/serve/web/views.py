@@ -197,10 +197,18 @@ def topic(st, p) -> dict:
             "total": 0,
         }
     top = t.topics[tid]
-    ids = top.records[p["offset"] : p["offset"] + p["limit"]]
+    every = top.records
+    if p.get("under"):  # the topic's own records and every sub-topic's, in time order
+        from ...tree.topicdata import RecordData
+
+        every = [r for d in [tid, *sorted(t.descendants(tid))] for r in t.topics[d].records]
+        data = RecordData(st)
+        data.rows(every)
+        every = sorted(every, key=lambda r: (data.time(r), r))
+    ids = every[p["offset"] : p["offset"] + p["limit"]]
     return {
         **mask_fields({"id": tid, "name": top.name, "summary": top.summary}),
-        "total": len(top.records),
+        "total": len(every),
         "offset": p["offset"],
         "records": [record_view(r) for r in st.records(ids)],
     }
