@@ -58,7 +58,7 @@ _EDGE_WORDS = frozenset(
     including include includes based related regarding overall whole basically especially question
     monday tuesday wednesday thursday friday saturday sunday january february march april june july
     august september october november december last first next amazing common time times went came bought took saw visited tried
-    getting""".split()
+    getting incorporate incorporating month month's week week's year year's day day's""".split()
 )
 
 
