@@ -8,7 +8,15 @@ from conftest import commits, ct, git_clean, make_store
 from conftest_openai import openai_server  # noqa: F401  (fixture)
 from memstore.format import tree as treefmt
 from memstore.tree.reorganize import reorganize
-from tree_scenarios import DISTRACTORS, SARAH_ALLERGY, SARAH_CAKE, THESEUS, WEATHER, converse
+from tree_scenarios import (
+    branchy,
+    DISTRACTORS,
+    SARAH_ALLERGY,
+    SARAH_CAKE,
+    THESEUS,
+    WEATHER,
+    converse,
+)
 
 CHAT = "/v1/chat/completions"
 
@@ -139,7 +147,7 @@ def test_llm_failures_fall_back_offline_and_never_store_error(tmp_path, openai_s
 
 
 def test_reorganize_llm_veto_and_fallback(tmp_path, openai_server):
-    st = make_store(tmp_path / "s")
+    st = branchy(make_store(tmp_path / "s"))
     converse(
         st, [THESEUS[0], DISTRACTORS[0], THESEUS[1], DISTRACTORS[1], THESEUS[2], DISTRACTORS[2]]
     )

@@ -12,6 +12,7 @@ from conftest import ct, make_store
 from memstore.format import tree as treefmt
 from memstore.retrieve.context import build_context
 from tree_scenarios import (
+    branchy,
     BIKE,
     NEEDLE,
     NUTS_NOW,
@@ -28,7 +29,7 @@ from tree_scenarios import (
 
 @pytest.fixture(scope="module")
 def sarah(tmp_path_factory):
-    st = make_store(tmp_path_factory.mktemp("sarah") / "s")
+    st = branchy(make_store(tmp_path_factory.mktemp("sarah") / "s"))
     ids = converse(st, SARAH_SCENARIO, batch=1)
     return st, dict(zip(SARAH_SCENARIO, ids))
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import committed_ids, ct, git_clean, make_store
 from memstore.format import tree as treefmt
-from tree_scenarios import DISTRACTORS, THESEUS, converse
+from tree_scenarios import DISTRACTORS, THESEUS, branchy, converse
 
 ID = ["-c", "user.name=tester", "-c", "user.email=tester@example.org"]  # CI has no global identity
 
@@ -41,7 +41,7 @@ def plain_clones(tmp_path):
     """(b, c, remote): two plain `git clone`s of a store with a topic tree; no ct command has touched git there."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
-    origin = make_store(tmp_path / "origin")
+    origin = branchy(make_store(tmp_path / "origin"))
     converse(
         origin, [x for pair in zip(THESEUS, DISTRACTORS) for x in pair], start="2026-11-01T09:00:00"
     )

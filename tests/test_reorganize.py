@@ -12,7 +12,7 @@ from memstore.format import tree as treefmt
 from memstore.retrieve.search import search
 from memstore.retrieve.context import build_context
 from memstore.tree.reorganize import reorganize
-from tree_scenarios import CODE, DISTRACTORS, SNAKE, THESEUS, converse, filler, subject_of
+from tree_scenarios import branchy, CODE, DISTRACTORS, SNAKE, THESEUS, converse, filler, subject_of
 
 
 def _interleave(main, noise):
@@ -24,7 +24,7 @@ def _interleave(main, noise):
 
 
 def test_ship_of_theseus_is_consolidated_in_one_commit(tmp_path):
-    st = make_store(tmp_path / "s")
+    st = branchy(make_store(tmp_path / "s"))
     ids = converse(
         st,
         _interleave(THESEUS, DISTRACTORS)
@@ -67,7 +67,7 @@ def test_ship_of_theseus_is_consolidated_in_one_commit(tmp_path):
 
 
 def test_semantic_drift_veto_keeps_python_snake_and_language_apart(tmp_path):
-    st = make_store(tmp_path / "s")
+    st = branchy(make_store(tmp_path / "s"))
     ids = converse(
         st,
         [
@@ -135,7 +135,7 @@ def test_prune_trivial_archives_in_the_tree_only(tmp_path):
 
 
 def test_a_few_hundred_turns_acceptance(tmp_path):
-    st = make_store(tmp_path / "s")
+    st = branchy(make_store(tmp_path / "s"))
     converse(
         st,
         filler(160, seed=3) + [("Final question about knitting wool socks.", "Use merino wool.")],

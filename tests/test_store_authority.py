@@ -163,6 +163,7 @@ BAD = [
     ('topics = "no"', "[settings] topics"),
     ("max_children = 1", "[settings] max_children"),
     ("topic_continue_threshold = 7", "[settings] topic_continue_threshold"),
+    ('topic_join_threshold = "high"', "[settings] topic_join_threshold"),
 ]
 
 

@@ -390,6 +390,20 @@ def subject_of(text: str) -> str | None:
     return None
 
 
+def branchy(store):
+    """Write-time joins off (`topic_join_threshold` above any cosine): every return to a subject
+    opens a new branch, as in a store written before them or by two clones, for `ct reorganize`."""
+    from memstore.store import Store
+
+    toml = store.root / "memstore.toml"
+    toml.write_text(
+        toml.read_text().replace("[settings]", "[settings]\ntopic_join_threshold = 1", 1)
+    )
+    store.git.run("add", "memstore.toml")
+    store.git.run("commit", "-q", "-m", "No write-time joins")
+    return Store(store.root)
+
+
 def converse(
     store,
     exchanges,

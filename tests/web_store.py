@@ -8,7 +8,7 @@ from datetime import datetime, time, timedelta, timezone
 from pathlib import Path
 
 from conftest import ct, make_store
-from tree_scenarios import DISTRACTORS, THESEUS, converse
+from tree_scenarios import DISTRACTORS, THESEUS, branchy, converse
 
 SECRET = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 DAYS = ("2026-11-02", "2026-11-03", "2026-11-05")
@@ -16,7 +16,7 @@ DAYS = ("2026-11-02", "2026-11-03", "2026-11-05")
 
 def build(path):
     """The store at `path` and a dict of expectations (days, counts, ids, topic and merge numbers)."""
-    st = make_store(path)
+    st = branchy(make_store(path))
     talk = []
     for i, ex in enumerate(THESEUS):
         talk += [ex, DISTRACTORS[i % len(DISTRACTORS)]]

@@ -549,11 +549,21 @@ def default_work() -> Path:
     return Path(tempfile.gettempdir())
 
 
+TOPIC_SECTION = "## Topic tree"
+
+
 def write_report(report: dict, out: Path, raw: Path) -> None:
     from .quality_report import render
 
+    text = render(report)
+    try:  # the topic tree's figures (memstore/bench/topics.py) are measured apart: kept as they are
+        old = out.read_text(encoding="utf-8")
+        if TOPIC_SECTION in old:
+            text = text.rstrip("\n") + "\n\n" + TOPIC_SECTION + old.split(TOPIC_SECTION, 1)[1]
+    except OSError:
+        pass
     for path, text in (
-        (out, render(report)),
+        (out, text),
         (raw, json.dumps(report, indent=1, default=str) + "\n"),
     ):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -206,7 +206,12 @@ def _check_settings(path: Path, s: dict) -> None:
         _choice(path, "[settings] vector_index", s["vector_index"], ("auto", "exact", "ivf"))
     if "topics" in s and not isinstance(s["topics"], bool):
         raise _bad(path, "[settings] topics", f"must be true or false, not {s['topics']!r}")
-    for key in ("topic_continue_threshold", "topic_recall_threshold", "topic_topic_threshold"):
+    for key in (
+        "topic_continue_threshold",
+        "topic_recall_threshold",
+        "topic_topic_threshold",
+        "topic_join_threshold",
+    ):
         value = s.get(key)
         if key in s and (
             isinstance(value, bool) or not isinstance(value, (int, float)) or not -1 <= value <= 1

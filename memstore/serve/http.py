@@ -159,12 +159,18 @@ VIEW_ENDPOINTS = (
     ),
     Endpoint(
         "/view/topic",
-        "For the page: a page of one topic's records in time order.",
+        "For the page: a page of one topic's records (or all under it) in time order.",
         _PAGE,
         (
             Param("id", "string", "The topic id.", required=True),
             Param("offset", "integer", "Records to skip.", default=0),
             Param("limit", "integer", "Records to return at most.", default=200),
+            Param(
+                "under",
+                "boolean",
+                "Also the records of every topic under it (sub-topics, groups), in time order.",
+                default=False,
+            ),
         ),
         _view("topic"),
     ),

@@ -17,8 +17,8 @@ from ..format.record import is_conversation
 from ..format.tree import Topic, Tree
 from ..progress import stage, tick
 from . import naming
-from .fanout import rebalance
-from .topicdata import RecordData, normalise, thresholds
+from .fanout import Kids, rebalance
+from .topicdata import RecordData, normalise, thresholds, topic_vector
 
 SHORT_TURN_WORDS = (
     2  # "ok", "yes please", "why?" (under 2 content words) continue whatever is going on
@@ -26,6 +26,9 @@ SHORT_TURN_WORDS = (
 RECENT_WINDOW = 8  # the current topic is judged by its latest records (drift-tolerant)
 MAX_DEPTH = 6  # sub-topics are not opened below this depth
 NEAR_TIE = 0.05
+BEAM = 2  # topics followed down at each level when looking for a turn's place
+RECENT_TOPICS = 8
+SCORED = 6
 RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
 
 
@@ -50,6 +53,11 @@ class Placer:
         self.live_before = tree.live_path()
         self.last_session: str | None = None
         self.content_vecs: dict[str, np.ndarray] = {}
+        self.kids = Kids(tree)  # the children map, kept as topics are added and moved
+        self.vcache: dict = {}  # topic vectors this write computed (dropped where records join)
+        self.recent: list[str] = []  # topics this write made or joined, latest last
+        self.dirty: set = set()  # parents this write gave a child to (regrouped in `finish`)
+        self.visited = 0  # topics the last placement looked at (tests count them)
         if tree.current and tree.topics[tree.current].records:
             last = data.record(tree.topics[tree.current].records[-1])
             self.last_session = (last or {}).get("session")
@@ -59,6 +67,7 @@ class Placer:
     def place(self, rec: dict, vec: np.ndarray) -> str:
         rid = rec["id"]
         self._llm_verdict = None
+        self._session_stay = False
         self.data.extra_vecs[rid] = vec
         self.data.extra_recs[rid] = rec
         tree = self.tree
@@ -73,6 +82,10 @@ class Placer:
             tid = self._branch(cur, rec, self.content_vecs.get(rid, vec))
         t = tree.topics[tid]
         t.records.append(rid)
+        for a in tree.ancestry(tid):
+            self.vcache.pop(a, None)
+        if tid != cur:
+            self.recent = [x for x in self.recent if x != tid] + [tid]
         t.last_active = max(t.last_active, rec["ts"])
         t.created = min(t.created, rec["ts"]) if t.created else rec["ts"]
         tree.current = tid
@@ -99,47 +112,97 @@ class Placer:
         # and their key terms (the turn's and the topic's recent records') are most of this time.
         if sim >= self.th["continue"]:
             return True
-        if sim + 0.08 * 2 < self.th["continue"]:
+        if sim + 0.08 * 2 < min(self.th["continue"], self.th["stay"]):
             return False
         shared = naming.term_set([rec["text"]], 12) & naming.term_set(
             self.data.texts(t.records[-RECENT_WINDOW:])[0], 20
         )
-        return sim + 0.08 * min(len(shared), 2) >= self.th["continue"]
+        score = sim + 0.08 * min(len(shared), 2)
+        if score >= self.th["continue"]:
+            return True
+        # Within one conversation a turn that is only somewhat less close stays, unless an earlier
+        # topic is as close as a join: people drift inside a chat more than they change subject.
+        self._session_stay = score >= self.th["stay"]
+        return False
 
     def _branch(self, cur: str, rec: dict, vec: np.ndarray) -> str:
-        """A new topic under the current topic, one of its ancestors, or the root (TRACE's temporal rule)."""
+        """Where a turn that does not continue the current topic goes: back into an earlier topic
+        it is as close to as a continuation would be (a return to a subject joins its topic), else
+        a new topic under the closest topic or group, else a new top-level topic.
+
+        The candidates are bounded, whatever the size of the tree: the current topic's ancestry
+        (TRACE's temporal rule), the topics this write made, and a beam descent from the root
+        (the BEAM closest at each level, over at most max_children children each)."""
         candidates = self.tree.ancestry(cur)  # top-level first, current last
         verdict = getattr(self, "_llm_verdict", None)
         if verdict is not None and verdict.get("parent_index") is not None:
             idx = verdict["parent_index"]
             parent = None if idx == 0 else candidates[min(idx, len(candidates)) - 1]
             return self._new_topic(parent, [rec], verdict.get("name"))
-        # A sub-topic must be as close to its parent as a continuation would be to the current topic;
-        # otherwise the new topic starts at the root (TRACE's rule 4: recency alone is no reason to nest).
-        words = None
+        sims = self._candidates(candidates, vec)
+        self.visited = len(sims)
+        words: set[str] | None = None
         scored = []
-        for depth, tid in enumerate(candidates, 1):
-            if depth >= MAX_DEPTH:
-                break  # keep the tree shallow: no sub-topic below MAX_DEPTH levels
-            recs = self.tree.topics[tid].records
-            c = self.data.centroid(recs, last=40)
-            if c is None:
-                continue
-            sim = float(c @ vec)
+        # Shared words are read for the closest few only: they add at most 0.16.
+        scored_words = 0
+        for tid, sim in sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: 4 * SCORED]:
+            t = self.tree.topics[tid]
+            depth = len(self.tree.ancestry(tid))
             if sim + 0.08 * 2 < self.th["continue"]:
-                continue  # not even two shared words would lift it to the threshold
-            if words is None:
-                words = naming.term_set([rec["text"]], 12)
-            shared = words & naming.term_set(self.data.texts(recs[-20:], limit=20)[0], 20)
-            score = sim + 0.08 * min(len(shared), 2)
-            if score >= self.th["continue"]:
-                scored.append((score, depth, tid))
+                break  # not even two shared words would lift it (or any after it) to the threshold
+            bonus = 0.0
+            if t.records and sim < min(self.th["join"], 1.0) and scored_words < SCORED:
+                scored_words += 1
+                if words is None:
+                    words = naming.term_set([rec["text"]], 12)
+                recs = t.records[-RECENT_WINDOW // 2 :]
+                shared = words & naming.term_set(self.data.texts(recs, limit=RECENT_WINDOW)[0], 20)
+                bonus = 0.08 * min(len(shared), 2)
+            score = sim + bonus
+            if t.records and score >= self.th["join"] and self.th["join"] < 1:
+                scored.append((score, "join", depth, tid))
+            elif depth < MAX_DEPTH and (
+                # under a group as close as a continuation; under a real topic only as close as a
+                # join (by meaning alone), so unrelated subjects never nest under each other
+                sim >= min(self.th["join"], 1.0) if t.records else score >= self.th["continue"]
+            ):
+                scored.append((score, "nest", depth, tid))
+        joins = [x for x in scored if x[1] == "join"]
+        if joins:
+            best = max(joins, key=lambda x: (x[0], self.tree.topics[x[3]].last_active, x[3]))
+            return best[3]
+        if self._session_stay:
+            return cur
         parent = None
         if scored:
-            best = max(s for s, _, _ in scored)
-            # On a near tie the shallower ancestor wins: chains of sub-sub-topics are TRACE's failure.
-            parent = min((d, tid) for s, d, tid in scored if s >= best - NEAR_TIE)[1]
+            best = max(s for s, _, _, _ in scored)
+            # On a near tie the shallower wins: chains of sub-sub-topics are TRACE's failure.
+            parent = min((d, tid) for s, _, d, tid in scored if s >= best - NEAR_TIE)[1]
         return self._new_topic(parent, [rec], verdict.get("name") if verdict else None)
+
+    def _vector(self, tid: str) -> np.ndarray | None:
+        return topic_vector(self.tree, self.data, tid, self.vcache, self.kids.of)
+
+    def _candidates(self, ancestry: list[str], vec: np.ndarray) -> dict[str, float]:
+        """topic id -> cosine with `vec`, for a bounded set of topics (see `_branch`)."""
+        sims: dict[str, float] = {}
+
+        def look(tid: str) -> float:
+            if tid not in sims:
+                v = self._vector(tid)
+                sims[tid] = float(v @ vec) if v is not None else -1.0
+            return sims[tid]
+
+        for tid in ancestry + self.recent[-RECENT_TOPICS:]:
+            if tid in self.tree.topics:
+                look(tid)
+        level = self.kids.of(None)
+        for _ in range(MAX_DEPTH):
+            if not level:
+                break
+            ranked = sorted(level, key=lambda t: (-look(t.id), t.id))[:BEAM]
+            level = [k for t in ranked for k in self.kids.of(t.id)]
+        return sims
 
     def _new_topic(self, parent: str | None, recs: list[dict], name: str | None = None) -> str:
         tid = treefmt.new_topic_id()
@@ -149,7 +212,7 @@ class Placer:
             pname = self.tree.topics[parent].name if parent else None
             name = naming.llm_name(self.llm, texts, [r.get("role", "user") for r in recs], pname)
             named_by = "llm" if name else "offline"
-        self.tree.topics[tid] = Topic(
+        topic = self.tree.topics[tid] = Topic(
             id=tid,
             name=name or naming.offline_name(texts),
             parent=parent,
@@ -158,6 +221,8 @@ class Placer:
             last_active=recs[0]["ts"],
             named_by=named_by,
         )
+        self.kids.add(topic)
+        self.dirty.add(parent)
         self.created.add(tid)
         return tid
 
@@ -224,13 +289,23 @@ class Placer:
             texts, roles = self.data.texts(t.records)
             final = tid in frozen_now
             if t.named_by == "offline" and (len(t.records) <= RENAME_UNTIL or final):
-                t.name = naming.offline_name(texts, self.data.rarity)
+                t.name = naming.offline_name(texts, self.data.rarity, roles)
             summary = None
             if final and self.llm is not None:
                 summary = naming.llm_summary(self.llm, t.name, texts, roles)
             t.summary = summary or naming.offline_summary(texts, roles, self.data.rarity)
         stage(progress, "Grouping topics")
-        rebalance(tree, self.data, max_children(self.store), self.llm, progress=progress)
+        rebalance(
+            tree,
+            self.data,
+            max_children(self.store),
+            self.llm,
+            join=self.th["continue"],
+            progress=progress,
+            parents=self.dirty,
+            kids=self.kids,
+            cache=self.vcache,
+        )
 
 
 def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:

@@ -16,19 +16,56 @@ from ..progress import tick
 from . import naming
 from .topicdata import RecordData, topic_vector
 
+GROUP_TEXTS = 24  # a group's name is drawn from at most this many of the records under it
 
-def group_name(tree: Tree, members: list[Topic], data: RecordData) -> tuple[str, str]:
+
+class Kids:
+    """The tree's children map, kept up to date as topics are added and moved, so a write's
+    regrouping never rescans the whole tree (one pass builds it)."""
+
+    def __init__(self, tree: Tree):
+        self.tree = tree
+        self.map: dict[str | None, list[Topic]] = tree.children_map()
+
+    def of(self, tid: str | None) -> list[Topic]:
+        return self.map.get(tid, [])
+
+    def add(self, t: Topic) -> None:
+        self.map.setdefault(t.parent, []).append(t)
+
+    def move(self, t: Topic, parent: str | None) -> None:
+        old = self.map.get(t.parent, [])
+        if t in old:
+            old.remove(t)
+        t.parent = parent
+        self.add(t)
+
+    def sample_records(self, tid: str, limit: int) -> list[str]:
+        """Up to `limit` record ids under `tid`, breadth-first: a bounded look into a big group."""
+        out: list[str] = []
+        queue = [tid]
+        steps = 0
+        while queue and len(out) < limit and steps < 4 * limit:
+            here = queue.pop(0)
+            steps += 1
+            t = self.tree.topics.get(here)
+            if t is not None and t.records:
+                out += t.records[-max(2, limit // 4) :]
+            queue += [k.id for k in self.of(here)]
+        return out[:limit]
+
+
+def group_name(
+    tree: Tree, members: list[Topic], data: RecordData, kids: Kids | None = None
+) -> tuple[str, str]:
+    kids = kids or Kids(tree)
     texts: list[str] = []
+    per = max(2, GROUP_TEXTS // max(len(members), 1))
     for m in members:
-        recs = m.records or [
-            r for d in sorted(tree.descendants(m.id)) for r in tree.topics[d].records
-        ]
-        texts += data.texts(recs, limit=12)[0] or [m.name]
-    terms = naming.key_terms(
-        naming.scrubbed(texts), 3, data.rarity
-    )  # a committed name: no secret in it
-    name = ", ".join(terms) or "Related topics"
-    name = name[:1].upper() + name[1:]
+        recs = m.records[-per:] if m.records else kids.sample_records(m.id, per)
+        texts += data.texts(recs, limit=per)[0] or [m.name]
+    # a committed name: no secret in it
+    name = naming.phrase_name(naming.scrubbed(texts), data.rarity, fallback="Related topics")
     return name, f"{len(members)} related topics: " + "; ".join(m.name for m in members)
 
 
@@ -36,8 +73,10 @@ def _sim(a: np.ndarray | None, b: np.ndarray | None) -> float:
     return float(a @ b) if a is not None and b is not None else -1.0
 
 
-def _make_group(tree: Tree, data: RecordData, parent: str | None, members: list[Topic], llm) -> str:
-    name, summary = group_name(tree, members, data)
+def _make_group(
+    tree: Tree, data: RecordData, parent: str | None, members: list[Topic], llm, kids: Kids
+) -> str:
+    name, summary = group_name(tree, members, data, kids)
     named_by = "offline"
     if llm is not None:
         label = naming.llm_name(
@@ -46,7 +85,7 @@ def _make_group(tree: Tree, data: RecordData, parent: str | None, members: list[
         if label:
             name, named_by = label, "llm"
     gid = new_topic_id()
-    tree.topics[gid] = Topic(
+    group = Topic(
         id=gid,
         name=name,
         summary=summary,
@@ -56,8 +95,10 @@ def _make_group(tree: Tree, data: RecordData, parent: str | None, members: list[
         last_active=max(m.last_active for m in members),
         named_by=named_by,
     )
+    tree.topics[gid] = group
+    kids.add(group)
     for m in members:
-        m.parent = gid
+        kids.move(m, gid)
     return gid
 
 
@@ -84,13 +125,24 @@ def _halves(kids: list[Topic], vec: dict) -> tuple[list[Topic], list[Topic]]:
 
 
 def rebalance(
-    tree: Tree, data: RecordData, max_children: int, llm=None, join: float = -1.0, progress=None
+    tree: Tree,
+    data: RecordData,
+    max_children: int,
+    llm=None,
+    join: float = -1.0,
+    progress=None,
+    parents=None,
+    kids: Kids | None = None,
+    cache: dict | None = None,
 ) -> list[str]:
-    """Fix every topic (and the root) with more than `max_children` children, the way a B-tree does.
+    """Fix every crowded topic (more than `max_children` children) the way a B-tree does.
 
+    `parents` (topic ids, None for the root) limits the fix to the parents a write gave children
+    to, and to the parents each step crowds in turn: a write's regrouping then costs what the
+    write changed, not what the tree holds (`ct reorganize` passes none and checks every topic).
     Each step lowers the crowded parent's child count by at least one:
-    1. a topic moves into the most similar group beside it (like a B-tree insert, whatever the
-       similarity unless `join` asks for one); a group that overflows by it is fixed next, so
+    1. a topic moves into the most similar group beside it when it is at least `join` similar
+       (or when it is the only loose topic); a group that overflows by it is fixed next, so
        inserts descend;
     2. under the root or a real topic, the most similar loose topics (a seed pair plus the
        closest, up to half the limit) become a new group;
@@ -101,31 +153,37 @@ def rebalance(
     """
     if max_children < 2:
         return []
+    kids = kids or Kids(tree)
     made: list[str] = []
-    cache: dict = {}
+    cache = {} if cache is None else cache
+    todo: set = set(kids.map) if parents is None else set(parents)
+
+    def forget(tid: str | None) -> None:
+        for a in tree.ancestry(tid):
+            cache.pop(a, None)
+
     for _ in range(100_000):
         tick(progress)  # one step of the fix (memstore/progress.py)
-        cmap = tree.children_map()
         crowded = sorted(
-            (p for p, kids in cmap.items() if len(kids) > max_children),
+            (p for p in todo if len(kids.of(p)) > max_children and (p is None or p in tree.topics)),
             key=lambda p: (p is not None, p or ""),
         )
         if not crowded:
             break
         parent = crowded[0]
-        kids = cmap[parent]
-        vec = {k.id: topic_vector(tree, data, k.id, cache) for k in kids}
-        groups = [k for k in kids if not k.records and k.id != tree.current and cmap.get(k.id)]
-        leaves = [k for k in kids if k not in groups]
+        here = sorted(kids.of(parent), key=lambda t: (t.created, t.id))
+        vec = {k.id: topic_vector(tree, data, k.id, cache, kids.of) for k in here}
+        groups = [k for k in here if not k.records and k.id != tree.current and kids.of(k.id)]
+        leaves = [k for k in here if k not in groups]
         if leaves and groups:
             s, leaf, g = max(
                 ((_sim(vec[lf.id], vec[g.id]), lf, g) for lf in leaves for g in groups),
                 key=lambda t: (t[0], t[1].created, t[2].created),
             )
             if s >= join or len(leaves) < 2:
-                leaf.parent = g.id
-                for tid in tree.ancestry(g.id):
-                    cache.pop(tid, None)
+                kids.move(leaf, g.id)
+                forget(g.id)
+                todo.add(g.id)
                 continue
         is_group = parent is not None and not tree.topics[parent].records and parent != tree.current
         if len(leaves) >= 2 and not is_group:
@@ -145,18 +203,21 @@ def rebalance(
                 nxt = max(rest, key=lambda k: (_sim(vec[k.id], c), k.created))
                 members.append(nxt)
                 rest.remove(nxt)
-            made.append(_make_group(tree, data, parent, members, llm))
+            made.append(_make_group(tree, data, parent, members, llm, kids))
+            forget(parent)
             continue
-        left, right = _halves(kids, vec)
+        left, right = _halves(here, vec)
         if not is_group:  # the root or a real topic: its children go one level down, in two groups
-            made.append(_make_group(tree, data, parent, left, llm))
-            made.append(_make_group(tree, data, parent, right, llm))
+            made.append(_make_group(tree, data, parent, left, llm, kids))
+            made.append(_make_group(tree, data, parent, right, llm, kids))
+            todo.update(made[-2:])
         else:  # a group splits sideways, like a B-tree node; its parent is fixed next if crowded
             p = tree.topics[parent]
-            sibling = _make_group(tree, data, p.parent, right, llm)
-            p.name, p.summary = group_name(tree, left, data)
+            sibling = _make_group(tree, data, p.parent, right, llm, kids)
+            p.name, p.summary = group_name(tree, left, data, kids)
             made.append(sibling)
-        cache.clear()
+            todo.update([p.parent, sibling])
+        forget(parent)
     return made
 
 

@@ -1,7 +1,11 @@
-"""Topic names and summaries: offline by key-term extraction, by an LLM when one is configured.
+"""Topic names and summaries: offline by key-phrase extraction, by an LLM when one is configured.
 
-Offline names are the topic's most characteristic content words; they are deterministic and cost
-nothing, so the write path never waits for a model. An LLM name or summary is used only when the
+Offline names are the topic's most characteristic phrase (a run of one to three content words a
+person wrote, like "bike tire" or "Sarah's birthday cake"), scored by how often and in how many of
+the topic's turns it occurs, by how rare its words are in the whole store (so a word every record
+holds never names a topic) and by length; export artefacts (bracketed harness text such as
+"[Response Cleared]", links, file names, "truncated", "bytes", file types) are removed before any
+word is counted. They are deterministic and cost nothing, so the write path never waits for a model. An LLM name or summary is used only when the
 reply parses into something name-like; anything else falls back to the offline text, so a failed
 call can never become a stored name.
 """
@@ -27,12 +31,54 @@ def _stem(w: str) -> str:
     return w
 
 
+# Export and harness artefacts: never part of a name or a summary's terms. Bracketed text is the
+# harness's ("[Response Cleared]", "[image]", "[truncated 4 KB]"), not what a person wrote.
+_ARTEFACT_SPANS = re.compile(
+    r"```.*?(?:```|$)|`[^`\n]{0,200}`|\[[^\]\n]{0,120}\]|<[^>\n]{0,120}>|https?://\S+|www\.\S+|\S+@\S+\.\S+"
+    r"|\S+\.(?:pdf|png|jpe?g|gif|webp|svg|docx?|xlsx?|pptx?|csv|tsv|txt|json|zip|gz|html?|md|py|js)\b"
+    r"|\b[0-9a-f]{12,}\b",
+    re.I | re.S,
+)
+ARTEFACT_WORDS = frozenset(
+    """truncated truncate bytes byte kib mib gib pdf png jpg jpeg gif webp svg docx doc xlsx xls pptx
+    csv tsv txt json zip html htm http https www com org attachment attachments attached cleared
+    redacted omitted null undefined nan untitled""".split()
+)
+# Words a phrase may hold inside but never start or end with: verbs and fillers people wrap
+# around a subject ("keeps going flat", "remember when") that make a name read like a sentence.
+_EDGE_WORDS = frozenset(
+    """keep keeps kept help helps helped find finds found remember remembered recommend recommended
+    recommendation recommendations suggest suggested suggestion suggestions provide provided
+    looking trying wondering planning thinking knowing wanted needed asked told give gave given show
+    shows showed explain explained describe write wrote written create created start started starts
+    work works worked happen happened happens feel feels felt mentioned mention called love loved
+    enjoy enjoyed today yesterday tomorrow recently currently lately usually specific different
+    important example examples information question questions answer answers tips ideas idea
+    options option best better great nice interesting certain particular various several general
+    including include includes based related regarding overall whole basically especially question
+    monday tuesday wednesday thursday friday saturday sunday january february march april june july
+    august september october november december last first next amazing common time times went came bought took saw visited tried
+    getting incorporate incorporating month month's week week's year year's day day's""".split()
+)
+
+
+def _clean(text: str) -> str:
+    """The text without export artefacts (see ARTEFACT_WORDS and _ARTEFACT_SPANS)."""
+    return _ARTEFACT_SPANS.sub(" . ", text)
+
+
+TERM_CHARS = 4_000  # a record's terms come from its first 4,000 characters
+PHRASE_CHARS = 1_500  # and its phrases from the first 1,500 (a subject is named early)
+
+
 @lru_cache(maxsize=8192)
 def _terms_of(text: str) -> tuple[tuple[str, str], ...]:
     """(folded term, surface form) per content word. Cached: placing a batch re-reads each topic's
     recent turns once per new turn, and the regex and stemming were most of that time."""
     return tuple(
-        (_stem(w), w if not w.isupper() or len(w) <= 4 else w.lower()) for w in words(text)
+        (_stem(w), w if not w.isupper() or len(w) <= 4 else w.lower())
+        for w in words(_clean(text[:TERM_CHARS]))
+        if w.lower() not in ARTEFACT_WORDS
     )
 
 
@@ -81,6 +127,130 @@ def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
     return [max(forms[s].items(), key=lambda kv: kv[1])[0] for s in ranked[:k]]
 
 
+_PHRASE_TOKEN = re.compile(r"[^\W\d_][\w'’-]*|[^\w\s'’-]+|\d[\w.,:/-]*", re.UNICODE)
+MIN_RARITY = 0.3  # a word this common in a store of MIN_STORE records or more names nothing
+MIN_STORE = 50
+
+
+@lru_cache(maxsize=16384)
+def _phrases_of(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """(folded words, surface form) of every run of one to three content words in `text` that
+    neither starts nor ends with an edge word; punctuation, digits and stop words break runs."""
+    out = []
+    run: list[str] = []
+
+    def flush() -> None:
+        for i in range(len(run)):
+            for j in range(i + 1, min(i + 3, len(run)) + 1):
+                part = run[i:j]
+                if part[0].lower() in _EDGE_WORDS or part[-1].lower() in _EDGE_WORDS:
+                    continue
+                if part[-1].lower().endswith("ly") or part[0].lower().endswith("ly"):
+                    continue
+                out.append((tuple(_stem(w) for w in part), " ".join(part)))
+        run.clear()
+
+    for tok in _PHRASE_TOKEN.findall(_clean(text[:PHRASE_CHARS])):
+        w = tok.strip("'’-")
+        low = w.lower()
+        if (
+            not w[:1].isalpha()
+            or len(w) < 3
+            or low in STOPWORDS
+            or low in ARTEFACT_WORDS
+            or len(w) > 24
+            or (w.isupper() and len(w) > 5)
+            or any(c.isupper() for c in w[1:])
+            and not w.isupper()  # camelCase: code, not prose
+        ):
+            flush()
+            continue
+        run.append(w)
+    flush()
+    return tuple(out)
+
+
+def key_phrases(
+    texts: list[str], k: int = 3, rarity=None, roles=None, scores: list | None = None
+) -> list[str]:
+    """The `k` most characteristic phrases of the texts, best first (none overlapping another).
+
+    A phrase scores by the turns it occurs in (a user's turn counts double: it is what the person
+    brought up) and its count, times the rarity of its rarest word in the store, times a bonus for
+    two or three words that recur together. In a store of MIN_STORE records or more, a word with
+    rarity under MIN_RARITY (boilerplate most records hold) never names anything.
+    """
+    tf: dict[tuple, float] = {}
+    df: dict[tuple, float] = {}
+    forms: dict[tuple, dict[str, int]] = {}
+    first: dict[tuple, int] = {}
+    pos = 0
+    for n, text in enumerate(texts):
+        weight = 2.0 if roles is None or roles[n] == "user" else 1.0
+        seen: set[tuple] = set()
+        for key, form in _phrases_of(text):
+            tf[key] = tf.get(key, 0) + 1
+            f = forms.setdefault(key, {})
+            f[form] = f.get(form, 0) + 1
+            first.setdefault(key, pos)
+            pos += 1
+            if key not in seen:
+                seen.add(key)
+                df[key] = df.get(key, 0) + weight
+    if not tf:
+        return []
+    singles = sorted({w for key in tf for w in key})
+    weight = rarity(singles) if rarity is not None else {}
+    strict = rarity is not None and _store_size(rarity) >= MIN_STORE
+
+    def score(key: tuple) -> float:
+        r = min(weight.get(w, 1.0) for w in key)
+        if strict and r < MIN_RARITY:
+            return 0.0
+        if len(key) > 1 and df[key] < 2 and len(texts) > 1:
+            return 0.0  # a multi-word run said once is a sentence fragment, not a subject
+        bonus = (1.0, 1.6, 1.8)[len(key) - 1]
+        return (df[key] * 2 + tf[key]) * r * bonus
+
+    scored = {key: score(key) for key in tf}
+    ranked = sorted(
+        (key for key in scored if scored[key] > 0), key=lambda x: (-scored[x], first[x])
+    )
+    out: list[str] = []
+    used: list[set] = []
+    for key in ranked:
+        words_ = set(key)
+        if any(words_ & u for u in used):
+            continue
+        used.append(words_)
+        out.append(max(forms[key].items(), key=lambda kv: kv[1])[0])
+        if scores is not None:
+            scores.append(scored[key])
+        if len(out) >= k:
+            break
+    return out
+
+
+def _store_size(rarity) -> int:
+    """How many records the rarity function counts over (0 when it does not say)."""
+    owner = getattr(rarity, "__self__", None)
+    if owner is not None and hasattr(owner, "store_size"):
+        return owner.store_size()
+    return 0
+
+
+def phrase_name(texts: list[str], rarity=None, roles=None, fallback: str = "Untitled topic") -> str:
+    """A topic name: its best phrase, with the second when the first is a single word."""
+    scores: list[float] = []
+    phrases = key_phrases(texts, 2, rarity, roles, scores)
+    if not phrases:
+        return fallback
+    name = phrases[0]
+    if len(phrases) > 1 and " " not in name and scores[1] >= scores[0] / 2:
+        name = f"{name} and {phrases[1]}"
+    return name[:1].upper() + name[1:]
+
+
 def term_set(texts: list[str], k: int = 12, rarity=None) -> set[str]:
     """Folded key terms, for comparing two topics (the offline reorganize veto)."""
     return {_stem(t) for t in key_terms(texts, k, rarity)}
@@ -97,13 +267,8 @@ def scrubbed(texts: list[str]) -> list[str]:
     return [scrub(t[:TEXT_CHARS]) for t in texts]
 
 
-def offline_name(texts: list[str], rarity=None) -> str:
-    texts = scrubbed(texts)
-    terms = key_terms(texts, 3, rarity)
-    if not terms:
-        return "Untitled topic"
-    name = ", ".join(terms)
-    return name[:1].upper() + name[1:]
+def offline_name(texts: list[str], rarity=None, roles=None) -> str:
+    return phrase_name(scrubbed(texts), rarity, roles)
 
 
 def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=None) -> str:
@@ -111,6 +276,7 @@ def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=Non
     texts = scrubbed(texts)
     terms = key_terms(texts, 6, rarity)
     n = len(texts)
+    texts = [_clean(t) for t in texts]
     head = f"{n} turn{'s' if n != 1 else ''} about {', '.join(terms)}" if terms else f"{n} turns"
     opener = ""
     for i, text in enumerate(texts):

@@ -11,7 +11,7 @@ def _day(ts: str, tz) -> str:
     return from_iso(ts).astimezone(tz).strftime("%Y-%m-%d") if ts else "?"
 
 
-def _counts(tree) -> dict[str, int]:
+def subtree_counts(tree) -> dict[str, int]:
     """Records under each topic, its descendants included, in one pass (children before parents)."""
     order = [t.id for _, t in tree.walk()]
     total = {tid: len(tree.topics[tid].records) for tid in tree.topics}
@@ -26,7 +26,7 @@ def text(tree, tz, depth: int | None = None, summaries: bool = True) -> str:
     if not tree.topics:
         return "(no topics yet)"
     lines = []
-    counts = _counts(tree)
+    counts = subtree_counts(tree)
     live = tree.live_path()
     for d, t in tree.walk(depth):
         mark = "*" if t.id == tree.current else ("+" if t.id in live else " ")
@@ -51,7 +51,7 @@ def _label(s: str) -> str:
 
 def mermaid(tree, depth: int | None = None) -> str:
     out = ["graph TD", '  root(("memory"))']
-    counts = _counts(tree)
+    counts = subtree_counts(tree)
     for _, t in tree.walk(depth):
         out.append(f'  {t.id}["{_label(t.name)} ({counts[t.id]})"]')
         out.append(f"  {t.parent or 'root'} --> {t.id}")
@@ -62,7 +62,7 @@ def mermaid(tree, depth: int | None = None) -> str:
 
 def dot(tree, depth: int | None = None) -> str:
     out = ["digraph topics {", "  rankdir=LR;", '  root [label="memory", shape=circle];']
-    counts = _counts(tree)
+    counts = subtree_counts(tree)
     for _, t in tree.walk(depth):
         bold = ", penwidth=3" if t.id == tree.current else ""
         out.append(f'  "{t.id}" [label="{_label(t.name)} ({counts[t.id]})", shape=box{bold}];')
@@ -75,7 +75,7 @@ def as_json(tree, depth: int | None = None) -> dict:
     """Nested topics (children inline) plus the current topic and the archived count."""
     nodes: dict[str, dict] = {}
     roots: list[dict] = []
-    counts = _counts(tree)
+    counts = subtree_counts(tree)
     for d, t in tree.walk(depth):
         node = {
             "id": t.id,
@@ -83,6 +83,7 @@ def as_json(tree, depth: int | None = None) -> dict:
             "summary": t.summary,
             "records": len(t.records),
             "turns": counts[t.id],
+            "under": counts[t.id],  # records in the topic and every topic under it
             "created": t.created,
             "last_active": t.last_active,
             "depth": d,

@@ -18,11 +18,16 @@ from ..index import queries
 # the query; a shared word (a name, a thing) counts for more than a cosine can on its own.
 # "continue" compares a user turn's content words with the current topic's recent records
 # (measured on the scenarios in tests/tree_scenarios.py: it separates follow-ups from new subjects).
+# "join" is what a turn that leaves the current topic needs to go back into an earlier topic
+# instead of opening a new one (measured on LongMemEval dev haystacks: memstore/bench/topics.py).
+# "stay" is what a turn of the same conversation needs to stay in the current topic (people drift
+# inside a chat more than they change subject); the hashing embedder, which knows only words,
+# gets no slack.
 THRESHOLDS = {
-    "hash": {"continue": 0.2, "recall": 0.3, "topic": 0.3},
-    "minilm": {"continue": 0.4, "recall": 0.3, "topic": 0.3},
+    "hash": {"continue": 0.2, "recall": 0.3, "topic": 0.3, "join": 0.3, "stay": 0.2},
+    "minilm": {"continue": 0.4, "recall": 0.3, "topic": 0.3, "join": 0.7, "stay": 0.2},
 }
-DEFAULT_THRESHOLDS = {"continue": 0.3, "recall": 0.3, "topic": 0.3}
+DEFAULT_THRESHOLDS = {"continue": 0.3, "recall": 0.3, "topic": 0.3, "join": 0.5, "stay": 0.3}
 WORD_WEIGHT = 0.25
 
 
@@ -39,6 +44,10 @@ def normalise(v: np.ndarray) -> np.ndarray:
     n = float(np.linalg.norm(v))
     return v / n if n > 0 else v
 
+
+# Work counters for tests and memstore/bench/topics.py: how many record vectors placement read, so
+# "a write's cost does not grow with the tree" is checked in operations, not in wall time.
+STATS = {"vectors": 0}
 
 DF_SAMPLE = 5_000  # matches counted exactly for a term's document frequency (see RecordData._df)
 
@@ -100,6 +109,12 @@ class RecordData:
             )
         return {t: self._rarity[t] for t in terms}
 
+    def store_size(self) -> int:
+        """How many records the rarity weights count over."""
+        if not hasattr(self, "_rarity"):
+            self.rarity([])
+        return self._n
+
     def _df(self, term: str) -> float:
         """How many records hold `term`. Counted exactly up to DF_SAMPLE matches; past that, scaled up
         from the rowid the sample reached (FTS5 returns matches in rowid order), so a common word
@@ -122,6 +137,7 @@ class RecordData:
         return self._vecs
 
     def vector(self, rid: str) -> np.ndarray | None:
+        STATS["vectors"] += 1
         if rid in self.extra_vecs:
             return self.extra_vecs[rid]
         row = self.rows([rid]).get(rid)
@@ -175,16 +191,38 @@ class RecordData:
         secret_policy.known_clean(queries.clean_keys(self.index, secret_policy.unchecked(keys)))
 
 
-def topic_vector(tree, data: RecordData, tid: str, cache: dict) -> np.ndarray | None:
-    """A topic's centroid; a topic with no records of its own (a group) averages its children."""
+TOPIC_RECORDS = 16  # a topic's vector: the mean of its latest records (drift-tolerant, bounded)
+GROUP_SAMPLE = 8  # a group's vector: the mean of at most this many topics found under it
+
+
+def topic_vector(tree, data: RecordData, tid: str, cache: dict, kids=None) -> np.ndarray | None:
+    """A topic's centroid (its latest TOPIC_RECORDS records); a group (no records of its own)
+    averages the vectors of the first GROUP_SAMPLE topics with records found under it,
+    breadth-first, newest first. Either way the cost is bounded, whatever the size of the tree.
+    `kids(tid)` gives a topic's children (a maintained map; default: the tree's)."""
     if tid in cache:
         return cache[tid]
-    cache[tid] = None  # guards against cycles while computing
     t = tree.topics[tid]
-    vec = data.centroid(t.records, last=200) if t.records else None
+    vec = data.centroid(t.records, last=TOPIC_RECORDS) if t.records else None
     if vec is None:
-        kids = [topic_vector(tree, data, k.id, cache) for k in tree.children(tid)]
-        kids = [k for k in kids if k is not None]
-        vec = normalise(np.mean(np.stack(kids), axis=0)) if kids else None
+        children = kids or (lambda x: tree.children(x))
+        found: list[np.ndarray] = []
+        queue, seen = [tid], {tid}
+        visited = 0
+        while queue and len(found) < GROUP_SAMPLE and visited < 4 * GROUP_SAMPLE:
+            here = queue.pop(0)
+            visited += 1
+            for k in sorted(children(here), key=lambda k: (k.last_active, k.id), reverse=True):
+                if k.id in seen:
+                    continue
+                seen.add(k.id)
+                if k.records and len(found) < GROUP_SAMPLE:
+                    v = cache.get(k.id) if k.id in cache else None
+                    if v is None:
+                        v = data.centroid(k.records, last=TOPIC_RECORDS // 4)
+                    if v is not None:
+                        found.append(v)
+                queue.append(k.id)
+        vec = normalise(np.mean(np.stack(found), axis=0)) if found else None
     cache[tid] = vec
     return vec

@@ -543,7 +543,7 @@ function treeList(topics, opts) {
                              : el("span", { class: "label", text: t.name });
     const badges = (opts.mark ? opts.mark(t) : []).map(([cls, txt]) => el("span", { class: `badge ${cls}`, text: txt }));
     li.append(el("span", { class: "node" }, toggle, name,
-      el("span", { class: "count", text: t.records !== undefined ? plural(t.records, "record") : "" }),
+      el("span", { class: "count", text: t.under !== undefined ? plural(t.under, "record") : t.records !== undefined ? plural(t.records, "record") : "" }),
       t.current ? el("span", { class: "badge current", text: "current" }) : null, badges));
     if (hasKids) li.append(el("ul", { role: "group" }, children.map(build), ghosts));
     return li;
@@ -607,7 +607,7 @@ function drawTree(t) {
 }
 
 async function showTopic(id, offset) {
-  const out = await api("/view/topic", { id, offset, limit: 100 });
+  const out = await api("/view/topic", { id, offset, limit: 100, under: true });  // a group shows what it holds
   const box = $("topic");
   if (out.gone) {
     fill(box, el("h3", { text: id }), el("p", { text: out.now_in ? `This topic was ${out.gone}; its records are now in “${out.into_name}”.` : `This topic was ${out.gone}.` }),

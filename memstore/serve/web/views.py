@@ -105,7 +105,11 @@ def day(st, p) -> dict:
 
 
 def _flat(tree) -> list[dict]:
-    """Topics in display order, each with its parent, depth and record count."""
+    """Topics in display order, each with its parent, depth, own record count and the count of
+    records under it (its own and every sub-topic's: a group of topics shows what it holds)."""
+    from ...tree.render import subtree_counts
+
+    under = subtree_counts(tree)
     return [
         mask_fields(
             {
@@ -115,6 +119,7 @@ def _flat(tree) -> list[dict]:
                 "parent": t.parent,
                 "depth": depth,
                 "records": len(t.records),
+                "under": under[t.id],
                 "created": t.created,
                 "last_active": t.last_active,
                 "current": t.id == tree.current,
@@ -211,12 +216,16 @@ def topic(st, p) -> dict:
             "total": 0,
         }
     top = t.topics[tid]
-    ids = top.records[p["offset"] : p["offset"] + p["limit"]]
+    every = top.records
+    if p.get("under"):  # the topic's own records and every sub-topic's, in time order
+        under = [r for d in [tid, *sorted(t.descendants(tid))] for r in t.topics[d].records]
+        every = [r["id"] for r in st.records(under)]
+    ids = every[p["offset"] : p["offset"] + p["limit"]]
     recs = st.records(ids)
     titles = _titles(st, recs)
     return {
         **mask_fields({"id": tid, "name": top.name, "summary": top.summary}),
-        "total": len(top.records),
+        "total": len(every),
         "offset": p["offset"],
         "records": [record_view(r, titles) for r in recs],
     }

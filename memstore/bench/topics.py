@@ -1,0 +1,247 @@
+"""The topic tree, measured: how many topics a store's records make, how pure they are, and what a
+write's placement costs as the tree grows.
+
+Run: `python -m memstore.bench.topics --data ../shared/bench-data/longmemeval` (quality on the first
+3 LongMemEval dev haystacks with MiniLM, through the embedding cache) and `--timing` (one
+Store.write of 1k/2k/4k/10k turns and a one-turn write at 1k and 10k placed, hash embedder).
+
+Quality, per haystack (a store of one question's haystack, one Store.write in time order):
+- topics per 1k records: topics that hold records, per 1,000 placed records;
+- purity: the share of a topic's records from its majority session, over all placed records
+  (a LongMemEval haystack's sessions are mostly unrelated chats, so a topic spanning two is a mix);
+- topics per session: how many topics a session's records are spread over, mean over sessions;
+- nested: topics holding records whose parent also holds records (a sub-topic of a real topic).
+Timing records are LongMemEval dev turns too: distinct sessions of the dev haystacks in time order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from . import lme
+
+SIZES = (1000, 2000, 4000, 10000)
+
+
+SETTINGS: dict = {}  # [settings] values the measured stores get (--set key=value)
+
+
+def _store(root: Path, embedder_name: str, embedder=None):
+    from ..store import Store
+
+    store = Store.init(root, embedder=embedder_name, timezone="UTC")
+    if SETTINGS:
+        toml = store.root / "memstore.toml"
+        lines = "".join(f"\n{k} = {v}" for k, v in SETTINGS.items())
+        toml.write_text(toml.read_text().replace("[settings]", "[settings]" + lines, 1))
+        store = Store(store.root)
+    if embedder is not None:
+        store.set_embedder(embedder)
+    return store
+
+
+def tree_figures(tree, session_of: dict[str, str]) -> dict:
+    """Topics per 1k records, purity, topics per session and the tree's shape, from a Tree."""
+    placed = {rid: tid for rid, tid in tree.topic_of().items() if rid in session_of}
+    real = [t for t in tree.topics.values() if t.records]
+    majority = 0
+    for t in real:
+        sessions = Counter(session_of[r] for r in t.records if r in session_of)
+        majority += max(sessions.values()) if sessions else 0
+    per_session: dict[str, set] = {}
+    for rid, tid in placed.items():
+        per_session.setdefault(session_of[rid], set()).add(tid)
+    cmap = tree.children_map()
+    nested = sum(1 for t in real if t.parent in tree.topics and tree.topics[t.parent].records)
+    return {
+        "records": len(placed),
+        "sessions": len(per_session),
+        "topics": len(real),
+        "groups": len(tree.topics) - len(real),
+        "topics_per_1k": 1000 * len(real) / max(len(placed), 1),
+        "purity": majority / max(len(placed), 1),
+        "topics_per_session": statistics.mean(len(v) for v in per_session.values())
+        if per_session
+        else 0.0,
+        "nested": nested,
+        "max_children": max((len(k) for k in cmap.values()), default=0),
+        "depth": max((len(tree.ancestry(t)) for t in tree.topics), default=0),
+        "names": sorted({t.name for t in real})[:12],
+    }
+
+
+def quality(data: Path, n: int, embedder_name: str, work: Path, log) -> dict:
+    from ..adapters import get_embedder
+    from ..format import tree as treefmt
+    from .quality import warm_cache
+
+    _file, questions = lme.load(data)
+    chosen = [q for q in questions if not q.abstention][:n]
+    embedder = get_embedder(embedder_name)
+    rows = []
+    for i, q in enumerate(chosen):
+        hs = lme.haystack(q)
+        warm_cache(embedder, [r["text"] for r in hs.records], log, f"haystack {i + 1}")
+        store = _store(work / f"q{i}", embedder_name, embedder)
+        t0 = time.perf_counter()
+        store.write(
+            [store.normalize(r) for r in hs.records],
+            f"Import {q.qid}",
+            secrets="allow",
+        )
+        row = {"qid": q.qid, "write_s": time.perf_counter() - t0}
+        row.update(tree_figures(treefmt.read(store.root), hs.session_of))
+        log(f"  {q.qid}: {json.dumps({k: v for k, v in row.items() if k != 'names'})}")
+        rows.append(row)
+    keys = ("topics_per_1k", "purity", "topics_per_session", "nested")
+    return {
+        "embedder": embedder_name,
+        "haystacks": rows,
+        "mean": {k: statistics.mean(r[k] for r in rows) for k in keys},
+    }
+
+
+def timing_records(data: Path, total: int) -> list[dict]:
+    """Distinct sessions' turns from the dev haystacks, in time order, `total` of them."""
+    _file, questions = lme.load(data)
+    seen: set[str] = set()
+    sessions = []
+    for q in questions:
+        for s in q.sessions:
+            if s.sid not in seen:
+                seen.add(s.sid)
+                sessions.append(s)
+    sessions.sort(key=lambda s: (s.date, s.sid))
+    out: list[dict] = []
+    for k, s in enumerate(sessions):
+        for j, turn in enumerate(s.turns):
+            text = turn.get("content")
+            if isinstance(text, str) and text.strip():
+                out.append(
+                    {
+                        "id": f"tm-{k:05d}-{j:03d}",
+                        "ts": s.date + lme.dt.timedelta(seconds=j),
+                        "role": turn["role"],
+                        "actor": turn["role"],
+                        "type": "text",
+                        "text": text,
+                        "session": s.sid,
+                    }
+                )
+        if len(out) >= total + 10:
+            break
+    return out
+
+
+def _time_placement(store) -> list[float]:
+    """Wrap the store's placement step (Store.place) so each write's time in it is recorded."""
+    spent = [0.0]
+    place = store.place
+
+    def timed(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return place(*args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - t0)
+
+    store.place = timed
+    return spent
+
+
+def timing(data: Path, sizes, work: Path, log, singles=(1000, 10000)) -> dict:
+    from ..tree import topicdata
+
+    pool = timing_records(data, max(sizes))
+    out = {"embedder": "hash", "writes": [], "single": []}
+    for n in sizes:
+        store = _store(work / f"w{n}", "hash")
+        placing = _time_placement(store)
+        recs = [store.normalize(r) for r in pool[:n]]
+        t0 = time.perf_counter()
+        store.write(recs, f"Add {n} turns", secrets="allow")
+        secs = time.perf_counter() - t0
+        out["writes"].append({"records": n, "seconds": secs, "placing_s": placing[-1]})
+        log(f"  one write of {n} records: {secs:.1f} s ({placing[-1]:.1f} s placing)")
+        if n in singles:
+            times, reads, places = [], [], []
+            for j in range(3):
+                rec = store.normalize(
+                    {
+                        "ts": "2030-01-0%dT10:00:00Z" % (j + 1),
+                        "role": "user",
+                        "text": f"A new question number {j}: how do I repot a fiddle leaf fig?",
+                        "session": f"single-{j}",
+                    }
+                )
+                before = topicdata.STATS["vectors"]
+                t1 = time.perf_counter()
+                store.write([rec], "Add one turn")
+                times.append(time.perf_counter() - t1)
+                places.append(placing[-1])
+                reads.append(topicdata.STATS["vectors"] - before)
+            out["single"].append(
+                {
+                    "placed": n,
+                    "seconds": statistics.median(times),
+                    "vectors_read": statistics.median(reads),
+                    "placing_s": statistics.median(places),
+                }
+            )
+            log(
+                f"  a one-record write with {n} placed: {statistics.median(times):.3f} s "
+                f"({statistics.median(places):.3f} s placing), {statistics.median(reads)} vectors read"
+            )
+        shutil.rmtree(store.root, ignore_errors=True)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m memstore.bench.topics", description=__doc__.splitlines()[0]
+    )
+    p.add_argument(
+        "--data", type=Path, default=Path("../shared/bench-data/longmemeval"), help="LongMemEval"
+    )
+    p.add_argument("--haystacks", type=int, default=3, help="dev haystacks for quality (3)")
+    p.add_argument("--embedder", default="minilm", help="embedder for quality (minilm)")
+    p.add_argument("--timing", action="store_true", help="write timing instead of quality")
+    p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="records per timed write")
+    p.add_argument("--out", type=Path, help="write the figures as JSON here")
+    p.add_argument(
+        "--set", action="append", default=[], help="a [settings] value for the stores: key=number"
+    )
+    args = p.parse_args(argv)
+    for item in args.set:
+        key, _, value = item.partition("=")
+        SETTINGS[key.strip()] = float(value) if "." in value else int(value)
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    work = Path(tempfile.mkdtemp(prefix="ct-topics-"))
+    try:
+        if args.timing:
+            sizes = [int(s) for s in args.sizes.split(",") if s]
+            result = timing(args.data, sizes, work, log)
+        else:
+            result = quality(args.data, args.haystacks, args.embedder, work, log)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    text = json.dumps(result, indent=1, default=str)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
