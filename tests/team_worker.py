@@ -4,7 +4,8 @@ with `ct sync` or, for a plain-git member, `git pull --no-rebase` / `--rebase` a
 
 Run as a process: `python team_worker.py ROOT SEED RECORDS MODE OUT.json`, MODE `ct` or `git`.
 OUT.json gets every id it was told it wrote with its text, the conflicts git or ct stopped on, any
-other error, the retries each kind of sync needed, and how long the member's own commands took.
+other error, the retries each kind of sync needed (and the ct syncs that gave up after their own
+retries and were run again), and how long the member's own commands took.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 CT = [sys.executable, "-m", "memstore"]
 MAX_BATCH = 200
+RERUNS = 5  # times a member runs a ct sync again that gave up after its own retries
 DAYS = ("2026-11-27", "2026-11-28", "2026-11-29", "2026-11-30")
 
 
@@ -30,6 +32,7 @@ class Member:
         self.errors: list[str] = []
         self.retries = 0  # a ct sync's own retries, or a plain push that lost the race
         self.syncs = 0
+        self.gave_up = 0  # ct syncs that lost every race and were run again
         self.n = 0
 
     def run_ct(self, *args) -> subprocess.CompletedProcess:
@@ -77,11 +80,22 @@ class Member:
     def sync(self) -> None:
         self.syncs += 1
         if self.mode == "ct":
-            proc = self.run_ct("sync", "--json")
-            if proc.returncode == 0:
-                self.retries += json.loads(proc.stdout).get("retries", 0)
-            elif "conflict" in proc.stderr.lower():
+            for _ in range(1 + RERUNS):
+                proc = subprocess.run(
+                    [*CT, "-C", str(self.root), "sync", "--json"], capture_output=True, text=True
+                )
+                if proc.returncode == 0:
+                    self.retries += json.loads(proc.stdout).get("retries", 0)
+                    return
+                if "kept moving" not in proc.stderr:
+                    break
+                # every member syncs back to back here: a sync that lost every race says so and
+                # keeps everything merged; a person runs it again, and so does this member
+                self.gave_up += 1
+            if "conflict" in proc.stderr.lower():
                 self.conflicts.append(f"ct sync: {proc.stderr.strip()[-300:]}")
+            else:
+                self.errors.append(f"ct sync -> {proc.returncode}: {proc.stderr.strip()[-400:]}")
             return
         how = self.rng.choice(("--no-rebase", "--rebase"))
         for attempt in range(20):
@@ -119,6 +133,7 @@ class Member:
             "errors": self.errors,
             "retries": self.retries,
             "syncs": self.syncs,
+            "gave_up": self.gave_up,
             "seconds": time.monotonic() - started,
             "mode": self.mode,
         }

@@ -99,6 +99,7 @@ def test_team_soak(tmp_path):
                 "syncs": sum(r["syncs"] for r in runs),
                 "retries_ct_sync": sum(r["retries"] for r in runs if r["mode"] == "ct"),
                 "retries_plain_push": sum(r["retries"] for r in runs if r["mode"] == "git"),
+                "ct_syncs_run_again": sum(r["gave_up"] for r in runs),
                 "commits": int(git(res["roots"][0], "rev-list", "--count", "HEAD")),
             }
             f.write(json.dumps(line) + "\n")
