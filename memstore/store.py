@@ -495,30 +495,36 @@ class Store(Core):
             raise UsageError('no identity found; create one with "ct keys new".')
         return {"path": str(found), "recipient": keyring.recipient_of(found)}
 
-    def keys_list(self) -> dict:
-        """The recipients and key epochs of an encrypted store (`ct keys list`)."""
-        from .upkeep.keys import listing
+    def keys(
+        self, action: str = "list", recipient: str | None = None, path: str | None = None
+    ) -> dict:
+        """`ct keys ACTION`: the recipients and key epochs of an encrypted store.
 
-        return listing(self)
+        list → {recipients, epoch, epochs_opened}; add → `recipient` may read the whole store
+        (every epoch rewrapped, one commit); remove → a new key epoch without `recipient` (what
+        is written after it is sealed from it; one commit); rotate → a new key epoch for the same
+        recipients (one commit). new and show concern the identity alone, not a store, and may be
+        called on the class: `Store.keys(None, "new", path=FILE)` writes a new identity (→ path,
+        recipient), `Store.keys(None, "show", path=FILE)` names the one in use."""
+        from .errors import UsageError
 
-    def keys_add(self, recipient: str) -> dict:
-        """Let `recipient` read the whole store: every epoch rewrapped, one commit (`ct keys add`)."""
-        from .upkeep.keys import add
+        if action == "new":
+            return Store.new_identity(path)
+        if action == "show":
+            return Store.identity_recipient(path)
+        from .upkeep import keys
 
-        return add(self, recipient)
-
-    def keys_remove(self, recipient: str) -> dict:
-        """A new key epoch without `recipient`: what is written after it is sealed from it
-        (`ct keys remove`); one commit."""
-        from .upkeep.keys import remove
-
-        return remove(self, recipient)
-
-    def keys_rotate(self) -> dict:
-        """A new key epoch for the same recipients (`ct keys rotate`); one commit."""
-        from .upkeep.keys import rotate
-
-        return rotate(self)
+        if action == "list":
+            return keys.listing(self)
+        if action not in ("add", "remove", "rotate"):
+            raise UsageError(
+                f"keys: the action is new, show, list, add, remove or rotate, not {action!r}"
+            )
+        if action == "rotate":
+            return keys.rotate(self)
+        if not recipient:
+            raise UsageError(f"keys {action}: name the recipient (age1… or 'ssh-ed25519 AAAA…')")
+        return getattr(keys, action)(self, recipient)
 
     def place_existing(self) -> int:
         """Place every conversation record the topic tree does not hold yet, one commit

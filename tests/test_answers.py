@@ -112,6 +112,15 @@ def test_an_answer_below_k_takes_the_question_slot_with_the_question_under_it(st
     assert lines[2].strip() == f"asked (user): {QUESTION}"
 
 
+def test_a_context_pack_keeps_the_question_with_the_answer_in_its_slot(store):
+    """The prompt gets the exchange, question first in time, even when the answer alone would not
+    pass the context's relevance check for a query worded like the question."""
+    write_turns(store, BUDGET)
+    recalled = [r["text"] for r in store.context(QUESTION, k=1, recent=0).sections["recall"]]
+    assert ANSWER in recalled and QUESTION in recalled
+    assert recalled.index(QUESTION) < recalled.index(ANSWER)
+
+
 def test_the_page_masks_a_secret_in_the_question_under_its_answer(store):
     from memstore.serve.web.mask import MARK
     from memstore.serve.web.views import search

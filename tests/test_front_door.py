@@ -133,6 +133,12 @@ def _args(tmp_path, store_root):
         "hooks install": ["hooks", "install"],
         "hooks uninstall": ["hooks", "uninstall"],
         "hooks status": ["hooks", "status"],
+        "keys new": ["keys", "new", str(tmp_path / "identity.txt")],
+        "keys show": ["keys", "show"],
+        "keys list": ["keys", "list"],
+        "keys add": ["keys", "add", "age1xyz"],
+        "keys remove": ["keys", "remove", "age1xyz"],
+        "keys rotate": ["keys", "rotate"],
         "hook": ["hook", "post-commit"],
         "log": ["log", "-n", "3"],
         "sync": ["sync", "--no-push"],
@@ -225,6 +231,8 @@ def test_each_command_calls_the_verb_of_its_name(tmp_path, monkeypatch):
             assert a[1] == words.split()[1], a  # the kind
         if words.startswith("hooks ") or words == "hook":
             assert a[1] == (words.split()[1] if words != "hook" else "run"), a
+        if words.startswith("keys "):
+            assert a[1] == words.split()[1], a  # the action (new and show: on the class)
 
 
 # ------------------------------------------------------------------------------- what faces import

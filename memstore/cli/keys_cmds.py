@@ -23,7 +23,7 @@ def keys_new(obj, file):
     memstore config) and print its recipient (age1…). Never overwrites a file."""
     from ..store import Store
 
-    res = Store.new_identity(file)
+    res = Store.keys(None, "new", path=file)
     obj.say(f"Wrote a new identity to {res['path']} (mode 0600). Its recipient:")
     click.echo(res["recipient"])
 
@@ -34,7 +34,7 @@ def keys_show(obj):
     """Print the recipient of the identity in use."""
     from ..store import Store
 
-    click.echo(Store.identity_recipient()["recipient"])
+    click.echo(Store.keys(None, "show")["recipient"])
 
 
 @keys_cmd.command("list")
@@ -42,7 +42,7 @@ def keys_show(obj):
 @click.pass_obj
 def keys_list(obj, as_json):
     """List the store's recipients and key epochs."""
-    res = obj.store().keys_list()
+    res = obj.store().keys("list")
     if as_json:
         emit_json(res)
         return
@@ -57,7 +57,7 @@ def keys_list(obj, as_json):
 @click.pass_obj
 def keys_add(obj, recipient):
     """Let RECIPIENT (age1… or 'ssh-ed25519 AAAA…') read the whole store; one commit."""
-    res = obj.store().keys_add(recipient)
+    res = obj.store().keys("add", recipient)
     obj.say(f"Added {res['recipient']}: key epochs {', '.join(map(str, res['epochs']))} rewrapped.")
 
 
@@ -67,7 +67,7 @@ def keys_add(obj, recipient):
 def keys_remove(obj, recipient):
     """Start a new key epoch without RECIPIENT; one commit. Records written from now on are
     sealed from it; what it could read before (its clone, git history) it keeps."""
-    res = obj.store().keys_remove(recipient)
+    res = obj.store().keys("remove", recipient)
     obj.say(
         f"Removed {res['recipient']}: new writes use key epoch {res['epoch']}. It keeps what it "
         "could already read."
@@ -79,5 +79,5 @@ def keys_remove(obj, recipient):
 def keys_rotate(obj):
     """Start a new key epoch for the same recipients; one commit. Lines written from now on are
     sealed under it; older lines keep their epoch (no history is rewritten)."""
-    res = obj.store().keys_rotate()
+    res = obj.store().keys("rotate")
     obj.say(f"New writes use key epoch {res['epoch']}.")

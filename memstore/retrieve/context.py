@@ -173,11 +173,19 @@ def recall_pieces(store, query: str, qvec, tree, th, k: int, data: RecordData) -
     for h in hits:
         if h.id in archived:
             continue
-        # FTS matches any word, even "s" from "what's": only shared content words count.
-        shared = len(terms & {_fold(w) for w in query_terms(h.text)})
-        vec = data.vector(h.id)
-        cos = float(vec @ cvec) if vec is not None else 0.0
-        if cos + WORD_WEIGHT * min(shared, 2) < th["recall"]:
+        # FTS matches any word, even "s" from "what's": only shared content words count. An
+        # answer that took its question's slot is as relevant as the better of the two.
+        asked = h.parts.get("question")
+        pair = [(h.id, h.text)] + (
+            [(asked.get("id"), str(asked.get("text") or ""))] if isinstance(asked, dict) else []
+        )
+        best = 0.0
+        for rid, text in pair:
+            shared = len(terms & {_fold(w) for w in query_terms(text)})
+            vec = data.vector(rid)
+            cos = float(vec @ cvec) if vec is not None else 0.0
+            best = max(best, cos + WORD_WEIGHT * min(shared, 2))
+        if best < th["recall"]:
             continue
         keep.append(h)
         if len(keep) >= k:
@@ -192,6 +200,15 @@ def recall_pieces(store, query: str, qvec, tree, th, k: int, data: RecordData) -
         if h.type == "doc" and isinstance(h.source, dict) and h.source.get("path"):
             who = f"document {h.source['path']}"  # a chunk is known by its file, not by a speaker
         pieces.append(Piece("recall", 2 + rank / 100, ts, _line(h.ts, who, h.text, store.tz), data))
+        asked = h.parts.get("question")
+        if isinstance(asked, dict) and asked.get("id") not in archived:
+            # an answer that took its question's slot brings the question along: one exchange,
+            # the question first in time, kept or cut right after its answer
+            q = {**asked, "topic": topic_of.get(asked.get("id"))}
+            line = _line(asked["ts"], asked.get("role") or "", asked["text"], store.tz)
+            pieces.append(
+                Piece("recall", 2 + rank / 100 + 0.005, from_iso(asked["ts"]).timestamp(), line, q)
+            )
     return pieces
 
 
