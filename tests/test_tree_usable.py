@@ -215,3 +215,17 @@ def test_a_group_opens_on_the_records_under_it(store):
     assert {r["id"] for r in out["records"]} == under
     times = [r["ts"] for r in out["records"]]
     assert times == sorted(times)
+
+
+def test_the_topic_bench_measures_an_existing_stores_tree(store):
+    """`python -m memstore.bench.topics --store DIR`: a real export's tree, each conversation a
+    session; every placed turn counted once, purity and spread read from the tree as written."""
+    from memstore.bench.topics import main
+
+    converse(store, THESEUS[:3] + DISTRACTORS[:3])
+    out = store.root.parent / "figures.json"
+    assert main(["--store", str(store.root), "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    placed = treefmt.read(store.root).topic_of()
+    assert got["records"] == len(placed) and got["topics"] >= 1
+    assert 0 < got["purity"] <= 1 and got["topics_per_session"] >= 1

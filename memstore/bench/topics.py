@@ -2,8 +2,10 @@
 write's placement costs as the tree grows.
 
 Run: `python -m memstore.bench.topics --data ../shared/bench-data/longmemeval` (quality on the first
-3 LongMemEval dev haystacks with MiniLM, through the embedding cache) and `--timing` (one
-Store.write of 1k/2k/4k/10k turns and a one-turn write at 1k and 10k placed, hash embedder).
+3 LongMemEval dev haystacks with MiniLM, through the embedding cache), `--timing` (one
+Store.write of 1k/2k/4k/10k turns and a one-turn write at 1k and 10k placed, hash embedder) and
+`--store DIR` (the same figures for any store's tree, a conversation being a session: a store built
+from a real export with `ct import`).
 
 Quality, per haystack (a store of one question's haystack, one Store.write in time order):
 - topics per 1k records: topics that hold records, per 1,000 placed records;
@@ -107,6 +109,21 @@ def quality(data: Path, n: int, embedder_name: str, work: Path, log) -> dict:
         "haystacks": rows,
         "mean": {k: statistics.mean(r[k] for r in rows) for k in keys},
     }
+
+
+def store_figures(root: Path) -> dict:
+    """The tree figures of an existing store, each conversation record's session as its session."""
+    from ..format import tree as treefmt
+    from ..store import Store
+
+    store = Store.open(root)
+    session_of = {
+        r["id"]: str(r["session"])
+        for d in store.days()
+        for r in store.day(d["day"])
+        if r.get("session") and r.get("type") in ("text", "action")
+    }
+    return {"store": str(root), **tree_figures(treefmt.read(store.root), session_of)}
 
 
 def timing_records(data: Path, total: int) -> list[dict]:
@@ -214,6 +231,7 @@ def main(argv=None) -> int:
     p.add_argument("--haystacks", type=int, default=3, help="dev haystacks for quality (3)")
     p.add_argument("--embedder", default="minilm", help="embedder for quality (minilm)")
     p.add_argument("--timing", action="store_true", help="write timing instead of quality")
+    p.add_argument("--store", type=Path, help="the figures of this existing store's tree instead")
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="records per timed write")
     p.add_argument("--out", type=Path, help="write the figures as JSON here")
     p.add_argument(
@@ -229,7 +247,9 @@ def main(argv=None) -> int:
 
     work = Path(tempfile.mkdtemp(prefix="ct-topics-"))
     try:
-        if args.timing:
+        if args.store:
+            result = store_figures(args.store)
+        elif args.timing:
             sizes = [int(s) for s in args.sizes.split(",") if s]
             result = timing(args.data, sizes, work, log)
         else:
