@@ -36,6 +36,15 @@ def test_hash_store_commands_import_no_heavy_library(store, command):
     assert _imported(["-C", str(store.root), *command]) == expected
 
 
+def test_a_search_reads_no_writer_code(store):
+    """A search weighs changelog chunks by their path (format/record.py doc_kind); it must not load
+    the ingest walker for that (about 30 ms of imports per `ct search`)."""
+    write_turns(store, [("2026-01-02T10:00:00Z", "user", "what about the budget", "s1", "me")])
+    store.index()
+    writers = ("memstore.ingest.walk", "memstore.ingest.path", "memstore.ingest.chunk")
+    assert modules_after(["-C", str(store.root), "search", "budget"], writers) == []
+
+
 def test_the_program_leaves_fast_with_its_exit_status_and_all_its_output(store, tmp_path):
     """`ct` (memstore.cli.run) skips interpreter teardown: what it printed still arrives whole
     through a pipe, an error keeps its exit status, and atexit handlers still run."""

@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import time
 
 from .timeutil import normalize_ts, parse_ts
@@ -258,3 +259,18 @@ def loads(line: str | bytes) -> dict:
     except (ValueError, TypeError) as exc:
         raise RecordError(f"field 'ts': {exc}") from None
     return obj
+
+
+# A release history by its file name (docs/format.md, "Document sources": `source.doc_kind`).
+_CHANGELOG = re.compile(
+    r"(?:^|/)(?:(?:change[-_ ]?log|changes|history|news|release[-_ ]?notes|releases|whats[-_ ]?new)"
+    r"(?:\.(?:md|markdown|rst|rest|txt|text|adoc|asciidoc|org))?"
+    r"|(?:change[-_ ]?logs?|release[-_ ]?notes|whats[-_ ]?new)/.*)$",
+    re.IGNORECASE,
+)
+
+
+def doc_kind(rel: str) -> str | None:
+    """ "changelog" for a release history by its name (CHANGELOG.md, docs/changes.rst, NEWS,
+    HISTORY.txt, release-notes.md, whatsnew/3.0.rst, changelog/v2.md), else None."""
+    return "changelog" if _CHANGELOG.search(rel.replace("\\", "/")) else None

@@ -125,7 +125,7 @@ def plan_files(
     """
     from ..secrets import detect as secrets
     from .chunk import chunk, embedding_input
-    from .walk import doc_kind
+    from ..format.record import doc_kind
 
     index = store.index()
     emb = store.embedder

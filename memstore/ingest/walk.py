@@ -5,7 +5,6 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Iterable, Iterator
 
 import pathspec
 
+from ..format.record import doc_kind
 from ..errors import UsageError, shown_path
 from ..secrets.detect import is_credentials_file
 
@@ -80,14 +80,8 @@ DEFAULT_EXCLUDES = (
 SPHINX_INDEXES = frozenset({"index.rst", "index.md", "index.txt", "contents.rst"})
 SPHINX_MAKE = frozenset({"Makefile", "make.bat"})
 
-# A release history: ingested like any page, but its chunks say `source.doc_kind: "changelog"`
-# and rank below a how-to page's in search (memstore/retrieve/search.py, CHANGELOG_PRIOR).
-_CHANGELOG = re.compile(
-    r"(?:^|/)(?:(?:change[-_ ]?log|changes|history|news|release[-_ ]?notes|releases|whats[-_ ]?new)"
-    r"(?:\.(?:md|markdown|rst|rest|txt|text|adoc|asciidoc|org))?"
-    r"|(?:change[-_ ]?logs?|release[-_ ]?notes|whats[-_ ]?new)/.*)$",
-    re.IGNORECASE,
-)
+# A release history (format/record.py doc_kind) is ingested like any page, but its chunks say
+# `source.doc_kind: "changelog"` and rank below a how-to page's in search (CHANGELOG_PRIOR).
 
 _SNIFF_BYTES = 8192
 _TEXT_CONTROL_OK = frozenset(b"\t\n\r\f\b\x1b")
@@ -156,12 +150,6 @@ def kind_of(path: str | Path) -> str:
     if suffix in CODE_EXTS or Path(path).name in ("Makefile", "Dockerfile"):
         return "code"
     return "text"
-
-
-def doc_kind(rel: str) -> str | None:
-    """ "changelog" for a release history by its name (CHANGELOG.md, docs/changes.rst, NEWS,
-    HISTORY.txt, release-notes.md, whatsnew/3.0.rst, changelog/v2.md), else None."""
-    return "changelog" if _CHANGELOG.search(rel.replace("\\", "/")) else None
 
 
 def walk(

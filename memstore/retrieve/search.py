@@ -43,7 +43,7 @@ _ABOUT_ASSISTANT = re.compile(  # past speech only: "can you recommend …" is a
     re.IGNORECASE,
 )
 # A release history (a document named CHANGELOG, CHANGES, HISTORY, NEWS, release notes...:
-# memstore/ingest/walk.py doc_kind) says what changed, not how to do it, and is long: in hybrid
+# memstore/format/record.py doc_kind) says what changed, not how to do it, and is long: in hybrid
 # fusion its chunks count CHANGELOG_PRIOR of their score, unless the question asks about changes,
 # releases or versions. sqlite-utils' Sphinx docs (docs/quality.md, "Documents"), 10 how-to
 # questions: changelog chunks in their top 10, 7 at 1.0, 3 at 0.9, 1 at 0.8, 0 at 0.7; the
@@ -455,7 +455,7 @@ def weigh_changelogs(
     index, ranked: list[tuple[int, float, dict]], prior: float | None = None
 ) -> list[tuple[int, float, dict]]:
     """Release-history chunks at `prior` (default CHANGELOG_PRIOR) of their fused score, re-sorted."""
-    from ..ingest.walk import doc_kind
+    from ..format.record import doc_kind
 
     prior = CHANGELOG_PRIOR if prior is None else prior
     docs = queries.doc_sources(index, [r for r, _, _ in ranked])
