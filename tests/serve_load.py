@@ -14,17 +14,16 @@ import hashlib
 import json
 import math
 import os
-import re
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+
+from ct_server import ct_server
 
 QUERIES = (
     "budget for the offsite",
@@ -73,30 +72,9 @@ def make_tokens(folder: Path, clients: int, writers: int) -> tuple[Path, list[tu
 @contextmanager
 def ct_serve(root, tokens_path, env=None):
     """`ct -q serve --writable --tokens FILE --port 0` in its own process; yields its base URL."""
-    cmd = [sys.executable, "-m", "memstore", "-q", "-C", str(root), "serve", "--port", "0"]
-    proc = subprocess.Popen(
-        [*cmd, "--writable", "--tokens", str(tokens_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env or dict(os.environ),
-    )
-    try:
-        box = []
-        reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(60)
-        m = re.search(r"at (http://127\.0\.0\.1:\d+)/", box[0] if box else "")
-        if not m:
-            raise RuntimeError(f"ct serve printed no address: {box} {proc.poll() is not None}")
-        yield m.group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    args = ["-q", "-C", root, "serve", "--port", "0", "--writable", "--tokens", tokens_path]
+    with ct_server(args, env=env) as base:
+        yield base
 
 
 def _one(base: str, token: str, path: str, body: dict | None) -> tuple[int, float, str]:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import subprocess
 import threading
 import urllib.error
 import urllib.request
@@ -17,7 +15,8 @@ from contextlib import contextmanager
 import anyio
 import pytest
 
-from conftest import CT, commits, ct, git_clean, make_store
+from conftest import commits, ct, git_clean, make_store
+from ct_server import MCP_ADDRESS, ct_server
 from memstore.errors import UsageError
 from memstore.serve import tokens
 from memstore.serve.http import bind_address, make_server, url_of
@@ -258,28 +257,8 @@ def test_a_caller_over_the_rate_gets_429_and_others_go_on(st, tmp_path):
 @contextmanager
 def mcp_http(root, *args):
     """`ct mcp --http 127.0.0.1:0 ARGS` in its own process; yields the /mcp URL it prints."""
-    proc = subprocess.Popen(
-        [*CT, "-q", "-C", str(root), "mcp", "--http", "127.0.0.1:0", *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-    )
-    try:
-        box = []
-        reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(60)
-        m = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", box[0] if box else "")
-        assert m, f"no address: {box} {proc.poll() is not None and proc.stderr.read()}"
-        yield m.group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    with ct_server(["-q", "-C", root, "mcp", "--http", "127.0.0.1:0", *args], MCP_ADDRESS) as url:
+        yield url
 
 
 async def _call_tool(url, token, tool, args):

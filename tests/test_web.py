@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import subprocess
-import threading
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from conftest import CT, REPO
+from conftest import REPO
+from ct_server import ct_server
 import web_store
 from web_store import DAYS, SECRET, build, build_years
 
@@ -106,32 +105,8 @@ def served(build_store, tmp_path_factory, name):
         mp.delenv("MEMSTORE_DIR", raising=False)
         mp.setenv("TZ", "UTC")
         st, expected = build_store(tmp_path_factory.mktemp(name) / "memory")
-        proc = subprocess.Popen(
-            [*CT, "-C", str(st.root), "serve", "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=dict(os.environ),
-        )
-        try:
-            box = []
-            reader = threading.Thread(
-                target=lambda: box.append(proc.stdout.readline()), daemon=True
-            )
-            reader.start()
-            reader.join(30)
-            m = re.search(r"at (http://127\.0\.0\.1:\d+)/", box[0] if box else "")
-            assert m, (
-                f"ct serve printed no address: {box} {proc.poll() is not None and proc.stderr.read()}"
-            )
-            yield m.group(1), st, expected
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        with ct_server(["-C", st.root, "serve", "--port", "0"], wait=30) as base:
+            yield base, st, expected
 
 
 @pytest.fixture(scope="module")
@@ -372,21 +347,8 @@ def check_the_page_asks_for_a_token_when_the_server_has_tokens(site, browser, tm
     path = tmp_path / "tokens"
     path.write_text(f"# the page's token\n{token} read\n")
     path.chmod(0o600)
-    proc = subprocess.Popen(
-        [*CT, "-q", "-C", str(st.root), "serve", "--port", "0", "--tokens", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-    )
-    try:
-        box = []
-        reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(30)
-        m = re.search(r"at (http://127\.0\.0\.1:\d+)/", box[0] if box else "")
-        assert m, f"ct serve --tokens printed no address: {box}"
-        base = m.group(1)
+    serve = ["-q", "-C", st.root, "serve", "--port", "0", "--tokens", path]
+    with ct_server(serve, wait=30) as base:
         wait = WebDriverWait(browser, 15)
 
         def give(value):
@@ -411,13 +373,6 @@ def check_the_page_asks_for_a_token_when_the_server_has_tokens(site, browser, tm
         # the browser logs each 401 it was answered; nothing else may be an error
         errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         assert all("401" in e["message"] for e in errors), errors
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 def test_the_page_in_a_browser(browser, site, tmp_path):
