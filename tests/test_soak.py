@@ -61,30 +61,36 @@ def worker_env() -> dict:
     }
 
 
-def soak(tmp_path: Path, embedder: str, rounds: int, clones: int = 4, seed: int = 2026) -> dict:
-    remote, roots = make_clones(tmp_path, embedder, clones)
+def run_workers(tmp_path: Path, roots, worker: Path, args_of, timeout: float):
+    """One `worker` process per clone, all at once (`worker ROOT *args_of(i) OUT.json`); then one
+    ct sync each, twice round, so every clone has every other's last push. Returns the workers'
+    reports and the seconds they ran."""
     started = time.monotonic()
-    env = worker_env()
     procs = [
         subprocess.Popen(
             [
                 sys.executable,
-                str(WORKER),
+                str(worker),
                 str(root),
-                str(seed + i),
-                str(rounds),
+                *map(str, args_of(i)),
                 str(tmp_path / f"{root.name}.json"),
             ],
-            env=env,
+            env=worker_env(),
         )
         for i, root in enumerate(roots)
     ]
-    assert [p.wait(timeout=3000) for p in procs] == [0] * clones
+    assert [p.wait(timeout=timeout) for p in procs] == [0] * len(roots)
     took = time.monotonic() - started
     runs = [json.loads((tmp_path / f"{r.name}.json").read_text()) for r in roots]
-    for _ in range(2):  # one ct sync each, twice round, so every clone has every other's last push
+    for _ in range(2):
         for root in roots:
             ct("-C", root, "sync", process=True)
+    return runs, took
+
+
+def soak(tmp_path: Path, embedder: str, rounds: int, clones: int = 4, seed: int = 2026) -> dict:
+    remote, roots = make_clones(tmp_path, embedder, clones)
+    runs, took = run_workers(tmp_path, roots, WORKER, lambda i: (seed + i, rounds), 3000)
     written = {k: v for r in runs for k, v in r["written"].items()}
     forgotten = {k: v for r in runs for k, v in r["forgotten"].items()}
     return {

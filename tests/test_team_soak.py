@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import ct
-from test_soak import check, git, make_clones, worker_env
+from test_soak import check, git, make_clones, run_workers
 
 WORKER = Path(__file__).with_name("team_worker.py")
 
@@ -27,28 +24,7 @@ WORKER = Path(__file__).with_name("team_worker.py")
 def team(tmp_path: Path, records: int, members: int = 5, seed: int = 31) -> dict:
     remote, roots = make_clones(tmp_path, "hash", members)
     modes = ["git" if i == members - 1 else "ct" for i in range(members)]
-    started = time.monotonic()
-    procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                str(WORKER),
-                str(root),
-                str(seed + i),
-                str(records),
-                mode,
-                str(tmp_path / f"{root.name}.json"),
-            ],
-            env=worker_env(),
-        )
-        for i, (root, mode) in enumerate(zip(roots, modes))
-    ]
-    assert [p.wait(timeout=5000) for p in procs] == [0] * members
-    took = time.monotonic() - started
-    runs = [json.loads((tmp_path / f"{r.name}.json").read_text()) for r in roots]
-    for _ in range(2):  # one ct sync each, twice round, so every clone has every other's last push
-        for root in roots:
-            ct("-C", root, "sync", process=True)
+    runs, took = run_workers(tmp_path, roots, WORKER, lambda i: (seed + i, records, modes[i]), 5000)
     written = {k: v for r in runs for k, v in r["written"].items()}
     return {
         "roots": roots,

@@ -382,6 +382,20 @@ class HTTPError(Exception):
         self.status, self.message, self.headers = status, message, headers or {}
 
 
+def parse_json(body: bytes):
+    """The JSON value of a request body; HTTPError 400 naming what is wrong when it is not one."""
+    try:
+        return json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise HTTPError(400, f"body is not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise HTTPError(
+            400, f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except (ValueError, RecursionError):
+        raise HTTPError(400, "body is not JSON this server reads (nested too deep)") from None
+
+
 def parse_params(ep: Endpoint, raw: dict, from_query: bool) -> dict:
     """Checked parameters with defaults filled in; HTTPError 400 naming the first bad one."""
     known = {p.name: p for p in ep.params}
@@ -817,14 +831,7 @@ class App:
             )
         if not body.strip():
             return {}
-        try:
-            raw = json.loads(body.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise HTTPError(400, f"body is not UTF-8 (byte {exc.start})") from None
-        except json.JSONDecodeError as exc:
-            raise HTTPError(
-                400, f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            ) from None
+        raw = parse_json(body)
         if not isinstance(raw, dict):
             raise HTTPError(
                 400,

@@ -458,18 +458,9 @@ def refuse_writes(body: bytes) -> None:
     """HTTPError 403 when the JSON-RPC message(s) in `body` call a tool that is not a read tool,
     400 when `body` is not JSON this check can read (a read token's request is never passed on
     unread)."""
-    from .http import HTTPError
+    from .http import HTTPError, parse_json
 
-    try:
-        message = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise HTTPError(400, f"body is not UTF-8 (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise HTTPError(
-            400, f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
-    except (ValueError, RecursionError):
-        raise HTTPError(400, "body is not JSON this server reads (nested too deep)") from None
+    message = parse_json(body)
     for m in message if isinstance(message, list) else [message]:
         if not isinstance(m, dict) or m.get("method") != "tools/call":
             continue
