@@ -441,14 +441,7 @@ def weigh_roles(
 ) -> list[tuple[int, float, dict]]:
     """The assistant's turns at `prior` of their fused score (see ROLE_PRIOR), re-sorted."""
     theirs = queries.assistant_rowids(index, [r for r, _, _ in ranked])
-    if not theirs:
-        return ranked
-    out = [
-        (r, s * prior, {**p, "role_prior": prior}) if r in theirs else (r, s, p)
-        for r, s, p in ranked
-    ]
-    out.sort(key=lambda t: (-t[1], t[0]))
-    return out
+    return _scaled(ranked, theirs, prior, "role_prior")
 
 
 def weigh_changelogs(
@@ -460,12 +453,15 @@ def weigh_changelogs(
     prior = CHANGELOG_PRIOR if prior is None else prior
     docs = queries.doc_sources(index, [r for r, _, _ in ranked])
     theirs = {r for r, path in docs.items() if doc_kind(path) == "changelog"}
-    if not theirs or prior == 1:
+    return ranked if prior == 1 else _scaled(ranked, theirs, prior, "changelog_prior")
+
+
+def _scaled(ranked, theirs: set, prior: float, part: str) -> list[tuple[int, float, dict]]:
+    """`ranked` with the scores of the rows in `theirs` times `prior` (named in their parts as
+    `part`), sorted again by score."""
+    if not theirs:
         return ranked
-    out = [
-        (r, s * prior, {**p, "changelog_prior": prior}) if r in theirs else (r, s, p)
-        for r, s, p in ranked
-    ]
+    out = [(r, s * prior, {**p, part: prior}) if r in theirs else (r, s, p) for r, s, p in ranked]
     out.sort(key=lambda t: (-t[1], t[0]))
     return out
 
