@@ -4,6 +4,8 @@ search path still sees them: time windows, row filters, and the fold-in once the
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 from conftest import ct, make_store
 from memstore.index import build
@@ -72,3 +74,22 @@ def test_a_long_tail_is_folded_back_into_time_order(tmp_path, monkeypatch):
     assert list(times) == sorted(times)
     hits = store.search("early", k=10, mode="exact")
     assert {h.text for h in hits} == {"early 1", "early 2", "early 3"}
+
+
+def test_a_line_edited_in_place_is_read_again_when_a_later_line_is_appended(tmp_path):
+    """The append path keeps the rows it indexed only when the day log still starts with the bytes
+    it read: an edit of the same length moves no offset, so the ids and offsets alone cannot say."""
+    from memstore.store import Store
+
+    store = make_store(tmp_path / "s")
+    store.add("the harbour crane is red", ts="2026-11-01T10:00:00Z")
+    store.index()
+    log = next((store.root / "log").rglob("2026-11-01.jsonl"))
+    data = log.read_bytes()
+    log.write_bytes(data.replace(b"crane is red", b"crane is tan"))
+    git = ["git", "-C", str(store.root), "-c", f"core.hooksPath={os.devnull}", "-c", "user.name=t"]
+    subprocess.run([*git, "-c", "user.email=t@example.com", "commit", "-qam", "edit"], check=True)
+    store.add("the ferry is late", ts="2026-11-01T11:00:00Z")  # the writer takes the day in
+    fresh = Store.open(store.root)
+    assert [h.text for h in fresh.search("tan", mode="exact")] == ["the harbour crane is tan"]
+    assert fresh.search("red", mode="exact") == []

@@ -4,11 +4,13 @@ calls while the kernel reports no change, and still sees every write made elsewh
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 
 import pytest
 
-from conftest import ct, write_turns
+from conftest import ct, ct_process, write_turns
 from memstore.index import build, watch
 
 pytestmark = pytest.mark.skipif(
@@ -86,8 +88,11 @@ def test_without_inotify_every_read_looks(store, plans, monkeypatch):
     assert len(plans) == looked + 2
 
 
-def test_the_full_look_comes_back_after_its_interval(store, plans, monkeypatch):
+def test_the_full_look_comes_back_after_its_interval_where_watches_cannot_see_all(
+    store, plans, monkeypatch
+):
     monkeypatch.setattr(watch, "FULL_CHECK_S", 0.0)
+    monkeypatch.setattr(watch, "MAX_DAY_WATCHES", 0)  # more day folders than it watches
     write_turns(store, TURNS)
     store.search("budget")
     looked = len(plans)
@@ -114,3 +119,106 @@ def test_a_look_that_failed_half_way_is_made_again(store, plans, monkeypatch):
     )
     store.search("budget")
     assert None in seen  # the next read looked at every day again
+
+
+# ----- every way a change can arrive, seen by the next read with no periodic look to fall back on ---
+
+
+@pytest.fixture
+def no_periodic_look(monkeypatch):
+    """The watches alone: the time-based full look never comes (a reader that waits forever)."""
+    monkeypatch.setattr(watch, "FULL_CHECK_S", 1e9)
+
+
+# git with the store's hooks off: the post-merge and post-checkout hooks refresh the index
+# themselves, and these tests are about what the reader sees without them.
+GIT = ["git", "-c", f"core.hooksPath={os.devnull}"]
+
+
+def _warm(store):
+    write_turns(store, TURNS)
+    assert "The budget review is on the tenth." in _texts(store.search("budget review"))
+    store.search("budget review")  # armed: from here on only an event makes it look
+
+
+def test_an_idle_reader_on_a_local_disk_never_looks_again(store, plans, monkeypatch):
+    monkeypatch.setattr(watch, "FULL_CHECK_S", 0.0)  # as if minutes passed between the reads
+    _warm(store)
+    looked = len(plans)
+    for _ in range(3):
+        store.search("budget")
+    assert len(plans) == looked
+    assert store.index()._watch.complete
+
+
+def test_on_a_network_file_system_the_periodic_look_stays(store, plans, monkeypatch):
+    monkeypatch.setattr(watch, "FULL_CHECK_S", 0.0)
+    monkeypatch.setattr(watch, "fs_type", lambda path: "nfs4")
+    _warm(store)
+    looked = len(plans)
+    store.search("budget")
+    assert len(plans) == looked + 1
+
+
+def test_file_system_kinds():
+    assert watch.fs_type("/") is not None
+    for kind, local in (("ext4", True), ("nfs4", False), ("fuse.sshfs", False), ("9p", False)):
+        assert (kind not in watch.REMOTE_FS and not kind.startswith("fuse")) is local
+
+
+def test_another_processs_write_is_seen(store, plans, no_periodic_look):
+    _warm(store)
+    ct_process("-C", store.root, "add", "--ts", "2026-11-10T21:00:00Z", "The kite costs 12.")
+    # (the writer brings the shared index up to date itself; the next read must not undo that)
+    assert "The kite costs 12." in _texts(store.search("kite costs"))  # an existing day's log
+
+
+def test_a_git_pull_is_seen(store, plans, no_periodic_look, tmp_path):
+    _warm(store)
+    other = tmp_path / "clone"
+    run = [*GIT, "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*run, "clone", "-q", str(store.root), str(other)], check=True)
+    ct_process("-C", other, "add", "--ts", "2026-11-11T10:00:00Z", "The ferry leaves at noon.")
+    subprocess.run(
+        [*run, "-C", str(store.root), "pull", "-q", "--no-rebase", str(other)], check=True
+    )
+    assert "The ferry leaves at noon." in _texts(store.search("ferry leaves"))
+
+
+def test_a_hand_edit_in_place_of_an_existing_day_log_is_seen(store, plans, no_periodic_look):
+    _warm(store)
+    log = next(p for p in (store.root / "log").rglob("*.jsonl") if "2026-11-10" in p.name)
+    folder_mtime = log.parent.stat().st_mtime_ns
+    data = log.read_bytes()
+    at = data.index(b"tenth")
+    with open(log, "r+b") as f:  # same size, same inode: only the file's own mtime moves
+        f.seek(at)
+        f.write(b"sixth")
+    assert log.parent.stat().st_mtime_ns == folder_mtime  # the folder does not say it
+    # Words only the new text has: the hits' text is read from the log, so only the index can miss it.
+    assert "The budget review is on the sixth." in _texts(store.search("sixth", mode="exact"))
+
+
+def test_a_deleted_day_is_seen(store, plans, no_periodic_look):
+    _warm(store)
+    for p in (store.root / "log").rglob("2026-11-10.jsonl"):
+        p.unlink()
+    assert "The budget review is on the tenth." not in _texts(store.search("budget review"))
+
+
+def test_a_checkout_of_another_branch_is_seen(store, plans, no_periodic_look):
+    _warm(store)
+    store.git.run("branch", "before-museum")
+    ct_process("-C", store.root, "add", "--ts", "2026-11-12T10:00:00Z", "The museum trip costs 40.")
+    assert "The museum trip costs 40." in _texts(store.search("museum trip"))
+    subprocess.run([*GIT, "-C", str(store.root), "checkout", "-q", "before-museum"], check=True)
+    assert "The museum trip costs 40." not in _texts(store.search("museum trip"))
+
+
+def test_a_pack_added_by_hand_to_a_days_folder_is_seen(store, plans, no_periodic_look):
+    _warm(store)
+    looked = len(plans)
+    pack = next((store.root / "packs").rglob("*.is"))
+    shutil.copyfile(pack, pack.with_name("0" * 8 + pack.name))  # nothing else moves: no log, no git
+    store.search("budget")
+    assert len(plans) == looked + 1  # the day's folder is watched: the next read looked

@@ -175,6 +175,15 @@ class Plan:
         }
 
 
+def _same_prefix(content_fp: str | None, data: bytes) -> bool:
+    """Whether `data` starts with the day log a day's `content_fp` was taken of (False when that
+    fingerprint does not say: one from an older memstore, or none)."""
+    parts = (content_fp or "").split(":")
+    if len(parts) != 3 or not parts[1].isdigit() or int(parts[1]) > len(data):
+        return False
+    return hashlib.sha1(memoryview(data)[: int(parts[1])]).hexdigest() == parts[0]
+
+
 @dataclass
 class DayRows:
     day: str
@@ -184,6 +193,7 @@ class DayRows:
     vectors: list  # np.ndarray | None per row
     supersedes: list[str]
     problems: list[str]
+    data: bytes = b""  # the day log as read (kept off a rebuild: the append check reads its prefix)
 
 
 class Index:
@@ -308,6 +318,11 @@ class Index:
         return stat_fingerprint(log_path, seg_dir, pack_dir(str(self.store.root), day))
 
     def _content_fp(self, log_bytes: bytes, seg_dir) -> str:
+        """ "<sha1 of the day log>:<its length>:<sha1 of the log, the pack names and segment files>".
+
+        The first two let the append path check that the lines it indexed before are still the
+        file's first bytes (an edit in place of the same length changes no offset)."""
+        log_sha = hashlib.sha1(log_bytes).hexdigest()
         h = hashlib.sha1(log_bytes)
         try:  # format 2: packs are named by their content, so their names are the fingerprint
             names = [
@@ -329,7 +344,7 @@ class Index:
                     h.update(("\n" + name + "\n" + "\n".join(listing)).encode())
         except OSError:
             pass
-        return h.hexdigest()
+        return f"{log_sha}:{len(log_bytes)}:{h.hexdigest()}"
 
     def plan(self, rebuild: bool = False, days: list[str] | None = None) -> Plan:
         """What an update would do. With `days`, only those days are looked at (a write that knows
@@ -442,13 +457,13 @@ class Index:
                 conn.execute("PRAGMA busy_timeout = 30000")
         return busy == 0
 
-    def _read_day(self, day: str) -> tuple[DayRows, str, str]:
+    def _read_day(self, day: str, keep: bool = False) -> tuple[DayRows, str, str]:
         log_path = logfmt.day_path(self.store.root, day)
         seg_dir = logfmt.segment_day_dir(self.store.root, day)
         stat_fp = self._stat_fp(log_path, seg_dir)
         data = log_path.read_bytes()
         content_fp = self._content_fp(data, seg_dir)
-        out = DayRows(day, [], [], [], [])
+        out = DayRows(day, [], [], [], [], data if keep else b"")
         gone = self._forgotten()
         packed = None  # format 2: {record id: (vector, hash16, pack name)}, read on first need
         for ln in logfmt.read_lines(log_path, data):
@@ -600,7 +615,7 @@ class Index:
         n_rows = int(self._meta(conn, "n_rows", "0"))
         day_data = {}
         for day in plan.changed:
-            day_data[day] = self._read_day(day)
+            day_data[day] = self._read_day(day, keep=not plan.rebuild)
             if progress:
                 progress(1)
         if (
@@ -809,7 +824,15 @@ class Index:
         sorted_rows = self._sorted_rows(conn, n_rows)
         matrix = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)[0] if n_rows else None
         new_rows: dict[str, tuple[list, list, int]] = {}
+        before = dict(
+            conn.execute(
+                f"SELECT day, content_fp FROM days WHERE day IN ({','.join('?' * len(day_data))})",
+                list(day_data),
+            )
+        )
         for day, (rows, _, _) in day_data.items():
+            if day in before and not _same_prefix(before[day], rows.data):
+                return False  # a line indexed before was changed in place: the day is read again
             old = conn.execute(
                 "SELECT id, line_no, off, len, vrow FROM records WHERE day = ? ORDER BY line_no",
                 (day,),

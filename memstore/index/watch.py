@@ -2,22 +2,35 @@
 at the cost of one system call that nothing changed since it last looked.
 
 A `Watch` covers what the index is built from and what git changes: the store's folder, `log/` and
-its year folders (an append to a day log, a day log added, removed, moved or touched), `packs/` and
-its year folders (a day's pack folder added or removed), and the git directory with `refs/heads`
-(every commit, merge, checkout, reset or pull moves HEAD, a branch or git's index). `changed()` says
-True when any event came since the last `arm()` — and also whenever it cannot know: no inotify on
-this platform, a watch that could not be added, the kernel's queue overflowed, or FULL_CHECK_S
-passed since the last full look (a hand change inside one day's pack folder, with nothing else, is
-the one change no watch sees; the full check finds it). A doubt always means "look".
+its year folders (an append to a day log, a day log added, removed, moved, rewritten in place or
+touched), `packs/`, its year folders and every day's pack folder (a pack added, removed or written
+over), and the git directory with `refs/heads` (every commit, merge, checkout, reset or pull moves
+HEAD, a branch or git's index). `changed()` says True when any event came since the last `arm()` —
+and also whenever it cannot know: no inotify on this platform, a watch that could not be added, the
+kernel's queue overflowed. Where the watches do not see everything — the store lives on a network or
+FUSE file system (a change made by another machine raises no event here), a format-1 store's
+`segments/` (not watched), or more day folders than MAX_DAY_WATCHES — it also says True once
+FULL_CHECK_S passed since the last full look. A doubt always means "look"; on a local file system
+with every folder watched, an unchanged store is never looked at again, however long a reader waits
+between reads.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
+import re
 import time
 
-FULL_CHECK_S = 5.0
+FULL_CHECK_S = 5.0  # where the watches cannot see every change (see the module docstring)
+MAX_DAY_WATCHES = 20_000  # pack day folders watched one by one; more fall back to FULL_CHECK_S
+# File systems whose changes made elsewhere (another machine, the host of a VM) raise no inotify
+# event on this machine: a reader there keeps looking every FULL_CHECK_S.
+REMOTE_FS = frozenset(
+    "nfs nfs4 cifs smb3 smbfs ncpfs afs coda ceph glusterfs lustre gpfs 9p virtiofs vboxsf "
+    "vmhgfs davfs beegfs ocfs2 gfs2 orangefs".split()
+)
 _IN = {
     "MODIFY": 0x2,
     "ATTRIB": 0x4,
@@ -30,6 +43,7 @@ _IN = {
     "MOVE_SELF": 0x800,
 }
 MASK = sum(_IN.values())
+_ONLYDIR = 0x01000000
 _libc = None
 
 
@@ -47,6 +61,35 @@ def _inotify():
     return _libc or None
 
 
+def fs_type(path) -> str | None:
+    """The type of the file system `path` lives on ("ext4", "nfs4", "fuse.sshfs", …), from
+    /proc/self/mountinfo; None when that cannot be read."""
+    try:
+        real = os.path.realpath(path)
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    best, kind = "", None
+    for line in lines:
+        head, sep, tail = line.partition(" - ")
+        fields = head.split()
+        if not sep or len(fields) < 5 or not tail:
+            continue
+        mount = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):  # the last of equal mount points is the one on top
+            best, kind = mount, tail.split()[0]
+    return kind
+
+
+def sees_every_change(path) -> bool:
+    """Whether inotify on this machine sees every change to files under `path` (a local file
+    system), so that no periodic look is needed."""
+    kind = fs_type(path)
+    return kind is not None and kind not in REMOTE_FS and not kind.startswith("fuse")
+
+
 class Watch:
     """Kernel watches over one store's folders (see the module docstring)."""
 
@@ -57,24 +100,41 @@ class Watch:
         self.watched: set[str] = set()
         self.armed_at: float | None = None  # monotonic time of the last arm(); None: never armed
         self.events = False
+        self.local: bool | None = None  # the store and its git directory on local file systems
+        self.complete = False  # every folder a change can arrive in is watched (set by arm())
         lib = _inotify()
         if lib is not None:
             fd = lib.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
             self.fd = fd if fd >= 0 else None
 
-    def _folders(self) -> list[str]:
+    def _folders(self) -> tuple[list[str], bool]:
+        """(the folders to watch, whether they are all there is to watch)."""
         root, out = (
             self.root,
             [self.root, self.git_dir, os.path.join(self.git_dir, "refs", "heads")],
         )
+        complete, days = not os.path.isdir(os.path.join(root, "segments")), 0
         for top in ("log", "packs"):
             base = os.path.join(root, top)
             out.append(base)
             try:
-                out += [os.path.join(base, y) for y in os.listdir(base) if y.isdigit()]
+                years = [os.path.join(base, y) for y in os.listdir(base) if y.isdigit()]
             except OSError:
-                pass
-        return out
+                continue
+            out += years
+            if top != "packs":
+                continue
+            for year in years:  # a pack added by hand into a day's folder changes only that folder
+                try:
+                    names = os.listdir(year)
+                except OSError:
+                    continue
+                days += len(names)
+                if days > MAX_DAY_WATCHES:
+                    complete = False
+                    continue
+                out += [os.path.join(year, name) for name in names]
+        return out, complete
 
     def arm(self) -> None:
         """Forget the events seen so far and watch every folder there is now; call it before a full
@@ -83,14 +143,20 @@ class Watch:
             return
         self._drain()
         self.events = False
+        if self.local is None:
+            self.local = sees_every_change(self.root) and sees_every_change(self.git_dir)
         lib = _inotify()
-        for folder in self._folders():
-            if not os.path.isdir(folder):
-                continue  # (a folder watched already gets the same watch back: one cheap call)
-            if lib.inotify_add_watch(self.fd, os.fsencode(folder), MASK) < 0:
-                self.close()  # out of watches (or a folder gone meanwhile): look every time
+        folders, complete = self._folders()
+        for folder in folders:
+            # IN_ONLYDIR: a name that is not a folder (or is gone) fails and is skipped; a folder
+            # watched already gets the same watch back (one cheap call).
+            if lib.inotify_add_watch(self.fd, os.fsencode(folder), MASK | _ONLYDIR) < 0:
+                if ctypes.get_errno() in (errno.ENOENT, errno.ENOTDIR):
+                    continue
+                self.close()  # out of watches: look every time
                 return
             self.watched.add(folder)
+        self.complete = complete and self.local
         self.armed_at = time.monotonic()
 
     def _drain(self) -> bool:
@@ -111,7 +177,7 @@ class Watch:
         """Whether the files may have changed since the last `arm()` (True when in doubt)."""
         if self.fd is None or self.armed_at is None:
             return True
-        if time.monotonic() - self.armed_at > self.full_check_s:
+        if not self.complete and time.monotonic() - self.armed_at > self.full_check_s:
             return True
         if not self.events:
             self.events = self._drain()  # an overflow is an event too: it also arrives as bytes
