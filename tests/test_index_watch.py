@@ -222,3 +222,36 @@ def test_a_pack_added_by_hand_to_a_days_folder_is_seen(store, plans, no_periodic
     shutil.copyfile(pack, pack.with_name("0" * 8 + pack.name))  # nothing else moves: no log, no git
     store.search("budget")
     assert len(plans) == looked + 1  # the day's folder is watched: the next read looked
+
+
+def test_out_of_watches_among_the_day_folders_falls_back_to_the_periodic_look(
+    store, plans, monkeypatch
+):
+    """The kernel's watch limit (fs.inotify.max_user_watches) reached at a pack day folder: the
+    logs and git stay watched, and the reader looks every FULL_CHECK_S instead of at every read."""
+    import ctypes
+    import errno
+
+    real = watch._inotify()
+
+    class Limited:  # the real libc, with the limit reached for the day folders (fault injection)
+        inotify_init1 = real.inotify_init1
+
+        @staticmethod
+        def inotify_add_watch(fd, path, mask):
+            if os.path.basename(os.path.dirname(path)).isdigit() and b"packs" in path:
+                ctypes.set_errno(errno.ENOSPC)
+                return -1
+            return real.inotify_add_watch(fd, path, mask)
+
+    monkeypatch.setattr(watch, "_inotify", lambda: Limited)
+    monkeypatch.setattr(watch, "FULL_CHECK_S", 1e9)
+    _warm(store)
+    w = store.index()._watch
+    assert w.fd is not None and not w.complete
+    looked = len(plans)
+    store.search("budget")
+    assert len(plans) == looked  # still answered by the watches between looks
+    monkeypatch.setattr(w, "full_check_s", 0.0)
+    store.search("budget")
+    assert len(plans) == looked + 1

@@ -107,13 +107,14 @@ class Watch:
             fd = lib.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
             self.fd = fd if fd >= 0 else None
 
-    def _folders(self) -> tuple[list[str], bool]:
-        """(the folders to watch, whether they are all there is to watch)."""
+    def _folders(self) -> tuple[list[str], int, bool]:
+        """(the folders to watch, how many of them come before the pack day folders, whether they
+        are all there is to watch)."""
         root, out = (
             self.root,
             [self.root, self.git_dir, os.path.join(self.git_dir, "refs", "heads")],
         )
-        complete, days = not os.path.isdir(os.path.join(root, "segments")), 0
+        complete, days, pack_years = not os.path.isdir(os.path.join(root, "segments")), 0, []
         for top in ("log", "packs"):
             base = os.path.join(root, top)
             out.append(base)
@@ -122,19 +123,20 @@ class Watch:
             except OSError:
                 continue
             out += years
-            if top != "packs":
+            if top == "packs":
+                pack_years = years
+        first = len(out)
+        for year in pack_years:  # a pack added by hand into a day's folder changes only that folder
+            try:
+                names = os.listdir(year)
+            except OSError:
                 continue
-            for year in years:  # a pack added by hand into a day's folder changes only that folder
-                try:
-                    names = os.listdir(year)
-                except OSError:
-                    continue
-                days += len(names)
-                if days > MAX_DAY_WATCHES:
-                    complete = False
-                    continue
-                out += [os.path.join(year, name) for name in names]
-        return out, complete
+            days += len(names)
+            if days > MAX_DAY_WATCHES:
+                complete = False
+                continue
+            out += [os.path.join(year, name) for name in names]
+        return out, first, complete
 
     def arm(self) -> None:
         """Forget the events seen so far and watch every folder there is now; call it before a full
@@ -146,15 +148,18 @@ class Watch:
         if self.local is None:
             self.local = sees_every_change(self.root) and sees_every_change(self.git_dir)
         lib = _inotify()
-        folders, complete = self._folders()
-        for folder in folders:
+        folders, first, complete = self._folders()
+        for i, folder in enumerate(folders):
             # IN_ONLYDIR: a name that is not a folder (or is gone) fails and is skipped; a folder
             # watched already gets the same watch back (one cheap call).
             if lib.inotify_add_watch(self.fd, os.fsencode(folder), MASK | _ONLYDIR) < 0:
                 if ctypes.get_errno() in (errno.ENOENT, errno.ENOTDIR):
                     continue
-                self.close()  # out of watches: look every time
-                return
+                if i < first:
+                    self.close()  # out of watches before the logs and git are watched: look every time
+                    return
+                complete = False  # out of watches among the pack day folders: look now and then
+                break
             self.watched.add(folder)
         self.complete = complete and self.local
         self.armed_at = time.monotonic()
