@@ -63,6 +63,8 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
         "3000",
         "--ann-sizes",
         "2000,3000",
+        "--public-sizes",
+        "90",
         "--out",
         out,
         check=False,
@@ -90,6 +92,9 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
         "`ct add` wall time",
         "`git clone` (local, with checkout)",
         "bytes on disk per record ≤ 1.3",
+        "public `Store.search` hybrid, top 10, warm — vs the internal `search()` call",
+        "each query after an idle pause (the watch's periodic look due)",
+        "the warm internal hybrid call",
     ):
         assert needle in text, needle
     assert (
@@ -98,6 +103,7 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
     assert "heavy imports: none" in text
     raw = json.loads((tmp_path / "cache" / "last.json").read_text())
     assert set(raw["queries"]) == {"60", "120"}
+    assert set(raw["public"]) == {"60", "120", "90"}  # the public path also on --public-sizes
     floor = raw["fresh_add_floor"]  # measured: start-up, then more with every module an add loads
     assert 0 < floor["start-up"] < floor["all"] and floor["numpy"] > 0 and floor["git"] > 0
     # The one-new-day step undoes itself: the cached store is back to its 120 records, git clean.

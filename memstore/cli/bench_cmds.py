@@ -77,8 +77,26 @@ import click
     show_default=True,
     help="Sizes at which the IVF index is compared with the exact scan, comma-separated.",
 )
+@click.option(
+    "--public-sizes",
+    default="1000000",
+    show_default=True,
+    help="More synthetic stores (built once, cached) timed only for the public Store.search and a "
+    "fresh `ct search`, comma-separated; empty skips them.",
+)
 def bench_cmd(
-    out, sizes, per_day, queries, repeats, ingest_n, base, contexttape, minilm, million, ann_sizes
+    out,
+    sizes,
+    per_day,
+    queries,
+    repeats,
+    ingest_n,
+    base,
+    contexttape,
+    minilm,
+    million,
+    ann_sizes,
+    public_sizes,
 ):
     """Measure search, index and ingest speed beside a bare numpy scan and ContextTape.
 
@@ -108,6 +126,7 @@ def bench_cmd(
             command=command,
             million=million,
             ann_sizes=ann_sizes,
+            public_sizes=public_sizes,
         )
     except (RuntimeError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
