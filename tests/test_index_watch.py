@@ -255,3 +255,25 @@ def test_out_of_watches_among_the_day_folders_falls_back_to_the_periodic_look(
     monkeypatch.setattr(w, "full_check_s", 0.0)
     store.search("budget")
     assert len(plans) == looked + 1
+
+
+def test_the_fast_fingerprints_are_the_stored_ones(store):
+    """fresh.fingerprints (the loop a fresh process runs over every day) gives the very strings
+    stat_fingerprint gives, so an unchanged store is not reindexed and a changed day is seen."""
+    from memstore.index import fresh
+
+    write_turns(store, TURNS)
+    store.index()
+    root = str(store.root)
+    days = fresh.days_on_disk(root)
+    slow = {
+        d: fresh.stat_fingerprint(p, fresh.segment_dir(root, d), fresh.pack_dir(root, d))
+        for d, p in days.items()
+    }
+    assert fresh.fingerprints(root, days, segments=False) == slow
+    assert fresh.fingerprints(root, days, segments=True) == slow
+    stored = dict(store.index().conn.execute("SELECT day, stat_fp FROM days"))
+    assert stored == slow and fresh.fresh_index_connection(store) is not None
+    shutil.rmtree(fresh.pack_dir(root, "2026-11-10"))  # a day without its pack folder
+    assert fresh.fingerprints(root, days, segments=False) != stored
+    assert fresh.fresh_index_connection(store) is None

@@ -27,7 +27,14 @@ from ..format.timeutil import from_iso
 from ..errors import LockTimeout
 from ..locking import file_lock, lock_timeout
 from . import vectors as vecfiles
-from .fresh import SCHEMA_VERSION, days_on_disk, pack_dir, segment_dir, stat_fingerprint
+from .fresh import (
+    SCHEMA_VERSION,
+    days_on_disk,
+    fingerprints,
+    pack_dir,
+    segment_dir,
+    stat_fingerprint,
+)
 from .tokenize import index_text
 
 BACK = "record {rid} was forgotten (forgotten.jsonl), but a git merge with a clone that still had it brought its line back"
@@ -373,11 +380,21 @@ class Index:
                 d: (s, c) for d, s, c in conn.execute("SELECT day, stat_fp, content_fp FROM days")
             }
             sources = self._day_sources()
+        stats = (
+            None
+            if rebuild or days is not None
+            else fingerprints(
+                str(self.store.root),
+                {d: src[0] for d, src in sources.items() if d in known},
+                self._has_segments,
+            )
+        )
         for day, (log_path, seg_dir) in sorted(sources.items()):
             if rebuild or day not in known:
                 plan.changed.append(day)
                 continue
-            if self._stat_fp(log_path, seg_dir) == known[day][0]:
+            now = stats[day] if stats is not None else self._stat_fp(log_path, seg_dir)
+            if now == known[day][0]:
                 continue
             with open(log_path, "rb") as f:
                 data = f.read()
