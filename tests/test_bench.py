@@ -95,6 +95,8 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
         "public `Store.search` hybrid, top 10, warm — vs the internal `search()` call",
         "each query after an idle pause (the watch's periodic look due)",
         "the warm internal hybrid call",
+        "fresh process after one public hybrid `Store.search`: USS (private memory) / RSS",
+        "disposable index (.memstore/) bytes per record",
     ):
         assert needle in text, needle
     assert (
@@ -104,6 +106,9 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
     raw = json.loads((tmp_path / "cache" / "last.json").read_text())
     assert set(raw["queries"]) == {"60", "120"}
     assert set(raw["public"]) == {"60", "120", "90"}  # the public path also on --public-sizes
+    mem = raw["memory"]["120"]  # measured in a fresh process: private pages within its RSS
+    assert 0 < mem["Anonymous"] <= mem["Private_Clean"] + mem["Private_Dirty"] <= mem["Rss"]
+    assert mem["index_bytes"]["vectors"] == 120 * 384 * 4
     floor = raw["fresh_add_floor"]  # measured: start-up, then more with every module an add loads
     assert 0 < floor["start-up"] < floor["all"] and floor["numpy"] > 0 and floor["git"] > 0
     # The one-new-day step undoes itself: the cached store is back to its 120 records, git clean.

@@ -296,6 +296,68 @@ def fresh_search(
     b.raw.setdefault("fresh_search", {})[n] = walls
 
 
+_MEMORY_PROBE = """
+import json, sys
+from memstore.store import Store
+st = Store.open(sys.argv[1], search_parents=False)
+hits = st.search(sys.argv[2], k=10)
+out = {"hits": len(hits)}
+with open("/proc/self/smaps_rollup", encoding="utf-8") as f:
+    for line in f:
+        parts = line.split()
+        if len(parts) >= 3 and parts[-1] == "kB":
+            out[parts[0].rstrip(":")] = int(parts[1]) * 1024
+print(json.dumps(out))
+"""
+
+
+def fresh_memory(b: Bench, store, n: int, query: str) -> None:
+    """A fresh process's memory after one public hybrid query (Linux: /proc/self/smaps_rollup):
+    RSS, and its private part (USS: private clean + dirty pages), split into anonymous memory (the
+    heap) and private file-backed pages (the index's memory-mapped matrix, which the kernel can
+    drop and read again). Then the disposable index's bytes per record."""
+    if not os.path.exists("/proc/self/smaps_rollup"):
+        return
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEMORY_PROBE, str(store.root), query],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"memory probe failed: {proc.stderr.strip()}")
+    m = json.loads(proc.stdout.strip().splitlines()[-1])
+    uss = m["Private_Clean"] + m["Private_Dirty"]
+    mib = lambda x: f"{x / 2**20:.0f} MiB"  # noqa: E731
+    b.add(
+        "fresh process after one public hybrid `Store.search`: USS (private memory) / RSS",
+        f"{n:,}",
+        f"{mib(uss)} / {mib(m['Rss'])}",
+        ratio=f"anonymous {mib(m['Anonymous'])}; private file-backed (the memory-mapped matrix) "
+        f"{mib(uss - m['Anonymous'])}",
+        budget="USS ≤ 300 MiB @1M" if n >= 1_000_000 else "",
+        ok=(uss <= 300 * 2**20) if n >= 1_000_000 else None,
+    )
+    meta = store.meta_dir
+    parts = {
+        "index.db": sum(p.stat().st_size for p in meta.glob("index.db*")),
+        "vectors": sum(p.stat().st_size for p in meta.glob("vectors-*")),
+        "times": sum(p.stat().st_size for p in meta.glob("times-*")),
+        "faiss": sum(p.stat().st_size for p in meta.glob("ivf-*")),
+    }
+    total = sum(parts.values())
+    b.add(
+        "disposable index (.memstore/) bytes per record",
+        f"{n:,}",
+        f"{total / n:,.0f} B",
+        ratio="; ".join(f"{k} {v / n:,.0f} B" for k, v in parts.items() if v),
+        budget="≤ 1.2 KB @100k" if n == 100_000 else "",
+        ok=(total / n <= 1200) if n == 100_000 else None,
+    )
+    b.raw.setdefault("memory", {})[n] = {**m, "index_bytes": parts}
+
+
 def _fresh_runs(
     b: Bench, args: list[str], n: int = 5, env: dict | None = None
 ) -> tuple[float, float]:
@@ -890,6 +952,7 @@ def run(b: Bench) -> str:
         ours = warm_queries(b, store, n, queries, qvecs)
         public = public_vs_internal(b, store, n, queries)
         fresh_search(b, store, n, queries, pct(public[(False, "hybrid")]["internal"], 50))
+        fresh_memory(b, store, n, queries[0])
         if b.contexttape and n == min(b.sizes):
             contexttape_compare(b, store, n, queries, qvecs, ours)
         if n == largest:
@@ -910,6 +973,7 @@ def run(b: Bench) -> str:
         store.index()
         public = public_vs_internal(b, store, n, queries)
         fresh_search(b, store, n, queries, pct(public[(False, "hybrid")]["internal"], 50))
+        fresh_memory(b, store, n, queries[0])
     if len(rebuild_rate) > 1:
         lo, hi = min(rebuild_rate), max(rebuild_rate)
         growth = rebuild_rate[hi] / rebuild_rate[lo]
