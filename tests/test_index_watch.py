@@ -277,3 +277,32 @@ def test_the_fast_fingerprints_are_the_stored_ones(store):
     shutil.rmtree(fresh.pack_dir(root, "2026-11-10"))  # a day without its pack folder
     assert fresh.fingerprints(root, days, segments=False) != stored
     assert fresh.fresh_index_connection(store) is None
+
+
+def test_a_one_shot_reader_adds_no_watches_and_a_second_read_does(store):
+    from memstore.store import Store
+
+    write_turns(store, TURNS)
+    reader = Store.open(store.root)  # as a new `ct search` process opens it
+    reader.search("budget")
+    assert reader._index._watch.watched == {}  # one read: no watch on any folder
+    reader.search("budget")
+    w = reader._index._watch
+    assert w.complete and any("packs" in f for f in w.watched)
+
+
+def test_a_day_folder_removed_and_made_again_is_watched_again(store, plans, no_periodic_look):
+    _warm(store)
+    day_packs = next(p for p in (store.root / "packs").rglob("*") if p.name == "2026-11-10")
+    shutil.rmtree(day_packs)
+    next((store.root / "log").rglob("2026-11-10.jsonl")).unlink()
+    store.search("budget")  # looks: the day is gone
+    git = [*GIT, "-C", str(store.root)]
+    subprocess.run([*git, "checkout", "-q", "--", "log", "packs"], check=True)  # and back
+    assert "The budget review is on the tenth." in _texts(store.search("budget review"))
+    store.search("budget")  # armed again, the folder made again among the watched
+    looked = len(plans)
+    pack = next(day_packs.glob("*.is"))
+    shutil.copyfile(pack, pack.with_name("0" * 8 + pack.name))
+    store.search("budget")
+    assert len(plans) == looked + 1

@@ -219,6 +219,7 @@ class Index:
         self._watch = (
             None  # kernel watches: a later full update skips the stat calls if nothing moved
         )
+        self._looked = False  # a full look was made (the watches are armed from the second on)
 
     # ----- connection ---------------------------------------------------------------------------
 
@@ -422,7 +423,13 @@ class Index:
             watch = self._watcher()
             if not watch.changed():
                 return Plan()  # no file of the store or of git moved since the last full look
-            watch.arm()  # before looking: a change made while we look is an event for next time
+            if self._looked:
+                # Before looking: a change made while we look is an event for next time. Not on
+                # this reader's first full look: a one-shot `ct search` would pay for watches on
+                # every day's folder (~15 µs each) that it never reads; a reader that comes back
+                # looks once more and is watched from then on.
+                watch.arm()
+            self._looked = True
         try:
             return self._update(rebuild, days, progress)
         except BaseException:

@@ -21,6 +21,7 @@ import ctypes
 import errno
 import os
 import re
+import struct
 import time
 
 FULL_CHECK_S = 5.0  # where the watches cannot see every change (see the module docstring)
@@ -44,6 +45,13 @@ _IN = {
 }
 MASK = sum(_IN.values())
 _ONLYDIR = 0x01000000
+# A watched folder removed or moved away (its watch no longer stands for the path), and an
+# overflowed event queue.
+_GONE = _IN["DELETE_SELF"] | _IN["MOVE_SELF"] | 0x8000  # IN_IGNORED: the kernel dropped the watch
+_Q_OVERFLOW = 0x4000
+_EVENT = struct.Struct(
+    "iIII"
+)  # struct inotify_event: wd, mask, cookie, len (then len bytes of name)
 _libc = None
 
 
@@ -97,7 +105,8 @@ class Watch:
         self.root, self.git_dir = os.fspath(root), os.fspath(git_dir)
         self.full_check_s = FULL_CHECK_S if full_check_s is None else full_check_s
         self.fd: int | None = None
-        self.watched: set[str] = set()
+        self.watched: dict[str, int] = {}  # folder -> its watch descriptor
+        self._folder_of: dict[int, str] = {}
         self.armed_at: float | None = None  # monotonic time of the last arm(); None: never armed
         self.events = False
         self.local: bool | None = None  # the store and its git directory on local file systems
@@ -150,9 +159,11 @@ class Watch:
         lib = _inotify()
         folders, first, complete = self._folders()
         for i, folder in enumerate(folders):
-            # IN_ONLYDIR: a name that is not a folder (or is gone) fails and is skipped; a folder
-            # watched already gets the same watch back (one cheap call).
-            if lib.inotify_add_watch(self.fd, os.fsencode(folder), MASK | _ONLYDIR) < 0:
+            if folder in self.watched:
+                continue  # still watched: one removed or moved away was forgotten by _drain above
+            # IN_ONLYDIR: a name that is not a folder (or is gone) fails and is skipped.
+            wd = lib.inotify_add_watch(self.fd, os.fsencode(folder), MASK | _ONLYDIR)
+            if wd < 0:
                 if ctypes.get_errno() in (errno.ENOENT, errno.ENOTDIR):
                     continue
                 if i < first:
@@ -160,11 +171,15 @@ class Watch:
                     return
                 complete = False  # out of watches among the pack day folders: look now and then
                 break
-            self.watched.add(folder)
+            self.watched[folder] = wd
+            self._folder_of[wd] = folder
         self.complete = complete and self.local
         self.armed_at = time.monotonic()
 
     def _drain(self) -> bool:
+        """Read every event queued; True if there was any. The watch of a folder removed or moved
+        away is forgotten, so the next arm() watches whatever is at that path then; after an
+        overflow every folder is added again."""
         got = False
         while True:
             try:
@@ -177,6 +192,15 @@ class Watch:
             if not chunk:
                 return got
             got = True
+            at = 0
+            while at + _EVENT.size <= len(chunk):
+                wd, mask, _cookie, size = _EVENT.unpack_from(chunk, at)
+                at += _EVENT.size + size
+                if mask & _Q_OVERFLOW:
+                    self.watched.clear()
+                    self._folder_of.clear()
+                elif mask & _GONE and wd in self._folder_of:
+                    self.watched.pop(self._folder_of.pop(wd), None)
 
     def changed(self) -> bool:
         """Whether the files may have changed since the last `arm()` (True when in doubt)."""
@@ -200,6 +224,7 @@ class Watch:
                 pass
         self.fd = None
         self.watched.clear()
+        self._folder_of.clear()
 
     def __del__(self):
         self.close()
