@@ -41,12 +41,15 @@ class Filters:
     session: list[str] = field(default_factory=list)
     include_hidden: bool = False
     exclude_types: list[str] = field(default_factory=list)
+    scope: str | None = None  # "private" | "shared": records of that scope only
 
     # As SQL: memstore/index/queries.py (filters_where).
 
     @property
     def narrows_rows(self) -> bool:
-        return bool(self.role or self.actor or self.type or self.session or self.exclude_types)
+        return bool(
+            self.role or self.actor or self.type or self.session or self.exclude_types
+        ) or self.scope is not None
 
 
 class Hits(list):
@@ -86,6 +89,7 @@ class Hit:
             "source": self.source,
             "day": self.day,
             "model": self.record.get("model"),
+            "scope": self.record.get("scope") or "shared",
         }
         if self.store is not None:
             out["store"] = self.store

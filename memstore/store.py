@@ -69,9 +69,18 @@ class Store(Core):
 
     def place(self, records: list[dict], vectors, progress=None) -> list[str]:
         """A write places its conversation records in the topic tree, in the write's commit."""
+        from .format.record import is_private
         from .tree.assign import assign_records, topics_enabled
 
-        return assign_records(self, records, vectors, progress) if topics_enabled(self) else []
+        # A topic's name and summary are read by the whole team: private records stay out of it.
+        keep = [i for i, r in enumerate(records) if not is_private(r)]
+        if len(keep) < len(records):
+            import numpy as np
+
+            records, vectors = [records[i] for i in keep], np.asarray(vectors)[keep]
+        if not records or not topics_enabled(self):
+            return []
+        return assign_records(self, records, vectors, progress)
 
     # ----- writing -------------------------------------------------------------------------------
 
@@ -87,8 +96,10 @@ class Store(Core):
         meta: dict | None = None,
         secrets: str | None = None,
         allow_secrets: bool = False,
+        scope: str | None = None,
     ) -> WriteResult:
-        """One turn, one commit (`ct add`). `secrets`: refuse (default), redact or allow (`allow_secrets=True`)."""
+        """One turn, one commit (`ct add`). `secrets`: refuse (default), redact or allow (`allow_secrets=True`).
+        `scope`: private (its writer's only) or shared; None takes the store's `[settings] scope`."""
         from .errors import UsageError
         from .format import record as recordfmt
         from .format.timeutil import now_utc
@@ -115,13 +126,19 @@ class Store(Core):
         }
         if meta:
             raw["meta"] = meta
+        if scope is not None:
+            raw["scope"] = scope
         try:
             rec = self.normalize(
                 raw
             )  # a fresh id: nothing in the store can hold it, so no look-up by id
             return self.write(
                 [rec],
-                lambda added: f"Add {rec['role']} turn: {preview(added[0]['text'])}",
+                lambda added: (
+                    f"Add private {rec['role']} turn"  # its text stays out of the history too
+                    if added[0].get("scope") == "private"
+                    else f"Add {rec['role']} turn: {preview(added[0]['text'])}"
+                ),
                 secrets=secrets,
                 dedupe=False,
             )
@@ -572,6 +589,7 @@ class Store(Core):
         also=(),
         update_index: bool = True,
         progress=None,
+        scope: str | None = None,
     ) -> list:
         """Ranked hits for `query` (`ct search`): mode hybrid | exact | vector → list[Hit].
 
@@ -579,7 +597,7 @@ class Store(Core):
         `role`, `actor`, `type`, `session` take one value or a list. `also`: more stores searched
         together with this one (`ct -C a -C b search`), their hits ranked as one list.
         `update_index=False` reads the index as it is (`--no-index`); `progress(n)` is called as
-        days are indexed.
+        days are indexed. `scope`: private | shared, records of that scope only.
         """
         from .errors import UsageError
         from .retrieve.search import MODES, Filters, search, search_many, searchable
@@ -592,6 +610,8 @@ class Store(Core):
             wrong = [v for v in _list(given) or [] if v not in known]
             if wrong:
                 raise UsageError(f"--{name} must be one of {', '.join(known)}, not {wrong[0]!r}")
+        if scope is not None and scope not in ("private", "shared"):
+            raise UsageError(f"--scope must be one of private, shared, not {scope!r}")
         if isinstance(now, str):
             from .retrieve.timefilter import reference_now
 
@@ -618,6 +638,7 @@ class Store(Core):
             actor=_list(actor),
             type=_list(type),
             session=_list(session),
+            scope=scope,
         )
         from .results import Hits
         from .retrieve.search import NO_WORDS_NOTE

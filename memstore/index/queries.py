@@ -56,6 +56,9 @@ def filters_where(filters: Filters, own_notes: bool = True) -> tuple[str, list]:
     if filters.exclude_types:
         clauses.append(f"r.type NOT IN ({_marks(filters.exclude_types)})")
         args += list(filters.exclude_types)
+    if filters.scope is not None:
+        no = "" if filters.scope == "private" else "NOT "
+        clauses.append(f"r.id {no}IN (SELECT id FROM private)")
     where = " AND ".join(clauses) or "1"
     return (where if own_notes else where + _NOT_OWN_NOTES), args
 
