@@ -666,3 +666,30 @@ RESULT_TYPES = (
     "UpgradeResult",
     "Repair",
 )
+
+
+@dataclass
+class ShareResult:
+    """What `ct share` shows and did: each private record to be shared (its text, with the
+    secrets the scanner flags), the ids that were shared already, and the one commit."""
+
+    records: list[dict] = field(default_factory=list)  # id, day, ts, role, actor, text, secrets
+    already: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    commit: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def secrets(self) -> int:
+        return sum(len(r["secrets"]) for r in self.records)
+
+    def to_json(self) -> dict:
+        return {
+            "records": self.records,
+            "already_shared": self.already,
+            "secrets": self.secrets,
+            "dry_run": self.dry_run,
+            "shared": 0 if self.dry_run or not self.commit else len(self.records),
+            "commit": self.commit,
+            "notes": self.notes,
+        }

@@ -380,6 +380,13 @@ class Store(Core):
             res.purged = True
         return res
 
+    def share(self, ids, dry_run: bool = False):
+        """Make private records shared (`ct share`), one commit → ShareResult; `dry_run` shows
+        each record's text and the secrets flagged in it, and changes nothing."""
+        from .upkeep.share import share
+
+        return share(self, ids, dry_run=dry_run)
+
     def mark(
         self, text: str | None = None, *, done: str | None = None, now=None, secrets: str = "refuse"
     ):
