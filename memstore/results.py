@@ -326,6 +326,7 @@ class Report:
     records: int = 0
     segments: int = 0
     packs: int = 0
+    others_private: int = 0  # private lines of other writers, skipped (an encrypted store)
     repair: object = (
         None  # what `fsck(repair=True)` rolled back first (memstore/repair.py Repair), else None
     )
@@ -343,6 +344,7 @@ class Report:
             "records": self.records,
             "segments": self.segments,
             "packs": self.packs,
+            "others_private": self.others_private,
             "damage": self.damage,
             "warnings": self.warnings,
         }
@@ -665,6 +667,7 @@ RESULT_TYPES = (
     "ForgetResult",
     "UpgradeResult",
     "Repair",
+    "ShareResult",
 )
 
 

@@ -120,8 +120,13 @@ def fsck_cmd(obj, do_repair, as_json):
         files = (
             f"{rep.packs} packs" if rep.packs or not rep.segments else f"{rep.segments} segments"
         )
+        hidden = (
+            f", {rep.others_private} private lines of other writers (not yours to read)"
+            if rep.others_private
+            else ""
+        )
         click.echo(
-            f"{'ok' if rep.ok else 'damaged'}: {rep.records} records, {files}, "
+            f"{'ok' if rep.ok else 'damaged'}: {rep.records} records{hidden}, {files}, "
             f"{len(rep.damage)} problems, {len(rep.warnings)} warnings"
         )
     if not rep.ok:

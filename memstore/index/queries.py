@@ -451,7 +451,9 @@ def summary(index) -> dict:
     first, last = c.execute("SELECT MIN(day), MAX(day) FROM records").fetchone()
     sessions = c.execute("SELECT COUNT(DISTINCT session) FROM records").fetchone()[0]
     text_bytes = c.execute("SELECT COALESCE(SUM(len), 0) FROM records").fetchone()[0]
+    private = c.execute("SELECT COUNT(DISTINCT id) FROM private").fetchone()[0]
     return {
+        "private": private,
         "by_type": by_type,
         "by_role": by_role,
         "first_day": first,

@@ -86,6 +86,7 @@ def fsck(store) -> Report:
             if first[0] != where:
                 rep.warnings.append(_duplicate(where, rec, first))
     _explain_unvectored(store, rep)
+    rep.others_private = store.sealer.others_private() if store.sealer else 0
     _check_orphans(store, rep, referenced)
     _check_pack_orphans(store, rep, packed, claimed, gone)
     _check_forgotten_markers(store, rep)
