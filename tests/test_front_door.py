@@ -75,6 +75,7 @@ RENAMED = {
 # Per command: options handled by the face itself (a loop, a prompt), with the reason.
 FACE_ONLY = {
     "chat": {"once"},  # --once asks one question through the session `chat()` returns, then exits
+    "share": {"yes"},  # --yes answers the confirmation the command asks on a terminal
 }
 
 
@@ -146,6 +147,7 @@ def _args(tmp_path, store_root):
         "gc": ["gc", "-n"],
         "add": ["add", "--role", "assistant", "hello"],
         "forget": ["forget", "--match", "hello", "-n"],
+        "share": ["share", "0123abcd", "-n"],
         "ingest-path": ["ingest-path", str(f)],
         "ingest-any": ["ingest-any", str(f)],
         "import jsonl": ["import", "jsonl", str(f)],
@@ -178,6 +180,7 @@ EXPECT = {
     "where": {"lines": 4},
     "add": {"role": "assistant"},
     "forget": {"match": "hello", "dry_run": True},
+    "share": {"dry_run": True},
     "fsck": {"repair": True},
     "index": {"rebuild": True},
     "log": {"max_count": 3},
