@@ -25,7 +25,7 @@ from .results import WriteResult  # noqa: F401  (re-exported: writers import it 
 EMBED_CHARS = 32_768
 PLAIN_PRIVATE_WARNING = (
     "warning: {root} is not encrypted: a private record is only labelled and filtered here, and "
-    "anyone with a copy of the repository can read it (docs/security.md, \"Scopes\"; "
+    'anyone with a copy of the repository can read it (docs/security.md, "Scopes"; '
     "an encrypted store, ct init --encrypt, seals it to your key)."
 )
 
@@ -508,7 +508,6 @@ class Core:
                 consolidate_day(self, day)
         return touched
 
-
     def _scope_warning(self, added: list[dict]) -> list[str]:
         """A plain store's first private record says, once per clone, what "private" means there."""
         if self.sealer is not None or not any(recordfmt.is_private(r) for r in added):
@@ -528,7 +527,9 @@ class Core:
         private record in an encrypted one, else the newest epoch's."""
         if self.sealer is None:
             return None
-        return self.sealer.private_secret() if recordfmt.is_private(rec) else self.sealer.vkey_secret()
+        return (
+            self.sealer.private_secret() if recordfmt.is_private(rec) else self.sealer.vkey_secret()
+        )
 
     def _private_key(self, records: list[dict]) -> list[str]:
         """An encrypted store's first private record of a writer makes that writer's private key

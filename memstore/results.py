@@ -47,9 +47,10 @@ class Filters:
 
     @property
     def narrows_rows(self) -> bool:
-        return bool(
-            self.role or self.actor or self.type or self.session or self.exclude_types
-        ) or self.scope is not None
+        return (
+            bool(self.role or self.actor or self.type or self.session or self.exclude_types)
+            or self.scope is not None
+        )
 
 
 class Hits(list):

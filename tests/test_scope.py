@@ -13,7 +13,9 @@ from test_encrypt import as_, git, people, sealed_clones, words_in_objects  # no
 
 SECRET_WORDS = ["quokka", "marzipan"]  # only in the private record
 PRIVATE = f"the {SECRET_WORDS[0]} alarm code is {SECRET_WORDS[1]}"
-TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape: the scanner flags it
+TOKEN = (
+    "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+)  # a GitHub token's shape: the scanner flags it
 
 
 def hits(ident, root, query, *extra):
@@ -32,7 +34,9 @@ def ids_of(ident, root, query, *extra):
 
 def test_plain_store_private_is_a_label_a_filter_and_a_warning_said_once(store):
     root = store.root
-    first = ct("-C", root, "add", "--private", f"{PRIVATE} remember", "--ts", "2026-11-02T09:00:00Z")
+    first = ct(
+        "-C", root, "add", "--private", f"{PRIVATE} remember", "--ts", "2026-11-02T09:00:00Z"
+    )
     assert "is not encrypted" in first.stderr and "docs/security.md" in first.stderr
     again = ct("-C", root, "add", "--scope", "private", "second private note quokka")
     assert "is not encrypted" not in again.stderr  # once per clone
@@ -41,9 +45,7 @@ def test_plain_store_private_is_a_label_a_filter_and_a_warning_said_once(store):
     assert recs[f"{PRIVATE} remember"]["scope"] == "private"
     assert "scope" not in recs["a shared note about the quokka enclosure"]  # no field: shared
     # the private record's commit subject does not carry its text
-    assert "Add private user turn" in commits(root) and not any(
-        "alarm" in c for c in commits(root)
-    )
+    assert "Add private user turn" in commits(root) and not any("alarm" in c for c in commits(root))
     texts = lambda *a: [  # noqa: E731
         h["text"]
         for h in json.loads(
@@ -55,7 +57,9 @@ def test_plain_store_private_is_a_label_a_filter_and_a_warning_said_once(store):
     )
     assert texts("--scope", "shared") == ["a shared note about the quokka enclosure"]
     assert len(texts()) == 3  # a plain store hides nothing
-    out = json.loads(ct("-C", root, "search", "alarm", "--json", "--mode", "exact").stdout)["hits"][0]
+    out = json.loads(ct("-C", root, "search", "alarm", "--json", "--mode", "exact").stdout)["hits"][
+        0
+    ]
     assert out["scope"] == "private"
     assert "[private]" in ct("-C", root, "search", "alarm").stdout
     assert git_clean(root)
@@ -64,7 +68,9 @@ def test_plain_store_private_is_a_label_a_filter_and_a_warning_said_once(store):
 def test_store_setting_makes_new_records_private_and_imports_follow_import_scope(store, tmp_path):
     toml = store.root / "memstore.toml"
     toml.write_text(
-        toml.read_text().replace("[settings]", '[settings]\nscope = "private"\nimport_scope = "shared"')
+        toml.read_text().replace(
+            "[settings]", '[settings]\nscope = "private"\nimport_scope = "shared"'
+        )
     )
     subprocess.run(["git", "-C", str(store.root), "commit", "-qam", "settings"], check=True,
                    env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
@@ -72,7 +78,9 @@ def test_store_setting_makes_new_records_private_and_imports_follow_import_scope
     ct("-C", store.root, "add", "defaults to private by the setting")
     ct("-C", store.root, "add", "--scope", "shared", "shared on purpose")
     src = tmp_path / "t.jsonl"
-    src.write_text(json.dumps({"ts": "2026-11-02T10:00:00Z", "role": "user", "text": "imported"}) + "\n")
+    src.write_text(
+        json.dumps({"ts": "2026-11-02T10:00:00Z", "role": "user", "text": "imported"}) + "\n"
+    )
     ct("-C", store.root, "import", "jsonl", src)
     scope = {r["text"]: r.get("scope") for r in log_records(store.root)}
     assert scope == {
@@ -82,7 +90,9 @@ def test_store_setting_makes_new_records_private_and_imports_follow_import_scope
     }
     toml.write_text(toml.read_text().replace('scope = "private"', 'scope = "team"'))
     bad = ct("-C", store.root, "search", "x", check=False)
-    assert bad.returncode == 4 and "memstore.toml" in bad.stderr and "[settings] scope" in bad.stderr
+    assert (
+        bad.returncode == 4 and "memstore.toml" in bad.stderr and "[settings] scope" in bad.stderr
+    )
 
 
 def test_share_in_a_plain_store_previews_flags_secrets_asks_and_makes_one_commit(store):
@@ -174,9 +184,7 @@ def test_private_record_is_unreadable_in_another_members_clone_until_shared(
         assert git_clean(root)
 
 
-def test_another_members_rewrites_and_gc_keep_a_private_line_and_its_vector(
-    people, sealed_clones
-):
+def test_another_members_rewrites_and_gc_keep_a_private_line_and_its_vector(people, sealed_clones):
     alice, _ra, bob, _rb = people
     a, b, _remote = sealed_clones
     as_(alice, a, "add", "--private", PRIVATE, "--ts", "2026-11-02T09:00:00Z")
@@ -224,9 +232,10 @@ def test_a_share_next_to_lines_another_clone_appended_merges_and_gc_drops_the_pr
     git(b, "pull", "-q", "--no-rebase", "origin", "main")  # plain git: a union merge
     scopes = [r.get("scope") for r in log_records(b) if r["id"] == rid]
     assert sorted(scopes, key=str) == [None, "private"]  # both copies kept by the merge
-    assert json.loads(ct("-C", b, "search", "alarm", "--json", "--scope", "private").stdout)[
-        "hits"
-    ] == []  # the shared copy wins
+    assert (
+        json.loads(ct("-C", b, "search", "alarm", "--json", "--scope", "private").stdout)["hits"]
+        == []
+    )  # the shared copy wins
     ct("-C", b, "gc")
     assert [r.get("scope") for r in log_records(b) if r["id"] == rid] == [None]
     assert git_clean(b)

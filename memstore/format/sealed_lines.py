@@ -338,7 +338,7 @@ class Sealer:
                 path,
                 "private line fails authentication: it was changed, damaged or moved from another file",
                 n,
-                f'Nothing was read or changed. Compare it with git\'s copy ("git -C {self.root} '
+                f"Nothing was read or changed. Compare it with git's copy (\"git -C {self.root} "
                 f'log -p -- {rel}").',
             )
         return plain

@@ -789,7 +789,9 @@ class Index:
     @staticmethod
     def _save_private(conn, day: str, rows) -> None:
         conn.execute("DELETE FROM private WHERE day = ?", (day,))
-        conn.executemany("INSERT INTO private (day, id) VALUES (?, ?)", [(day, i) for i in rows.private])
+        conn.executemany(
+            "INSERT INTO private (day, id) VALUES (?, ?)", [(day, i) for i in rows.private]
+        )
 
     @staticmethod
     def _save_day(conn, day: str, rows, stat_fp: str, content_fp: str) -> None:
