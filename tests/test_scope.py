@@ -273,3 +273,17 @@ def test_a_bad_scope_is_refused_and_changes_nothing(store, value):
     with pytest.raises(UsageError, match="scope must be one of private|shared"):
         store.add("x", scope=value)
     assert log_records(store.root) == []
+
+
+def test_the_remote_guard_takes_a_private_line_and_refuses_a_forged_one(people, sealed_clones):
+    alice, _ra, _bob, _rb = people
+    a, _b, remote = sealed_clones
+    ct("-C", remote, "hooks", "install")
+    as_(alice, a, "add", "--private", PRIVATE, "--ts", "2026-11-02T09:00:00Z")  # the day's 1st line
+    git(a, "push", "-q", "--no-verify", "origin", "main")  # a private line passes the guard
+    with open(a / "log/2026/2026-11-02.jsonl", "ab") as f:
+        f.write(b"ms1p.nothex.AAAA\n")
+    git(a, "commit", "-qam", "a forged line")
+    pushed = git(a, "push", "--no-verify", "origin", "main", check=False)
+    assert pushed.returncode != 0
+    assert "2026-11-02.jsonl:2: a plain or damaged line in an encrypted store" in pushed.stderr
