@@ -287,3 +287,30 @@ def test_the_remote_guard_takes_a_private_line_and_refuses_a_forged_one(people, 
     pushed = git(a, "push", "--no-verify", "origin", "main", check=False)
     assert pushed.returncode != 0
     assert "2026-11-02.jsonl:2: a plain or damaged line in an encrypted store" in pushed.stderr
+
+
+def test_the_page_reviews_private_records_and_shares_one_with_a_write_token(store, tmp_path):
+    from memstore.serve import tokens
+    from test_serve_auth import READ, WRITE, call, running, tokens_file
+
+    store.add(f"private deploy note {TOKEN}", scope="private", secrets="allow")
+    store.add("a shared line", ts="2026-11-02T09:00:00Z")
+    grants = tokens.load(tokens_file(tmp_path), store.root)
+    with running(store.root, writable=True, tokens=grants) as base:
+        status, _, out = call(base, "/view/private", token=READ)
+        assert status == 200 and len(out["records"]) == 1, out
+        (rec,) = out["records"]
+        assert TOKEN not in rec["text"] and rec["secrets"]  # masked for the page, and flagged
+        before = commits(store.root)
+        status, _, out = call(base, "/share", {"ids": [rec["id"]]}, token=READ)
+        assert status == 403 and commits(store.root) == before, out
+        status, _, out = call(base, "/share", {"ids": [rec["id"]], "dry_run": True}, token=WRITE)
+        assert status == 200 and out["commit"] is None and commits(store.root) == before, out
+        status, _, out = call(base, "/share", {"ids": [rec["id"]]}, token=WRITE)
+        assert status == 200 and out["shared"] == 1 and out["commit"], out
+        assert call(base, "/view/private", token=READ)[2]["records"] == []
+        _, _, page = call(base, "/", headers={"Accept": "text/html"}, token=READ)
+        assert b'id="view-private"' in page
+        _, _, app = call(base, "/assets/app.js", token=READ)
+        assert b'post("/share"' in app
+    assert commits(store.root)[0] == "Share 1 private record" and git_clean(store.root)

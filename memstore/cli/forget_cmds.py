@@ -83,7 +83,7 @@ def forget_cmd(
 
 
 @click.command("share")
-@click.argument("ids", nargs=-1, required=True)
+@click.argument("ids", nargs=-1)
 @click.option("-n", "--dry-run", is_flag=True, help="Only show what would be shared.")
 @click.option("-y", "--yes", is_flag=True, help="Share without asking (no prompt on a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -91,7 +91,7 @@ def forget_cmd(
 def share_cmd(obj, ids, dry_run, yes, as_json):
     """Make private records (by ID) shared with the team, in one commit.
 
-    First shows exactly what will be shared: each record's text, with the secrets the scanner
+    ct share -n with no ID lists every private record you can read (the review queue). First shows exactly what will be shared: each record's text, with the secrets the scanner
     flags. On a terminal it then asks; --yes skips the question, and without a terminal --yes
     is needed. In an encrypted store each line is sealed again to the team's key (docs/format.md,
     "Private lines"); in a plain store only its label changes.
@@ -101,6 +101,8 @@ def share_cmd(obj, ids, dry_run, yes, as_json):
     import sys
 
     st = obj.store()
+    if not ids and not dry_run:
+        raise click.UsageError("give the IDs to share (ct share -n lists your private records)")
     plan = st.share(ids, dry_run=True)
     if as_json and (dry_run or not plan.records):
         emit_json(plan.to_json())

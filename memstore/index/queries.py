@@ -463,6 +463,17 @@ def summary(index) -> dict:
     }
 
 
+def private_ids(index) -> list[str]:
+    """Ids of the current private records, oldest first."""
+    return [
+        r[0]
+        for r in index.conn.execute(
+            "SELECT id FROM records WHERE hidden = 0 AND id IN (SELECT id FROM private) "
+            "ORDER BY ts, rowid"
+        )
+    ]
+
+
 def clean_keys(index, keys: list[bytes]) -> list[bytes]:
     """Which of these secret-scan keys the index holds as clean (none before the first is saved)."""
     found: list[bytes] = []

@@ -177,6 +177,13 @@ VIEW_ENDPOINTS = (
         _view("topic"),
     ),
     Endpoint(
+        "/view/private",
+        "For the page: your private records (masked) and the secrets flagged in each, to review before sharing.",
+        _PAGE,
+        (),
+        _view("private"),
+    ),
+    Endpoint(
         "/view/history",
         "For the page: the store's git log as memory history, newest first.",
         _PAGE,

@@ -13,14 +13,23 @@ from ..results import ShareResult
 
 
 def share(store, ids, dry_run: bool = False) -> ShareResult:
-    """Share the private records `ids` (one commit); `dry_run` only shows what would be shared.
-    An id that names no record this user can read is an error, and nothing is changed."""
+    """Share the private records `ids` (one commit); `dry_run` only shows what would be shared,
+    and with no ids lists every private record this user reads (the review queue). An id that
+    names no record this user can read is an error, and nothing is changed."""
+    from ..index.queries import private_ids
     from ..secrets.detect import scan
 
     wanted = list(dict.fromkeys(str(i) for i in ([ids] if isinstance(ids, str) else ids or [])))
-    if not wanted:
-        raise UsageError("give the id of at least one private record to share")
     index = store.index()
+    if not wanted and dry_run:
+        wanted = private_ids(index)
+        if not wanted:
+            return ShareResult(dry_run=True)
+    if not wanted:
+        raise UsageError(
+            "give the id of at least one private record to share",
+            "Nothing was shared. ct share -n (no ids) lists your private records.",
+        )
     found = {r["id"]: r for r in records_by_id(index, wanted)}
     missing = [i for i in wanted if i not in found]
     if missing:
