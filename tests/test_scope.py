@@ -65,6 +65,17 @@ def test_plain_store_private_is_a_label_a_filter_and_a_warning_said_once(store):
     assert git_clean(root)
 
 
+def test_a_private_record_stays_out_of_the_topic_tree(store):
+    ct("-C", store.root, "add", "--private", "the zebra secret plan for the quokka")
+    ct("-C", store.root, "add", "the zebra public plan for the quokka")
+    private, shared = (
+        next(r["id"] for r in log_records(store.root) if r["text"].startswith(f"the zebra {w}"))
+        for w in ("secret", "public")
+    )
+    ops = "".join(p.read_text() for p in (store.root / "tree").rglob("*.jsonl"))
+    assert shared in ops and private not in ops and "secret" not in ops
+
+
 def test_store_setting_makes_new_records_private_and_imports_follow_import_scope(store, tmp_path):
     toml = store.root / "memstore.toml"
     toml.write_text(
