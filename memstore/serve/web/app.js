@@ -725,8 +725,8 @@ async function shareOne(r) {
   if (!confirm(`Share this record with everyone who reads the store?${warn}\n\n${r.text.slice(0, 500)}`)) return;
   try {
     const out = await post("/share", { ids: [r.id] });
-    $("private-summary").textContent = `Shared in commit ${String(out.commit).slice(0, 10)}.`;
     await showPrivate();
+    $("private-summary").textContent = `Shared in commit ${String(out.commit).slice(0, 10)}. ` + $("private-summary").textContent;
   } catch (err) { showError(err); }
 }
 
