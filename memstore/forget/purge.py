@@ -62,6 +62,8 @@ def keys_in_history(store, ids) -> list[str]:
 def lines_in_history(store, ids) -> list[dict]:
     """Every day-log line that tombstoned records had in git history."""
     git = store.git
+    if getattr(store, "sealer", None) is not None:
+        return _sealed_lines_in_history(store, ids)
     out = []
     for rid in ids:
         needle = json.dumps({"id": rid}, separators=(",", ":"))[1:-1]  # "id":"..."
@@ -85,9 +87,31 @@ def lines_in_history(store, ids) -> list[dict]:
     return out
 
 
-_FILTER_SCRIPT = r"""
-import json, sys
-import git_filter_repo as fr
+def _sealed_lines_in_history(store, ids) -> list[dict]:
+    """lines_in_history for an encrypted store: git cannot search ciphertext, so every day log's
+    every version reachable from a ref is opened (each distinct blob once)."""
+    from ..format import sealed_lines
+
+    wanted, out, seen = set(ids), [], set()
+    listing = store.git.run("rev-list", "--all", "--objects", "--", "log")
+    for line in listing.splitlines():
+        sha, _, name = line.partition(" ")
+        if not name.endswith(".jsonl") or sha in seen:
+            continue
+        seen.add(sha)
+        data = store.git.run("cat-file", "blob", sha, stdout_as_string=False)
+        for raw in sealed_lines.open_bytes(store.root / name, data).splitlines():
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("id") in wanted:
+                out.append(rec)
+    return out
+
+
+_CLEAN_CODE = r"""
+import json, re, sys
 spec = json.load(open(sys.argv[1]))
 pairs = [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in spec["pairs"]]
 prefixes = [bytes.fromhex(p) for p in spec["prefixes"]]
@@ -106,7 +130,6 @@ def clean_message(message):
         if n >= 24:
             message = message.replace(flat[:n], new)
     return message
-import re
 words = spec.get("words") or []
 named = re.compile(r"(?i)(?<!\w)(" + "|".join(re.escape(w) for w in words) + r")(?!\w)") if words else None
 def scrub_names(data):
@@ -129,6 +152,12 @@ def scrub_names(data):
                 line, changed = json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), True
         out.append(line)
     return b"\n".join(out) if changed else data
+"""
+
+_FILTER_SCRIPT = (
+    _CLEAN_CODE
+    + r"""
+import git_filter_repo as fr
 def blob_callback(blob, _metadata):
     blob.data = scrub_names(clean(blob.data))
 def message_callback(message):
@@ -136,6 +165,87 @@ def message_callback(message):
 args = fr.FilteringOptions.parse_args(["--force", "--quiet"])
 fr.RepoFilter(args, blob_callback=blob_callback, message_callback=message_callback).run()
 """
+)
+
+# An encrypted store's history (and `ct encrypt --rewrite-history`, `ct keys rotate --rewrite`):
+# every line of a day log, tree shard, markers, tombstone or purge file in every commit is opened
+# (a plain line is taken as it is), cleaned as above, and sealed again under its own epoch or the
+# spec's `target` epoch, with its file's path as associated data (so the callback needs the path:
+# filter-repo's file-info callback). `keys_files` (the keys/ folder as it is now) go into every
+# root commit, and `drop` (keys/ files of epochs no line uses any more) out of every commit; every
+# commit message becomes the kind of write it was, as an encrypted store's writes name them.
+_SEALED_SCRIPT = (
+    _CLEAN_CODE
+    + r"""
+sys.path.insert(0, spec["package"])
+import git_filter_repo as fr
+from memstore.format.sealed_lines import open_one, parse, seal_one
+from memstore.transaction import sealed_subject
+keys = {int(e): bytes.fromhex(k) for e, k in spec["keys"].items()}
+target = spec.get("target")
+line_file = re.compile(spec["line_files"])
+drop = re.compile(spec["drop"]) if spec.get("drop") else None
+keys_files = {p.encode(): bytes.fromhex(h) for p, h in spec.get("keys_files", {}).items()}
+done, inserted = {}, {}
+def reseal(name, data):
+    out, lines = [], data.split(b"\n")
+    for n, raw in enumerate(lines, 1):
+        if not raw:
+            out.append(raw)
+            continue
+        got, epoch = parse(raw), None
+        if got is not None:
+            epoch, body = got
+            plain = open_one(keys[epoch], epoch, name, body) if epoch in keys else None
+            if plain is None:
+                if n == len(lines):  # an unfinished last line, committed as it was
+                    out.append(raw)
+                    continue
+                sys.exit(f"{name}:{n}: a sealed line that no key given opens (epoch {epoch}), in a commit's copy")
+        else:
+            plain = raw
+        plain = scrub_names(clean(plain))
+        epoch = target if target is not None else epoch
+        out.append(plain if epoch is None else seal_one(keys[epoch], epoch, name, plain))
+    return b"\n".join(out)
+def file_info_callback(filename, mode, blob_id, value):
+    if drop is not None and drop.match(filename.decode("utf-8", "surrogateescape")):
+        return (None, mode, blob_id)
+    if filename in keys_files:
+        if filename not in inserted:
+            inserted[filename] = value.insert_file_with_contents(keys_files[filename])
+        return (filename, mode, inserted[filename])
+    name = filename.decode("utf-8", "surrogateescape")
+    if not line_file.match(name):
+        return (filename, mode, blob_id)
+    if (filename, blob_id) not in done:
+        data = value.get_contents_by_identifier(blob_id)
+        new_data = reseal(name, data)
+        done[(filename, blob_id)] = blob_id if new_data == data else value.insert_file_with_contents(new_data)
+    return (filename, mode, done[(filename, blob_id)])
+def commit_callback(commit, _metadata):
+    if drop is not None:
+        commit.file_changes = [c for c in commit.file_changes
+                               if not drop.match(c.filename.decode("utf-8", "surrogateescape"))]
+    if not commit.parents:
+        have = {c.filename for c in commit.file_changes}
+        for path, data in keys_files.items():
+            if path not in have:
+                if path not in inserted:
+                    blob = fr.Blob(data)
+                    repo_filter.insert(blob)
+                    inserted[path] = blob.id
+                commit.file_changes.append(fr.FileChange(b"M", path, inserted[path], b"100644"))
+    message = clean_message(commit.message).decode("utf-8", "replace")
+    commit.message = (sealed_subject(message.split("\n", 1)[0]) + "\n").encode("utf-8")
+args = fr.FilteringOptions.parse_args(["--force", "--quiet"])
+repo_filter = fr.RepoFilter(args, file_info_callback=file_info_callback, commit_callback=commit_callback)
+repo_filter.run()
+"""
+)
+
+# The committed files whose every line an encrypted store seals (docs/format.md, "Encrypted stores").
+LINE_FILES = r"^((log|tree)/.+\.jsonl|markers\.jsonl|forgotten\.jsonl|purged-history\.jsonl)$"
 
 
 def refuse_shallow_purge(store) -> None:
@@ -143,13 +253,6 @@ def refuse_shallow_purge(store) -> None:
     root commit, and the force push the rewrite asks for would replace the remote's whole history."""
     from ..gitrepo import _common_dir, git_dir
 
-    if getattr(store, "sealer", None) is not None:
-        raise UsageError(
-            f"{store.root} is an encrypted store: --purge-history does not rewrite sealed history yet "
-            "(older commits keep the forgotten lines sealed, readable only by the store's recipients).",
-            'Forget without --purge-history; to shut out a reader as well, "ct keys remove" it. '
-            "Nothing was changed.",
-        )
     gdir = git_dir(store.root)
     if gdir is not None and (_common_dir(gdir) / "shallow").exists():
         raise UsageError(
@@ -171,7 +274,7 @@ def _own_words(store, texts: list[str]) -> list[str]:
     for path in logfmt.list_days(store.root).values():
         if not mine:
             break
-        for raw in path.read_bytes().splitlines():
+        for raw in logfmt.read_plain(path).splitlines():
             try:
                 text = json.loads(raw).get("text")
             except (ValueError, AttributeError):
@@ -183,7 +286,73 @@ def _own_words(store, texts: list[str]) -> list[str]:
 
 def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
     """Rewrite this clone's history (every branch) so no commit holds the texts (of records `ids`);
-    returns the notice."""
+    returns the notice. In an encrypted store every sealed line of every commit is opened, cleaned
+    and sealed again under its epoch (`rewrite_history`), so no commit holds the forgotten record's
+    sealed line either."""
+    pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in text_variants(t)]
+    # Each record's key (vkey) in older lines opens its sealed vector in older packs: it goes too.
+    pairs += [
+        (k.encode().hex(), REPLACEMENT.encode().hex()) for k in vkeys if isinstance(k, str) and k
+    ]
+    prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
+    spec = {
+        "pairs": pairs,
+        "prefixes": prefixes,
+        "replacement": REPLACEMENT,
+        "words": _own_words(store, texts),
+    }
+    sealer = getattr(store, "sealer", None)
+    if sealer is None:
+        return rewrite_history(
+            store, _FILTER_SCRIPT, spec, ids, "The record is forgotten in the current files"
+        )
+    return rewrite_sealed(
+        store, sealer.keys, None, ids, "The record is forgotten in the current files", spec
+    )
+
+
+def rewrite_sealed(
+    store, keys: dict, target, ids=(), done="", clean=None, keys_files=None, drop=None
+) -> str:
+    """Rewrite every commit of this clone so that each line of its line files is sealed (under its
+    own epoch, or `target`), cleaned by `clean` (purge's pairs, prefixes, words); `keys_files`
+    ({path: bytes}, default: keys/ as it is now) go into every root commit, `drop` (a regex of
+    paths) out of every commit. Needs every epoch's key. Returns the force-push notice."""
+    from .. import keyring
+
+    if keys_files is None:
+        keys_files = {
+            f"{keyring.KEYS_DIR}/{p.name}": p.read_bytes()
+            for p in sorted((store.root / keyring.KEYS_DIR).iterdir())
+            if p.is_file()
+        }
+    from pathlib import Path
+
+    import memstore
+
+    spec = {
+        "pairs": [],
+        "prefixes": [],
+        "replacement": REPLACEMENT,
+        "words": [],
+        **(clean or {}),
+        "package": str(Path(memstore.__file__).resolve().parent.parent),
+        "keys": {str(e): k.hex() for e, k in keys.items()},
+        "target": target,
+        "line_files": LINE_FILES,
+        "drop": drop,
+        "keys_files": {p: d.hex() for p, d in keys_files.items()},
+    }
+    return rewrite_history(store, _SEALED_SCRIPT, spec, ids, done)
+
+
+def rewrite_history(store, script: str, spec: dict, ids=(), done: str = "") -> str:
+    """The machinery every history rewrite shares: run `script` (a git-filter-repo program reading
+    `spec`) over every branch, put back the remotes and tracking filter-repo drops, delete the
+    remote-tracking refs (the old history), expire the reflogs and prune, record the first rewritten
+    commits in purged-history.jsonl (so ct sync never merges the old history back) and return the
+    force-push notice. The spec file (it may hold an encrypted store's keys) is written mode 0600
+    in the store's private folder and removed after."""
     git = store.git
     remotes = {name: git.run("remote", "get-url", name) for name in git.run("remote").split()}
     tracking = _tracking_config(store)
@@ -195,25 +364,18 @@ def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
         ).splitlines()
     ]
     parents = _parents(store)
-    pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in text_variants(t)]
-    # Each record's key (vkey) in older lines opens its sealed vector in older packs: it goes too.
-    pairs += [
-        (k.encode().hex(), REPLACEMENT.encode().hex()) for k in vkeys if isinstance(k, str) and k
-    ]
-    prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
-    words = _own_words(store, texts)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-        json.dump(
-            {"pairs": pairs, "prefixes": prefixes, "replacement": REPLACEMENT, "words": words}, fh
-        )
-        spec = fh.name
+    store.meta_dir.mkdir(parents=True, exist_ok=True)
+    fd, path = tempfile.mkstemp(suffix=".json", prefix="rewrite-", dir=store.meta_dir)
     try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(spec, fh)
         with store.lock():
-            proc = git.filter_repo(_FILTER_SCRIPT, spec)
+            proc = git.filter_repo(script, path)
             if proc.returncode != 0:
                 raise MemstoreError(
                     f"git-filter-repo failed in {store.root}: {proc.stderr.strip()[-800:]}",
-                    "The record is forgotten in the current files; history was not rewritten.",
+                    f"{done or 'The current files are as the command left them'}; history was not "
+                    "rewritten.",
                 )
             for (
                 name,
@@ -231,7 +393,7 @@ def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
             git.run("reflog", "expire", "--expire=now", "--all")
             git.run("gc", "--quiet", "--prune=now")
     finally:
-        os.unlink(spec)
+        os.unlink(path)
     _record_purge(store, purged, old, ids)
     branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
     return PURGE_NOTICE.format(root=store.root, remote=next(iter(remotes), "origin"), branch=branch)
@@ -310,7 +472,7 @@ def purges(store) -> list[dict]:
     """Every purge the store records (purged-history.jsonl, and an older memstore's local mark)."""
     out = []
     try:
-        data = (store.root / PURGED).read_text(encoding="utf-8")
+        data = logfmt.read_plain(store.root / PURGED).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         data = ""
     for raw in data.splitlines():

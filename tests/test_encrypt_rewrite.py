@@ -1,0 +1,257 @@
+"""Encrypted stores, the parts that rewrite (issue 30): `ct encrypt` of a plaintext store (and its
+history), `ct forget --purge-history` and `ct keys rotate --rewrite` on an encrypted store, and
+what `ct fsck` and `fsck --repair` can do with sealed files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from test_encrypt import as_, git, people, sealed_clones  # noqa: F401 (fixtures)
+
+WORDS = ["quokka", "marzipan", "zeppelin", "thimbleberry", "narwhal", "origami", "ocelot"]
+FORGOTTEN = "pterodactyl"
+LINE_FILE = ("log/", "tree/", "markers.jsonl", "forgotten.jsonl", "purged-history.jsonl")
+
+
+def reachable(root: Path) -> list[tuple[str, str]]:
+    """(object id, path or '') of every object reachable from a ref."""
+    out = []
+    for line in git(root, "rev-list", "--objects", "--all").stdout.splitlines():
+        sha, _, path = line.partition(" ")
+        out.append((sha, path))
+    return out
+
+
+def reachable_bytes(root: Path) -> bytes:
+    ids = "".join(sha + "\n" for sha, _ in reachable(root))
+    return subprocess.run(
+        ["git", "-C", str(root), "cat-file", "--batch"], input=ids.encode(), capture_output=True
+    ).stdout.lower()
+
+
+def all_object_bytes(root: Path) -> bytes:
+    return subprocess.run(
+        ["git", "-C", str(root), "cat-file", "--batch-all-objects", "--batch"], capture_output=True
+    ).stdout.lower()
+
+
+def blob(root: Path, sha: str) -> bytes:
+    return subprocess.run(
+        ["git", "-C", str(root), "cat-file", "blob", sha], capture_output=True, check=True
+    ).stdout
+
+
+def epoch_key(ident: Path, root: Path, epoch: int) -> bytes:
+    from memstore import keyring
+
+    path = root / f"keys/epoch-{epoch:04d}.age"
+    return keyring.unwrap_epoch(path, epoch, keyring.load_identities(ident))
+
+
+def reachable_line_blobs(root: Path):
+    """(path, bytes) of every version of a line file reachable from a ref."""
+    seen = set()
+    for sha, path in reachable(root):
+        if path.startswith(LINE_FILE) and path.endswith(".jsonl") and sha not in seen:
+            seen.add(sha)
+            yield path, blob(root, sha)
+
+
+def plain_store(tmp_path: Path, ident: Path) -> Path:
+    """A plaintext store with adds on two days, a mark, an import and a forgotten record."""
+    root = tmp_path / "plain"
+    as_(ident, tmp_path, "init", root, "--embedder", "hash", "--timezone", "UTC")
+    as_(ident, root, "add", f"the {WORDS[0]} ate {WORDS[1]}", "--ts", "2026-11-02T09:00:00Z")
+    as_(ident, root, "add", f"a {WORDS[2]} over the {WORDS[3]} field", "--ts",
+        "2026-11-02T09:05:00Z")  # fmt: skip
+    src = tmp_path / "chat.jsonl"
+    src.write_text(
+        "".join(
+            json.dumps({"ts": f"2026-11-03T10:0{i}:00Z", "role": "user", "text": f"{w} folding"})
+            + "\n"
+            for i, w in enumerate(WORDS[4:6])
+        ),
+        encoding="utf-8",
+    )
+    as_(ident, root, "import", "jsonl", src)
+    as_(ident, root, "mark", f"feed the {WORDS[6]}")
+    as_(ident, root, "add", f"my {FORGOTTEN} hint", "--ts", "2026-11-03T11:00:00Z")
+    as_(ident, root, "forget", "--match", FORGOTTEN)
+    return root
+
+
+def searchable(ident: Path, root: Path, words) -> None:
+    for w in words:
+        assert w in as_(ident, root, "search", w).stdout, (root, w)
+
+
+def test_encrypt_rewrite_history_leaves_no_plain_word_in_any_reachable_object(tmp_path, people):
+    alice, _ra, bob, rb = people
+    root = plain_store(tmp_path, alice)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    git(root, "remote", "add", "origin", str(remote))
+    git(root, "push", "-q", "-u", "origin", "main")
+    before = int(git(root, "rev-list", "--count", "HEAD").stdout)
+    assert all(w.encode() in reachable_bytes(root) for w in WORDS)  # the words were there
+
+    got = as_(alice, root, "encrypt", "--recipient", rb, "--rewrite-history")
+    assert "git -C" in got.stdout and "push --force origin main" in got.stdout
+
+    data = reachable_bytes(root)
+    assert [w for w in WORDS + [FORGOTTEN] if w.encode() in data] == []
+    everything = all_object_bytes(root)  # the old history was expired and pruned
+    assert [w for w in WORDS + [FORGOTTEN] if w.encode() in everything] == []
+    # Every commit is there (plus the encrypt commit and its purge record), every message sealed.
+    subjects = git(root, "log", "--format=%s", "main").stdout.splitlines()
+    assert len(subjects) == before + 2
+    assert all(s.endswith("(encrypted store)") for s in subjects), subjects
+    # Every version of every line file holds sealed lines only.
+    versions = list(reachable_line_blobs(root))
+    assert len(versions) >= 6
+    for path, body in versions:
+        assert all(ln.startswith(b"ms1.") for ln in body.splitlines() if ln), path
+    # The old history is not kept under a remote-tracking ref either.
+    assert git(root, "for-each-ref", "refs/remotes").stdout == ""
+    # Everything is read back, by both readers.
+    for ident in (alice, bob):
+        searchable(ident, root, WORDS[:6])
+        assert WORDS[6] in as_(ident, root, "where").stdout
+        assert FORGOTTEN not in as_(ident, root, "search", FORGOTTEN).stdout
+    fs = as_(alice, root, "fsck", "--json", check=False)
+    assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
+    # An old commit checked out is an encrypted store too (keys/ is in every commit).
+    first = git(root, "rev-list", "--max-parents=0", "HEAD").stdout.strip()
+    assert "keys/recipients" in git(root, "ls-tree", "-r", "--name-only", first).stdout
+
+
+def test_encrypt_seals_the_last_commit_like_init_encrypt(tmp_path, people):
+    """Without --rewrite-history: one commit; lines sealed, pack keys remade under the epoch
+    (packs resealed), new writes work; history still holds the plain text (and says so)."""
+    from memstore.format import log as logfmt
+    from memstore.format import seal
+    from memstore.store import Store
+
+    alice, _ra, _bob, _rb = people
+    root = plain_store(tmp_path, alice)
+    head = git(root, "rev-parse", "HEAD").stdout
+    got = as_(alice, root, "encrypt")
+    assert "rotate --rewrite" in got.stderr + got.stdout
+    assert git(root, "rev-parse", "HEAD~1").stdout == head  # one commit on top
+    assert git(root, "status", "--porcelain").stdout == ""
+    for rel in ("log/2026/2026-11-02.jsonl", "markers.jsonl", "forgotten.jsonl"):
+        assert all(ln.startswith(b"ms1.1.") for ln in (root / rel).read_bytes().splitlines())
+    head_bytes = subprocess.run(
+        ["git", "-C", str(root), "archive", "HEAD"], capture_output=True, check=True
+    ).stdout.lower()
+    assert [w for w in WORDS if w.encode() in head_bytes] == []
+    os.environ["MEMSTORE_IDENTITY"] = str(alice)
+    try:
+        st = Store.open(root)
+        recs = [ln.record for ln in logfmt.read_lines(root / "log/2026/2026-11-02.jsonl")]
+        for rec in recs:
+            assert rec["vkey"] == seal.record_key(rec["id"], rec["text"], st.sealer.vkey_secret())
+    finally:
+        del os.environ["MEMSTORE_IDENTITY"]
+    searchable(alice, root, WORDS[:6])
+    as_(alice, root, "add", "after the encryption", "--ts", "2026-11-02T12:00:00Z")
+    searchable(alice, root, ["encryption", WORDS[0]])
+    fs = as_(alice, root, "fsck", "--json", check=False)
+    assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
+    assert WORDS[0].encode() in all_object_bytes(root)  # the history was not rewritten
+
+
+def test_encrypt_refuses_an_encrypted_store_and_uncommitted_changes(
+    tmp_path, people, sealed_clones
+):
+    alice, _ra, _bob, _rb = people
+    b, _c, _remote = sealed_clones
+    head = git(b, "rev-parse", "HEAD").stdout
+    again = as_(alice, b, "encrypt", check=False)
+    assert again.returncode == 2 and "already an encrypted store" in again.stderr
+    assert git(b, "rev-parse", "HEAD").stdout == head
+
+    root = plain_store(tmp_path, alice)
+    head = git(root, "rev-parse", "HEAD").stdout
+    log = root / "log/2026/2026-11-02.jsonl"
+    before = log.read_bytes()
+    (root / "notes.txt").write_text("mine\n")
+    dirty = as_(alice, root, "encrypt", "--rewrite-history", check=False)
+    assert dirty.returncode == 2 and "notes.txt has uncommitted changes" in dirty.stderr
+    assert "Nothing was changed" in dirty.stderr
+    assert git(root, "rev-parse", "HEAD").stdout == head and log.read_bytes() == before
+    assert not (root / "keys").exists()
+
+
+def test_purge_history_on_an_encrypted_store_removes_the_sealed_line_everywhere(
+    people, sealed_clones
+):
+    from memstore.format.sealed_lines import open_one, parse
+
+    alice, _ra, bob, _rb = people
+    b, c, _remote = sealed_clones
+    as_(alice, b, "add", f"keep the {WORDS[0]}", "--ts", "2026-11-02T09:00:00Z")
+    as_(alice, b, "add", f"my {FORGOTTEN} password hint", "--ts", "2026-11-02T09:05:00Z")
+    as_(alice, b, "add", f"and the {WORDS[1]}", "--ts", "2026-11-02T09:10:00Z")
+    lines = (b / "log/2026/2026-11-02.jsonl").read_bytes().splitlines()
+    sealed = lines[1]  # the record to forget, as every commit since its write holds it
+    key = epoch_key(alice, b, 1)
+    rec = json.loads(open_one(key, 1, "log/2026/2026-11-02.jsonl", parse(sealed)[1]))
+    assert rec["text"] == f"my {FORGOTTEN} password hint"
+    assert sealed.lower() in reachable_bytes(b)
+
+    got = as_(alice, b, "forget", "--match", FORGOTTEN, "--purge-history")
+    assert "push --force" in got.stdout + got.stderr
+
+    assert sealed.lower() not in all_object_bytes(b)
+    for path, body in reachable_line_blobs(b):
+        for ln in body.splitlines():
+            epoch, ct_ = parse(ln)
+            plain = open_one(key, epoch, path, ct_)
+            assert plain is not None, path
+            assert FORGOTTEN.encode() not in plain and rec["vkey"].encode() not in plain, path
+    assert FORGOTTEN not in as_(alice, b, "search", FORGOTTEN).stdout
+    searchable(alice, b, WORDS[:2])
+    fs = as_(alice, b, "fsck", "--json", check=False)
+    assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
+    # Forgetting it again later (ids only) finds its sealed lines in history the same way.
+    assert "purged-history.jsonl" in git(b, "ls-files").stdout
+
+
+def test_keys_rotate_rewrite_leaves_nothing_the_old_key_opens(people, sealed_clones):
+    from memstore.format.sealed_lines import open_one, parse
+
+    alice, _ra, bob, _rb = people
+    b, c, _remote = sealed_clones
+    as_(alice, b, "add", f"the {WORDS[0]} note", "--ts", "2026-11-02T09:00:00Z")
+    as_(alice, b, "mark", f"feed the {WORDS[6]}")
+    as_(alice, b, "keys", "rotate")  # epoch 2, then a line under it
+    as_(alice, b, "add", f"the {WORDS[2]} note", "--ts", "2026-11-03T09:00:00Z")
+    old = {1: epoch_key(alice, b, 1), 2: epoch_key(alice, b, 2)}
+
+    got = as_(alice, b, "keys", "rotate", "--rewrite")
+    assert "epoch 3" in got.stdout + got.stderr and "push --force" in got.stdout
+    assert sorted(p.name for p in (b / "keys").iterdir()) == [
+        "epoch-0003.age", "epoch-0003.recipients", "recipients"]  # fmt: skip
+    new = epoch_key(alice, b, 3)
+    versions = list(reachable_line_blobs(b))
+    assert len(versions) >= 4
+    for path, body in versions:
+        for ln in body.splitlines():
+            epoch, ct_ = parse(ln)
+            assert epoch == 3, path
+            assert open_one(new, 3, path, ct_) is not None
+            for e, k in old.items():
+                assert open_one(k, e, path, ct_) is None and open_one(k, 3, path, ct_) is None
+    paths = {p for _, p in reachable(b)}
+    assert not {"keys/epoch-0001.age", "keys/epoch-0002.age"} & paths
+    for ident in (alice, bob):
+        searchable(ident, b, [WORDS[0], WORDS[2]])
+        assert WORDS[6] in as_(ident, b, "where").stdout
+    fs = as_(alice, b, "fsck", "--json", check=False)
+    assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
+    as_(alice, b, "add", "after the rotation", "--ts", "2026-11-03T10:00:00Z")
+    assert (b / "log/2026/2026-11-03.jsonl").read_bytes().splitlines()[-1].startswith(b"ms1.3.")
