@@ -196,6 +196,9 @@ def test_purge_history_on_an_encrypted_store_removes_the_sealed_line_everywhere(
     as_(alice, b, "add", f"keep the {WORDS[0]}", "--ts", "2026-11-02T09:00:00Z")
     as_(alice, b, "add", f"my {FORGOTTEN} password hint", "--ts", "2026-11-02T09:05:00Z")
     as_(alice, b, "add", f"and the {WORDS[1]}", "--ts", "2026-11-02T09:10:00Z")
+    git(b, "push", "-q", "origin", "main")
+    git(c, "pull", "-q", "--no-rebase", "origin", "main")
+    as_(bob, c, "add", f"bob's {WORDS[2]}", "--ts", "2026-11-02T10:00:00Z")  # not pushed yet
     lines = (b / "log/2026/2026-11-02.jsonl").read_bytes().splitlines()
     sealed = lines[1]  # the record to forget, as every commit since its write holds it
     key = epoch_key(alice, b, 1)
@@ -217,8 +220,16 @@ def test_purge_history_on_an_encrypted_store_removes_the_sealed_line_everywhere(
     searchable(alice, b, WORDS[:2])
     fs = as_(alice, b, "fsck", "--json", check=False)
     assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
-    # Forgetting it again later (ids only) finds its sealed lines in history the same way.
+    # The other clone follows the rewritten remote with ct sync, keeping its own unpushed record.
     assert "purged-history.jsonl" in git(b, "ls-files").stdout
+    git(b, "push", "-q", "--force", "origin", "main")
+    synced = as_(bob, c, "sync", check=False)
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert sealed.lower() not in all_object_bytes(c)
+    searchable(bob, c, [WORDS[0], WORDS[1], WORDS[2]])
+    assert FORGOTTEN not in as_(bob, c, "search", FORGOTTEN).stdout
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    searchable(alice, b, [WORDS[2]])
 
 
 def test_keys_rotate_rewrite_leaves_nothing_the_old_key_opens(people, sealed_clones):

@@ -648,9 +648,10 @@ def follow_rewritten_remote(
     remote_ids = _ids_at(store, f"refs/remotes/{res.upstream}")
     gone = set()
     try:
+        raw = git.blob(f"refs/remotes/{res.upstream}", TOMBSTONES) or b""
         gone = {
             json.loads(line).get("id")
-            for line in git.run("show", f"refs/remotes/{res.upstream}:{TOMBSTONES}").splitlines()
+            for line in _opened(store, TOMBSTONES, raw).splitlines()
             if line.strip()
         }
     except (MemstoreError, ValueError):
@@ -658,7 +659,7 @@ def follow_rewritten_remote(
     gone |= forgotten_ids(store.root)
     local, stale = [], []
     for _day, path in sorted(logfmt.list_days(store.root).items()):
-        for raw in path.read_bytes().splitlines():
+        for raw in logfmt.read_plain(path).splitlines():
             try:
                 rec = json.loads(raw)
             except ValueError:
@@ -706,8 +707,17 @@ def _ids_at(store, rev: str) -> set[str]:
     except MemstoreError:
         return out
     for name in names:
-        out |= _ids_in(git.blob(rev, name))
+        out |= _ids_in(_opened(store, name, git.blob(rev, name)))
     return out
+
+
+def _opened(store, rel: str, data: bytes | None) -> bytes | None:
+    """A committed version of a line file as plain lines (opened in an encrypted store)."""
+    if data is None or getattr(store, "sealer", None) is None:
+        return data
+    from ..format import sealed_lines
+
+    return sealed_lines.open_bytes(store.root / rel, data)
 
 
 def _ids_in(data: bytes | None) -> set[str]:
@@ -749,7 +759,9 @@ def added_by(store, rev: str) -> set[str]:
     )
     out: set[str] = set()
     for path in filter(None, changed.split("\0")):
-        out |= _ids_in(git.blob(sha, path)) - (_ids_in(git.blob(parent, path)) if parent else set())
+        out |= _ids_in(_opened(store, path, git.blob(sha, path))) - (
+            _ids_in(_opened(store, path, git.blob(parent, path))) if parent else set()
+        )
     if not out:
         raise UsageError(
             f"commit {sha[:10]} added no records (ct log shows what each commit added)",
