@@ -769,6 +769,14 @@ class Store(Core):
         """
         from .upkeep.fsck import fsck
 
+        if getattr(self, "no_key", None):  # an encrypted store no key of this user opens
+            if repair:
+                from . import keyring
+
+                keyring.open_store(self.root)  # raises the NoKeyError that says what to do
+            from .upkeep.fsck_sealed import fsck_without_key
+
+            return fsck_without_key(self, self.no_key)
         fixed = None
         if repair:
             from .repair import repair as roll_back

@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from test_encrypt import as_, git, people, sealed_clones  # noqa: F401 (fixtures)
+from test_encrypt import as_, git, new_identity, people, sealed_clones  # noqa: F401 (fixtures)
 
 WORDS = ["quokka", "marzipan", "zeppelin", "thimbleberry", "narwhal", "origami", "ocelot"]
 FORGOTTEN = "pterodactyl"
@@ -266,3 +266,52 @@ def test_keys_rotate_rewrite_leaves_nothing_the_old_key_opens(people, sealed_clo
     assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
     as_(alice, b, "add", "after the rotation", "--ts", "2026-11-03T10:00:00Z")
     assert (b / "log/2026/2026-11-03.jsonl").read_bytes().splitlines()[-1].startswith(b"ms1.3.")
+
+
+def test_fsck_without_a_key_checks_the_form_and_says_what_it_could_not(
+    tmp_path, people, sealed_clones
+):
+    from conftest import ct
+
+    alice, _ra, _bob, _rb = people
+    b, _c, _remote = sealed_clones
+    as_(alice, b, "add", f"the {WORDS[0]} note", "--ts", "2026-11-02T09:00:00Z")
+    as_(alice, b, "mark", f"feed the {WORDS[6]}")
+    carol = tmp_path / "carol.key"
+    rc = new_identity(carol)
+    as_(alice, b, "keys", "add", rc)
+    added_in = git(b, "rev-parse", "HEAD").stdout.strip()
+
+    got = ct("-C", b, "fsck", "--json", check=False)  # no identity at all
+    assert got.returncode == 10, got.stdout + got.stderr
+    rep = json.loads(got.stdout)
+    assert rep["ok"] and rep["damage"] == [] and rep["records"] == 1 and rep["packs"] == 1
+    assert any("no identity of yours opens this store" in u for u in rep["unchecked"])
+    assert any("opens under its epoch key" in u for u in rep["unchecked"])
+    changed = [n for n in rep["notes"] if f"commit {added_in[:10]}" in n]
+    who = git(b, "log", "-1", "--format=%an <%ae>", added_in).stdout.strip()
+    assert changed and f"added {rc}" in changed[0] and f"by {who} at" in changed[0]
+    assert len(rep["notes"]) == 2  # made with alice and bob, then carol added
+    text = ct("-C", b, "fsck", check=False)
+    assert "not checked:" in text.stdout and "form ok (not opened)" in text.stdout
+    # The keyed fsck names the recipients' history too.
+    keyed = json.loads(as_(alice, b, "fsck", "--json").stdout)
+    assert keyed["ok"] and "unchecked" not in keyed and len(keyed["notes"]) == 2
+
+    # Damage it can see: a plain line, a line of an epoch the store lacks, a pack that changed.
+    log = b / "log/2026/2026-11-02.jsonl"
+    sealed = log.read_bytes()
+    log.write_bytes(sealed + b'{"id":"x","ts":"2026-11-02T09:02:00Z","role":"user","text":"hi"}\n'
+                    + b"ms1.9.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n")  # fmt: skip
+    (pack,) = (b / "packs/2026/2026-11-02").glob("*.is")
+    data = bytearray(pack.read_bytes())
+    data[-3] ^= 1
+    pack.write_bytes(bytes(data))
+    bad = ct("-C", b, "fsck", "--json", check=False)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    damage = "\n".join(json.loads(bad.stdout)["damage"])
+    assert "log/2026/2026-11-02.jsonl:2: not a sealed line" in damage
+    assert "log/2026/2026-11-02.jsonl:3: sealed under key epoch 9" in damage
+    assert pack.name in damage
+    assert ct("-C", b, "fsck", "--repair", check=False).returncode == 10  # repair needs a key
+    assert log.read_bytes().startswith(sealed)
