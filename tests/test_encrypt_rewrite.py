@@ -315,3 +315,31 @@ def test_fsck_without_a_key_checks_the_form_and_says_what_it_could_not(
     assert pack.name in damage
     assert ct("-C", b, "fsck", "--repair", check=False).returncode == 10  # repair needs a key
     assert log.read_bytes().startswith(sealed)
+
+
+def test_repair_keeps_new_sealed_lines_aside_when_a_sealed_day_log_was_cut(people, sealed_clones):
+    """fsck --repair of a day log that was cut short and then got a new (sealed) line: the committed
+    lines come back and the new one is kept under .memstore/rolled-back/, as in a plain store."""
+    from memstore.format.sealed_lines import open_one, parse, seal_one
+
+    alice, _ra, _bob, _rb = people
+    b, _c, _remote = sealed_clones
+    as_(alice, b, "add", "first line", "--ts", "2026-11-02T09:00:00Z")
+    as_(alice, b, "add", "second line", "--ts", "2026-11-02T09:01:00Z")
+    rel = "log/2026/2026-11-02.jsonl"
+    log = b / rel
+    committed = log.read_bytes()
+    key = epoch_key(alice, b, 1)
+    first = committed.splitlines()[0]
+    rec = json.loads(open_one(key, 1, rel, parse(first)[1]))
+    rec.update(id="01NEWRECORD0000000000000000", text="third line")
+    new_line = seal_one(key, 1, rel, json.dumps(rec).encode())
+    log.write_bytes(committed[: len(first) + 1 + 30] + b"\n" + new_line + b"\n")
+
+    got = as_(alice, b, "fsck", "--repair")
+    assert "differs from its committed version" not in got.stdout, got.stdout
+    assert log.read_bytes() == committed
+    kept = b"".join(p.read_bytes() for p in (b / ".memstore/rolled-back").rglob("*") if p.is_file())
+    assert new_line in kept
+    fs = as_(alice, b, "fsck", "--json", check=False)
+    assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
