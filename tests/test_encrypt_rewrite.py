@@ -184,6 +184,18 @@ def test_encrypt_refuses_an_encrypted_store_and_uncommitted_changes(
     assert "Nothing was changed" in dirty.stderr
     assert git(root, "rev-parse", "HEAD").stdout == head and log.read_bytes() == before
     assert not (root / "keys").exists()
+    # A committed line that does not parse is named; nothing is sealed.
+    (root / "notes.txt").unlink()
+    log.write_bytes(before + b"not json\n")
+    git(root, "commit", "-qam", "a damaged line")
+    head = git(root, "rev-parse", "HEAD").stdout
+    bad = as_(alice, root, "encrypt", check=False)
+    assert bad.returncode == 1 and f"{log}:{len(before.splitlines()) + 1}:" in bad.stderr
+    assert (
+        git(root, "rev-parse", "HEAD").stdout == head
+        and git(root, "status", "--porcelain").stdout == ""
+    )
+    assert not (root / "keys").exists() and log.read_bytes().startswith(b"{")
 
 
 def test_purge_history_on_an_encrypted_store_removes_the_sealed_line_everywhere(
