@@ -199,12 +199,14 @@ def test_encrypt_refuses_an_encrypted_store_and_uncommitted_changes(
 
 
 def test_purge_history_on_an_encrypted_store_removes_the_sealed_line_everywhere(
-    people, sealed_clones
+    tmp_path, people, sealed_clones
 ):
     from memstore.format.sealed_lines import open_one, parse
 
     alice, _ra, bob, _rb = people
     b, c, _remote = sealed_clones
+    rc = new_identity(tmp_path / "carol.key")
+    as_(alice, b, "keys", "add", rc)  # a change of recipients the rewrite must keep in history
     as_(alice, b, "add", f"keep the {WORDS[0]}", "--ts", "2026-11-02T09:00:00Z")
     as_(alice, b, "add", f"my {FORGOTTEN} password hint", "--ts", "2026-11-02T09:05:00Z")
     as_(alice, b, "add", f"and the {WORDS[1]}", "--ts", "2026-11-02T09:10:00Z")
@@ -232,6 +234,8 @@ def test_purge_history_on_an_encrypted_store_removes_the_sealed_line_everywhere(
     searchable(alice, b, WORDS[:2])
     fs = as_(alice, b, "fsck", "--json", check=False)
     assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
+    notes = json.loads(fs.stdout)["notes"]
+    assert len(notes) == 2 and f"added {rc}" in notes[1], notes
     # The other clone follows the rewritten remote with ct sync, keeping its own unpushed record.
     assert "purged-history.jsonl" in git(b, "ls-files").stdout
     git(b, "push", "-q", "--force", "origin", "main")

@@ -316,16 +316,10 @@ def rewrite_sealed(
 ) -> str:
     """Rewrite every commit of this clone so that each line of its line files is sealed (under its
     own epoch, or `target`), cleaned by `clean` (purge's pairs, prefixes, words); `keys_files`
-    ({path: bytes}, default: keys/ as it is now) go into every root commit, `drop` (a regex of
-    paths) out of every commit. Needs every epoch's key. Returns the force-push notice."""
-    from .. import keyring
-
-    if keys_files is None:
-        keys_files = {
-            f"{keyring.KEYS_DIR}/{p.name}": p.read_bytes()
-            for p in sorted((store.root / keyring.KEYS_DIR).iterdir())
-            if p.is_file()
-        }
+    ({path: bytes}: the key files the sealed lines need) replace those paths in every commit and
+    go into every root commit, `drop` (a regex of paths) goes out of every commit; other files of
+    keys/ keep their history (fsck names who changed the recipients). Needs every epoch's key.
+    Returns the force-push notice."""
     from pathlib import Path
 
     import memstore
@@ -341,7 +335,7 @@ def rewrite_sealed(
         "target": target,
         "line_files": LINE_FILES,
         "drop": drop,
-        "keys_files": {p: d.hex() for p, d in keys_files.items()},
+        "keys_files": {p: d.hex() for p, d in (keys_files or {}).items()},
     }
     return rewrite_history(store, _SEALED_SCRIPT, spec, ids, done)
 

@@ -175,7 +175,14 @@ def encrypt(store, recipients=(), rewrite_history: bool = False) -> dict:
     if rewrite_history:
         from ..forget.purge import rewrite_sealed
 
-        notice = rewrite_sealed(store, {1: key}, 1, (), "The store is encrypted at its last commit")
+        files = {
+            f"{keyring.KEYS_DIR}/{p.name}": p.read_bytes()
+            for p in sorted((store.root / keyring.KEYS_DIR).iterdir())
+            if p.is_file()
+        }
+        notice = rewrite_sealed(
+            store, {1: key}, 1, (), "The store is encrypted at its last commit", keys_files=files
+        )
         out["notice"] = ENCRYPTED_NOTICE + notice[notice.index("\n") :]
         out["commit"] = store.git.run("rev-parse", "HEAD")
     return out

@@ -107,8 +107,7 @@ def rotate(store, rewrite: bool = False) -> dict:
     epoch = res["epoch"]
     keep = {f"{keyring.epoch_name(epoch)}.age", f"{keyring.epoch_name(epoch)}.recipients"}
     drop = r"^keys/epoch-\d+\.(age|recipients)$"
-    files = {keyring.RECIPIENTS: (store.root / keyring.RECIPIENTS).read_bytes()}
-    files.update({p: (store.root / p).read_bytes() for p in keep})
+    files = {p: (store.root / p).read_bytes() for p in keep}
     notice = rewrite_sealed(
         store,
         {**old_keys, epoch: store.sealer.keys[epoch]},
