@@ -196,6 +196,22 @@ def test_encrypt_refuses_an_encrypted_store_and_uncommitted_changes(
         and git(root, "status", "--porcelain").stdout == ""
     )
     assert not (root / "keys").exists() and log.read_bytes().startswith(b"{")
+    # A damaged pack of a later day: the earlier day was already resealed when it is met, and all
+    # of it is rolled back.
+    log.write_bytes(before)
+    pack = sorted((root / "packs/2026/2026-11-03").glob("*.is"))[0]
+    data = bytearray(pack.read_bytes())
+    data[-3] ^= 1
+    pack.write_bytes(bytes(data))
+    git(root, "commit", "-qam", "a damaged pack")
+    head, files = git(root, "rev-parse", "HEAD").stdout, git(root, "ls-files", "-s").stdout
+    bad = as_(alice, root, "encrypt", check=False)
+    assert bad.returncode == 4 and pack.name in bad.stderr and "Traceback" not in bad.stderr
+    assert (
+        git(root, "rev-parse", "HEAD").stdout == head
+        and git(root, "status", "--porcelain").stdout == ""
+    )
+    assert git(root, "ls-files", "-s").stdout == files and not (root / "keys").exists()
 
 
 def test_purge_history_on_an_encrypted_store_removes_the_sealed_line_everywhere(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from .. import keyring
-from ..errors import MemstoreError, UsageError
+from ..errors import FormatError, MemstoreError, UsageError
 from ..format import layout
 from ..format import log as logfmt
 from ..format import pack as packfmt
@@ -114,7 +114,15 @@ def _rekey_day(store, day: str, path, secret: bytes, dim: int) -> bytes:
         new_key = {(rid, k): n for rid, k, n in records if k is not None}
         w, seen = packfmt.PackWriter(day, dim), set()
         for p in old_packs:
-            pk = packfmt.read(p, verify=True)
+            try:
+                pk = packfmt.read(p, verify=True)
+            except (OSError, packfmt.PackError) as exc:
+                raise FormatError(
+                    p,
+                    str(exc).removeprefix(f"{p}: "),
+                    hint='Run "ct fsck" to see what is damaged; its vectors cannot be sealed '
+                    "again. Nothing was changed.",
+                ) from None
             for it in pk.items(ring):
                 nk = new_key.get((it.record_id, it.key))
                 if nk is not None and (it.record_id, nk, it.h16) not in seen:
