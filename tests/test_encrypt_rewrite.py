@@ -375,3 +375,30 @@ def test_repair_keeps_new_sealed_lines_aside_when_a_sealed_day_log_was_cut(peopl
     assert new_line in kept
     fs = as_(alice, b, "fsck", "--json", check=False)
     assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
+
+
+def test_a_plaintext_clone_follows_a_remote_encrypted_elsewhere_with_ct_sync(tmp_path, people):
+    alice, _ra, _bob, _rb = people
+    root = plain_store(tmp_path, alice)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    git(root, "remote", "add", "origin", str(remote))
+    git(root, "push", "-q", "-u", "origin", "main")
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(remote), str(other))
+    as_(alice, other, "add", "the other clone's saxophone", "--ts", "2026-11-04T09:00:00Z")
+
+    as_(alice, root, "encrypt", "--rewrite-history")
+    git(root, "push", "-q", "--force", "origin", "main")
+
+    synced = as_(alice, other, "sync", check=False)
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert (other / "keys/recipients").is_file()
+    for rel in ("log/2026/2026-11-02.jsonl", "log/2026/2026-11-04.jsonl"):
+        assert all(ln.startswith(b"ms1.") for ln in (other / rel).read_bytes().splitlines()), rel
+    searchable(alice, other, ["saxophone", WORDS[0], WORDS[4]])
+    fs = as_(alice, other, "fsck", "--json", check=False)
+    assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
+    assert [w for w in WORDS + ["saxophone"] if w.encode() in all_object_bytes(other)] == []
+    git(root, "pull", "-q", "--no-rebase", "origin", "main")
+    searchable(alice, root, ["saxophone"])

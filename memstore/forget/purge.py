@@ -639,41 +639,81 @@ def follow_rewritten_remote(
         refuse_purged(store, res, f"refs/remotes/{res.upstream}")
     elif not before or before == after or _is_ancestor(store, before, after):
         return None
-    remote_ids = _ids_at(store, f"refs/remotes/{res.upstream}")
-    gone = set()
-    try:
-        raw = git.blob(f"refs/remotes/{res.upstream}", TOMBSTONES) or b""
-        gone = {
-            json.loads(line).get("id")
-            for line in _opened(store, TOMBSTONES, raw).splitlines()
-            if line.strip()
-        }
-    except (MemstoreError, ValueError):
-        pass
-    gone |= forgotten_ids(store.root)
-    local, stale = [], []
+    from .. import keyring
+    from ..format import sealed_lines
+
+    upstream = f"refs/remotes/{res.upstream}"
+    gone = forgotten_ids(store.root)
+    mine = []  # this clone's records, read before anything changes
     for _day, path in sorted(logfmt.list_days(store.root).items()):
         for raw in logfmt.read_plain(path).splitlines():
             try:
                 rec = json.loads(raw)
             except ValueError:
                 continue
-            if (
-                isinstance(rec, dict)
-                and rec.get("id") not in remote_ids
-                and rec.get("id") not in gone
-            ):
-                local.append(rec)
-            elif (
-                isinstance(rec, dict) and rec.get("id") in gone and isinstance(rec.get("text"), str)
-            ):
-                stale.append(rec)
-    git.run("reset", "--hard", "-q", f"refs/remotes/{res.upstream}")
+            if isinstance(rec, dict):
+                mine.append(rec)
+    # `ct encrypt --rewrite-history` on another clone: the remote is encrypted, this clone is not.
+    became = store.sealer is None and git.blob(upstream, keyring.RECIPIENTS) is not None
+    if became:
+        sealer = _remote_sealer(store, upstream)  # NoKeyError, nothing changed, when none opens it
+        sealed_lines.register(store.root, sealer)
+        store.sealer = sealer
+    try:
+        remote_ids = _ids_at(store, upstream)
+        try:
+            raw = git.blob(upstream, TOMBSTONES) or b""
+            gone |= {
+                json.loads(line).get("id")
+                for line in _opened(store, TOMBSTONES, raw).splitlines()
+                if line.strip()
+            }
+        except (MemstoreError, ValueError):
+            pass
+        local = [r for r in mine if r.get("id") not in remote_ids and r.get("id") not in gone]
+        stale = [r for r in mine if r.get("id") in gone and isinstance(r.get("text"), str)]
+        if became and local:
+            store.sealer.write_key()  # this clone's records must be sealed to be written again
+    except BaseException:
+        if became:
+            sealed_lines.register(store.root, None)
+            store.sealer = None
+        raise
+    git.run("reset", "--hard", "-q", upstream)
     res.notes.append(
         f"{res.upstream} was rewritten (history purged on another clone): this clone now follows it"
     )
+    if became:
+        store.meta_dir.chmod(0o700)
+        res.notes.append(
+            f"{res.upstream} is an encrypted store now (ct encrypt on another clone): this clone's "
+            "files are sealed from here on"
+        )
     _drop_old_objects(store, res, stale)
     return [store.normalize(r) for r in local]
+
+
+def _remote_sealer(store, rev: str):
+    """The Sealer for this store made from the key files at `rev` (a remote that was encrypted
+    elsewhere), before this clone's files change; NoKeyError when no identity opens them."""
+    import shutil
+    from pathlib import Path
+
+    from .. import keyring
+    from ..format.sealed_lines import Sealer
+
+    store.meta_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="remote-keys-", dir=store.meta_dir))
+    try:
+        (tmp / keyring.KEYS_DIR).mkdir()
+        for name in store.git.run("ls-tree", "--name-only", rev, f"{keyring.KEYS_DIR}/").split():
+            data = store.git.blob(rev, name)
+            if data is not None and name.endswith(".age"):
+                (tmp / name).write_bytes(data)
+        opened = keyring.open_store(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Sealer(store.root, opened.keys, opened.newest, opened.identity_note)
 
 
 def _drop_old_objects(store, res, stale: list[dict]) -> None:
