@@ -402,3 +402,35 @@ def test_a_plaintext_clone_follows_a_remote_encrypted_elsewhere_with_ct_sync(tmp
     assert [w for w in WORDS + ["saxophone"] if w.encode() in all_object_bytes(other)] == []
     git(root, "pull", "-q", "--no-rebase", "origin", "main")
     searchable(alice, root, ["saxophone"])
+
+
+def test_a_reader_without_every_epoch_cannot_rewrite_history(tmp_path, people, sealed_clones):
+    """An identity that opens the newest epoch but not an older one (wrapped to it by hand here)
+    could write, but its purge or rotate --rewrite would have to drop the lines it cannot open:
+    both refuse before changing anything."""
+    from memstore import keyring
+
+    alice, ra, _bob, rb = people
+    b, c, _remote = sealed_clones
+    as_(alice, b, "add", "an old line", "--ts", "2026-11-02T09:00:00Z")
+    as_(alice, b, "keys", "rotate")
+    as_(alice, b, "add", f"a {FORGOTTEN} line", "--ts", "2026-11-02T09:10:00Z")
+    carol = tmp_path / "carol.key"
+    rc = new_identity(carol)
+    keyring.wrap_epoch(b, 2, epoch_key(alice, b, 2), [ra, rb, rc])  # epoch 2 only
+    keyring.write_recipients(b / keyring.RECIPIENTS, [ra, rb, rc])
+    git(b, "commit", "-qam", "carol reads epoch 2 only")
+    git(b, "push", "-q", "origin", "main")
+    git(c, "pull", "-q", "--no-rebase", "origin", "main")  # carol's clone
+    assert FORGOTTEN in as_(carol, c, "search", FORGOTTEN).stdout
+    head = git(c, "rev-parse", "HEAD").stdout
+    for args in (
+        ["forget", "--match", FORGOTTEN, "--purge-history"],
+        ["keys", "rotate", "--rewrite"],
+    ):
+        got = as_(carol, c, *args, check=False)
+        assert got.returncode == 2, got.stdout + got.stderr
+        assert "does not open key epoch(s) 1" in got.stderr and "Traceback" not in got.stderr
+        assert git(c, "rev-parse", "HEAD").stdout == head
+        assert git(c, "status", "--porcelain").stdout == ""
+    assert FORGOTTEN in as_(carol, c, "search", FORGOTTEN).stdout

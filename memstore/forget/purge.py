@@ -253,6 +253,17 @@ def refuse_shallow_purge(store) -> None:
     root commit, and the force push the rewrite asks for would replace the remote's whole history."""
     from ..gitrepo import _common_dir, git_dir
 
+    sealer = getattr(store, "sealer", None)
+    if sealer is not None:  # every line of every commit is opened and sealed again
+        from ..keyring import epoch_files
+
+        missing = [e for e in epoch_files(store.root) if e not in sealer.keys]
+        if missing:
+            raise UsageError(
+                f"{store.root}: your identity does not open key epoch(s) "
+                f"{', '.join(map(str, missing))}, so the lines sealed under them cannot be rewritten.",
+                "Ask a recipient who holds every epoch to run it. Nothing was changed.",
+            )
     gdir = git_dir(store.root)
     if gdir is not None and (_common_dir(gdir) / "shallow").exists():
         raise UsageError(
