@@ -33,14 +33,24 @@ PLAIN_PRIVATE_WARNING = (
 class Core:
     """A memory store's core: a git repository of plain files plus a disposable index in `.memstore/`."""
 
-    def __init__(self, root: Path, embedder_override: str | None = None):
+    def __init__(
+        self, root: Path, embedder_override: str | None = None, *, without_key: bool = False
+    ):
         self.root = Path(root).resolve()
         if not (self.root / configfmt.FILENAME).is_file():
             raise NotAStoreError(self.root)
         self.config = configfmt.read(self.root)
         self.tz = zone(self.config.timezone)
         self.meta_dir = meta_dir_for(self.root)
-        self.sealer = open_sealer(self.root, self.meta_dir)
+        self.no_key = None  # why no identity opened an encrypted store opened `without_key`
+        try:
+            self.sealer = open_sealer(self.root, self.meta_dir)
+        except Exception as exc:
+            # `ct fsck` checks what it can of a store no key of this user opens: every sealed
+            # file stays shut (reading one raises NoKeyError), nothing is written
+            if not without_key or getattr(exc, "exit_code", None) != 10:
+                raise
+            self.sealer, self.no_key = None, str(exc).splitlines()[0]
         self._embedder = None
         self._git = None
         self._index = None
@@ -55,10 +65,14 @@ class Core:
     # ----- opening and creating -------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path | str | None = None, search_parents: bool = True):
+    def open(
+        cls, path: Path | str | None = None, search_parents: bool = True, without_key: bool = False
+    ):
+        """The store at (or above) `path`. `without_key`: an encrypted store no identity of this
+        user opens is opened all the same, shut (`no_key` says why; only fsck uses it)."""
         start = Path(path).expanduser() if path else None
         root = find_root(start) if search_parents else start
-        return cls(root)
+        return cls(root, without_key=without_key)
 
     @classmethod
     def init(

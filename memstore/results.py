@@ -334,13 +334,15 @@ class Report:
     unvectored: list[tuple[str, str, str]] = field(
         default_factory=list, repr=False
     )  # (where, day, id)
+    notes: list[str] = field(default_factory=list)  # an encrypted store: who changed its recipients
+    unchecked: list[str] = field(default_factory=list)  # what no key of this user let fsck check
 
     @property
     def ok(self) -> bool:
         return not self.damage
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "ok": self.ok,
             "records": self.records,
             "segments": self.segments,
@@ -349,6 +351,11 @@ class Report:
             "damage": self.damage,
             "warnings": self.warnings,
         }
+        if self.notes:
+            out["notes"] = self.notes
+        if self.unchecked:
+            out["unchecked"] = self.unchecked
+        return out
 
 
 @dataclass

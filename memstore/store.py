@@ -519,15 +519,28 @@ class Store(Core):
             raise UsageError('no identity found; create one with "ct keys new".')
         return {"path": str(found), "recipient": keyring.recipient_of(found)}
 
+    def encrypt(self, recipients=(), rewrite_history: bool = False) -> dict:
+        """Seal this plaintext store to your identity and `recipients` in one commit, as `ct init
+        --encrypt` and the same writes would have (`ct encrypt`); `rewrite_history` rewrites every
+        earlier commit too, so no plain line stays in history → {commit, recipients, files, notice}."""
+        from .upkeep.encrypt import encrypt
+
+        return encrypt(self, recipients, rewrite_history)
+
     def keys(
-        self, action: str = "list", recipient: str | None = None, path: str | None = None
+        self,
+        action: str = "list",
+        recipient: str | None = None,
+        path: str | None = None,
+        rewrite: bool = False,
     ) -> dict:
         """`ct keys ACTION`: the recipients and key epochs of an encrypted store.
 
         list → {recipients, epoch, epochs_opened}; add → `recipient` may read the whole store
         (every epoch rewrapped, one commit); remove → a new key epoch without `recipient` (what
         is written after it is sealed from it; one commit); rotate → a new key epoch for the same
-        recipients (one commit). new and show concern the identity alone, not a store, and may be
+        recipients (one commit; `rewrite`: every line of every commit sealed again under it, the
+        older epochs' key files gone, history rewritten). new and show concern the identity alone, not a store, and may be
         called on the class: `Store.keys(None, "new", path=FILE)` writes a new identity (→ path,
         recipient), `Store.keys(None, "show", path=FILE)` names the one in use."""
         from .errors import UsageError
@@ -545,7 +558,7 @@ class Store(Core):
                 f"keys: the action is new, show, list, add, remove or rotate, not {action!r}"
             )
         if action == "rotate":
-            return keys.rotate(self)
+            return keys.rotate(self, rewrite=rewrite)
         if not recipient:
             raise UsageError(f"keys {action}: name the recipient (age1… or 'ssh-ed25519 AAAA…')")
         return getattr(keys, action)(self, recipient)
@@ -784,6 +797,14 @@ class Store(Core):
         """
         from .upkeep.fsck import fsck
 
+        if getattr(self, "no_key", None):  # an encrypted store no key of this user opens
+            if repair:
+                from . import keyring
+
+                keyring.open_store(self.root)  # raises the NoKeyError that says what to do
+            from .upkeep.fsck_sealed import fsck_without_key
+
+            return fsck_without_key(self, self.no_key)
         fixed = None
         if repair:
             from .repair import repair as roll_back

@@ -139,7 +139,8 @@ def _args(tmp_path, store_root):
         "keys list": ["keys", "list"],
         "keys add": ["keys", "add", "age1xyz"],
         "keys remove": ["keys", "remove", "age1xyz"],
-        "keys rotate": ["keys", "rotate"],
+        "keys rotate": ["keys", "rotate", "--rewrite"],
+        "encrypt": ["encrypt", "--recipient", "age1xyz", "--rewrite-history"],
         "hook": ["hook", "post-commit"],
         "log": ["log", "-n", "3"],
         "sync": ["sync", "--no-push"],
@@ -174,6 +175,7 @@ def _args(tmp_path, store_root):
 
 # What the call must carry: a few options per command, checked by value.
 EXPECT = {
+    "encrypt": {"recipients": ["age1xyz"], "rewrite_history": True},
     "search": {"k": 3, "mode": "exact", "role": ("user",)},
     "recall": {"k": 2},
     "mark": {"done": "0123abcd"},

@@ -50,6 +50,7 @@ COMMANDS = {
     "upgrade": "store_cmds:upgrade_cmd",
     "export": "store_cmds:export_cmd",
     "keys": "keys_cmds:keys_cmd",
+    "encrypt": "keys_cmds:encrypt_cmd",
 }
 HIDDEN = {"hook"}
 
@@ -153,6 +154,7 @@ SUMMARIES = {
     "upgrade": "Turn a format-1 store into format 2 (one commit, lossless).",
     "export": "Write the store as a classic ContextTape store (export contexttape DIR).",
     "keys": "Identities and recipients of encrypted stores (new, list, add, remove, rotate).",
+    "encrypt": "Encrypt a plaintext store in one commit (and, asked, its history).",
 }
 
 

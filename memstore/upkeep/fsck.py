@@ -99,6 +99,10 @@ def fsck(store) -> Report:
             f".memstore/write-journal.json: a write (pid {journal.get('pid')}) did not finish; "
             '"ct fsck --repair" rolls back what it left'
         )
+    if store.sealer is not None:
+        from .fsck_sealed import recipients_history
+
+        rep.notes += recipients_history(store)
     return rep
 
 
