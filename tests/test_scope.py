@@ -325,3 +325,45 @@ def test_the_page_reviews_private_records_and_shares_one_with_a_write_token(stor
         _, _, app = call(base, "/assets/app.js", token=READ)
         assert b'post("/share"' in app
     assert commits(store.root)[0] == "Share 1 private record" and git_clean(store.root)
+
+
+def test_history_rewrites_keep_private_lines_theirs_and_purge_ones_own(people, sealed_clones):
+    """`ct keys rotate --rewrite` and `ct forget --purge-history` rewrite every commit: a private
+    line is sealed again under its writer's own key by that writer (never as a shared line's
+    plaintext), another writer's is kept byte for byte, and a purged private record leaves no
+    object that holds its line."""
+    alice, _ra, bob, _rb = people
+    a, b, remote = sealed_clones
+    as_(bob, b, "add", "--private", "bob's heron notebook", "--ts", "2026-11-02T08:00:00Z")
+    git(b, "push", "-q", "origin", "main")
+    git(a, "pull", "-q", "--no-rebase", "origin", "main")
+    theirs = [  # bob's private line, as alice's clone holds it
+        line
+        for line in (a / "log/2026/2026-11-02.jsonl").read_bytes().splitlines()
+        if line.startswith(b"ms1p.")
+    ]
+    assert len(theirs) == 1
+    as_(alice, a, "add", "--private", PRIVATE, "--ts", "2026-11-02T09:00:00Z")
+    as_(alice, a, "add", "--private", "the lemur itinerary", "--ts", "2026-11-02T09:01:00Z")
+    as_(alice, a, "add", "a shared pancake recipe", "--ts", "2026-11-02T09:02:00Z")
+    as_(alice, a, "keys", "rotate", "--rewrite")
+    assert hits(alice, a, SECRET_WORDS[0]) == [PRIVATE]
+    assert hits(alice, a, "lemur") == ["the lemur itinerary"]
+    assert hits(alice, a, "pancake") == ["a shared pancake recipe"]
+    assert json.loads(as_(alice, a, "fsck", "--json").stdout)["others_private"] == 1
+    after = (a / "log/2026/2026-11-02.jsonl").read_bytes().splitlines()
+    assert [x for x in theirs if x in after], "bob's private line was not kept byte for byte"
+    # alice forgets her own private record with the history purged: no object holds its line
+    mine = {
+        line for line in after if line.startswith(b"ms1p.") and line not in theirs
+    }  # her two private lines as they are now
+    as_(alice, a, "forget", "--match", "lemur", "--purge-history")
+    assert hits(alice, a, "lemur") == []
+    assert hits(alice, a, SECRET_WORDS[0]) == [PRIVATE]
+    raw = subprocess.run(
+        ["git", "-C", str(a), "cat-file", "--batch-all-objects", "--batch"], capture_output=True
+    ).stdout
+    now = (a / "log/2026/2026-11-02.jsonl").read_bytes().splitlines()
+    assert len(mine) == 2 and sum(line in now for line in mine) == 1, (mine, now)
+    assert sum(line in raw for line in mine) == 1, "the forgotten private line is still an object"
+    assert json.loads(as_(alice, a, "fsck", "--json").stdout)["ok"]

@@ -179,9 +179,10 @@ _SEALED_SCRIPT = (
     + r"""
 sys.path.insert(0, spec["package"])
 import git_filter_repo as fr
-from memstore.format.sealed_lines import open_one, parse, seal_one
+from memstore.format.sealed_lines import open_one, open_private, parse, parse_private, seal_one, seal_private
 from memstore.transaction import sealed_subject
 keys = {int(e): bytes.fromhex(k) for e, k in spec["keys"].items()}
+privates = {k: bytes.fromhex(v) for k, v in spec.get("private", {}).items()}
 target = spec.get("target")
 line_file = re.compile(spec["line_files"])
 drop = re.compile(spec["drop"]) if spec.get("drop") else None
@@ -192,6 +193,14 @@ def reseal(name, data):
     for n, raw in enumerate(lines, 1):
         if not raw:
             out.append(raw)
+            continue
+        mine = parse_private(raw)
+        if mine is not None:
+            # a private line (scope private): opened, cleaned and sealed again under its writer's own
+            # key when that is this identity; another writer's is kept byte for byte
+            kid, body = mine
+            plain = open_private(privates[kid], kid, name, body) if kid in privates else None
+            out.append(raw if plain is None else seal_private(privates[kid], kid, name, clean(plain)))
             continue
         got, epoch = parse(raw), None
         if got is not None:
@@ -343,6 +352,8 @@ def rewrite_sealed(
         **(clean or {}),
         "package": str(Path(memstore.__file__).resolve().parent.parent),
         "keys": {str(e): k.hex() for e, k in keys.items()},
+        # this identity's own private keys (scope private lines): the rest stay as they are
+        "private": {kid: k.hex() for kid, k in getattr(store.sealer, "private", {}).items()},
         "target": target,
         "line_files": LINE_FILES,
         "drop": drop,
