@@ -367,3 +367,23 @@ def test_history_rewrites_keep_private_lines_theirs_and_purge_ones_own(people, s
     assert len(mine) == 2 and sum(line in now for line in mine) == 1, (mine, now)
     assert sum(line in raw for line in mine) == 1, "the forgotten private line is still an object"
     assert json.loads(as_(alice, a, "fsck", "--json").stdout)["ok"]
+
+
+def test_ct_encrypt_seals_records_labelled_private_to_the_users_own_key(tmp_path, people):
+    """A plaintext store's private label becomes real when it is encrypted: those records are
+    sealed to the encrypting user's private key (the other recipient cannot read them), the rest
+    to everyone."""
+    alice, _ra, bob, rb = people
+    root, clone = tmp_path / "plain", tmp_path / "bobs"
+    ct("init", root, "--embedder", "hash", "--timezone", "UTC")
+    ct("-C", root, "add", "--private", PRIVATE, "--ts", "2026-11-02T09:00:00Z")
+    ct("-C", root, "add", "a shared pancake recipe", "--ts", "2026-11-02T09:01:00Z")
+    proc = as_(alice, root, "encrypt", "--recipient", rb)
+    out = proc.stdout + proc.stderr
+    assert "1 record(s) labelled private are sealed to your own key" in out
+    assert hits(alice, root, SECRET_WORDS[0]) == [PRIVATE]
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    assert hits(bob, clone, "pancake") == ["a shared pancake recipe"]
+    assert hits(bob, clone, SECRET_WORDS[0]) == []
+    assert json.loads(as_(bob, clone, "fsck", "--json").stdout)["others_private"] == 1
+    assert json.loads(as_(alice, root, "fsck", "--json").stdout)["ok"]

@@ -116,6 +116,11 @@ def encrypt_cmd(obj, recipients, rewrite_history):
         f"Encrypted: {res['files']} line files sealed to {len(res['recipients'])} recipient(s) "
         f"(commit {str(res['commit'])[:10]})."
     )
+    if res.get("private"):
+        obj.say(
+            f"{res['private']} record(s) labelled private are sealed to your own key alone: the "
+            'other recipients cannot read them ("ct share ID" makes one the team\'s).'
+        )
     if res.get("notice"):
         click.echo(res["notice"])
     elif not rewrite_history:

@@ -94,9 +94,10 @@ def _check_lines(store, rels: list[str]) -> None:
                 )
 
 
-def _rekey_day(store, day: str, path, secret: bytes, dim: int) -> bytes:
-    """The day log's plain bytes with each record's `vkey` remade under `secret`, and the day's
-    packs replaced by one holding every item the old keys opened, sealed under the new keys."""
+def _rekey_day(store, day: str, path, secret: bytes, dim: int, private_secret=None) -> bytes:
+    """The day log's plain bytes with each record's `vkey` remade under `secret` (a private
+    record's under `private_secret`), and the day's packs replaced by one holding every item the
+    old keys opened, sealed under the new keys."""
     records, out = [], []
     for raw in logfmt.read_plain(path).split(b"\n"):
         if not raw.strip():
@@ -104,7 +105,8 @@ def _rekey_day(store, day: str, path, secret: bytes, dim: int) -> bytes:
             continue
         rec = recordfmt.loads(raw.decode("utf-8"))
         old = rec.get("vkey")
-        rec["vkey"] = seal.record_key(rec["id"], rec["text"], secret)
+        mine = private_secret is not None and recordfmt.is_private(rec)
+        rec["vkey"] = seal.record_key(rec["id"], rec["text"], private_secret if mine else secret)
         records.append((str(rec["id"]), seal.key_bytes(old), seal.key_bytes(rec["vkey"])))
         out.append(recordfmt.dumps(rec).encode("utf-8"))
     folder = packfmt.day_dir(store.root, day)
@@ -155,12 +157,27 @@ def encrypt(store, recipients=(), rewrite_history: bool = False) -> dict:
     sealer = sealed_lines.Sealer(store.root, {1: key}, 1)
     dim = int(store.config.embedder["dim"])
     days = logfmt.list_days(store.root)
+    private = sum(
+        1
+        for path in days.values()
+        for ln in logfmt.read_lines(path)
+        if ln.record is not None and recordfmt.is_private(ln.record)
+    )
     try:
         with store.transaction("Encrypt the store") as tx:
+            if private:
+                # records labelled private are sealed to the encrypting user's own private key, as
+                # that user's first private add would (format.md "Private lines")
+                kid, pkey, paths = keyring.wrap_private(
+                    store.root, keyring.recipient_of(keyring.identity_path())
+                )
+                sealer.private[kid] = pkey
+                tx.stage(paths)
+            psecret = sealer.private_secret() if private else None
             plain = {rel: logfmt.read_plain(store.root / rel) for rel in rels}
             for day, path in sorted(days.items()):
                 rel = path.relative_to(store.root).as_posix()
-                plain[rel] = _rekey_day(store, day, path, sealer.vkey_secret(), dim)
+                plain[rel] = _rekey_day(store, day, path, sealer.vkey_secret(), dim, psecret)
                 tx.stage(layout.pack_dir(day))
             for rel, data in plain.items():  # written sealed while no Sealer is registered
                 logfmt.rewrite(store.root / rel, sealer.seal_payload(store.root / rel, data))
@@ -179,7 +196,13 @@ def encrypt(store, recipients=(), rewrite_history: bool = False) -> dict:
         store.meta_dir.chmod(0o700)
     except OSError:
         pass
-    out = {"commit": tx.commit, "recipients": readers, "files": len(rels), "notice": None}
+    out = {
+        "commit": tx.commit,
+        "recipients": readers,
+        "files": len(rels),
+        "notice": None,
+        "private": private,
+    }
     if rewrite_history:
         from ..forget.purge import rewrite_sealed
 
