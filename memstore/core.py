@@ -23,19 +23,34 @@ from .locking import file_lock, lock_timeout
 from .results import WriteResult  # noqa: F401  (re-exported: writers import it from here)
 
 EMBED_CHARS = 32_768
+PLAIN_PRIVATE_WARNING = (
+    "warning: {root} is not encrypted: a private record is only labelled and filtered here, and "
+    'anyone with a copy of the repository can read it (docs/security.md, "Scopes"; '
+    "an encrypted store, ct init --encrypt, seals it to your key)."
+)
 
 
 class Core:
     """A memory store's core: a git repository of plain files plus a disposable index in `.memstore/`."""
 
-    def __init__(self, root: Path, embedder_override: str | None = None):
+    def __init__(
+        self, root: Path, embedder_override: str | None = None, *, without_key: bool = False
+    ):
         self.root = Path(root).resolve()
         if not (self.root / configfmt.FILENAME).is_file():
             raise NotAStoreError(self.root)
         self.config = configfmt.read(self.root)
         self.tz = zone(self.config.timezone)
         self.meta_dir = meta_dir_for(self.root)
-        self.sealer = open_sealer(self.root, self.meta_dir)
+        self.no_key = None  # why no identity opened an encrypted store opened `without_key`
+        try:
+            self.sealer = open_sealer(self.root, self.meta_dir)
+        except Exception as exc:
+            # `ct fsck` checks what it can of a store no key of this user opens: every sealed
+            # file stays shut (reading one raises NoKeyError), nothing is written
+            if not without_key or getattr(exc, "exit_code", None) != 10:
+                raise
+            self.sealer, self.no_key = None, str(exc).splitlines()[0]
         self._embedder = None
         self._git = None
         self._index = None
@@ -50,10 +65,14 @@ class Core:
     # ----- opening and creating -------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path | str | None = None, search_parents: bool = True):
+    def open(
+        cls, path: Path | str | None = None, search_parents: bool = True, without_key: bool = False
+    ):
+        """The store at (or above) `path`. `without_key`: an encrypted store no identity of this
+        user opens is opened all the same, shut (`no_key` says why; only fsck uses it)."""
         start = Path(path).expanduser() if path else None
         root = find_root(start) if search_parents else start
-        return cls(root)
+        return cls(root, without_key=without_key)
 
     @classmethod
     def init(
@@ -323,6 +342,7 @@ class Core:
         from .secrets import policy as secret_policy
 
         result = WriteResult()
+        scope_records(records, self.config.default_scope())
         inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
         records, result.notes = secret_policy.apply(records, secrets, origins)
         records = self._drop_forgotten(records, result)
@@ -366,12 +386,14 @@ class Core:
             if records:
                 vectors = self._embed_records(records, inputs_by_rec, given_vectors, progress)
                 refuse_non_finite(records, vectors, origins, self.config.embedder.get("model"))
+                tx.stage(self._private_key(records))
                 tx.stage(self._write_files(records, vectors))
                 result.added = records
                 tx.stage(self._after_write(records, vectors, after_write, result, progress))
                 self.index(update=False).save_clean_keys(secret_policy.take_fresh())
             tx.stage(extra_paths or [])
         result.commit = tx.commit
+        result.notes += self._scope_warning(result.added)
         if result.added and result.commit:
             # The index takes in what this write committed, so the next write (whatever its day) finds
             # these records when it places its own in the topic tree; only the days written are read.
@@ -479,7 +501,7 @@ class Core:
                 rec.pop("seg", None)  # a record names no file
                 rec["hash"] = recordfmt.text_hash(rec["text"])
                 rec["vkey"] = seal.record_key(
-                    rec["id"], rec["text"], self.sealer.vkey_secret() if self.sealer else None
+                    rec["id"], rec["text"], self._vkey_secret(rec)
                 )  # only this line opens its vector
                 key = seal.key_bytes(rec["vkey"])
                 writer.add_vector(
@@ -499,6 +521,52 @@ class Core:
             ):  # after the lines: a consolidation carries what their keys open
                 consolidate_day(self, day)
         return touched
+
+    def _scope_warning(self, added: list[dict]) -> list[str]:
+        """A plain store's first private record says, once per clone, what "private" means there."""
+        if self.sealer is not None or not any(recordfmt.is_private(r) for r in added):
+            return []
+        flag = self.meta_dir / "private-scope-warned"
+        if flag.exists():
+            return []
+        try:
+            flag.parent.mkdir(parents=True, exist_ok=True)
+            flag.touch()
+        except OSError:
+            pass
+        return [PLAIN_PRIVATE_WARNING.format(root=self.root)]
+
+    def _vkey_secret(self, rec: dict) -> bytes | None:
+        """What keys a record's pack key: none in a plain store, the writer's private key for a
+        private record in an encrypted one, else the newest epoch's."""
+        if self.sealer is None:
+            return None
+        return (
+            self.sealer.private_secret() if recordfmt.is_private(rec) else self.sealer.vkey_secret()
+        )
+
+    def _private_key(self, records: list[dict]) -> list[str]:
+        """An encrypted store's first private record of a writer makes that writer's private key
+        (memstore/keyring.py), committed with it; the paths to stage."""
+        if self.sealer is None or self.sealer.private_kid() is not None:
+            return []
+        if not any(recordfmt.is_private(r) for r in records):
+            return []
+        from . import keyring
+
+        kid, key, paths = keyring.wrap_private(
+            self.root, keyring.recipient_of(self.sealer.identity)
+        )
+        self.sealer.private[kid] = key
+        return paths
+
+
+def scope_records(records: list[dict], default: str) -> None:
+    """Each record's scope as it is written: `"scope":"private"`, or no field for shared (the
+    default `default` where a record names none)."""
+    for rec in records:
+        if (rec.pop("scope", None) or default) == recordfmt.PRIVATE:
+            rec["scope"] = recordfmt.PRIVATE
 
 
 def day_ring(root, day: str) -> list:
@@ -522,12 +590,15 @@ def consolidate_day(store, day: str) -> int | None:
 
     had = set(packfmt.pack_files(packfmt.day_dir(store.root, day)))
     gone = tombstones.ids(store.root)  # a line a git merge brought back is forgotten all the same
+    ring = day_ring(store.root, day)
+    if store.sealer is not None and store.sealer.hides(logfmt.day_path(store.root, day)):
+        return 0  # lines this identity cannot open hold keys to some items: leave the day as it is
     try:
         new, old = packfmt.consolidate_safely(
             store.root,
             day,
             int(store.config.embedder["dim"]),
-            day_ring(store.root, day),
+            ring,
             keep=(lambda rid, _h: rid not in gone) if gone else None,
         )
     except (OSError, packfmt.PackError):

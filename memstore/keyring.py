@@ -8,6 +8,9 @@
   (openable with plain `age -d -i IDENTITY`) holding that epoch's random 64-byte line key, wrapped
   to `keys/epoch-NNNN.recipients`. Removing a recipient starts a new epoch; adding one rewraps every
   epoch to it.
+- A writer's private key, `keys/private-<id>.age` (id: 16 random hex digits), holds the 64-byte
+  key of that writer's private lines, wrapped to the writer's recipient alone (listed beside it in
+  `keys/private-<id>.recipient`); made by the writer's first private record.
 
 age is pyrage (the Rust `age` crate); the line AEAD is format/sealed_lines.py. Nothing hand-made.
 """
@@ -26,6 +29,8 @@ KEYS_DIR = "keys"
 RECIPIENTS = f"{KEYS_DIR}/recipients"
 _EPOCH = re.compile(r"^epoch-(\d{4,6})\.age$")
 _HEADER = "memstore epoch key 1"
+_PRIVATE = re.compile(r"^private-([0-9a-f]{16})\.age$")
+_PRIVATE_HEADER = "memstore private key 1"
 
 
 # ----- the user's identity ------------------------------------------------------------------------
@@ -218,6 +223,55 @@ def unwrap_epoch(path: Path, epoch: int, identities: list) -> bytes | None:
     return key
 
 
+def private_files(root: Path) -> dict[str, Path]:
+    """{key id: keys/private-<id>.age} of every writer's private key in the store."""
+    d = Path(root) / KEYS_DIR
+    out = {}
+    if d.is_dir():
+        for name in sorted(os.listdir(d)):
+            m = _PRIVATE.match(name)
+            if m:
+                out[m.group(1)] = d / name
+    return out
+
+
+def wrap_private(root: Path, recipient: str) -> tuple[str, bytes, list[str]]:
+    """A new private key for the writer `recipient`: (key id, key, store-relative paths written).
+    The id is random, so two clones of one writer never write the same path."""
+    import pyrage
+
+    kid, key = os.urandom(8).hex(), new_key()
+    body = f"{_PRIVATE_HEADER}\nid: {kid}\nkey: {base64.b64encode(key).decode('ascii')}\n"
+    sealed = pyrage.encrypt(body.encode("ascii"), [parse_recipient(recipient)])
+    base = Path(root) / KEYS_DIR / f"private-{kid}"
+    base.parent.mkdir(parents=True, exist_ok=True)
+    base.with_suffix(".age").write_bytes(sealed)
+    base.with_suffix(".recipient").write_text(normal_recipient(recipient) + "\n", encoding="utf-8")
+    rel = f"{KEYS_DIR}/private-{kid}"
+    return kid, key, [rel + ".age", rel + ".recipient"]
+
+
+def unwrap_private(path: Path, kid: str, identities: list) -> bytes | None:
+    """A private key file's key, or None when it is not this identity's (another writer's)."""
+    import pyrage
+
+    try:
+        body = pyrage.decrypt(path.read_bytes(), identities)
+    except Exception:
+        return None
+    lines = body.decode("ascii", "replace").splitlines()
+    try:
+        assert lines[0] == _PRIVATE_HEADER and lines[1] == f"id: {kid}"
+        assert lines[2].startswith("key: ")
+        key = base64.b64decode(lines[2][5:], validate=True)
+        assert len(key) == KEY_BYTES
+    except (AssertionError, IndexError, ValueError):
+        raise NoKeyError(
+            f"{path}: opens, but is not memstore's private key {kid} (header, id or key wrong)."
+        ) from None
+    return key
+
+
 def new_key() -> bytes:
     return os.urandom(KEY_BYTES)
 
@@ -247,7 +301,14 @@ def open_store(root: Path, explicit_identity=None) -> Sealer:
             f"({', '.join(str(e) for e in files)}): it is not a recipient of this store.",
             f'Ask a recipient to run "ct keys add {_safe_recipient(path)}". Nothing was read.',
         )
-    return Sealer(root, keys, max(files), identity_note=f" ({path})")
+    private = {}
+    for kid, f in private_files(root).items():
+        key = unwrap_private(f, kid, identities)
+        if key is not None:
+            private[kid] = key
+    return Sealer(
+        root, keys, max(files), identity_note=f" ({path})", private=private, identity=path
+    )
 
 
 def _safe_recipient(path: Path) -> str:

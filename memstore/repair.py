@@ -413,7 +413,7 @@ def _rollback_appended(
     elif data.startswith(head):
         tail, keep = data[len(head) :], len(head)
     else:
-        added = _lines_beyond(head, data)
+        added = _lines_beyond(head, data, path)
         if added is None:
             rep.untouched.append(
                 f"{p}: differs from its committed version other than by appended lines"
@@ -435,17 +435,30 @@ def _rollback_appended(
         os.truncate(path, keep)
 
 
-def _lines_beyond(head: bytes, data: bytes) -> bytes | None:
+def _lines_beyond(head: bytes, data: bytes, path=None) -> bytes | None:
     """The whole record lines of a day log that its committed version lacks, when every other line
     is a committed one (or the cut end of one: a truncation); None when a committed record was
-    changed or a line is neither (a person's edit, left alone)."""
+    changed or a line is neither (a person's edit, left alone). In an encrypted store (`path`'s
+    store has a Sealer) each sealed line is opened to read its record; the lines kept aside stay
+    sealed, and a line that does not open is a person's edit too."""
     from .format import record as recordfmt
+    from .format import sealed_lines
+
+    sealer = sealed_lines.sealer_for(path) if path is not None else None
+
+    def plain(line: bytes) -> bytes:
+        if sealer is None or not line.startswith(sealed_lines.PREFIX):
+            return line
+        got = sealed_lines.parse(line)
+        key = sealer.keys.get(got[0]) if got else None
+        opened = sealed_lines.open_one(key, got[0], sealer.rel(path), got[1]) if key else None
+        return b"" if opened is None else opened  # b"": not a record (RecordError below)
 
     committed = set(head.split(b"\n"))
     ids: set[str] = set()
     for line in head.split(b"\n"):
         try:
-            ids.add(str(recordfmt.loads(line)["id"]))
+            ids.add(str(recordfmt.loads(plain(line))["id"]))
         except recordfmt.RecordError:
             continue
     added = []
@@ -453,7 +466,7 @@ def _lines_beyond(head: bytes, data: bytes) -> bytes | None:
         if line in committed or not line.strip():
             continue
         try:
-            rec = recordfmt.loads(line)
+            rec = recordfmt.loads(plain(line))
         except recordfmt.RecordError:
             if any(c.startswith(line) for c in committed):
                 continue  # where the file was cut

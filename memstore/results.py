@@ -41,12 +41,16 @@ class Filters:
     session: list[str] = field(default_factory=list)
     include_hidden: bool = False
     exclude_types: list[str] = field(default_factory=list)
+    scope: str | None = None  # "private" | "shared": records of that scope only
 
     # As SQL: memstore/index/queries.py (filters_where).
 
     @property
     def narrows_rows(self) -> bool:
-        return bool(self.role or self.actor or self.type or self.session or self.exclude_types)
+        return (
+            bool(self.role or self.actor or self.type or self.session or self.exclude_types)
+            or self.scope is not None
+        )
 
 
 class Hits(list):
@@ -86,6 +90,7 @@ class Hit:
             "source": self.source,
             "day": self.day,
             "model": self.record.get("model"),
+            "scope": self.record.get("scope") or "shared",
         }
         if self.store is not None:
             out["store"] = self.store
@@ -322,26 +327,35 @@ class Report:
     records: int = 0
     segments: int = 0
     packs: int = 0
+    others_private: int = 0  # private lines of other writers, skipped (an encrypted store)
     repair: object = (
         None  # what `fsck(repair=True)` rolled back first (memstore/repair.py Repair), else None
     )
     unvectored: list[tuple[str, str, str]] = field(
         default_factory=list, repr=False
     )  # (where, day, id)
+    notes: list[str] = field(default_factory=list)  # an encrypted store: who changed its recipients
+    unchecked: list[str] = field(default_factory=list)  # what no key of this user let fsck check
 
     @property
     def ok(self) -> bool:
         return not self.damage
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "ok": self.ok,
             "records": self.records,
             "segments": self.segments,
             "packs": self.packs,
+            "others_private": self.others_private,
             "damage": self.damage,
             "warnings": self.warnings,
         }
+        if self.notes:
+            out["notes"] = self.notes
+        if self.unchecked:
+            out["unchecked"] = self.unchecked
+        return out
 
 
 @dataclass
@@ -661,4 +675,32 @@ RESULT_TYPES = (
     "ForgetResult",
     "UpgradeResult",
     "Repair",
+    "ShareResult",
 )
+
+
+@dataclass
+class ShareResult:
+    """What `ct share` shows and did: each private record to be shared (its text, with the
+    secrets the scanner flags), the ids that were shared already, and the one commit."""
+
+    records: list[dict] = field(default_factory=list)  # id, day, ts, role, actor, text, secrets
+    already: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    commit: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def secrets(self) -> int:
+        return sum(len(r["secrets"]) for r in self.records)
+
+    def to_json(self) -> dict:
+        return {
+            "records": self.records,
+            "already_shared": self.already,
+            "secrets": self.secrets,
+            "dry_run": self.dry_run,
+            "shared": 0 if self.dry_run or not self.commit else len(self.records),
+            "commit": self.commit,
+            "notes": self.notes,
+        }

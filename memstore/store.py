@@ -69,9 +69,18 @@ class Store(Core):
 
     def place(self, records: list[dict], vectors, progress=None) -> list[str]:
         """A write places its conversation records in the topic tree, in the write's commit."""
+        from .format.record import is_private
         from .tree.assign import assign_records, topics_enabled
 
-        return assign_records(self, records, vectors, progress) if topics_enabled(self) else []
+        # A topic's name and summary are read by the whole team: private records stay out of it.
+        keep = [i for i, r in enumerate(records) if not is_private(r)]
+        if len(keep) < len(records):
+            import numpy as np
+
+            records, vectors = [records[i] for i in keep], np.asarray(vectors)[keep]
+        if not records or not topics_enabled(self):
+            return []
+        return assign_records(self, records, vectors, progress)
 
     # ----- writing -------------------------------------------------------------------------------
 
@@ -87,8 +96,10 @@ class Store(Core):
         meta: dict | None = None,
         secrets: str | None = None,
         allow_secrets: bool = False,
+        scope: str | None = None,
     ) -> WriteResult:
-        """One turn, one commit (`ct add`). `secrets`: refuse (default), redact or allow (`allow_secrets=True`)."""
+        """One turn, one commit (`ct add`). `secrets`: refuse (default), redact or allow (`allow_secrets=True`).
+        `scope`: private (its writer's only) or shared; None takes the store's `[settings] scope`."""
         from .errors import UsageError
         from .format import record as recordfmt
         from .format.timeutil import now_utc
@@ -115,13 +126,19 @@ class Store(Core):
         }
         if meta:
             raw["meta"] = meta
+        if scope is not None:
+            raw["scope"] = scope
         try:
             rec = self.normalize(
                 raw
             )  # a fresh id: nothing in the store can hold it, so no look-up by id
             return self.write(
                 [rec],
-                lambda added: f"Add {rec['role']} turn: {preview(added[0]['text'])}",
+                lambda added: (
+                    f"Add private {rec['role']} turn"  # its text stays out of the history too
+                    if added[0].get("scope") == "private"
+                    else f"Add {rec['role']} turn: {preview(added[0]['text'])}"
+                ),
                 secrets=secrets,
                 dedupe=False,
             )
@@ -363,6 +380,13 @@ class Store(Core):
             res.purged = True
         return res
 
+    def share(self, ids, dry_run: bool = False):
+        """Make private records shared (`ct share`), one commit → ShareResult; `dry_run` shows
+        each record's text and the secrets flagged in it, and changes nothing."""
+        from .upkeep.share import share
+
+        return share(self, ids, dry_run=dry_run)
+
     def mark(
         self, text: str | None = None, *, done: str | None = None, now=None, secrets: str = "refuse"
     ):
@@ -495,15 +519,28 @@ class Store(Core):
             raise UsageError('no identity found; create one with "ct keys new".')
         return {"path": str(found), "recipient": keyring.recipient_of(found)}
 
+    def encrypt(self, recipients=(), rewrite_history: bool = False) -> dict:
+        """Seal this plaintext store to your identity and `recipients` in one commit, as `ct init
+        --encrypt` and the same writes would have (`ct encrypt`); `rewrite_history` rewrites every
+        earlier commit too, so no plain line stays in history → {commit, recipients, files, notice}."""
+        from .upkeep.encrypt import encrypt
+
+        return encrypt(self, recipients, rewrite_history)
+
     def keys(
-        self, action: str = "list", recipient: str | None = None, path: str | None = None
+        self,
+        action: str = "list",
+        recipient: str | None = None,
+        path: str | None = None,
+        rewrite: bool = False,
     ) -> dict:
         """`ct keys ACTION`: the recipients and key epochs of an encrypted store.
 
         list → {recipients, epoch, epochs_opened}; add → `recipient` may read the whole store
         (every epoch rewrapped, one commit); remove → a new key epoch without `recipient` (what
         is written after it is sealed from it; one commit); rotate → a new key epoch for the same
-        recipients (one commit). new and show concern the identity alone, not a store, and may be
+        recipients (one commit; `rewrite`: every line of every commit sealed again under it, the
+        older epochs' key files gone, history rewritten). new and show concern the identity alone, not a store, and may be
         called on the class: `Store.keys(None, "new", path=FILE)` writes a new identity (→ path,
         recipient), `Store.keys(None, "show", path=FILE)` names the one in use."""
         from .errors import UsageError
@@ -521,7 +558,7 @@ class Store(Core):
                 f"keys: the action is new, show, list, add, remove or rotate, not {action!r}"
             )
         if action == "rotate":
-            return keys.rotate(self)
+            return keys.rotate(self, rewrite=rewrite)
         if not recipient:
             raise UsageError(f"keys {action}: name the recipient (age1… or 'ssh-ed25519 AAAA…')")
         return getattr(keys, action)(self, recipient)
@@ -572,6 +609,7 @@ class Store(Core):
         also=(),
         update_index: bool = True,
         progress=None,
+        scope: str | None = None,
     ) -> list:
         """Ranked hits for `query` (`ct search`): mode hybrid | exact | vector → list[Hit].
 
@@ -579,7 +617,7 @@ class Store(Core):
         `role`, `actor`, `type`, `session` take one value or a list. `also`: more stores searched
         together with this one (`ct -C a -C b search`), their hits ranked as one list.
         `update_index=False` reads the index as it is (`--no-index`); `progress(n)` is called as
-        days are indexed.
+        days are indexed. `scope`: private | shared, records of that scope only.
         """
         from .errors import UsageError
         from .retrieve.search import MODES, Filters, search, search_many, searchable
@@ -592,6 +630,8 @@ class Store(Core):
             wrong = [v for v in _list(given) or [] if v not in known]
             if wrong:
                 raise UsageError(f"--{name} must be one of {', '.join(known)}, not {wrong[0]!r}")
+        if scope is not None and scope not in ("private", "shared"):
+            raise UsageError(f"--scope must be one of private, shared, not {scope!r}")
         if isinstance(now, str):
             from .retrieve.timefilter import reference_now
 
@@ -618,6 +658,7 @@ class Store(Core):
             actor=_list(actor),
             type=_list(type),
             session=_list(session),
+            scope=scope,
         )
         from .results import Hits
         from .retrieve.search import NO_WORDS_NOTE
@@ -756,6 +797,14 @@ class Store(Core):
         """
         from .upkeep.fsck import fsck
 
+        if getattr(self, "no_key", None):  # an encrypted store no key of this user opens
+            if repair:
+                from . import keyring
+
+                keyring.open_store(self.root)  # raises the NoKeyError that says what to do
+            from .upkeep.fsck_sealed import fsck_without_key
+
+            return fsck_without_key(self, self.no_key)
         fixed = None
         if repair:
             from .repair import repair as roll_back

@@ -75,6 +75,7 @@ RENAMED = {
 # Per command: options handled by the face itself (a loop, a prompt), with the reason.
 FACE_ONLY = {
     "chat": {"once"},  # --once asks one question through the session `chat()` returns, then exits
+    "share": {"yes"},  # --yes answers the confirmation the command asks on a terminal
 }
 
 
@@ -138,7 +139,8 @@ def _args(tmp_path, store_root):
         "keys list": ["keys", "list"],
         "keys add": ["keys", "add", "age1xyz"],
         "keys remove": ["keys", "remove", "age1xyz"],
-        "keys rotate": ["keys", "rotate"],
+        "keys rotate": ["keys", "rotate", "--rewrite"],
+        "encrypt": ["encrypt", "--recipient", "age1xyz", "--rewrite-history"],
         "hook": ["hook", "post-commit"],
         "log": ["log", "-n", "3"],
         "sync": ["sync", "--no-push"],
@@ -146,6 +148,7 @@ def _args(tmp_path, store_root):
         "gc": ["gc", "-n"],
         "add": ["add", "--role", "assistant", "hello"],
         "forget": ["forget", "--match", "hello", "-n"],
+        "share": ["share", "0123abcd", "-n"],
         "ingest-path": ["ingest-path", str(f)],
         "ingest-any": ["ingest-any", str(f)],
         "import jsonl": ["import", "jsonl", str(f)],
@@ -172,12 +175,14 @@ def _args(tmp_path, store_root):
 
 # What the call must carry: a few options per command, checked by value.
 EXPECT = {
+    "encrypt": {"recipients": ["age1xyz"], "rewrite_history": True},
     "search": {"k": 3, "mode": "exact", "role": ("user",)},
     "recall": {"k": 2},
     "mark": {"done": "0123abcd"},
     "where": {"lines": 4},
     "add": {"role": "assistant"},
     "forget": {"match": "hello", "dry_run": True},
+    "share": {"dry_run": True},
     "fsck": {"repair": True},
     "index": {"rebuild": True},
     "log": {"max_count": 3},

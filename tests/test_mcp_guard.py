@@ -266,7 +266,7 @@ def test_unknown_arguments_and_bools_for_counts_are_refused_naming_the_parameter
             )
 
     out = anyio.run(calls)
-    params = "(parameters: query, k, mode, since, until, role, session)"
+    params = "(parameters: query, k, mode, since, until, role, session, scope)"
     assert out["limit"] == (True, f"search: unknown argument 'limit' {params}"), out["limit"]
     assert out["roles"] == (True, f"search: unknown argument 'roles' {params}"), out["roles"]
     assert out["two"][0] and "recall: unknown arguments 'limit', 'when'" in out["two"][1]

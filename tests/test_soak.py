@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ct
+from memstore.format import log as logfmt
+from memstore.store import Store
 
 WORKER = Path(__file__).with_name("soak_worker.py")
 
@@ -30,13 +32,16 @@ def git(root, *args):
     return proc.stdout
 
 
-def make_clones(tmp_path: Path, embedder: str, clones: int) -> tuple[Path, list[Path]]:
-    """A bare remote and `clones` clones of one new store pushed to it (the first made it); every
-    other clone has memstore's hooks, the rest are as a plain `git clone` leaves them."""
+def make_clones(
+    tmp_path: Path, embedder: str, clones: int, init_args=()
+) -> tuple[Path, list[Path]]:
+    """A bare remote and `clones` clones of one new store pushed to it (the first made it, with
+    `init_args` added to its `ct init`: e.g. --encrypt); every other clone has memstore's hooks,
+    the rest are as a plain `git clone` leaves them."""
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
     first = tmp_path / "c0"
-    ct("init", first, "--embedder", embedder, "--timezone", "UTC", process=True)
+    ct("init", first, "--embedder", embedder, "--timezone", "UTC", *init_args, process=True)
     git(first, "remote", "add", "origin", str(remote))
     roots = [first] + [tmp_path / f"c{i}" for i in range(1, clones)]
     for i, root in enumerate(roots):
@@ -51,20 +56,21 @@ def make_clones(tmp_path: Path, embedder: str, clones: int) -> tuple[Path, list[
     return remote, roots
 
 
-def worker_env() -> dict:
+def worker_env(extra: dict | None = None) -> dict:
     """The environment of a worker process: this checkout's memstore first on the path."""
     return {
         **os.environ,
+        **(extra or {}),
         "PYTHONPATH": os.pathsep.join(
             filter(None, [str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH")])
         ),
     }
 
 
-def run_workers(tmp_path: Path, roots, worker: Path, args_of, timeout: float):
-    """One `worker` process per clone, all at once (`worker ROOT *args_of(i) OUT.json`); then one
-    ct sync each, twice round, so every clone has every other's last push. Returns the workers'
-    reports and the seconds they ran."""
+def run_workers(tmp_path: Path, roots, worker: Path, args_of, timeout: float, env_of=None):
+    """One `worker` process per clone, all at once (`worker ROOT *args_of(i) OUT.json`, with
+    `env_of(i)` added to its environment); then one ct sync each, twice round, so every clone has
+    every other's last push. Returns the workers' reports and the seconds they ran."""
     started = time.monotonic()
     procs = [
         subprocess.Popen(
@@ -75,7 +81,7 @@ def run_workers(tmp_path: Path, roots, worker: Path, args_of, timeout: float):
                 *map(str, args_of(i)),
                 str(tmp_path / f"{root.name}.json"),
             ],
-            env=worker_env(),
+            env=worker_env(env_of(i) if env_of else None),
         )
         for i, root in enumerate(roots)
     ]
@@ -115,9 +121,13 @@ def check(res: dict) -> None:
     assert git(res["remote"], "rev-parse", "main") in heads
     for root in roots:
         ids = {}
+        Store.open(root)  # an encrypted store's keys open with the identity in MEMSTORE_IDENTITY
         for path in git(root, "ls-files", "log").split():
-            for line in (root / path).read_text().splitlines():
-                rid = json.loads(line)["id"]
+            # read as memstore reads it: in an encrypted store each line is opened; a line the
+            # identity cannot open fails the soak
+            for line in logfmt.read_lines(root / path):
+                assert line.record is not None, (root / path, line.line_no, line.error)
+                rid = line.record["id"]
                 ids[rid] = ids.get(rid, 0) + 1
         assert set(ids) == expected, (
             f"{root}: lost {expected - set(ids)}, extra {set(ids) - expected}"

@@ -551,3 +551,36 @@ def test_the_page_at_real_scale(browser, years_site):
     check_the_timeline_zooms_from_years_to_a_day_and_marks_the_chosen_day(years_site, browser)
     check_one_timezone_the_stores_named_on_the_page(years_site, browser)
     check_conversations_are_named_by_their_titles(years_site, browser)
+
+
+def test_the_private_view_reviews_and_shares_a_record(browser, tmp_path_factory):
+    """The Private view lists the user's private records, secrets masked and flagged; its Share
+    button asks, then POSTs /share on a writable server: one commit, and the list is empty."""
+    from conftest import commits, make_store
+
+    def build_private(path):
+        st = make_store(path)
+        st.add(f"private deploy note {SECRET}", scope="private", secrets="allow")
+        st.add("a shared line", ts="2026-11-02T09:00:00Z")
+        return st, None
+
+    cache = tmp_path_factory.getbasetemp() / "cache"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(cache))
+        mp.setenv("TZ", "UTC")
+        st, _ = build_private(tmp_path_factory.mktemp("private") / "memory")
+        with ct_server(["-C", st.root, "serve", "--port", "0", "--writable"], wait=30) as base:
+            visit(browser, base, "private")
+            (item,) = css(browser, "#private-list li.hit")
+            assert SECRET not in item.text and "private deploy note" in item.text
+            assert "secrets flagged" in item.text
+            before = commits(st.root)
+            browser.execute_script("window.confirm = () => true")
+            item.find_element("css selector", "button.share").click()
+            from selenium.webdriver.support.ui import WebDriverWait
+
+            WebDriverWait(browser, 15).until(
+                lambda d: "Shared in commit" in d.find_element("id", "private-summary").text
+            )
+            assert not css(browser, "#private-list li.hit")
+            assert commits(st.root) == ["Share 1 private record", *before]

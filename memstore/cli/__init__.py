@@ -27,6 +27,7 @@ COMMANDS = {
     "gc": "store_cmds:gc_cmd",
     "add": "write_cmds:add_cmd",
     "forget": "forget_cmds:forget_cmd",
+    "share": "forget_cmds:share_cmd",
     "ingest-path": "write_cmds:ingest_path_cmd",
     "import": "write_cmds:import_cmd",
     "watch": "watch_cmds:watch_cmd",
@@ -49,6 +50,7 @@ COMMANDS = {
     "upgrade": "store_cmds:upgrade_cmd",
     "export": "store_cmds:export_cmd",
     "keys": "keys_cmds:keys_cmd",
+    "encrypt": "keys_cmds:encrypt_cmd",
 }
 HIDDEN = {"hook"}
 
@@ -130,6 +132,7 @@ SUMMARIES = {
     "gc": "Consolidate each day's packs into one (one commit).",
     "add": "Add one conversation turn.",
     "forget": "Remove records from every committed file (and, asked, from history).",
+    "share": "Make private records shared, after showing what will be shared.",
     "ingest-path": "Ingest files or folders as document chunks.",
     "import": "Import conversations (claude-code, chatgpt, jsonl, trace, ...) or a ContextTape store.",
     "watch": "Follow growing transcripts; import new lines in batches (one commit each).",
@@ -151,6 +154,7 @@ SUMMARIES = {
     "upgrade": "Turn a format-1 store into format 2 (one commit, lossless).",
     "export": "Write the store as a classic ContextTape store (export contexttape DIR).",
     "keys": "Identities and recipients of encrypted stores (new, list, add, remove, rotate).",
+    "encrypt": "Encrypt a plaintext store in one commit (and, asked, its history).",
 }
 
 

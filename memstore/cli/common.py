@@ -17,10 +17,16 @@ class Ctx:
     _stores: list = field(default_factory=list)
     _heads: dict = field(default_factory=dict)  # store root -> detached HEAD's commit when opened
 
-    def store(self, index: bool = False):
-        """The one store this command works on."""
+    def store(self, index: bool = False, without_key: bool = False):
+        """The one store this command works on (`without_key`: see Store.open; ct fsck)."""
         if len(self.store_paths) > 1:
             raise click.UsageError("this command works on one store; give -C once")
+        if without_key and not self._stores:
+            from ..store import Store
+
+            self._stores = [Store.open(self.store_paths[0] if self.store_paths else None,
+                                       without_key=True)]  # fmt: skip
+            self._heads = {st.root: st.detached_head() for st in self._stores}
         stores = self.stores(index=index)
         return stores[0]
 

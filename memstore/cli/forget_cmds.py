@@ -1,4 +1,5 @@
-"""`ct forget`: remove records from every committed file (one commit), optionally from git history."""
+"""`ct forget`: remove records from every committed file (one commit), optionally from git history;
+`ct share`: make private records shared (one commit), after showing what will be shared."""
 
 from __future__ import annotations
 
@@ -79,3 +80,68 @@ def forget_cmd(
         obj.say(note)
     if res.commit:
         obj.say(f"forgot {len(res.records)} records; commit {res.commit[:10]}")
+
+
+@click.command("share")
+@click.argument("ids", nargs=-1)
+@click.option("-n", "--dry-run", is_flag=True, help="Only show what would be shared.")
+@click.option("-y", "--yes", is_flag=True, help="Share without asking (no prompt on a terminal).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def share_cmd(obj, ids, dry_run, yes, as_json):
+    """Make private records (by ID) shared with the team, in one commit.
+
+    ct share -n with no ID lists every private record you can read (the review queue). First shows exactly what will be shared: each record's text, with the secrets the scanner
+    flags. On a terminal it then asks; --yes skips the question, and without a terminal --yes
+    is needed. In an encrypted store each line is sealed again to the team's key (docs/format.md,
+    "Private lines"); in a plain store only its label changes.
+
+    Example: ct share 01jf3x2c9k8m4q7w5e6r1t0y2u -n
+    """
+    import sys
+
+    st = obj.store()
+    if not ids and not dry_run:
+        raise click.UsageError("give the IDs to share (ct share -n lists your private records)")
+    plan = st.share(ids, dry_run=True)
+    if as_json and (dry_run or not plan.records):
+        emit_json(plan.to_json())
+        return
+    if not as_json:
+        _show_share(plan)
+    if dry_run or not plan.records:
+        obj.say(
+            f"would share {len(plan.records)} records (dry run; nothing changed)"
+            if dry_run
+            else "nothing to share; no commit"
+        )
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError("not a terminal: give --yes to share without the question")
+        flagged = f", {plan.secrets} flagged as secrets" if plan.secrets else ""
+        if not click.confirm(
+            f"Share these {len(plan.records)} records with everyone who reads {st.root}{flagged}?",
+            err=True,
+        ):
+            obj.say("nothing shared")
+            return
+    res = st.share([r["id"] for r in plan.records])
+    if as_json:
+        emit_json(res.to_json())
+        return
+    for note in res.notes:
+        obj.say(note)
+    obj.say(f"shared {len(res.records)} records; commit {(res.commit or '-')[:10]}")
+
+
+def _show_share(plan) -> None:
+    for r in plan.records:
+        when = r["ts"][:16].replace("T", " ")
+        click.echo(f"{when}  {r['id']}  {r.get('actor') or r['role']}")
+        for line in r["text"].splitlines() or [""]:
+            click.echo(f"    {line}")
+        for f in r["secrets"]:
+            click.echo(f"    ! secret ({f['kind']}) on line {f['line']}: {f['excerpt']}")
+    for note in plan.notes:
+        click.echo(note, err=True)

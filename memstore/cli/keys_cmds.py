@@ -75,9 +75,56 @@ def keys_remove(obj, recipient):
 
 
 @keys_cmd.command("rotate")
+@click.option(
+    "--rewrite",
+    is_flag=True,
+    help="Also seal every line again under the new epoch, delete the older epochs' key files and "
+    "rewrite every earlier commit the same way (then force-push; see the notice).",
+)
 @click.pass_obj
-def keys_rotate(obj):
+def keys_rotate(obj, rewrite):
     """Start a new key epoch for the same recipients; one commit. Lines written from now on are
-    sealed under it; older lines keep their epoch (no history is rewritten)."""
-    res = obj.store().keys("rotate")
+    sealed under it; older lines keep their epoch unless --rewrite."""
+    res = obj.store().keys("rotate", rewrite=rewrite)
     obj.say(f"New writes use key epoch {res['epoch']}.")
+    if res.get("notice"):
+        click.echo(res["notice"])
+
+
+@click.command("encrypt")
+@click.option(
+    "--recipient",
+    "recipients",
+    multiple=True,
+    help="Another reader besides you (age1… or 'ssh-ed25519 AAAA…'); repeatable.",
+)
+@click.option(
+    "--rewrite-history",
+    is_flag=True,
+    help="Also rewrite every earlier commit so no plain line or record word stays in history "
+    "(then force-push; see the notice).",
+)
+@click.pass_obj
+def encrypt_cmd(obj, recipients, rewrite_history):
+    """Encrypt this plaintext store: seal every committed file to your identity and each
+    --recipient, in one commit. Refuses an encrypted store or uncommitted changes.
+
+    Example: ct encrypt --recipient age1… --rewrite-history
+    """
+    res = obj.store().encrypt(recipients=list(recipients), rewrite_history=rewrite_history)
+    obj.say(
+        f"Encrypted: {res['files']} line files sealed to {len(res['recipients'])} recipient(s) "
+        f"(commit {str(res['commit'])[:10]})."
+    )
+    if res.get("private"):
+        obj.say(
+            f"{res['private']} record(s) labelled private are sealed to your own key alone: the "
+            'other recipients cannot read them ("ct share ID" makes one the team\'s).'
+        )
+    if res.get("notice"):
+        click.echo(res["notice"])
+    elif not rewrite_history:
+        obj.say(
+            'Earlier commits still hold the plain text; "ct keys rotate --rewrite" (or ct encrypt '
+            "--rewrite-history, next time) rewrites them."
+        )

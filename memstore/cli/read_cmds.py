@@ -64,6 +64,12 @@ def filter_options(f):
     help="Use ContextTape's blend alpha·cosine + (1−alpha)·lexical instead of the default blend.",
 )
 @filter_options
+@click.option(
+    "--scope",
+    type=click.Choice(["private", "shared"]),
+    default=None,
+    help="Only private records (yours; in a plain store anyone's so labelled) or only shared ones.",
+)
 @click.option("--explain", is_flag=True, help="Show each hit's score parts.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: {query, mode, hits: [...]}.")
 @click.option(
@@ -87,6 +93,7 @@ def search_cmd(
     type_,
     session,
     now,
+    scope,
     explain,
     as_json,
     queries,
@@ -121,6 +128,7 @@ def search_cmd(
                 also=stores[1:],
                 update_index=not indexed[0],  # once, before the first query
                 progress=bar,
+                scope=scope,
             )
         indexed[0] = True
         return hits
@@ -161,8 +169,10 @@ def search_cmd(
         if isinstance(h.source, dict) and h.source.get("path"):
             src = f"  ({h.source['path']}#{h.source.get('chunk', 0)})"
         answers = "  (answers the question below)" if "answers" in h.parts else ""
+        private = "  [private]" if h.record.get("scope") == "private" else ""
         click.echo(
-            f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type})  score {h.score:.4f}{src}{answers}"
+            f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type})  score {h.score:.4f}"
+            f"{src}{answers}{private}"
         )
         click.echo(f"    {one_line(h.text, 300)}")
         asked = h.parts.get("question")

@@ -76,7 +76,7 @@ def _load_tokens(tokens_file, root):
 @click.option(
     "--writable",
     is_flag=True,
-    help="Let /add and /forget write to the store (one commit each). Read-only without it.",
+    help="Let /add, /forget and /share write to the store (one commit each). Read-only without it.",
 )
 @_guard_options
 @click.pass_obj
@@ -237,7 +237,10 @@ def tokens_cmd():
 
 @tokens_cmd.command("new")
 @click.option(
-    "--write", "write", is_flag=True, help="A write token (add, forget, mark); read-only without."
+    "--write",
+    "write",
+    is_flag=True,
+    help="A write token (add, forget, mark, share); read-only without.",
 )
 @click.option(
     "--file",

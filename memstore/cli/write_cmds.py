@@ -37,10 +37,18 @@ def report(obj, res, as_json: bool, what: str) -> None:
 @click.option("--ts", default=None, help="When it was said (ISO; default: now).")
 @click.option("--type", "type_", default="text", show_default=True, help="text | action | meta")
 @click.option("--model", default=None, help="Model that produced it (assistant turns).")
+@click.option(
+    "--scope",
+    type=click.Choice(["private", "shared"]),
+    default=None,
+    help="private: readable by you only (sealed to your key in an encrypted store; only a label "
+    "in a plain one); shared: the team's. Default: the store's [settings] scope (shared).",
+)
+@click.option("--private", "scope", flag_value="private", help="Same as --scope private.")
 @secret_options("Add")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json, secrets):
+def add_cmd(obj, text, role, actor, session, ts, type_, model, scope, as_json, secrets):
     """Add one conversation turn (TEXT, or - to read stdin).
 
     Example: ct add --role assistant --session planning "We settled on a 40k budget."
@@ -60,6 +68,7 @@ def add_cmd(obj, text, role, actor, session, ts, type_, model, as_json, secrets)
         type=type_,
         model=model,
         secrets=secrets,
+        scope=scope,
     )
     report(obj, res, as_json, "add")
 

@@ -62,6 +62,8 @@ def keys_in_history(store, ids) -> list[str]:
 def lines_in_history(store, ids) -> list[dict]:
     """Every day-log line that tombstoned records had in git history."""
     git = store.git
+    if getattr(store, "sealer", None) is not None:
+        return _sealed_lines_in_history(store, ids)
     out = []
     for rid in ids:
         needle = json.dumps({"id": rid}, separators=(",", ":"))[1:-1]  # "id":"..."
@@ -85,9 +87,31 @@ def lines_in_history(store, ids) -> list[dict]:
     return out
 
 
-_FILTER_SCRIPT = r"""
-import json, sys
-import git_filter_repo as fr
+def _sealed_lines_in_history(store, ids) -> list[dict]:
+    """lines_in_history for an encrypted store: git cannot search ciphertext, so every day log's
+    every version reachable from a ref is opened (each distinct blob once)."""
+    from ..format import sealed_lines
+
+    wanted, out, seen = set(ids), [], set()
+    listing = store.git.run("rev-list", "--all", "--objects", "--", "log")
+    for line in listing.splitlines():
+        sha, _, name = line.partition(" ")
+        if not name.endswith(".jsonl") or sha in seen:
+            continue
+        seen.add(sha)
+        data = store.git.run("cat-file", "blob", sha, stdout_as_string=False)
+        for raw in sealed_lines.open_bytes(store.root / name, data).splitlines():
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("id") in wanted:
+                out.append(rec)
+    return out
+
+
+_CLEAN_CODE = r"""
+import json, re, sys
 spec = json.load(open(sys.argv[1]))
 pairs = [(bytes.fromhex(a), bytes.fromhex(b)) for a, b in spec["pairs"]]
 prefixes = [bytes.fromhex(p) for p in spec["prefixes"]]
@@ -106,7 +130,6 @@ def clean_message(message):
         if n >= 24:
             message = message.replace(flat[:n], new)
     return message
-import re
 words = spec.get("words") or []
 named = re.compile(r"(?i)(?<!\w)(" + "|".join(re.escape(w) for w in words) + r")(?!\w)") if words else None
 def scrub_names(data):
@@ -129,6 +152,12 @@ def scrub_names(data):
                 line, changed = json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), True
         out.append(line)
     return b"\n".join(out) if changed else data
+"""
+
+_FILTER_SCRIPT = (
+    _CLEAN_CODE
+    + r"""
+import git_filter_repo as fr
 def blob_callback(blob, _metadata):
     blob.data = scrub_names(clean(blob.data))
 def message_callback(message):
@@ -136,6 +165,96 @@ def message_callback(message):
 args = fr.FilteringOptions.parse_args(["--force", "--quiet"])
 fr.RepoFilter(args, blob_callback=blob_callback, message_callback=message_callback).run()
 """
+)
+
+# An encrypted store's history (and `ct encrypt --rewrite-history`, `ct keys rotate --rewrite`):
+# every line of a day log, tree shard, markers, tombstone or purge file in every commit is opened
+# (a plain line is taken as it is), cleaned as above, and sealed again under its own epoch or the
+# spec's `target` epoch, with its file's path as associated data (so the callback needs the path:
+# filter-repo's file-info callback). `keys_files` (the keys/ folder as it is now) go into every
+# root commit, and `drop` (keys/ files of epochs no line uses any more) out of every commit; every
+# commit message becomes the kind of write it was, as an encrypted store's writes name them.
+_SEALED_SCRIPT = (
+    _CLEAN_CODE
+    + r"""
+sys.path.insert(0, spec["package"])
+import git_filter_repo as fr
+from memstore.format.sealed_lines import open_one, open_private, parse, parse_private, seal_one, seal_private
+from memstore.transaction import sealed_subject
+keys = {int(e): bytes.fromhex(k) for e, k in spec["keys"].items()}
+privates = {k: bytes.fromhex(v) for k, v in spec.get("private", {}).items()}
+target = spec.get("target")
+line_file = re.compile(spec["line_files"])
+drop = re.compile(spec["drop"]) if spec.get("drop") else None
+keys_files = {p.encode(): bytes.fromhex(h) for p, h in spec.get("keys_files", {}).items()}
+done, inserted = {}, {}
+def reseal(name, data):
+    out, lines = [], data.split(b"\n")
+    for n, raw in enumerate(lines, 1):
+        if not raw:
+            out.append(raw)
+            continue
+        mine = parse_private(raw)
+        if mine is not None:
+            # a private line (scope private): opened, cleaned and sealed again under its writer's own
+            # key when that is this identity; another writer's is kept byte for byte
+            kid, body = mine
+            plain = open_private(privates[kid], kid, name, body) if kid in privates else None
+            out.append(raw if plain is None else seal_private(privates[kid], kid, name, clean(plain)))
+            continue
+        got, epoch = parse(raw), None
+        if got is not None:
+            epoch, body = got
+            plain = open_one(keys[epoch], epoch, name, body) if epoch in keys else None
+            if plain is None:
+                if n == len(lines):  # an unfinished last line, committed as it was
+                    out.append(raw)
+                    continue
+                sys.exit(f"{name}:{n}: a sealed line that no key given opens (epoch {epoch}), in a commit's copy")
+        else:
+            plain = raw
+        plain = scrub_names(clean(plain))
+        epoch = target if target is not None else epoch
+        out.append(plain if epoch is None else seal_one(keys[epoch], epoch, name, plain))
+    return b"\n".join(out)
+def file_info_callback(filename, mode, blob_id, value):
+    if drop is not None and drop.match(filename.decode("utf-8", "surrogateescape")):
+        return (None, mode, blob_id)
+    if filename in keys_files:
+        if filename not in inserted:
+            inserted[filename] = value.insert_file_with_contents(keys_files[filename])
+        return (filename, mode, inserted[filename])
+    name = filename.decode("utf-8", "surrogateescape")
+    if not line_file.match(name):
+        return (filename, mode, blob_id)
+    if (filename, blob_id) not in done:
+        data = value.get_contents_by_identifier(blob_id)
+        new_data = reseal(name, data)
+        done[(filename, blob_id)] = blob_id if new_data == data else value.insert_file_with_contents(new_data)
+    return (filename, mode, done[(filename, blob_id)])
+def commit_callback(commit, _metadata):
+    if drop is not None:
+        commit.file_changes = [c for c in commit.file_changes
+                               if not drop.match(c.filename.decode("utf-8", "surrogateescape"))]
+    if not commit.parents:
+        have = {c.filename for c in commit.file_changes}
+        for path, data in keys_files.items():
+            if path not in have:
+                if path not in inserted:
+                    blob = fr.Blob(data)
+                    repo_filter.insert(blob)
+                    inserted[path] = blob.id
+                commit.file_changes.append(fr.FileChange(b"M", path, inserted[path], b"100644"))
+    message = clean_message(commit.message).decode("utf-8", "replace")
+    commit.message = (sealed_subject(message.split("\n", 1)[0]) + "\n").encode("utf-8")
+args = fr.FilteringOptions.parse_args(["--force", "--quiet"])
+repo_filter = fr.RepoFilter(args, file_info_callback=file_info_callback, commit_callback=commit_callback)
+repo_filter.run()
+"""
+)
+
+# The committed files whose every line an encrypted store seals (docs/format.md, "Encrypted stores").
+LINE_FILES = r"^((log|tree)/.+\.jsonl|markers\.jsonl|forgotten\.jsonl|purged-history\.jsonl)$"
 
 
 def refuse_shallow_purge(store) -> None:
@@ -143,13 +262,17 @@ def refuse_shallow_purge(store) -> None:
     root commit, and the force push the rewrite asks for would replace the remote's whole history."""
     from ..gitrepo import _common_dir, git_dir
 
-    if getattr(store, "sealer", None) is not None:
-        raise UsageError(
-            f"{store.root} is an encrypted store: --purge-history does not rewrite sealed history yet "
-            "(older commits keep the forgotten lines sealed, readable only by the store's recipients).",
-            'Forget without --purge-history; to shut out a reader as well, "ct keys remove" it. '
-            "Nothing was changed.",
-        )
+    sealer = getattr(store, "sealer", None)
+    if sealer is not None:  # every line of every commit is opened and sealed again
+        from ..keyring import epoch_files
+
+        missing = [e for e in epoch_files(store.root) if e not in sealer.keys]
+        if missing:
+            raise UsageError(
+                f"{store.root}: your identity does not open key epoch(s) "
+                f"{', '.join(map(str, missing))}, so the lines sealed under them cannot be rewritten.",
+                "Ask a recipient who holds every epoch to run it. Nothing was changed.",
+            )
     gdir = git_dir(store.root)
     if gdir is not None and (_common_dir(gdir) / "shallow").exists():
         raise UsageError(
@@ -171,7 +294,7 @@ def _own_words(store, texts: list[str]) -> list[str]:
     for path in logfmt.list_days(store.root).values():
         if not mine:
             break
-        for raw in path.read_bytes().splitlines():
+        for raw in logfmt.read_plain(path).splitlines():
             try:
                 text = json.loads(raw).get("text")
             except (ValueError, AttributeError):
@@ -183,7 +306,69 @@ def _own_words(store, texts: list[str]) -> list[str]:
 
 def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
     """Rewrite this clone's history (every branch) so no commit holds the texts (of records `ids`);
-    returns the notice."""
+    returns the notice. In an encrypted store every sealed line of every commit is opened, cleaned
+    and sealed again under its epoch (`rewrite_history`), so no commit holds the forgotten record's
+    sealed line either."""
+    pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in text_variants(t)]
+    # Each record's key (vkey) in older lines opens its sealed vector in older packs: it goes too.
+    pairs += [
+        (k.encode().hex(), REPLACEMENT.encode().hex()) for k in vkeys if isinstance(k, str) and k
+    ]
+    prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
+    spec = {
+        "pairs": pairs,
+        "prefixes": prefixes,
+        "replacement": REPLACEMENT,
+        "words": _own_words(store, texts),
+    }
+    sealer = getattr(store, "sealer", None)
+    if sealer is None:
+        return rewrite_history(
+            store, _FILTER_SCRIPT, spec, ids, "The record is forgotten in the current files"
+        )
+    return rewrite_sealed(
+        store, sealer.keys, None, ids, "The record is forgotten in the current files", spec
+    )
+
+
+def rewrite_sealed(
+    store, keys: dict, target, ids=(), done="", clean=None, keys_files=None, drop=None
+) -> str:
+    """Rewrite every commit of this clone so that each line of its line files is sealed (under its
+    own epoch, or `target`), cleaned by `clean` (purge's pairs, prefixes, words); `keys_files`
+    ({path: bytes}: the key files the sealed lines need) replace those paths in every commit and
+    go into every root commit, `drop` (a regex of paths) goes out of every commit; other files of
+    keys/ keep their history (fsck names who changed the recipients). Needs every epoch's key.
+    Returns the force-push notice."""
+    from pathlib import Path
+
+    import memstore
+
+    spec = {
+        "pairs": [],
+        "prefixes": [],
+        "replacement": REPLACEMENT,
+        "words": [],
+        **(clean or {}),
+        "package": str(Path(memstore.__file__).resolve().parent.parent),
+        "keys": {str(e): k.hex() for e, k in keys.items()},
+        # this identity's own private keys (scope private lines): the rest stay as they are
+        "private": {kid: k.hex() for kid, k in getattr(store.sealer, "private", {}).items()},
+        "target": target,
+        "line_files": LINE_FILES,
+        "drop": drop,
+        "keys_files": {p: d.hex() for p, d in (keys_files or {}).items()},
+    }
+    return rewrite_history(store, _SEALED_SCRIPT, spec, ids, done)
+
+
+def rewrite_history(store, script: str, spec: dict, ids=(), done: str = "") -> str:
+    """The machinery every history rewrite shares: run `script` (a git-filter-repo program reading
+    `spec`) over every branch, put back the remotes and tracking filter-repo drops, delete the
+    remote-tracking refs (the old history), expire the reflogs and prune, record the first rewritten
+    commits in purged-history.jsonl (so ct sync never merges the old history back) and return the
+    force-push notice. The spec file (it may hold an encrypted store's keys) is written mode 0600
+    in the store's private folder and removed after."""
     git = store.git
     remotes = {name: git.run("remote", "get-url", name) for name in git.run("remote").split()}
     tracking = _tracking_config(store)
@@ -195,25 +380,18 @@ def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
         ).splitlines()
     ]
     parents = _parents(store)
-    pairs = [(v.hex(), REPLACEMENT.encode().hex()) for t in texts for v in text_variants(t)]
-    # Each record's key (vkey) in older lines opens its sealed vector in older packs: it goes too.
-    pairs += [
-        (k.encode().hex(), REPLACEMENT.encode().hex()) for k in vkeys if isinstance(k, str) and k
-    ]
-    prefixes = [" ".join(t.split()).encode("utf-8", "surrogatepass").hex() for t in texts]
-    words = _own_words(store, texts)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-        json.dump(
-            {"pairs": pairs, "prefixes": prefixes, "replacement": REPLACEMENT, "words": words}, fh
-        )
-        spec = fh.name
+    store.meta_dir.mkdir(parents=True, exist_ok=True)
+    fd, path = tempfile.mkstemp(suffix=".json", prefix="rewrite-", dir=store.meta_dir)
     try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(spec, fh)
         with store.lock():
-            proc = git.filter_repo(_FILTER_SCRIPT, spec)
+            proc = git.filter_repo(script, path)
             if proc.returncode != 0:
                 raise MemstoreError(
                     f"git-filter-repo failed in {store.root}: {proc.stderr.strip()[-800:]}",
-                    "The record is forgotten in the current files; history was not rewritten.",
+                    f"{done or 'The current files are as the command left them'}; history was not "
+                    "rewritten.",
                 )
             for (
                 name,
@@ -231,7 +409,7 @@ def purge(store, texts: list[str], ids=(), vkeys=()) -> str:
             git.run("reflog", "expire", "--expire=now", "--all")
             git.run("gc", "--quiet", "--prune=now")
     finally:
-        os.unlink(spec)
+        os.unlink(path)
     _record_purge(store, purged, old, ids)
     branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
     return PURGE_NOTICE.format(root=store.root, remote=next(iter(remotes), "origin"), branch=branch)
@@ -310,7 +488,7 @@ def purges(store) -> list[dict]:
     """Every purge the store records (purged-history.jsonl, and an older memstore's local mark)."""
     out = []
     try:
-        data = (store.root / PURGED).read_text(encoding="utf-8")
+        data = logfmt.read_plain(store.root / PURGED).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         data = ""
     for raw in data.splitlines():
@@ -483,40 +661,81 @@ def follow_rewritten_remote(
         refuse_purged(store, res, f"refs/remotes/{res.upstream}")
     elif not before or before == after or _is_ancestor(store, before, after):
         return None
-    remote_ids = _ids_at(store, f"refs/remotes/{res.upstream}")
-    gone = set()
-    try:
-        gone = {
-            json.loads(line).get("id")
-            for line in git.run("show", f"refs/remotes/{res.upstream}:{TOMBSTONES}").splitlines()
-            if line.strip()
-        }
-    except (MemstoreError, ValueError):
-        pass
-    gone |= forgotten_ids(store.root)
-    local, stale = [], []
+    from .. import keyring
+    from ..format import sealed_lines
+
+    upstream = f"refs/remotes/{res.upstream}"
+    gone = forgotten_ids(store.root)
+    mine = []  # this clone's records, read before anything changes
     for _day, path in sorted(logfmt.list_days(store.root).items()):
-        for raw in path.read_bytes().splitlines():
+        for raw in logfmt.read_plain(path).splitlines():
             try:
                 rec = json.loads(raw)
             except ValueError:
                 continue
-            if (
-                isinstance(rec, dict)
-                and rec.get("id") not in remote_ids
-                and rec.get("id") not in gone
-            ):
-                local.append(rec)
-            elif (
-                isinstance(rec, dict) and rec.get("id") in gone and isinstance(rec.get("text"), str)
-            ):
-                stale.append(rec)
-    git.run("reset", "--hard", "-q", f"refs/remotes/{res.upstream}")
+            if isinstance(rec, dict):
+                mine.append(rec)
+    # `ct encrypt --rewrite-history` on another clone: the remote is encrypted, this clone is not.
+    became = store.sealer is None and git.blob(upstream, keyring.RECIPIENTS) is not None
+    if became:
+        sealer = _remote_sealer(store, upstream)  # NoKeyError, nothing changed, when none opens it
+        sealed_lines.register(store.root, sealer)
+        store.sealer = sealer
+    try:
+        remote_ids = _ids_at(store, upstream)
+        try:
+            raw = git.blob(upstream, TOMBSTONES) or b""
+            gone |= {
+                json.loads(line).get("id")
+                for line in _opened(store, TOMBSTONES, raw).splitlines()
+                if line.strip()
+            }
+        except (MemstoreError, ValueError):
+            pass
+        local = [r for r in mine if r.get("id") not in remote_ids and r.get("id") not in gone]
+        stale = [r for r in mine if r.get("id") in gone and isinstance(r.get("text"), str)]
+        if became and local:
+            store.sealer.write_key()  # this clone's records must be sealed to be written again
+    except BaseException:
+        if became:
+            sealed_lines.register(store.root, None)
+            store.sealer = None
+        raise
+    git.run("reset", "--hard", "-q", upstream)
     res.notes.append(
         f"{res.upstream} was rewritten (history purged on another clone): this clone now follows it"
     )
+    if became:
+        store.meta_dir.chmod(0o700)
+        res.notes.append(
+            f"{res.upstream} is an encrypted store now (ct encrypt on another clone): this clone's "
+            "files are sealed from here on"
+        )
     _drop_old_objects(store, res, stale)
     return [store.normalize(r) for r in local]
+
+
+def _remote_sealer(store, rev: str):
+    """The Sealer for this store made from the key files at `rev` (a remote that was encrypted
+    elsewhere), before this clone's files change; NoKeyError when no identity opens them."""
+    import shutil
+    from pathlib import Path
+
+    from .. import keyring
+    from ..format.sealed_lines import Sealer
+
+    store.meta_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="remote-keys-", dir=store.meta_dir))
+    try:
+        (tmp / keyring.KEYS_DIR).mkdir()
+        for name in store.git.run("ls-tree", "--name-only", rev, f"{keyring.KEYS_DIR}/").split():
+            data = store.git.blob(rev, name)
+            if data is not None and name.endswith(".age"):
+                (tmp / name).write_bytes(data)
+        opened = keyring.open_store(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Sealer(store.root, opened.keys, opened.newest, opened.identity_note)
 
 
 def _drop_old_objects(store, res, stale: list[dict]) -> None:
@@ -544,8 +763,17 @@ def _ids_at(store, rev: str) -> set[str]:
     except MemstoreError:
         return out
     for name in names:
-        out |= _ids_in(git.blob(rev, name))
+        out |= _ids_in(_opened(store, name, git.blob(rev, name)))
     return out
+
+
+def _opened(store, rel: str, data: bytes | None) -> bytes | None:
+    """A committed version of a line file as plain lines (opened in an encrypted store)."""
+    if data is None or getattr(store, "sealer", None) is None:
+        return data
+    from ..format import sealed_lines
+
+    return sealed_lines.open_bytes(store.root / rel, data)
 
 
 def _ids_in(data: bytes | None) -> set[str]:
@@ -587,7 +815,9 @@ def added_by(store, rev: str) -> set[str]:
     )
     out: set[str] = set()
     for path in filter(None, changed.split("\0")):
-        out |= _ids_in(git.blob(sha, path)) - (_ids_in(git.blob(parent, path)) if parent else set())
+        out |= _ids_in(_opened(store, path, git.blob(sha, path))) - (
+            _ids_in(_opened(store, path, git.blob(parent, path))) if parent else set()
+        )
     if not out:
         raise UsageError(
             f"commit {sha[:10]} added no records (ct log shows what each commit added)",

@@ -64,6 +64,12 @@ class Config:
     def setting(self, key: str):
         return self.settings.get(key, DEFAULT_SETTINGS.get(key))
 
+    def default_scope(self, imported: bool = False) -> str:
+        """The scope of a new record that names none (docs/format.md, "Records"): `[settings]
+        scope`, shared unless set; `import_scope` for conversation imports and `ct watch`."""
+        scope = self.settings.get("scope", "shared")
+        return self.settings.get("import_scope", scope) if imported else scope
+
     def dumps(self) -> str:
         lines = [
             "# memstore store configuration (docs/format.md)",
@@ -202,6 +208,9 @@ def _check_settings(path: Path, s: dict) -> None:
             f"must be smaller than chunk_tokens ({s['chunk_tokens']}), not {s['chunk_overlap']!r}",
         )
     _choice(path, "[settings] vector_dtype", s["vector_dtype"], ("float32", "int8"))
+    for key in ("scope", "import_scope"):
+        if key in s:
+            _choice(path, f"[settings] {key}", s[key], ("shared", "private"))
     if "vector_index" in s:
         _choice(path, "[settings] vector_index", s["vector_index"], ("auto", "exact", "ivf"))
     if "topics" in s and not isinstance(s["topics"], bool):

@@ -111,9 +111,13 @@ def rewrite(path: Path, data: bytes | None) -> None:
     """Replace a file whole by `data` (plain lines; sealed here in an encrypted store) — a temp file
     renamed over it — or remove it when None."""
     sealer = sealed_lines.sealer_for(path)
-    if sealer is not None and data is not None:
-        sealer.refuse_partial(path)
-        data = sealer.seal_payload(path, data)
+    if sealer is not None:
+        if data is not None:
+            sealer.refuse_partial(path)
+            data = sealer.seal_payload(path, data)
+        else:  # reads the file: the other writers' private lines it holds are kept
+            sealer.open_data(path, path.read_bytes() if path.exists() else b"")
+        data = sealer.with_foreign(path, data)  # other writers' private lines are never lost
     before = BEFORE_REWRITE.get()
     if before is not None:
         before(path)

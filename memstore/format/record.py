@@ -13,7 +13,11 @@ from .timeutil import normalize_ts, parse_ts
 
 LOSSLESS_FIELDS = ("ts", "actor", "role", "type", "text", "model", "session")
 OWN_FIELDS = ("id", "hash", "vkey", "seg", "source", "supersedes", "meta")
-FIELD_ORDER = LOSSLESS_FIELDS + OWN_FIELDS
+# A record's scope (docs/format.md, "Records"): "private" (its writer's only) is written as
+# `"scope":"private"`, right after `meta`; no field means "shared" (the team).
+SCOPES = ("private", "shared")
+PRIVATE = "private"
+FIELD_ORDER = LOSSLESS_FIELDS + OWN_FIELDS + ("scope",)
 ROLES = ("user", "assistant", "system", "tool")
 TYPES = ("text", "action", "meta", "doc")
 # What was said or done in a conversation; meta rows (a harness's own notes) and document chunks are not.
@@ -22,6 +26,17 @@ CONVERSATION_TYPES = ("text", "action")
 
 def is_conversation(rec: dict) -> bool:
     return rec.get("type") in CONVERSATION_TYPES
+
+
+def is_private(rec: dict) -> bool:
+    return rec.get("scope") == PRIVATE
+
+
+def check_scope(value) -> str:
+    """A scope as given (`--scope`, an API's `scope`); RecordError names the choices."""
+    if value not in SCOPES:
+        raise RecordError(f"scope must be one of {'|'.join(SCOPES)}, not {value!r}")
+    return value
 
 
 # Names other tools use for the same roles (lossless-memory writes "ai").
@@ -190,6 +205,8 @@ def normalize(raw: dict, tz, *, defaults: dict | None = None, derive_id: bool = 
     meta.update(extra)
     if meta:
         rec["meta"] = meta
+    if src.get("scope") is not None:  # "shared" stays until the write: it overrides the default
+        rec["scope"] = check_scope(src["scope"])
     _refuse_non_finite(rec)
     return rec
 

@@ -8,6 +8,11 @@ epoch key is the same sealed line on every clone, and git's union merge still me
 text. The associated data binds the line to the file it belongs in (its store-relative path, which
 names the kind and the day) and to its epoch, so a line moved to another file or relabelled fails.
 
+A private line (a record of scope "private", docs/format.md "Private lines") is
+`ms1p.<key id>.<base64url of AES-256-SIV(line)>` under its writer's own private key, which is
+wrapped to that writer's recipient alone: other readers' clones skip it silently and count it
+(`hidden`), and a rewrite of the file from their view keeps it byte for byte (`with_foreign`).
+
 Readers see the plain view of a file: its bytes with every sealed line opened (`plain_view`), the
 offsets of the index pointing into that view. Writers hand plain lines to `seal_payload`. A store
 is encrypted while a Sealer is registered for its root (memstore/core.py registers one on open);
@@ -25,8 +30,11 @@ from pathlib import Path
 from ..errors import FormatError, MemstoreError
 
 PREFIX = b"ms1."
+PRIVATE_PREFIX = b"ms1p."
 KEY_BYTES = 64  # AES-256-SIV takes a 512-bit key
 AAD_LABEL = b"memstore sealed line 1"
+PRIVATE_LABEL = b"memstore private line 1"
+_PRIVATE_MARK = b'"scope":"private"'
 
 
 class NoKeyError(MemstoreError):
@@ -65,6 +73,60 @@ def parse(sealed: bytes) -> tuple[int, bytes] | None:
     return int(head), ct
 
 
+def _private_aad(rel: str, kid: str) -> list[bytes]:
+    return [PRIVATE_LABEL, rel.encode("utf-8", "surrogateescape"), kid.encode("ascii")]
+
+
+def seal_private(key: bytes, kid: str, rel: str, line: bytes) -> bytes:
+    """One plain line sealed under a writer's private key `kid` for the file `rel`."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+
+    ct = AESSIV(key).encrypt(line, _private_aad(rel, kid))
+    return PRIVATE_PREFIX + kid.encode("ascii") + b"." + base64.urlsafe_b64encode(ct).rstrip(b"=")
+
+
+def parse_private(sealed: bytes) -> tuple[str, bytes] | None:
+    """(key id, ciphertext) of a private line, or None when it is not one."""
+    if not sealed.startswith(PRIVATE_PREFIX):
+        return None
+    head, dot, body = sealed[len(PRIVATE_PREFIX) :].partition(b".")
+    if not dot or len(head) != 16 or not all(c in b"0123456789abcdef" for c in head):
+        return None
+    try:
+        ct = base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    return head.decode("ascii"), ct
+
+
+def is_sealed_line(raw: bytes) -> bool:
+    """Whether `raw` has the form of a sealed line, shared or private (no key needed)."""
+    return parse(raw) is not None or parse_private(raw) is not None
+
+
+def is_private_line(line: bytes) -> bool:
+    """Whether a plain day-log line is a record of scope "private" (its top-level `scope`)."""
+    if _PRIVATE_MARK not in line:
+        return False
+    import json
+
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("scope") == "private"
+
+
+def open_private(key: bytes, kid: str, rel: str, ct: bytes) -> bytes | None:
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+
+    try:
+        return AESSIV(key).decrypt(ct, _private_aad(rel, kid))
+    except (InvalidTag, ValueError):
+        return None
+
+
 def open_one(key: bytes, epoch: int, rel: str, ct: bytes) -> bytes | None:
     from cryptography.exceptions import InvalidTag
     from cryptography.hazmat.primitives.ciphers.aead import AESSIV
@@ -78,12 +140,67 @@ def open_one(key: bytes, epoch: int, rel: str, ct: bytes) -> bytes | None:
 class Sealer:
     """The epoch keys this user's identity opened for one store, and the newest epoch (writes)."""
 
-    def __init__(self, root: Path, keys: dict[int, bytes], newest: int, identity_note: str = ""):
+    def __init__(
+        self,
+        root: Path,
+        keys: dict[int, bytes],
+        newest: int,
+        identity_note: str = "",
+        private: dict[str, bytes] | None = None,
+        identity=None,
+    ):
         self.root = Path(root)
         self.keys = dict(keys)
         self.newest = newest
         self.identity_note = identity_note  # which identity file, for messages
+        self.identity = identity  # the identity file (a private key is wrapped to its recipient)
+        self.private = dict(private or {})  # private key id -> key: this identity's own
         self.unopened: dict[str, int] = {}  # file -> lines of epochs this identity does not open
+        self.hidden: dict[str, int] = {}  # file -> private lines of other writers (skipped)
+        self.foreign: dict[str, list[bytes]] = {}  # file -> those lines as sealed, for rewrites
+
+    def private_kid(self) -> str | None:
+        """The private key this identity seals its private lines under (the first by id)."""
+        return min(self.private) if self.private else None
+
+    def private_secret(self) -> bytes:
+        """What keys the pack keys of this writer's private records (never the team's epoch key,
+        so a team member cannot confirm a guessed private text against a pack either)."""
+        import hashlib
+
+        kid = self.private_kid()
+        if kid is None:
+            raise NoKeyError(f"{self.root}: no private key of yours to seal a private record.")
+        return hashlib.blake2b(
+            b"vkey", key=self.private[kid], digest_size=64, person=b"memstore-pvkeys1"
+        ).digest()
+
+    def hides(self, path) -> bool:
+        """Whether the file (read last by this process) held lines this identity cannot open."""
+        rel = self.rel(path)
+        return bool(self.hidden.get(rel) or self.unopened.get(rel))
+
+    def others_private(self) -> int:
+        """How many private lines of other writers the day logs hold (a scan of line headers: no
+        key is tried), for `ct stat` and `ct fsck`."""
+        n = 0
+        base = self.root / "log"
+        for f in sorted(base.rglob("*.jsonl")) if base.is_dir() else []:
+            for raw in f.read_bytes().split(b"\n"):
+                if raw.startswith(PRIVATE_PREFIX):
+                    parsed = parse_private(raw)
+                    n += parsed is not None and parsed[0] not in self.private
+        return n
+
+    def with_foreign(self, path, sealed: bytes | None) -> bytes | None:
+        """`sealed` (a file's new sealed bytes, or None to remove it) with the other writers'
+        private lines the file held appended byte for byte: a rewrite never loses them."""
+        keep = self.foreign.get(self.rel(path)) or []
+        if not keep:
+            return sealed
+        have = set((sealed or b"").split(b"\n"))
+        extra = b"".join(line + b"\n" for line in keep if line not in have)
+        return (sealed or b"") + extra
 
     def rel(self, path) -> str:
         return Path(path).resolve().relative_to(self.root).as_posix()
@@ -120,12 +237,21 @@ class Sealer:
     def seal_payload(self, path, payload: bytes) -> bytes:
         """Whole plain lines (each ending in a newline) sealed one by one, for `path`."""
         key, rel = self.write_key(), self.rel(path)
+        logs = rel.startswith("log/")
         out = []
         for line in payload.split(b"\n"):
-            if line:
-                out.append(seal_one(key, self.newest, rel, line))
-            else:
+            if not line:
                 out.append(line)
+            elif logs and is_private_line(line):
+                kid = self.private_kid()
+                if kid is None:
+                    raise NoKeyError(
+                        f"{path}: a private record, and you have no private key in this store.",
+                        "Nothing was written.",
+                    )
+                out.append(seal_private(self.private[kid], kid, rel, line))
+            else:
+                out.append(seal_one(key, self.newest, rel, line))
         return b"\n".join(out)
 
     def open_data(self, path, data: bytes) -> bytes:
@@ -134,10 +260,17 @@ class Sealer:
         left out and counted in `unopened` (a removed recipient's view of newer records)."""
         rel = self.rel(path)
         lines = data.split(b"\n")
-        out, skipped = [], 0
+        out, skipped, foreign = [], 0, []
         for n, raw in enumerate(lines, 1):
             if not raw:
                 out.append(raw)
+                continue
+            if raw.startswith(PRIVATE_PREFIX):
+                plain = self._open_private(path, rel, raw, n, last=n == len(lines))
+                if plain is None:
+                    foreign.append(raw)
+                else:
+                    out.append(plain)
                 continue
             parsed = parse(raw)
             if n == len(lines):  # no newline after it: an unfinished last write
@@ -174,7 +307,41 @@ class Sealer:
             self.unopened[rel] = skipped
         else:
             self.unopened.pop(rel, None)
+        if foreign:
+            self.hidden[rel], self.foreign[rel] = len(foreign), foreign
+        else:
+            self.hidden.pop(rel, None)
+            self.foreign.pop(rel, None)
         return b"\n".join(out)
+
+    def _open_private(self, path, rel: str, raw: bytes, n: int, last: bool) -> bytes | None:
+        """A private line's plain bytes; None when it is another writer's (not this identity's
+        key): skipped, never an error. One of ours that fails is tampering, as for shared lines."""
+        parsed = parse_private(raw)
+        if parsed is None:
+            if last:  # an unfinished last write: the reader names it
+                return raw
+            raise TamperedLine(
+                path, "a damaged private line (its header does not parse)", n,
+                f'Nothing was read or changed. Compare it with git\'s copy ("git -C {self.root} '
+                f'log -p -- {rel}").',
+            )  # fmt: skip
+        kid, ct = parsed
+        key = self.private.get(kid)
+        if key is None:
+            return None if not last else raw
+        plain = open_private(key, kid, rel, ct)
+        if plain is None:
+            if last:
+                return raw
+            raise TamperedLine(
+                path,
+                "private line fails authentication: it was changed, damaged or moved from another file",
+                n,
+                f"Nothing was read or changed. Compare it with git's copy (\"git -C {self.root} "
+                f'log -p -- {rel}").',
+            )
+        return plain
 
 
 _SEALERS: dict[str, Sealer] = {}
@@ -231,7 +398,7 @@ def open_bytes(path, data: bytes) -> bytes:
     """`data` (a file's raw bytes) as its plain view."""
     s = sealer_for(path)
     if s is None:
-        if data.startswith(PREFIX):
+        if data.startswith((PREFIX, PRIVATE_PREFIX)):
             raise _no_key(path)
         return data
     return s.open_data(path, data)
@@ -243,11 +410,11 @@ def plain_view(path, sealer: Sealer | None = None) -> bytes:
     if s is None:
         with open(path, "rb") as f:
             data = f.read()
-        if data.startswith(PREFIX):
+        if data.startswith((PREFIX, PRIVATE_PREFIX)):
             raise _no_key(path)
         return data
     st = os.stat(path)
-    stamp = (st.st_size, st.st_mtime_ns, st.st_ino, id(s), len(s.keys))
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ino, id(s), len(s.keys), len(s.private))
     key = os.path.abspath(os.fspath(path))
     hit = _VIEWS.get(key)
     if hit is not None and hit[0] == stamp:

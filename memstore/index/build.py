@@ -60,6 +60,10 @@ CREATE INDEX IF NOT EXISTS records_source ON records(source);
 CREATE INDEX IF NOT EXISTS records_fsha ON records(fsha) WHERE fsha IS NOT NULL;
 CREATE TABLE IF NOT EXISTS supersedes (day TEXT, id TEXT);
 CREATE INDEX IF NOT EXISTS supersedes_day ON supersedes(day);
+-- Records of scope "private" (docs/format.md, "Records"), by day like supersedes: the --scope filter.
+CREATE TABLE IF NOT EXISTS private (day TEXT, id TEXT);
+CREATE INDEX IF NOT EXISTS private_day ON private(day);
+CREATE INDEX IF NOT EXISTS private_id ON private(id);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');
 """
 # Texts the secret scan found nothing in, by secrets.policy.clean_key: a cache like the rest.
@@ -200,6 +204,7 @@ class DayRows:
     vectors: list  # np.ndarray | None per row
     supersedes: list[str]
     problems: list[str]
+    private: list[str] = field(default_factory=list)  # ids of the day's private records
     data: bytes = b""  # the day log as read (kept off a rebuild: the append check reads its prefix)
 
 
@@ -487,7 +492,8 @@ class Index:
         stat_fp = self._stat_fp(log_path, seg_dir)
         data = log_path.read_bytes()
         content_fp = self._content_fp(data, seg_dir)
-        out = DayRows(day, [], [], [], [], data if keep else b"")
+        out = DayRows(day, [], [], [], [], data=data if keep else b"")
+        shared: set[str] = set()
         gone = self._forgotten()
         packed = None  # format 2: {record id: (vector, hash16, pack name)}, read on first need
         for ln in logfmt.read_lines(log_path, data):
@@ -541,6 +547,12 @@ class Index:
             sup = rec.get("supersedes")
             if isinstance(sup, list):
                 out.supersedes += [str(s) for s in sup]
+            if rec.get("scope") == "private":
+                out.private.append(str(rec["id"]))
+            else:
+                shared.add(str(rec["id"]))
+        # a shared copy (a merge kept the private line `ct share` replaced) wins
+        out.private = [i for i in out.private if i not in shared]
         return out, stat_fp, content_fp
 
     def _forgotten(self) -> set[str]:
@@ -681,6 +693,7 @@ class Index:
                 conn.execute("DELETE FROM records")
                 conn.execute("DELETE FROM fts")
                 conn.execute("DELETE FROM supersedes")
+                conn.execute("DELETE FROM private")
                 conn.execute("DELETE FROM days")
             for day in plan.vanished + [d for d in plan.changed if not plan.rebuild]:
                 conn.execute(
@@ -689,6 +702,7 @@ class Index:
                 )
                 conn.execute("DELETE FROM records WHERE day = ?", (day,))
                 conn.execute("DELETE FROM supersedes WHERE day = ?", (day,))
+                conn.execute("DELETE FROM private WHERE day = ?", (day,))
                 conn.execute("DELETE FROM days WHERE day = ?", (day,))
             fresh_vectors: dict[int, np.ndarray] = {}
             for day, (rows, stat_fp, content_fp) in day_data.items():
@@ -697,6 +711,7 @@ class Index:
                     "INSERT INTO supersedes (day, id) VALUES (?, ?)",
                     [(day, s) for s in rows.supersedes],
                 )
+                self._save_private(conn, day, rows)
                 self._save_day(conn, day, rows, stat_fp, content_fp)
             self._refresh_touched(conn, plan.touched)
             if first_day is not None or plan.rebuild:
@@ -811,6 +826,13 @@ class Index:
         return fresh
 
     @staticmethod
+    def _save_private(conn, day: str, rows) -> None:
+        conn.execute("DELETE FROM private WHERE day = ?", (day,))
+        conn.executemany(
+            "INSERT INTO private (day, id) VALUES (?, ?)", [(day, i) for i in rows.private]
+        )
+
+    @staticmethod
     def _save_day(conn, day: str, rows, stat_fp: str, content_fp: str) -> None:
         conn.execute(
             "INSERT OR REPLACE INTO days (day, stat_fp, content_fp, n, problems) VALUES (?,?,?,?,?)",
@@ -899,6 +921,7 @@ class Index:
                     "INSERT INTO supersedes (day, id) VALUES (?, ?)",
                     [(day, s) for s in rows.supersedes],
                 )
+                self._save_private(conn, day, rows)
                 self._save_day(conn, day, rows, stat_fp, content_fp)
             if fresh:
                 placed = conn.execute(

@@ -56,6 +56,9 @@ def filters_where(filters: Filters, own_notes: bool = True) -> tuple[str, list]:
     if filters.exclude_types:
         clauses.append(f"r.type NOT IN ({_marks(filters.exclude_types)})")
         args += list(filters.exclude_types)
+    if filters.scope is not None:
+        no = "" if filters.scope == "private" else "NOT "
+        clauses.append(f"r.id {no}IN (SELECT id FROM private)")
     where = " AND ".join(clauses) or "1"
     return (where if own_notes else where + _NOT_OWN_NOTES), args
 
@@ -448,7 +451,9 @@ def summary(index) -> dict:
     first, last = c.execute("SELECT MIN(day), MAX(day) FROM records").fetchone()
     sessions = c.execute("SELECT COUNT(DISTINCT session) FROM records").fetchone()[0]
     text_bytes = c.execute("SELECT COALESCE(SUM(len), 0) FROM records").fetchone()[0]
+    private = c.execute("SELECT COUNT(DISTINCT id) FROM private").fetchone()[0]
     return {
+        "private": private,
         "by_type": by_type,
         "by_role": by_role,
         "first_day": first,
@@ -456,6 +461,17 @@ def summary(index) -> dict:
         "sessions": sessions,
         "text_bytes": text_bytes,
     }
+
+
+def private_ids(index) -> list[str]:
+    """Ids of the current private records, oldest first."""
+    return [
+        r[0]
+        for r in index.conn.execute(
+            "SELECT id FROM records WHERE hidden = 0 AND id IN (SELECT id FROM private) "
+            "ORDER BY ts, rowid"
+        )
+    ]
 
 
 def clean_keys(index, keys: list[bytes]) -> list[bytes]:

@@ -95,6 +95,7 @@ def import_source(
             )  # that one record is reported; the rest of the file comes in
             bad.append(problem)
             continue
+        norm.setdefault("scope", store.config.default_scope(imported=True))
         origins[id(norm)] = where
         records.append(norm)
     if refused:

@@ -88,6 +88,7 @@ def _search(st, p, perms):
         type=p["type"] or None,
         session=p["session"] or None,
         now=p["now"],
+        scope=p["scope"],
     )
     return {"query": p["query"], "hits": [h.to_json() for h in hits]}
 
@@ -103,6 +104,7 @@ def _add(st, p, perms):
         type=p["type"],
         model=p["model"],
         secrets=p["secrets"],
+        scope=p["scope"],
     ).to_json()
 
 
@@ -175,6 +177,13 @@ VIEW_ENDPOINTS = (
         _view("topic"),
     ),
     Endpoint(
+        "/view/private",
+        "For the page: your private records (masked) and the secrets flagged in each, to review before sharing.",
+        _PAGE,
+        (),
+        _view("private"),
+    ),
+    Endpoint(
         "/view/history",
         "For the page: the store's git log as memory history, newest first.",
         _PAGE,
@@ -211,6 +220,7 @@ ENDPOINTS = {
                 Param("type", "array", "Only these record types (text, action, meta, doc)."),
                 Param("session", "array", "Only these sessions."),
                 Param("now", "string", "Reference time for phrases in since/until (ISO)."),
+                Param("scope", "string", "Only private or only shared records: private | shared."),
             ),
             _search,
         ),
@@ -261,8 +271,24 @@ ENDPOINTS = {
                     "What to do with a detected secret: refuse | redact | allow.",
                     default="refuse",
                 ),
+                Param(
+                    "scope",
+                    "string",
+                    "private (the store's user only) | shared (default: the store's setting).",
+                ),
             ),
             _add,
+            writes=True,
+        ),
+        Endpoint(
+            "/share",
+            "Make private records shared (one commit); dry_run shows each text and its flagged secrets.",
+            ("POST",),
+            (
+                Param("ids", "array", "Ids of the private records to share.", required=True),
+                Param("dry_run", "boolean", "Only show what would be shared.", default=False),
+            ),
+            lambda st, p, perms: st.share(p["ids"], dry_run=p["dry_run"]).to_json(),
             writes=True,
         ),
         Endpoint(

@@ -84,15 +84,24 @@ class MemoryServer:
         until: str | None = None,
         role: list[str] | None = None,
         session: list[str] | None = None,
+        scope: str | None = None,
     ) -> dict:
         """Search memory by words and meaning. mode: hybrid (default), exact or vector. since/until: ISO
-        times or phrases like "last week". Returns hits with verbatim text, time, role, session, source,
-        and `warnings` when the store needs attention (damaged files, git mid-merge; `ct fsck` says more)."""
+        times or phrases like "last week". scope: private or shared records only. Returns hits with
+        verbatim text, time, role, session, source, scope, and `warnings` when the store needs
+        attention (damaged files, git mid-merge; `ct fsck` says more)."""
 
         def run():
             st = self._st()
             hits = st.search(
-                query, k=k, mode=mode, since=since, until=until, role=role, session=session
+                query,
+                k=k,
+                mode=mode,
+                since=since,
+                until=until,
+                role=role,
+                session=session,
+                scope=scope,
             )
             warnings = (
                 st.warnings()
@@ -114,6 +123,7 @@ class MemoryServer:
                 "until": until,
                 "role": role,
                 "session": session,
+                "scope": scope,
             },
         )
 
@@ -151,8 +161,11 @@ class MemoryServer:
         type: str = "text",
         model: str | None = None,
         secrets: str = "refuse",
+        scope: str | None = None,
     ) -> dict:
         """Remember one turn or fact verbatim (one git commit). role: user | assistant | system | tool.
+        scope: private (readable by the store's user only; sealed to their key in an encrypted
+        store) or shared (the team); default: the store's setting (shared).
         ts: when it was said (ISO-8601, e.g. 2026-03-10T18:00:00Z; default: now).
         A text holding a detected secret (token, key, password) is refused unless secrets is
         "redact" (stored with [REDACTED kind] markers); "allow" (stored verbatim) works only when the
@@ -171,6 +184,7 @@ class MemoryServer:
                 type=type,
                 model=model,
                 secrets=secrets,
+                scope=scope,
             ).to_json()
 
         fields = {
@@ -181,6 +195,7 @@ class MemoryServer:
             "ts": ts,
             "type": type,
             "model": model,
+            "scope": scope,
         }
         return await self._run("add", run, {**fields, "secrets": secrets})
 
@@ -227,6 +242,17 @@ class MemoryServer:
 
         return await self._run("forget", run, {"ids": ids, **criteria, "dry_run": dry_run})
 
+    async def share(self, ids: list[str], dry_run: bool = False) -> dict:
+        """Make private records shared with everyone who reads the store (one git commit). Run
+        with dry_run=true first and show the user each record's text and the secrets flagged in
+        it; share only what the user agreed to. Returns the records, `secrets` (how many flagged)
+        and the commit."""
+        return await self._run(
+            "share",
+            lambda: self._st().share(ids, dry_run=dry_run).to_json(),
+            {"ids": ids, "dry_run": dry_run},
+        )
+
     async def where(self, markers: int = 10, lines: int = 8) -> dict:
         """Where the work stands: open markers (newest last) and the latest session's last lines."""
         return await self._run(
@@ -268,7 +294,7 @@ class MemoryServer:
         self._pool.shutdown(wait=False)
 
 
-TOOLS = ("search", "recall", "add", "mark", "forget", "where", "context", "tree")
+TOOLS = ("search", "recall", "add", "mark", "forget", "share", "where", "context", "tree")
 
 
 def parameters(tool: str) -> tuple[str, ...]:
@@ -327,7 +353,7 @@ def build_server(
     server = CheckedServer(
         name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
-    writes = {"add", "mark", "forget"}
+    writes = {"add", "mark", "forget", "share"}
     for name in TOOLS:
         fn = getattr(mem, name)
         server.add_tool(
@@ -380,7 +406,7 @@ def serve(
         mem.close()
 
 
-WRITES = ("add", "mark", "forget")
+WRITES = ("add", "mark", "forget", "share")
 READS = tuple(t for t in TOOLS if t not in WRITES)
 UNAUTHORIZED = -32001  # JSON-RPC error code of a refused request (no token, a read token's write)
 

@@ -86,6 +86,7 @@ def fsck(store) -> Report:
             if first[0] != where:
                 rep.warnings.append(_duplicate(where, rec, first))
     _explain_unvectored(store, rep)
+    rep.others_private = store.sealer.others_private() if store.sealer else 0
     _check_orphans(store, rep, referenced)
     _check_pack_orphans(store, rep, packed, claimed, gone)
     _check_forgotten_markers(store, rep)
@@ -98,6 +99,10 @@ def fsck(store) -> Report:
             f".memstore/write-journal.json: a write (pid {journal.get('pid')}) did not finish; "
             '"ct fsck --repair" rolls back what it left'
         )
+    if store.sealer is not None:
+        from .fsck_sealed import recipients_history
+
+        rep.notes += recipients_history(store)
     return rep
 
 

@@ -85,6 +85,8 @@ def gc(store, dry_run: bool = False) -> GcResult:
                 res.packs_after += 1
         for path in logfmt.list_days(store.root).values():
             kept, dropped = _without_repeats(logfmt.read_plain(path))
+            kept, shared_again = _without_shared_private(kept)
+            dropped += shared_again
             if dropped:
                 res.duplicates += dropped
                 res.logs.append(store.rel(path))
@@ -113,6 +115,36 @@ def _without_repeats(data: bytes) -> tuple[bytes, int]:
         seen.add(raw)
         kept.append(raw)
     return b"".join(kept), len(lines) - len(kept)
+
+
+def _without_shared_private(data: bytes) -> tuple[bytes, int]:
+    """A day log without the private copy of a record it also holds shared: what a merge keeps
+    when `ct share` replaced a line next to lines another clone appended (readers already count
+    the shared copy only)."""
+    if b'"scope":"private"' not in data:
+        return data, 0
+    lines = data.splitlines(keepends=True)
+    scopes: dict[str, set[bool]] = {}
+    parsed = []
+    for raw in lines:
+        rec = _record(raw)
+        parsed.append(rec)
+        if rec is not None:
+            scopes.setdefault(rec["id"], set()).add(rec.get("scope") == "private")
+    kept = [
+        raw
+        for raw, rec in zip(lines, parsed)
+        if rec is None or rec.get("scope") != "private" or False not in scopes[rec["id"]]
+    ]
+    return b"".join(kept), len(lines) - len(kept)
+
+
+def _record(raw: bytes) -> dict | None:
+    try:
+        rec = json.loads(raw)
+    except ValueError:
+        return None
+    return rec if isinstance(rec, dict) and isinstance(rec.get("id"), str) else None
 
 
 def _is_record(raw: bytes) -> bool:

@@ -103,7 +103,7 @@ def _check_file(path: str, data: bytes, gone: set[str]) -> list[str]:
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             return [f"{path}: not TOML memstore can read ({exc})"]
         return []
-    if data.startswith(sealed_lines.PREFIX):
+    if data.startswith((sealed_lines.PREFIX, sealed_lines.PRIVATE_PREFIX)):
         return _check_sealed(path, data)
     if kind == "log":
         return _check_log(path, data, gone)
@@ -114,7 +114,7 @@ def _check_sealed(path: str, data: bytes) -> list[str]:
     """An encrypted store's file: only its form can be checked here (no key opens it): every line
     whole and sealed (docs/format.md, "Encrypted stores")."""
     for no, raw in enumerate(data.split(b"\n"), 1):
-        if raw and sealed_lines.parse(raw) is None:
+        if raw and not sealed_lines.is_sealed_line(raw):
             return [f"{path}:{no}: a plain or damaged line in an encrypted store's file; {HOW}"]
     if not data.endswith(b"\n"):
         return [f"{path}: last line has no newline (an unfinished write); {HOW}"]

@@ -8,6 +8,8 @@ git's history holds those lines. Every change is one commit of `keys/`.
 
 from __future__ import annotations
 
+import re
+
 from ..errors import UsageError
 from .. import keyring
 
@@ -71,20 +73,88 @@ def remove(store, recipient: str) -> dict:
     return {"recipient": rcpt, **_new_epoch(store, rest, "remove a recipient")}
 
 
-def rotate(store) -> dict:
-    """A new epoch wrapped to the same recipients (a key that may have leaked stops sealing)."""
+def rotate(store, rewrite: bool = False) -> dict:
+    """A new epoch wrapped to the same recipients (a key that may have leaked stops sealing).
+
+    `rewrite`: every line of the current files is sealed again under the new epoch in the same
+    commit, the older epochs' key files are deleted, and every earlier commit is rewritten the same
+    way (forget/purge.py's machinery), so no line reachable from a branch opens with an old key."""
     _need_encrypted(store)
-    return _new_epoch(store, keyring.read_recipients(store.root / keyring.RECIPIENTS), "rotate")
+    readers = keyring.read_recipients(store.root / keyring.RECIPIENTS)
+    if not rewrite:
+        return _new_epoch(store, readers, "rotate")
+    from ..forget.purge import refuse_shallow_purge, rewrite_sealed
+    from ..gitrepo import refuse_if_unfinished
+    from .encrypt import line_files
+
+    epochs = keyring.epoch_files(store.root)
+    missing = [e for e in epochs if e not in store.sealer.keys]
+    if missing:
+        raise UsageError(
+            f"your identity does not open key epoch(s) {', '.join(map(str, missing))}: their lines "
+            "cannot be sealed again, and rewriting would lose them. Nothing was changed."
+        )
+    refuse_if_unfinished(store.root, "rotate the key")
+    refuse_shallow_purge(store)
+    dirty = store.git.run("status", "--porcelain", "--untracked-files=all").splitlines()
+    if dirty:
+        raise UsageError(
+            f"{store.root / dirty[0][3:]} has uncommitted changes: commit or roll them back first "
+            '("ct fsck --repair"). Nothing was changed.'
+        )
+    old_keys = dict(store.sealer.keys)
+    res = _new_epoch(store, readers, "rotate and reseal", reseal=line_files(store.root))
+    epoch = res["epoch"]
+    keep = {f"{keyring.epoch_name(epoch)}.age", f"{keyring.epoch_name(epoch)}.recipients"}
+    drop = r"^keys/epoch-\d+\.(age|recipients)$"
+    files = {p: (store.root / p).read_bytes() for p in keep}
+    notice = rewrite_sealed(
+        store,
+        {**old_keys, epoch: store.sealer.keys[epoch]},
+        epoch,
+        (),
+        f"The current files are sealed under key epoch {epoch}",
+        keys_files=files,
+        drop=f"(?!{'|'.join(re.escape(k) + '$' for k in sorted(keep))}){drop}",
+    )
+    store.sealer.keys = {epoch: store.sealer.keys[epoch]}
+    first = f"History rewritten: every line of every commit is sealed under key epoch {epoch} only."
+    return {
+        **res,
+        "commit": store.git.run("rev-parse", "HEAD"),
+        "notice": first + notice[notice.index("\n") :],
+    }
 
 
-def _new_epoch(store, readers: list[str], why: str) -> dict:
+def _new_epoch(store, readers: list[str], why: str, reseal: list[str] | None = None) -> dict:
+    """Write epoch N+1 (one commit). `reseal`: these line files are sealed again under it whole,
+    and the older epochs' key files are deleted in the same commit."""
+    from ..format import log as logfmt
+
     store.sealer.write_key()  # a removed recipient cannot start epochs either
-    epoch = max(keyring.epoch_files(store.root)) + 1
+    old = keyring.epoch_files(store.root)
+    epoch = max(old) + 1
     key = keyring.new_key()
-    with store.transaction(f"Keys: {why}, new key epoch {epoch}") as tx:
-        tx.stage(keyring.wrap_epoch(store.root, epoch, key, readers))
-        keyring.write_recipients(store.root / keyring.RECIPIENTS, readers)
-        tx.stage([keyring.RECIPIENTS])
-        store.sealer.keys[epoch] = key
-        store.sealer.newest = epoch
+    before = (dict(store.sealer.keys), store.sealer.newest)
+    try:
+        with store.transaction(f"Keys: {why}, new key epoch {epoch}") as tx:
+            plain = {rel: logfmt.read_plain(store.root / rel) for rel in reseal or []}
+            tx.stage(keyring.wrap_epoch(store.root, epoch, key, readers))
+            keyring.write_recipients(store.root / keyring.RECIPIENTS, readers)
+            tx.stage([keyring.RECIPIENTS])
+            store.sealer.keys[epoch] = key
+            store.sealer.newest = epoch
+            for rel, data in plain.items():
+                logfmt.rewrite(store.root / rel, data)
+            tx.stage(list(plain))
+            if reseal is not None:
+                for e, p in old.items():
+                    for f in (p, p.with_suffix(".recipients")):
+                        f.unlink(missing_ok=True)
+                        tx.stage(f.relative_to(store.root).as_posix())
+    except BaseException:
+        store.sealer.keys, store.sealer.newest = before
+        raise
+    if reseal is not None:
+        store.sealer.keys = {epoch: key}
     return {"epoch": epoch, "commit": tx.commit}

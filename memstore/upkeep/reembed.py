@@ -89,6 +89,14 @@ def _reembed_day(store, day: str, emb, dtype: str, batch: int) -> int:
         for ln in logfmt.read_lines(path):
             if ln.record is not None:
                 recs.setdefault(str(ln.record["id"]), ln.record)
+    if store.sealer is not None and store.sealer.hides(path):
+        from ..format.sealed_lines import NoKeyError
+
+        raise NoKeyError(
+            f"{path}: holds lines your identity does not open (another writer's private records): "
+            "re-embedding the day would lose their vectors.",
+            "Nothing was changed. Their writer can share them (ct share) or re-embed.",
+        )
     old = packfmt.pack_files(packfmt.day_dir(store.root, day))
     writer = packfmt.PackWriter(day, emb.dim)
     keys = packfmt.ring(recs.values())

@@ -36,6 +36,10 @@ def stat(store) -> dict:
         "log_files": log_files,
         "log_bytes": log_bytes,
         "approx_tokens": int(rows["text_bytes"] / 4),
+        # record scopes (docs/format.md, "Records"): the private records this user reads, and the
+        # private lines of other writers an encrypted store holds (skipped: not this user's key)
+        "private_records": rows["private"],
+        "others_private_lines": store.sealer.others_private() if store.sealer else 0,
     }
 
 

@@ -40,6 +40,16 @@ async function api(path, params) {
   return body;
 }
 
+// A write (POST with a JSON body): the page's one is /share.
+async function post(path, body) {
+  const res = await fetch(path, { method: "POST", body: JSON.stringify(body),
+    headers: { Accept: "application/json", "Content-Type": "application/json", ...authorization() } });
+  const out = await res.json();
+  if (res.status === 401) askToken(out.error);
+  if (!res.ok) throw new Error(out.error || res.statusText);
+  return out;
+}
+
 // A server started with --tokens answers 401 without one: the page asks for it, keeps it in this
 // tab's sessionStorage only, and sends it as the Authorization header with every request.
 const TOKEN_KEY = "memstore-token";
@@ -109,19 +119,20 @@ function parseHash() {
 
 async function route() {
   const r = parseHash();
-  const views = ["search", "timeline", "tree", "history"];
+  const views = ["search", "timeline", "tree", "history", "private"];
   if (!views.includes(r.view)) r.view = "timeline";
   const changedView = !state.route || state.route.view !== r.view;
   state.route = r;
   for (const v of views) $(`view-${v}`).hidden = v !== r.view;
   document.querySelectorAll(".top nav a").forEach((a) =>
     a.dataset.view === r.view ? a.setAttribute("aria-current", "page") : a.removeAttribute("aria-current"));
-  document.title = `${{ search: "Search", timeline: "Timeline", tree: "Topics", history: "History" }[r.view]} · memstore`;
+  document.title = `${{ search: "Search", timeline: "Timeline", tree: "Topics", history: "History", private: "Private" }[r.view]} · memstore`;
   showError(null);
   try {
     if (r.view === "search") await showSearch(r);
     else if (r.view === "timeline") await showTimeline(r);
     else if (r.view === "tree") await showTree(r);
+    else if (r.view === "private") await showPrivate(r);
     else await showHistory(r);
   } catch (err) { showError(err); }
   // Focus follows a keyboard or menu move: the field asked for ("/" asks for the query), else the heading.
@@ -695,6 +706,30 @@ async function showHistory(r) {
     out.empty ? null : el("div", { class: "beforeafter" }, side("Before", out.before, beforeMarks), side("After", out.after, afterMarks)));
 }
 
+// ----- private records: review and share --------------------------------------------------------------
+
+async function showPrivate() {
+  const out = await api("/view/private");
+  $("private-summary").textContent = out.records.length
+    ? `${plural(out.records.length, "private record")}, oldest first.` : "No private records.";
+  fill($("private-list"), ...out.records.map((r) => el("li", { class: "hit", "data-id": r.id },
+    el("div", { class: "meta" },
+      el("span", { class: "when", text: `${r.day} ${clock(r.ts)}` }), roleBadge(r.role),
+      r.secrets.length ? el("span", { class: "badge secret", text: `secrets flagged: ${r.secrets.join(", ")}` }) : null),
+    el("p", { class: "text", text: r.text }),
+    el("button", { type: "button", class: "share", onclick: () => shareOne(r) }, "Share"))));
+}
+
+async function shareOne(r) {
+  const warn = r.secrets.length ? `\n\nThe scanner flags: ${r.secrets.join(", ")}.` : "";
+  if (!confirm(`Share this record with everyone who reads the store?${warn}\n\n${r.text.slice(0, 500)}`)) return;
+  try {
+    const out = await post("/share", { ids: [r.id] });
+    await showPrivate();
+    $("private-summary").textContent = `Shared in commit ${String(out.commit).slice(0, 10)}. ` + $("private-summary").textContent;
+  } catch (err) { showError(err); }
+}
+
 // ----- keyboard and start-up -------------------------------------------------------------------------
 
 function typing(ev) {
@@ -704,7 +739,7 @@ function typing(ev) {
 
 document.addEventListener("keydown", (ev) => {
   if (ev.altKey || ev.ctrlKey || ev.metaKey || typing(ev)) return;
-  const views = { "1": "#/search", "2": "#/timeline", "3": "#/tree", "4": "#/history" };
+  const views = { "1": "#/search", "2": "#/timeline", "3": "#/tree", "4": "#/history", "5": "#/private" };
   if (ev.key === "/") {
     ev.preventDefault();
     if (state.route.view !== "search") { state.focus = "q"; go("#/search"); } else $("q").focus();

@@ -29,6 +29,21 @@ def record_view(rec: dict, titles: dict | None = None) -> dict:
     return mask_fields(out)
 
 
+def private(st, p) -> dict:
+    """Every private record this user reads, for review before `Share` (ct share -n): its text
+    and names masked, and the kinds of secret the scanner flags in it."""
+    plan = st.share((), dry_run=True)
+    return {
+        "records": [
+            {
+                **mask_fields({k: r.get(k) for k in ("id", "ts", "day", "role", "actor", "text")}),
+                "secrets": [f["kind"] for f in r["secrets"]],
+            }
+            for r in plan.records
+        ]
+    }
+
+
 def _titles(st, records) -> dict[str, str]:
     return st.session_titles([r.get("session") for r in records])
 
