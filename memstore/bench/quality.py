@@ -92,6 +92,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="figures of `python -m memstore.bench.echo_real --json` (question echoes on real "
         "exports), shown under Question echoes",
     )
+    p.add_argument(
+        "--note",
+        help="a sentence on the run's conditions (a loaded machine, vectors computed elsewhere), "
+        "shown under the machine line",
+    )
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -519,6 +524,7 @@ def run(args, log=None) -> dict:
         "missing": missing,
         "echo_real": echo_real,
         "started": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "note": args.note,
     }
     embedder = get_embedder(args.embedder)
     report["embedder_model"] = embedder.model
@@ -558,7 +564,7 @@ def write_report(report: dict, out: Path, raw: Path) -> None:
     text = render(report)
     try:  # the topic tree's figures (memstore/bench/topics.py) are measured apart: kept as they are
         old = out.read_text(encoding="utf-8")
-        if TOPIC_SECTION in old:
+        if TOPIC_SECTION in old and TOPIC_SECTION not in text:
             text = text.rstrip("\n") + "\n\n" + TOPIC_SECTION + old.split(TOPIC_SECTION, 1)[1]
     except OSError:
         pass

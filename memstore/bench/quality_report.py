@@ -42,6 +42,8 @@ def render(r: dict) -> str:
         ),
         "",
     ]
+    if r.get("note"):
+        out += [f"Conditions of this run: {r['note']}", ""]
     out += _status(r)
     out += _lme(r)
     out += _scifact(r)
