@@ -78,7 +78,8 @@ class GitRepo:
                     [
                         "config",
                         "--get-regexp",
-                        r"^(user\.(name|email)|core\.hookspath|core\.sparsecheckout)$",
+                        r"^(user\.(name|email)|core\.hookspath|core\.sparsecheckout"
+                        r"|memstore\.author)$",
                     ],
                     os.environ,
                 )
@@ -98,6 +99,10 @@ class GitRepo:
                 b"on",
                 b"1",
             )
+            author = keys.get(b"memstore.author")
+            self._configured_author = (
+                None if author is None else author.decode("utf-8", "surrogateescape")
+            )
             has = b"user.name" in keys and b"user.email" in keys
             self._identity = (
                 []
@@ -105,6 +110,25 @@ class GitRepo:
                 else ["-c", f"user.name={IDENTITY[0]}", "-c", f"user.email={IDENTITY[1]}"]
             )
         return self._identity
+
+    def configured_author(self) -> str | None:
+        """git config `memstore.author` as git reads it for this repository (its own config
+        first, then the user's), or None."""
+        self._identity_args()
+        return self._configured_author
+
+    def author_identity(self) -> str | None:
+        """The author identity git resolves for this repository (`git var GIT_AUTHOR_IDENT`: the
+        GIT_AUTHOR_* variables, then author.* and user.* config) as "name <email>"; None when
+        none is set (memstore then commits as its own fallback identity, which names nobody)."""
+        if self._identity_args():
+            return None
+        try:
+            ident = self.run("var", "GIT_AUTHOR_IDENT")
+        except GitError:
+            return None
+        # "Name <email> 1733300000 +0100": the name and address, without git's timestamp
+        return ident.rsplit(" ", 2)[0] if ident.count(" ") >= 2 else (ident or None)
 
     @property
     def sparse(self) -> bool:

@@ -39,6 +39,7 @@ class Filters:
     actor: list[str] = field(default_factory=list)
     type: list[str] = field(default_factory=list)
     session: list[str] = field(default_factory=list)
+    author: list[str] = field(default_factory=list)  # a name or an email, any case
     include_hidden: bool = False
     exclude_types: list[str] = field(default_factory=list)
 
@@ -46,7 +47,14 @@ class Filters:
 
     @property
     def narrows_rows(self) -> bool:
-        return bool(self.role or self.actor or self.type or self.session or self.exclude_types)
+        return bool(
+            self.role
+            or self.actor
+            or self.type
+            or self.session
+            or self.author
+            or self.exclude_types
+        )
 
 
 class Hits(list):
@@ -73,6 +81,11 @@ class Hit:
     parts: dict = field(default_factory=dict)
     record: dict = field(default_factory=dict)
 
+    @property
+    def author(self) -> str | None:
+        """Who put the record into memory; None for a record written before authors (unknown)."""
+        return self.record.get("author")
+
     def to_json(self, explain: bool = False) -> dict:
         out = {
             "id": self.id,
@@ -86,6 +99,7 @@ class Hit:
             "source": self.source,
             "day": self.day,
             "model": self.record.get("model"),
+            "author": self.author,
         }
         if self.store is not None:
             out["store"] = self.store

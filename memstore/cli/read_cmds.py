@@ -7,7 +7,11 @@ import json
 
 import click
 
-from .common import emit_json, one_line, progress_for, short_date
+from .common import emit_json, one_line, progress_for, short_author, short_date
+
+AUTHOR_HELP = (
+    "Only records put into memory by this person: a name or an email, any case (repeatable)."
+)
 
 
 def filter_options(f):
@@ -29,6 +33,7 @@ def filter_options(f):
                 "--type", "type_", multiple=True, help="text | action | meta | doc (repeatable)."
             ),
             click.option("--session", multiple=True, help="Only these sessions (repeatable)."),
+            click.option("--author", multiple=True, help=AUTHOR_HELP),
             click.option(
                 "--now", default=None, help="Reference time for phrases (ISO; default: now)."
             ),
@@ -86,6 +91,7 @@ def search_cmd(
     actor,
     type_,
     session,
+    author,
     now,
     explain,
     as_json,
@@ -116,6 +122,7 @@ def search_cmd(
                 actor=actor,
                 type=type_,
                 session=session,
+                author=author,
                 now=now,
                 alpha=alpha,
                 also=stores[1:],
@@ -157,12 +164,14 @@ def search_cmd(
         st = by_root.get(h.store, stores[0])
         label = f"[{st.root.name}] " if len(stores) > 1 else ""
         who = h.actor or h.role
+        by = f"  by {short_author(h.author)}" if h.author else ""
         src = ""
         if isinstance(h.source, dict) and h.source.get("path"):
             src = f"  ({h.source['path']}#{h.source.get('chunk', 0)})"
         answers = "  (answers the question below)" if "answers" in h.parts else ""
         click.echo(
-            f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type})  score {h.score:.4f}{src}{answers}"
+            f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type}){by}  score {h.score:.4f}"
+            f"{src}{answers}"
         )
         click.echo(f"    {one_line(h.text, 300)}")
         asked = h.parts.get("question")
@@ -206,8 +215,11 @@ def _window_text(w, tz) -> str:
 def _hit_lines(h, tz, oneline: bool) -> list[str]:
     hit = h.hit
     tag = hit.actor or hit.role
-    if hit.type in ("action", "doc", "meta"):
-        tag += f" ({hit.type})"
+    kind = [hit.type] if hit.type in ("action", "doc", "meta") else []
+    if hit.author:
+        kind.append(f"by {short_author(hit.author)}")
+    if kind:
+        tag += f" ({', '.join(kind)})"
     marks = ""
     if "outside_window" in h.flags:
         marks += "[outside] "
@@ -245,6 +257,7 @@ def _hit_lines(h, tz, oneline: bool) -> list[str]:
 @click.option(
     "--now", default=None, help="Reference time for phrases like 'yesterday' (ISO; default: now)."
 )
+@click.option("--author", multiple=True, help=AUTHOR_HELP)
 @click.option("--oneline", is_flag=True, help="Flatten each line and cut it at 300 characters.")
 @click.option("--explain", is_flag=True, help="Show each hit's score parts (with --json).")
 @click.option(
@@ -254,7 +267,7 @@ def _hit_lines(h, tz, oneline: bool) -> list[str]:
     help="Print JSON: {query, now, window, level, keywords, occurrence, window_lines, notes, hits: [... with flags]}.",
 )
 @click.pass_obj
-def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json):
+def recall_cmd(obj, question, topk, around, docs, now, author, oneline, explain, as_json):
     """Recall what was said: the time phrase in QUESTION picks a window, the other words rank
     lines inside it (by words and meaning, as search does), and the answer is verbatim lines with
     timestamps, best first.
@@ -268,7 +281,15 @@ def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json
     Example: ct recall "what did we say yesterday evening about the budget"
     """
     st = obj.store(index=True)
-    res = st.recall(question, k=topk, now=now or None, around=around, docs=docs, update_index=False)
+    res = st.recall(
+        question,
+        k=topk,
+        now=now or None,
+        around=around,
+        docs=docs,
+        author=author,
+        update_index=False,
+    )
     if as_json:
         emit_json(res.to_json(explain))
         return

@@ -22,6 +22,7 @@ from ..format import layout
 from ..format import log as logfmt
 from ..format import pack as packfmt
 from ..format import tombstones
+from ..format.record import author_parts
 from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_segment, segment_name
 from ..format.timeutil import from_iso
 from ..errors import LockTimeout
@@ -39,7 +40,8 @@ CREATE TABLE IF NOT EXISTS days (day TEXT PRIMARY KEY, stat_fp TEXT, content_fp 
 CREATE TABLE IF NOT EXISTS records (
   rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, day TEXT NOT NULL, line_no INTEGER, off INTEGER, len INTEGER,
   ts REAL, actor TEXT, role TEXT, type TEXT, session TEXT, source TEXT, fsha TEXT, hidden INTEGER DEFAULT 0,
-  vrow INTEGER DEFAULT -1, vkey TEXT);
+  vrow INTEGER DEFAULT -1, vkey TEXT,
+  author_name TEXT, author_email TEXT);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_day ON records(day);
 CREATE INDEX IF NOT EXISTS records_vrow ON records(vrow);
@@ -496,6 +498,7 @@ class Index:
                     fsha,
                     vkey,
                     rec["text"],
+                    *author_parts(rec.get("author")),  # case-folded, for --author
                 )
             )
             out.vectors.append(vec)
@@ -760,9 +763,9 @@ class Index:
         fresh = {}
         for row, vec in zip(rows, vectors):
             cur = conn.execute(
-                "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (row[0], day, *row[1:12]),
+                "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey,"
+                " author_name, author_email) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (row[0], day, *row[1:12], row[13] or None, row[14] or None),
             )
             conn.execute(
                 "INSERT INTO fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, index_text(row[12]))

@@ -12,7 +12,7 @@ import sqlite3
 
 from ..format import layout
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: records gained author_name, author_email
 
 _DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 
