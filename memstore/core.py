@@ -172,13 +172,17 @@ class Core:
         if not hasattr(self, "_author"):
             from .userconfig import user_file
 
-            who = self.git.configured_author()
+            from .userconfig import config_path
+
+            who, where = self.git.configured_author(), "git config memstore.author"
+            if who is None:
+                who, where = user_file().get("author"), f"{config_path()}: author"
             if who is not None:
                 problem = recordfmt.author_problem(who)
                 if problem:
-                    raise FormatError("git config memstore.author", problem)
+                    raise FormatError(where, problem)
             else:
-                who = user_file().get("author") or self.git.author_identity()
+                who = self.git.author_identity()
             self._author = who
         return self._author
 

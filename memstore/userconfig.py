@@ -69,12 +69,9 @@ def user_file() -> dict:
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise FormatError(path, f"cannot be read as TOML ({exc})") from None
     out = {}
-    if "author" in data:
-        from .format.record import author_problem
-
-        problem = author_problem(data["author"])
-        if problem:
-            raise FormatError(path, f"author {problem}")
+    if "author" in data:  # its form is checked where it is used (Core.author)
+        if not isinstance(data["author"], str):
+            raise FormatError(path, f"author must be a string, not {type(data['author']).__name__}")
         out["author"] = data["author"]
     for section, keys in (("llm", _LLM_KEYS), ("embedder", _EMBEDDER_KEYS)):
         table = data.get(section, {})
