@@ -13,7 +13,7 @@ import urllib.request
 import anyio
 import pytest
 
-from conftest import commits, ct, git_clean, make_store
+from conftest import commits, ct, git_clean
 
 ANA = "Ana Lopez <ana@example.com>"
 
@@ -97,8 +97,10 @@ def test_a_bad_configured_author_stops_the_write_and_changes_nothing(store, tmp_
     conf.write_text("author = 5\n", encoding="utf-8")
     monkeypatch.setenv("MEMSTORE_CONFIG", str(conf))
     proc = ct("-C", store.root, "add", "x", check=False)
-    assert proc.returncode == 4 and str(conf) in proc.stderr and "author must be a string" in (
-        proc.stderr
+    assert (
+        proc.returncode == 4
+        and str(conf) in proc.stderr
+        and "author must be a string" in (proc.stderr)
     )
     assert len(commits(store.root)) == n and not lines(store.root) and git_clean(store.root)
 
@@ -246,9 +248,7 @@ def test_mcp_search_and_recall_take_author(store):
             assert "author" in tools["recall"].input_schema["properties"]
             found = _data(await s.call_tool("search", {"query": "budget", "author": ["ana"]}))
             assert found["hits"] == []
-            found = _data(
-                await s.call_tool("search", {"query": "budget", "author": ["Ana Lopez"]})
-            )
+            found = _data(await s.call_tool("search", {"query": "budget", "author": ["Ana Lopez"]}))
             assert {h["author"] for h in found["hits"]} == {ANA} and len(found["hits"]) == 2
             rec = _data(
                 await s.call_tool("recall", {"question": "budget", "author": ["bo@example.org"]})
