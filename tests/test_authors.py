@@ -242,20 +242,23 @@ def test_mcp_search_and_recall_take_author(store):
     _three_writers(store.root)
 
     async def main():
+        # only calls in the session: a failed assert inside it would leave the client waiting
         async with _session(store.root) as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}
-            assert "author" in tools["search"].input_schema["properties"]
-            assert "author" in tools["recall"].input_schema["properties"]
-            found = _data(await s.call_tool("search", {"query": "budget", "author": ["ana"]}))
-            assert found["hits"] == []
-            found = _data(await s.call_tool("search", {"query": "budget", "author": ["Ana Lopez"]}))
-            assert {h["author"] for h in found["hits"]} == {ANA} and len(found["hits"]) == 2
-            rec = _data(
-                await s.call_tool("recall", {"question": "budget", "author": ["bo@example.org"]})
-            )
-            assert [h["text"] for h in rec["hits"]] == ["Bo: budget ok"]
+            calls = [
+                await s.call_tool("search", {"query": "budget", "author": ["ana"]}),
+                await s.call_tool("search", {"query": "budget", "author": ["Ana Lopez"]}),
+                await s.call_tool("recall", {"question": "budget", "author": ["bo@example.org"]}),
+            ]
+        return tools, calls
 
-    anyio.run(main)
+    tools, (nobody, ana, bo) = anyio.run(main)
+    assert "author" in tools["search"].input_schema["properties"]
+    assert "author" in tools["recall"].input_schema["properties"]
+    assert _data(nobody)["hits"] == []  # "ana" is neither her whole name nor her email
+    found = _data(ana)["hits"]
+    assert {h["author"] for h in found} == {ANA} and len(found) == 2
+    assert [h["text"] for h in _data(bo)["hits"]] == ["Bo: budget ok"]
 
 
 # ----- round trips -------------------------------------------------------------------------------
