@@ -196,9 +196,14 @@ def test_recall_shows_and_filters_by_author(store):
     )
     assert [h["text"] for h in out["hits"]] == ["Bo: budget ok"]
     assert out["hits"][0]["author"] == "Bo Chen <Bo@Example.org>"
-    text = ct("-C", store.root, "recall", "budget on 1 March 2026", "--author", "ana@example.com")
-    assert "user (by Ana Lopez): Ana: the budget is 2400" in text.stdout
-    assert "Bo:" not in text.stdout and "old budget" not in text.stdout
+    one = ct("-C", store.root, "recall", "budget on 1 March 2026", "--author", "ana@example.com")
+    assert "-- put into memory by Ana Lopez --\n" in one.stdout  # once, not on every line
+    assert "] user: Ana: the budget is 2400" in one.stdout
+    assert "Bo:" not in one.stdout and "old budget" not in one.stdout
+    mixed = ct("-C", store.root, "recall", "budget on 1 March 2026").stdout
+    assert "] user (by Ana Lopez): Ana: the budget is 2400" in mixed
+    assert "] assistant (by Bo Chen): Bo: budget ok" in mixed
+    assert "] user: old budget note, author unknown" in mixed and "put into memory by" not in mixed
 
 
 def test_http_search_recall_and_the_page_show_and_filter_authors(store):

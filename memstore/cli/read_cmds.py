@@ -212,11 +212,12 @@ def _window_text(w, tz) -> str:
     return f"{w.phrase!r} = {a.strftime('%Y-%m-%d %H:%M')} to {b.strftime('%Y-%m-%d %H:%M')} ({w.granularity})"
 
 
-def _hit_lines(h, tz, oneline: bool) -> list[str]:
+def _hit_lines(h, tz, oneline: bool, by: bool = False) -> list[str]:
+    """One hit's lines; `by` names its author on it (the answer holds lines of several)."""
     hit = h.hit
     tag = hit.actor or hit.role
     kind = [hit.type] if hit.type in ("action", "doc", "meta") else []
-    if hit.author:
+    if by and hit.author:
         kind.append(f"by {short_author(hit.author)}")
     if kind:
         tag += f" ({', '.join(kind)})"
@@ -309,8 +310,12 @@ def recall_cmd(obj, question, topk, around, docs, now, author, oneline, explain,
             else "best first"
         )
         click.echo(f"-- {n_main} line(s){extra}, verbatim, {order} --")
+    # who put the lines into memory: once when it is one person, else on each line
+    authors = {h.hit.author for h in res.hits}
+    if len(authors) == 1 and None not in authors:
+        click.echo(f"-- put into memory by {short_author(next(iter(authors)))} --")
     for h in res.hits:
-        for line in _hit_lines(h, st.tz, oneline):
+        for line in _hit_lines(h, st.tz, oneline, by=len(authors) > 1):
             click.echo(line)
 
 
