@@ -347,3 +347,26 @@ def test_ct_log_and_the_page_say_whether_git_verifies_a_signed_commit(store, tmp
     git(store.root, "config", "--unset", "gpg.ssh.allowedSignersFile")
     log = json.loads(ct("-C", store.root, "log", "-n", "3", "--json").stdout)
     assert [e["signature"] and e["signature"]["status"] for e in log] == [None, "E", "E"]
+
+
+@pytest.mark.parametrize("schema", ["2", None])
+def test_an_index_from_before_authors_is_rebuilt_not_called_damaged(store, schema):
+    import sqlite3
+
+    identity(store.root)
+    ct("-C", store.root, "add", "--ts", "2026-03-01T10:00:00Z", "indexed before authors")
+    db = store.root / ".memstore" / "index.db"
+    conn = sqlite3.connect(db)  # the index as an earlier memstore left it
+    for col in ("author_name", "author_email"):
+        conn.execute(f"ALTER TABLE records DROP COLUMN {col}")
+    if schema is None:
+        conn.execute("DELETE FROM meta WHERE key = 'schema'")
+    else:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (schema,))
+    conn.commit()
+    conn.close()
+    assert json.loads(ct("-C", store.root, "fsck", "--json").stdout)["ok"]
+    out = json.loads(
+        ct("-C", store.root, "search", "indexed", "--author", "ana lopez", "--json").stdout
+    )
+    assert [h["author"] for h in out["hits"]] == [ANA]

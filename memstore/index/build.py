@@ -95,8 +95,16 @@ def _expected_columns() -> dict[str, list[str]]:
 _EXPECTED: dict[str, list[str]] | None = None
 
 
+# Columns added since schema 2: an index without them is an older version's, not a damaged one.
+NEWER_COLUMNS = ("author_name", "author_email")
+
+
 def damage_of(
-    conn: sqlite3.Connection, meta_dir: Path, dim: int, thorough: bool = False
+    conn: sqlite3.Connection,
+    meta_dir: Path,
+    dim: int,
+    thorough: bool = False,
+    allow_missing=(),
 ) -> str | None:
     """What is wrong with an index (a table or column missing, a vector file shorter than the rows
     it must hold), named by file, or None. Cheap (a few pragmas and two stats); `thorough` adds
@@ -105,7 +113,7 @@ def damage_of(
         have = [r[1] for r in conn.execute(f"PRAGMA table_info('{table}')")]
         if not have:
             return f"index.db has no table {table} (not this version's schema)"
-        missing = [c for c in cols if c not in have]
+        missing = [c for c in cols if c not in have and c not in allow_missing]
         if missing:
             return f"index.db: table {table} has no column {missing[0]} (not this version's schema)"
     if thorough:
@@ -148,7 +156,18 @@ def check(store) -> str | None:
                 if path.stat().st_size == 0
                 else "index.db has no table meta (not this version's schema)"
             )
-        return damage_of(conn, store.meta_dir, int(store.config.embedder["dim"]), thorough=True)
+        schema = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if schema is not None and schema[0] != str(SCHEMA_VERSION):
+            return None  # another version's index: no damage, the next read rebuilds it
+        # an older memstore's index that never wrote its version lacks the newer columns: it
+        # is rebuilt by the next read as well, so their absence alone is no damage
+        return damage_of(
+            conn,
+            store.meta_dir,
+            int(store.config.embedder["dim"]),
+            thorough=True,
+            allow_missing=NEWER_COLUMNS if schema is None else (),
+        )
     except sqlite3.DatabaseError as exc:
         return f"index.db is not a readable database ({exc})"
     finally:
