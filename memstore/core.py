@@ -182,6 +182,29 @@ class Core:
             self._embedder = emb
         return self._embedder
 
+    @property
+    def author(self) -> str | None:
+        """Who writes (docs/format.md, "Records": `author`): the store's `git config
+        memstore.author`, else `author` in the user's config file, else the git identity of the
+        store's repository as "name <email>"; None when there is none (records then carry no
+        `author`, as old ones do). A bad configured value stops the write (exit 4)."""
+        if not hasattr(self, "_author"):
+            from .userconfig import user_file
+
+            from .userconfig import config_path
+
+            who, where = self.git.configured_author(), "git config memstore.author"
+            if who is None:
+                who, where = user_file().get("author"), f"{config_path()}: author"
+            if who is not None:
+                problem = recordfmt.author_problem(who)
+                if problem:
+                    raise FormatError(where, problem)
+            else:
+                who = self.git.author_identity()
+            self._author = who
+        return self._author
+
     def reload_config(self) -> None:
         """Read memstore.toml again. A writer calls it holding the write lock (after rolling back a
         crashed writer, which may put the file back): another process may have changed the embedder
@@ -343,6 +366,8 @@ class Core:
 
         result = WriteResult()
         scope_records(records, self.config.default_scope())
+        if records:
+            self.author  # noqa: B018  (a bad configured author stops the write before it starts)
         inputs_by_rec = {id(r): t for r, t in zip(records, embed_inputs)} if embed_inputs else {}
         records, result.notes = secret_policy.apply(records, secrets, origins)
         records = self._drop_forgotten(records, result)
@@ -499,6 +524,10 @@ class Core:
             writer = packfmt.PackWriter(day, dim)
             for rec, vec in by_day.get(day, []):
                 rec.pop("seg", None)  # a record names no file
+                if self.author is not None:  # who put it into memory, never what the input said
+                    rec["author"] = self.author
+                else:
+                    rec.pop("author", None)
                 rec["hash"] = recordfmt.text_hash(rec["text"])
                 rec["vkey"] = seal.record_key(
                     rec["id"], rec["text"], self._vkey_secret(rec)

@@ -78,7 +78,8 @@ class GitRepo:
                     [
                         "config",
                         "--get-regexp",
-                        r"^(user\.(name|email)|core\.hookspath|core\.sparsecheckout)$",
+                        r"^(user\.(name|email)|core\.hookspath|core\.sparsecheckout"
+                        r"|memstore\.author|commit\.gpgsign)$",
                     ],
                     os.environ,
                 )
@@ -98,6 +99,17 @@ class GitRepo:
                 b"on",
                 b"1",
             )
+            # commit-tree (the plumbing a write commits with) does not read commit.gpgSign itself
+            self._sign = keys.get(b"commit.gpgsign", b"").strip().lower() in (
+                b"true",
+                b"yes",
+                b"on",
+                b"1",
+            )
+            author = keys.get(b"memstore.author")
+            self._configured_author = (
+                None if author is None else author.decode("utf-8", "surrogateescape")
+            )
             has = b"user.name" in keys and b"user.email" in keys
             self._identity = (
                 []
@@ -105,6 +117,25 @@ class GitRepo:
                 else ["-c", f"user.name={IDENTITY[0]}", "-c", f"user.email={IDENTITY[1]}"]
             )
         return self._identity
+
+    def configured_author(self) -> str | None:
+        """git config `memstore.author` as git reads it for this repository (its own config
+        first, then the user's), or None."""
+        self._identity_args()
+        return self._configured_author
+
+    def author_identity(self) -> str | None:
+        """The author identity git resolves for this repository (`git var GIT_AUTHOR_IDENT`: the
+        GIT_AUTHOR_* variables, then author.* and user.* config) as "name <email>"; None when
+        none is set (memstore then commits as its own fallback identity, which names nobody)."""
+        if self._identity_args():
+            return None
+        try:
+            ident = self.run("var", "GIT_AUTHOR_IDENT")
+        except GitError:
+            return None
+        # "Name <email> 1733300000 +0100": the name and address, without git's timestamp
+        return ident.rsplit(" ", 2)[0] if ident.count(" ") >= 2 else (ident or None)
 
     @property
     def sparse(self) -> bool:
@@ -142,7 +173,7 @@ class GitRepo:
         `git commit` refreshes the stat data of every tracked file first, which at a million
         records (20,000 files) is most of a write's git time, and a write has nothing to refresh.
         What `git commit` adds is kept: its message clean-up, reflog entry, commit.gpgSign
-        (commit-tree reads it), the post-commit hook, and `gc --auto` when loose objects pile up.
+        (read here and passed as -S: commit-tree ignores it), the post-commit hook, and `gc --auto` when loose objects pile up.
         `only_paths`: refuse (unstaging `paths` again) when the commit would also carry changes
         someone else staged (the write transaction's commits carry only their own files).
         """
@@ -188,7 +219,9 @@ class GitRepo:
         if paths:  # an empty list commits what is staged already
             self._refuse_foreign_staged(parent_tree, tree, paths)
         env = {IN_MEMSTORE_ENV: "1"}
-        sha = self.run("commit-tree", tree, "-p", parent, "-m", text, env=env)
+        self._identity_args()  # reads commit.gpgSign with the identity, in the same git process
+        sign = ["-S"] if self._sign else []  # signed with user.signingkey, as `git commit` would
+        sha = self.run("commit-tree", *sign, tree, "-p", parent, "-m", text, env=env)
         subject = text.split("\n", 1)[0]
         self.run("update-ref", "-m", f"commit: {subject}", "HEAD", sha, parent)
         self._post_commit(env)
@@ -328,7 +361,8 @@ class GitRepo:
             "log",
             "--numstat",
             "--diff-merges=first-parent",
-            "--format=\x1e%H\x1f%aI\x1f%an\x1f%s\x1f%b\x1d",
+            # %G? %GS %GK: git verifies each signed commit (SSH: against gpg.ssh.allowedSignersFile)
+            "--format=\x1e%H\x1f%aI\x1f%an\x1f%ae\x1f%G?\x1f%GS\x1f%GK\x1f%s\x1f%b\x1d",
         ]
         if max_count:
             args.append(f"-n{max_count}")
@@ -341,7 +375,7 @@ class GitRepo:
         commits = []
         for chunk in out.split("\x1e")[1:]:
             head, _, stats = chunk.partition("\x1d")
-            sha, date, author, subject, body = head.split("\x1f")
+            sha, date, author, email, sig, signer, key, subject, body = head.split("\x1f", 8)
             files = []
             for line in stats.strip().splitlines():
                 parts = line.split("\t")
@@ -354,12 +388,38 @@ class GitRepo:
                     "sha": sha,
                     "date": date,
                     "author": author,
+                    "author_email": email,
+                    "signature": signature(sig, signer, key),  # None: "N", see below
                     "subject": subject,
                     "body": body.strip(),
                     "files": files,
                 }
             )
+        for sha in self._signed(c["sha"] for c in commits if c["signature"] is None):
+            # %G? says "N" for a signature git could not even try (an SSH one with no
+            # gpg.ssh.allowedSignersFile): signed all the same, and not verified
+            for c in commits:
+                if c["sha"] == sha:
+                    c["signature"] = signature("E", "", "")
         return commits
+
+    def _signed(self, shas) -> list[str]:
+        """Which of these commits carry a signature header (gpgsig), read from their raw headers
+        (`git rev-list --no-walk --header`, one process)."""
+        shas = list(shas)
+        if not shas:
+            return []
+        try:
+            raw = self.run("rev-list", "--no-walk=unsorted", "--header", *shas)
+        except GitError:
+            return []
+        out = []
+        for obj in raw.split("\0"):
+            sha, _, rest = obj.strip("\n").partition("\n")
+            headers = rest.split("\n\n", 1)[0]
+            if "\ngpgsig " in "\n" + headers or "\ngpgsig-sha256 " in "\n" + headers:
+                out.append(sha)
+        return out
 
     def deletions(self, folder: str, max_count: int = 200) -> list[dict]:
         """Commits of this branch that deleted files under `folder`, newest first: sha, subject,
@@ -566,6 +626,33 @@ class RevReader:
             got.append(out[pos : pos + size])
             pos += size + 1
         return got
+
+
+# git's %G? letters (git log --format): what git says of a commit's signature.
+SIGNATURE_STATUS = {
+    "G": "git verifies it",
+    "U": "the key is not in the allowed signers",
+    "B": "bad signature",
+    "X": "the signature has expired",
+    "Y": "the key has expired",
+    "R": "the key was revoked",
+    "E": "git cannot check it (no allowed signers file, or no public key)",
+}
+
+
+def signature(status: str, signer: str, key: str) -> dict | None:
+    """A commit's signature as git verified it ({"verified", "status", "why", "signer", "key"}), or
+    None when the commit is not signed (%G? "N")."""
+    status = status.strip()
+    if status in ("", "N"):
+        return None
+    return {
+        "verified": status == "G",
+        "status": status,
+        "why": SIGNATURE_STATUS.get(status, f"git says {status!r}"),
+        "signer": signer or None,
+        "key": key or None,
+    }
 
 
 def is_bare(path: Path) -> bool:

@@ -39,6 +39,7 @@ class Filters:
     actor: list[str] = field(default_factory=list)
     type: list[str] = field(default_factory=list)
     session: list[str] = field(default_factory=list)
+    author: list[str] = field(default_factory=list)  # a name or an email, any case
     include_hidden: bool = False
     exclude_types: list[str] = field(default_factory=list)
     scope: str | None = None  # "private" | "shared": records of that scope only
@@ -48,7 +49,14 @@ class Filters:
     @property
     def narrows_rows(self) -> bool:
         return (
-            bool(self.role or self.actor or self.type or self.session or self.exclude_types)
+            bool(
+                self.role
+                or self.actor
+                or self.type
+                or self.session
+                or self.author
+                or self.exclude_types
+            )
             or self.scope is not None
         )
 
@@ -77,6 +85,11 @@ class Hit:
     parts: dict = field(default_factory=dict)
     record: dict = field(default_factory=dict)
 
+    @property
+    def author(self) -> str | None:
+        """Who put the record into memory; None for a record written before authors (unknown)."""
+        return self.record.get("author")
+
     def to_json(self, explain: bool = False) -> dict:
         out = {
             "id": self.id,
@@ -91,6 +104,7 @@ class Hit:
             "day": self.day,
             "model": self.record.get("model"),
             "scope": self.record.get("scope") or "shared",
+            "author": self.author,
         }
         if self.store is not None:
             out["store"] = self.store

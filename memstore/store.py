@@ -604,6 +604,7 @@ class Store(Core):
         actor=None,
         type=None,
         session=None,
+        author=None,
         now=None,
         alpha: float | None = None,
         also=(),
@@ -614,7 +615,8 @@ class Store(Core):
         """Ranked hits for `query` (`ct search`): mode hybrid | exact | vector → list[Hit].
 
         `since`/`until` take a datetime, Unix seconds, ISO text or a phrase ("last week");
-        `role`, `actor`, `type`, `session` take one value or a list. `also`: more stores searched
+        `role`, `actor`, `type`, `session` take one value or a list; `author` one or a list of
+        names or emails (any case) of who put the records into memory. `also`: more stores searched
         together with this one (`ct -C a -C b search`), their hits ranked as one list.
         `update_index=False` reads the index as it is (`--no-index`); `progress(n)` is called as
         days are indexed. `scope`: private | shared, records of that scope only.
@@ -659,6 +661,7 @@ class Store(Core):
             type=_list(type),
             session=_list(session),
             scope=scope,
+            author=_list(author),
         )
         from .results import Hits
         from .retrieve.search import NO_WORDS_NOTE
@@ -680,11 +683,13 @@ class Store(Core):
         now=None,
         around: int = 0,
         docs: bool = False,
+        author=None,
         update_index: bool = True,
     ):
         """Verbatim lines for a question with a time phrase, best first (`ct recall`) → RecallResult.
 
-        `now` (datetime or ISO; naive means the store's timezone) anchors phrases like "yesterday".
+        `now` (datetime or ISO; naive means the store's timezone) anchors phrases like "yesterday";
+        `author` (a name or email, or a list) keeps only the lines those people put into memory.
         """
         from .retrieve.recall import recall
 
@@ -695,6 +700,7 @@ class Store(Core):
             k=k,
             around=around,
             docs=docs,
+            author=_list(author),
             update_index=update_index,
         )
 

@@ -22,6 +22,9 @@ which secret travels with it. These settings are read only from, first to last:
        api_key_env = "OPENAI_API_KEY"
        model_path = "/models/all-MiniLM-L6-v2"  # the minilm embedder's weights folder
 
+   and, at its top, `author = "Ana Lopez <ana@example.com>"`: the name every record you write
+   carries (docs/format.md, "Records"; a store's `git config memstore.author` comes first).
+
 A bad value in that file is the user's own mistake and stops the command (exit 4, naming the file
 and the key); memstore.toml's checks are in memstore/format/config.py.
 """
@@ -56,7 +59,8 @@ def config_path() -> Path:
 
 
 def user_file() -> dict:
-    """The user's config file as {"llm": {...}, "embedder": {...}}; {} when there is none."""
+    """The user's config file as {"llm": {...}, "embedder": {...}, "author": str}; {} when there is
+    none."""
     path = config_path()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -65,6 +69,10 @@ def user_file() -> dict:
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise FormatError(path, f"cannot be read as TOML ({exc})") from None
     out = {}
+    if "author" in data:  # its form is checked where it is used (Core.author)
+        if not isinstance(data["author"], str):
+            raise FormatError(path, f"author must be a string, not {type(data['author']).__name__}")
+        out["author"] = data["author"]
     for section, keys in (("llm", _LLM_KEYS), ("embedder", _EMBEDDER_KEYS)):
         table = data.get(section, {})
         if not isinstance(table, dict):

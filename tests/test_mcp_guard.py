@@ -266,11 +266,11 @@ def test_unknown_arguments_and_bools_for_counts_are_refused_naming_the_parameter
             )
 
     out = anyio.run(calls)
-    params = "(parameters: query, k, mode, since, until, role, session, scope)"
+    params = "(parameters: query, k, mode, since, until, role, session, scope, author)"
     assert out["limit"] == (True, f"search: unknown argument 'limit' {params}"), out["limit"]
     assert out["roles"] == (True, f"search: unknown argument 'roles' {params}"), out["roles"]
     assert out["two"][0] and "recall: unknown arguments 'limit', 'when'" in out["two"][1]
-    assert "(parameters: question, k, now, around, docs)" in out["two"][1]
+    assert "(parameters: question, k, now, around, docs, author)" in out["two"][1]
     assert out["add"][0] and "add: unknown argument 'timestamp'" in out["add"][1]
     assert "ts" in out["add"][1].split("parameters: ")[1]
     assert out["bool"] == (True, "search: argument 'k' must be an integer, not true")

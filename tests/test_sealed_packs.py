@@ -42,6 +42,10 @@ def _pair(tmp_path, embedder: str, adds: int):
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
     st = make_store(tmp_path / "a", embedder=embedder)
     a = st.root
+    # the clones' identity (_clone): one person on two machines, so an import there writes the
+    # same `author` and the same lines (docs/format.md, "Authors")
+    git(a, "config", "user.email", "t@example.org")
+    git(a, "config", "user.name", "t")
     git(a, "remote", "add", "origin", str(origin))
     batch = [
         st.normalize(

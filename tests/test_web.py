@@ -385,6 +385,45 @@ def test_the_page_in_a_browser(browser, site, tmp_path):
     check_the_page_asks_for_a_token_when_the_server_has_tokens(site, browser, tmp_path)
 
 
+def test_the_page_shows_who_wrote_a_hit_and_whether_git_verifies_a_commit(browser, tmp_path):
+    """A hit card names its author; History badges a signed commit verified or not."""
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen is not installed")
+    from conftest import ct, make_store
+
+    st = make_store(tmp_path / "memory")
+    git = ["git", "-C", str(st.root), "config"]
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    (tmp_path / "allowed").write_text(f"ana@example.com {(tmp_path / 'key.pub').read_text()}")
+    for name, value in (
+        ("memstore.author", "Ana Lopez <ana@example.com>"),
+        ("user.name", "Ana Lopez"),
+        ("user.email", "ana@example.com"),
+        ("gpg.format", "ssh"),
+        ("user.signingkey", str(key)),
+        ("commit.gpgsign", "true"),
+        ("gpg.ssh.allowedSignersFile", str(tmp_path / "allowed")),
+    ):
+        subprocess.run([*git, name, value], check=True)
+    ct("-C", st.root, "add", "--ts", "2026-03-01T10:00:00Z", "the ferry leaves at nine")
+    subprocess.run([*git, "user.signingkey", str(tmp_path / "other")], check=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")])
+    ct("-C", st.root, "add", "--ts", "2026-03-01T10:05:00Z", "the ferry is late")
+    with ct_server(["-C", st.root, "serve", "--port", "0"], wait=30) as base:
+        visit(browser, base, "search?q=ferry%20nine", "search")
+        authors = [e.text for e in css(browser, "#results .hit .author")]
+        assert authors and set(authors) == {"by Ana Lopez"}
+        assert (
+            css(browser, "#results .hit .author")[0]
+            .get_attribute("title")
+            .endswith("Ana Lopez <ana@example.com>")
+        )
+        visit(browser, base, "history", "history")
+        badges = [e.text for e in css(browser, "#commits .badge")]
+        assert badges[:2] == ["signed, not verified", "verified"]
+
+
 # ----- the page at real scale: years of records ---------------------------------------------------
 
 

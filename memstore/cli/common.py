@@ -129,6 +129,15 @@ def short_date(ts: str, tz) -> str:
     return from_iso(ts).astimezone(tz).strftime("%Y-%m-%d %H:%M")
 
 
+def short_author(author: str | None) -> str:
+    """An author as a hit line shows it: the name without the email ("Ana Lopez <ana@x.org>" ->
+    "Ana Lopez"), the email when there is no name, "" for a record without one (unknown)."""
+    if not author:
+        return ""
+    name, _, rest = author.partition("<")
+    return name.strip() or rest.rstrip(">").strip() or author
+
+
 def one_line(text: str, width: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -7,7 +7,11 @@ import json
 
 import click
 
-from .common import emit_json, one_line, progress_for, short_date
+from .common import emit_json, one_line, progress_for, short_author, short_date
+
+AUTHOR_HELP = (
+    "Only records put into memory by this person: a name or an email, any case (repeatable)."
+)
 
 
 def filter_options(f):
@@ -29,6 +33,7 @@ def filter_options(f):
                 "--type", "type_", multiple=True, help="text | action | meta | doc (repeatable)."
             ),
             click.option("--session", multiple=True, help="Only these sessions (repeatable)."),
+            click.option("--author", multiple=True, help=AUTHOR_HELP),
             click.option(
                 "--now", default=None, help="Reference time for phrases (ISO; default: now)."
             ),
@@ -92,6 +97,7 @@ def search_cmd(
     actor,
     type_,
     session,
+    author,
     now,
     scope,
     explain,
@@ -123,6 +129,7 @@ def search_cmd(
                 actor=actor,
                 type=type_,
                 session=session,
+                author=author,
                 now=now,
                 alpha=alpha,
                 also=stores[1:],
@@ -165,13 +172,14 @@ def search_cmd(
         st = by_root.get(h.store, stores[0])
         label = f"[{st.root.name}] " if len(stores) > 1 else ""
         who = h.actor or h.role
+        by = f"  by {short_author(h.author)}" if h.author else ""
         src = ""
         if isinstance(h.source, dict) and h.source.get("path"):
             src = f"  ({h.source['path']}#{h.source.get('chunk', 0)})"
         answers = "  (answers the question below)" if "answers" in h.parts else ""
         private = "  [private]" if h.record.get("scope") == "private" else ""
         click.echo(
-            f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type})  score {h.score:.4f}"
+            f"{i:2}. {label}{short_date(h.ts, st.tz)}  {who} ({h.type}){by}  score {h.score:.4f}"
             f"{src}{answers}{private}"
         )
         click.echo(f"    {one_line(h.text, 300)}")
@@ -213,11 +221,15 @@ def _window_text(w, tz) -> str:
     return f"{w.phrase!r} = {a.strftime('%Y-%m-%d %H:%M')} to {b.strftime('%Y-%m-%d %H:%M')} ({w.granularity})"
 
 
-def _hit_lines(h, tz, oneline: bool) -> list[str]:
+def _hit_lines(h, tz, oneline: bool, by: bool = False) -> list[str]:
+    """One hit's lines; `by` names its author on it (the answer holds lines of several)."""
     hit = h.hit
     tag = hit.actor or hit.role
-    if hit.type in ("action", "doc", "meta"):
-        tag += f" ({hit.type})"
+    kind = [hit.type] if hit.type in ("action", "doc", "meta") else []
+    if by and hit.author:
+        kind.append(f"by {short_author(hit.author)}")
+    if kind:
+        tag += f" ({', '.join(kind)})"
     marks = ""
     if "outside_window" in h.flags:
         marks += "[outside] "
@@ -255,6 +267,7 @@ def _hit_lines(h, tz, oneline: bool) -> list[str]:
 @click.option(
     "--now", default=None, help="Reference time for phrases like 'yesterday' (ISO; default: now)."
 )
+@click.option("--author", multiple=True, help=AUTHOR_HELP)
 @click.option("--oneline", is_flag=True, help="Flatten each line and cut it at 300 characters.")
 @click.option("--explain", is_flag=True, help="Show each hit's score parts (with --json).")
 @click.option(
@@ -264,7 +277,7 @@ def _hit_lines(h, tz, oneline: bool) -> list[str]:
     help="Print JSON: {query, now, window, level, keywords, occurrence, window_lines, notes, hits: [... with flags]}.",
 )
 @click.pass_obj
-def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json):
+def recall_cmd(obj, question, topk, around, docs, now, author, oneline, explain, as_json):
     """Recall what was said: the time phrase in QUESTION picks a window, the other words rank
     lines inside it (by words and meaning, as search does), and the answer is verbatim lines with
     timestamps, best first.
@@ -278,7 +291,15 @@ def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json
     Example: ct recall "what did we say yesterday evening about the budget"
     """
     st = obj.store(index=True)
-    res = st.recall(question, k=topk, now=now or None, around=around, docs=docs, update_index=False)
+    res = st.recall(
+        question,
+        k=topk,
+        now=now or None,
+        around=around,
+        docs=docs,
+        author=author,
+        update_index=False,
+    )
     if as_json:
         emit_json(res.to_json(explain))
         return
@@ -298,8 +319,12 @@ def recall_cmd(obj, question, topk, around, docs, now, oneline, explain, as_json
             else "best first"
         )
         click.echo(f"-- {n_main} line(s){extra}, verbatim, {order} --")
+    # who put the lines into memory: once when it is one person, else on each line
+    authors = {h.hit.author for h in res.hits}
+    if len(authors) == 1 and None not in authors:
+        click.echo(f"-- put into memory by {short_author(next(iter(authors)))} --")
     for h in res.hits:
-        for line in _hit_lines(h, st.tz, oneline):
+        for line in _hit_lines(h, st.tz, oneline, by=len(authors) > 1):
             click.echo(line)
 
 

@@ -235,7 +235,8 @@ def hooks_status(obj):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def log_cmd(obj, max_count, as_json):
-    """Show the memory's history from git: commit, date, message, what changed.
+    """Show the memory's history from git: commit, date, message, what changed, who committed it
+    and, for a signed commit (git's SSH or GPG signing), whether git verifies the signature.
 
     Example: ct log -n 5
     """
@@ -246,8 +247,17 @@ def log_cmd(obj, max_count, as_json):
     for e in entries:
         counts = e["counts"]
         summary = ", ".join(f"{k} +{v}" for k, v in counts.items() if v) or "no record changes"
+        sig = e.get("signature")
+        signed = (
+            ""
+            if sig is None
+            else f", signed, verified ({sig['signer'] or sig['key']})"
+            if sig["verified"]
+            else f", signed, NOT verified: {sig['why']}"
+        )
         click.echo(
             f"{e['sha'][:10]} {e['date'][:16].replace('T', ' ')} {e['subject']}  [{summary}]"
+            f"  {e['author']}{signed}"
         )
 
 

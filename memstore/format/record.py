@@ -17,7 +17,10 @@ OWN_FIELDS = ("id", "hash", "vkey", "seg", "source", "supersedes", "meta")
 # `"scope":"private"`, right after `meta`; no field means "shared" (the team).
 SCOPES = ("private", "shared")
 PRIVATE = "private"
-FIELD_ORDER = LOSSLESS_FIELDS + OWN_FIELDS + ("scope",)
+# Who put the record into memory (docs/format.md, "Records"): set by the writer, never by an input.
+WRITER_FIELDS = ("author",)
+FIELD_ORDER = LOSSLESS_FIELDS + OWN_FIELDS[:3] + WRITER_FIELDS + OWN_FIELDS[3:] + ("scope",)
+MAX_AUTHOR_LEN = 300
 ROLES = ("user", "assistant", "system", "tool")
 TYPES = ("text", "action", "meta", "doc")
 # What was said or done in a conversation; meta rows (a harness's own notes) and document chunks are not.
@@ -200,7 +203,8 @@ def normalize(raw: dict, tz, *, defaults: dict | None = None, derive_id: bool = 
     for key in ("source", "supersedes"):
         if src.get(key) is not None:
             rec[key] = src[key]
-    extra = {k: v for k, v in src.items() if k not in FIELD_ORDER}
+    # an input's own `author` is what the source says, kept under meta; the writer sets the field
+    extra = {k: v for k, v in src.items() if k not in FIELD_ORDER or k in WRITER_FIELDS}
     meta = dict(src.get("meta") or {}) if isinstance(src.get("meta"), dict) else {}
     meta.update(extra)
     if meta:
@@ -271,11 +275,41 @@ def loads(line: str | bytes) -> dict:
             raise RecordError(f"missing field {key!r}")
     if not isinstance(obj["text"], str):
         raise RecordError("field 'text' must be a string")
+    if "author" in obj and author_problem(obj["author"]):
+        raise RecordError(f"field 'author' {author_problem(obj['author'])}")
     try:
         parse_ts(obj["ts"], None)
     except (ValueError, TypeError) as exc:
         raise RecordError(f"field 'ts': {exc}") from None
     return obj
+
+
+def author_problem(value) -> str | None:
+    """What is wrong with an `author` value ("must be a string, not int"), or None when it is fine:
+    a name, optionally followed by ` <email>`, 1-300 characters, no control characters."""
+    if not isinstance(value, str):
+        return f"must be a string, not {type(value).__name__}"
+    if not value.strip() or len(value) > MAX_AUTHOR_LEN:
+        return f"must be 1-{MAX_AUTHOR_LEN} characters, not {len(value.strip())}"
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return f"{value[:40]!r} holds a control character"
+    return None
+
+
+def author_parts(author: str | None) -> tuple[str, str]:
+    """(name, email) of an author, both case-folded for matching: "Ana <ana@x.org>" gives
+    ("ana", "ana@x.org"); a bare name gives (name, "")."""
+    if not isinstance(author, str):
+        return "", ""
+    name, sep, rest = author.partition("<")
+    email = rest.rsplit(">", 1)[0] if sep else ""
+    return name.strip().casefold(), email.strip().casefold()
+
+
+def author_matches(author: str | None, wanted: str) -> bool:
+    """Whether `--author wanted` picks this author: its name or its email, case-insensitively."""
+    want = wanted.strip().casefold()
+    return bool(want) and want in author_parts(author)
 
 
 # A release history by its file name (docs/format.md, "Document sources": `source.doc_kind`).

@@ -22,6 +22,7 @@ from ..format import layout
 from ..format import log as logfmt
 from ..format import pack as packfmt
 from ..format import tombstones
+from ..format.record import author_parts
 from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_segment, segment_name
 from ..format.timeutil import from_iso
 from ..errors import LockTimeout
@@ -46,7 +47,8 @@ CREATE TABLE IF NOT EXISTS days (day TEXT PRIMARY KEY, stat_fp TEXT, content_fp 
 CREATE TABLE IF NOT EXISTS records (
   rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, day TEXT NOT NULL, line_no INTEGER, off INTEGER, len INTEGER,
   ts REAL, actor TEXT, role TEXT, type TEXT, session TEXT, source TEXT, fsha TEXT, hidden INTEGER DEFAULT 0,
-  vrow INTEGER DEFAULT -1, vkey TEXT);
+  vrow INTEGER DEFAULT -1, vkey TEXT,
+  author_name TEXT, author_email TEXT);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_day ON records(day);
 CREATE INDEX IF NOT EXISTS records_vrow ON records(vrow);
@@ -104,8 +106,18 @@ def _expected_columns() -> dict[str, list[str]]:
 _EXPECTED: dict[str, list[str]] | None = None
 
 
+# Columns and tables added since schema 2: an index without them is an older version's, not a
+# damaged one.
+NEWER_COLUMNS = ("author_name", "author_email")
+NEWER_TABLES = ("private",)
+
+
 def damage_of(
-    conn: sqlite3.Connection, meta_dir: Path, dim: int, thorough: bool = False
+    conn: sqlite3.Connection,
+    meta_dir: Path,
+    dim: int,
+    thorough: bool = False,
+    allow_missing=(),
 ) -> str | None:
     """What is wrong with an index (a table or column missing, a vector file shorter than the rows
     it must hold), named by file, or None. Cheap (a few pragmas and two stats); `thorough` adds
@@ -113,8 +125,10 @@ def damage_of(
     for table, cols in _expected_columns().items():
         have = [r[1] for r in conn.execute(f"PRAGMA table_info('{table}')")]
         if not have:
+            if table in allow_missing:
+                continue
             return f"index.db has no table {table} (not this version's schema)"
-        missing = [c for c in cols if c not in have]
+        missing = [c for c in cols if c not in have and c not in allow_missing]
         if missing:
             return f"index.db: table {table} has no column {missing[0]} (not this version's schema)"
     if thorough:
@@ -157,7 +171,18 @@ def check(store) -> str | None:
                 if path.stat().st_size == 0
                 else "index.db has no table meta (not this version's schema)"
             )
-        return damage_of(conn, store.meta_dir, int(store.config.embedder["dim"]), thorough=True)
+        schema = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if schema is not None and schema[0] != str(SCHEMA_VERSION):
+            return None  # another version's index: no damage, the next read rebuilds it
+        # an older memstore's index that never wrote its version lacks the newer columns: it
+        # is rebuilt by the next read as well, so their absence alone is no damage
+        return damage_of(
+            conn,
+            store.meta_dir,
+            int(store.config.embedder["dim"]),
+            thorough=True,
+            allow_missing=NEWER_COLUMNS + NEWER_TABLES if schema is None else (),
+        )
     except sqlite3.DatabaseError as exc:
         return f"index.db is not a readable database ({exc})"
     finally:
@@ -541,6 +566,7 @@ class Index:
                     fsha,
                     vkey,
                     rec["text"],
+                    *author_parts(rec.get("author")),  # case-folded, for --author
                 )
             )
             out.vectors.append(vec)
@@ -814,9 +840,9 @@ class Index:
         fresh = {}
         for row, vec in zip(rows, vectors):
             cur = conn.execute(
-                "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (row[0], day, *row[1:12]),
+                "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey,"
+                " author_name, author_email) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (row[0], day, *row[1:12], row[13] or None, row[14] or None),
             )
             conn.execute(
                 "INSERT INTO fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, index_text(row[12]))

@@ -12,7 +12,7 @@ import sqlite3
 
 from ..format import layout
 
-SCHEMA_VERSION = 3  # 3: the private table (record scopes)
+SCHEMA_VERSION = 4  # 3: the private table (record scopes), or author columns; 4: both
 
 _DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 

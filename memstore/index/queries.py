@@ -53,6 +53,11 @@ def filters_where(filters: Filters, own_notes: bool = True) -> tuple[str, list]:
         if values:
             clauses.append(f"r.{col} IN ({_marks(values)})")
             args += list(values)
+    if filters.author:  # a name or an email, case-folded like the columns (format/record.py)
+        wanted = [a.strip().casefold() for a in filters.author]
+        marks = _marks(wanted)
+        clauses.append(f"(r.author_name IN ({marks}) OR r.author_email IN ({marks}))")
+        args += wanted + wanted
     if filters.exclude_types:
         clauses.append(f"r.type NOT IN ({_marks(filters.exclude_types)})")
         args += list(filters.exclude_types)

@@ -113,13 +113,15 @@ def recall(
     k: int = 10,
     around: int = 0,
     docs: bool = False,
+    author: list[str] | None = None,
     update_index: bool = True,
 ) -> RecallResult:
     """Answer `question` with verbatim lines in time order; see the module docstring for the levels.
 
     `now` (datetime or ISO; naive means the store's timezone) anchors relative phrases, `k` caps the
-    ranked hits, `around` adds that many neighbouring lines of the same session to each hit, and
-    `docs` lets document chunks into the answer.
+    ranked hits, `around` adds that many neighbouring lines of the same session to each hit,
+    `docs` lets document chunks into the answer, and `author` keeps only lines those writers put
+    into memory (a name or an email, any case).
     """
     from ..errors import UsageError
     from .timephrase import parse_time_query
@@ -139,7 +141,7 @@ def recall(
     words = content_words(tq.keywords)
     index = store.index(update=update_index)
     res = RecallResult(question, to_iso(ref), tq.window, words, tq.occurrence, NOTHING)
-    base = Filters(exclude_types=[] if docs else ["doc"])
+    base = Filters(exclude_types=[] if docs else ["doc"], author=list(author or []))
     ctx = _Ctx(store, index, k, docs, base, meaning=tq.keywords)
     speaker, asking = speaker_hint(question), bool(_ASKING.search(question))
 
@@ -147,7 +149,9 @@ def recall(
         w = tq.window
         since, until = w.start.timestamp(), w.end.timestamp()
         res.window_lines = ctx.count(since, until)
-        inside = Filters(since=since, until=until, exclude_types=base.exclude_types)
+        inside = Filters(
+            since=since, until=until, exclude_types=base.exclude_types, author=base.author
+        )
         if w.start > ref:
             res.notes.append(
                 "That window lies in the future; nothing can have been said in it yet."

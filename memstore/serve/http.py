@@ -87,6 +87,7 @@ def _search(st, p, perms):
         actor=p["actor"] or None,
         type=p["type"] or None,
         session=p["session"] or None,
+        author=p["author"] or None,
         now=p["now"],
         scope=p["scope"],
     )
@@ -219,6 +220,11 @@ ENDPOINTS = {
                 Param("actor", "array", "Only these actors."),
                 Param("type", "array", "Only these record types (text, action, meta, doc)."),
                 Param("session", "array", "Only these sessions."),
+                Param(
+                    "author",
+                    "array",
+                    "Only records put into memory by these people: a name or an email, any case.",
+                ),
                 Param("now", "string", "Reference time for phrases in since/until (ISO)."),
                 Param("scope", "string", "Only private or only shared records: private | shared."),
             ),
@@ -248,9 +254,19 @@ ENDPOINTS = {
                     default=0,
                 ),
                 Param("docs", "boolean", "Let document chunks into the answer.", default=False),
+                Param(
+                    "author",
+                    "array",
+                    "Only records put into memory by these people: a name or an email, any case.",
+                ),
             ),
             lambda st, p, perms: st.recall(
-                p["question"], k=p["k"], now=p["now"], around=p["around"], docs=p["docs"]
+                p["question"],
+                k=p["k"],
+                now=p["now"],
+                around=p["around"],
+                docs=p["docs"],
+                author=p["author"] or None,
             ).to_json(),
         ),
         Endpoint(

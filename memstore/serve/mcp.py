@@ -85,11 +85,14 @@ class MemoryServer:
         role: list[str] | None = None,
         session: list[str] | None = None,
         scope: str | None = None,
+        author: list[str] | None = None,
     ) -> dict:
         """Search memory by words and meaning. mode: hybrid (default), exact or vector. since/until: ISO
-        times or phrases like "last week". scope: private or shared records only. Returns hits with
-        verbatim text, time, role, session, source, scope, and `warnings` when the store needs
-        attention (damaged files, git mid-merge; `ct fsck` says more)."""
+        times or phrases like "last week". scope: private or shared records only. author: only
+        records put into memory by these people (a name or an email, any case). Returns hits with
+        verbatim text, time, role, session, source, scope, author (who put it into memory; null
+        when unknown), and `warnings` when the store needs attention (damaged files, git
+        mid-merge; `ct fsck` says more)."""
 
         def run():
             st = self._st()
@@ -102,6 +105,7 @@ class MemoryServer:
                 role=role,
                 session=session,
                 scope=scope,
+                author=author,
             )
             warnings = (
                 st.warnings()
@@ -124,6 +128,7 @@ class MemoryServer:
                 "role": role,
                 "session": session,
                 "scope": scope,
+                "author": author,
             },
         )
 
@@ -134,21 +139,32 @@ class MemoryServer:
         now: str | None = None,
         around: int = 0,
         docs: bool = False,
+        author: list[str] | None = None,
     ) -> dict:
         """Recall what was said: a question with a time phrase ("what did we decide yesterday evening")
         becomes a time window; returns verbatim lines in time order and how they were found (level),
-        and `warnings` when the store needs attention, as search does."""
+        each with its author (who put it into memory; null when unknown), and `warnings` when the
+        store needs attention, as search does. author: only lines these people put into memory."""
 
         def run():
             st = self._st()
-            out = st.recall(question, k=k, now=now, around=around, docs=docs).to_json()
+            out = st.recall(
+                question, k=k, now=now, around=around, docs=docs, author=author
+            ).to_json()
             warnings = st.warnings()
             return {**out, "warnings": warnings} if warnings else out
 
         return await self._run(
             "recall",
             run,
-            {"question": question, "k": k, "now": now, "around": around, "docs": docs},
+            {
+                "question": question,
+                "k": k,
+                "now": now,
+                "around": around,
+                "docs": docs,
+                "author": author,
+            },
         )
 
     async def add(

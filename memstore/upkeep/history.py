@@ -15,7 +15,9 @@ def _on_store_clock(date: str, tz) -> str:
 
 
 def history(store, max_count: int = 20) -> list[dict]:
-    """Commits newest first: sha, date (on the store's clock), author, subject and counts per kind."""
+    """Commits newest first: sha, date (on the store's clock), author and author_email, signature
+    (None when unsigned, else whether git verifies it: gitrepo.signature), subject and counts per
+    kind."""
     out = []
     for c in store.git.log(max_count=max_count):
         counts = {"records": 0, "packs": 0, "segments": 0, "markers": 0, "tree": 0}
@@ -36,6 +38,8 @@ def history(store, max_count: int = 20) -> list[dict]:
                 "sha": c["sha"],
                 "date": _on_store_clock(c["date"], store.tz),
                 "author": c["author"],
+                "author_email": c["author_email"],
+                "signature": c["signature"],
                 "subject": c["subject"],
                 "counts": counts,
                 "files": len(c["files"]),

@@ -102,6 +102,19 @@ function weekday(day) {
   return isNaN(d) ? "" : d.toLocaleDateString("en-GB", { weekday: "long", timeZone: "UTC" });
 }
 
+// Who put a record into memory, short ("Ana Lopez <ana@x.org>" -> "by Ana Lopez"); the whole in its title.
+function authorTag(author) {
+  if (!author) return null;
+  const name = author.split("<")[0].trim() || author.replace(/^.*<|>.*$/g, "");
+  return el("span", { class: "author", title: `put into memory by ${author}`, text: `by ${name}` });
+}
+// A commit's signature as git verified it: nothing when unsigned.
+function signatureBadge(sig) {
+  if (!sig) return null;
+  return sig.verified
+    ? el("span", { class: "badge verified", title: `signed by ${sig.signer || sig.key}`, text: "verified" })
+    : el("span", { class: "badge unverified", title: sig.why, text: "signed, not verified" });
+}
 function roleBadge(role) { return el("span", { class: `role role-${role || "none"}`, text: role || "?" }); }
 
 function dayLink(day, id, label) {
@@ -200,6 +213,7 @@ async function showSearch(r) {
     el("div", { class: "meta" },
       el("span", { class: "when", text: `${h.day} ${clock(h.ts)}` }),
       roleBadge(h.role),
+      authorTag(h.author),
       conversation(h),
       h.source && h.source.path ? el("span", { text: `${h.source.path}${h.source.chunk !== undefined ? " #" + h.source.chunk : ""}` }) : null,
       el("span", { class: "score", title: "fused score", text: `#${i + 1} · score ${h.score}` }),
@@ -668,7 +682,8 @@ async function showHistory(r) {
     if (c.counts.tree) bits.push("topics changed");
     return el("li", {}, el("a", { href: `#/history/${c.sha}`, "data-sha": c.sha, "aria-current": c.sha === sel ? "true" : null },
       el("span", { class: "subject", text: c.subject }),
-      el("span", { class: "info", text: `${stamp(c.date)} · ${c.sha.slice(0, 8)}` + (bits.length ? " · " + bits.join(", ") : "") }),
+      el("span", { class: "info", text: `${stamp(c.date)} · ${c.author} · ${c.sha.slice(0, 8)}` + (bits.length ? " · " + bits.join(", ") : "") }),
+      signatureBadge(c.signature),
       c.reorganize ? el("span", { class: "badge absorbed", text: "reorganization" }) : null));
   }));
   const box = $("commit");
@@ -698,7 +713,7 @@ async function showHistory(r) {
   const c = out.commit;
   fill(box,
     el("h3", { id: "commit-title", text: c ? c.subject : out.rev }),
-    c ? el("p", { class: "summary", text: `${stamp(c.date)} · ${c.author} · ${c.sha}` }) : null,
+    c ? el("p", { class: "summary" }, `${stamp(c.date)} · ${c.author} · ${c.sha} `, signatureBadge(c.signature)) : null,
     c && c.body ? el("pre", { class: "lines", text: c.body }) : null,
     el("div", { class: "legend", "aria-label": "Changes" }, counts.filter(([, n]) => n).map(([cls, n]) => el("span", { class: `badge ${cls}`, text: `${n} ${cls}` })),
        d.archived_records ? el("span", { class: "badge archived", text: `${plural(d.archived_records, "trivial turn")} archived` }) : null),

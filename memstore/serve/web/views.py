@@ -11,7 +11,7 @@ import re
 from ...errors import UsageError
 from .mask import mask, mask_fields
 
-RECORD_FIELDS = ("id", "ts", "day", "role", "actor", "type", "session", "model", "text")
+RECORD_FIELDS = ("id", "ts", "day", "role", "actor", "type", "session", "model", "text", "author")
 HISTORY_MAX = 500
 _REV = re.compile(r"[0-9a-fA-F]{4,40}|HEAD(?:[~^]\d{0,4})*")
 
