@@ -36,10 +36,14 @@ class CachedHash(HashEmbedder):
 
 
 @pytest.fixture
-def cached(monkeypatch):
+def cached(monkeypatch, tmp_path):
+    """The cached hashing embedder, with an embedding cache of this test's own (the worker's
+    shared one holds other tests' vectors, which these tests count)."""
     from memstore import adapters
 
     monkeypatch.setitem(adapters.EMBEDDERS, "hash-cached", "test_forget_disk:CachedHash")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "own-cache"))
+    monkeypatch.setenv("MEMSTORE_EMBED_CACHE", str(tmp_path / "own-cache" / "embeddings.sqlite"))
 
 
 def vector(text: str) -> np.ndarray:
