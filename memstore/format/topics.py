@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 TREE_FORMAT = 1
 
@@ -42,6 +42,16 @@ class Tree:
     gone: dict[str, dict] = field(
         default_factory=dict
     )  # topic id -> {"into": id|None, "why", "at"}
+
+    def copy(self) -> "Tree":
+        """A copy whose topics, record lists, archive and tombstones can change without touching
+        this tree (what a writer diffs its changes against)."""
+        return Tree(
+            topics={tid: replace(t, records=list(t.records)) for tid, t in self.topics.items()},
+            current=self.current,
+            archived=list(self.archived),
+            gone={k: dict(v) for k, v in self.gone.items()},
+        )
 
     # ----- structure -----------------------------------------------------------------------
 

@@ -36,15 +36,42 @@ from ..errors import FormatError
 DIR = "tree"
 FIELDS = ("name", "summary", "parent", "created", "last_active", "named_by")
 OPS = ("topic", "set", "place", "archive", "drop", "gone", "current")
-_SHARD = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
+_SHARD = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:\.([2-9]|[1-9]\d+))?\.jsonl$")
+# A writer appends to a day's newest part while it is under this size, else it opens the next part:
+# git stores a changed file whole, so appending to one ever-growing shard (a big import's day) would
+# make every later write that day hash and compress all of it again.
+PART_BYTES = 256 * 1024
 _AT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
 
 # ----- files ------------------------------------------------------------------------------------
 
 
-def shard_path(root: Path, day: str) -> Path:
-    return Path(root) / DIR / day[:4] / f"{day}.jsonl"
+def shard_path(root: Path, day: str, part: int = 1) -> Path:
+    """The day's shard: `YYYY-MM-DD.jsonl`, its later parts `YYYY-MM-DD.N.jsonl` (N = 2, 3, ...)."""
+    name = f"{day}.jsonl" if part <= 1 else f"{day}.{part}.jsonl"
+    return Path(root) / DIR / day[:4] / name
+
+
+def write_shard(root: Path, day: str) -> Path:
+    """The shard a write on `day` appends to: the day's newest part while it holds under PART_BYTES,
+    else a new part after it (a write's ops stay in one file, however many they are)."""
+    ydir = Path(root) / DIR / day[:4]
+    newest = 1
+    try:
+        names = os.listdir(ydir)
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
+    for n in names:
+        m = _SHARD.match(n)
+        if m and f"{m.group(1)}-{m.group(2)}-{m.group(3)}" == day:
+            newest = max(newest, int(m.group(4) or 1))
+    path = shard_path(root, day, newest)
+    try:
+        full = path.stat().st_size >= PART_BYTES
+    except FileNotFoundError:
+        full = False
+    return shard_path(root, day, newest + 1) if full else path
 
 
 def shards(root: Path) -> list[Path]:

@@ -350,12 +350,12 @@ def assign_records(store, records: list[dict], vectors, progress=None) -> list[s
         return []
     from ..adapters.llm import get_llm
 
-    tree = treefmt.read(store.root)
+    tree, base = treefmt.read_for_write(store.root)
     dropped = remove_records(tree, RecordData(store), gone) if gone else False
     known = set(tree.topic_of()) | set(tree.archived)
     pairs = [(r, v) for r, v in pairs if r["id"] not in known]
     if not pairs:
-        return treefmt.write(store.root, tree) if dropped else []
+        return treefmt.write(store.root, tree, base=base) if dropped else []
     llm = get_llm(store.root)
     llm = llm if llm is not None and llm.config.topics else None
     placer = Placer(store, tree, RecordData(store), llm)
@@ -365,7 +365,7 @@ def assign_records(store, records: list[dict], vectors, progress=None) -> list[s
         placer.place(rec, normalise(vec))
         tick(progress)
     placer.finish(progress)
-    return treefmt.write(store.root, tree)
+    return treefmt.write(store.root, tree, base=base)
 
 
 def superseded_ids(records: list[dict]) -> set[str]:
