@@ -229,3 +229,25 @@ def test_the_topic_bench_measures_an_existing_stores_tree(store):
     placed = treefmt.read(store.root).topic_of()
     assert got["records"] == len(placed) and got["topics"] >= 1
     assert 0 < got["purity"] <= 1 and got["topics_per_session"] >= 1
+
+
+def test_a_big_write_names_each_group_once_from_the_members_it_ended_with(store, monkeypatch):
+    from memstore.tree import fanout
+
+    calls = []
+    real = fanout.group_name
+
+    def counted(tree, members, data, kids=None):
+        calls.append(len(members))
+        return real(tree, members, data, kids)
+
+    monkeypatch.setattr(fanout, "group_name", counted)
+    _sessions(store, 120, seed=3)
+    tree = treefmt.read(store.root)
+    cmap = tree.children_map()
+    groups = [t for t in tree.topics.values() if not t.records and cmap.get(t.id)]
+    assert len(groups) >= 10
+    # one name per group, made when the regrouping is done: none for a split that a later one undid
+    assert len(calls) <= len(groups)
+    for g in groups:
+        assert g.summary.startswith(f"{len(cmap[g.id])} related topics: "), g.summary

@@ -58,6 +58,7 @@ class Placer:
         self.recent: list[str] = []  # topics this write made or joined, latest last
         self.dirty: set = set()  # parents this write gave a child to (regrouped in `finish`)
         self.visited = 0  # topics the last placement looked at (tests count them)
+        self.terms: dict[tuple, set[str]] = {}  # (record ids, k) -> their key terms (see _terms)
         if tree.current and tree.topics[tree.current].records:
             last = data.record(tree.topics[tree.current].records[-1])
             self.last_session = (last or {}).get("session")
@@ -114,9 +115,7 @@ class Placer:
             return True
         if sim + 0.08 * 2 < min(self.th["continue"], self.th["stay"]):
             return False
-        shared = naming.term_set([rec["text"]], 12) & naming.term_set(
-            self.data.texts(t.records[-RECENT_WINDOW:])[0], 20
-        )
+        shared = naming.term_set([rec["text"]], 12) & self._terms(t.records[-RECENT_WINDOW:], 20)
         score = sim + 0.08 * min(len(shared), 2)
         if score >= self.th["continue"]:
             return True
@@ -155,8 +154,7 @@ class Placer:
                 scored_words += 1
                 if words is None:
                     words = naming.term_set([rec["text"]], 12)
-                recs = t.records[-RECENT_WINDOW // 2 :]
-                shared = words & naming.term_set(self.data.texts(recs, limit=RECENT_WINDOW)[0], 20)
+                shared = words & self._terms(t.records[-RECENT_WINDOW // 2 :], 20)
                 bonus = 0.08 * min(len(shared), 2)
             score = sim + bonus
             if t.records and score >= self.th["join"] and self.th["join"] < 1:
@@ -179,6 +177,19 @@ class Placer:
             # On a near tie the shallower wins: chains of sub-sub-topics are TRACE's failure.
             parent = min((d, tid) for s, _, d, tid in scored if s >= best - NEAR_TIE)[1]
         return self._new_topic(parent, [rec], verdict.get("name") if verdict else None)
+
+    def _terms(self, rids: list[str], k: int) -> set[str]:
+        """The key terms of these records (a topic's latest), kept for the write: a batch scores the
+        same unchanged topics against many turns, and the terms depend only on the records."""
+        key = (tuple(rids), k)
+        got = self.terms.get(key)
+        if got is None:
+            if len(self.terms) > 50_000:
+                self.terms.clear()
+            got = self.terms[key] = naming.term_set(
+                self.data.texts(rids, limit=RECENT_WINDOW)[0], k
+            )
+        return got
 
     def _vector(self, tid: str) -> np.ndarray | None:
         return topic_vector(self.tree, self.data, tid, self.vcache, self.kids.of)
