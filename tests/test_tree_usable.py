@@ -272,3 +272,28 @@ def test_a_big_write_regroups_as_it_goes_so_a_turn_ranks_a_bounded_level(store, 
     tree = treefmt.read(store.root)
     assert max(len(k) for k in tree.children_map().values()) <= 5
     assert tree.record_count() == 300
+
+
+def test_the_topic_bench_times_ct_add_on_copies_of_stores(tmp_path):
+    """`python -m memstore.bench.topics --ct-add A,B`: real `ct add` processes on copies (the
+    stores measured are left as they were), interleaved, with wall and CPU medians and ratios."""
+    from conftest import make_store, git_clean
+    from memstore.bench.topics import main
+
+    roots = []
+    for n in (4, 12):
+        st = make_store(tmp_path / f"s{n}")
+        _sessions(st, n, seed=n)
+        roots.append(st.root)
+    heads = [(r / ".git" / "HEAD").read_text() for r in roots]
+    logs = [sorted(p.name for p in (r / "log").rglob("*.jsonl")) for r in roots]
+    out = tmp_path / "add.json"
+    argv = ["--data", str(tmp_path / "none"), "--runs", "2", "--out", str(out)]
+    assert main(["--ct-add", ",".join(map(str, roots)), *argv]) == 0
+    got = json.loads(out.read_text())
+    assert [row["placed"] for row in got["rows"]] == [8 + 3, 24 + 3]  # a warm-up and 2 timed adds
+    assert all(len(row["wall_samples"]) == 2 and row["cpu_s"] > 0 for row in got["rows"])
+    assert got["cpu_ratio"] == got["rows"][1]["cpu_s"] / got["rows"][0]["cpu_s"]
+    for r, head, names in zip(roots, heads, logs):
+        assert (r / ".git" / "HEAD").read_text() == head and git_clean(r)
+        assert sorted(p.name for p in (r / "log").rglob("*.jsonl")) == names
