@@ -17,7 +17,7 @@ from ..format.record import is_conversation
 from ..format.tree import Topic, Tree
 from ..progress import stage, tick
 from . import naming
-from .fanout import Kids, rebalance
+from .fanout import Kids, name_groups, rebalance
 from .topicdata import RecordData, normalise, thresholds, topic_vector
 
 SHORT_TURN_WORDS = (
@@ -60,6 +60,7 @@ class Placer:
         self.dirty: set = set()  # parents this write gave a child to (regrouped in `finish`)
         self.visited = 0  # topics the last placement looked at (tests count them)
         self.terms: dict[tuple, set[str]] = {}  # (record ids, k) -> their key terms (see _terms)
+        self.unnamed: dict[str, bool] = {}  # groups regrouping made mid-batch: named in `finish`
         if tree.current and tree.topics[tree.current].records:
             last = data.record(tree.topics[tree.current].records[-1])
             self.last_session = (last or {}).get("session")
@@ -252,6 +253,7 @@ class Placer:
             parents=parents,
             kids=self.kids,
             cache=self.vcache,
+            unnamed=self.unnamed,
         )
 
     def _llm_classify(self, cur: str, rec: dict) -> dict | None:
@@ -333,7 +335,9 @@ class Placer:
             parents=self.dirty,
             kids=self.kids,
             cache=self.vcache,
+            unnamed=self.unnamed,
         )
+        name_groups(tree, self.data, self.unnamed, self.llm, self.kids)
 
 
 def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:

@@ -93,7 +93,7 @@ def _make_group(
     members: list[Topic],
     llm,
     kids: Kids,
-    unnamed: set | None = None,
+    unnamed: dict | None = None,
 ) -> str:
     """A new group of `members` under `parent`; named now, or later when `unnamed` collects it."""
     if unnamed is None:
@@ -116,7 +116,7 @@ def _make_group(
     for m in members:
         kids.move(m, gid)
     if unnamed is not None:
-        unnamed.add(gid)
+        unnamed[gid] = True
     return gid
 
 
@@ -152,6 +152,7 @@ def rebalance(
     parents=None,
     kids: Kids | None = None,
     cache: dict | None = None,
+    unnamed: dict | None = None,
 ) -> list[str]:
     """Fix every crowded topic (more than `max_children` children) the way a B-tree does.
 
@@ -168,7 +169,8 @@ def rebalance(
        that crowds it), the root or a real topic gets its children in two groups (the only step
        that deepens the tree). Depth therefore grows with the logarithm of the topic count.
     Groups are named once the fix is done, from the members they ended with: a big write splits
-    a group many times, and naming it at each split was most of its regrouping time.
+    a group many times, and naming it at each split was most of its regrouping time. A caller that
+    passes `unnamed` (a dict it keeps) names them itself, later (`name_groups`).
     Returns the ids of the groups made.
     """
     if max_children < 2:
@@ -177,7 +179,8 @@ def rebalance(
     made: list[str] = []
     cache = {} if cache is None else cache
     todo: set = set(kids.map) if parents is None else set(parents)
-    unnamed: set[str] = set()  # groups made or split: named at the end
+    defer = unnamed is not None
+    unnamed = {} if unnamed is None else unnamed  # group id -> made (True) or split (False)
 
     def forget(tid: str | None) -> None:
         for a in tree.ancestry(tid):
@@ -235,19 +238,28 @@ def rebalance(
         else:  # a group splits sideways, like a B-tree node; its parent is fixed next if crowded
             p = tree.topics[parent]
             sibling = _make_group(tree, data, p.parent, right, llm, kids, unnamed)
-            unnamed.add(parent)  # renamed for the members it keeps
+            unnamed.setdefault(parent, False)  # renamed for the members it keeps
             made.append(sibling)
             todo.update([p.parent, sibling])
         forget(parent)
+    if not defer:
+        name_groups(tree, data, unnamed, llm, kids)
+    return made
+
+
+def name_groups(tree: Tree, data: RecordData, unnamed: dict, llm, kids: Kids) -> None:
+    """Name the groups `rebalance` made (`unnamed[gid]` True) or split sideways (False) from the
+    members they have now; a group made is named like any (the LLM's label where one is used), a
+    group split is renamed offline."""
     for gid in sorted(unnamed):
         g = tree.topics.get(gid)
         if g is not None and kids.of(gid):
             members = sorted(kids.of(gid), key=lambda t: (t.created, t.id))
-            if gid in made:
+            if unnamed[gid]:
                 g.name, g.summary, g.named_by = _name_group(tree, data, members, llm, kids)
-            else:  # a group split sideways is renamed offline for the members it kept
+            else:
                 g.name, g.summary = group_name(tree, members, data, kids)
-    return made
+    unnamed.clear()
 
 
 def tidy_groups(tree: Tree, at: str) -> list[str]:
