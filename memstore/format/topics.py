@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 TREE_FORMAT = 1
 
@@ -47,7 +47,19 @@ class Tree:
         """A copy whose topics, record lists, archive and tombstones can change without touching
         this tree (what a writer diffs its changes against)."""
         return Tree(
-            topics={tid: replace(t, records=list(t.records)) for tid, t in self.topics.items()},
+            topics={
+                tid: Topic(
+                    tid,
+                    t.name,
+                    t.summary,
+                    t.parent,
+                    list(t.records),
+                    t.created,
+                    t.last_active,
+                    t.named_by,
+                )
+                for tid, t in self.topics.items()
+            },
             current=self.current,
             archived=list(self.archived),
             gone={k: dict(v) for k, v in self.gone.items()},
