@@ -438,15 +438,20 @@ def diff(old, new) -> list[dict]:
     ):  # parents first
         t = new.topics[tid]
         out.append({"op": "topic", "topic": tid, **{k: getattr(t, k) for k in FIELDS}})
-    for tid in sorted(set(old.topics) & set(new.topics)):
+    # One comparison of whole topics (C-level, fields and record list) finds the few a write
+    # changed; only those are looked into field by field.
+    olds = old.topics
+    touched = [tid for tid, n in new.topics.items() if tid in olds and olds[tid] != n]
+    for tid in sorted(touched):
         o, n = old.topics[tid], new.topics[tid]
         changed = {k: getattr(n, k) for k in FIELDS if getattr(n, k) != getattr(o, k)}
         if changed:
             out.append({"op": "set", "topic": tid, **changed})
+    new_ids = set(fresh)
     changed_lists = [
         tid
-        for tid in new.topics
-        if tid not in old.topics or old.topics[tid].records != new.topics[tid].records
+        for tid in fresh + touched
+        if tid in new_ids or olds[tid].records != new.topics[tid].records
     ]
     placed: set[str] = set()
     for tid in sorted(changed_lists, key=lambda x: (new.topics[x].created, x)):
@@ -462,7 +467,8 @@ def diff(old, new) -> list[dict]:
         out.append({"op": "archive", "records": sorted(new_arch - old_arch)})
     # Records that may have left the tree: those of topics whose list changed or that went, and un-archived ones.
     maybe_out = set(old_arch - new_arch)
-    for tid, t in old.topics.items():
+    for tid in touched + [tid for tid in olds if tid not in new.topics]:
+        t = olds[tid]
         if tid not in new.topics or t.records != new.topics[tid].records:
             maybe_out.update(t.records)
     dropped = sorted(
