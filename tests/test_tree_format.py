@@ -611,3 +611,33 @@ def test_a_write_extends_the_cache_instead_of_rewriting_it(tmp_path, monkeypatch
     t.topics["a"].records.append("s7")
     treefmt.write(tmp_path, t, now=_at(21), base=base)
     assert not tail.exists() and _same(treefmt.read(tmp_path), _replayed_from_shards(tmp_path))
+
+
+def test_the_cache_tail_after_real_placements_reads_as_a_full_replay(store):
+    from memstore.format import treecache
+
+    from conftest import write_turns
+
+    tail = store.meta_dir / treecache.TAIL
+    for k in range(4):
+        rows = [
+            (f"2026-03-0{k + 1}T10:0{j}:00Z", "user" if j % 2 == 0 else "assistant", text, f"s{k}")
+            for j, text in enumerate(
+                [f"How do I fix the {w} on my bike?" for w in ("chain", "brake", "tire")][: k + 1]
+                + ["Tell me about baking sourdough bread at home."]
+            )
+        ]
+        write_turns(store, rows, fields=("ts", "role", "text", "session"))
+        if k:  # (the first write makes the tree: a snapshot, no tail)
+            entries = [json.loads(x) for x in tail.read_text().splitlines()]
+            assert len(entries) == k and all("topics" in e for e in entries)  # states, not ops
+        assert _same(treefmt.read(store.root), _replayed_from_shards(store.root))
+    # a write that does not come from read_for_write (reorganize, forget) adds its op lines
+    t = treefmt.read(store.root)
+    tid = sorted(t.topics)[0]
+    t.topics[tid].name = "Renamed by hand"
+    treefmt.write(store.root, t)
+    assert "ops" in json.loads(tail.read_text().splitlines()[-1])
+    back = treefmt.read(store.root)
+    assert back.topics[tid].name == "Renamed by hand"
+    assert _same(back, _replayed_from_shards(store.root))

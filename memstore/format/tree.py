@@ -162,6 +162,7 @@ def write(root: Path, tree: Tree, now=None, base: treecache.Loaded | None = None
 
     root = Path(root)
     legacy = path_of(root).exists()
+    given = base is not None  # `tree` was made from base's copy: its changed topics are known
     if base is None and treelog.exists(root):
         base = treecache.load(root)
     old, last_at = (base.tree, base.last_at) if base is not None else (Tree(), "")
@@ -193,6 +194,7 @@ def write(root: Path, tree: Tree, now=None, base: treecache.Loaded | None = None
                     .apply_all([treelog.parse_line(x) for x in lines])
                     .result()
                 ),
+                treecache.changed_states(base.tree, tree) if given else None,
             )
     if legacy:
         path_of(root).unlink()

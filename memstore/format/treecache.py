@@ -94,16 +94,16 @@ def _unpack(packed) -> Tree | None:
     return Tree(topics=out, current=current, archived=archived, gone=gone)
 
 
-def _tail(meta: Path, gen: str, snap_fp: list, fp: list) -> tuple[list[str], str] | None:
-    """The op lines the tail adds to snapshot `gen` (and the newest op time; "" for none) when its
-    entries chain from the snapshot's fingerprint to `fp`; None when they do not (rebuild)."""
+def _tail(meta: Path, gen: str, snap_fp: list, fp: list) -> list[dict] | None:
+    """The tail's entries for snapshot `gen` when they chain from the snapshot's fingerprint to
+    `fp` (each entry's `base` the fingerprint before it); None when they do not (rebuild)."""
     try:
         raw = (meta / TAIL).read_bytes()
     except FileNotFoundError:
         raw = b""
     except OSError:
         return None
-    cur, lines, last_at = snap_fp, [], ""
+    cur, out = snap_fp, []
     for text in raw.split(b"\n"):
         if not text.strip():
             continue
@@ -113,12 +113,44 @@ def _tail(meta: Path, gen: str, snap_fp: list, fp: list) -> tuple[list[str], str
             return None  # a torn or damaged line: the snapshot and tail are rebuilt
         if not isinstance(entry, dict) or entry.get("gen") != gen:
             continue  # a line for an older snapshot (a rebuild raced a write): not ours
-        ops, at = entry.get("ops"), entry.get("last_at")
-        if entry.get("base") != cur or not _str_list(ops) or not isinstance(at, str):
+        if entry.get("base") != cur or not isinstance(entry.get("last_at"), str):
             return None
-        cur, last_at = entry.get("fp"), at
-        lines += ops
-    return (lines, last_at) if cur == fp else None
+        cur = entry.get("fp")
+        out.append(entry)
+    return out if cur == fp else None
+
+
+def _apply_states(tree: Tree, entry: dict) -> bool:
+    """Apply one tail entry that gives the new state of each topic a write changed (None: the
+    topic left the tree), the current topic, the archive when it changed and new tombstones.
+    False when any part has the wrong shape."""
+    topics, gone = entry.get("topics"), entry.get("gone")
+    current, archived = entry.get("current"), entry.get("archived")
+    if not isinstance(topics, dict) or not isinstance(gone, dict):
+        return False
+    if current is not None and not isinstance(current, str):
+        return False
+    if archived is not None and not _str_list(archived):
+        return False
+    fresh = _unpack(
+        {
+            "topics": {k: v for k, v in topics.items() if v is not None},
+            "current": None,
+            "archived": [],
+            "gone": gone,
+        }
+    )
+    if fresh is None:
+        return False
+    for tid, f in topics.items():
+        if f is None:
+            tree.topics.pop(tid, None)
+    tree.topics.update(fresh.topics)
+    tree.gone.update(fresh.gone)
+    tree.current = current
+    if archived is not None:
+        tree.archived = list(archived)
+    return True
 
 
 def _cached(meta: Path, fp: list) -> Loaded | None:
@@ -138,14 +170,20 @@ def _cached(meta: Path, fp: list) -> Loaded | None:
     tree = _unpack(data.get("tree"))
     if tree is None:
         return None
-    lines, tail_at = tail
-    if lines:
-        try:
-            ops = [treelog.parse_line(t) for t in lines]
-        except treelog.OpError:
-            return None
-        tree = treelog.Replay.of(tree).apply_all(ops).result()
-        last_at = max(last_at, tail_at)
+    for entry in tail:
+        if "topics" in entry:  # the states of the topics a write changed: O(what it changed)
+            if not _apply_states(tree, entry):
+                return None
+        else:  # op lines (a write that gave no states): applied through a replay
+            lines = entry.get("ops")
+            if not _str_list(lines):
+                return None
+            try:
+                ops = [treelog.parse_line(t) for t in lines]
+            except treelog.OpError:
+                return None
+            tree = treelog.Replay.of(tree).apply_all(ops).result()
+        last_at = max(last_at, entry["last_at"])
     return Loaded(tree, last_at, problems, fp, gen)
 
 
@@ -169,22 +207,21 @@ def load(root: Path) -> Loaded:
     return Loaded(tree, last_at, problems, fp, gen)
 
 
-def extend(root: Path, base: Loaded, lines: list[str], last_at: str, folded) -> None:
+def extend(
+    root: Path, base: Loaded, lines: list[str], last_at: str, folded, states: dict | None = None
+) -> None:
     """After a writer appended op `lines` to a shard of the tree it read as `base`: add them to the
     cache's tail (one line), or, when the tail has grown past TAIL_BYTES (or there is no snapshot to
     continue), save the tree `folded()` gives as a new snapshot. The lines sort after every op
-    `base` holds, so the tail applied to the snapshot is exactly what a full replay gives."""
+    `base` holds, so the tail applied to the snapshot is exactly what a full replay gives.
+    `states` (from `changed_states`) is written instead of the lines when given: a reader then
+    replaces those topics instead of replaying the lines over every record of the tree."""
     meta = meta_dir_for(root)
     if not meta.is_dir():
         return
+    body = states if states is not None else {"ops": lines}
     entry = json.dumps(
-        {
-            "gen": base.gen,
-            "base": base.fp,
-            "fp": _fingerprint(root),
-            "ops": lines,
-            "last_at": last_at,
-        },
+        {"gen": base.gen, "base": base.fp, "fp": _fingerprint(root), "last_at": last_at, **body},
         ensure_ascii=False,
         separators=(",", ":"),
     ).encode("utf-8")
@@ -200,6 +237,34 @@ def extend(root: Path, base: Loaded, lines: list[str], last_at: str, folded) -> 
             f.write(entry + b"\n")
     except OSError:
         (meta / TAIL).unlink(missing_ok=True)  # a reader then rebuilds from the shards
+
+
+def changed_states(old: Tree, new: Tree) -> dict:
+    """What a tail entry holds for a write that turned `old` into `new`: the packed state of every
+    topic that is new or differs (None for one that left), the current topic, the archive when it
+    changed, and the tombstones `new` added."""
+    topics: dict = {}
+    for tid, t in new.topics.items():
+        o = old.topics.get(tid)
+        if o is None or o != t:
+            topics[tid] = [
+                t.name,
+                t.summary,
+                t.parent,
+                t.records,
+                t.created,
+                t.last_active,
+                t.named_by,
+            ]
+    for tid in old.topics:
+        if tid not in new.topics:
+            topics[tid] = None
+    return {
+        "topics": topics,
+        "current": new.current,
+        "archived": None if new.archived == old.archived else new.archived,
+        "gone": {k: v for k, v in new.gone.items() if old.gone.get(k) != v},
+    }
 
 
 def save(
