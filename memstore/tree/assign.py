@@ -10,6 +10,8 @@ decides; the replies and tool calls that follow it join the same topic.
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
 from ..format import tree as treefmt
@@ -380,6 +382,19 @@ def assign_records(store, records: list[dict], vectors, progress=None) -> list[s
     gone = superseded_ids(records)
     if not pairs and not gone:
         return []
+    # The tree is tens of thousands of small objects read, copied and compared at once, and none of
+    # them forms a cycle: Python's cyclic collector, triggered by those allocations, would walk the
+    # whole heap again and again (at 100k records most of a one-turn write's placement time).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _assign(store, pairs, gone, progress)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _assign(store, pairs, gone, progress) -> list[str]:
     from ..adapters.llm import get_llm
 
     tree, base = treefmt.read_for_write(store.root)
