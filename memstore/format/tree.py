@@ -167,7 +167,8 @@ def write(root: Path, tree: Tree, now=None, base: treecache.Loaded | None = None
         base = treecache.load(root)
     old, last_at = (base.tree, base.last_at) if base is not None else (Tree(), "")
     now = now or now_utc()
-    ops = treelog.stamp(treelog.diff(old, tree), last_at, now)
+    touched = treelog.changed_topics(old, tree)
+    ops = treelog.stamp(treelog.diff(old, tree, touched), last_at, now)
     changed: list[str] = []
     if ops:
         shard = treelog.write_shard(root, local_day(now, _store_zone(root)))
@@ -194,7 +195,7 @@ def write(root: Path, tree: Tree, now=None, base: treecache.Loaded | None = None
                     .apply_all([treelog.parse_line(x) for x in lines])
                     .result()
                 ),
-                treecache.changed_states(base.tree, tree) if given else None,
+                treecache.changed_states(base.tree, tree, touched) if given else None,
             )
     if legacy:
         path_of(root).unlink()

@@ -239,23 +239,17 @@ def extend(
         (meta / TAIL).unlink(missing_ok=True)  # a reader then rebuilds from the shards
 
 
-def changed_states(old: Tree, new: Tree) -> dict:
+def changed_states(old: Tree, new: Tree, touched: list[str] | None = None) -> dict:
     """What a tail entry holds for a write that turned `old` into `new`: the packed state of every
     topic that is new or differs (None for one that left), the current topic, the archive when it
     changed, and the tombstones `new` added."""
     topics: dict = {}
-    for tid, t in new.topics.items():
-        o = old.topics.get(tid)
-        if o is None or o != t:
-            topics[tid] = [
-                t.name,
-                t.summary,
-                t.parent,
-                t.records,
-                t.created,
-                t.last_active,
-                t.named_by,
-            ]
+    if touched is None:
+        touched = treelog.changed_topics(old, new)
+    fresh = [tid for tid in new.topics if tid not in old.topics]
+    for tid in touched + fresh:
+        t = new.topics[tid]
+        topics[tid] = [t.name, t.summary, t.parent, t.records, t.created, t.last_active, t.named_by]
     for tid in old.topics:
         if tid not in new.topics:
             topics[tid] = None

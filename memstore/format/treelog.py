@@ -425,7 +425,13 @@ def replay(ops: list[Op]):
 # ----- diffing two trees into ops ---------------------------------------------------------------
 
 
-def diff(old, new) -> list[dict]:
+def changed_topics(old, new) -> list[str]:
+    """The topics of both trees that differ (one C-level comparison of each whole topic)."""
+    olds = old.topics
+    return [tid for tid, n in new.topics.items() if tid in olds and olds[tid] != n]
+
+
+def diff(old, new, touched: list[str] | None = None) -> list[dict]:
     """The ops (without `at`) that turn tree `old` into tree `new`, in the order they must apply.
 
     Costs time in proportion to the topics that changed, not to the records in the tree: a topic
@@ -441,7 +447,7 @@ def diff(old, new) -> list[dict]:
     # One comparison of whole topics (C-level, fields and record list) finds the few a write
     # changed; only those are looked into field by field.
     olds = old.topics
-    touched = [tid for tid, n in new.topics.items() if tid in olds and olds[tid] != n]
+    touched = changed_topics(old, new) if touched is None else touched
     for tid in sorted(touched):
         o, n = old.topics[tid], new.topics[tid]
         changed = {k: getattr(n, k) for k in FIELDS if getattr(n, k) != getattr(o, k)}

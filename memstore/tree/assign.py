@@ -11,6 +11,7 @@ decides; the replies and tool calls that follow it join the same topic.
 from __future__ import annotations
 
 import gc
+from itertools import chain
 
 import numpy as np
 
@@ -399,7 +400,10 @@ def _assign(store, pairs, gone, progress) -> list[str]:
 
     tree, base = treefmt.read_for_write(store.root)
     dropped = remove_records(tree, RecordData(store), gone) if gone else False
-    known = set(tree.topic_of()) | set(tree.archived)
+    ids = {r["id"] for r, _ in pairs}
+    # records the tree holds already (a clone placed them): one C-level pass, no id -> topic map
+    known = ids & set(chain.from_iterable(t.records for t in tree.topics.values()))
+    known |= ids & set(tree.archived)
     pairs = [(r, v) for r, v in pairs if r["id"] not in known]
     if not pairs:
         return treefmt.write(store.root, tree, base=base) if dropped else []
