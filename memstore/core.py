@@ -391,7 +391,7 @@ class Core:
             from .format import treelog
             from .format.timeutil import now_utc
 
-            shard = self.rel(treelog.shard_path(self.root, local_day(now_utc(), self.tz)))
+            shard = self.rel(treelog.write_shard(self.root, local_day(now_utc(), self.tz)))
             refuse_dirty_logs(
                 self,
                 [layout.day_log(d) for d in days] + ([shard] if after_write is not False else []),

@@ -30,6 +30,9 @@ class GitMissing(GitError):
         )
 
 
+PACK_PATHS = 200  # a commit of this many paths or more packs its loose objects (see pack_loose)
+
+
 class GitRepo:
     """Runs the real `git` on one repository through gitpython's command runner (see `_git`)."""
 
@@ -190,9 +193,10 @@ class GitRepo:
                 self.run("-c", "core.preloadIndex=false", "add", "-A", "--", *paths[i : i + 500])
         parent = self.head()
         if parent is not None and git_dir(self.root) is not None:
-            return self._plumbing_commit(
-                message, parent, allow_empty, paths if only_paths else None
-            )
+            sha = self._plumbing_commit(message, parent, allow_empty, paths if only_paths else None)
+            if sha is not None and paths and len(paths) >= PACK_PATHS:
+                self.pack_loose()
+            return sha
         args = ["commit", "-q", "--no-verify", "-m", message] + (
             ["--allow-empty"] if allow_empty else []
         )
@@ -226,6 +230,15 @@ class GitRepo:
         self.run("update-ref", "-m", f"commit: {subject}", "HEAD", sha, parent)
         self._post_commit(env)
         return sha
+
+    def pack_loose(self) -> None:
+        """Put the loose objects (a big write's: one blob per day file it touched, and trees) into
+        one new pack now, without looking for deltas: a cost that follows this write, instead of
+        thousands of loose files and a `gc --auto` of minutes at some later, small write."""
+        try:
+            self.run("repack", "-d", "-q", "--window=0")
+        except GitError:
+            pass  # an optimisation: the objects are committed either way
 
     def _tune_index(self) -> None:
         """Once a store's .git/index passes INDEX_TUNE_BYTES (about 7,000 files, ~350k records),

@@ -73,6 +73,47 @@ def test_hash_embedder_same_bytes_in_another_process():
     assert out == hashlib.sha256(here.tobytes()).hexdigest()
 
 
+def _hash_by_feature(texts, dim):
+    """The hashing embedder's definition, feature by feature (what every stored vector was made by)."""
+    emb = HashEmbedder(dim)
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for feat, weight in emb._features(text):
+            h = hashlib.blake2b(feat.encode("utf-8"), digest_size=8).digest()
+            out[row, int.from_bytes(h[:4], "little") % dim] += (1.0 if h[4] & 1 else -1.0) * weight
+        norm = float(np.linalg.norm(out[row]))
+        if norm > 0:
+            out[row] /= norm
+    return out
+
+
+def test_hash_embedder_hashes_each_word_once_and_keeps_the_bytes(monkeypatch):
+    import memstore.adapters.hashing as hashing
+
+    texts = TEXTS + ["budget budget budget talk " * 50, "Budget talk, CI is red. " * 20]
+    want = _hash_by_feature(texts, 96)
+    calls = {"n": 0}
+    real = hashlib.blake2b
+
+    def counted(*args, **kwargs):
+        calls["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hashing.hashlib, "blake2b", counted)
+    emb = HashEmbedder(dim=96)
+    assert emb.embed_batch(texts).tobytes() == want.tobytes()
+    first = calls["n"]
+    from memstore.text import TOKEN
+
+    distinct = {w for t in texts for w in TOKEN.findall(t.lower())}
+    # a word is hashed once (its unigram and its len + 2 - 2 trigrams), not once per occurrence
+    assert first == sum(1 + len(w) for w in distinct)
+    assert emb.embed_batch(texts).tobytes() == want.tobytes()
+    assert calls["n"] == first  # and not again in the next batch
+    monkeypatch.setattr(hashing, "WORD_CACHE", 3)  # a full word cache starts over, same bytes
+    assert HashEmbedder(dim=96).embed_batch(texts).tobytes() == want.tobytes()
+
+
 # ----- MiniLM (onnxruntime graph built from the safetensors; numpy fallback) ------------------------------------------------------------------------------
 
 

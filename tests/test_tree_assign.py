@@ -214,3 +214,21 @@ def test_writes_on_other_days_without_a_read_between_name_topics_from_every_reco
         )
     flat = json.dumps(json.loads(ct("-C", root, "tree", "--json").stdout))
     assert "Untitled topic" not in flat and '"0 turns' not in flat, flat
+
+
+def test_placement_runs_without_the_cyclic_collector_and_gives_it_back(store, monkeypatch):
+    import gc
+
+    from memstore.tree import assign
+
+    seen = []
+    real = assign.Placer.place
+
+    def watched(self, rec, vec):
+        seen.append(gc.isenabled())
+        return real(self, rec, vec)
+
+    monkeypatch.setattr(assign.Placer, "place", watched)
+    assert gc.isenabled()
+    store.add("My bike tire keeps going flat after every ride.", ts="2026-11-01T10:00:00Z")
+    assert seen == [False] and gc.isenabled()

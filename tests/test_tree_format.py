@@ -533,3 +533,111 @@ def test_a_line_that_is_not_utf8_is_named_and_the_rest_replays(tmp_path):
     assert treefmt.read(tmp_path).topics["a"].records == ["r1", "r2"]
     assert [p.split(": ", 1)[0] for p in treefmt.problems(tmp_path)] == [f"{shard}:3"]
     assert "invalid UTF-8" in treefmt.problems(tmp_path)[0]
+
+
+def _replayed_from_shards(root) -> Tree:
+    ops, problems = treelog.read_ops(root)
+    assert problems == []
+    return treelog.replay(ops)
+
+
+def test_a_write_appends_to_the_days_newest_part_with_room(tmp_path, monkeypatch):
+    monkeypatch.setattr(treelog, "PART_BYTES", 300)
+    t = _tree(a=(None, ["r1"], "1"))
+    assert treefmt.write(tmp_path, t, now=T0) == ["tree/2026/2026-05-01.jsonl"]
+    t, base = treefmt.read_for_write(tmp_path)
+    t.topics["a"].records.append("r2")
+    assert treefmt.write(tmp_path, t, now=_at(1), base=base) == ["tree/2026/2026-05-01.jsonl"]
+    first = (tmp_path / "tree/2026/2026-05-01.jsonl").read_bytes()
+    assert len(first) >= 300  # full now: the next write opens part 2 and leaves this one alone
+    for i, minute in enumerate((2, 3, 4)):
+        t, base = treefmt.read_for_write(tmp_path)
+        t.topics["a"].records.append(f"r{3 + i}")
+        t.topics[f"n{i}"] = Topic(id=f"n{i}", name="x" * 300, parent="a", records=[f"q{i}"])
+        assert treefmt.write(tmp_path, t, now=_at(minute), base=base) == [
+            f"tree/2026/2026-05-01.{2 + i}.jsonl"
+        ]
+    assert (tmp_path / "tree/2026/2026-05-01.jsonl").read_bytes() == first
+    assert [p.name for p in treelog.shards(tmp_path)] == [
+        "2026-05-01.2.jsonl",
+        "2026-05-01.3.jsonl",
+        "2026-05-01.4.jsonl",
+        "2026-05-01.jsonl",
+    ]
+    back = treefmt.read(tmp_path)
+    assert back.topics["a"].records == ["r1", "r2", "r3", "r4", "r5"]
+    assert _same(back, _replayed_from_shards(tmp_path)) and treefmt.problems(tmp_path) == []
+    # a name that is not a part (part 1 spelt out, a leading zero) is no shard
+    (tmp_path / "tree/2026/2026-05-01.1.jsonl").write_text("")
+    (tmp_path / "tree/2026/2026-05-01.05.jsonl").write_text("")
+    assert len(treelog.shards(tmp_path)) == 4
+
+
+def test_a_write_extends_the_cache_instead_of_rewriting_it(tmp_path, monkeypatch):
+    from memstore.format import treecache
+
+    (tmp_path / ".memstore").mkdir()
+    cache, tail = tmp_path / ".memstore" / treefmt.CACHE, tmp_path / ".memstore" / treecache.TAIL
+    t = _tree(a=(None, ["r1"], "1"), b=("a", ["r2"], "1"))
+    treefmt.write(tmp_path, t, now=T0)
+    snapshot = cache.read_bytes()
+    for minute in range(1, 6):
+        t, base = treefmt.read_for_write(tmp_path)
+        t.topics["a"].records.append(f"s{minute}")
+        t.topics["b"].name = f"renamed {minute}"
+        t.current = "b"
+        treefmt.write(tmp_path, t, now=_at(minute), base=base)
+        assert cache.read_bytes() == snapshot  # the snapshot is not written again
+        assert len(tail.read_text().splitlines()) == minute  # one tail line per write
+        back = treefmt.read(tmp_path)
+        assert _same(back, t) and _same(back, _replayed_from_shards(tmp_path))
+    # a change git makes to a shard is seen at once: the tail no longer chains to the shards
+    with open(treelog.shards(tmp_path)[0], "a") as fh:
+        fh.write(
+            treelog.dumps({"at": "2026-05-01T13:00:00.000000Z", "op": "drop", "records": ["s5"]})
+            + "\n"
+        )
+    assert "s5" not in treefmt.read(tmp_path).topics["a"].records
+    assert not tail.exists()  # rebuilt: a new snapshot, no tail
+    # a damaged tail line is never trusted: the tree is replayed from the shards
+    t, base = treefmt.read_for_write(tmp_path)
+    t.topics["a"].records.append("s6")
+    treefmt.write(tmp_path, t, now=_at(20), base=base)
+    tail.write_bytes(b'{"gen": 1, "ops": [')
+    assert _same(treefmt.read(tmp_path), _replayed_from_shards(tmp_path))
+    # past TAIL_BYTES a write folds the tail into a new snapshot
+    monkeypatch.setattr(treecache, "TAIL_BYTES", 1)
+    t, base = treefmt.read_for_write(tmp_path)
+    t.topics["a"].records.append("s7")
+    treefmt.write(tmp_path, t, now=_at(21), base=base)
+    assert not tail.exists() and _same(treefmt.read(tmp_path), _replayed_from_shards(tmp_path))
+
+
+def test_the_cache_tail_after_real_placements_reads_as_a_full_replay(store):
+    from memstore.format import treecache
+
+    from conftest import write_turns
+
+    tail = store.meta_dir / treecache.TAIL
+    for k in range(4):
+        rows = [
+            (f"2026-03-0{k + 1}T10:0{j}:00Z", "user" if j % 2 == 0 else "assistant", text, f"s{k}")
+            for j, text in enumerate(
+                [f"How do I fix the {w} on my bike?" for w in ("chain", "brake", "tire")][: k + 1]
+                + ["Tell me about baking sourdough bread at home."]
+            )
+        ]
+        write_turns(store, rows, fields=("ts", "role", "text", "session"))
+        if k:  # (the first write makes the tree: a snapshot, no tail)
+            entries = [json.loads(x) for x in tail.read_text().splitlines()]
+            assert len(entries) == k and all("topics" in e for e in entries)  # states, not ops
+        assert _same(treefmt.read(store.root), _replayed_from_shards(store.root))
+    # a write that does not come from read_for_write (reorganize, forget) adds its op lines
+    t = treefmt.read(store.root)
+    tid = sorted(t.topics)[0]
+    t.topics[tid].name = "Renamed by hand"
+    treefmt.write(store.root, t)
+    assert "ops" in json.loads(tail.read_text().splitlines()[-1])
+    back = treefmt.read(store.root)
+    assert back.topics[tid].name == "Renamed by hand"
+    assert _same(back, _replayed_from_shards(store.root))

@@ -229,3 +229,71 @@ def test_the_topic_bench_measures_an_existing_stores_tree(store):
     placed = treefmt.read(store.root).topic_of()
     assert got["records"] == len(placed) and got["topics"] >= 1
     assert 0 < got["purity"] <= 1 and got["topics_per_session"] >= 1
+
+
+def test_a_big_write_names_each_group_once_from_the_members_it_ended_with(store, monkeypatch):
+    from memstore.tree import fanout
+
+    calls = []
+    real = fanout.group_name
+
+    def counted(tree, members, data, kids=None):
+        calls.append(len(members))
+        return real(tree, members, data, kids)
+
+    monkeypatch.setattr(fanout, "group_name", counted)
+    _sessions(store, 120, seed=3)
+    tree = treefmt.read(store.root)
+    cmap = tree.children_map()
+    groups = [t for t in tree.topics.values() if not t.records and cmap.get(t.id)]
+    assert len(groups) >= 10
+    # one name per group, made when the regrouping is done: none for a split that a later one undid
+    assert len(calls) <= len(groups)
+    for g in groups:
+        assert g.summary.startswith(f"{len(cmap[g.id])} related topics: "), g.summary
+
+
+def test_a_big_write_regroups_as_it_goes_so_a_turn_ranks_a_bounded_level(store, monkeypatch):
+    from memstore.tree import assign
+
+    widest = []
+    real = assign.Placer._candidates
+
+    def watched(self, ancestry, vec):
+        widest.append(max(len(v) for v in self.kids.map.values()))
+        return real(self, ancestry, vec)
+
+    monkeypatch.setattr(assign.Placer, "_candidates", watched)
+    _sessions(store, 150, seed=5)  # 150 unrelated subjects, one write
+    assert len(widest) >= 100
+    # never more than CROWDED * max_children children under one parent while placing (+1: the
+    # topic that tips it over is regrouped right after it is made)
+    assert max(widest) <= assign.CROWDED * 5 + 1, max(widest)
+    tree = treefmt.read(store.root)
+    assert max(len(k) for k in tree.children_map().values()) <= 5
+    assert tree.record_count() == 300
+
+
+def test_the_topic_bench_times_ct_add_on_copies_of_stores(tmp_path):
+    """`python -m memstore.bench.topics --ct-add A,B`: real `ct add` processes on copies (the
+    stores measured are left as they were), interleaved, with wall and CPU medians and ratios."""
+    from conftest import make_store, git_clean
+    from memstore.bench.topics import main
+
+    roots = []
+    for n in (4, 12):
+        st = make_store(tmp_path / f"s{n}")
+        _sessions(st, n, seed=n)
+        roots.append(st.root)
+    heads = [(r / ".git" / "HEAD").read_text() for r in roots]
+    logs = [sorted(p.name for p in (r / "log").rglob("*.jsonl")) for r in roots]
+    out = tmp_path / "add.json"
+    argv = ["--data", str(tmp_path / "none"), "--runs", "2", "--out", str(out)]
+    assert main(["--ct-add", ",".join(map(str, roots)), *argv]) == 0
+    got = json.loads(out.read_text())
+    assert [row["placed"] for row in got["rows"]] == [8 + 3, 24 + 3]  # a warm-up and 2 timed adds
+    assert all(len(row["wall_samples"]) == 2 and row["cpu_s"] > 0 for row in got["rows"])
+    assert got["cpu_ratio"] == got["rows"][1]["cpu_s"] / got["rows"][0]["cpu_s"]
+    for r, head, names in zip(roots, heads, logs):
+        assert (r / ".git" / "HEAD").read_text() == head and git_clean(r)
+        assert sorted(p.name for p in (r / "log").rglob("*.jsonl")) == names

@@ -5,7 +5,9 @@ Run: `python -m memstore.bench.topics --data ../shared/bench-data/longmemeval` (
 3 LongMemEval dev haystacks with MiniLM, through the embedding cache), `--timing` (one
 Store.write of 1k/2k/4k/10k turns and a one-turn write at 1k and 10k placed, hash embedder) and
 `--store DIR` (the same figures for any store's tree, a conversation being a session: a store built
-from a real export with `ct import`).
+from a real export with `ct import`), `--build N --out-store DIR` (a store of N dev turns written
+in one Store.write, topics on: what an import does) and `--ct-add DIR,DIR,...` (`ct add`, a real
+process, on copies of those stores, the adds taking turns across them).
 
 Quality, per haystack (a store of one question's haystack, one Store.write in time order):
 - topics per 1k records: topics that hold records, per 1,000 placed records;
@@ -221,6 +223,113 @@ def timing(data: Path, sizes, work: Path, log, singles=(1000, 10000)) -> dict:
     return out
 
 
+def build(data: Path, n: int, root: Path, log) -> dict:
+    """A store of the first `n` dev turns, written in one Store.write with topics on (hash embedder):
+    what `ct import` of a conversation export does. Returns its figures (records/s end to end)."""
+    pool = timing_records(data, n)
+    store = _store(root, "hash")
+    recs = [store.normalize(r) for r in pool[:n]]
+    t0, c0 = time.perf_counter(), time.process_time()
+    store.write(recs, f"Import {n} turns", secrets="allow")
+    secs, cpu = time.perf_counter() - t0, time.process_time() - c0
+    log(f"  one write of {n} turns: {secs:.1f} s ({n / secs:.0f} records/s; {cpu:.1f} s CPU)")
+    from ..format import tree as treefmt
+
+    figures = tree_figures(treefmt.read(store.root), {r["id"]: r["session"] for r in recs})
+    return {"records": n, "seconds": secs, "cpu_s": cpu, "per_s": n / secs, **figures}
+
+
+def _child_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def ct_add(stores: list[Path], work: Path, runs: int, log) -> dict:
+    """`ct add` (a real `ct` process, git's processes included) on a copy of each store, after one
+    warm-up add each; the timed adds take turns across the stores, so a slow spell of a shared
+    machine falls on every size alike. Wall and CPU seconds (the process and its children)."""
+    import compileall
+    import subprocess
+
+    from ..errors import UsageError
+
+    # byte code first: a process that compiles its modules (PYTHONDONTWRITEBYTECODE, a fresh
+    # checkout) spends more on that than on the write
+    compileall.compile_dir(Path(__file__).resolve().parent.parent, quiet=1)
+    copies = []
+    for i, src in enumerate(stores):
+        dst = work / f"add{i}"
+        shutil.copytree(src, dst, symlinks=True)
+        copies.append(dst)
+    try:  # dev turns the stores do not hold (the pool's last ones), else made-up questions
+        pool = timing_records(Path(DATA), 107_000)[-(runs + 1) * 2 :]
+        texts = [r["text"][:400] for r in pool]
+    except (OSError, ValueError, UsageError):
+        texts = [f"Question {k}: how should I plan the garden bed number {k}?" for k in range(99)]
+
+    def add(root: Path, k: int) -> tuple[float, float]:
+        c0, t0 = _child_cpu(), time.perf_counter()
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "memstore",
+                "-C",
+                str(root),
+                "-q",
+                "add",
+                "--session",
+                f"bench-{k}",
+                "--allow-secrets",
+                texts[k % len(texts)],
+            ],
+            check=True,
+            capture_output=True,
+        )
+        return time.perf_counter() - t0, _child_cpu() - c0
+
+    for root in copies:
+        add(root, 0)
+    wall: dict[int, list[float]] = {i: [] for i in range(len(copies))}
+    cpu: dict[int, list[float]] = {i: [] for i in range(len(copies))}
+    for k in range(1, runs + 1):
+        for i, root in enumerate(copies):
+            w, c = add(root, k)
+            wall[i].append(w)
+            cpu[i].append(c)
+    rows = []
+    for i, src in enumerate(stores):
+        from ..format import tree as treefmt
+
+        tree = treefmt.read(copies[i])
+        rows.append(
+            {
+                "store": str(src),
+                "placed": len(tree.topic_of()),
+                "topics": len(tree.topics),
+                "wall_s": statistics.median(wall[i]),
+                "cpu_s": statistics.median(cpu[i]),
+                "wall_samples": wall[i],
+                "cpu_samples": cpu[i],
+            }
+        )
+        log(
+            f"  ct add, {rows[-1]['placed']} placed: {rows[-1]['wall_s']:.3f} s wall, "
+            f"{rows[-1]['cpu_s']:.3f} s CPU (median of {runs})"
+        )
+    first, last = rows[0], rows[-1]
+    return {
+        "rows": rows,
+        "wall_ratio": last["wall_s"] / first["wall_s"],
+        "cpu_ratio": last["cpu_s"] / first["cpu_s"],
+    }
+
+
+DATA = "../shared/bench-data/longmemeval"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m memstore.bench.topics", description=__doc__.splitlines()[0]
@@ -235,6 +344,12 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="records per timed write")
     p.add_argument("--out", type=Path, help="write the figures as JSON here")
     p.add_argument(
+        "--build", type=int, help="write this many dev turns into --out-store, one write"
+    )
+    p.add_argument("--out-store", type=Path, help="where --build makes its store (must not exist)")
+    p.add_argument("--ct-add", help="stores (comma-separated, smallest first) to time ct add on")
+    p.add_argument("--runs", type=int, default=9, help="timed ct adds per store (9)")
+    p.add_argument(
         "--set", action="append", default=[], help="a [settings] value for the stores: key=number"
     )
     args = p.parse_args(argv)
@@ -245,9 +360,18 @@ def main(argv=None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
+    global DATA
+    DATA = str(args.data)
     work = Path(tempfile.mkdtemp(prefix="ct-topics-"))
     try:
-        if args.store:
+        if args.build:
+            if args.out_store is None or args.out_store.exists():
+                p.error("--build needs --out-store DIR, a folder that does not exist yet")
+            result = build(args.data, args.build, args.out_store, log)
+        elif args.ct_add:
+            stores = [Path(x) for x in args.ct_add.split(",") if x]
+            result = ct_add(stores, work, args.runs, log)
+        elif args.store:
             result = store_figures(args.store)
         elif args.timing:
             sizes = [int(s) for s in args.sizes.split(",") if s]

@@ -43,6 +43,28 @@ class Tree:
         default_factory=dict
     )  # topic id -> {"into": id|None, "why", "at"}
 
+    def copy(self) -> "Tree":
+        """A copy whose topics, record lists, archive and tombstones can change without touching
+        this tree (what a writer diffs its changes against)."""
+        return Tree(
+            topics={
+                tid: Topic(
+                    tid,
+                    t.name,
+                    t.summary,
+                    t.parent,
+                    list(t.records),
+                    t.created,
+                    t.last_active,
+                    t.named_by,
+                )
+                for tid, t in self.topics.items()
+            },
+            current=self.current,
+            archived=list(self.archived),
+            gone={k: dict(v) for k, v in self.gone.items()},
+        )
+
     # ----- structure -----------------------------------------------------------------------
 
     def children(self, tid: str | None) -> list[Topic]:

@@ -138,36 +138,65 @@ def from_files(root: Path, files: dict[str, bytes]) -> Tree:
     return treelog.replay(ops)
 
 
-def write(root: Path, tree: Tree, now=None) -> list[str]:
+def read_for_write(root: Path) -> tuple[Tree, treecache.Loaded | None]:
+    """The tree a writer changes, and the tree as read (pass it to `write` as `base`, so the write
+    diffs against it and extends the cache instead of reading the store's tree a second time).
+    None for a format-1 store (or one with no tree yet)."""
+    root = Path(root)
+    if not treelog.exists(root):
+        return read_file(path_of(root)), None
+    base = treecache.load(root)
+    treelog.warn(base.problems)
+    return base.tree.copy(), base
+
+
+def write(root: Path, tree: Tree, now=None, base: treecache.Loaded | None = None) -> list[str]:
     """Append the ops that turn the stored tree into `tree` to today's shard; the changed paths.
 
-    Today is the store timezone's date. A format-1 `tree.json` is replaced by ops that build the
-    whole tree (and removed), which is how a store's tree moves to format 2. Returns [] when the
-    tree did not change.
+    Today is the store timezone's date; the shard is the day's newest part with room
+    (treelog.write_shard). A format-1 `tree.json` is replaced by ops that build the whole tree (and
+    removed), which is how a store's tree moves to format 2. `base` is what `read_for_write` gave
+    with `tree` (read again when None). Returns [] when the tree did not change.
     """
     from .timeutil import local_day, now_utc
 
     root = Path(root)
     legacy = path_of(root).exists()
-    old, last_at, _problems = treecache.replayed(root) if treelog.exists(root) else (Tree(), "", [])
+    given = base is not None  # `tree` was made from base's copy: its changed topics are known
+    if base is None and treelog.exists(root):
+        base = treecache.load(root)
+    old, last_at = (base.tree, base.last_at) if base is not None else (Tree(), "")
     now = now or now_utc()
-    ops = treelog.stamp(treelog.diff(old, tree), last_at, now)
+    touched = treelog.changed_topics(old, tree)
+    ops = treelog.stamp(treelog.diff(old, tree, touched), last_at, now)
     changed: list[str] = []
     if ops:
-        shard = treelog.shard_path(root, local_day(now, _store_zone(root)))
+        shard = treelog.write_shard(root, local_day(now, _store_zone(root)))
         shard.parent.mkdir(parents=True, exist_ok=True)
         from .log import append_lines
 
-        append_lines(
-            shard, "".join(treelog.dumps(op) + "\n" for op in ops).encode("utf-8"), fsync=False
-        )
+        lines = [treelog.dumps(op) for op in ops]
+        append_lines(shard, "".join(line + "\n" for line in lines).encode("utf-8"), fsync=False)
         changed.append(shard.relative_to(root).as_posix())
         # The new ops sort after every op already in the log, so applying them to the replayed tree
         # gives exactly what a full replay would: the cache stays valid without replaying.
-        new = treelog.Replay.of(old).apply_all(
-            [treelog.parse_line(treelog.dumps(op)) for op in ops]
-        )
-        treecache.save(root, new.result(), ops[-1]["at"])
+        if base is None:  # the first ops of a tree: nothing to extend
+            treecache.save(
+                root, treelog.replay([treelog.parse_line(x) for x in lines]), ops[-1]["at"]
+            )
+        else:
+            treecache.extend(
+                root,
+                base,
+                lines,
+                ops[-1]["at"],
+                lambda: (
+                    treelog.Replay.of(base.tree.copy())
+                    .apply_all([treelog.parse_line(x) for x in lines])
+                    .result()
+                ),
+                treecache.changed_states(base.tree, tree, touched) if given else None,
+            )
     if legacy:
         path_of(root).unlink()
         changed.append(FILENAME)

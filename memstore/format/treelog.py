@@ -36,15 +36,42 @@ from ..errors import FormatError
 DIR = "tree"
 FIELDS = ("name", "summary", "parent", "created", "last_active", "named_by")
 OPS = ("topic", "set", "place", "archive", "drop", "gone", "current")
-_SHARD = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
+_SHARD = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:\.([2-9]|[1-9]\d+))?\.jsonl$")
+# A writer appends to a day's newest part while it is under this size, else it opens the next part:
+# git stores a changed file whole, so appending to one ever-growing shard (a big import's day) would
+# make every later write that day hash and compress all of it again.
+PART_BYTES = 256 * 1024
 _AT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
 
 # ----- files ------------------------------------------------------------------------------------
 
 
-def shard_path(root: Path, day: str) -> Path:
-    return Path(root) / DIR / day[:4] / f"{day}.jsonl"
+def shard_path(root: Path, day: str, part: int = 1) -> Path:
+    """The day's shard: `YYYY-MM-DD.jsonl`, its later parts `YYYY-MM-DD.N.jsonl` (N = 2, 3, ...)."""
+    name = f"{day}.jsonl" if part <= 1 else f"{day}.{part}.jsonl"
+    return Path(root) / DIR / day[:4] / name
+
+
+def write_shard(root: Path, day: str) -> Path:
+    """The shard a write on `day` appends to: the day's newest part while it holds under PART_BYTES,
+    else a new part after it (a write's ops stay in one file, however many they are)."""
+    ydir = Path(root) / DIR / day[:4]
+    newest = 1
+    try:
+        names = os.listdir(ydir)
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
+    for n in names:
+        m = _SHARD.match(n)
+        if m and f"{m.group(1)}-{m.group(2)}-{m.group(3)}" == day:
+            newest = max(newest, int(m.group(4) or 1))
+    path = shard_path(root, day, newest)
+    try:
+        full = path.stat().st_size >= PART_BYTES
+    except FileNotFoundError:
+        full = False
+    return shard_path(root, day, newest + 1) if full else path
 
 
 def shards(root: Path) -> list[Path]:
@@ -398,7 +425,13 @@ def replay(ops: list[Op]):
 # ----- diffing two trees into ops ---------------------------------------------------------------
 
 
-def diff(old, new) -> list[dict]:
+def changed_topics(old, new) -> list[str]:
+    """The topics of both trees that differ (one C-level comparison of each whole topic)."""
+    olds = old.topics
+    return [tid for tid, n in new.topics.items() if tid in olds and olds[tid] != n]
+
+
+def diff(old, new, touched: list[str] | None = None) -> list[dict]:
     """The ops (without `at`) that turn tree `old` into tree `new`, in the order they must apply.
 
     Costs time in proportion to the topics that changed, not to the records in the tree: a topic
@@ -411,15 +444,20 @@ def diff(old, new) -> list[dict]:
     ):  # parents first
         t = new.topics[tid]
         out.append({"op": "topic", "topic": tid, **{k: getattr(t, k) for k in FIELDS}})
-    for tid in sorted(set(old.topics) & set(new.topics)):
+    # One comparison of whole topics (C-level, fields and record list) finds the few a write
+    # changed; only those are looked into field by field.
+    olds = old.topics
+    touched = changed_topics(old, new) if touched is None else touched
+    for tid in sorted(touched):
         o, n = old.topics[tid], new.topics[tid]
         changed = {k: getattr(n, k) for k in FIELDS if getattr(n, k) != getattr(o, k)}
         if changed:
             out.append({"op": "set", "topic": tid, **changed})
+    new_ids = set(fresh)
     changed_lists = [
         tid
-        for tid in new.topics
-        if tid not in old.topics or old.topics[tid].records != new.topics[tid].records
+        for tid in fresh + touched
+        if tid in new_ids or olds[tid].records != new.topics[tid].records
     ]
     placed: set[str] = set()
     for tid in sorted(changed_lists, key=lambda x: (new.topics[x].created, x)):
@@ -435,7 +473,8 @@ def diff(old, new) -> list[dict]:
         out.append({"op": "archive", "records": sorted(new_arch - old_arch)})
     # Records that may have left the tree: those of topics whose list changed or that went, and un-archived ones.
     maybe_out = set(old_arch - new_arch)
-    for tid, t in old.topics.items():
+    for tid in touched + [tid for tid in olds if tid not in new.topics]:
+        t = olds[tid]
         if tid not in new.topics or t.records != new.topics[tid].records:
             maybe_out.update(t.records)
     dropped = sorted(

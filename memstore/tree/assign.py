@@ -10,6 +10,9 @@ decides; the replies and tool calls that follow it join the same topic.
 
 from __future__ import annotations
 
+import gc
+from itertools import chain
+
 import numpy as np
 
 from ..format import tree as treefmt
@@ -17,7 +20,7 @@ from ..format.record import is_conversation
 from ..format.tree import Topic, Tree
 from ..progress import stage, tick
 from . import naming
-from .fanout import Kids, rebalance
+from .fanout import Kids, name_groups, rebalance
 from .topicdata import RecordData, normalise, thresholds, topic_vector
 
 SHORT_TURN_WORDS = (
@@ -30,6 +33,7 @@ BEAM = 2  # topics followed down at each level when looking for a turn's place
 RECENT_TOPICS = 8
 SCORED = 6
 RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
+CROWDED = 4  # a parent with more than CROWDED * max_children children is regrouped mid-batch
 
 
 def max_children(store) -> int:
@@ -58,6 +62,8 @@ class Placer:
         self.recent: list[str] = []  # topics this write made or joined, latest last
         self.dirty: set = set()  # parents this write gave a child to (regrouped in `finish`)
         self.visited = 0  # topics the last placement looked at (tests count them)
+        self.terms: dict[tuple, set[str]] = {}  # (record ids, k) -> their key terms (see _terms)
+        self.unnamed: dict[str, bool] = {}  # groups regrouping made mid-batch: named in `finish`
         if tree.current and tree.topics[tree.current].records:
             last = data.record(tree.topics[tree.current].records[-1])
             self.last_session = (last or {}).get("session")
@@ -114,9 +120,7 @@ class Placer:
             return True
         if sim + 0.08 * 2 < min(self.th["continue"], self.th["stay"]):
             return False
-        shared = naming.term_set([rec["text"]], 12) & naming.term_set(
-            self.data.texts(t.records[-RECENT_WINDOW:])[0], 20
-        )
+        shared = naming.term_set([rec["text"]], 12) & self._terms(t.records[-RECENT_WINDOW:], 20)
         score = sim + 0.08 * min(len(shared), 2)
         if score >= self.th["continue"]:
             return True
@@ -155,8 +159,7 @@ class Placer:
                 scored_words += 1
                 if words is None:
                     words = naming.term_set([rec["text"]], 12)
-                recs = t.records[-RECENT_WINDOW // 2 :]
-                shared = words & naming.term_set(self.data.texts(recs, limit=RECENT_WINDOW)[0], 20)
+                shared = words & self._terms(t.records[-RECENT_WINDOW // 2 :], 20)
                 bonus = 0.08 * min(len(shared), 2)
             score = sim + bonus
             if t.records and score >= self.th["join"] and self.th["join"] < 1:
@@ -179,6 +182,19 @@ class Placer:
             # On a near tie the shallower wins: chains of sub-sub-topics are TRACE's failure.
             parent = min((d, tid) for s, _, d, tid in scored if s >= best - NEAR_TIE)[1]
         return self._new_topic(parent, [rec], verdict.get("name") if verdict else None)
+
+    def _terms(self, rids: list[str], k: int) -> set[str]:
+        """The key terms of these records (a topic's latest), kept for the write: a batch scores the
+        same unchanged topics against many turns, and the terms depend only on the records."""
+        key = (tuple(rids), k)
+        got = self.terms.get(key)
+        if got is None:
+            if len(self.terms) > 50_000:
+                self.terms.clear()
+            got = self.terms[key] = naming.term_set(
+                self.data.texts(rids, limit=RECENT_WINDOW)[0], k
+            )
+        return got
 
     def _vector(self, tid: str) -> np.ndarray | None:
         return topic_vector(self.tree, self.data, tid, self.vcache, self.kids.of)
@@ -224,7 +240,24 @@ class Placer:
         self.kids.add(topic)
         self.dirty.add(parent)
         self.created.add(tid)
+        if len(self.kids.of(parent)) > CROWDED * max_children(self.store):
+            # A big write regroups as it goes: otherwise the top level of a 100k-turn import holds
+            # thousands of topics, and every turn that branches would rank them all (quadratic).
+            self._regroup({parent})
         return tid
+
+    def _regroup(self, parents) -> None:
+        rebalance(
+            self.tree,
+            self.data,
+            max_children(self.store),
+            self.llm,
+            join=self.th["continue"],
+            parents=parents,
+            kids=self.kids,
+            cache=self.vcache,
+            unnamed=self.unnamed,
+        )
 
     def _llm_classify(self, cur: str, rec: dict) -> dict | None:
         """TRACE's continue-or-branch question; None when the call fails or the reply is unusable."""
@@ -305,7 +338,9 @@ class Placer:
             parents=self.dirty,
             kids=self.kids,
             cache=self.vcache,
+            unnamed=self.unnamed,
         )
+        name_groups(tree, self.data, self.unnamed, self.llm, self.kids)
 
 
 def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
@@ -348,14 +383,30 @@ def assign_records(store, records: list[dict], vectors, progress=None) -> list[s
     gone = superseded_ids(records)
     if not pairs and not gone:
         return []
+    # The tree is tens of thousands of small objects read, copied and compared at once, and none of
+    # them forms a cycle: Python's cyclic collector, triggered by those allocations, would walk the
+    # whole heap again and again (at 100k records most of a one-turn write's placement time).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _assign(store, pairs, gone, progress)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _assign(store, pairs, gone, progress) -> list[str]:
     from ..adapters.llm import get_llm
 
-    tree = treefmt.read(store.root)
+    tree, base = treefmt.read_for_write(store.root)
     dropped = remove_records(tree, RecordData(store), gone) if gone else False
-    known = set(tree.topic_of()) | set(tree.archived)
+    ids = {r["id"] for r, _ in pairs}
+    # records the tree holds already (a clone placed them): one C-level pass, no id -> topic map
+    known = ids & set(chain.from_iterable(t.records for t in tree.topics.values()))
+    known |= ids & set(tree.archived)
     pairs = [(r, v) for r, v in pairs if r["id"] not in known]
     if not pairs:
-        return treefmt.write(store.root, tree) if dropped else []
+        return treefmt.write(store.root, tree, base=base) if dropped else []
     llm = get_llm(store.root)
     llm = llm if llm is not None and llm.config.topics else None
     placer = Placer(store, tree, RecordData(store), llm)
@@ -365,7 +416,7 @@ def assign_records(store, records: list[dict], vectors, progress=None) -> list[s
         placer.place(rec, normalise(vec))
         tick(progress)
     placer.finish(progress)
-    return treefmt.write(store.root, tree)
+    return treefmt.write(store.root, tree, base=base)
 
 
 def superseded_ids(records: list[dict]) -> set[str]:

@@ -73,9 +73,8 @@ def _sim(a: np.ndarray | None, b: np.ndarray | None) -> float:
     return float(a @ b) if a is not None and b is not None else -1.0
 
 
-def _make_group(
-    tree: Tree, data: RecordData, parent: str | None, members: list[Topic], llm, kids: Kids
-) -> str:
+def _name_group(tree: Tree, data: RecordData, members: list[Topic], llm, kids: Kids):
+    """(name, summary, named_by) of a group of these members."""
     name, summary = group_name(tree, members, data, kids)
     named_by = "offline"
     if llm is not None:
@@ -84,6 +83,23 @@ def _make_group(
         )
         if label:
             name, named_by = label, "llm"
+    return name, summary, named_by
+
+
+def _make_group(
+    tree: Tree,
+    data: RecordData,
+    parent: str | None,
+    members: list[Topic],
+    llm,
+    kids: Kids,
+    unnamed: dict | None = None,
+) -> str:
+    """A new group of `members` under `parent`; named now, or later when `unnamed` collects it."""
+    if unnamed is None:
+        name, summary, named_by = _name_group(tree, data, members, llm, kids)
+    else:
+        name, summary, named_by = "Related topics", "", "offline"
     gid = new_topic_id()
     group = Topic(
         id=gid,
@@ -99,6 +115,8 @@ def _make_group(
     kids.add(group)
     for m in members:
         kids.move(m, gid)
+    if unnamed is not None:
+        unnamed[gid] = True
     return gid
 
 
@@ -134,6 +152,7 @@ def rebalance(
     parents=None,
     kids: Kids | None = None,
     cache: dict | None = None,
+    unnamed: dict | None = None,
 ) -> list[str]:
     """Fix every crowded topic (more than `max_children` children) the way a B-tree does.
 
@@ -149,6 +168,9 @@ def rebalance(
     3. otherwise the parent is split in two: a group gets a sibling (its parent is fixed next if
        that crowds it), the root or a real topic gets its children in two groups (the only step
        that deepens the tree). Depth therefore grows with the logarithm of the topic count.
+    Groups are named once the fix is done, from the members they ended with: a big write splits
+    a group many times, and naming it at each split was most of its regrouping time. A caller that
+    passes `unnamed` (a dict it keeps) names them itself, later (`name_groups`).
     Returns the ids of the groups made.
     """
     if max_children < 2:
@@ -157,6 +179,8 @@ def rebalance(
     made: list[str] = []
     cache = {} if cache is None else cache
     todo: set = set(kids.map) if parents is None else set(parents)
+    defer = unnamed is not None
+    unnamed = {} if unnamed is None else unnamed  # group id -> made (True) or split (False)
 
     def forget(tid: str | None) -> None:
         for a in tree.ancestry(tid):
@@ -203,22 +227,39 @@ def rebalance(
                 nxt = max(rest, key=lambda k: (_sim(vec[k.id], c), k.created))
                 members.append(nxt)
                 rest.remove(nxt)
-            made.append(_make_group(tree, data, parent, members, llm, kids))
+            made.append(_make_group(tree, data, parent, members, llm, kids, unnamed))
             forget(parent)
             continue
         left, right = _halves(here, vec)
         if not is_group:  # the root or a real topic: its children go one level down, in two groups
-            made.append(_make_group(tree, data, parent, left, llm, kids))
-            made.append(_make_group(tree, data, parent, right, llm, kids))
+            made.append(_make_group(tree, data, parent, left, llm, kids, unnamed))
+            made.append(_make_group(tree, data, parent, right, llm, kids, unnamed))
             todo.update(made[-2:])
         else:  # a group splits sideways, like a B-tree node; its parent is fixed next if crowded
             p = tree.topics[parent]
-            sibling = _make_group(tree, data, p.parent, right, llm, kids)
-            p.name, p.summary = group_name(tree, left, data, kids)
+            sibling = _make_group(tree, data, p.parent, right, llm, kids, unnamed)
+            unnamed.setdefault(parent, False)  # renamed for the members it keeps
             made.append(sibling)
             todo.update([p.parent, sibling])
         forget(parent)
+    if not defer:
+        name_groups(tree, data, unnamed, llm, kids)
     return made
+
+
+def name_groups(tree: Tree, data: RecordData, unnamed: dict, llm, kids: Kids) -> None:
+    """Name the groups `rebalance` made (`unnamed[gid]` True) or split sideways (False) from the
+    members they have now; a group made is named like any (the LLM's label where one is used), a
+    group split is renamed offline."""
+    for gid in sorted(unnamed):
+        g = tree.topics.get(gid)
+        if g is not None and kids.of(gid):
+            members = sorted(kids.of(gid), key=lambda t: (t.created, t.id))
+            if unnamed[gid]:
+                g.name, g.summary, g.named_by = _name_group(tree, data, members, llm, kids)
+            else:
+                g.name, g.summary = group_name(tree, members, data, kids)
+    unnamed.clear()
 
 
 def tidy_groups(tree: Tree, at: str) -> list[str]:
