@@ -253,27 +253,6 @@ def test_a_big_write_names_each_group_once_from_the_members_it_ended_with(store,
         assert g.summary.startswith(f"{len(cmap[g.id])} related topics: "), g.summary
 
 
-def test_a_big_write_regroups_as_it_goes_so_a_turn_ranks_a_bounded_level(store, monkeypatch):
-    from memstore.tree import assign
-
-    widest = []
-    real = assign.Placer._candidates
-
-    def watched(self, ancestry, vec):
-        widest.append(max(len(v) for v in self.kids.map.values()))
-        return real(self, ancestry, vec)
-
-    monkeypatch.setattr(assign.Placer, "_candidates", watched)
-    _sessions(store, 150, seed=5)  # 150 unrelated subjects, one write
-    assert len(widest) >= 100
-    # never more than CROWDED * max_children children under one parent while placing (+1: the
-    # topic that tips it over is regrouped right after it is made)
-    assert max(widest) <= assign.CROWDED * 5 + 1, max(widest)
-    tree = treefmt.read(store.root)
-    assert max(len(k) for k in tree.children_map().values()) <= 5
-    assert tree.record_count() == 300
-
-
 def test_the_topic_bench_times_ct_add_on_copies_of_stores(tmp_path):
     """`python -m memstore.bench.topics --ct-add A,B`: real `ct add` processes on copies (the
     stores measured are left as they were), interleaved, with wall and CPU medians and ratios."""

@@ -33,7 +33,6 @@ BEAM = 2  # topics followed down at each level when looking for a turn's place
 RECENT_TOPICS = 8
 SCORED = 6
 RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
-CROWDED = 4  # a parent with more than CROWDED * max_children children is regrouped mid-batch
 
 
 def max_children(store) -> int:
@@ -240,24 +239,7 @@ class Placer:
         self.kids.add(topic)
         self.dirty.add(parent)
         self.created.add(tid)
-        if len(self.kids.of(parent)) > CROWDED * max_children(self.store):
-            # A big write regroups as it goes: otherwise the top level of a 100k-turn import holds
-            # thousands of topics, and every turn that branches would rank them all (quadratic).
-            self._regroup({parent})
         return tid
-
-    def _regroup(self, parents) -> None:
-        rebalance(
-            self.tree,
-            self.data,
-            max_children(self.store),
-            self.llm,
-            join=self.th["continue"],
-            parents=parents,
-            kids=self.kids,
-            cache=self.vcache,
-            unnamed=self.unnamed,
-        )
 
     def _llm_classify(self, cur: str, rec: dict) -> dict | None:
         """TRACE's continue-or-branch question; None when the call fails or the reply is unusable."""
