@@ -288,13 +288,21 @@ def test_refuses_non_loopback_without_allow_remote(tmp_path):
     assert bind_address("localhost", 0, allow_remote=False)[1][0] in ("127.0.0.1", "::1")
 
 
-def test_sigint_stops_the_server(tmp_path):
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_sigint_stops_the_server(tmp_path, inherited):
+    """Ctrl-C stops the server, also when it was started with SIGINT ignored (a background job of
+    a shell script, or a parent that ignores it: Python then never raises KeyboardInterrupt)."""
     st = make_store(tmp_path / "s")
+
+    def start_as_inherited():
+        signal.signal(signal.SIGINT, signal.SIG_IGN if inherited == "ignored" else signal.SIG_DFL)
+
     proc = subprocess.Popen(
         [*CT, "-C", str(st.root), "serve", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=start_as_inherited,
     )
     _first_line(proc, timeout=30)
     proc.send_signal(signal.SIGINT)

@@ -1109,7 +1109,9 @@ def serve(server, ready=None) -> None:
     def stop(signum, frame):
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    # SIGINT too, explicitly: a process started with SIGINT ignored (a background job of a
+    # script, a supervisor) would otherwise keep Python from ever raising KeyboardInterrupt
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         if ready is not None:
             ready()
@@ -1117,6 +1119,7 @@ def serve(server, ready=None) -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         server.server_close()
         server.app.close()
