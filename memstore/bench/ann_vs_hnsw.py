@@ -1,0 +1,298 @@
+"""memstore's opt-in approximate index (IVF, index/ann.py) beside chromadb's HNSW, same vectors.
+
+Run: `make bench-ann` (or `python -m memstore.bench.ann_vs_hnsw`). chromadb is not a dependency
+of memstore: scripts/chroma_venv.sh installs a pinned version in its own venv (.bench/chromavenv),
+and chroma_child.py runs there as a child process. Both sides read the same float32 vectors and
+queries from .npy files, so they search identical rows.
+
+Data: n unit vectors of dim 384 with a low intrinsic dimension (million.py's Gaussian mixture,
+2,000 centres, as sentence embeddings have); the queries are drawn from the same mixture after
+the stored rows, so none is a member of the set. Truth: the exact float32 top 10 of each query.
+
+memstore's side is its own code: `ann.Ivf.build` over a memory-mapped float32 matrix file laid
+out as the index keeps it, then per query `ann.Ivf.candidates` (RESCORE × 10 candidates from the
+nprobe nearest cells) and `ann.rescore` (exact float32 cosines), which is what the index's vector
+scan runs when `[settings] vector_index = "ivf"` — from `ann.FP16_MIN_ROWS` rows on; a smaller
+store scans exactly, so the exact numpy scan is timed too. chromadb's side is a PersistentClient
+collection (cosine space, default HNSW settings) queried through `collection.query`, first with
+the default ef_search, then with ef_search raised until recall@10 ≥ the target.
+
+Timing is interleaved: the queries are cut into blocks and every configuration runs each block in
+turn (A B C … A B C …, the order rotated per block), so drift on a shared machine falls on all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .million import DIM, clustered_vectors
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def chroma_python(venv: Path) -> Path:
+    """The chromadb venv's python, created by scripts/chroma_venv.sh if missing."""
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "chroma_venv.sh")],
+        check=True,
+        env={**os.environ, "CHROMA_VENV": str(venv)},
+    )
+    return venv / "bin" / "python"
+
+
+class Chroma:
+    """The child process in the chromadb venv, spoken to in JSON lines."""
+
+    def __init__(self, python: Path):
+        child = Path(__file__).with_name("chroma_child.py")
+        env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+        env.pop("PYTHONPATH", None)
+        self.proc = subprocess.Popen(
+            [str(python), str(child)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+
+    def ask(self, **req) -> dict:
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"chromadb child exited (code {self.proc.wait()}); see stderr")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(reply["error"])
+        return reply
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def recall(found: list[list[int]], truth: np.ndarray) -> float:
+    return float(np.mean([len(set(f) & set(t.tolist())) / 10 for f, t in zip(found, truth)]))
+
+
+def pct(xs: list[float], p: float) -> float:
+    return float(np.percentile(np.asarray(xs), p))
+
+
+def run(
+    n: int,
+    n_queries: int,
+    nprobes: list[int],
+    efs: list[int],
+    target: float,
+    block: int,
+    base: Path,
+    log=print,
+) -> dict:
+    from ..index import ann
+
+    t0 = time.perf_counter()
+    full = clustered_vectors(n + n_queries)
+    vecs, qs = full[:n], np.ascontiguousarray(full[n:])
+    work = Path(tempfile.mkdtemp(prefix="ann-vs-hnsw-", dir=base))
+    np.save(work / "vectors.npy", vecs)
+    np.save(work / "queries.npy", qs)
+    # The index's own layout: a float32 matrix file, memory-mapped (index/vectors.py).
+    vecs.tofile(work / "vectors-0.f32")
+    del full, vecs
+    mat = np.memmap(work / "vectors-0.f32", dtype=np.float32, mode="r", shape=(n, DIM))
+    scores = qs @ np.asarray(mat).T
+    truth = np.argsort(-scores, axis=1, kind="stable")[:, :10]
+    del scores
+    log(f"data: {n:,} x {DIM} + {n_queries} queries in {time.perf_counter() - t0:.1f} s")
+
+    t = time.perf_counter()
+    ivf = ann.Ivf.build(work, 0, mat)
+    ivf_build = time.perf_counter() - t
+    log(f"memstore IVF build: {ivf_build:.1f} s, nlist {ivf.index.nlist}")
+
+    chroma = Chroma(chroma_python(base / "chromavenv"))
+    try:
+        built = chroma.ask(
+            op="build",
+            vectors=str(work / "vectors.npy"),
+            queries=str(work / "queries.npy"),
+            dir=str(work / "chroma"),
+        )
+        log(
+            f"chromadb {built['chromadb']} HNSW build: {built['build_s']:.1f} s {built['configuration']}"
+        )
+        default_ef = int(built["configuration"].get("ef_search", 100))
+        # Raise ef_search until recall@10 reaches the target (untimed calibration).
+        rows = list(range(n_queries))
+        tried = {}
+        high = None
+        for ef in sorted({default_ef, *efs}):
+            conf = chroma.ask(op="ef", ef=ef)["configuration"]
+            r = recall(chroma.ask(op="query", rows=rows)["ids"], truth)
+            tried[ef] = r
+            log(f"chromadb ef_search {conf.get('ef_search')}: recall@10 {r:.4f}")
+            if r >= target:  # the default may reach it already: then no raised setting
+                high = ef if ef > default_ef else None
+                break
+
+        def mem_ivf(nprobe):
+            def one(i):
+                q = qs[i]
+                return ann.rescore(mat, q, ivf.candidates(q, 10, 0, n, nprobe=nprobe), 10)[0]
+
+            return one
+
+        def mem_exact(i):
+            s = mat @ qs[i]
+            top = np.argpartition(-s, 9)[:10]
+            return top[np.argsort(-s[top], kind="stable")]
+
+        configs = [("memstore exact scan (numpy float32)", "mem", mem_exact)]
+        for p in nprobes:
+            tag = " (default)" if p == ann.IVF_NPROBE else ""
+            configs.append((f"memstore IVF nprobe={p}{tag}", "mem", mem_ivf(p)))
+        configs.append((f"chromadb HNSW ef_search={default_ef} (default)", "chroma", default_ef))
+        if high is not None:
+            configs.append((f"chromadb HNSW ef_search={high}", "chroma", high))
+
+        res = {name: {"ids": {}, "s": []} for name, _, _ in configs}
+        current_ef = None
+
+        def do(name, kind, fn, block_rows, keep=True):
+            nonlocal current_ef
+            if kind == "mem":
+                for i in block_rows:
+                    t = time.perf_counter()
+                    ids = fn(i)
+                    dt = time.perf_counter() - t
+                    if keep:
+                        res[name]["ids"][i] = [int(x) for x in ids]
+                        res[name]["s"].append(dt)
+            else:
+                if current_ef != fn:  # switched between blocks, never inside a timed query
+                    chroma.ask(op="ef", ef=fn)
+                    current_ef = fn
+                r = chroma.ask(op="query", rows=block_rows)
+                if keep:
+                    for i, ids in zip(block_rows, r["ids"]):
+                        res[name]["ids"][i] = ids
+                    res[name]["s"].extend(r["seconds"])
+
+        for name, kind, fn in configs:  # warm-up, untimed
+            do(name, kind, fn, rows[:10], keep=False)
+        blocks = [rows[s : s + block] for s in range(0, n_queries, block)]
+        t = time.perf_counter()
+        for b, block_rows in enumerate(blocks):
+            k = b % len(configs)
+            for name, kind, fn in configs[k:] + configs[:k]:
+                do(name, kind, fn, block_rows)
+        log(f"timed phase: {time.perf_counter() - t:.1f} s")
+    finally:
+        chroma.close()
+
+    out = {
+        "n": n,
+        "dim": DIM,
+        "queries": n_queries,
+        "block": block,
+        "nlist": int(ivf.index.nlist),
+        "ivf_build_s": ivf_build,
+        "chroma_build_s": built["build_s"],
+        "chromadb": built["chromadb"],
+        "chroma_config": built["configuration"],
+        "ef_calibration": tried,
+        "target": target,
+        "rows": [],
+    }
+    for name, _, _ in configs:
+        found = [res[name]["ids"][i] for i in rows]
+        s = res[name]["s"]
+        out["rows"].append(
+            {
+                "name": name,
+                "recall10": recall(found, truth),
+                "p50_ms": 1e3 * pct(s, 50),
+                "p99_ms": 1e3 * pct(s, 99),
+                "samples": len(s),
+            }
+        )
+    for p in work.rglob("*"):
+        if p.is_file():
+            p.unlink()
+    for p in sorted(work.rglob("*"), reverse=True):
+        p.rmdir()
+    work.rmdir()
+    return out
+
+
+def markdown(r: dict) -> str:
+    chroma = [x for x in r["rows"] if x["name"].startswith("chromadb")]
+    ref = chroma[-1]  # the HNSW setting that reaches the recall target (else its default)
+    lines = [
+        f"| configuration | recall@10 | p50 | p99 | p50 / {ref['name'].split(' HNSW ')[1]} "
+        f"| p99 / same |",
+        "|---|---|---|---|---|---|",
+    ]
+    for x in r["rows"]:
+        lines.append(
+            f"| {x['name']} | {x['recall10']:.4f} | {x['p50_ms']:.2f} ms | {x['p99_ms']:.2f} ms "
+            f"| {x['p50_ms'] / ref['p50_ms']:.2f}× | {x['p99_ms'] / ref['p99_ms']:.2f}× |"
+        )
+    cal = ", ".join(f"{k}: {v:.4f}" for k, v in r["ef_calibration"].items())
+    lines += [
+        "",
+        f"{r['n']:,} unit vectors × {r['dim']}, {r['queries']} queries (not in the set), "
+        f"{r['rows'][0]['samples']} timed queries per configuration, interleaved in blocks of "
+        f"{r['block']}. Builds: memstore IVF {r['ivf_build_s']:.1f} s ({r['nlist']} cells, "
+        f"float16 codes); chromadb {r['chromadb']} HNSW {r['chroma_build_s']:.1f} s "
+        f"(`collection.add`, {r['chroma_config']}). chromadb recall@10 by ef_search: {cal}.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--nprobe", default="16,48,128", help="IVF nprobe values (48 is the default)")
+    ap.add_argument("--ef", default="200,400,800,1600", help="ef_search values to try, in order")
+    ap.add_argument("--target", type=float, default=0.99, help="recall@10 to raise ef_search to")
+    ap.add_argument("--block", type=int, default=25, help="queries per interleaved block")
+    ap.add_argument("--base", type=Path, default=ROOT / ".bench")
+    ap.add_argument("--json", dest="as_json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    args.base.mkdir(parents=True, exist_ok=True)
+    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    t = time.perf_counter()
+    r = run(
+        args.n,
+        args.queries,
+        [int(x) for x in args.nprobe.split(",") if x.strip()],
+        [int(x) for x in args.ef.split(",") if x.strip()],
+        args.target,
+        args.block,
+        args.base,
+        log=say,
+    )
+    r["wall_s"] = time.perf_counter() - t
+    r["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}"
+    print(markdown(r))
+    print(f"\nTotal {r['wall_s']:.0f} s; {r['machine']}.")
+    if args.as_json:
+        args.as_json.write_text(json.dumps(r, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
