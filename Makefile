@@ -6,7 +6,7 @@ SHARED ?= ../shared
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install lint test test-slow demo search-sample bench bench-versus bench-scale compat bench-quality docs clean
+.PHONY: install lint test test-slow demo search-sample bench bench-versus bench-scale bench-ann compat bench-quality docs clean
 
 # ContextTape from PyPI, for the default suite's round trip, lives in its own venv (.bench/ctvenv)
 # because it installs a command named `ct` too; the script returns at once when it is there.
@@ -51,6 +51,12 @@ bench-versus: install
 # The scale table alone, with the 1M-record store (built once under .bench/, minutes).
 bench-scale: install
 	$(BIN)/python -m memstore.bench.scale --with-1m
+
+# memstore's opt-in IVF beside chromadb's HNSW on the same 100k vectors (docs/benchmarks.md). chromadb
+# is pinned in its own venv (.bench/chromavenv, scripts/chroma_venv.sh), never in ours; ~3-4 min.
+bench-ann: install
+	PY=$(PY) bash scripts/chroma_venv.sh
+	$(BIN)/python -m memstore.bench.ann_vs_hnsw
 
 # ContextTape's own ISStore/MultiStore (from PyPI, in .bench/ctvenv) open `ct export contexttape` output and
 # find the same top hits as `ct search --mode vector`; a store ContextTape wrote imports with `ct import contexttape`.
