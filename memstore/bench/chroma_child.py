@@ -6,6 +6,7 @@ float32 rows, and answers one JSON line per request on its stdout; every timing 
 around `collection.query`, so the pipe is not counted. Requests (one JSON object a line):
 
   {"op": "build", "vectors": PATH, "queries": PATH, "dir": DIR}  -> build_s, configuration
+  {"op": "open", "queries": PATH, "dir": DIR}                    -> configuration (built before)
   {"op": "ef", "ef": N}                                          -> configuration read back
   {"op": "query", "rows": [i, ...]}                              -> ids (row numbers), seconds
 """
@@ -49,6 +50,13 @@ def main() -> int:
             reply = {"build_s": time.perf_counter() - t0, "count": col.count()}
             reply["configuration"] = dict(col.configuration.get("hnsw") or {})
             reply["chromadb"] = chromadb.__version__
+        elif op == "open":  # the collection a previous child built, read back from disk
+            queries = np.load(req["queries"])
+            client = chromadb.PersistentClient(
+                path=req["dir"], settings=Settings(anonymized_telemetry=False)
+            )
+            col = client.get_collection("ann-bench", embedding_function=None)
+            reply = {"configuration": dict(col.configuration.get("hnsw") or {})}
         elif op == "ef":
             col.modify(configuration={"hnsw": {"ef_search": int(req["ef"])}})
             reply = {"configuration": dict(col.configuration.get("hnsw") or {})}
