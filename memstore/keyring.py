@@ -201,8 +201,9 @@ def wrap_epoch(root: Path, epoch: int, key: bytes, recipients: list[str]) -> lis
     return [epoch_name(epoch) + ".age", epoch_name(epoch) + ".recipients"]
 
 
-def unwrap_epoch(path: Path, epoch: int, identities: list) -> bytes | None:
-    """The epoch's key, or None when no identity opens it; NoKeyError when it is malformed."""
+def _unwrap(path: Path, identities: list, header: str, second: str, what: str) -> bytes | None:
+    """The key of an age-wrapped key file (`header`, `second`, `key: <base64>`), or None when no
+    identity opens it; NoKeyError when it opens but is not that file."""
     import pyrage
 
     try:
@@ -211,16 +212,23 @@ def unwrap_epoch(path: Path, epoch: int, identities: list) -> bytes | None:
         return None
     lines = body.decode("ascii", "replace").splitlines()
     try:
-        assert (
-            lines[0] == _HEADER and lines[1] == f"epoch: {epoch}" and lines[2].startswith("key: ")
-        )
+        assert lines[0] == header and lines[1] == second and lines[2].startswith("key: ")
         key = base64.b64decode(lines[2][5:], validate=True)
         assert len(key) == KEY_BYTES
     except (AssertionError, IndexError, ValueError):
-        raise NoKeyError(
-            f"{path}: opens, but is not memstore's epoch {epoch} key file (header, epoch or key wrong)."
-        ) from None
+        raise NoKeyError(f"{path}: opens, but is not memstore's {what}.") from None
     return key
+
+
+def unwrap_epoch(path: Path, epoch: int, identities: list) -> bytes | None:
+    """The epoch's key, or None when no identity opens it; NoKeyError when it is malformed."""
+    return _unwrap(
+        path,
+        identities,
+        _HEADER,
+        f"epoch: {epoch}",
+        f"epoch {epoch} key file (header, epoch or key wrong)",
+    )
 
 
 def private_files(root: Path) -> dict[str, Path]:
@@ -253,23 +261,13 @@ def wrap_private(root: Path, recipient: str) -> tuple[str, bytes, list[str]]:
 
 def unwrap_private(path: Path, kid: str, identities: list) -> bytes | None:
     """A private key file's key, or None when it is not this identity's (another writer's)."""
-    import pyrage
-
-    try:
-        body = pyrage.decrypt(path.read_bytes(), identities)
-    except Exception:
-        return None
-    lines = body.decode("ascii", "replace").splitlines()
-    try:
-        assert lines[0] == _PRIVATE_HEADER and lines[1] == f"id: {kid}"
-        assert lines[2].startswith("key: ")
-        key = base64.b64decode(lines[2][5:], validate=True)
-        assert len(key) == KEY_BYTES
-    except (AssertionError, IndexError, ValueError):
-        raise NoKeyError(
-            f"{path}: opens, but is not memstore's private key {kid} (header, id or key wrong)."
-        ) from None
-    return key
+    return _unwrap(
+        path,
+        identities,
+        _PRIVATE_HEADER,
+        f"id: {kid}",
+        f"private key {kid} (header, id or key wrong)",
+    )
 
 
 def new_key() -> bytes:
