@@ -46,9 +46,9 @@ def test_chunked_scans_equal_the_exact_scan(filled, method, monkeypatch):
             vector_candidates(index, q, filters, 20, method="exact"),
         )
     suffix = ".f16" if method == "fp16" else ".i8"
-    assert any(
-        p.suffix == suffix for p in filled.meta_dir.iterdir()
-    )  # the sidecar is kept in .memstore/
+    names = [p.name for p in filled.meta_dir.iterdir()]
+    assert any(n.endswith(suffix + ".tail") for n in names)  # the sidecar is kept in .memstore/
+    assert any(n.endswith(suffix + ".2") for n in names)  # with its full chunks (64 rows each)
 
 
 def test_hybrid_shares_the_scan_and_keeps_both_lists(filled, monkeypatch):
@@ -81,13 +81,24 @@ def test_int8_sidecar_reloads_and_extends(filled):
     index = filled.index(update=False)
     q = filled.embedder.embed_query("hotel deadline")
     before = vector_candidates(index, q, Filters(), 10, method="int8")
-    path = ann.int8_path(index.meta_dir, int(index._meta(index.conn, "gen", "0")))
+    gen = int(index._meta(index.conn, "gen", "0"))
+    path = ann.int8_path(index.meta_dir, gen)
     vecs, _ = index.matrix()
-    assert (
-        path.stat().st_size == 4 * vecs.shape[1] + vecs.shape[0] * vecs.shape[1]
-    )  # scales, then one byte a value
-    fresh = Index(filled)  # another process: codes read back from the file
+    dim = vecs.shape[1]
+    # 240 rows in chunks of 64: three full chunks in files of their own, 48 rows in the tail,
+    # whose header holds its first row, the width and the scales.
+    for k in range(3):
+        chunk = index.meta_dir / f"vectors-{gen}.i8.{k}"
+        assert (
+            chunk.stat().st_size
+            == len(ann.faiss_header(ann.Int8Scan.qtype, dim, dim, 64)) + 64 * dim
+        )
+    assert not (index.meta_dir / f"vectors-{gen}.i8.3").exists()
+    assert path.stat().st_size == len(ann.TAIL_MAGIC) + 16 + 4 * dim + 48 * dim
+    fresh = Index(filled)  # another process: chunks mapped, the tail read back
     assert vector_candidates(fresh, q, Filters(), 10, method="int8") == before
+    scan = ann.scanner_for(fresh, "int8")
+    assert scan.full == 192 and [ix.ntotal for ix in scan.chunks] == [64, 64, 64, 48]
     write_turns(
         filled, [("2026-01-09T10:00:00Z", "user", "hotel deadline hotel deadline", "s1", "me")]
     )
@@ -95,6 +106,76 @@ def test_int8_sidecar_reloads_and_extends(filled):
     top = vector_candidates(index, q, Filters(), 1, method="int8")
     assert top == vector_candidates(index, q, Filters(), 1, method="exact")
     assert index.record_at(top[0][0])["text"] == "hotel deadline hotel deadline"
+
+
+def test_a_full_chunk_goes_to_its_own_file_and_a_new_process_maps_it(filled):
+    """Filling the tail's chunk writes the chunk file and starts an empty tail; a new process maps
+    the chunk files (the codes are not copied into its memory) and reads the tail."""
+    from memstore.index.build import Index
+
+    write_turns(
+        filled,
+        [
+            (f"2026-01-09T10:{i:02d}:00Z", "user", f"garden flight note extra {i}", "s2", "me")
+            for i in range(16)
+        ],
+    )  # 256 rows: exactly four chunks
+    index = filled.index()
+    q = filled.embedder.embed_query("garden flight")
+    want = vector_candidates(index, q, Filters(), 10, method="exact")
+    assert_same_ranking(vector_candidates(index, q, Filters(), 10, method="int8"), want)
+    gen = int(index._meta(index.conn, "gen", "0"))
+    assert (index.meta_dir / f"vectors-{gen}.i8.3").exists()
+    assert ann.int8_path(index.meta_dir, gen).stat().st_size == len(ann.TAIL_MAGIC) + 16 + 4 * 384
+    fresh = Index(filled)
+    assert_same_ranking(vector_candidates(fresh, q, Filters(), 10, method="int8"), want)
+    scan = ann.scanner_for(fresh, "int8")
+    assert scan.full == 256 and all(ix.ntotal == 64 for ix in scan.chunks)
+    import faiss
+
+    if hasattr(faiss, "IO_FLAG_MMAP_IFC"):  # mapped, not owned: no private copy of the codes
+        assert all(not ix.codes.is_owned for ix in scan.chunks)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["chunk header", "chunk cut", "chunk gone", "tail magic", "tail scales", "old format"],
+)
+def test_a_damaged_or_planted_scan_copy_is_rebuilt_not_trusted(filled, damage):
+    """.memstore/ may come from someone else's copy: a chunk or tail file that is not exactly what
+    this code writes is never handed to faiss as it is; the copy is rebuilt from the matrix."""
+    from memstore.index.build import Index
+
+    index = filled.index(update=False)
+    q = filled.embedder.embed_query("budget review")
+    want = vector_candidates(index, q, Filters(), 10, method="exact")
+    vector_candidates(index, q, Filters(), 10, method="int8")
+    gen = int(index._meta(index.conn, "gen", "0"))
+    chunk, tail = index.meta_dir / f"vectors-{gen}.i8.1", ann.int8_path(index.meta_dir, gen)
+    if damage == "chunk header":
+        raw = bytearray(chunk.read_bytes())
+        raw[4:8] = (1 << 30).to_bytes(4, "little")  # a planted width
+        chunk.write_bytes(bytes(raw))
+    elif damage == "chunk cut":
+        chunk.write_bytes(chunk.read_bytes()[:-100])
+    elif damage == "chunk gone":
+        chunk.unlink()
+    elif damage == "tail magic":
+        tail.write_bytes(b"x" * 8 + tail.read_bytes()[8:])
+    elif damage == "tail scales":
+        raw = bytearray(tail.read_bytes())
+        raw[24:28] = np.float32(np.nan).tobytes()
+        tail.write_bytes(bytes(raw))
+    else:  # what memstore wrote before chunk files, under the tail's name: scales, then codes
+        chunk.unlink()
+        tail.write_bytes(np.ones(384, np.float32).tobytes() + bytes(240 * 384))
+        (index.meta_dir / f"vectors-{gen}.i8").write_bytes(tail.read_bytes())
+    fresh = Index(filled)
+    assert_same_ranking(vector_candidates(fresh, q, Filters(), 10, method="int8"), want)
+    scan = ann.scanner_for(fresh, "int8")
+    assert scan.full == 192 and scan.rows == 240
+    assert tail.read_bytes().startswith(ann.TAIL_MAGIC)
+    assert not (index.meta_dir / f"vectors-{gen}.i8").exists()  # an older memstore's copy: gone
 
 
 def test_int8_codes_and_query_scale():
@@ -153,10 +234,16 @@ def test_best_keeps_the_highest_scores_of_all_parts():
 def test_old_generation_sidecars_are_removed(tmp_path):
     from memstore.index import vectors
 
-    for name in ("vectors-1.i8", "vectors-2.i8", "vectors-1.f16", "vectors-2.f16"):
+    names = ("vectors-1.i8", "vectors-2.i8", "vectors-1.f16", "vectors-2.f16", "vectors-1.i8.0")
+    for name in (*names, "vectors-2.i8.0", "ivf-1.faiss", "times-1.f64", "tree-cache.json"):
         (tmp_path / name).write_bytes(b"x")
     vectors.remove_generations(tmp_path, keep=2)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors-2.f16", "vectors-2.i8"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "tree-cache.json",
+        "vectors-2.f16",
+        "vectors-2.i8",
+        "vectors-2.i8.0",
+    ]
 
 
 def test_growing_into_the_int8_scan_drops_the_float16_copy(filled):

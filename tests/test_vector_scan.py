@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import assert_same_ranking, scan_turns, write_turns
 
@@ -28,7 +29,7 @@ def test_fp16_scan_equals_the_exact_scan(filled):
         fast = vector_candidates(index, q, Filters(), 20, method="auto")
         assert_same_ranking(fast, exact)
     assert any(
-        p.suffix == ".f16" for p in filled.meta_dir.iterdir()
+        p.name.endswith(".f16.tail") for p in filled.meta_dir.iterdir()
     )  # the sidecar is kept in .memstore/
 
 
@@ -76,3 +77,24 @@ def test_ivf_finds_the_exact_neighbours_on_a_small_store(filled):
         hits += len(exact & {r for r, _ in approx})
     assert hits >= 36  # recall@10 >= 0.9 at this size (few cells, all probed)
     assert any(p.suffix == ".faiss" for p in filled.meta_dir.iterdir())
+
+
+def test_take_rows_reads_the_file_and_equals_indexing_the_map(tmp_path):
+    """A few rows are read with pread (no page-cache folios mapped into the process); the values
+    are the map's, a row past the end is an error, a slice or many rows index the map."""
+    from memstore.index import vectors
+
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((300, 16)).astype(np.float32)
+    vectors.write_rows(tmp_path, 1, 0, m, np.arange(300, dtype=np.float64))
+    vec, _ = vectors.open_matrix(tmp_path, 1, 300, 16)
+    rows = np.array([0, 7, 8, 150, 299])
+    assert np.array_equal(vectors.take_rows(vec, rows), m[rows])
+    assert np.array_equal(vectors.take_rows(vec[100:], np.array([1, 2])), m[[101, 102]])
+    assert vectors.take_rows(vec, np.zeros(0, np.int64)).shape == (0, 16)
+    with pytest.raises(IndexError):
+        vectors.take_rows(vec, np.array([300]))
+    with open(vectors.matrix_path(tmp_path, 1), "r+b") as f:
+        f.truncate(299 * 16 * 4 + 10)  # the file cut under a map that was opened before
+    with pytest.raises(IndexError, match="cut short"):
+        vectors.take_rows(vec, np.array([299]))

@@ -20,6 +20,8 @@ faiss is optional (`pip install faiss-cpu`); without it the float32 numpy scan i
 
 from __future__ import annotations
 
+import os
+import struct
 import threading
 from pathlib import Path
 
@@ -43,23 +45,17 @@ def have_faiss() -> bool:
 
 
 def fp16_path(meta_dir: Path, gen: int) -> Path:
-    return meta_dir / f"vectors-{gen}.f16"
+    """The float16 scan copy's tail file (its full chunks are `vectors-<gen>.f16.<k>`)."""
+    return meta_dir / f"vectors-{gen}.f16.tail"
 
 
 def int8_path(meta_dir: Path, gen: int) -> Path:
-    return meta_dir / f"vectors-{gen}.i8"
+    """The int8 scan copy's tail file (its full chunks are `vectors-<gen>.i8.<k>`)."""
+    return meta_dir / f"vectors-{gen}.i8.tail"
 
 
 def ivf_path(meta_dir: Path, gen: int) -> Path:
     return meta_dir / f"ivf-{gen}.faiss"
-
-
-def sidecars(meta_dir: Path) -> list[Path]:
-    return [
-        *meta_dir.glob("vectors-*.f16"),
-        *meta_dir.glob("vectors-*.i8"),
-        *meta_dir.glob("ivf-*.faiss"),
-    ]
 
 
 def _threads(n: int = 1) -> None:
@@ -76,43 +72,134 @@ class Fp16Scan:
     Rows are held in chunks of CHUNK_ROWS, one faiss index each, so that a scan is a list of
     independent tasks (`tasks`): a hybrid search shares them between a worker thread and the
     thread that ran the FTS query once it is done, which keeps both cores busy for the whole scan.
+
+    On disk, each full chunk is a faiss index file (`vectors-<gen>.f16.<k>`), written once and
+    memory-mapped when read, so a new process starts scanning at once and the codes stay in the
+    page cache, shared, instead of being copied into each process's own memory (384 MB of int8
+    codes at 1M rows). The rows past the last full chunk are appended to a tail file
+    (`vectors-<gen>.f16.tail`: a header naming its first row, then the codes) and held in memory.
+    Everything here is disposable: a file that is not exactly what this code writes is rebuilt
+    from the float32 matrix, never handed to faiss as it is.
     """
 
     qtype = "QT_fp16"
     suffix = ".f16"
 
     def __init__(self, meta_dir: Path, gen: int, matrix: np.ndarray):
-        self.gen, self.dim = gen, matrix.shape[1]
+        self.meta_dir, self.gen, self.dim = meta_dir, gen, matrix.shape[1]
         self.chunks: list = []  # faiss indexes of CHUNK_ROWS rows (the last one may hold fewer)
-        path = self.path(meta_dir)
-        codes = self._load(path, matrix)
-        if codes is not None and codes.size:
-            self._append_codes(codes)
+        self.full = 0  # rows in full chunks read from (or written to) their own files
+        self._open(matrix)
         self.extend(meta_dir, matrix)
 
     def path(self, meta_dir: Path) -> Path:
-        return meta_dir / f"vectors-{self.gen}{self.suffix}"
+        """The tail file."""
+        return meta_dir / f"vectors-{self.gen}{self.suffix}.tail"
 
-    # ----- the file: codes of every row, in row order ------------------------------------------
+    def chunk_path(self, k: int) -> Path:
+        return self.meta_dir / f"vectors-{self.gen}{self.suffix}.{k}"
 
-    def _load(self, path: Path, matrix: np.ndarray) -> np.ndarray | None:
-        have = path.stat().st_size // self.dim // 2 if path.exists() else 0
-        have = min(have, matrix.shape[0])
-        return np.fromfile(path, dtype=np.uint8, count=have * 2 * self.dim) if have else None
+    # ----- the codes ---------------------------------------------------------------------------
 
     def _encode(self, rows: np.ndarray) -> np.ndarray:
         """faiss's codes for these float32 rows, as bytes (row-major)."""
         return np.ascontiguousarray(rows, dtype="<f2").view(np.uint8).reshape(-1)
 
-    def _header(self) -> bytes:
-        return b""
-
     def _code_size(self) -> int:
         return 2 * self.dim
+
+    def _settings(self) -> bytes:
+        """What the tail file's header holds besides its first row and width (the int8 scales)."""
+        return b""
+
+    def _settings_len(self) -> int:
+        return 0
+
+    def _take_settings(self, raw: bytes | None, matrix: np.ndarray) -> None:
+        """Adopt the settings read from an existing tail file (raise ValueError when they are not
+        sound), or with raw None make new ones for this matrix."""
 
     def query(self, q: np.ndarray) -> np.ndarray:
         """The query as faiss is given it (1 x dim float32)."""
         return np.asarray(q, np.float32)[None]
+
+    # ----- files -------------------------------------------------------------------------------
+
+    def _tail_head(self, start: int) -> bytes:
+        return TAIL_MAGIC + struct.pack("<qq", start, self.dim) + self._settings()
+
+    def _open(self, matrix: np.ndarray) -> None:
+        """Map the full chunks and read the tail; anything inconsistent starts the copy over."""
+        # What memstore wrote before chunk files: one file of every row's codes, read into memory.
+        (self.meta_dir / f"vectors-{self.gen}{self.suffix}").unlink(missing_ok=True)
+        path = self.path(self.meta_dir)
+        settings_len = self._settings_len()
+        head_len = len(TAIL_MAGIC) + 16 + settings_len
+        try:
+            with open(path, "rb") as f:
+                head = f.read(head_len)
+                start, dim = struct.unpack_from("<qq", head, len(TAIL_MAGIC))
+                if not head.startswith(TAIL_MAGIC) or len(head) < head_len or dim != self.dim:
+                    raise ValueError("not a tail file")
+                if start < 0 or start % CHUNK_ROWS or start > matrix.shape[0]:
+                    raise ValueError("tail starts at a row no chunk ends at")
+                self._take_settings(head[head_len - settings_len :], matrix)
+                chunks = [self._map_chunk(k) for k in range(start // CHUNK_ROWS)]
+                if any(ix is None for ix in chunks):
+                    raise ValueError("a chunk file is missing or not ours")
+                size = self._code_size()
+                have = min(
+                    (os.fstat(f.fileno()).st_size - head_len) // size, matrix.shape[0] - start
+                )
+                codes = np.frombuffer(f.read(have * size), np.uint8) if have > 0 else None
+        except (OSError, ValueError, struct.error):
+            self._start_over(matrix)
+            return
+        self.chunks, self.full = chunks, start
+        if codes is not None and codes.size:
+            self._append_codes(codes)
+
+    def _start_over(self, matrix: np.ndarray) -> None:
+        remove_chunks(self.meta_dir, self.gen, self.suffix)
+        self.chunks, self.full = [], 0
+        self._take_settings(None, matrix)
+
+    def _map_chunk(self, k: int):
+        """Chunk k's faiss index, memory-mapped, or None when its file is not exactly ours."""
+        import faiss
+
+        path = self.chunk_path(k)
+        size = self._code_size()
+        head = faiss_header(self.qtype, self.dim, size, CHUNK_ROWS)
+        if head is None:
+            return None
+        try:
+            with open(path, "rb") as f:
+                if os.fstat(f.fileno()).st_size != len(head) + CHUNK_ROWS * size:
+                    return None
+                if f.read(len(head)) != head:
+                    return None
+        except OSError:
+            return None
+        flag = getattr(faiss, "IO_FLAG_MMAP_IFC", None)  # faiss >= 1.10; before it, read in full
+        ix = faiss.read_index(str(path), flag) if flag is not None else faiss.read_index(str(path))
+        return ix if ix.ntotal == CHUNK_ROWS and ix.d == self.dim else None
+
+    def _seal_last(self) -> None:
+        """The last chunk just filled up: write its file, map it, start an empty tail after it."""
+        import faiss
+
+        k = self.full // CHUNK_ROWS
+        head = faiss_header(self.qtype, self.dim, self._code_size(), CHUNK_ROWS)
+        if head is None:
+            return  # no chunk files: the tail file keeps every row
+        codes = faiss.vector_to_array(self.chunks[-1].codes)
+        _write_atomic(self.chunk_path(k), head, codes)
+        mapped = self._map_chunk(k)
+        if mapped is not None:
+            self.chunks[-1] = mapped
+        self.full += CHUNK_ROWS
+        _write_atomic(self.path(self.meta_dir), self._tail_head(self.full), None)
 
     # ----- chunks --------------------------------------------------------------------------------
 
@@ -152,21 +239,26 @@ class Fp16Scan:
         return sum(ix.ntotal for ix in self.chunks)
 
     def extend(self, meta_dir: Path, matrix: np.ndarray) -> None:
-        """Encode rows appended since (the file is extended; a reader ignores a partial tail row)."""
-        start = self.rows
-        if matrix.shape[0] <= start:
-            return
-        head = self._header()
+        """Encode rows appended since: into the tail file, and into chunk files as chunks fill up
+        (a reader ignores a partial tail row)."""
+        at, n = self.rows, matrix.shape[0]
         size = self._code_size()
-        with open(self.path(meta_dir), "r+b" if start else "wb") as f:
-            if not start:
-                f.write(head)
-            f.truncate(len(head) + start * size)
-            f.seek(len(head) + start * size)
-            for s in range(start, matrix.shape[0], CHUNK_ROWS):
-                codes = self._encode(np.asarray(matrix[s : s + CHUNK_ROWS], np.float32))
-                self._append_codes(codes)
-                f.write(codes.tobytes())
+        path = self.path(meta_dir)
+        while at < n:
+            end = min(n, (at // CHUNK_ROWS + 1) * CHUNK_ROWS)
+            codes = self._encode(np.asarray(matrix[at:end], np.float32))
+            self._append_codes(codes)
+            head = self._tail_head(self.full)
+            if at == self.full:
+                _write_atomic(path, head, codes)
+            else:
+                with open(path, "r+b") as f:
+                    f.truncate(len(head) + (at - self.full) * size)
+                    f.seek(0, os.SEEK_END)
+                    f.write(codes.tobytes())
+            at = end
+            if at % CHUNK_ROWS == 0:
+                self._seal_last()
 
     # ----- search ----------------------------------------------------------------------------------
 
@@ -214,23 +306,26 @@ class Int8Scan(Fp16Scan):
     |value| at the first build (later rows are clipped to that range); the query is scaled back per
     dimension and rounded to int8 too, so faiss's integer kernel computes the dot product.
 
-    Approximate candidates only: the top `RESCORE × want` are re-scored in float32. The file starts
-    with the dim float32 scales."""
+    Approximate candidates only: the top `RESCORE × want` are re-scored in float32. The tail
+    file's header holds the dim float32 scales."""
 
     qtype = "QT_8bit_direct_signed"
     suffix = ".i8"
 
-    def _load(self, path: Path, matrix: np.ndarray) -> np.ndarray | None:
-        head = 4 * self.dim
-        size = path.stat().st_size if path.exists() else 0
-        if size < head:
+    def _settings(self) -> bytes:
+        return self.scale.astype("<f4").tobytes()
+
+    def _settings_len(self) -> int:
+        return 4 * self.dim
+
+    def _take_settings(self, raw: bytes | None, matrix: np.ndarray) -> None:
+        if raw is None:
             self.scale = self._scales(matrix)
-            return None
-        self.scale = np.fromfile(path, dtype="<f4", count=self.dim).astype(np.float32)
-        have = min((size - head) // self.dim, matrix.shape[0])
-        return (
-            np.fromfile(path, dtype=np.uint8, count=have * self.dim, offset=head) if have else None
-        )
+            return
+        scale = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        if scale.shape != (self.dim,) or not np.all(np.isfinite(scale)) or not np.all(scale > 0):
+            raise ValueError("int8 scales out of range")
+        self.scale = scale
 
     def _scales(self, matrix: np.ndarray) -> np.ndarray:
         top = np.zeros(self.dim, np.float32)
@@ -239,9 +334,6 @@ class Int8Scan(Fp16Scan):
                 top, np.abs(np.asarray(matrix[s : s + CHUNK_ROWS], np.float32)).max(axis=0)
             )
         return (127.0 / np.maximum(top, 1e-12)).astype(np.float32)
-
-    def _header(self) -> bytes:
-        return self.scale.astype("<f4").tobytes()
 
     def _code_size(self) -> int:
         return self.dim
@@ -257,6 +349,65 @@ class Int8Scan(Fp16Scan):
         if top > 0:
             y = np.rint(y * (127.0 / top))
         return y.astype(np.float32)[None]
+
+
+TAIL_MAGIC = b"msvq\x01\n\x00\x00"  # a scan copy's tail file (8 bytes, then first row and width)
+_HEADERS: dict = {}
+
+
+def faiss_header(qtype: str, dim: int, code_size: int, rows: int) -> bytes | None:
+    """The bytes faiss writes before the codes of an IndexScalarQuantizer of `rows` rows.
+
+    Learnt from faiss itself (indexes of one, two and three rows: the header differs in two
+    little-endian 64-bit counts, the rows and the codes' length), so a chunk file can be written
+    and checked without faiss parsing a file it did not just write."""
+    key = (qtype, dim, code_size)
+    if key not in _HEADERS:
+        import faiss
+
+        heads = []
+        for n in (1, 2, 3):
+            ix = faiss.IndexScalarQuantizer(
+                dim, getattr(faiss.ScalarQuantizer, qtype), faiss.METRIC_INNER_PRODUCT
+            )
+            faiss.copy_array_to_vector(np.zeros(n * code_size, np.uint8), ix.codes)
+            ix.ntotal = n
+            raw = faiss.serialize_index(ix).tobytes()
+            heads.append(raw[: len(raw) - n * code_size])
+        base = heads[0]
+        fields = []
+        for at in range(len(base) - 7):
+            one = struct.unpack_from("<q", base, at)[0]
+            two = struct.unpack_from("<q", heads[1], at)[0]
+            if (one, two) in ((1, 2), (code_size, 2 * code_size)):
+                fields.append((at, one))
+        _HEADERS[key] = (base, fields, heads[2])
+    base, fields, three = _HEADERS[key]
+
+    def make(n: int) -> bytes:
+        out = bytearray(base)
+        for at, unit in fields:
+            struct.pack_into("<q", out, at, n * unit)
+        return bytes(out)
+
+    if len(fields) != 2 or make(3) != three:
+        return None  # a faiss that writes other headers: the scan copy stays in memory
+    return make(rows)
+
+
+def _write_atomic(path: Path, head: bytes, codes: np.ndarray | None) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(head)
+        if codes is not None:
+            f.write(np.ascontiguousarray(codes).tobytes())
+    tmp.replace(path)
+
+
+def remove_chunks(meta_dir: Path, gen: int, suffix: str) -> None:
+    """Every file of one scan copy: its chunks, its tail, and what an older memstore kept."""
+    for p in meta_dir.glob(f"vectors-{gen}{suffix}*"):
+        p.unlink(missing_ok=True)
 
 
 class Work:
@@ -388,8 +539,10 @@ def rescore(
     matrix: np.ndarray, q: np.ndarray, rows: np.ndarray, want: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(rows, float32 cosines) of the best `want` of `rows`, best first (ties: lower row first)."""
-    rows = np.sort(rows)  # ascending rows read the memory map in order
-    scores = np.asarray(matrix[rows], np.float32) @ np.asarray(q, np.float32)
+    from .vectors import take_rows
+
+    rows = np.sort(rows)  # ascending rows read the file in order
+    scores = take_rows(matrix, rows) @ np.asarray(q, np.float32)
     order = np.lexsort((rows, -scores))[:want]
     return rows[order], scores[order]
 
@@ -415,7 +568,7 @@ def scanner_for(index, kind: str):
                 cur = Int8Scan(index.meta_dir, gen, vecs)
                 # A store that grew past INT8_MIN_ROWS no longer reads its float16 copy (768 MB at 1M rows).
                 cache.pop("fp16", None)
-                fp16_path(index.meta_dir, gen).unlink(missing_ok=True)
+                remove_chunks(index.meta_dir, gen, Fp16Scan.suffix)
             else:
                 cur = Ivf.load(index.meta_dir, gen)
                 if cur is None or cur.rows > vecs.shape[0]:

@@ -265,13 +265,16 @@ def _cosines(index, qvec, rowids: list[int]) -> dict[int, float]:
     """Exact cosines for rows that the vector pool did not reach (read from the matrix)."""
     if not rowids:
         return {}
+    from ..index.vectors import take_rows
+
     vecs, _ = index.matrix()
-    q = np.asarray(qvec, np.float32)
     rows = queries.vrows_of_rowids(index, rowids)
-    return {
-        r: float(vecs[v] @ q) if v is not None and 0 <= v < vecs.shape[0] else 0.0
-        for r, v in ((r, rows.get(r)) for r in rowids)
-    }
+    found = [(r, v) for r in rowids if (v := rows.get(r)) is not None and 0 <= v < vecs.shape[0]]
+    out = dict.fromkeys(rowids, 0.0)
+    if found:
+        scores = take_rows(vecs, np.array([v for _, v in found])) @ np.asarray(qvec, np.float32)
+        out.update((r, float(c)) for (r, _), c in zip(found, scores))
+    return out
 
 
 def fuse_scores(
@@ -316,14 +319,7 @@ def fuse_alpha(
     lex_max = max((s for _, s in exact), default=0.0) or 1.0
     lex = {r: s / lex_max for r, s in exact}
     missing = [r for r in lex if r not in cos]
-    if missing:
-        vecs, _ = index.matrix()
-        rows = queries.vrows_of_rowids(index, missing)
-        for r in missing:
-            v = rows.get(r, -1)
-            cos[r] = (
-                float(vecs[v] @ np.asarray(qvec, np.float32)) if v is not None and v >= 0 else 0.0
-            )
+    cos.update(_cosines(index, qvec, missing))
     out = []
     for r in set(cos) | set(lex):
         c, lx = cos.get(r, 0.0), lex.get(r, 0.0)
