@@ -95,7 +95,7 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
         "public `Store.search` hybrid, top 10, warm — vs the internal `search()` call",
         "each query after an idle pause (the watch's periodic look due)",
         "the warm internal hybrid call",
-        "fresh process after one public hybrid `Store.search`: USS (private memory) / RSS",
+        "fresh process after one public hybrid `Store.search`: private anonymous memory / RSS",
         "disposable index (.memstore/) bytes per record",
     ):
         assert needle in text, needle

@@ -67,8 +67,17 @@ def test_time_slice_and_appended_rows_reach_the_fp16_scan(filled):
     assert index.record_at(top[0][0])["text"] == "hotel deadline hotel deadline"
 
 
-def test_ivf_finds_the_exact_neighbours_on_a_small_store(filled):
+def test_ivf_finds_the_exact_neighbours_on_a_small_store(filled, monkeypatch):
+    """An IVF index asked for by name is used from IVF_MIN_ROWS rows on (below FP16_MIN_ROWS,
+    where the other faiss scans start); below it the scan is exact and no IVF file is made."""
     index = filled.index(update=False)
+    q = filled.embedder.embed_query("budget")
+    monkeypatch.setattr(ann, "FP16_MIN_ROWS", 1000)
+    monkeypatch.setattr(ann, "IVF_MIN_ROWS", 241)
+    exact = vector_candidates(index, q, Filters(), 10, method="exact")
+    assert vector_candidates(index, q, Filters(), 10, method="ivf") == exact
+    assert not any(p.suffix == ".faiss" for p in filled.meta_dir.iterdir())
+    monkeypatch.setattr(ann, "IVF_MIN_ROWS", 240)
     hits = 0
     for query in ("budget", "trip hotel", "review schedule", "invoice garden"):
         q = filled.embedder.embed_query(query)

@@ -33,6 +33,7 @@ RESCORE = 4  # float16 or int8 candidates per wanted row, re-scored in float32
 SPLIT_ROWS = 400_000  # from here a plain vector query shares its scan's chunks between two threads
 CHUNK_ROWS = 65_536  # rows per faiss index: the unit of work that threads share
 IVF_NPROBE = 48
+IVF_MIN_ROWS = 50_000  # an IVF index asked for (vector_index = "ivf") is used from here on
 _lock = threading.Lock()
 
 

@@ -202,15 +202,15 @@ def _scanner(index, rows: int, method: str | None):
 
     `method` (else `[settings] vector_index`): "exact" never uses faiss; "auto" (the default) uses
     the float16 scan from FP16_MIN_ROWS rows when faiss is installed and the int8 scan from
-    INT8_MIN_ROWS; "fp16" and "int8" pick one of them from FP16_MIN_ROWS on; "ivf" uses the
-    approximate IVF index from that size on.
+    INT8_MIN_ROWS; "fp16" and "int8" pick one of them from FP16_MIN_ROWS on; "ivf" (asked for by
+    name: approximate) uses the IVF index from IVF_MIN_ROWS on.
     """
     from ..index import ann
 
     if method is None:
         settings = getattr(getattr(index.store, "config", None), "settings", None) or {}
         method = str(settings.get("vector_index", "auto"))
-    if method == "exact" or rows < ann.FP16_MIN_ROWS:
+    if method == "exact" or rows < (ann.IVF_MIN_ROWS if method == "ivf" else ann.FP16_MIN_ROWS):
         return None
     if method == "auto":
         method = "int8" if rows >= ann.INT8_MIN_ROWS else "fp16"
