@@ -259,3 +259,52 @@ def test_growing_into_the_int8_scan_drops_the_float16_copy(filled):
         not ann.fp16_path(index.meta_dir, gen).exists()
         and ann.int8_path(index.meta_dir, gen).exists()
     )
+
+
+def test_building_the_copy_waits_for_another_process_building_it(filled):
+    """Making or extending a scan copy writes files that another process may be writing too: it
+    takes the scan lock, so a process finds the lock held, waits, and then reads chunk files and
+    a tail that agree with the matrix."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from memstore.index.build import Index
+    from memstore.locking import file_lock
+
+    index = filled.index(update=False)
+    gen = int(index._meta(index.conn, "gen", "0"))
+    for p in index.meta_dir.glob(f"vectors-{gen}.i8*"):
+        p.unlink()
+    script = (
+        "import sys\n"
+        "from memstore.index import ann\n"
+        "ann.FP16_MIN_ROWS = ann.INT8_MIN_ROWS = 10; ann.CHUNK_ROWS = 64\n"
+        "from memstore.store import Store\n"
+        "st = Store.open(sys.argv[1], search_parents=False)\n"
+        "ix = st.index(update=False)\n"
+        "print('ready', flush=True)\n"
+        "ann.scanner_for(ix, 'int8')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    with file_lock(index.meta_dir / ann.SCAN_LOCK):  # another process is building it
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, str(filled.root)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.5)
+        assert proc.poll() is None  # waiting for the lock
+        assert not list(index.meta_dir.glob(f"vectors-{gen}.i8*"))  # and has written nothing
+    assert proc.wait(timeout=120) == 0
+    fresh = Index(filled)
+    scan = ann.scanner_for(fresh, "int8")
+    assert scan.full == 192 and scan.rows == 240
+    vecs, _ = fresh.matrix()
+    import faiss
+
+    codes = np.concatenate([faiss.vector_to_array(ix.codes) for ix in scan.chunks])
+    assert np.array_equal(codes, scan._encode(np.asarray(vecs, np.float32)))

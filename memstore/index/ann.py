@@ -27,12 +27,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ..locking import file_lock, lock_timeout
+
 FP16_MIN_ROWS = 200_000  # below this the float32 numpy scan is as fast (matrix in cache)
 INT8_MIN_ROWS = 500_000  # from here "auto" scans int8 codes: the scan is memory-bound, and int8 reads half the bytes
 RESCORE = 4  # float16 or int8 candidates per wanted row, re-scored in float32
 SPLIT_ROWS = 400_000  # from here a plain vector query shares its scan's chunks between two threads
 CHUNK_ROWS = 65_536  # rows per faiss index: the unit of work that threads share
 IVF_NPROBE = 48
+SCAN_LOCK = "scan.lock"  # held while a process builds or extends a scan copy's files
 IVF_MIN_ROWS = 50_000  # an IVF index asked for (vector_index = "ivf") is used from here on
 _lock = threading.Lock()
 
@@ -560,20 +563,26 @@ def scanner_for(index, kind: str):
     with _lock:
         cache = index.__dict__.setdefault("_scanners", {})
         cur = cache.get(kind)
-        if cur is not None and cur.gen != gen:
-            cur = None
-        if cur is None:
-            if kind == "fp16":
-                cur = Fp16Scan(index.meta_dir, gen, vecs)
-            elif kind == "int8":
-                cur = Int8Scan(index.meta_dir, gen, vecs)
-                # A store that grew past INT8_MIN_ROWS no longer reads its float16 copy (768 MB at 1M rows).
-                cache.pop("fp16", None)
-                remove_chunks(index.meta_dir, gen, Fp16Scan.suffix)
-            else:
-                cur = Ivf.load(index.meta_dir, gen)
-                if cur is None or cur.rows > vecs.shape[0]:
-                    cur = Ivf.build(index.meta_dir, gen, vecs)
-            cache[kind] = cur
-        cur.extend(index.meta_dir, vecs)
+        if cur is not None and cur.gen == gen and cur.rows >= vecs.shape[0]:
+            return cur
+        # Building or extending writes files another process may be writing too (a `ct serve`
+        # and a `ct search` after a big import): one at a time, so no tail file is appended to at
+        # offsets read from another process's header.
+        with file_lock(index.meta_dir / SCAN_LOCK, timeout=lock_timeout(), what="vector scan copy"):
+            if cur is not None and cur.gen != gen:
+                cur = None
+            if cur is None:
+                if kind == "fp16":
+                    cur = Fp16Scan(index.meta_dir, gen, vecs)
+                elif kind == "int8":
+                    cur = Int8Scan(index.meta_dir, gen, vecs)
+                    # A store grown past INT8_MIN_ROWS no longer reads its float16 copy (768 MB at 1M rows).
+                    cache.pop("fp16", None)
+                    remove_chunks(index.meta_dir, gen, Fp16Scan.suffix)
+                else:
+                    cur = Ivf.load(index.meta_dir, gen)
+                    if cur is None or cur.rows > vecs.shape[0]:
+                        cur = Ivf.build(index.meta_dir, gen, vecs)
+                cache[kind] = cur
+            cur.extend(index.meta_dir, vecs)
         return cur
