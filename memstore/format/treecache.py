@@ -1,7 +1,7 @@
 """The tree's replay cache: the topic tree replayed from its op shards, kept as SQLite rows in the
 store's disposable folder (`layout.meta_dir_for`: `.memstore/tree-cache.db`, or this user's cache
-for a store it cannot write; the SQL is memstore/index/treerows.py) and keyed by the shards' stat
-fingerprint, so a read replays the op log only after it changed. Disposable like the index: a
+for a store it cannot write; the SQL is in treerows.py, a database of its own, not the index) and
+keyed by the shards' stat fingerprint, so a read replays the op log only after it changed. Disposable like the index: a
 missing, damaged or planted file is rebuilt, never trusted (every value read back is checked for
 its type, records are parsed as plain JSON; nothing in it can run code).
 
@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..index.treerows import TreeRows, Unusable
+from .treerows import TreeRows, Unusable
 from . import treelog
 from .layout import meta_dir_for
 from .topics import LazyTree, Topic, Tree
