@@ -1,8 +1,9 @@
 """The topic tree's replay cache as SQLite rows (`.memstore/tree-cache.db`): one row per topic, per
 placed record, per archived record and per tombstone, so a write reads the few topics it needs
-(by id, by parent, by record) instead of the whole tree. Every SQL statement of the cache is here (a
-database of its own, like the embedding cache: not the index); treecache.py decides what is valid and checks every value it reads back (the file
-is disposable and untrusted: a damaged one raises `Unusable` and is rebuilt).
+(by id, by parent, by record) instead of the whole tree. Every SQL statement of the cache is here
+(a database of its own, like the embedding cache: not the index); treecache.py decides what is
+valid and checks every value it reads back (the file is disposable and untrusted: a damaged one
+raises `Unusable` and is rebuilt).
 
 Rows are plain tuples: (id, name, summary, parent, records as a JSON array, created, last_active,
 named_by) for a topic."""
