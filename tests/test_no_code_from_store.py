@@ -157,6 +157,7 @@ def test_a_well_formed_but_wrong_tree_cache_is_rebuilt(tmp_path):
         "UPDATE topics SET parent = 3",
         "UPDATE meta SET value = '[1, 2]' WHERE key = 'problems'",
         "UPDATE meta SET value = 4 WHERE key = 'current'",
+        "UPDATE meta SET value = 'tnowhere' WHERE key = 'current'",
         "INSERT INTO gone VALUES ('t1', '\"x\"')",
         "INSERT INTO archived VALUES (x'00')",
         "CREATE TRIGGER t AFTER UPDATE ON topics BEGIN DELETE FROM placed; END",

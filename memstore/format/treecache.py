@@ -181,6 +181,13 @@ def _open(root: Path, fp: list) -> tuple[TreeRows, str, list[str], str | None] |
     ):
         rows.close()
         return None
+    try:
+        if current is not None and rows.topic(current) is None:  # a replayed tree's never dangles
+            rows.close()
+            return None
+    except Unusable:
+        rows.close()
+        return None
     return rows, last_at, problems, current
 
 
@@ -324,10 +331,9 @@ def lazy_states(tree: LazyTree) -> dict:
     archived = None
     if tree.archive_read() and tree.archived != tree.orig_archived:
         archived = tree.archived
-    src = tree.source
-    return {
+    return {  # (reads nothing: it runs after the ops were appended, when a damaged row must not stop it)
         "topics": topics,
         "current": tree.current,
         "archived": archived,
-        "gone": {k: v for k, v in tree.gone.added.items() if src.gone(k) != v},
+        "gone": dict(tree.gone.added),
     }
