@@ -76,7 +76,13 @@ def main() -> None:
     tree = timed("read, cold (replay and fill the cache)", lambda: treefmt.read(root))
     tree = timed("read, cached", lambda: treefmt.read(root))
     tree.topics[tree.current].records.append("01new")
-    timed("write one placement", lambda: treefmt.write(root, tree))
+    timed("write one placement (a whole tree given)", lambda: treefmt.write(root, tree))
+    timed("read after that write (cache kept)", lambda: treefmt.read(root))
+    part, base = timed(
+        "read for a write, in part (as ct add)", lambda: treefmt.read_for_write(root, lazy=True)
+    )
+    part.topics[part.current].records.append("01new2")
+    timed("write one placement (tree read in part)", lambda: treefmt.write(root, part, base=base))
     timed("read after that write (cache kept)", lambda: treefmt.read(root))
     print(f"cache: {(root / '.memstore' / treefmt.CACHE).stat().st_size / 1e6:.1f} MB in {root}")
 

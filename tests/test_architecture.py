@@ -276,9 +276,10 @@ def test_the_wheel_carries_the_hooks(tmp_path):
 # ----- SQL against the index lives in memstore/index/ ------------------------------------------------
 
 # Modules that may hold SQL: the index owns its schema and every query on it; the benchmarks are
-# not product code. The embedding cache (adapters/cache.py) is a database of its own, not the index.
+# not product code. The embedding cache (adapters/cache.py) and the topic tree's replay cache
+# (format/treerows.py) are databases of their own, not the index.
 SQL_HOMES = ("memstore/index/", "memstore/bench/")
-OWN_DATABASES = {"memstore/adapters/cache.py"}
+OWN_DATABASES = {"memstore/adapters/cache.py", "memstore/format/treerows.py"}
 _SQL = re.compile(
     r"\bSELECT\b.*\bFROM\b|\bINSERT INTO\b|\bUPDATE\b.*\bSET\b|\bDELETE FROM\b|\bCREATE (?:TABLE|INDEX)\b",
     re.S,

@@ -5,6 +5,7 @@ damaged cache is ignored and rebuilt."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import pickle
 import re
 import threading
@@ -132,33 +133,48 @@ def test_planted_payloads_in_every_cache_run_nothing(tmp_path, openai_server, mo
     view = _page_tree(st.root)
     assert not marker.exists(), "the page's tree view ran code from a planted cache"
     assert view["topics"], "the tree was replayed from the shards instead"
-    cache = json.loads((st.root / ".memstore" / treefmt.CACHE).read_text())
+    conn = sqlite3.connect(st.root / ".memstore" / treefmt.CACHE)
+    version = conn.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()[0]
+    conn.close()
     assert (
-        cache["version"] == treefmt.CACHE_VERSION
+        version == treefmt.CACHE_VERSION
         and not (st.root / ".memstore" / treefmt.OLD_CACHE).exists()
     )
     assert git_clean(st.root)
 
 
 def test_a_well_formed_but_wrong_tree_cache_is_rebuilt(tmp_path):
-    """A JSON cache with the right version and fingerprint but the wrong shapes is damage, not a tree."""
+    """A cache database with the right version and fingerprint but values of the wrong types, or
+    a schema this code did not make (a trigger, a missing table), is damage, not a tree."""
     st = make_store(tmp_path / "s")
     ct("-C", st.root, "add", "A turn about the lake cabin")
     want = treefmt.read(st.root)
     path = st.root / ".memstore" / treefmt.CACHE
-    good = json.loads(path.read_text())
-    for bad_tree in (
-        {"topics": {"t1": ["only", "three", None]}},
-        {"topics": [], "current": None},
-        "x",
-        None,
+    for bad in (
+        "UPDATE topics SET records = '[1, 2]'",
+        "UPDATE topics SET records = '{\"a\": 1}'",
+        "UPDATE topics SET name = NULL",
+        "UPDATE topics SET parent = 3",
+        "UPDATE meta SET value = '[1, 2]' WHERE key = 'problems'",
+        "UPDATE meta SET value = 4 WHERE key = 'current'",
+        "UPDATE meta SET value = 'tnowhere' WHERE key = 'current'",
+        "INSERT INTO gone VALUES ('t1', '\"x\"')",
+        "INSERT INTO archived VALUES (x'00')",
+        "CREATE TRIGGER t AFTER UPDATE ON topics BEGIN DELETE FROM placed; END",
+        "DROP TABLE placed",
     ):
-        path.write_text(json.dumps({**good, "tree": bad_tree}))
-        assert treefmt.read(st.root).topic_of() == want.topic_of()
-    path.write_text(json.dumps({**good, "problems": [1, 2]}))
+        treefmt.read(st.root)
+        conn = sqlite3.connect(path)
+        conn.execute(bad)
+        conn.commit()
+        conn.close()
+        got = treefmt.read(st.root)
+        assert got.topic_of() == want.topic_of() and got.current == want.current, bad
+        assert got.gone == want.gone and got.archived == want.archived, bad
+    path.write_bytes(b"\xff\xfe not a database")
     assert treefmt.read(st.root).topic_of() == want.topic_of()
-    path.write_bytes(b"\xff\xfe not json")
-    assert treefmt.read(st.root).topic_of() == want.topic_of()
+    ct("-C", st.root, "add", "Another turn about the lake cabin")  # a write after it is fine
+    assert len(treefmt.read(st.root).topic_of()) == 2
 
 
 def test_a_planted_write_journal_touches_nothing_outside_the_store(tmp_path):

@@ -232,3 +232,63 @@ def test_placement_runs_without_the_cyclic_collector_and_gives_it_back(store, mo
     assert gc.isenabled()
     store.add("My bike tire keeps going flat after every ride.", ts="2026-11-01T10:00:00Z")
     assert seen == [False] and gc.isenabled()
+
+
+def test_a_small_write_reading_the_tree_in_part_places_exactly_as_one_reading_it_whole(
+    tmp_path, monkeypatch
+):
+    """The same turns, one write each, on two copies of a store: read in part (the cache's rows,
+    topic by topic) and read whole give the same tree, topic for topic; so does a write that meets
+    a damaged cache row and starts again from the whole tree."""
+    import itertools
+    import shutil
+    import sqlite3
+
+    import pytest
+
+    from memstore.format import treecache
+    from memstore.store import Store
+    from memstore.tree import assign, fanout
+
+    base = make_store(tmp_path / "base")
+    converse(base, DISTRACTORS * 2, batch=5)  # groups, a few levels deep
+    turns = [x for pair in [SARAH_ALLERGY, *WEATHER, *BIKE, *DISTRACTORS[:6]] for x in pair]
+    trees = {}
+    for way in ("whole", "part", "damaged"):
+        root = tmp_path / way
+        shutil.copytree(base.root, root)
+        counter = itertools.count()
+
+        def tid(counter=counter):
+            return f"t{next(counter):012d}"
+
+        monkeypatch.setattr(treefmt, "new_topic_id", tid)
+        monkeypatch.setattr(fanout, "new_topic_id", tid)
+        if way == "whole":
+            monkeypatch.setattr(assign, "LAZY_RECORDS", 0)
+        elif way == "part":  # (never the whole cache)
+            monkeypatch.setattr(treecache, "_whole", lambda *a: pytest.fail("read whole"))
+        else:
+            rebuilt = []
+            real = treecache._rebuild
+            monkeypatch.setattr(treecache, "_rebuild", lambda *a: rebuilt.append(1) or real(*a))
+        st = Store.open(root)
+        for k, text in enumerate(turns):
+            if way == "damaged" and k % 4 == 1:  # the current topic's row is damaged
+                current = treefmt.read(root).current
+                conn = sqlite3.connect(st.meta_dir / treefmt.CACHE)
+                conn.execute("UPDATE topics SET records = '{' WHERE id = ?", (current,))
+                conn.commit()
+                conn.close()
+            rec = {
+                "id": f"r{k:03d}",
+                "ts": f"2026-12-01T10:{k:02d}:00Z",
+                "role": "user" if k % 2 == 0 else "assistant",
+                "text": text,
+                "session": f"s{k // 6}",
+            }
+            st.write([st.normalize(rec)], "Add one turn")
+        monkeypatch.undo()
+        trees[way] = treefmt.read(root).dumps()
+    assert trees["part"] == trees["whole"]
+    assert trees["damaged"] == trees["whole"] and len(rebuilt) >= len(turns) // 4

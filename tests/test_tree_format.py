@@ -573,52 +573,130 @@ def test_a_write_appends_to_the_days_newest_part_with_room(tmp_path, monkeypatch
     assert len(treelog.shards(tmp_path)) == 4
 
 
-def test_a_write_extends_the_cache_instead_of_rewriting_it(tmp_path, monkeypatch):
+def _wide(n: int) -> Tree:
+    """n topics under 4 groups, each with two records."""
+    t = _tree(**{f"g{k}": (None, [], "1") for k in range(4)})
+    for i in range(n):
+        t.topics[f"t{i:03d}"] = Topic(
+            id=f"t{i:03d}", name=f"n{i}", parent=f"g{i % 4}", records=[f"r{i}a", f"r{i}b"]
+        )
+    t.current = "t000"
+    return t
+
+
+def test_a_write_on_the_tree_read_in_part_reads_and_updates_only_what_it_touches(tmp_path):
     from memstore.format import treecache
+    from memstore.format.topics import LazyTree
 
     (tmp_path / ".memstore").mkdir()
-    cache, tail = tmp_path / ".memstore" / treefmt.CACHE, tmp_path / ".memstore" / treecache.TAIL
-    t = _tree(a=(None, ["r1"], "1"), b=("a", ["r2"], "1"))
+    t = _wide(300)
     treefmt.write(tmp_path, t, now=T0)
-    snapshot = cache.read_bytes()
     for minute in range(1, 6):
-        t, base = treefmt.read_for_write(tmp_path)
-        t.topics["a"].records.append(f"s{minute}")
-        t.topics["b"].name = f"renamed {minute}"
-        t.current = "b"
+        t, base = treefmt.read_for_write(tmp_path, lazy=True)
+        assert isinstance(t, LazyTree)
+        assert t.holding({"r5a", "r7b", "nope"}) == {"r5a", "r7b"}
+        t.topics["t005"].records.append(f"s{minute}")  # a record joins a topic
+        t.topics["t007"].name = f"renamed {minute}"
+        if minute == 1:  # one moves to a new topic under g1
+            t.topics["t007"].records.remove("r7b")
+        t.topics[f"new{minute}"] = Topic(
+            id=f"new{minute}", name="x", parent="g1", records=["r7b"] if minute == 1 else []
+        )
+        t.current = f"new{minute}"
+        assert f"new{minute}" in [k.id for k in t.children("g1")]
         treefmt.write(tmp_path, t, now=_at(minute), base=base)
-        assert cache.read_bytes() == snapshot  # the snapshot is not written again
-        assert len(tail.read_text().splitlines()) == minute  # one tail line per write
+        # what the write read: the topics it named and g1's children (not the 304 topics)
+        assert len(t.topics.got) < 90 and not t.topics.whole
         back = treefmt.read(tmp_path)
-        assert _same(back, t) and _same(back, _replayed_from_shards(tmp_path))
-    # a change git makes to a shard is seen at once: the tail no longer chains to the shards
+        assert _same(back, _replayed_from_shards(tmp_path))
+        assert back.topics["t005"].records[-1] == f"s{minute}"
+        assert back.topics["t007"].records == ["r7a"] and back.current == f"new{minute}"
+        assert back.topics["new1"].records == ["r7b"]
+        t2, base2 = treefmt.read_for_write(tmp_path, lazy=True)
+        assert t2.holding({"r7b"}) == {"r7b"}  # the cache's record rows moved with it
+        assert treefmt.write(tmp_path, t2, now=_at(minute), base=base2) == []  # nothing changed
+    # a change git makes to a shard is seen at once: the cache no longer matches, it is rebuilt
     with open(treelog.shards(tmp_path)[0], "a") as fh:
         fh.write(
             treelog.dumps({"at": "2026-05-01T13:00:00.000000Z", "op": "drop", "records": ["s5"]})
             + "\n"
         )
-    assert "s5" not in treefmt.read(tmp_path).topics["a"].records
-    assert not tail.exists()  # rebuilt: a new snapshot, no tail
-    # a damaged tail line is never trusted: the tree is replayed from the shards
-    t, base = treefmt.read_for_write(tmp_path)
-    t.topics["a"].records.append("s6")
-    treefmt.write(tmp_path, t, now=_at(20), base=base)
-    tail.write_bytes(b'{"gen": 1, "ops": [')
-    assert _same(treefmt.read(tmp_path), _replayed_from_shards(tmp_path))
-    # past TAIL_BYTES a write folds the tail into a new snapshot
-    monkeypatch.setattr(treecache, "TAIL_BYTES", 1)
-    t, base = treefmt.read_for_write(tmp_path)
-    t.topics["a"].records.append("s7")
-    treefmt.write(tmp_path, t, now=_at(21), base=base)
-    assert not tail.exists() and _same(treefmt.read(tmp_path), _replayed_from_shards(tmp_path))
+    t, base = treefmt.read_for_write(tmp_path, lazy=True)
+    assert not isinstance(t, LazyTree)  # (the cache was rebuilt from the shards: read whole)
+    assert "s5" not in t.topics["t005"].records
+    t, base = treefmt.read_for_write(tmp_path, lazy=True)
+    assert isinstance(t, LazyTree) and "s5" not in t.topics["t005"].records
+    # archiving and tombstones made on a tree read in part reach the log and the cache
+    t.archived = t.archived + ["r9a", "r9b"]
+    t.topics["t009"].records = []
+    del t.topics["t009"]
+    t.gone["t009"] = {"into": None, "why": "archived", "at": "x"}
+    treefmt.write(tmp_path, t, now=_at(30), base=base)
+    back = treefmt.read(tmp_path)
+    assert _same(back, _replayed_from_shards(tmp_path)) and "t009" not in back.topics
+    assert {"r9a", "r9b"} <= set(back.archived) and back.gone["t009"]["why"] == "archived"
+    assert treecache.CACHE == "tree-cache.db"
 
 
-def test_the_cache_tail_after_real_placements_reads_as_a_full_replay(store):
+def test_a_damaged_or_planted_cache_row_is_never_trusted(tmp_path):
+    import sqlite3
+
     from memstore.format import treecache
+
+    (tmp_path / ".memstore").mkdir()
+    treefmt.write(tmp_path, _wide(20), now=T0)
+    db = tmp_path / ".memstore" / treefmt.CACHE
+    want = _replayed_from_shards(tmp_path)
+
+    def run(sql: str) -> None:
+        conn = sqlite3.connect(db)
+        conn.execute(sql)
+        conn.commit()
+        conn.close()
+
+    rows = (
+        "UPDATE topics SET records = '[1, 2]' WHERE id = 't003'",
+        "UPDATE topics SET records = 'not json' WHERE id = 't003'",
+        "UPDATE topics SET name = 7 WHERE id = 't003'",
+        "UPDATE topics SET parent = x'00' WHERE id = 't003'",
+    )
+    files = (
+        "CREATE TRIGGER t AFTER INSERT ON topics BEGIN DELETE FROM placed; END",
+        "DROP INDEX topics_parent",
+        "UPDATE meta SET value = 'x' WHERE key = 'last_at' OR key = 'version'",
+    )
+    for bad in rows + files:
+        treefmt.read(tmp_path)  # (a good cache first)
+        run(bad)
+        assert _same(treefmt.read(tmp_path), want), bad  # rebuilt from the shards
+        if bad in rows:  # a write that meets the damaged row reading in part raises Damaged
+            run(bad)  # (its caller starts again from the whole tree: see test_tree_assign)
+            t, base = treefmt.read_for_write(tmp_path, lazy=True)
+            with pytest.raises(treecache.Damaged):
+                t.topics["t003"]
+        else:  # a file that is not the cache this code made is not read in part
+            run(bad)
+            t, base = treefmt.read_for_write(tmp_path, lazy=True)
+            assert _same(t, want) and not isinstance(t, treefmt.LazyTree)
+    run("INSERT OR REPLACE INTO gone VALUES ('zz', '[]')")
+    t, base = treefmt.read_for_write(tmp_path, lazy=True)
+    with pytest.raises(treecache.Damaged):
+        t.gone.get("zz")
+    db.write_bytes(b"not a database")
+    assert _same(treefmt.read(tmp_path), want)
+    t, base = treefmt.read_for_write(tmp_path, lazy=True)
+    t.topics["t003"].records.append("x")
+    treefmt.write(tmp_path, t, now=_at(1), base=base)
+    assert _same(treefmt.read(tmp_path), _replayed_from_shards(tmp_path))
+
+
+def test_the_cache_after_real_placements_reads_as_a_full_replay(store, monkeypatch):
+    from memstore.format import treecache
+    from memstore.format.topics import LazyTopics
+    from memstore.tree import assign
 
     from conftest import write_turns
 
-    tail = store.meta_dir / treecache.TAIL
     for k in range(4):
         rows = [
             (f"2026-03-0{k + 1}T10:0{j}:00Z", "user" if j % 2 == 0 else "assistant", text, f"s{k}")
@@ -627,17 +705,21 @@ def test_the_cache_tail_after_real_placements_reads_as_a_full_replay(store):
                 + ["Tell me about baking sourdough bread at home."]
             )
         ]
+        if k == 3:  # a write of more records than LAZY_RECORDS reads the tree whole
+            monkeypatch.setattr(assign, "LAZY_RECORDS", 2)
+        elif k:  # a small write never reads the whole tree
+            monkeypatch.setattr(
+                LazyTopics, "read_all", lambda self: pytest.fail("read the whole tree")
+            )
+            monkeypatch.setattr(treecache, "_whole", lambda *a: pytest.fail("read the whole cache"))
         write_turns(store, rows, fields=("ts", "role", "text", "session"))
-        if k:  # (the first write makes the tree: a snapshot, no tail)
-            entries = [json.loads(x) for x in tail.read_text().splitlines()]
-            assert len(entries) == k and all("topics" in e for e in entries)  # states, not ops
+        monkeypatch.undo()
         assert _same(treefmt.read(store.root), _replayed_from_shards(store.root))
-    # a write that does not come from read_for_write (reorganize, forget) adds its op lines
+    # a write that does not come from read_for_write (reorganize, forget)
     t = treefmt.read(store.root)
     tid = sorted(t.topics)[0]
     t.topics[tid].name = "Renamed by hand"
     treefmt.write(store.root, t)
-    assert "ops" in json.loads(tail.read_text().splitlines()[-1])
     back = treefmt.read(store.root)
     assert back.topics[tid].name == "Renamed by hand"
     assert _same(back, _replayed_from_shards(store.root))

@@ -276,3 +276,31 @@ def test_the_topic_bench_times_ct_add_on_copies_of_stores(tmp_path):
     for r, head, names in zip(roots, heads, logs):
         assert (r / ".git" / "HEAD").read_text() == head and git_clean(r)
         assert sorted(p.name for p in (r / "log").rglob("*.jsonl")) == names
+
+
+def test_the_topic_bench_times_another_checkout_in_turn(tmp_path):
+    """`--against DIR`: each add is also made by the memstore in DIR (its own process, its own
+    folder, so `python -m` finds that code first), on its own copy of the same store."""
+    import shutil
+    from pathlib import Path
+
+    from conftest import make_store
+    from memstore.bench.topics import main
+
+    st = make_store(tmp_path / "s")
+    _sessions(st, 4, seed=4)
+    other = tmp_path / "other"
+    shutil.copytree(
+        Path(__file__).resolve().parent.parent / "memstore",
+        other / "memstore",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    with open(other / "memstore" / "__init__.py", "a") as fh:  # each process of that code says so
+        fh.write("\nopen(__file__ + '.ran', 'a').write('x')\n")
+    out = tmp_path / "add.json"
+    argv = ["--data", str(tmp_path / "none"), "--runs", "2", "--out", str(out)]
+    assert main(["--ct-add", str(st.root), "--against", str(other), *argv]) == 0
+    got = json.loads(out.read_text())
+    assert (other / "memstore" / "__init__.py.ran").read_text() == "xxx"  # a warm-up, 2 timed
+    assert got["against"]["rows"][0]["code"] == str(other.resolve())
+    assert got["rows"][0]["placed"] == got["against"]["rows"][0]["placed"] == 8 + 3

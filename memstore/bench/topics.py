@@ -246,30 +246,38 @@ def _child_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def ct_add(stores: list[Path], work: Path, runs: int, log) -> dict:
+def ct_add(stores: list[Path], work: Path, runs: int, log, against: Path | None = None) -> dict:
     """`ct add` (a real `ct` process, git's processes included) on a copy of each store, after one
     warm-up add each; the timed adds take turns across the stores, so a slow spell of a shared
-    machine falls on every size alike. Wall and CPU seconds (the process and its children)."""
+    machine falls on every size alike. Wall and CPU seconds (the process and its children).
+    `against` (another checkout of memstore, e.g. an older commit) is timed too, on copies of its
+    own, each of its adds right after this code's add on the same store."""
     import compileall
+    import os
     import subprocess
 
     from ..errors import UsageError
 
+    here = Path(__file__).resolve().parents[2]
+    codes = [here] + ([Path(against).resolve()] if against else [])
     # byte code first: a process that compiles its modules (PYTHONDONTWRITEBYTECODE, a fresh
     # checkout) spends more on that than on the write
-    compileall.compile_dir(Path(__file__).resolve().parent.parent, quiet=1)
-    copies = []
-    for i, src in enumerate(stores):
-        dst = work / f"add{i}"
-        shutil.copytree(src, dst, symlinks=True)
-        copies.append(dst)
+    for code in codes:
+        compileall.compile_dir(code / "memstore", quiet=1)
+    copies: dict[tuple[int, int], Path] = {}
+    for c in range(len(codes)):
+        for i, src in enumerate(stores):
+            dst = work / f"add{c}-{i}"
+            shutil.copytree(src, dst, symlinks=True)
+            copies[c, i] = dst
     try:  # dev turns the stores do not hold (the pool's last ones), else made-up questions
         pool = timing_records(Path(DATA), 107_000)[-(runs + 1) * 2 :]
         texts = [r["text"][:400] for r in pool]
     except (OSError, ValueError, UsageError):
         texts = [f"Question {k}: how should I plan the garden bed number {k}?" for k in range(99)]
 
-    def add(root: Path, k: int) -> tuple[float, float]:
+    def add(c: int, root: Path, k: int) -> tuple[float, float]:
+        env = {**os.environ, "PYTHONPATH": str(codes[c])}
         c0, t0 = _child_cpu(), time.perf_counter()
         subprocess.run(
             [
@@ -287,44 +295,55 @@ def ct_add(stores: list[Path], work: Path, runs: int, log) -> dict:
             ],
             check=True,
             capture_output=True,
+            env=env,
+            cwd=codes[c],  # (`python -m` puts the working folder first on the path)
         )
         return time.perf_counter() - t0, _child_cpu() - c0
 
-    for root in copies:
-        add(root, 0)
-    wall: dict[int, list[float]] = {i: [] for i in range(len(copies))}
-    cpu: dict[int, list[float]] = {i: [] for i in range(len(copies))}
+    for (c, _i), root in copies.items():
+        add(c, root, 0)
+    wall: dict = {key: [] for key in copies}
+    cpu: dict = {key: [] for key in copies}
     for k in range(1, runs + 1):
-        for i, root in enumerate(copies):
-            w, c = add(root, k)
-            wall[i].append(w)
-            cpu[i].append(c)
-    rows = []
-    for i, src in enumerate(stores):
-        from ..format import tree as treefmt
+        for i in range(len(stores)):
+            for c in range(len(codes)):
+                w, t = add(c, copies[c, i], k)
+                wall[c, i].append(w)
+                cpu[c, i].append(t)
+    out: dict = {}
+    for c, code in enumerate(codes):
+        rows = []
+        for i, src in enumerate(stores):
+            from ..format import tree as treefmt
 
-        tree = treefmt.read(copies[i])
-        rows.append(
-            {
-                "store": str(src),
-                "placed": len(tree.topic_of()),
-                "topics": len(tree.topics),
-                "wall_s": statistics.median(wall[i]),
-                "cpu_s": statistics.median(cpu[i]),
-                "wall_samples": wall[i],
-                "cpu_samples": cpu[i],
-            }
-        )
-        log(
-            f"  ct add, {rows[-1]['placed']} placed: {rows[-1]['wall_s']:.3f} s wall, "
-            f"{rows[-1]['cpu_s']:.3f} s CPU (median of {runs})"
-        )
-    first, last = rows[0], rows[-1]
-    return {
-        "rows": rows,
-        "wall_ratio": last["wall_s"] / first["wall_s"],
-        "cpu_ratio": last["cpu_s"] / first["cpu_s"],
-    }
+            tree = treefmt.read(copies[c, i])
+            rows.append(
+                {
+                    "store": str(src),
+                    "code": str(code),
+                    "placed": len(tree.topic_of()),
+                    "topics": len(tree.topics),
+                    "wall_s": statistics.median(wall[c, i]),
+                    "cpu_s": statistics.median(cpu[c, i]),
+                    "wall_samples": wall[c, i],
+                    "cpu_samples": cpu[c, i],
+                }
+            )
+            log(
+                f"  ct add ({code}), {rows[-1]['placed']} placed: {rows[-1]['wall_s']:.3f} s wall, "
+                f"{rows[-1]['cpu_s']:.3f} s CPU (median of {runs})"
+            )
+        first, last = rows[0], rows[-1]
+        part = {
+            "rows": rows,
+            "wall_ratio": last["wall_s"] / first["wall_s"],
+            "cpu_ratio": last["cpu_s"] / first["cpu_s"],
+        }
+        if c == 0:
+            out.update(part)
+        else:
+            out["against"] = part
+    return out
 
 
 DATA = "../shared/bench-data/longmemeval"
@@ -350,6 +369,9 @@ def main(argv=None) -> int:
     p.add_argument("--ct-add", help="stores (comma-separated, smallest first) to time ct add on")
     p.add_argument("--runs", type=int, default=9, help="timed ct adds per store (9)")
     p.add_argument(
+        "--against", type=Path, help="with --ct-add: also time this memstore checkout, in turn"
+    )
+    p.add_argument(
         "--set", action="append", default=[], help="a [settings] value for the stores: key=number"
     )
     args = p.parse_args(argv)
@@ -370,7 +392,7 @@ def main(argv=None) -> int:
             result = build(args.data, args.build, args.out_store, log)
         elif args.ct_add:
             stores = [Path(x) for x in args.ct_add.split(",") if x]
-            result = ct_add(stores, work, args.runs, log)
+            result = ct_add(stores, work, args.runs, log, args.against)
         elif args.store:
             result = store_figures(args.store)
         elif args.timing:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
+from itertools import chain
 
 TREE_FORMAT = 1
 
@@ -131,6 +133,11 @@ class Tree:
     def record_count(self) -> int:
         return sum(len(t.records) for t in self.topics.values())
 
+    def holding(self, ids: set[str]) -> set[str]:
+        """Those of `ids` the tree holds: placed in a topic or archived."""
+        out = ids & set(chain.from_iterable(t.records for t in self.topics.values()))
+        return out | (ids & set(self.archived))
+
     # ----- (de)serialisation ----------------------------------------------------------------
 
     def to_json(self) -> dict:
@@ -144,6 +151,209 @@ class Tree:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+
+
+# ----- a tree read in part --------------------------------------------------------------------------
+
+
+class LazyTopics(MutableMapping):
+    """A tree's topics, each read from `source` (see LazyTree) the first time it is asked for, so a
+    write that looks at a few topics reads a few. `orig` keeps each one as it was read (what the
+    write's ops are found against); iterating reads them all (a whole-tree walk costs what it did)."""
+
+    def __init__(self, source):
+        self.source = source
+        self.got: dict[str, Topic | None] = {}  # read or set here; None: absent or deleted
+        self.orig: dict[str, Topic] = {}
+        self.whole = False
+
+    def _see(self, t: Topic) -> Topic:
+        """The live topic for a row the source gave (the one already held, if any)."""
+        if t.id in self.got:
+            return self.got[t.id]
+        self.orig[t.id] = _copy(t)
+        self.got[t.id] = t
+        return t
+
+    def load(self, tid) -> Topic | None:
+        if tid in self.got:
+            return self.got[tid]
+        t = self.source.topic(tid) if isinstance(tid, str) and not self.whole else None
+        if t is None:
+            self.got[tid] = None
+            return None
+        return self._see(t)
+
+    def __getitem__(self, tid):
+        t = self.load(tid)
+        if t is None:
+            raise KeyError(tid)
+        return t
+
+    def __contains__(self, tid) -> bool:
+        return self.load(tid) is not None
+
+    def __setitem__(self, tid, t: Topic) -> None:
+        self.load(tid)
+        self.got[tid] = t
+
+    def __delitem__(self, tid) -> None:
+        if self.load(tid) is None:
+            raise KeyError(tid)
+        self.got[tid] = None
+
+    def read_all(self) -> None:
+        if not self.whole:
+            for t in self.source.topics():
+                self._see(t)
+            self.whole = True
+
+    def __iter__(self):
+        self.read_all()
+        return iter([k for k, t in self.got.items() if t is not None])
+
+    def __len__(self) -> int:
+        self.read_all()
+        return sum(1 for t in self.got.values() if t is not None)
+
+    def changes(self) -> tuple[list[str], list[str], list[str]]:
+        """(new, changed, removed) topic ids: only the topics read or set are looked at."""
+        orig = self.orig
+        fresh = [k for k, t in self.got.items() if t is not None and k not in orig]
+        touched = [k for k, t in self.got.items() if t is not None and k in orig and orig[k] != t]
+        removed = [k for k, t in self.got.items() if t is None and k in orig]
+        return fresh, touched, removed
+
+
+class LazyGone(MutableMapping):
+    """A tree's tombstones, read one by one from `source`; `added` holds those set here."""
+
+    def __init__(self, source):
+        self.source = source
+        self.got: dict[str, dict | None] = {}
+        self.added: dict[str, dict] = {}
+        self.whole = False
+
+    def __getitem__(self, tid):
+        if tid not in self.got:
+            self.got[tid] = self.source.gone(tid) if isinstance(tid, str) else None
+        if self.got[tid] is None:
+            raise KeyError(tid)
+        return self.got[tid]
+
+    def __contains__(self, tid) -> bool:
+        try:
+            self[tid]
+        except KeyError:
+            return False
+        return True
+
+    def __setitem__(self, tid, value: dict) -> None:
+        self.got[tid] = self.added[tid] = value
+
+    def __delitem__(self, tid) -> None:
+        raise TypeError("a tombstone is never removed by a write")
+
+    def __iter__(self):
+        if not self.whole:
+            for k, v in self.source.all_gone().items():
+                self.got.setdefault(k, v)
+            self.whole = True
+        return iter([k for k, v in self.got.items() if v is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class StoredGone(Mapping):
+    """The tombstones as the source holds them (what a write's own are found against)."""
+
+    def __init__(self, source):
+        self.source = source
+
+    def __getitem__(self, tid):
+        value = self.source.gone(tid) if isinstance(tid, str) else None
+        if value is None:
+            raise KeyError(tid)
+        return value
+
+    def __iter__(self):
+        return iter(self.source.all_gone())
+
+    def __len__(self) -> int:
+        return len(self.source.all_gone())
+
+
+class LazyTree(Tree):
+    """A Tree whose topics, tombstones and archive are read from `source` when first asked for:
+    what a one-record write reads costs what it looks at, not what the tree holds. `source` has
+    topic(id), children(parent), topics(), owners(record ids), archived(), gone(id), all_gone()
+    (memstore/format/treecache.py reads them from the cache). Whole-tree methods (walk,
+    children_map, topic_of, to_json) read every topic, as on a Tree."""
+
+    def __init__(self, source, current: str | None):
+        self.source = source
+        self.topics = LazyTopics(source)
+        self.gone = LazyGone(source)
+        self.current = current
+        self.orig_current = current
+        self._archived: list[str] | None = None
+        self.orig_archived: list[str] | None = None
+
+    @property
+    def archived(self) -> list[str]:
+        if self._archived is None:
+            self._archived = list(self.source.archived())
+            self.orig_archived = list(self._archived)
+        return self._archived
+
+    @archived.setter
+    def archived(self, value: list[str]) -> None:
+        self.archived  # noqa: B018  (read the stored archive first: the write diffs against it)
+        self._archived = value
+
+    def archive_read(self) -> bool:
+        return self._archived is not None
+
+    def stored_children(self, tid: str | None) -> list[Topic]:
+        """The live topics the source holds under `tid` that are still there."""
+        see = self.topics._see
+        return [k for k in map(see, self.source.children(tid)) if k.parent == tid]
+
+    def children(self, tid: str | None) -> list[Topic]:
+        if self.topics.whole:
+            return Tree.children(self, tid)
+        kids = {id(k): k for k in self.stored_children(tid)}
+        for t in self.topics.got.values():
+            if t is not None and t.parent == tid:
+                kids[id(t)] = t
+        return sorted(kids.values(), key=lambda t: (t.created, t.id))
+
+    def holding(self, ids: set[str]) -> set[str]:
+        owners = self.source.owners(sorted(ids))
+        got = self.topics.got
+        out = set()
+        for rid, tid in owners.items():
+            if tid is None and self._archived is None:
+                out.add(rid)  # archived, and the archive is as stored
+            elif tid is not None and tid not in got:
+                out.add(rid)  # in a topic this write has not read
+        for t in got.values():
+            if t is not None:
+                out |= ids & set(t.records)
+        if self._archived is not None:
+            out |= ids & set(self._archived)
+        return out
+
+    def copy(self) -> "Tree":
+        self.topics.read_all()
+        return Tree.copy(self)
+
+
+def _copy(t: Topic) -> Topic:
+    return Topic(
+        t.id, t.name, t.summary, t.parent, list(t.records), t.created, t.last_active, t.named_by
+    )
 
 
 def new_topic_id() -> str:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..errors import FormatError
 from . import treecache, treelog
-from .treecache import CACHE, CACHE_VERSION, OLD_CACHE  # noqa: F401  (tests and fsck name them)
-from .topics import TREE_FORMAT, Topic, Tree, new_topic_id  # noqa: F401  (the tree's nouns, read here)
+from .treecache import CACHE, CACHE_VERSION, OLD_CACHE, Damaged  # noqa: F401  (tests, writers)
+from .topics import TREE_FORMAT, LazyTree, StoredGone, Topic, Tree, new_topic_id  # noqa: F401
 
 FILENAME = "tree.json"  # format 1
 DIR = treelog.DIR  # format 2: tree/YYYY/YYYY-MM-DD.jsonl
@@ -138,16 +138,33 @@ def from_files(root: Path, files: dict[str, bytes]) -> Tree:
     return treelog.replay(ops)
 
 
-def read_for_write(root: Path) -> tuple[Tree, treecache.Loaded | None]:
+def read_for_write(root: Path, lazy: bool = False) -> tuple[Tree, treecache.Loaded | None]:
     """The tree a writer changes, and the tree as read (pass it to `write` as `base`, so the write
-    diffs against it and extends the cache instead of reading the store's tree a second time).
-    None for a format-1 store (or one with no tree yet)."""
+    diffs against it and updates the cache instead of reading the store's tree a second time).
+    None for a format-1 store (or one with no tree yet). With `lazy` the tree is a LazyTree read
+    from the cache in part, topic by topic as the writer asks (a whole Tree when the cache had to
+    be rebuilt); reading it may raise treecache.Damaged (start again without `lazy`)."""
     root = Path(root)
     if not treelog.exists(root):
         return read_file(path_of(root)), None
-    base = treecache.load(root)
+    base = treecache.load_lazy(root) if lazy else treecache.load(root)
     treelog.warn(base.problems)
+    if isinstance(base.tree, LazyTree):
+        return base.tree, base
     return base.tree.copy(), base
+
+
+def _lazy_diff(tree: LazyTree) -> list[dict]:
+    """The ops of a write made on a LazyTree: only the topics it read are compared."""
+    fresh, touched, removed = tree.topics.changes()
+    orig = tree.topics.orig
+    old = Tree(
+        topics={tid: orig[tid] for tid in touched + removed},
+        current=tree.orig_current,
+        gone=StoredGone(tree.source),
+    )
+    archive = (tree.orig_archived, tree.archived) if tree.archive_read() else ([], [])
+    return treelog.diff(old, tree, touched, fresh=fresh, removed=removed, archive=archive)
 
 
 def write(root: Path, tree: Tree, now=None, base: treecache.Loaded | None = None) -> list[str]:
@@ -162,13 +179,18 @@ def write(root: Path, tree: Tree, now=None, base: treecache.Loaded | None = None
 
     root = Path(root)
     legacy = path_of(root).exists()
+    lazy = isinstance(tree, LazyTree)
     given = base is not None  # `tree` was made from base's copy: its changed topics are known
     if base is None and treelog.exists(root):
         base = treecache.load(root)
     old, last_at = (base.tree, base.last_at) if base is not None else (Tree(), "")
     now = now or now_utc()
-    touched = treelog.changed_topics(old, tree)
-    ops = treelog.stamp(treelog.diff(old, tree, touched), last_at, now)
+    if lazy:
+        touched = []
+        ops = treelog.stamp(_lazy_diff(tree), last_at, now)
+    else:
+        touched = treelog.changed_topics(old, tree)
+        ops = treelog.stamp(treelog.diff(old, tree, touched), last_at, now)
     changed: list[str] = []
     if ops:
         shard = treelog.write_shard(root, local_day(now, _store_zone(root)))
@@ -180,23 +202,27 @@ def write(root: Path, tree: Tree, now=None, base: treecache.Loaded | None = None
         changed.append(shard.relative_to(root).as_posix())
         # The new ops sort after every op already in the log, so applying them to the replayed tree
         # gives exactly what a full replay would: the cache stays valid without replaying.
-        if base is None:  # the first ops of a tree: nothing to extend
-            treecache.save(
+        if base is None:  # the first ops of a tree: nothing to update
+            rows = treecache.save(
                 root, treelog.replay([treelog.parse_line(x) for x in lines]), ops[-1]["at"]
             )
+            if rows is not None:
+                rows.close()
         else:
-            treecache.extend(
-                root,
-                base,
-                lines,
-                ops[-1]["at"],
-                lambda: (
-                    treelog.Replay.of(base.tree.copy())
+            if lazy:
+                states = treecache.lazy_states(tree)
+            elif given:
+                states = treecache.changed_states(old, tree, touched)
+            else:  # a tree made elsewhere (reorganize, forget): what replaying its ops gives
+                new = (
+                    treelog.Replay.of(old.copy())
                     .apply_all([treelog.parse_line(x) for x in lines])
                     .result()
-                ),
-                treecache.changed_states(base.tree, tree, touched) if given else None,
-            )
+                )
+                states = treecache.changed_states(old, new)
+            treecache.update(root, base, states, ops[-1]["at"])
+    elif base is not None and base.rows is not None:
+        base.rows.close()
     if legacy:
         path_of(root).unlink()
         changed.append(FILENAME)

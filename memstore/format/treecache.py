@@ -1,46 +1,51 @@
-"""The tree's replay cache: the topic tree replayed from its op shards, kept as JSON in the store's
-disposable folder (`layout.meta_dir_for`: `.memstore/`, or this user's cache for a store it cannot
-write) and keyed by the shards' stat fingerprint, so a read replays the op log only after it
-changed. Disposable like the index: a missing, damaged or planted file is rebuilt, never trusted
-(it is parsed as plain JSON and checked shape by shape; nothing in it can run code).
+"""The tree's replay cache: the topic tree replayed from its op shards, kept as SQLite rows in the
+store's disposable folder (`layout.meta_dir_for`: `.memstore/tree-cache.db`, or this user's cache
+for a store it cannot write; the SQL is in treerows.py, a database of its own, not the index) and
+keyed by the shards' stat fingerprint, so a read replays the op log only after it changed. Disposable like the index: a
+missing, damaged or planted file is rebuilt, never trusted (every value read back is checked for
+its type, records are parsed as plain JSON; nothing in it can run code).
 
-A write does not rewrite the whole cache: it appends its op lines to a tail file (one JSON line per
-write: the snapshot it continues, the fingerprints before and after, the ops), and a reader applies
-the tail to the snapshot. The snapshot is written again only when the tail passes TAIL_BYTES, so a
-write's cache cost does not grow with the tree."""
+A reader of the whole tree (`load`) reads every row. A write reads in part (`load_lazy`: a
+LazyTree asks for a topic, a topic's children, a record's topic when it needs them) and then
+updates the rows of the topics it changed, in one transaction, so neither the read nor the update
+of a one-record write grows with the tree. A row found damaged while a write reads in part raises
+`Damaged`: the writer starts again from the whole tree (`load`, which rebuilds the cache)."""
 
 from __future__ import annotations
 
 import json
-import os
-import secrets as _random
 from dataclasses import dataclass
 from pathlib import Path
 
+from .treerows import TreeRows, Unusable
 from . import treelog
 from .layout import meta_dir_for
-from .topics import Topic, Tree
+from .topics import LazyTree, Topic, Tree
 
-CACHE = "tree-cache.json"  # the replayed tree, keyed by the shards' stat fingerprint
+CACHE = "tree-cache.db"  # the replayed tree, keyed by the shards' stat fingerprint
+CACHE_VERSION = 5
 OLD_CACHE = (
     "tree-cache.pickle"  # what memstore once kept there: never read, removed on the next save
 )
-CACHE_VERSION = 4
-TAIL = "tree-cache.tail.jsonl"  # the writes since the snapshot: their ops, applied on reading
-TAIL_BYTES = 256 * 1024  # past this the next write folds the tail into a new snapshot
+OLD_FILES = (OLD_CACHE, "tree-cache.json", "tree-cache.tail.jsonl")  # older caches: removed too
+SIDE = ("-journal",)  # SQLite's own file beside the cache
+
+
+class Damaged(Exception):
+    """A cache row with the wrong shape, or a cache file SQLite cannot read: rebuild it."""
 
 
 @dataclass
 class Loaded:
-    """A replayed tree and what a writer needs to extend its cache: the newest op time, the damaged
-    lines skipped, the shards' fingerprint it was read at and the snapshot's generation (None when
-    there is no cache to extend)."""
+    """A replayed tree and what a writer needs to update its cache: the newest op time, the damaged
+    lines skipped, the shards' fingerprint it was read at and the cache it was read from (None
+    when there is none to update)."""
 
     tree: Tree
     last_at: str
     problems: list[str]
     fp: list
-    gen: str | None
+    rows: TreeRows | None
 
 
 def _fingerprint(root: Path) -> list:
@@ -51,208 +56,265 @@ def _fingerprint(root: Path) -> list:
     return out
 
 
-def _pack(tree: Tree) -> dict:
-    """Plain lists and dicts: JSON reads them back several times faster than the dataclasses."""
-    return {
-        "topics": {
-            tid: [t.name, t.summary, t.parent, t.records, t.created, t.last_active, t.named_by]
-            for tid, t in tree.topics.items()
-        },
-        "current": tree.current,
-        "archived": tree.archived,
-        "gone": tree.gone,
-    }
+def _fp_text(fp: list) -> str:
+    return json.dumps(fp, separators=(",", ":"))
+
+
+# ----- rows <-> topics, every value checked --------------------------------------------------------
+
+
+def _row(t: Topic) -> tuple:
+    records = json.dumps(t.records, ensure_ascii=False, separators=(",", ":"))
+    return (t.id, t.name, t.summary, t.parent, records, t.created, t.last_active, t.named_by)
 
 
 def _str_list(value) -> bool:
-    return isinstance(value, list) and set(map(type, value)) <= {str}
+    return type(value) is list and all(type(v) is str for v in value)
 
 
-def _unpack(packed) -> Tree | None:
-    """The Tree a cache entry holds, or None when any part has the wrong shape (damage or a planted
-    file: the cache is data in a folder anyone who copied the store could have written)."""
-    if not isinstance(packed, dict):
-        return None
-    topics, current, archived, gone = (
-        packed.get(k) for k in ("topics", "current", "archived", "gone")
-    )
-    if not isinstance(topics, dict) or not _str_list(archived) or not isinstance(gone, dict):
-        return None
-    if current is not None and not isinstance(current, str):
-        return None
-    out = {}
-    for tid, f in topics.items():
-        if not (isinstance(f, list) and len(f) == 7 and _str_list(f[3])):
-            return None
-        if not all(isinstance(v, str) for v in (f[0], f[1], f[4], f[5], f[6])) or not isinstance(
-            f[2], (str, type(None))
-        ):
-            return None
-        out[tid] = Topic(tid, *f)
-    if not all(isinstance(v, dict) for v in gone.values()):
-        return None
-    return Tree(topics=out, current=current, archived=archived, gone=gone)
-
-
-def _tail(meta: Path, gen: str, snap_fp: list, fp: list) -> list[dict] | None:
-    """The tail's entries for snapshot `gen` when they chain from the snapshot's fingerprint to
-    `fp` (each entry's `base` the fingerprint before it); None when they do not (rebuild)."""
+def _topic(row) -> Topic:
+    """The Topic a row holds; Damaged when any part has the wrong type (damage or a planted file)."""
     try:
-        raw = (meta / TAIL).read_bytes()
-    except FileNotFoundError:
-        raw = b""
-    except OSError:
-        return None
-    cur, out = snap_fp, []
-    for text in raw.split(b"\n"):
-        if not text.strip():
-            continue
+        tid, name, summary, parent, records, created, last_active, named_by = row
+        if type(records) is not str:
+            raise ValueError
+        recs = json.loads(records)
+    except (TypeError, ValueError, RecursionError):
+        raise Damaged("a topic row is not a topic") from None
+    if not (
+        type(tid) is str
+        and type(name) is str
+        and type(summary) is str
+        and (parent is None or type(parent) is str)
+        and type(created) is str
+        and type(last_active) is str
+        and type(named_by) is str
+        and _str_list(recs)
+    ):
+        raise Damaged(f"topic row {tid!r} has the wrong shape")
+    return Topic(tid, name, summary, parent, recs, created, last_active, named_by)
+
+
+def _tomb(text) -> dict:
+    try:
+        value = json.loads(text) if type(text) is str else None
+    except (ValueError, RecursionError):
+        value = None
+    if type(value) is not dict:
+        raise Damaged("a tombstone row is not an object")
+    return value
+
+
+class _Source:
+    """What a LazyTree reads, from the cache's rows, each checked; Damaged on anything wrong."""
+
+    def __init__(self, rows: TreeRows):
+        self.rows = rows
+        self._gone: dict | None = None
+
+    def _do(self, fn, *args):
         try:
-            entry = json.loads(text)
-        except (ValueError, RecursionError):
-            return None  # a torn or damaged line: the snapshot and tail are rebuilt
-        if not isinstance(entry, dict) or entry.get("gen") != gen:
-            continue  # a line for an older snapshot (a rebuild raced a write): not ours
-        if entry.get("base") != cur or not isinstance(entry.get("last_at"), str):
-            return None
-        cur = entry.get("fp")
-        out.append(entry)
-    return out if cur == fp else None
+            return fn(*args)
+        except Unusable as exc:
+            raise Damaged(str(exc)) from None
+
+    def topic(self, tid: str) -> Topic | None:
+        row = self._do(self.rows.topic, tid)
+        return _topic(row) if row is not None else None
+
+    def children(self, parent: str | None) -> list[Topic]:
+        return [_topic(r) for r in self._do(self.rows.children, parent)]
+
+    def topics(self) -> list[Topic]:
+        return [_topic(r) for r in self._do(self.rows.topics)]
+
+    def owners(self, ids: list[str]) -> dict:
+        got = self._do(self.rows.owners, ids)
+        if not all(type(k) is str and (v is None or type(v) is str) for k, v in got.items()):
+            raise Damaged("a placed-record row has the wrong shape")
+        return got
+
+    def archived(self) -> list[str]:
+        got = self._do(self.rows.archived)
+        if not _str_list(got):
+            raise Damaged("an archived-record row has the wrong shape")
+        return got
+
+    def gone(self, tid: str) -> dict | None:
+        text = self._do(self.rows.gone, tid)
+        return _tomb(text) if text is not None else None
+
+    def all_gone(self) -> dict:
+        if self._gone is None:
+            rows = self._do(self.rows.all_gone)
+            if not all(type(k) is str for k, _ in rows):
+                raise Damaged("a tombstone row has the wrong shape")
+            self._gone = {k: _tomb(v) for k, v in rows}
+        return self._gone
 
 
-def _apply_states(tree: Tree, entry: dict) -> bool:
-    """Apply one tail entry that gives the new state of each topic a write changed (None: the
-    topic left the tree), the current topic, the archive when it changed and new tombstones.
-    False when any part has the wrong shape."""
-    topics, gone = entry.get("topics"), entry.get("gone")
-    current, archived = entry.get("current"), entry.get("archived")
-    if not isinstance(topics, dict) or not isinstance(gone, dict):
-        return False
-    if current is not None and not isinstance(current, str):
-        return False
-    if archived is not None and not _str_list(archived):
-        return False
-    fresh = _unpack(
-        {
-            "topics": {k: v for k, v in topics.items() if v is not None},
-            "current": None,
-            "archived": [],
-            "gone": gone,
-        }
-    )
-    if fresh is None:
-        return False
-    for tid, f in topics.items():
-        if f is None:
-            tree.topics.pop(tid, None)
-    tree.topics.update(fresh.topics)
-    tree.gone.update(fresh.gone)
-    tree.current = current
-    if archived is not None:
-        tree.archived = list(archived)
-    return True
+# ----- opening, reading, rebuilding ------------------------------------------------------------------
 
 
-def _cached(meta: Path, fp: list) -> Loaded | None:
-    """The cache's tree (snapshot and tail) when it is ours, whole and for these shards."""
+def _open(root: Path, fp: list) -> tuple[TreeRows, str, list[str], str | None] | None:
+    """The cache with its newest op time, problems and current topic when it is ours and for these
+    shards; None when it is missing, damaged, of another version or of other shards."""
+    meta = meta_dir_for(root)
+    if not meta.is_dir():
+        return None
     try:
-        data = json.loads((meta / CACHE).read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None  # missing, damaged or not JSON: rebuilt by the caller
-    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
+        rows = TreeRows(meta / CACHE)
+        m = rows.meta()
+    except Unusable:
         return None
-    last_at, problems, gen = data.get("last_at"), data.get("problems"), data.get("gen")
-    if not isinstance(gen, str) or not isinstance(last_at, str) or not _str_list(problems):
+    try:
+        problems = json.loads(m["problems"]) if type(m.get("problems")) is str else None
+    except (ValueError, RecursionError):
+        problems = None
+    last_at, current = m.get("last_at"), m.get("current")
+    if (
+        m.get("version") != CACHE_VERSION
+        or m.get("fp") != _fp_text(fp)
+        or type(last_at) is not str
+        or not _str_list(problems)
+        or not (current is None or type(current) is str)
+    ):
+        rows.close()
         return None
-    tail = _tail(meta, gen, data.get("fp"), fp)
-    if tail is None:
+    try:
+        if current is not None and rows.topic(current) is None:  # a replayed tree's never dangles
+            rows.close()
+            return None
+    except Unusable:
+        rows.close()
         return None
-    tree = _unpack(data.get("tree"))
-    if tree is None:
-        return None
-    for entry in tail:
-        if "topics" in entry:  # the states of the topics a write changed: O(what it changed)
-            if not _apply_states(tree, entry):
-                return None
-        else:  # op lines (a write that gave no states): applied through a replay
-            lines = entry.get("ops")
-            if not _str_list(lines):
-                return None
-            try:
-                ops = [treelog.parse_line(t) for t in lines]
-            except treelog.OpError:
-                return None
-            tree = treelog.Replay.of(tree).apply_all(ops).result()
-        last_at = max(last_at, entry["last_at"])
-    return Loaded(tree, last_at, problems, fp, gen)
+    return rows, last_at, problems, current
+
+
+def _whole(rows: TreeRows, current: str | None) -> Tree:
+    src = _Source(rows)
+    topics = {t.id: t for t in src.topics()}
+    return Tree(topics=topics, current=current, archived=src.archived(), gone=src.all_gone())
 
 
 def replayed(root: Path) -> tuple[Tree, str, list[str]]:
     """(tree, newest op time, damaged-line problems), from the cache when the shards are unchanged."""
     got = load(root)
+    if got.rows is not None:
+        got.rows.close()
     return got.tree, got.last_at, got.problems
 
 
 def load(root: Path) -> Loaded:
-    """The replayed tree with what a writer needs to extend the cache (see `extend`)."""
-    meta = meta_dir_for(root)
+    """The whole replayed tree, with what a writer needs to update the cache (see `update`)."""
     fp = _fingerprint(root)
-    hit = _cached(meta, fp) if meta.is_dir() else None
+    hit = _open(root, fp)
     if hit is not None:
-        return hit
+        rows, last_at, problems, current = hit
+        try:
+            return Loaded(_whole(rows, current), last_at, problems, fp, rows)
+        except Damaged:
+            rows.close()
+    return _rebuild(root, fp)
+
+
+def load_lazy(root: Path) -> Loaded:
+    """The tree as a LazyTree read from the cache in part; the whole tree (the cache rebuilt from
+    the shards) when the cache is not usable."""
+    fp = _fingerprint(root)
+    hit = _open(root, fp)
+    if hit is None:
+        return _rebuild(root, fp)
+    rows, last_at, problems, current = hit
+    return Loaded(LazyTree(_Source(rows), current), last_at, problems, fp, rows)
+
+
+def _rebuild(root: Path, fp: list) -> Loaded:
     ops, problems = treelog.read_ops(root)
     tree = treelog.replay(ops)
     last_at = ops[-1].at if ops else ""
-    gen = save(root, tree, last_at, problems, fp)
-    return Loaded(tree, last_at, problems, fp, gen)
+    rows = save(root, tree, last_at, problems, fp)
+    return Loaded(tree, last_at, problems, fp, rows)
 
 
-def extend(
-    root: Path, base: Loaded, lines: list[str], last_at: str, folded, states: dict | None = None
-) -> None:
-    """After a writer appended op `lines` to a shard of the tree it read as `base`: add them to the
-    cache's tail (one line), or, when the tail has grown past TAIL_BYTES (or there is no snapshot to
-    continue), save the tree `folded()` gives as a new snapshot. The lines sort after every op
-    `base` holds, so the tail applied to the snapshot is exactly what a full replay gives.
-    `states` (from `changed_states`) is written instead of the lines when given: a reader then
-    replaces those topics instead of replaying the lines over every record of the tree."""
+def _drop(meta: Path) -> None:
+    for name in (CACHE, *(CACHE + s for s in SIDE)):
+        try:
+            (meta / name).unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def save(
+    root: Path, tree: Tree, last_at: str, problems: list[str] | None = None, fp=None
+) -> TreeRows | None:
+    """Write the whole cache for `tree` (the shards replayed at fingerprint `fp`, now when None),
+    unless the shards changed meanwhile; the open cache, or None when it could not be written."""
     meta = meta_dir_for(root)
     if not meta.is_dir():
+        return None
+    for name in OLD_FILES:
+        try:
+            (meta / name).unlink(missing_ok=True)
+        except OSError:
+            pass
+    fp = _fingerprint(root) if fp is None else fp
+    values = {
+        "version": CACHE_VERSION,
+        "fp": _fp_text(fp),
+        "last_at": last_at,
+        "problems": json.dumps(problems or []),
+        "current": tree.current,
+    }
+    topics = [_row(t) for t in tree.topics.values()]
+    for attempt in (1, 2):
+        try:
+            rows = TreeRows(meta / CACHE, create=True)
+            if rows.replace(
+                topics, tree.archived, tree.gone, values, still=lambda: _fingerprint(root) == fp
+            ):
+                return rows
+            rows.close()
+            return None
+        except Unusable:
+            _drop(meta)  # not a database (damaged, planted): start a new file
+        except OSError:
+            return None
+    return None
+
+
+# ----- after a write ----------------------------------------------------------------------------------
+
+
+def update(root: Path, base: Loaded, states: dict, last_at: str) -> None:
+    """After a writer appended its ops to a shard of the tree it read as `base`: apply `states`
+    (from `changed_states` or `lazy_states`) to the cache's rows, when the cache is still the one
+    it read. The ops sort after every op `base` holds, so the result is exactly what a full replay
+    gives. When the cache moved on meanwhile (or cannot be written) it is left for the next reader
+    to rebuild."""
+    rows = base.rows
+    if rows is None:
         return
-    body = states if states is not None else {"ops": lines}
-    entry = json.dumps(
-        {"gen": base.gen, "base": base.fp, "fp": _fingerprint(root), "last_at": last_at, **body},
-        ensure_ascii=False,
-        separators=(",", ":"),
-    ).encode("utf-8")
+    values = {"fp": _fp_text(_fingerprint(root)), "last_at": last_at, "current": states["current"]}
+    topics = {tid: (_row(t) if t is not None else None) for tid, t in states["topics"].items()}
     try:
-        size = (meta / TAIL).stat().st_size
-    except OSError:
-        size = 0
-    if base.gen is None or size + len(entry) > TAIL_BYTES:
-        save(root, folded(), last_at, base.problems)
+        rows.update(_fp_text(base.fp), topics, states["archived"], states["gone"], values)
+    except Unusable:
+        rows.close()
+        _drop(meta_dir_for(root))
         return
-    try:
-        with open(meta / TAIL, "ab") as f:
-            f.write(entry + b"\n")
-    except OSError:
-        (meta / TAIL).unlink(missing_ok=True)  # a reader then rebuilds from the shards
+    rows.close()
 
 
 def changed_states(old: Tree, new: Tree, touched: list[str] | None = None) -> dict:
-    """What a tail entry holds for a write that turned `old` into `new`: the packed state of every
-    topic that is new or differs (None for one that left), the current topic, the archive when it
+    """What a write that turned `old` into `new` (whole trees) changes in the cache: every topic
+    that is new or differs (None for one that left), the current topic, the archive when it
     changed, and the tombstones `new` added."""
-    topics: dict = {}
     if touched is None:
         touched = treelog.changed_topics(old, new)
-    fresh = [tid for tid in new.topics if tid not in old.topics]
-    for tid in touched + fresh:
-        t = new.topics[tid]
-        topics[tid] = [t.name, t.summary, t.parent, t.records, t.created, t.last_active, t.named_by]
-    for tid in old.topics:
-        if tid not in new.topics:
-            topics[tid] = None
+    topics: dict = {tid: new.topics[tid] for tid in touched}
+    topics.update({tid: t for tid, t in new.topics.items() if tid not in old.topics})
+    topics.update({tid: None for tid in old.topics if tid not in new.topics})
     return {
         "topics": topics,
         "current": new.current,
@@ -261,32 +323,17 @@ def changed_states(old: Tree, new: Tree, touched: list[str] | None = None) -> di
     }
 
 
-def save(
-    root: Path, tree: Tree, last_at: str, problems: list[str] | None = None, fp=None
-) -> str | None:
-    """Write the snapshot (a new generation, so no older tail line applies to it) and drop the
-    tail; its generation, or None when it could not be written."""
-    meta = meta_dir_for(root)
-    if not meta.is_dir():
-        return None
-    gen = _random.token_hex(8)
-    data = {
-        "version": CACHE_VERSION,
-        "gen": gen,
-        "fp": fp if fp is not None else _fingerprint(root),
-        "tree": _pack(tree),
-        "last_at": last_at,
-        "problems": problems or [],
+def lazy_states(tree: LazyTree) -> dict:
+    """`changed_states` of a write made on a LazyTree: only the topics it read are looked at."""
+    fresh, touched, removed = tree.topics.changes()
+    topics: dict = {tid: tree.topics[tid] for tid in fresh + touched}
+    topics.update({tid: None for tid in removed})
+    archived = None
+    if tree.archive_read() and tree.archived != tree.orig_archived:
+        archived = tree.archived
+    return {  # (reads nothing: it runs after the ops were appended, when a damaged row must not stop it)
+        "topics": topics,
+        "current": tree.current,
+        "archived": archived,
+        "gone": dict(tree.gone.added),
     }
-    tmp = meta / f".{CACHE}.tmp-{os.getpid()}"
-    try:
-        tmp.write_text(
-            json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8"
-        )
-        os.replace(tmp, meta / CACHE)
-        (meta / TAIL).unlink(missing_ok=True)
-        (meta / OLD_CACHE).unlink(missing_ok=True)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        return None
-    return gen

@@ -431,14 +431,22 @@ def changed_topics(old, new) -> list[str]:
     return [tid for tid, n in new.topics.items() if tid in olds and olds[tid] != n]
 
 
-def diff(old, new, touched: list[str] | None = None) -> list[dict]:
+def diff(
+    old, new, touched: list[str] | None = None, fresh=None, removed=None, archive=None
+) -> list[dict]:
     """The ops (without `at`) that turn tree `old` into tree `new`, in the order they must apply.
 
     Costs time in proportion to the topics that changed, not to the records in the tree: a topic
-    whose record list is unchanged (compared as whole lists) is not looked into.
+    whose record list is unchanged (compared as whole lists) is not looked into. A write on a tree
+    read in part (format/topics.py LazyTree) gives the topics it made (`fresh`), changed
+    (`touched`) and removed, and the archive before and after (`archive`), so neither tree is
+    walked; `old` then holds the touched and removed topics as they were.
     """
     out: list[dict] = []
-    fresh = [tid for tid in new.topics if tid not in old.topics]
+    if fresh is None:
+        fresh = [tid for tid in new.topics if tid not in old.topics]
+    if removed is None:
+        removed = [tid for tid in old.topics if tid not in new.topics]
     for tid in sorted(
         fresh, key=lambda x: (len(new.ancestry(x)), new.topics[x].created, x)
     ):  # parents first
@@ -466,14 +474,13 @@ def diff(old, new, touched: list[str] | None = None) -> list[dict]:
         placed.update(new.topics[tid].records)
         if moved:
             out.append({"op": "place", "topic": tid, "records": moved})
-    old_arch, new_arch = (
-        (set(old.archived), set(new.archived)) if old.archived != new.archived else (set(), set())
-    )
+    before, after = archive if archive is not None else (old.archived, new.archived)
+    old_arch, new_arch = (set(before), set(after)) if before != after else (set(), set())
     if new_arch - old_arch:
         out.append({"op": "archive", "records": sorted(new_arch - old_arch)})
     # Records that may have left the tree: those of topics whose list changed or that went, and un-archived ones.
     maybe_out = set(old_arch - new_arch)
-    for tid in touched + [tid for tid in olds if tid not in new.topics]:
+    for tid in touched + removed:
         t = olds[tid]
         if tid not in new.topics or t.records != new.topics[tid].records:
             maybe_out.update(t.records)
@@ -482,7 +489,7 @@ def diff(old, new, touched: list[str] | None = None) -> list[dict]:
     )  # (an unchanged archive cannot hold a record that moved)
     if dropped:
         out.append({"op": "drop", "records": dropped})
-    for tid in sorted(set(old.topics) - set(new.topics)):
+    for tid in sorted(removed):
         tomb = new.gone.get(tid) or {"into": None, "why": "removed"}
         into = tomb.get("into")
         if (

@@ -11,7 +11,6 @@ decides; the replies and tool calls that follow it join the same topic.
 from __future__ import annotations
 
 import gc
-from itertools import chain
 
 import numpy as np
 
@@ -33,6 +32,7 @@ BEAM = 2  # topics followed down at each level when looking for a turn's place
 RECENT_TOPICS = 8
 SCORED = 6
 RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
+LAZY_RECORDS = 64  # a write of up to this many records reads the tree in part (see _assign)
 
 
 def max_children(store) -> int:
@@ -294,7 +294,7 @@ class Placer:
     def finish(self, progress=None) -> None:
         tree = self.tree
         frozen_now = self.live_before - tree.live_path()
-        named = sorted((self.touched | frozen_now) & set(tree.topics))
+        named = sorted(tid for tid in self.touched | frozen_now if tid in tree.topics)
         stage(progress, "Naming topics", len(named))
         for tid in named:
             tick(progress)
@@ -378,14 +378,24 @@ def assign_records(store, records: list[dict], vectors, progress=None) -> list[s
 
 
 def _assign(store, pairs, gone, progress) -> list[str]:
+    # A small write reads the tree in part (the topics it looks at, from the cache's rows), so its
+    # cost does not grow with the tree; a big one, or one that takes records out (which walks every
+    # topic), reads it whole. A damaged cache row found on the way: start again from the whole tree.
+    if not gone and len(pairs) <= LAZY_RECORDS:
+        try:
+            return _assign_in(store, pairs, gone, progress, lazy=True)
+        except treefmt.Damaged:
+            pass
+    return _assign_in(store, pairs, gone, progress, lazy=False)
+
+
+def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
     from ..adapters.llm import get_llm
 
-    tree, base = treefmt.read_for_write(store.root)
+    tree, base = treefmt.read_for_write(store.root, lazy=lazy)
     dropped = remove_records(tree, RecordData(store), gone) if gone else False
     ids = {r["id"] for r, _ in pairs}
-    # records the tree holds already (a clone placed them): one C-level pass, no id -> topic map
-    known = ids & set(chain.from_iterable(t.records for t in tree.topics.values()))
-    known |= ids & set(tree.archived)
+    known = tree.holding(ids)  # records the tree holds already (a clone placed them)
     pairs = [(r, v) for r, v in pairs if r["id"] not in known]
     if not pairs:
         return treefmt.write(store.root, tree, base=base) if dropped else []

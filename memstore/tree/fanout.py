@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..format.tree import Topic, Tree, new_topic_id
+from ..format.tree import LazyTree, Topic, Tree, new_topic_id
 from ..progress import tick
 from . import naming
 from .topicdata import RecordData, topic_vector
@@ -25,18 +25,37 @@ class Kids:
 
     def __init__(self, tree: Tree):
         self.tree = tree
-        self.map: dict[str | None, list[Topic]] = tree.children_map()
+        # A tree read in part (a one-record write's) gets each parent's list when it is first
+        # asked for: the children it had when this map was made (by their stored order) that are
+        # still there. Every add and move goes through here and reads the list first, so a list
+        # read later holds exactly what the whole map made at the start would hold by then.
+        self.lazy = isinstance(tree, LazyTree)
+        self.map: dict[str | None, list[Topic]] = {} if self.lazy else tree.children_map()
+
+    def _list(self, tid: str | None) -> list[Topic]:
+        got = self.map.get(tid)
+        if got is None:
+            got = self.map[tid] = []
+            if self.lazy:
+                orig = self.tree.topics.orig
+                got += sorted(
+                    self.tree.stored_children(tid), key=lambda t: (orig[t.id].created, t.id)
+                )
+        return got
 
     def of(self, tid: str | None) -> list[Topic]:
-        return self.map.get(tid, [])
+        return self._list(tid) if self.lazy else self.map.get(tid, [])
 
     def add(self, t: Topic) -> None:
-        self.map.setdefault(t.parent, []).append(t)
+        here = self._list(t.parent)
+        if not any(k is t for k in here):
+            here.append(t)
 
     def move(self, t: Topic, parent: str | None) -> None:
-        old = self.map.get(t.parent, [])
+        old = self._list(t.parent)
         if t in old:
             old.remove(t)
+        self._list(parent)
         t.parent = parent
         self.add(t)
 
