@@ -52,11 +52,12 @@ bench-versus: install
 bench-scale: install
 	$(BIN)/python -m memstore.bench.scale --with-1m
 
-# memstore's opt-in IVF beside chromadb's HNSW on the same 100k vectors (docs/benchmarks.md). chromadb
-# is pinned in its own venv (.bench/chromavenv, scripts/chroma_venv.sh), never in ours; ~3-4 min.
+# memstore's opt-in IVF beside chromadb's HNSW on the same 100k vectors (docs/ann-vs-hnsw.md). chromadb
+# is pinned in its own venv (.bench/chromavenv, scripts/chroma_venv.sh), never in ours; ~2 min.
+# ARGS="--n 1000000" runs it at 1M (chromadb's HNSW build alone ~10 min on 2 cores).
 bench-ann: install
 	PY=$(PY) bash scripts/chroma_venv.sh
-	$(BIN)/python -m memstore.bench.ann_vs_hnsw
+	$(BIN)/python -m memstore.bench.ann_vs_hnsw $(ARGS)
 
 # ContextTape's own ISStore/MultiStore (from PyPI, in .bench/ctvenv) open `ct export contexttape` output and
 # find the same top hits as `ct search --mode vector`; a store ContextTape wrote imports with `ct import contexttape`.

@@ -107,3 +107,24 @@ def test_take_rows_reads_the_file_and_equals_indexing_the_map(tmp_path):
         f.truncate(299 * 16 * 4 + 10)  # the file cut under a map that was opened before
     with pytest.raises(IndexError, match="cut short"):
         vectors.take_rows(vec, np.array([299]))
+
+
+def test_ivf_nprobe_setting_is_the_cells_a_query_scans(filled, monkeypatch):
+    """`[settings] ivf_nprobe` sets how many cells an IVF query scans (default ann.IVF_NPROBE):
+    one cell finds fewer of the exact neighbours than all of them."""
+    monkeypatch.setattr(ann, "IVF_MIN_ROWS", 10)
+    index = filled.index(update=False)
+    queries = ("budget", "trip hotel", "review schedule", "invoice garden", "flight note")
+
+    def recall(nprobe):
+        filled.config.settings["ivf_nprobe"] = nprobe
+        hits = 0
+        for query in queries:
+            q = filled.embedder.embed_query(query)
+            exact = {r for r, _ in vector_candidates(index, q, Filters(), 10, method="exact")}
+            approx = vector_candidates(index, q, Filters(), 10, method="ivf")
+            hits += len(exact & {r for r, _ in approx})
+        assert ann.scanner_for(index, "ivf").nprobe == nprobe
+        return hits
+
+    assert recall(1) < recall(ann.IVF_NPROBE) == recall(65536)  # every cell

@@ -12,7 +12,7 @@ the stored rows, so none is a member of the set. Truth: the exact float32 top 10
 memstore's side is its own code: `ann.Ivf.build` over a memory-mapped float32 matrix file laid
 out as the index keeps it, then per query `ann.Ivf.candidates` (RESCORE × 10 candidates from the
 nprobe nearest cells) and `ann.rescore` (exact float32 cosines), which is what the index's vector
-scan runs when `[settings] vector_index = "ivf"` — from `ann.FP16_MIN_ROWS` rows on; a smaller
+scan runs when `[settings] vector_index = "ivf"` — from `ann.IVF_MIN_ROWS` rows on; a smaller
 store scans exactly, so the exact numpy scan is timed too. chromadb's side is a PersistentClient
 collection (cosine space, default HNSW settings) queried through `collection.query`, first with
 the default ef_search, then with ef_search raised until recall@10 ≥ the target.

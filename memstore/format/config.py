@@ -213,6 +213,12 @@ def _check_settings(path: Path, s: dict) -> None:
             _choice(path, f"[settings] {key}", s[key], ("shared", "private"))
     if "vector_index" in s:
         _choice(path, "[settings] vector_index", s["vector_index"], ("auto", "exact", "ivf"))
+    if "ivf_nprobe" in s and not (_whole(s["ivf_nprobe"], 1) and s["ivf_nprobe"] <= 65536):
+        raise _bad(
+            path,
+            "[settings] ivf_nprobe",
+            f"must be a whole number from 1 to 65536, not {s['ivf_nprobe']!r}",
+        )
     if "topics" in s and not isinstance(s["topics"], bool):
         raise _bad(path, "[settings] topics", f"must be true or false, not {s['topics']!r}")
     for key in (

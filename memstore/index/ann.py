@@ -481,6 +481,7 @@ class Ivf:
 
     def __init__(self, index, gen: int):
         self.index, self.gen = index, gen
+        self.nprobe = IVF_NPROBE  # cells a query scans (`[settings] ivf_nprobe`)
 
     @classmethod
     def build(cls, meta_dir: Path, gen: int, matrix: np.ndarray, threads: int = 2) -> "Ivf":
@@ -529,9 +530,11 @@ class Ivf:
             tmp.replace(path)
 
     def candidates(
-        self, q: np.ndarray, want: int, lo: int, hi: int, nprobe: int = IVF_NPROBE
+        self, q: np.ndarray, want: int, lo: int, hi: int, nprobe: int | None = None
     ) -> np.ndarray:
         import faiss
+
+        nprobe = nprobe or self.nprobe
 
         _threads()
         sel = faiss.IDSelectorRange(lo, hi) if (lo > 0 or hi < self.rows) else None

@@ -214,7 +214,11 @@ def _scanner(index, rows: int, method: str | None):
         return None
     if method == "auto":
         method = "int8" if rows >= ann.INT8_MIN_ROWS else "fp16"
-    return ann.scanner_for(index, method if method in ("ivf", "int8") else "fp16")
+    scanner = ann.scanner_for(index, method if method in ("ivf", "int8") else "fp16")
+    if method == "ivf" and scanner is not None:
+        settings = getattr(getattr(index.store, "config", None), "settings", None) or {}
+        scanner.nprobe = int(settings.get("ivf_nprobe", ann.IVF_NPROBE))
+    return scanner
 
 
 def vector_candidates(
