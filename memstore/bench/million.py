@@ -56,7 +56,11 @@ def build_index(base: Path, n: int, log=print):
 
     root = Path(base) / f"million-v{VERSION}-{n}"
     marker = root / ".memstore" / "built.json"
-    if marker.is_file():
+    try:  # a store filled by code with another index schema would be emptied on opening
+        same = json.loads(marker.read_text()).get("schema") == SCHEMA_VERSION
+    except (OSError, ValueError, AttributeError):
+        same = False
+    if same:
         st = Store.open(root, search_parents=False)
         return st, st.index(update=False)
     if root.exists():
@@ -106,7 +110,9 @@ def build_index(base: Path, n: int, log=print):
             ("embedder", index._embedder_key()),
         ):
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
-    marker.write_text(json.dumps({"n": n, "build_s": time.perf_counter() - t0}))
+    marker.write_text(
+        json.dumps({"n": n, "build_s": time.perf_counter() - t0, "schema": SCHEMA_VERSION})
+    )
     log(f"built {root.name} in {time.perf_counter() - t0:.0f} s")
     return st, index
 
