@@ -500,3 +500,41 @@ def test_a_first_person_question_weighs_the_users_turns_above_the_assistants_ech
     assert all("role_prior" not in h.parts for h in plain)
     theirs = search(store, "what did you say about my rescue greyhound", k=2)
     assert all("role_prior" not in h.parts for h in theirs)
+
+
+def _fts_segments(index) -> int:
+    return index.conn.execute("SELECT COUNT(DISTINCT segid) FROM fts_idx").fetchone()[0]
+
+
+def test_a_bulk_load_leaves_the_full_text_index_in_one_segment(tmp_path, monkeypatch):
+    """A rebuild, or an update that brings in FTS_MERGE_ROWS rows or more, merges FTS5's segments
+    into one (a third of the bytes at 100k); a small write leaves them to FTS5's own merging.
+    FTS5's in-memory buffer is made tiny here so that a few hundred rows make many segments."""
+    from memstore.index import build
+
+    st = make_store(tmp_path / "s")
+    turns = [
+        (
+            f"2026-01-{1 + i // 100:02d}T{(i // 4) % 24:02d}:{i % 60:02d}:00Z",
+            "user",
+            f"note {i} on the garden budget and word{i % 97} with other{i % 13}",
+            "s1",
+            "me",
+        )
+        for i in range(400)
+    ]
+    write_turns(st, turns[:200])
+    index = st.index()
+    with index.conn:
+        index.conn.execute("INSERT INTO fts(fts, rank) VALUES ('hashsize', 2048)")
+    index.update(rebuild=True)
+    assert _fts_segments(index) == 1
+    monkeypatch.setattr(build, "FTS_MERGE_ROWS", 150)
+    write_turns(st, turns[200:210])  # a small write: its own segments stay
+    index = st.index()
+    assert _fts_segments(index) > 1
+    write_turns(st, turns[210:])  # 190 rows: merged
+    index = st.index()
+    assert _fts_segments(index) == 1
+    hits = index.conn.execute("SELECT COUNT(*) FROM fts WHERE fts MATCH 'word5'").fetchone()[0]
+    assert hits == len([i for i in range(400) if i % 97 == 5])  # every row still found

@@ -80,6 +80,10 @@ RECORD_INDEXES = [st.split("EXISTS", 1)[1].split()[0] for st in RECORD_INDEX_SQL
 TAIL_MIN = 5_000
 TAIL_SHARE = 0.02
 
+# An update that brings in this many rows (an import, a rebuild always) merges the full-text index
+# into one segment afterwards; smaller ones leave it to FTS5's own incremental merging.
+FTS_MERGE_ROWS = 20_000
+
 # index.db-wal: `ct` leaves through os._exit, so SQLite's checkpoint on close never runs. Each
 # update ends with a checkpoint that empties the WAL (TRUNCATE) when no reader is in it, and
 # journal_size_limit cuts it back to this size whenever it is reset, so it never grows to the
@@ -680,11 +684,14 @@ class Index:
             day_data[day] = self._read_day(day, keep=not plan.rebuild)
             if progress:
                 progress(1)
+        bulk = plan.rebuild or sum(len(r.rows) for r, _, _ in day_data.values()) >= FTS_MERGE_ROWS
         if (
             not plan.rebuild
             and not plan.vanished
             and self._append_only(conn, day_data, n_rows, gen, plan.touched)
         ):
+            if bulk:
+                self._merge_fts(conn)
             return
         # Counted only off the append path: at a million rows the count alone costs ~0.1 s.
         if plan.rebuild:
@@ -755,6 +762,8 @@ class Index:
                 "INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),)
             )
         del old_vec
+        if bulk:
+            self._merge_fts(conn)
         vecfiles.remove_generations(self.meta_dir, keep=int(self._meta(conn, "gen", "0")))
 
     def _renumber(
@@ -873,6 +882,13 @@ class Index:
             conn.execute(
                 "UPDATE days SET stat_fp = ? WHERE day = ?", (self._stat_fp(log_path, seg_dir), day)
             )
+
+    @staticmethod
+    def _merge_fts(conn) -> None:
+        """After a bulk load: the full-text index, left in many small segments, merged into one.
+        It then takes a third of the bytes (316 -> 100 B a record at 100k) for ~0.8 s at 100k."""
+        with conn:
+            conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
 
     def _append_only(self, conn, day_data: dict, n_rows: int, gen: int, touched: list[str]) -> bool:
         """The common write: lines appended to days whose old lines are unchanged, all sorting after
