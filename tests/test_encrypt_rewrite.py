@@ -83,6 +83,15 @@ def plain_store(tmp_path: Path, ident: Path) -> Path:
     return root
 
 
+def pushed_to_new_remote(tmp_path: Path, root: Path) -> Path:
+    """A bare remote `origin` of `root` (tmp_path/remote.git), with main pushed to it."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    git(root, "remote", "add", "origin", str(remote))
+    git(root, "push", "-q", "-u", "origin", "main")
+    return remote
+
+
 def searchable(ident: Path, root: Path, words) -> None:
     for w in words:
         assert w in as_(ident, root, "search", w).stdout, (root, w)
@@ -91,10 +100,7 @@ def searchable(ident: Path, root: Path, words) -> None:
 def test_encrypt_rewrite_history_leaves_no_plain_word_in_any_reachable_object(tmp_path, people):
     alice, _ra, bob, rb = people
     root = plain_store(tmp_path, alice)
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
-    git(root, "remote", "add", "origin", str(remote))
-    git(root, "push", "-q", "-u", "origin", "main")
+    pushed_to_new_remote(tmp_path, root)
     before = int(git(root, "rev-list", "--count", "HEAD").stdout)
     assert all(w.encode() in reachable_bytes(root) for w in WORDS)  # the words were there
 
@@ -380,10 +386,7 @@ def test_repair_keeps_new_sealed_lines_aside_when_a_sealed_day_log_was_cut(peopl
 def test_a_plaintext_clone_follows_a_remote_encrypted_elsewhere_with_ct_sync(tmp_path, people):
     alice, _ra, _bob, _rb = people
     root = plain_store(tmp_path, alice)
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
-    git(root, "remote", "add", "origin", str(remote))
-    git(root, "push", "-q", "-u", "origin", "main")
+    remote = pushed_to_new_remote(tmp_path, root)
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(remote), str(other))
     as_(alice, other, "add", "the other clone's saxophone", "--ts", "2026-11-04T09:00:00Z")
