@@ -106,8 +106,12 @@ def test_hash_embedder_hashes_each_word_once_and_keeps_the_bytes(monkeypatch):
     from memstore.text import TOKEN
 
     distinct = {w for t in texts for w in TOKEN.findall(t.lower())}
-    # a word is hashed once (its unigram and its len + 2 - 2 trigrams), not once per occurrence
-    assert first == sum(1 + len(w) for w in distinct)
+    features = {"w:" + w for w in distinct} | {
+        "c:" + f"#{w}#"[i : i + 3] for w in distinct for i in range(len(w))
+    }
+    # each distinct feature (a word's unigram, a trigram many words share) is hashed once, not once
+    # per occurrence or per word
+    assert first == len(features) < sum(1 + len(w) for w in distinct)
     assert emb.embed_batch(texts).tobytes() == want.tobytes()
     assert calls["n"] == first  # and not again in the next batch
     monkeypatch.setattr(hashing, "WORD_CACHE", 3)  # a full word cache starts over, same bytes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from itertools import chain
 
 import numpy as np
 
@@ -25,7 +26,7 @@ class HashEmbedder(Embedder):
     def __init__(self, dim: int = 384, **_ignored):
         self.dim = int(dim)
         self.model = f"memstore-hash-v1-{self.dim}"
-        self._words: dict[str, tuple[list[int], list[float]]] = {}
+        self._forget_words()
 
     @classmethod
     def describe(cls, dim: int = 384, **_ignored) -> dict:
@@ -39,40 +40,70 @@ class HashEmbedder(Embedder):
             for i in range(len(padded) - 2):
                 yield "c:" + padded[i : i + 3], 0.5
 
-    def _word(self, w: str) -> tuple[list[int], list[float]]:
-        """A word's buckets and signed weights (its unigram and its trigrams), hashed once per
-        embedder: an import's words repeat, and hashing each feature again was most of its time."""
-        hit = self._words.get(w)
-        if hit is None:
-            if len(self._words) >= WORD_CACHE:
-                self._words.clear()
-            idx, val = [], []
-            padded = f"#{w}#"
-            feats = [("w:" + w, 1.0)] + [
-                ("c:" + padded[i : i + 3], 0.5) for i in range(len(padded) - 2)
-            ]
-            for feat, weight in feats:
+    def _word(self, w: str) -> int:
+        """A word's number in the embedder's table of hashed features (its unigram and its
+        trigrams: buckets and signed weights), hashed once per embedder: an import's words repeat,
+        and hashing each feature again was most of its time."""
+        idx, val = self._idx, self._val
+        self._start.append(len(idx))
+        padded = f"#{w}#"
+        feats = [("w:" + w, 1.0)] + [
+            ("c:" + padded[i : i + 3], 0.5) for i in range(len(padded) - 2)
+        ]
+        hashed = self._hashed
+        for feat, weight in feats:
+            hit = hashed.get(feat)
+            if hit is None:  # a trigram is shared by many words: hashed once
                 h = hashlib.blake2b(feat.encode("utf-8"), digest_size=8).digest()
-                idx.append(int.from_bytes(h[:4], "little") % self.dim)
-                val.append(weight if h[4] & 1 else -weight)
-            hit = self._words[w] = (idx, val)
-        return hit
+                hit = hashed[feat] = (int.from_bytes(h[:4], "little") % self.dim, h[4] & 1)
+            idx.append(hit[0])
+            val.append(weight if hit[1] else -weight)
+        self._count.append(len(feats))
+        n = self._words[w] = len(self._words)
+        return n
+
+    def _forget_words(self) -> None:
+        self._words: dict[str, int] = {}
+        self._start: list[int] = []  # per word: where its features begin in _idx/_val
+        self._count: list[int] = []  # per word: how many it has
+        self._idx: list[int] = []
+        self._val: list[float] = []
+        self._hashed: dict[str, tuple[int, int]] = {}  # feature -> (bucket, sign bit)
 
     def embed_batch(self, texts, kind="passage"):
+        """The batch's words are looked up in one pass and their features summed with one bincount
+        over (row, bucket) pairs: no Python work per word occurrence, only per new word."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        word = self._word
-        for row, text in enumerate(texts):
-            idx: list[int] = []
-            val: list[float] = []
-            for w in _TOKEN.findall(text.lower()):
-                i, v = word(w)
-                idx += i
-                val += v
-            if not idx:
-                continue
-            # Every weight is ±1 or ±0.5, so any order of summing gives the same exact float32
-            # values as adding feature by feature did (the sums stay far below 2**24).
-            out[row] = np.bincount(idx, weights=val, minlength=self.dim)
+        if not len(texts):
+            return out
+        words = [_TOKEN.findall(text.lower()) for text in texts]
+        seen = set(chain.from_iterable(words))
+        new = seen.difference(self._words)
+        if new and len(self._words) + len(new) > WORD_CACHE:
+            self._forget_words()  # (a batch's own words are always kept, however many)
+            new = seen
+        for w in sorted(new):
+            self._word(w)
+        per_text = np.fromiter(map(len, words), np.int64, count=len(words))
+        occ = np.fromiter(
+            map(self._words.__getitem__, chain.from_iterable(words)),
+            np.int64,
+            count=int(per_text.sum()),
+        )
+        if occ.size:
+            start = np.asarray(self._start, np.int64)[occ]
+            count = np.asarray(self._count, np.int64)[occ]
+            # every feature of every occurrence: its place in _idx/_val, and its row
+            ends = np.cumsum(count)
+            at = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(start - (ends - count), count)
+            rows = np.repeat(np.repeat(np.arange(len(texts), dtype=np.int64), per_text), count)
+            idx = np.asarray(self._idx, np.int64)[at]
+            val = np.asarray(self._val, np.float64)[at]
+            # Every weight is ±1 or ±0.5, so any order of summing gives the same exact values as
+            # adding feature by feature did (the sums stay far below 2**24).
+            sums = np.bincount(rows * self.dim + idx, weights=val, minlength=len(texts) * self.dim)
+            out[:] = sums.reshape(len(texts), self.dim)
+        for row in np.nonzero(per_text)[0].tolist():
             norm = float(np.linalg.norm(out[row]))
             if norm > 0:
                 out[row] /= norm
