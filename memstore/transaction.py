@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from . import FORMAT_VERSION
 from .errors import MemstoreError, VersionError
+from .format import layout
 from .format.log import BEFORE_APPEND, BEFORE_REWRITE
 from .repair import (
     BACKUP_DIR,
@@ -77,7 +78,10 @@ class Transaction:
         if getattr(self.store, "sealer", None) is not None:
             text = sealed_subject(text)
         self.commit = self.store.git.commit(
-            text, sorted(dict.fromkeys(self.paths)), only_paths=True
+            text,
+            sorted(dict.fromkeys(self.paths)),
+            only_paths=True,
+            sealed_under=layout.PACKS + "/",
         )
 
 

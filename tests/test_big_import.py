@@ -59,3 +59,40 @@ def test_an_import_lands_every_record_once_in_one_commit_and_packs_its_objects(s
 def test_a_small_write_leaves_git_its_loose_objects(store):
     store.add("one turn about the garden", ts="2026-01-01T10:00:00Z")
     assert _loose_objects(store.root) > 0  # packing is for big writes only
+
+
+def _zlib_levels(root) -> dict[str, bytes]:
+    """{path at HEAD: the 2-byte zlib header of its blob's entry in a git pack} (0x78 0x01: stored
+    at level 0 or 1; 0x78 0x9c: git's default level)."""
+    run = lambda *a: (
+        subprocess.run(  # noqa: E731
+            ["git", "-C", str(root), *a], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    blob_of = {}
+    for line in run("ls-tree", "-r", "HEAD").splitlines():
+        meta, path = line.split("\t", 1)
+        blob_of[meta.split()[2]] = path
+    out = {}
+    pack_dir = root / ".git" / "objects" / "pack"
+    for idx in pack_dir.glob("*.idx"):
+        data = (idx.with_suffix(".pack")).read_bytes()
+        for line in run("verify-pack", "-v", str(idx)).splitlines():
+            parts = line.split()
+            if len(parts) >= 5 and parts[0] in blob_of and parts[1] == "blob":
+                at = int(parts[4])
+                while data[at] & 0x80:  # the entry's type-and-size header
+                    at += 1
+                out[blob_of[parts[0]]] = data[at + 1 : at + 3]
+    return out
+
+
+def test_a_big_write_stores_its_packs_ciphertext_uncompressed_and_its_logs_compressed(store):
+    rows = _turns(130, 2)
+    store.write([store.normalize(r) for r in rows], "Import 260 turns")
+    levels = _zlib_levels(store.root)
+    packs = {p: h for p, h in levels.items() if p.startswith("packs/")}
+    logs = {p: h for p, h in levels.items() if p.startswith("log/")}
+    assert len(packs) >= 130 and len(logs) >= 130  # both went into git packs, not loose files
+    assert set(packs.values()) == {b"\x78\x01"}  # sealed bytes: not deflated (nothing to gain)
+    assert set(logs.values()) == {b"\x78\x9c"}  # text: git's default compression

@@ -69,6 +69,21 @@ class HashEmbedder(Embedder):
         self._idx: list[int] = []
         self._val: list[float] = []
         self._hashed: dict[str, tuple[int, int]] = {}  # feature -> (bucket, sign bit)
+        self._np: tuple | None = None  # the four lists as arrays, as far as _arrays made them
+
+    def _arrays(self) -> tuple:
+        """The word table as numpy arrays (start, count, bucket, weight), extended by the words
+        added since the last batch (not converted whole again per batch)."""
+        lists = (self._start, self._count, self._idx, self._val)
+        have = self._np
+        if have is None or any(a.size > len(b) for a, b in zip(have, lists)):
+            have = tuple(np.zeros(0, t) for t in (np.int64, np.int64, np.int64, np.float64))
+        if any(a.size < len(b) for a, b in zip(have, lists)):
+            have = tuple(
+                np.concatenate([a, np.asarray(b[a.size :], a.dtype)]) for a, b in zip(have, lists)
+            )
+        self._np = have
+        return have
 
     def embed_batch(self, texts, kind="passage"):
         """The batch's words are looked up in one pass and their features summed with one bincount
@@ -84,6 +99,7 @@ class HashEmbedder(Embedder):
             new = seen
         for w in sorted(new):
             self._word(w)
+        arrays = self._arrays()
         per_text = np.fromiter(map(len, words), np.int64, count=len(words))
         occ = np.fromiter(
             map(self._words.__getitem__, chain.from_iterable(words)),
@@ -91,14 +107,12 @@ class HashEmbedder(Embedder):
             count=int(per_text.sum()),
         )
         if occ.size:
-            start = np.asarray(self._start, np.int64)[occ]
-            count = np.asarray(self._count, np.int64)[occ]
+            start, count = arrays[0][occ], arrays[1][occ]
             # every feature of every occurrence: its place in _idx/_val, and its row
             ends = np.cumsum(count)
             at = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(start - (ends - count), count)
             rows = np.repeat(np.repeat(np.arange(len(texts), dtype=np.int64), per_text), count)
-            idx = np.asarray(self._idx, np.int64)[at]
-            val = np.asarray(self._val, np.float64)[at]
+            idx, val = arrays[2][at], arrays[3][at]
             # Every weight is ±1 or ±0.5, so any order of summing gives the same exact values as
             # adding feature by feature did (the sums stay far below 2**24).
             sums = np.bincount(rows * self.dim + idx, weights=val, minlength=len(texts) * self.dim)

@@ -284,6 +284,9 @@ def loads(line: str | bytes) -> dict:
     return obj
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def author_problem(value) -> str | None:
     """What is wrong with an `author` value ("must be a string, not int"), or None when it is fine:
     a name, optionally followed by ` <email>`, 1-300 characters, no control characters."""
@@ -291,7 +294,7 @@ def author_problem(value) -> str | None:
         return f"must be a string, not {type(value).__name__}"
     if not value.strip() or len(value) > MAX_AUTHOR_LEN:
         return f"must be 1-{MAX_AUTHOR_LEN} characters, not {len(value.strip())}"
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    if _CONTROL.search(value):
         return f"{value[:40]!r} holds a control character"
     return None
 

@@ -846,19 +846,24 @@ class Index:
     @staticmethod
     def _insert_rows(conn, day: str, rows: list, vectors: list) -> dict[int, np.ndarray]:
         """Insert rows (and their words) for `day`; returns {rowid: vector} for those that have one."""
-        fresh = {}
-        for row, vec in zip(rows, vectors):
-            cur = conn.execute(
-                "INSERT INTO records (id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, vkey,"
-                " author_name, author_email) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (row[0], day, *row[1:12], row[13] or None, row[14] or None),
-            )
-            conn.execute(
-                "INSERT INTO fts (rowid, body) VALUES (?, ?)", (cur.lastrowid, index_text(row[12]))
-            )
-            if vec is not None:
-                fresh[cur.lastrowid] = vec
-        return fresh
+        if not rows:
+            return {}
+        # rowids given, so the rows and their words go in with one statement each, not two a row
+        first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM records").fetchone()[0]
+        ids = range(first, first + len(rows))
+        conn.executemany(
+            "INSERT INTO records (rowid, id, day, line_no, off, len, ts, actor, role, type, session,"
+            " source, fsha, vkey, author_name, author_email) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (rowid, row[0], day, *row[1:12], row[13] or None, row[14] or None)
+                for rowid, row in zip(ids, rows)
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO fts (rowid, body) VALUES (?, ?)",
+            [(rowid, index_text(row[12])) for rowid, row in zip(ids, rows)],
+        )
+        return {rowid: vec for rowid, vec in zip(ids, vectors) if vec is not None}
 
     @staticmethod
     def _save_private(conn, day: str, rows) -> None:
