@@ -362,6 +362,7 @@ class Core:
         `secrets` says what to do with records holding a detected secret (memstore/secrets/policy.py:
         refuse, skip, redact, allow); `origins` maps id(record) to "file:line" for its messages.
         """
+        from .progress import stage, tick
         from .secrets import policy as secret_policy
 
         result = WriteResult()
@@ -412,17 +413,23 @@ class Core:
                 vectors = self._embed_records(records, inputs_by_rec, given_vectors, progress)
                 refuse_non_finite(records, vectors, origins, self.config.embedder.get("model"))
                 tx.stage(self._private_key(records))
+                stage(progress, "Writing logs and packs", len(records))
                 tx.stage(self._write_files(records, vectors))
+                tick(progress, len(records))
                 result.added = records
                 tx.stage(self._after_write(records, vectors, after_write, result, progress))
                 self.index(update=False).save_clean_keys(secret_policy.take_fresh())
             tx.stage(extra_paths or [])
+            if records:
+                stage(progress, "Committing")
         result.commit = tx.commit
         result.notes += self._scope_warning(result.added)
         if result.added and result.commit:
             # The index takes in what this write committed, so the next write (whatever its day) finds
             # these records when it places its own in the topic tree; only the days written are read.
+            stage(progress, "Indexing", len(result.added))
             self.index(update=False).take_in(days)
+            tick(progress, len(result.added))
         return result
 
     def _after_write(

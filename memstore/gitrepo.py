@@ -174,7 +174,7 @@ class GitRepo:
 
         `sealed_under`: a folder prefix ("packs/") whose files are ciphertext; in a big write they
         are stored without zlib (random bytes do not compress: deflating them was half of git's
-        time in a 10,000-turn import, for 0 bytes saved).
+        time in a 10,000-turn import, for 0 bytes saved), and the other files at zlib's level 1.
 
         On a branch with history the commit is made with git's plumbing (write-tree, commit-tree,
         update-ref with the old value, so a concurrent ref change fails instead of being lost):
@@ -200,7 +200,12 @@ class GitRepo:
             if big and sealed_under:
                 sealed = [p for p in paths if p.startswith(sealed_under)]
                 rest = [p for p in paths if not p.startswith(sealed_under)]
-                groups = [(rest, []), (sealed, ["-c", "pack.compression=0"])]
+                # the text at zlib's fastest level: 2.4x faster than git's default on day logs,
+                # for 15 % more bytes (the ciphertext beside them is most of the write's bytes)
+                groups = [
+                    (rest, ["-c", "pack.compression=1"]),
+                    (sealed, ["-c", "pack.compression=0"]),
+                ]
             for group, extra in groups:
                 opts = ["-c", "core.preloadIndex=false"]
                 opts += ["-c", "core.bigFileThreshold=1", *extra] if big else []

@@ -63,8 +63,17 @@ def test_an_import_tells_each_part_of_its_work(tmp_path):
     res = store.import_("chatgpt", _export(tmp_path / "c.json", 6, 8), progress=rec)
     assert len(res.added) == 48
     names = [d for d, _ in rec.stages]
-    assert names == ["Embedding", "Placing in topics", "Naming topics", "Grouping topics"], names
+    assert names == [
+        "Embedding",
+        "Writing logs and packs",
+        "Placing in topics",
+        "Naming topics",
+        "Grouping topics",
+        "Committing",
+        "Indexing",
+    ], names
     assert dict(rec.stages)["Embedding"] == 48 and rec.ticks["Embedding"] == 48
+    assert rec.ticks["Writing logs and packs"] == 48 and rec.ticks["Indexing"] == 48
     assert dict(rec.stages)["Placing in topics"] == 48 and rec.ticks["Placing in topics"] == 48
     assert rec.ticks["Naming topics"] == dict(rec.stages)["Naming topics"] > 0
 
