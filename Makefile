@@ -6,7 +6,7 @@ SHARED ?= ../shared
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install lint test test-slow demo search-sample bench bench-versus bench-scale bench-ann compat bench-quality docs clean
+.PHONY: install lint test test-slow demo search-sample bench bench-versus bench-scale bench-ann bench-import compat bench-quality docs clean
 
 # ContextTape from PyPI, for the default suite's round trip, lives in its own venv (.bench/ctvenv)
 # because it installs a command named `ct` too; the script returns at once when it is there.
@@ -47,6 +47,11 @@ bench: install
 bench-versus: install
 	@test -n "$(OTHER)" || { echo "usage: make bench-versus OTHER=DIR (a memstore source tree, e.g. git worktree add /tmp/before HEAD~1)"; exit 2; }
 	$(BIN)/python -m memstore.bench.versus --other $(OTHER)
+
+# A big import: one write of 10k and of 100k LongMemEval dev turns, topics on, vectors given
+# (records/s per part of the write, and how it scales); minutes.
+bench-import: install
+	$(BIN)/python -m memstore.bench.imports --data $(SHARED)/bench-data/longmemeval $(ARGS)
 
 # The scale table alone, with the 1M-record store (built once under .bench/, minutes).
 bench-scale: install
