@@ -54,8 +54,8 @@ def fp16_path(meta_dir: Path, gen: int) -> Path:
 
 
 def int8_path(meta_dir: Path, gen: int) -> Path:
-    """The int8 scan copy's tail file (its full chunks are `vectors-<gen>.i8.<k>`)."""
-    return meta_dir / f"vectors-{gen}.i8.tail"
+    """The int8 scan copy's tail file (its full chunks are `vectors-<gen>.q8.<k>`)."""
+    return meta_dir / f"vectors-{gen}.q8.tail"
 
 
 def ivf_path(meta_dir: Path, gen: int) -> Path:
@@ -126,6 +126,15 @@ class Fp16Scan:
     def query(self, q: np.ndarray) -> np.ndarray:
         """The query as faiss is given it (1 x dim float32)."""
         return np.asarray(q, np.float32)[None]
+
+    def bound(self, matrix, q: np.ndarray, score: float) -> float:
+        """A bound on codes . (q / scales) of a row (matrix: vectors.Matrix) whose faiss score
+        is at most `score`. float16 rounds each decoded value x_i by at most 2^-11 |x_i|, and
+        |x_i| <= 127 / scale_i, so faiss's score is off by at most 2^-11 * ||x_max|| * ||q||;
+        twice that, and float32 rounding, besides."""
+        xmax = 127.0 * float(np.linalg.norm(matrix.inv.astype(np.float64)))
+        qn = float(np.linalg.norm(np.asarray(q, np.float64)))
+        return score + (2.0**-10 + 4 * (self.dim + 4) * 2.0**-24) * xmax * qn
 
     # ----- files -------------------------------------------------------------------------------
 
@@ -268,7 +277,8 @@ class Fp16Scan:
 
     def tasks(self, q: np.ndarray, want: int, lo: int, hi: int) -> list:
         """One callable per chunk that meets [lo, hi): each returns (approximate scores, absolute
-        rows) of that chunk's best `RESCORE × want` rows in the range. Any thread may run them."""
+        rows, whether rows were left out) of that chunk's best `RESCORE × want` rows in the range.
+        Any thread may run them."""
         import faiss
 
         fq = self.query(q)
@@ -282,11 +292,12 @@ class Fp16Scan:
                 if a > base or b < base + ix.ntotal:
                     params = faiss.SearchParameters(sel=faiss.IDSelectorRange(a - base, b - base))
 
-                def one(ix=ix, base=base, n=min(k, b - a), params=params):
+                def one(ix=ix, base=base, n=min(k, b - a), params=params, cut=k < b - a):
                     _threads()
                     d, ids = ix.search(fq, n, params=params)
                     keep = ids[0] >= 0
-                    return d[0][keep], ids[0][keep] + base
+                    # cut: rows of the range were left out, none scoring above the last one here
+                    return d[0][keep], ids[0][keep] + base, cut
 
                 out.append(one)
             base += ix.ntotal
@@ -314,7 +325,7 @@ class Int8Scan(Fp16Scan):
     file's header holds the dim float32 scales."""
 
     qtype = "QT_8bit_direct_signed"
-    suffix = ".i8"
+    suffix = ".q8"  # not ".i8": vectors-<gen>.i8 is the matrix itself (index/vectors.py)
 
     def _settings(self) -> bytes:
         return self.scale.astype("<f4").tobytes()
@@ -322,37 +333,43 @@ class Int8Scan(Fp16Scan):
     def _settings_len(self) -> int:
         return 4 * self.dim
 
-    def _take_settings(self, raw: bytes | None, matrix: np.ndarray) -> None:
+    def _take_settings(self, raw: bytes | None, matrix) -> None:
         if raw is None:
-            self.scale = self._scales(matrix)
+            self.scale = np.asarray(matrix.scale, np.float32)
             return
         scale = np.frombuffer(raw, dtype="<f4").astype(np.float32)
-        if scale.shape != (self.dim,) or not np.all(np.isfinite(scale)) or not np.all(scale > 0):
-            raise ValueError("int8 scales out of range")
+        if scale.shape != (self.dim,) or not np.array_equal(scale, matrix.scale):
+            raise ValueError("int8 scales are not the matrix's")
         self.scale = scale
-
-    def _scales(self, matrix: np.ndarray) -> np.ndarray:
-        top = np.zeros(self.dim, np.float32)
-        for s in range(0, matrix.shape[0], CHUNK_ROWS):
-            top = np.maximum(
-                top, np.abs(np.asarray(matrix[s : s + CHUNK_ROWS], np.float32)).max(axis=0)
-            )
-        return (127.0 / np.maximum(top, 1e-12)).astype(np.float32)
 
     def _code_size(self) -> int:
         return self.dim
 
     def _encode(self, rows: np.ndarray) -> np.ndarray:
-        # faiss's signed direct codes are the value + 128, one byte each.
+        # faiss's signed direct codes are the value + 128, one byte each; rows decoded from the
+        # matrix give its codes back exactly.
         x = np.clip(np.rint(rows * self.scale), -128, 127)
         return (x + 128).astype(np.uint8).reshape(-1)
 
-    def query(self, q: np.ndarray) -> np.ndarray:
+    def _rounding(self, q: np.ndarray) -> tuple[np.ndarray, float]:
+        """(the query rounded to integers as faiss gets it, the factor back to code space)."""
         y = np.asarray(q, np.float32) / self.scale
         top = float(np.abs(y).max()) if y.size else 0.0
-        if top > 0:
-            y = np.rint(y * (127.0 / top))
-        return y.astype(np.float32)[None]
+        if top <= 0:
+            return y.astype(np.float32), 1.0
+        return np.rint(y * (127.0 / top)).astype(np.float32), top / 127.0
+
+    def query(self, q: np.ndarray) -> np.ndarray:
+        return self._rounding(q)[0][None]
+
+    def bound(self, matrix, q: np.ndarray, score: float) -> float:
+        """A bound on codes . (q / scales) of a row whose faiss score is at most `score`: faiss
+        adds integer products exactly (|sum| < 2^24), so only the query's rounding counts:
+        |c . y - f c . y~| <= ||c|| ||y - f y~|| with ||c|| <= 127 sqrt(dim)."""
+        yq, f = self._rounding(q)
+        y = (np.asarray(q, np.float64) / self.scale.astype(np.float64))
+        off = float(np.linalg.norm(y - f * yq.astype(np.float64)))
+        return f * score + 127.0 * np.sqrt(self.dim) * off * (1 + 1e-6)
 
 
 TAIL_MAGIC = b"msvq\x01\n\x00\x00"  # a scan copy's tail file (8 bytes, then first row and width)

@@ -27,6 +27,7 @@ from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_seg
 from ..format.timeutil import from_iso
 from ..errors import LockTimeout
 from ..locking import file_lock, lock_timeout
+from . import exact
 from . import vectors as vecfiles
 from .fresh import (
     SCHEMA_VERSION,
@@ -47,7 +48,7 @@ CREATE TABLE IF NOT EXISTS days (day TEXT PRIMARY KEY, stat_fp TEXT, content_fp 
 CREATE TABLE IF NOT EXISTS records (
   rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, day TEXT NOT NULL, line_no INTEGER, off INTEGER, len INTEGER,
   ts REAL, actor TEXT, role TEXT, type TEXT, session TEXT, source TEXT, fsha TEXT, hidden INTEGER DEFAULT 0,
-  vrow INTEGER DEFAULT -1, vkey TEXT,
+  vrow INTEGER DEFAULT -1, vkey,  -- where the exact vector lies (index/exact.py)
   author_name TEXT, author_email TEXT);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_day ON records(day);
@@ -144,19 +145,7 @@ def damage_of(
         gen, n_rows = int(meta.get("gen", 0)), int(meta.get("n_rows", 0))
     except ValueError:
         return "index.db: its meta table holds no row count"
-    for path, row_bytes in (
-        (vecfiles.matrix_path(meta_dir, gen), 4 * dim),
-        (vecfiles.ts_path(meta_dir, gen), 8),
-    ):
-        if n_rows <= 0:
-            break
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return f"{path.name} is missing (index.db has {n_rows} vector rows in it)"
-        if size < n_rows * row_bytes:
-            return f"{path.name} is {size} bytes, shorter than the {n_rows} rows index.db has in it ({n_rows * row_bytes})"
-    return None
+    return vecfiles.damage(meta_dir, gen, n_rows, dim)
 
 
 def check(store) -> str | None:
@@ -645,6 +634,7 @@ class Index:
                         decode_vector(mine[0].header, mine[0].payload),
                         mine[0].h16,
                         pk.path.name,
+                        exact.item_location(pk, mine[0]),
                     )
                 except SegmentError as exc:
                     problems.append(
@@ -655,7 +645,7 @@ class Index:
         if hit is None:
             problems.append(f"record {rid}: no vector in {layout.pack_dir(day)}/")
             return None, None
-        vec, h16, name = hit
+        vec, h16, name, location = hit
         if h16 != packfmt.hash16(str(rec.get("hash") or "")):
             problems.append(
                 f"{layout.pack_dir(day)}/{name}: vector of record {rid} was made from other text "
@@ -673,7 +663,7 @@ class Index:
                 f"{layout.pack_dir(day)}/{name}: vector of record {rid} holds NaN or Infinity"
             )
             return None, None
-        return vec, f"pack:{rid}"
+        return vec, location
 
     def _apply(self, plan: Plan, progress=None) -> None:
         conn = self.conn
@@ -775,16 +765,36 @@ class Index:
             " ORDER BY day, ts, line_no, id",
             (first_day, json.dumps(list(fresh))),
         ).fetchall()
-        vecs = np.zeros((len(tail), self.dim), np.float32)
-        times = np.zeros(len(tail), np.float64)
-        updates = []
-        for i, (rowid, vrow, ts) in enumerate(tail):
-            vecs[i] = fresh[rowid] if rowid in fresh else old_vec[vrow]
-            times[i] = ts
-            updates.append((keep_rows + i, rowid))
+        # Rows kept from the old generation keep their codes, so they keep its scales; only a
+        # generation made wholly of freshly read vectors (a rebuild) gets scales of its own.
+        kept = any(rowid not in fresh for rowid, _, _ in tail)
+        if keep_rows or kept:
+            scale = old_vec.scale
+        else:
+            scale = (
+                vecfiles.make_scales(np.stack(list(fresh.values())))
+                if fresh
+                else np.ones(self.dim, np.float32)
+            )
+        is_fresh = np.array([rowid in fresh for rowid, _, _ in tail], bool)
+        codes = np.zeros((len(tail), self.dim), np.int8)
+        errors = np.zeros(len(tail), np.float32)
+        if is_fresh.any():
+            got = vecfiles.quantize(
+                np.stack([fresh[r] for r, _, _ in tail if r in fresh]).astype(np.float32), scale
+            )
+            codes[is_fresh], errors[is_fresh] = got
+        if not is_fresh.all():
+            old_rows = np.array([v for r, v, _ in tail if r not in fresh], np.int64)
+            codes[~is_fresh] = old_vec.codes[old_rows]
+            errors[~is_fresh] = old_vec.errors[old_rows]
+        times = np.array([ts for _, _, ts in tail], np.float64)
+        updates = [(keep_rows + i, rowid) for i, (rowid, _, _) in enumerate(tail)]
         if gen_new != gen and keep_rows:
             vecfiles.copy_prefix(self.meta_dir, gen, gen_new, keep_rows, self.dim)
-        vecfiles.write_rows(self.meta_dir, gen_new, keep_rows, vecs, times)
+        elif not keep_rows:
+            vecfiles.write_scales(self.meta_dir, gen_new, scale)
+        vecfiles.write_rows(self.meta_dir, gen_new, keep_rows, codes, errors, times)
         conn.execute("UPDATE records SET vrow = -1 WHERE day >= ?", (first_day,))
         conn.executemany("UPDATE records SET vrow = ? WHERE rowid = ?", updates)
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen_new),))
@@ -915,7 +925,6 @@ class Index:
             else None
         )
         sorted_rows = self._sorted_rows(conn, n_rows)
-        matrix = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)[0] if n_rows else None
         new_rows: dict[str, tuple[list, list, int]] = {}
         before = dict(
             conn.execute(
@@ -927,23 +936,20 @@ class Index:
             if day in before and not _same_prefix(before[day], rows.data):
                 return False  # a line indexed before was changed in place: the day is read again
             old = conn.execute(
-                "SELECT id, line_no, off, len, vrow FROM records WHERE day = ? ORDER BY line_no",
+                "SELECT id, line_no, off, len, vrow, vkey FROM records WHERE day = ? ORDER BY line_no",
                 (day,),
             ).fetchall()
             if len(old) > len(rows.rows) or [tuple(r[:4]) for r in rows.rows[: len(old)]] != [
                 tuple(o[:4]) for o in old
             ]:
                 return False
-            for (*_, vrow), vec in zip(
-                old, rows.vectors
-            ):  # a re-embedded or repacked day changes vectors
-                if (vec is None) != (vrow < 0) or (
-                    vec is not None and not np.array_equal(matrix[vrow], vec)
-                ):
+            # A re-embedded or repacked day moves its vectors: a pack is named by its bytes, so
+            # another vector is another location.
+            for (*_, vrow, where), row, vec in zip(old, rows.rows, rows.vectors):
+                if (vec is None) != (vrow < 0) or (vec is not None and where != row[11]):
                     return False
             added = rows.rows[len(old) :]
             new_rows[day] = (added, rows.vectors[len(old) :], len(old))
-        del matrix
         # Rows that sort after every indexed row extend the time-ordered prefix. Others (a turn dated
         # before the newest one: a back-fill, another clock) go to the unsorted tail, which readers
         # scan whole; re-sorting from their day instead would copy the matrix from there (seconds at
@@ -977,7 +983,13 @@ class Index:
                 ).fetchall()
                 vecs = np.stack([fresh[r] for r, _ in placed]).astype(np.float32)
                 times = np.array([t for _, t in placed], np.float64)
-                vecfiles.write_rows(self.meta_dir, gen, n_rows, vecs, times)
+                if n_rows:
+                    scale = vecfiles.read_scales(self.meta_dir, gen, self.dim)
+                else:  # the generation's first write fixes its scales
+                    scale = vecfiles.make_scales(vecs)
+                    vecfiles.write_scales(self.meta_dir, gen, scale)
+                codes, errors = vecfiles.quantize(vecs, scale)
+                vecfiles.write_rows(self.meta_dir, gen, n_rows, codes, errors, times)
                 conn.executemany(
                     "UPDATE records SET vrow = ? WHERE rowid = ?",
                     [(n_rows + i, r) for i, (r, _) in enumerate(placed)],
@@ -1023,6 +1035,9 @@ class Index:
 
     def matrix(self):
         """(vectors, times) of the current generation, memory-mapped; retried if an update swaps it.
+
+        `vectors` is a vectors.Matrix: int8 codes with their scales and errors; indexing it gives
+        decoded float32 approximations. A row's exact vector is read from the store (index/exact.py).
 
         The mapping is reused while (generation, rows) is unchanged: mapping the file anew for every
         query makes each query fault every page of the matrix in again (~20 ms at 100k rows).
@@ -1074,7 +1089,8 @@ class Index:
             "SELECT problems FROM days WHERE problems != '[]' ORDER BY day"
         ):
             out += json.loads(p)
-        return out
+        # vectors a search could not read from the store (index/exact.py): a pack gone or damaged
+        return out + sorted(self.__dict__.get("vector_problems", ()))
 
     def record_at(self, rowid: int) -> dict:
         """The full record behind an index row, read from its day log (late dereference)."""

@@ -1,0 +1,191 @@
+"""Exact vectors for index rows, read from where the store keeps them: one pack item or segment.
+
+The index's matrix holds int8 codes (index/vectors.py); a record's float32 vector lives only in the
+store's files. `records.vkey` says where, as a location this module makes and reads:
+
+- format 3 (sealed pack item), 48 bytes: the item's subkey (format/seal.py `vector_subkey`, which
+  opens this item and nothing else), the first 8 bytes of the pack's name, and the sealed
+  payload's byte offset and length in the pack (little-endian uint32 each);
+- format 2 (pack item in the clear), 16 bytes: the pack name's first 8 bytes, the segment's
+  offset (its header) and its length with the header;
+- format 1 (segment file): the text `<shard>:<segment number>`, as before.
+
+Open pack files are kept per process (`Reader`), by day and name, and dropped when the index moves
+to another generation (a repacked day makes a new one).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import numpy as np
+
+from ..format import layout
+from ..format import pack as packfmt
+from ..format import seal
+from ..format.segment import HEADER_SIZE, Header, SegmentError, decode_vector, read_segment
+from ..format.segment import segment_name
+
+_SEALED = struct.Struct("<32s8sII")
+_CLEAR = struct.Struct("<8sII")
+
+
+class VectorMissing(Exception):
+    """A row's vector could not be read from the store's files; the message names the file."""
+
+
+def sealed_location(subkey: bytes, pack_name: str, offset: int, length: int) -> bytes:
+    return _SEALED.pack(subkey, bytes.fromhex(pack_name[:16]), offset, length)
+
+
+def clear_location(pack_name: str, offset: int, length: int) -> bytes:
+    return _CLEAR.pack(bytes.fromhex(pack_name[:16]), offset, length)
+
+
+def item_location(pk, item) -> bytes | None:
+    """Where a pack's opened item lies (None when the pack was not parsed with offsets)."""
+    if item.seg < 0 or item.seg >= len(pk.offsets):
+        return None
+    start = pk.offsets[item.seg]
+    header, payload = pk.segments[item.seg]
+    if pk.sealed:
+        return sealed_location(
+            seal.vector_subkey(item.key), pk.path.name, start + HEADER_SIZE, len(payload)
+        )
+    return clear_location(pk.path.name, start, HEADER_SIZE + len(payload))
+
+
+class Reader:
+    """Reads exact vectors by location, keeping the pack files it opened (per process)."""
+
+    def __init__(self, root, dim: int):
+        self.root, self.dim = root, dim
+        self._packs: dict[tuple[str, bytes], tuple[int, bytes, str]] = {}  # fd, nonce, path
+
+    def close(self) -> None:
+        for fd, _nonce, _path in self._packs.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._packs.clear()
+
+    def __del__(self):
+        self.close()
+
+    def _pack(self, day: str, prefix: bytes) -> tuple[int, bytes, str]:
+        got = self._packs.get((day, prefix))
+        if got is not None:
+            return got
+        folder = packfmt.day_dir(self.root, day)
+        want = prefix.hex()
+        found = [p for p in packfmt.pack_files(folder) if p.name.startswith(want)]
+        rel = f"{layout.pack_dir(day)}/{want}….is"
+        if len(found) != 1:
+            raise VectorMissing(f"{rel}: {'no such pack' if not found else 'the name is not unique'}")
+        path = found[0]
+        rel = f"{layout.pack_dir(day)}/{path.name}"
+        try:
+            manifest = packfmt.read_manifest(path)
+            nonce = bytes.fromhex(str(manifest.get("nonce") or ""))
+            fd = os.open(path, os.O_RDONLY)
+        except (OSError, ValueError) as exc:
+            raise VectorMissing(f"{rel}: {exc}") from None
+        self._packs[(day, prefix)] = (fd, nonce, rel)
+        return self._packs[(day, prefix)]
+
+    def vector(self, day: str, location) -> np.ndarray:
+        """The float32 vector at `location` (a `records.vkey` value); VectorMissing if unreadable."""
+        if isinstance(location, str):
+            return self._segment_vector(location)
+        if not isinstance(location, bytes) or len(location) not in (_SEALED.size, _CLEAR.size):
+            raise VectorMissing(f"day {day}: the index holds no location for a vector")
+        if len(location) == _SEALED.size:
+            subkey, prefix, off, length = _SEALED.unpack(location)
+        else:
+            subkey, (prefix, off, length) = None, _CLEAR.unpack(location)
+        fd, nonce, rel = self._pack(day, prefix)
+        try:
+            raw = os.pread(fd, length, off)
+        except OSError as exc:
+            raise VectorMissing(f"{rel}: {exc}") from None
+        if len(raw) != length:
+            raise VectorMissing(f"{rel}: cut short at byte {off + len(raw)}")
+        try:
+            if subkey is not None:
+                plain = seal.unseal_vector(subkey, nonce, raw)
+                opened = packfmt.opened_vector(plain) if plain is not None else None
+                if opened is None:
+                    raise VectorMissing(f"{rel}: the vector at byte {off} does not open (damaged)")
+                _h16, header, body = opened
+            else:
+                header, body = Header.unpack(raw[:HEADER_SIZE]), raw[HEADER_SIZE:]
+            vec = decode_vector(header, body)
+        except (SegmentError, ValueError) as exc:
+            raise VectorMissing(f"{rel}: the vector at byte {off}: {exc}") from None
+        return self._checked(vec, rel)
+
+    def _segment_vector(self, location: str) -> np.ndarray:
+        shard, _, number = location.rpartition(":")
+        try:
+            path = layout.safe_path(self.root, shard) / segment_name(int(number))
+            header, payload = read_segment(path)
+            vec = decode_vector(header, payload)
+        except (OSError, SegmentError, ValueError, TypeError) as exc:
+            raise VectorMissing(f"{shard}/segment {number}: {exc}") from None
+        return self._checked(vec, str(path))
+
+    def _checked(self, vec, rel: str) -> np.ndarray:
+        vec = np.asarray(vec, np.float32)
+        if vec.shape != (self.dim,) or not np.isfinite(vec).all():
+            raise VectorMissing(f"{rel}: the vector is not {self.dim} finite numbers")
+        return vec
+
+
+def reader(index) -> Reader:
+    """The index's Reader for its current generation (a new one after the generation changed)."""
+    gen = index._matrix[0][0] if getattr(index, "_matrix", None) else None
+    cur = index.__dict__.get("_exact_reader")
+    if cur is None or cur[0] != gen:
+        if cur is not None:
+            cur[1].close()
+        cur = (gen, Reader(index.store.root, index.dim))
+        index.__dict__["_exact_reader"] = cur
+    return cur[1]
+
+
+def locations(index, vrows) -> dict[int, tuple[str, object]]:
+    """{vrow: (day, location)} of the given matrix rows."""
+    vrows = [int(v) for v in vrows]
+    out: dict[int, tuple[str, object]] = {}
+    conn = index.conn
+    for i in range(0, len(vrows), 500):
+        part = vrows[i : i + 500]
+        marks = ",".join("?" * len(part))
+        for v, day, loc in conn.execute(
+            f"SELECT vrow, day, vkey FROM records WHERE vrow IN ({marks})", part
+        ):
+            out[v] = (day, loc)
+    return out
+
+
+def rows(index, vrows) -> tuple[np.ndarray, list[str]]:
+    """(float32 vectors of the rows, in order; problems): a row whose vector cannot be read gets
+    its int8 approximation instead, and a problem naming the file."""
+    vrows = np.asarray(vrows, np.int64)
+    out = np.empty((vrows.size, index.dim), np.float32)
+    where = locations(index, vrows.tolist())
+    rd = reader(index)
+    problems: list[str] = []
+    for i, v in enumerate(vrows.tolist()):
+        day, loc = where.get(v, (None, None))
+        try:
+            if day is None:
+                raise VectorMissing(f"vector row {v} is in no record of index.db")
+            out[i] = rd.vector(day, loc)
+        except VectorMissing as exc:
+            problems.append(f"{exc} (searched with the index's approximation)")
+            vecs, _ = index.matrix()
+            out[i] = vecs.take(np.array([v]))[0]
+    return out, problems
