@@ -367,7 +367,7 @@ class Int8Scan(Fp16Scan):
         adds integer products exactly (|sum| < 2^24), so only the query's rounding counts:
         |c . y - f c . y~| <= ||c|| ||y - f y~|| with ||c|| <= 127 sqrt(dim)."""
         yq, f = self._rounding(q)
-        y = (np.asarray(q, np.float64) / self.scale.astype(np.float64))
+        y = np.asarray(q, np.float64) / self.scale.astype(np.float64)
         off = float(np.linalg.norm(y - f * yq.astype(np.float64)))
         return f * score + 127.0 * np.sqrt(self.dim) * off * (1 + 1e-6)
 

@@ -83,7 +83,9 @@ class Reader:
         found = [p for p in packfmt.pack_files(folder) if p.name.startswith(want)]
         rel = f"{layout.pack_dir(day)}/{want}….is"
         if len(found) != 1:
-            raise VectorMissing(f"{rel}: {'no such pack' if not found else 'the name is not unique'}")
+            raise VectorMissing(
+                f"{rel}: {'no such pack' if not found else 'the name is not unique'}"
+            )
         path = found[0]
         rel = f"{layout.pack_dir(day)}/{path.name}"
         try:

@@ -254,9 +254,7 @@ class _VectorScan:
             if new:
                 vecs, problems = exact_rows(self.index, new)
                 self.problems += problems
-                got = (
-                    vecs.astype(np.float64) @ self.q.astype(np.float64)
-                ).astype(np.float32)
+                got = (vecs.astype(np.float64) @ self.q.astype(np.float64)).astype(np.float32)
                 exact.update(zip(new, got.tolist()))
             taken = np.array([int(r) for r in rows[top]], np.int64)
             sc = np.array([exact[int(r)] for r in taken], np.float32)

@@ -1,0 +1,229 @@
+"""The int8 matrix and exact search: results and scores equal a float32 scan of the pack vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memstore.format import pack as packfmt
+from memstore.format.timeutil import from_iso
+from memstore.index import ann, exact
+from memstore.index import vectors as vecfiles
+from memstore.retrieve.search import Filters, search, vector_candidates
+
+
+def write_vectors(store, vecs: np.ndarray, day: int = 1, start: int = 0, texts=None):
+    """One turn per vector (given, not embedded), a minute apart on 2026-03-<day>."""
+    recs = []
+    for i in range(len(vecs)):
+        n = start + i
+        recs.append(
+            store.normalize(
+                {
+                    "ts": f"2026-03-{day:02d}T{(n // 60) % 24:02d}:{n % 60:02d}:00Z",
+                    "role": "user",
+                    "text": texts[i] if texts else f"turn number {n} of the vector test",
+                    "session": "s1",
+                    "actor": "me",
+                }
+            )
+        )
+    given = {id(r): np.asarray(v, np.float32) for r, v in zip(recs, vecs)}
+    store.write(recs, f"Add {len(recs)} turns", given_vectors=given)
+
+
+def brute_force(store, index, q: np.ndarray, k: int, since=None) -> list[tuple[str, float]]:
+    """(record id, cosine) of the k best rows by a float32 scan of every vector the packs hold."""
+    packed = {}
+    for day in packfmt.all_pack_days(store.root):
+        packed.update({rid: v for rid, (v, _h) in packfmt.day_vectors(store.root, day).items()})
+    rows = index.conn.execute(
+        "SELECT id, vrow, ts FROM records WHERE vrow >= 0 AND hidden = 0"
+    ).fetchall()
+    rows = [r for r in rows if since is None or r[2] >= since]
+    x = np.stack([packed[rid] for rid, _, _ in rows]).astype(np.float64)
+    scores = (x @ np.asarray(q, np.float64)).astype(np.float32)
+    order = np.lexsort(([v for _, v, _ in rows], -scores))[:k]
+    return [(rows[i][0], float(scores[i])) for i in order]
+
+
+def ids_of(index, hits) -> list[tuple[str, float]]:
+    return [(index.record_at(r)["id"], s) for r, s in hits]
+
+
+def unit(x):
+    x = np.asarray(x, np.float32)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def test_the_matrix_is_int8_codes_with_scales_and_errors(store):
+    rng = np.random.default_rng(1)
+    write_vectors(store, unit(rng.standard_normal((300, 384))))
+    index = store.index()
+    gen = int(index._meta(index.conn, "gen", "0"))
+    names = {p.name for p in store.meta_dir.iterdir()}
+    assert f"vectors-{gen}.i8" in names and f"scales-{gen}.f32" in names
+    assert not any(n.endswith(".f32") and n.startswith("vectors-") for n in names)
+    assert (store.meta_dir / f"vectors-{gen}.i8").stat().st_size == 300 * 384
+    assert (store.meta_dir / f"errors-{gen}.f32").stat().st_size == 300 * 4
+    vecs, _ = index.matrix()
+    x = exact.rows(index, range(300))[0]
+    err = np.linalg.norm(x.astype(np.float64) - vecs[:].astype(np.float64), axis=1)
+    assert np.all(err <= np.asarray(vecs.errors, np.float64) * (1 + 1e-5))  # r bounds ||x - x_hat||
+    assert np.all(np.asarray(vecs.errors) < 0.05)
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_vector_search_equals_a_float32_scan_of_the_pack_vectors(store, seed):
+    rng = np.random.default_rng(seed)
+    write_vectors(store, unit(rng.standard_normal((400, 384))))
+    write_vectors(store, unit(rng.standard_normal((200, 384))), day=2)
+    index = store.index()
+    for _ in range(5):
+        q = unit(rng.standard_normal(384))
+        for k in (1, 10, 50):
+            got = ids_of(index, vector_candidates(index, q, Filters(), k))
+            assert got == brute_force(store, index, q, k)
+    since = from_iso("2026-03-02T00:00:00Z").timestamp()
+    got = ids_of(index, vector_candidates(index, q, Filters(since=since), 10))
+    assert got == brute_force(store, index, q, 10, since=since)
+    assert index.problems() == []
+
+
+def near_ties(rng, n: int, dim: int = 384) -> np.ndarray:
+    """n vectors around one direction, apart by far less than an int8 step: their codes tie, so
+    only the exact vectors can order them; a few have a dimension far past the first write's
+    range (clipped: a large error)."""
+    base = unit(rng.standard_normal(dim))
+    out = base + 2e-5 * rng.standard_normal((n, dim)).astype(np.float32)
+    out[:5, 0] += 0.9
+    return unit(out)
+
+
+def test_near_ties_and_clipped_rows_rank_as_the_float32_scan(store):
+    rng = np.random.default_rng(4)
+    write_vectors(store, unit(rng.standard_normal((300, 384))))  # fixes the scales
+    tied = near_ties(rng, 400)
+    write_vectors(store, tied, day=2)
+    index = store.index()
+    vecs, _ = index.matrix()
+    assert float(np.max(vecs.errors)) > 0.3  # clipped rows: their error says so
+    for q in (tied[7], tied[0], unit(tied[3] + 0.01 * rng.standard_normal(384))):
+        for k in (5, 50):
+            got = ids_of(index, vector_candidates(index, q, Filters(), k))
+            assert got == brute_force(store, index, q, k)
+
+
+@pytest.mark.parametrize("method", ["fp16", "int8"])
+def test_faiss_stages_bound_what_they_leave_out(store, monkeypatch, method):
+    pytest.importorskip("faiss")
+    monkeypatch.setattr(ann, "FP16_MIN_ROWS", 10)
+    monkeypatch.setattr(ann, "CHUNK_ROWS", 128)
+    rng = np.random.default_rng(5)
+    write_vectors(store, unit(rng.standard_normal((300, 384))))
+    tied = near_ties(rng, 300)
+    write_vectors(store, tied, day=2)
+    index = store.index()
+    for q in (tied[11], unit(rng.standard_normal(384))):
+        got = ids_of(index, vector_candidates(index, q, Filters(), 20, method=method))
+        assert got == brute_force(store, index, q, 20)
+
+
+def test_hidden_rows_stay_out_and_hybrid_uses_exact_cosines(store):
+    rng = np.random.default_rng(6)
+    vecs = unit(rng.standard_normal((120, 384)))
+    write_vectors(store, vecs)
+    index = store.index()
+    q = vecs[3]
+    top = ids_of(index, vector_candidates(index, q, Filters(), 5))
+    assert top[0][0] == brute_force(store, index, q, 1)[0][0]
+    hits = search(store, "turn number 3", k=5, mode="hybrid", qvec=q)
+    x = exact.rows(
+        index,
+        [
+            index.conn.execute(
+                "SELECT vrow FROM records WHERE rowid = ?", (hits[0].rowid,)
+            ).fetchone()[0]
+        ],
+    )[0][0]
+    assert hits[0].parts["vector"]["score"] == round(
+        float((x.astype(np.float64) @ q.astype(np.float64)).astype(np.float32)), 6
+    )
+
+
+def pack_of(store) -> list:
+    return [p for d in packfmt.all_pack_days(store.root).values() for p in packfmt.pack_files(d)]
+
+
+def test_a_vanished_pack_is_a_problem_not_a_crash(store):
+    rng = np.random.default_rng(7)
+    write_vectors(store, unit(rng.standard_normal((50, 384))))
+    index = store.index()
+    q = unit(rng.standard_normal(384))
+    want = ids_of(index, vector_candidates(index, q, Filters(), 5))
+    for p in pack_of(store):
+        p.unlink()
+    index.__dict__.pop("_exact_reader", None)
+    got = ids_of(index, vector_candidates(index, q, Filters(), 5))
+    assert len(got) == 5 and {i for i, _ in got} & {i for i, _ in want}
+    assert any("no such pack" in p for p in index.problems())
+
+
+def test_a_damaged_pack_item_is_a_problem_not_a_crash(store):
+    rng = np.random.default_rng(8)
+    write_vectors(store, unit(rng.standard_normal((50, 384))))
+    index = store.index()
+    (path,) = pack_of(store)
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    q = unit(rng.standard_normal(384))
+    index.__dict__.pop("_exact_reader", None)
+    for v in range(50):
+        exact.rows(index, [v])
+    got = vector_candidates(index, q, Filters(), 50)
+    assert len(got) == 50
+    assert any("does not open" in p for p in index.problems())
+
+
+@pytest.mark.parametrize("damage", ["nan scale", "short scales", "short errors", "codes cut"])
+def test_damaged_or_planted_vector_files_are_rebuilt(store, damage):
+    from memstore.index.build import Index
+
+    rng = np.random.default_rng(9)
+    write_vectors(store, unit(rng.standard_normal((80, 384))))
+    index = store.index()
+    q = unit(rng.standard_normal(384))
+    want = ids_of(index, vector_candidates(index, q, Filters(), 10))
+    gen = int(index._meta(index.conn, "gen", "0"))
+    index.close()
+    meta = store.meta_dir
+    if damage == "nan scale":
+        raw = bytearray(vecfiles.scales_path(meta, gen).read_bytes())
+        raw[8:12] = np.float32(np.nan).tobytes()
+        vecfiles.scales_path(meta, gen).write_bytes(bytes(raw))
+    elif damage == "short scales":
+        vecfiles.scales_path(meta, gen).write_bytes(b"\x00" * 12)
+    elif damage == "short errors":
+        vecfiles.errors_path(meta, gen).write_bytes(b"\x00" * 12)
+    else:
+        path = vecfiles.matrix_path(meta, gen)
+        path.write_bytes(path.read_bytes()[:-400])
+    fresh = Index(store)
+    fresh.conn  # noqa: B018 (opening it finds the damage)
+    assert fresh.dropped and "rebuilding" in (fresh.note or "")
+    fresh.update()
+    assert ids_of(fresh, vector_candidates(fresh, q, Filters(), 10)) == want
+
+
+def test_an_index_of_the_previous_schema_is_rebuilt(store):
+    from memstore.index.build import Index
+
+    write_vectors(store, unit(np.random.default_rng(10).standard_normal((20, 384))))
+    index = store.index()
+    with index.conn:
+        index.conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
+    index.close()
+    fresh = Index(store)
+    fresh.conn  # noqa: B018
+    assert fresh.dropped
