@@ -6,7 +6,6 @@ import json
 import random
 import subprocess
 
-import numpy as np
 import pytest
 
 from conftest import ct, git_clean, make_store, write_turns
