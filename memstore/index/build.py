@@ -167,6 +167,10 @@ def check(store) -> str | None:
         schema = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if schema is not None and schema[0] != str(SCHEMA_VERSION):
             return None  # another version's index: no damage, the next read rebuilds it
+        made_by = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        e = store.config.embedder
+        if made_by is not None and made_by[0] != f"{e['model']}:{e['dim']}":
+            return None  # another embedder's vectors (a reembed): the next read rebuilds it
         # an older memstore's index that never wrote its version lacks the newer columns: it
         # is rebuilt by the next read as well, so their absence alone is no damage
         return damage_of(
