@@ -1,21 +1,20 @@
-"""Faster vector scans for large indexes: a float16 copy scanned by faiss, and an optional approximate (IVF) index.
+"""Faster vector scans for large indexes: faiss copies of the int8 matrix, and an optional approximate (IVF) index.
 
-Both are disposable sidecars of one matrix generation in `.memstore/`, built from the float32
-matrix on first use and extended when rows are appended; both only propose candidates, which are
-then scored again against the float32 rows, so every score a caller sees is the exact cosine.
-faiss is optional (`pip install faiss-cpu`); without it the float32 numpy scan is used.
+All are disposable sidecars of one matrix generation in `.memstore/`, built from the matrix
+(index/vectors.py: int8 codes, decoded as x_hat = codes / scales) on first use and extended when
+rows are appended; all only propose candidates, which the search re-scores exactly from the packs
+(memstore/retrieve/search.py, index/exact.py), so every score a caller sees is the exact cosine.
+faiss is optional (`pip install faiss-cpu`); without it the numpy scan of the codes is used.
 
-- float16 scan: half the bytes of the float32 matrix, scanned with faiss's SIMD kernels; the top
-  `4 × want` candidates are re-scored in float32, so the result equals the exact scan unless two
-  scores tie within float16 rounding (measured recall@10 1.0, docs/benchmarks.md).
-- int8 scan (the default from INT8_MIN_ROWS rows): a quarter of the float32 bytes, each dimension
-  scaled to the int8 range. The scan is memory-bound on a small machine, so halving the bytes
-  again halves it; the re-scored candidates are approximate in principle, but the top 50 of the
-  exact scan were all among the top 200 int8 candidates for 300 MiniLM queries over 105k
-  passages and for the 1M-row benchmark queries.
+- float16 scan: x_hat in float16, scanned with faiss's SIMD kernels. `bound` says how far above
+  a left-out row's faiss score its int8 score may lie (float16 rounds by 2^-11 of a value), so
+  the search can prove that no left-out row belongs in the top k, or asks for more.
+- int8 scan (the default from INT8_MIN_ROWS rows): the matrix's own codes and scales (the scan is
+  memory-bound on a small machine, so a quarter of the float32 bytes is a quarter of the time);
+  the query is rounded to integers for faiss's kernel, and `bound` counts that rounding.
 - IVF: k-means cells over the rows; a query scans the `nprobe` nearest cells only. Approximate by
-  design; it is used only where `[settings] vector_index = "ivf"`, and its recall@10 against the
-  exact scan is reported by the benchmark.
+  design (no bound); it is used only where `[settings] vector_index = "ivf"`, and its recall@10
+  against the exact scan is reported by the benchmark.
 """
 
 from __future__ import annotations
@@ -29,9 +28,9 @@ import numpy as np
 
 from ..locking import file_lock, lock_timeout
 
-FP16_MIN_ROWS = 200_000  # below this the float32 numpy scan is as fast (matrix in cache)
+FP16_MIN_ROWS = 200_000  # below this the numpy scan of the codes is as fast (matrix in cache)
 INT8_MIN_ROWS = 500_000  # from here "auto" scans int8 codes: the scan is memory-bound, and int8 reads half the bytes
-RESCORE = 4  # float16 or int8 candidates per wanted row, re-scored in float32
+RESCORE = 4  # float16 or int8 candidates per wanted row, re-scored exactly
 SPLIT_ROWS = 400_000  # from here a plain vector query shares its scan's chunks between two threads
 CHUNK_ROWS = 65_536  # rows per faiss index: the unit of work that threads share
 IVF_NPROBE = 96  # cells a query scans (docs/ann-vs-hnsw.md: recall@10 >= 0.99 at 100k and 1M)
@@ -83,7 +82,7 @@ class Fp16Scan:
     codes at 1M rows). The rows past the last full chunk are appended to a tail file
     (`vectors-<gen>.f16.tail`: a header naming its first row, then the codes) and held in memory.
     Everything here is disposable: a file that is not exactly what this code writes is rebuilt
-    from the float32 matrix, never handed to faiss as it is.
+    from the matrix, never handed to faiss as it is.
     """
 
     qtype = "QT_fp16"
@@ -317,12 +316,11 @@ class Fp16Scan:
 
 
 class Int8Scan(Fp16Scan):
-    """int8 codes (a quarter of the float32 bytes): each dimension scaled by 127 / its largest
-    |value| at the first build (later rows are clipped to that range); the query is scaled back per
-    dimension and rounded to int8 too, so faiss's integer kernel computes the dot product.
+    """The matrix's int8 codes under its scales (index/vectors.py); the query is scaled back per
+    dimension and rounded to integers, so faiss's integer kernel computes the dot product.
 
-    Approximate candidates only: the top `RESCORE × want` are re-scored in float32. The tail
-    file's header holds the dim float32 scales."""
+    Candidates only: the top `RESCORE × want` are re-scored exactly. The tail file's header holds
+    the dim float32 scales, which must be the matrix's."""
 
     qtype = "QT_8bit_direct_signed"
     suffix = ".q8"  # not ".i8": vectors-<gen>.i8 is the matrix itself (index/vectors.py)
@@ -494,7 +492,7 @@ def ivf_cells(n: int) -> int:
 
 
 class Ivf:
-    """An IVF index (float16 codes) over one generation; approximate, re-scored in float32."""
+    """An IVF index (float16 codes) over one generation; approximate, re-scored exactly."""
 
     def __init__(self, index, gen: int):
         self.index, self.gen = index, gen
@@ -568,7 +566,8 @@ class Ivf:
 def rescore(
     matrix: np.ndarray, q: np.ndarray, rows: np.ndarray, want: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, float32 cosines) of the best `want` of `rows`, best first (ties: lower row first)."""
+    """(rows, cosines) of the best `want` of `rows`, best first (ties: lower row first), scored
+    against `matrix` as given (a benchmark's float32 matrix, or the decoded int8 one)."""
     from .vectors import take_rows
 
     rows = np.sort(rows)  # ascending rows read the file in order

@@ -707,8 +707,10 @@ class Index:
                 keep_rows = n_rows - later
                 gen_new = gen if keep_rows == n_rows else gen + 1
 
-        old_vec, _ = (
-            vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim) if n_rows else (None, None)
+        old_vec, _ = (  # a rebuild keeps no row: it needs no old file (they may be damaged)
+            vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)
+            if n_rows and not plan.rebuild
+            else (None, None)
         )
         affected = None if plan.rebuild else self._ids_of_days(conn, plan.changed + plan.vanished)
         with conn:  # one transaction
