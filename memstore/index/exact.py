@@ -147,7 +147,8 @@ class Reader:
 
 def reader(index) -> Reader:
     """The index's Reader for its current generation (a new one after the generation changed)."""
-    gen = index._matrix[0][0] if getattr(index, "_matrix", None) else None
+    index.matrix()  # the current generation (the mapping is kept: this costs one query)
+    gen = index._matrix[0][0]
     cur = index.__dict__.get("_exact_reader")
     if cur is None or cur[0] != gen:
         if cur is not None:
