@@ -227,3 +227,18 @@ def test_an_index_of_the_previous_schema_is_rebuilt(store):
     fresh = Index(store)
     fresh.conn  # noqa: B018
     assert fresh.dropped
+
+
+def test_the_reader_keeps_a_bounded_number_of_packs_open(store, monkeypatch):
+    """A long-lived reader of a store of many days closes the least recently used pack file."""
+    monkeypatch.setattr(exact, "OPEN_PACKS_MAX", 2)
+    rng = np.random.default_rng(11)
+    for day in (1, 2, 3, 4):
+        write_vectors(store, unit(rng.standard_normal((5, 384))), day=day, start=10 * day)
+    index = store.index()
+    x, problems = exact.rows(index, range(20))
+    assert problems == [] and x.shape == (20, 384)
+    reader = exact.reader(index)
+    assert len(reader._packs) == 2
+    again, _ = exact.rows(index, [0, 19, 5, 12])
+    assert np.array_equal(again, x[[0, 19, 5, 12]])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections import OrderedDict
 
 import numpy as np
 
@@ -56,12 +57,18 @@ def item_location(pk, item) -> bytes | None:
     return clear_location(pk.path.name, start, HEADER_SIZE + len(payload))
 
 
+# Open pack files a Reader keeps at most (the least recently used is closed past it): a store of
+# thousands of days must not run a long-lived reader out of file descriptors (often 1,024).
+OPEN_PACKS_MAX = 128
+
+
 class Reader:
     """Reads exact vectors by location, keeping the pack files it opened (per process)."""
 
     def __init__(self, root, dim: int):
         self.root, self.dim = root, dim
-        self._packs: dict[tuple[str, bytes], tuple[int, bytes, str]] = {}  # fd, nonce, path
+        # (day, name prefix) -> (fd, nonce, path), least recently used first
+        self._packs: OrderedDict[tuple[str, bytes], tuple[int, bytes, str]] = OrderedDict()
 
     def close(self) -> None:
         for fd, _nonce, _path in self._packs.values():
@@ -77,7 +84,11 @@ class Reader:
     def _pack(self, day: str, prefix: bytes) -> tuple[int, bytes, str]:
         got = self._packs.get((day, prefix))
         if got is not None:
+            self._packs.move_to_end((day, prefix))
             return got
+        while len(self._packs) >= OPEN_PACKS_MAX:
+            _key, (fd, _nonce, _rel) = self._packs.popitem(last=False)
+            os.close(fd)
         folder = packfmt.day_dir(self.root, day)
         want = prefix.hex()
         found = [p for p in packfmt.pack_files(folder) if p.name.startswith(want)]
