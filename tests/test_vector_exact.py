@@ -242,3 +242,31 @@ def test_the_reader_keeps_a_bounded_number_of_packs_open(store, monkeypatch):
     assert len(reader._packs) == 2
     again, _ = exact.rows(index, [0, 19, 5, 12])
     assert np.array_equal(again, x[[0, 19, 5, 12]])
+
+
+def test_the_index_keeps_upper_bounds_of_code_norms_and_errors(store):
+    """meta's code_norm_max and error_max are never below a row's (appends raise them, a back-dated
+    write that renumbers keeps them, a rebuild makes them anew): a faiss stage's bound uses them."""
+
+    def check(index, equal=False):
+        vecs, _ = index.matrix()
+        norms = np.sqrt((np.asarray(vecs.codes, np.float64) ** 2).sum(axis=1))
+        cmax = float(index._meta(index.conn, "code_norm_max"))
+        emax = float(index._meta(index.conn, "error_max"))
+        assert cmax >= norms.max() and emax >= float(np.max(vecs.errors))
+        if equal:
+            assert cmax == pytest.approx(norms.max()) and emax == float(np.max(vecs.errors))
+        assert vecs.code_norm_max() == cmax and vecs.err_max() == emax
+
+    rng = np.random.default_rng(12)
+    write_vectors(store, unit(rng.standard_normal((300, 384))), day=2)
+    check(store.index(), equal=True)
+    big = unit(rng.standard_normal((3, 384)))
+    big[:, :4] += 2.0  # past the scales: clipped, a larger error
+    write_vectors(store, unit(big), day=3)
+    check(store.index())
+    write_vectors(store, unit(rng.standard_normal((4, 384))), day=1, start=900)  # back-dated
+    check(store.index())
+    index = store.index()
+    index.update(rebuild=True)
+    check(index, equal=True)

@@ -363,13 +363,16 @@ class Int8Scan(Fp16Scan):
     def bound(self, matrix, q: np.ndarray, score: float) -> float:
         """A bound on codes . (q / scales) of a row whose faiss score is at most `score`: faiss
         adds integer products exactly (|sum| < 2^24), so only the query's rounding counts:
-        |c . y - f c . y~| <= ||c|| ||y - f y~|| with ||c|| <= 127 sqrt(dim)."""
+        |c . y - f c . y~| <= ||c|| ||y - f y~||, ||c|| at most the matrix's largest code norm
+        (127 sqrt(dim) at worst: on the 100k bench store that bound left out too much in 26 of
+        30 queries, the largest norm, 353, in none)."""
         yq, f = self._rounding(q)
         y = np.asarray(q, np.float64) / self.scale.astype(np.float64)
         off = float(np.linalg.norm(y - f * yq.astype(np.float64)))
         # Past 1,040 dimensions a sum of products up to 127 x 127 may pass 2^24: float32 rounds it.
         sums = 0.0 if self.dim <= 1040 else 4 * (self.dim + 4) * 2.0**-24 * 127.0**2 * self.dim
-        return f * (score + sums) + 127.0 * np.sqrt(self.dim) * off * (1 + 1e-6)
+        cmax = min(matrix.code_norm_max(), 127.0 * np.sqrt(self.dim))
+        return f * (score + sums) + cmax * off * (1 + 1e-6)
 
 
 TAIL_MAGIC = b"msvq\x01\n\x00\x00"  # a scan copy's tail file (8 bytes, then first row and width)

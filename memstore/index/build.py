@@ -801,6 +801,7 @@ class Index:
         elif not keep_rows:
             vecfiles.write_scales(self.meta_dir, gen_new, scale)
         vecfiles.write_rows(self.meta_dir, gen_new, keep_rows, codes, errors, times)
+        self._raise_maxima(conn, codes, errors, keep=keep_rows > 0)
         conn.execute("UPDATE records SET vrow = -1 WHERE day >= ?", (first_day,))
         conn.executemany("UPDATE records SET vrow = ? WHERE rowid = ?", updates)
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen_new),))
@@ -810,6 +811,19 @@ class Index:
         conn.execute(
             "INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)", (str(keep_rows + len(tail)),)
         )
+
+    def _raise_maxima(self, conn, codes: np.ndarray, errors: np.ndarray, keep: bool) -> None:
+        """Keep in meta the largest code norm and row error of the generation (with `keep`, the
+        larger of the values there and these rows'), which bound what a faiss stage leaves out
+        (index/ann.py): an upper bound, never below a row's (deleted rows may leave it higher)."""
+        new = vecfiles.maxima(codes, errors)
+        for key, value in zip(("code_norm_max", "error_max"), new):
+            old = self._meta(conn, key) if keep else None
+            try:
+                value = max(value, float(old)) if old is not None else value
+            except ValueError:
+                pass
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, repr(value)))
 
     def _mark_hidden(self, conn, ids: set[str] | None = None) -> None:
         """Superseded records (1) and repeated ids (2, all but the earliest copy) leave search.
@@ -996,6 +1010,7 @@ class Index:
                     vecfiles.write_scales(self.meta_dir, gen, scale)
                 codes, errors = vecfiles.quantize(vecs, scale)
                 vecfiles.write_rows(self.meta_dir, gen, n_rows, codes, errors, times)
+                self._raise_maxima(conn, codes, errors, keep=n_rows > 0)
                 conn.executemany(
                     "UPDATE records SET vrow = ? WHERE rowid = ?",
                     [(n_rows + i, r) for i, (r, _) in enumerate(placed)],
@@ -1052,7 +1067,8 @@ class Index:
         for _ in range(5):
             meta = dict(
                 self.conn.execute(
-                    "SELECT key, value FROM meta WHERE key IN ('gen', 'n_rows', 'sorted_rows')"
+                    "SELECT key, value FROM meta WHERE key IN"
+                    " ('gen', 'n_rows', 'sorted_rows', 'code_norm_max', 'error_max')"
                 )
             )
             gen, n_rows = int(meta.get("gen", 0)), int(meta.get("n_rows", 0))
@@ -1064,6 +1080,7 @@ class Index:
                 arrays = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)
             except FileNotFoundError:
                 continue
+            arrays[0].known_maxima(meta.get("code_norm_max"), meta.get("error_max"))
             self._matrix = ((gen, n_rows), arrays, ordered)
             return arrays
         raise RuntimeError("the vector index kept changing while it was being opened")

@@ -89,6 +89,17 @@ def quantize(vectors: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.nda
     return codes, errs
 
 
+def maxima(codes: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
+    """(largest code norm ||codes||_2, largest error) of some rows, rounded up (0 for none)."""
+    if len(errors) == 0:
+        return 0.0, 0.0
+    top = 0.0
+    for a in range(0, len(codes), 16_384):
+        c = np.asarray(codes[a : a + 16_384], np.float64)
+        top = max(top, float(np.sqrt((c * c).sum(axis=1)).max()))
+    return top * (1 + 1e-9), float(np.max(errors))
+
+
 class Matrix:
     """The rows of one generation: int8 codes, their scales and errors. Indexing it gives decoded
     float32 rows (x_hat, an approximation); `codes`, `scale` and `errors` are the raw parts."""
@@ -96,7 +107,16 @@ class Matrix:
     def __init__(self, codes: np.ndarray, scale: np.ndarray, errors: np.ndarray):
         self.codes, self.scale, self.errors = codes, scale, errors
         self.inv = (1.0 / scale.astype(np.float64)).astype(np.float32)
-        self._err_max: tuple[int, float] | None = None
+        self._maxima: tuple[float, float] | None = None  # (code norm, error), at most
+
+    def known_maxima(self, code_norm, error) -> None:
+        """Take the maxima the index keeps in meta (text); a missing or odd one is computed."""
+        try:
+            got = (float(code_norm), float(error))
+        except (TypeError, ValueError):
+            return
+        if all(np.isfinite(got)) and min(got) >= 0:
+            self._maxima = got
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -123,12 +143,18 @@ class Matrix:
     def take_codes(self, rows) -> np.ndarray:
         return take_rows(self.codes, rows)
 
+    def _known(self) -> tuple[float, float]:
+        if self._maxima is None:
+            self._maxima = maxima(self.codes, self.errors)
+        return self._maxima
+
     def err_max(self) -> float:
-        """The largest row error (cached while the row count stays)."""
-        n = len(self)
-        if self._err_max is None or self._err_max[0] != n:
-            self._err_max = (n, float(np.max(self.errors)) if n else 0.0)
-        return self._err_max[1]
+        """At least the largest row error (the index keeps it in meta; else read once)."""
+        return self._known()[1]
+
+    def code_norm_max(self) -> float:
+        """At least the largest ||codes||_2 of a row (the index keeps it in meta; else read once)."""
+        return self._known()[0]
 
     def query(self, q: np.ndarray) -> np.ndarray:
         """The query in code space: q / scales, so that codes @ it approximates x . q."""
