@@ -239,7 +239,7 @@ def test_the_reader_keeps_a_bounded_number_of_packs_open(store, monkeypatch):
     x, problems = exact.rows(index, range(20))
     assert problems == [] and x.shape == (20, 384)
     reader = exact.reader(index)
-    assert len(reader._packs) == 2
+    assert len(reader._fds) == 2
     again, _ = exact.rows(index, [0, 19, 5, 12])
     assert np.array_equal(again, x[[0, 19, 5, 12]])
 

@@ -57,56 +57,77 @@ def item_location(pk, item) -> bytes | None:
     return clear_location(pk.path.name, start, HEADER_SIZE + len(payload))
 
 
-# Open pack files a Reader keeps at most (the least recently used is closed past it): a store of
-# thousands of days must not run a long-lived reader out of file descriptors (often 1,024).
-OPEN_PACKS_MAX = 128
+def _fd_budget() -> int:
+    """Open pack files a Reader keeps at most: a quarter of the process's file limit, up to 1,024
+    (a store of thousands of days must not run a long-lived reader out of descriptors)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 256
+    return 1024 if soft == resource.RLIM_INFINITY else max(16, min(1024, soft // 4))
+
+
+OPEN_PACKS_MAX = _fd_budget()
 
 
 class Reader:
-    """Reads exact vectors by location, keeping the pack files it opened (per process)."""
+    """Reads exact vectors by location, keeping the packs it found (per process): each one's path
+    and nonce, and the most recently used ones open."""
 
     def __init__(self, root, dim: int):
         self.root, self.dim = root, dim
-        # (day, name prefix) -> (fd, nonce, path), least recently used first
-        self._packs: OrderedDict[tuple[str, bytes], tuple[int, bytes, str]] = OrderedDict()
+        self._found: dict[tuple[str, bytes], tuple[str, bytes, str]] = {}  # path, nonce, name
+        self._fds: OrderedDict[tuple[str, bytes], int] = OrderedDict()  # least recent first
 
     def close(self) -> None:
-        for fd, _nonce, _path in self._packs.values():
+        for fd in self._fds.values():
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self._packs.clear()
+        self._fds.clear()
 
     def __del__(self):
         self.close()
 
-    def _pack(self, day: str, prefix: bytes) -> tuple[int, bytes, str]:
-        got = self._packs.get((day, prefix))
+    def _find(self, day: str, prefix: bytes) -> tuple[str, bytes, str]:
+        got = self._found.get((day, prefix))
         if got is not None:
-            self._packs.move_to_end((day, prefix))
             return got
-        while len(self._packs) >= OPEN_PACKS_MAX:
-            _key, (fd, _nonce, _rel) = self._packs.popitem(last=False)
-            os.close(fd)
-        folder = packfmt.day_dir(self.root, day)
         want = prefix.hex()
-        found = [p for p in packfmt.pack_files(folder) if p.name.startswith(want)]
-        rel = f"{layout.pack_dir(day)}/{want}….is"
+        found = [
+            p
+            for p in packfmt.pack_files(packfmt.day_dir(self.root, day))
+            if p.name.startswith(want)
+        ]
         if len(found) != 1:
-            raise VectorMissing(
-                f"{rel}: {'no such pack' if not found else 'the name is not unique'}"
-            )
-        path = found[0]
-        rel = f"{layout.pack_dir(day)}/{path.name}"
+            why = "no such pack" if not found else "the name is not unique"
+            raise VectorMissing(f"{layout.pack_dir(day)}/{want}….is: {why}")
+        rel = f"{layout.pack_dir(day)}/{found[0].name}"
         try:
-            manifest = packfmt.read_manifest(path)
-            nonce = bytes.fromhex(str(manifest.get("nonce") or ""))
-            fd = os.open(path, os.O_RDONLY)
+            nonce = bytes.fromhex(str(packfmt.read_manifest(found[0]).get("nonce") or ""))
         except (OSError, ValueError) as exc:
             raise VectorMissing(f"{rel}: {exc}") from None
-        self._packs[(day, prefix)] = (fd, nonce, rel)
-        return self._packs[(day, prefix)]
+        self._found[(day, prefix)] = (str(found[0]), nonce, rel)
+        return self._found[(day, prefix)]
+
+    def _pack(self, day: str, prefix: bytes) -> tuple[int, bytes, str]:
+        """(open file, nonce, name for messages) of the pack `prefix` names in `day`."""
+        path, nonce, rel = self._find(day, prefix)
+        fd = self._fds.get((day, prefix))
+        if fd is not None:
+            self._fds.move_to_end((day, prefix))
+            return fd, nonce, rel
+        while len(self._fds) >= OPEN_PACKS_MAX:
+            os.close(self._fds.popitem(last=False)[1])
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            raise VectorMissing(f"{rel}: {exc}") from None
+        self._fds[(day, prefix)] = fd
+        return fd, nonce, rel
 
     def vector(self, day: str, location) -> np.ndarray:
         """The float32 vector at `location` (a `records.vkey` value); VectorMissing if unreadable."""
