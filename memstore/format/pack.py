@@ -51,6 +51,7 @@ PACK_FORMAT = 3
 READABLE_PACKS = (2, 3)
 HASH_PREFIX = 16
 _INNER = struct.Struct("<iifq")  # a sealed vector's inner header: data type, dim, scale, Unix time
+VECTOR_INNER = _INNER  # after the 8 bytes of hash16 (memstore/index/exact.py reads it directly)
 _BLOB_INNER = struct.Struct("<iq")  # a sealed original's: data type, Unix time
 _NAME = re.compile(r"^([0-9a-f]{64})\.is$")
 

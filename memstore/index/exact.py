@@ -25,7 +25,9 @@ import numpy as np
 from ..format import layout
 from ..format import pack as packfmt
 from ..format import seal
-from ..format.segment import HEADER_SIZE, Header, SegmentError, decode_vector, read_segment
+from ..format.pack import VECTOR_INNER as _INNER
+from ..format.segment import DT_VEC_F32, HEADER_SIZE, Header, SegmentError, decode_vector
+from ..format.segment import read_segment
 from ..format.segment import segment_name
 
 _SEALED = struct.Struct("<32s8sII")
@@ -77,7 +79,10 @@ class Reader:
     and nonce, and the most recently used ones open."""
 
     def __init__(self, root, dim: int):
+        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
         self.root, self.dim = root, dim
+        self._aead = ChaCha20Poly1305
         self._found: dict[tuple[str, bytes], tuple[str, bytes, str]] = {}  # path, nonce, name
         self._fds: OrderedDict[tuple[str, bytes], int] = OrderedDict()  # least recent first
 
@@ -128,6 +133,25 @@ class Reader:
             raise VectorMissing(f"{rel}: {exc}") from None
         self._fds[(day, prefix)] = fd
         return fd, nonce, rel
+
+    def sealed_into(self, row: np.ndarray, day: str, location) -> bool:
+        """The common case without the general path's layers: a sealed float32 vector read into
+        `row`; False when it is anything else or does not read (the caller takes `vector`, which
+        says why). ~19 -> ~12 us a row."""
+        if type(location) is not bytes or len(location) != _SEALED.size:
+            return False
+        subkey, prefix, off, length = _SEALED.unpack(location)
+        try:
+            fd, nonce, _rel = self._pack(day, prefix)
+            plain = self._aead(subkey).decrypt(nonce, os.pread(fd, length, off), seal.AAD)
+        except Exception:  # noqa: BLE001 (any failure: the general path names it)
+            return False
+        body = 8 + _INNER.size
+        dtype, dim, _scale, _unix = _INNER.unpack_from(plain, 8)
+        if dtype != DT_VEC_F32 or dim != self.dim or len(plain) != body + 4 * dim:
+            return False
+        row[:] = np.frombuffer(plain, "<f4", dim, body)
+        return bool(np.isfinite(row).all())
 
     def vector(self, day: str, location) -> np.ndarray:
         """The float32 vector at `location` (a `records.vkey` value); VectorMissing if unreadable."""
@@ -215,6 +239,8 @@ def rows(index, vrows) -> tuple[np.ndarray, list[str]]:
     problems: list[str] = []
     for i, v in enumerate(vrows.tolist()):
         day, loc = where.get(v, (None, None))
+        if day is not None and rd.sealed_into(out[i], day, loc):
+            continue
         try:
             if day is None:
                 raise VectorMissing(f"vector row {v} is in no record of index.db")
