@@ -270,3 +270,58 @@ def test_the_index_keeps_upper_bounds_of_code_norms_and_errors(store):
     index = store.index()
     index.update(rebuild=True)
     check(index, equal=True)
+
+
+def test_format_1_segments_and_format_2_clear_packs_give_their_exact_vectors(tmp_path):
+    """A format-1 record's location is its segment; a format-2 pack item (in the clear) is found
+    by the pack's name, offset and length: both read back the vector as stored."""
+    import json
+
+    from test_packs import git
+    from test_packs import format1_store
+
+    from memstore.format import log as logfmt
+    from memstore.format import record as recordfmt
+    from memstore.format.segment import DT_JSON, Header, encode_vector
+    from memstore.format.timeutil import zone
+    from memstore.store import Store
+
+    st = Store.open(format1_store(tmp_path / "one"))
+    index = st.index()
+    got, problems = exact.rows(index, range(3))
+    texts = [
+        index.record_at(r)["text"]
+        for (r,) in index.conn.execute("SELECT rowid FROM records ORDER BY vrow")
+    ]
+    assert problems == [] and np.array_equal(got, st.embedder.embed_batch(texts))
+
+    from conftest import make_store
+
+    st = make_store(tmp_path / "two")
+    rng = np.random.default_rng(13)
+    vecs = unit(rng.standard_normal((3, 384)))
+    recs, segs, rows = [], [], []
+    for k in range(3):
+        rec = recordfmt.normalize(
+            {"ts": f"2026-11-30T0{k}:00:00Z", "role": "user", "text": f"clear {k}"}, zone("UTC")
+        )
+        rec["hash"] = recordfmt.text_hash(rec["text"])
+        dtype, body, scale = encode_vector(vecs[k], "float32")
+        segs.append(Header(-1, -1, len(body), dtype, 384, scale, 0).pack() + body)
+        rows.append([rec["id"], packfmt.hash16(rec["hash"]), k + 1])
+        recs.append(rec)
+    manifest = json.dumps({"pack": 2, "day": "2026-11-30", "dim": 384, "records": rows}).encode()
+    data = Header(-1, -1, len(manifest), DT_JSON, 0, 1.0, 0).pack() + manifest + b"".join(segs)
+    folder = packfmt.day_dir(st.root, "2026-11-30")
+    folder.mkdir(parents=True)
+    (folder / packfmt.pack_name(data)).write_bytes(data)
+    logfmt.append(logfmt.day_path(st.root, "2026-11-30"), recs, fsync=False)
+    git(st.root, "add", "-A")
+    git(st.root, "commit", "-qm", "a format-2 pack")
+    index = st.index()
+    assert index.problems() == []
+    order = [r["id"] for r in recs]
+    vrows = dict(index.conn.execute("SELECT id, vrow FROM records"))
+    got, problems = exact.rows(index, [vrows[i] for i in order])
+    assert problems == [] and np.array_equal(got, vecs)
+    assert all(len(loc) == 16 for (loc,) in index.conn.execute("SELECT vkey FROM records"))
