@@ -1,6 +1,9 @@
 """Search: exact (FTS5 BM25), vector (cosine over the time-ordered matrix) and their fusion.
 
 Candidates are index rows; the verbatim text is read from the day logs only for the hits returned.
+The vector scan bounds every row's cosine from its int8 codes and re-scores the best exactly from
+the packs, until no other row can enter (see `_VectorScan`): its hits and cosines are those of a
+float32 scan of every record's vector.
 """
 
 from __future__ import annotations
