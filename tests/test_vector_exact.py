@@ -325,3 +325,41 @@ def test_format_1_segments_and_format_2_clear_packs_give_their_exact_vectors(tmp
     got, problems = exact.rows(index, [vrows[i] for i in order])
     assert problems == [] and np.array_equal(got, vecs)
     assert all(len(loc) == 16 for (loc,) in index.conn.execute("SELECT vkey FROM records"))
+
+
+@pytest.mark.parametrize("plant", ["zero errors", "negative error", "code -128", "codes swapped"])
+def test_fsck_holds_the_matrix_against_the_packs(store, plant):
+    """Files of the right size with values this code never writes (or that do not belong to the
+    rows' vectors) are damage for `ct fsck`, and `ct index -B` rebuilds them."""
+    from conftest import ct
+
+    from memstore.index.build import check
+
+    rng = np.random.default_rng(14)
+    write_vectors(store, unit(rng.standard_normal((100, 384))))
+    index = store.index()
+    q = unit(rng.standard_normal(384))
+    want = ids_of(index, vector_candidates(index, q, Filters(), 10))
+    gen = int(index._meta(index.conn, "gen", "0"))
+    index.close()
+    assert check(store) is None
+    meta = store.meta_dir
+    errs = np.fromfile(vecfiles.errors_path(meta, gen), "<f4")
+    codes = np.fromfile(vecfiles.matrix_path(meta, gen), np.int8).reshape(100, 384)
+    if plant == "zero errors":
+        errs[:] = 0
+    elif plant == "negative error":
+        errs[3] = -1
+    elif plant == "code -128":
+        codes[5, 7] = -128
+    else:
+        codes[[0, 99]] = codes[[99, 0]]
+    errs.tofile(vecfiles.errors_path(meta, gen))
+    codes.tofile(vecfiles.matrix_path(meta, gen))
+    assert check(store) is not None
+    proc = ct("-C", store.root, "fsck", check=False)
+    assert proc.returncode == 1 and "DAMAGE" in proc.stdout + proc.stderr
+    ct("-C", store.root, "index", "-B")
+    assert check(store) is None
+    fresh = store.index()
+    assert ids_of(fresh, vector_candidates(fresh, q, Filters(), 10)) == want

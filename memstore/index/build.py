@@ -145,7 +145,7 @@ def damage_of(
         gen, n_rows = int(meta.get("gen", 0)), int(meta.get("n_rows", 0))
     except ValueError:
         return "index.db: its meta table holds no row count"
-    return vecfiles.damage(meta_dir, gen, n_rows, dim)
+    return vecfiles.damage(meta_dir, gen, n_rows, dim, thorough)
 
 
 def check(store) -> str | None:
@@ -173,13 +173,17 @@ def check(store) -> str | None:
             return None  # another embedder's vectors (a reembed): the next read rebuilds it
         # an older memstore's index that never wrote its version lacks the newer columns: it
         # is rebuilt by the next read as well, so their absence alone is no damage
-        return damage_of(
+        dim = int(store.config.embedder["dim"])
+        found = damage_of(
             conn,
             store.meta_dir,
-            int(store.config.embedder["dim"]),
+            dim,
             thorough=True,
             allow_missing=NEWER_COLUMNS + NEWER_TABLES if schema is None else (),
         )
+        if found is None and schema is not None:
+            found = exact.sample_damage(conn, store.root, store.meta_dir, dim)
+        return found
     except sqlite3.DatabaseError as exc:
         return f"index.db is not a readable database ({exc})"
     finally:

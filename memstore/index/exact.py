@@ -250,3 +250,48 @@ def rows(index, vrows) -> tuple[np.ndarray, list[str]]:
             vecs, _ = index.matrix()
             out[i] = vecs.take(np.array([v]))[0]
     return out, problems
+
+
+SAMPLE_ROWS = 64  # rows `ct fsck` holds against the store's vectors
+
+
+def sample_damage(conn, root, meta_dir, dim: int, n: int | None = None) -> str | None:
+    """Rows of the matrix, evenly spaced, held against their vectors in the store: each row's
+    codes must lie within its error of the vector (||x - codes / scales|| <= r). A row whose
+    vector cannot be read is left to the store's own check. None, or what does not match."""
+    from . import vectors as vecfiles
+
+    n = SAMPLE_ROWS if n is None else n
+    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('gen', 'n_rows')"))
+    gen, n_rows = int(meta.get("gen", 0)), int(meta.get("n_rows", 0))
+    if n_rows <= 0:
+        return None
+    vecs, _ = vecfiles.open_matrix(meta_dir, gen, n_rows, dim)
+    picks = sorted({int(v) for v in np.linspace(0, n_rows - 1, min(n, n_rows))})
+    marks = ",".join("?" * len(picks))
+    where = dict(
+        (v, (day, loc))
+        for v, day, loc in conn.execute(
+            f"SELECT vrow, day, vkey FROM records WHERE vrow IN ({marks})", picks
+        )
+    )
+    rd = Reader(root, dim)
+    try:
+        for v in picks:
+            if v not in where:
+                return f"index.db: vector row {v} belongs to no record"
+            try:
+                x = rd.vector(*where[v]).astype(np.float64)
+            except VectorMissing:
+                continue
+            c = vecs.codes[v].astype(np.float64)
+            off = float(np.linalg.norm(x - c / vecs.scale.astype(np.float64)))
+            if off > float(vecs.errors[v]) * (1 + 1e-6) + 1e-12:
+                return (
+                    f"{vecfiles.matrix_path(meta_dir, gen).name}: row {v} does not match its "
+                    f"vector in the store (off by {off:.3g}, its error says at most "
+                    f"{float(vecs.errors[v]):.3g})"
+                )
+    finally:
+        rd.close()
+    return None

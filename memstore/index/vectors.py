@@ -280,9 +280,10 @@ def copy_prefix(meta_dir: Path, old_gen: int, new_gen: int, n_rows: int, dim: in
                 remaining -= len(buf)
 
 
-def damage(meta_dir: Path, gen: int, n_rows: int, dim: int) -> str | None:
+def damage(meta_dir: Path, gen: int, n_rows: int, dim: int, thorough: bool = False) -> str | None:
     """What is wrong with a generation's files for `n_rows` rows (one missing or short, scales
-    that are not sound), named by file, or None."""
+    that are not sound; `thorough`: an error that is no finite number >= 0, a code of -128, which
+    this code never writes), named by file, or None."""
     if n_rows <= 0:
         return None
     for path, row_bytes in row_files(meta_dir, gen, dim):
@@ -301,6 +302,14 @@ def damage(meta_dir: Path, gen: int, n_rows: int, dim: int) -> str | None:
         return f"{scales_path(meta_dir, gen).name} is missing (index.db has {n_rows} vector rows)"
     except ValueError as exc:
         return str(exc)
+    if thorough:
+        errs = np.fromfile(errors_path(meta_dir, gen), "<f4", n_rows)
+        if not (np.all(np.isfinite(errs)) and np.all(errs >= 0)):
+            return f"{errors_path(meta_dir, gen).name} holds an error that is not a number >= 0"
+        codes = np.memmap(matrix_path(meta_dir, gen), np.int8, "r", shape=(n_rows, dim))
+        for a in range(0, n_rows, 65_536):
+            if int(codes[a : a + 65_536].min()) < -CODE_MAX:
+                return f"{matrix_path(meta_dir, gen).name} holds a code of -128 (not written here)"
     return None
 
 
