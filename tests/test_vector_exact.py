@@ -224,9 +224,12 @@ def test_an_index_of_the_previous_schema_is_rebuilt(store):
     with index.conn:
         index.conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
     index.close()
+    (store.meta_dir / "vectors-7.f32").write_bytes(b"\0" * 20 * 384 * 4)  # schema 4's matrix
     fresh = Index(store)
     fresh.conn  # noqa: B018
-    assert fresh.dropped
+    assert fresh.dropped and not (store.meta_dir / "vectors-7.f32").exists()
+    fresh.update()
+    assert len(fresh.matrix()[0]) == 20
 
 
 def test_the_reader_keeps_a_bounded_number_of_packs_open(store, monkeypatch):
