@@ -366,3 +366,16 @@ def test_fsck_holds_the_matrix_against_the_packs(store, plant):
     assert check(store) is None
     fresh = store.index()
     assert ids_of(fresh, vector_candidates(fresh, q, Filters(), 10)) == want
+
+
+def test_the_index_size_bench_reports_bytes_speed_and_recall(store, capsys):
+    from memstore.bench import index_size
+
+    write_vectors(store, unit(np.random.default_rng(15).standard_normal((60, 384))))
+    store.index()
+    index_size.main([str(store.root), "--recall", "--queries", "4", "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert f"vectors-{store.index()._meta(store.index().conn, 'gen')}.i8" in out
+    assert "B a record (60 records)" in out and "warm hybrid Store.search" in out
+    assert "recall@10 against a float32 scan of the 60 pack vectors: 1.000" in out
+    assert "identical top 10 (ids and scores): 4/4" in out
