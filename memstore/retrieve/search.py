@@ -180,7 +180,9 @@ class _VectorScan:
     def _bounds(self, codes, span) -> np.ndarray:
         """u = codes . y + ||q|| r for the given codes, or for rows [a, b) read in 8,192-row
         pieces (an int8 piece cast to float32 stays in cache while it is multiplied)."""
-        with _one_blas_thread(len(codes) if codes is not None else span[1] - span[0]):
+        # the whole scan's size, not the piece's: a last small piece run on two BLAS threads wakes
+        # OpenBLAS's team, which then spins (100k rows: CPU 31 ms a query for a 16 ms wall)
+        with _one_blas_thread(self.rows):
             return self._bounds_now(codes, span)
 
     def _bounds_now(self, codes, span) -> np.ndarray:
