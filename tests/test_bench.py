@@ -108,7 +108,8 @@ def test_ct_bench_tiny_run_writes_report(tmp_path):
     assert set(raw["public"]) == {"60", "120", "90"}  # the public path also on --public-sizes
     mem = raw["memory"]["120"]  # measured in a fresh process: private pages within its RSS
     assert 0 < mem["Anonymous"] <= mem["Private_Clean"] + mem["Private_Dirty"] <= mem["Rss"]
-    assert mem["index_bytes"]["vectors"] == 120 * 384 * 4
+    assert mem["index_bytes"]["vectors"] == 120 * 384  # int8 codes
+    assert mem["index_bytes"]["errors"] == 120 * 4 and mem["index_bytes"]["scales"] == 384 * 4
     floor = raw["fresh_add_floor"]  # measured: start-up, then more with every module an add loads
     assert 0 < floor["start-up"] < floor["all"] and floor["numpy"] > 0 and floor["git"] > 0
     # The one-new-day step undoes itself: the cached store is back to its 120 records, git clean.

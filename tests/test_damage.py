@@ -156,11 +156,11 @@ def _damage_index(st, how: str) -> None:
         for p in meta.glob("index.db-*"):
             p.unlink()
     elif how == "truncated vectors":
-        (vec,) = meta.glob("vectors-*.f32")
+        (vec,) = meta.glob("vectors-*.i8")
         with open(vec, "r+b") as fh:
             fh.truncate(100)
     elif how == "missing vectors":
-        (vec,) = meta.glob("vectors-*.f32")
+        (vec,) = meta.glob("vectors-*.i8")
         vec.unlink()
     else:
         conn = sqlite3.connect(meta / "index.db")

@@ -59,7 +59,9 @@ def stored_vector(root, text: str) -> np.ndarray:
         "SELECT vrow FROM records WHERE rowid IN (SELECT rowid FROM fts WHERE fts MATCH ?)",
         (f'"{text.split()[1]}"',),
     ).fetchone()
-    vec = np.array(index.matrix()[0][vrow])
+    from memstore.index import exact
+
+    vec = exact.rows(index, [vrow])[0][0]
     index.close()
     return vec
 

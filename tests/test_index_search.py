@@ -6,7 +6,6 @@ import json
 import random
 import subprocess
 
-import numpy as np
 import pytest
 
 from conftest import ct, git_clean, make_store, write_turns
@@ -60,7 +59,11 @@ def filled(store):
 
 def canonical(store):
     """What the index holds, independent of where a row sits in the matrix (back-dated rows sit in
-    its unsorted tail until it is folded in): each row with its own vector and time."""
+    its unsorted tail until it is folded in): each row with its own vector and time. The vector is
+    the exact one its location in the store gives: int8 codes depend on the scales of the
+    generation they were first written in, so a rebuild may code a row differently."""
+    from memstore.index import exact
+
     idx = store.index()
     rows = idx.conn.execute(
         "SELECT id, day, line_no, off, len, ts, actor, role, type, session, source, fsha, hidden, vrow, vkey "
@@ -75,7 +78,7 @@ def canonical(store):
     rows = [
         (
             *r[:13],
-            (np.array(vecs[r[13]]).tobytes(), float(times[r[13]])) if r[13] >= 0 else None,
+            (exact.rows(idx, [r[13]])[0].tobytes(), float(times[r[13]])) if r[13] >= 0 else None,
             r[14],
         )
         for r in rows

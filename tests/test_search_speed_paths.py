@@ -45,7 +45,7 @@ def test_chunked_scans_equal_the_exact_scan(filled, method, monkeypatch):
             vector_candidates(index, q, filters, 20, method=method),
             vector_candidates(index, q, filters, 20, method="exact"),
         )
-    suffix = ".f16" if method == "fp16" else ".i8"
+    suffix = ".f16" if method == "fp16" else ".q8"
     names = [p.name for p in filled.meta_dir.iterdir()]
     assert any(n.endswith(suffix + ".tail") for n in names)  # the sidecar is kept in .memstore/
     assert any(n.endswith(suffix + ".2") for n in names)  # with its full chunks (64 rows each)
@@ -88,12 +88,12 @@ def test_int8_sidecar_reloads_and_extends(filled):
     # 240 rows in chunks of 64: three full chunks in files of their own, 48 rows in the tail,
     # whose header holds its first row, the width and the scales.
     for k in range(3):
-        chunk = index.meta_dir / f"vectors-{gen}.i8.{k}"
+        chunk = index.meta_dir / f"vectors-{gen}.q8.{k}"
         assert (
             chunk.stat().st_size
             == len(ann.faiss_header(ann.Int8Scan.qtype, dim, dim, 64)) + 64 * dim
         )
-    assert not (index.meta_dir / f"vectors-{gen}.i8.3").exists()
+    assert not (index.meta_dir / f"vectors-{gen}.q8.3").exists()
     assert path.stat().st_size == len(ann.TAIL_MAGIC) + 16 + 4 * dim + 48 * dim
     fresh = Index(filled)  # another process: chunks mapped, the tail read back
     assert vector_candidates(fresh, q, Filters(), 10, method="int8") == before
@@ -125,7 +125,7 @@ def test_a_full_chunk_goes_to_its_own_file_and_a_new_process_maps_it(filled):
     want = vector_candidates(index, q, Filters(), 10, method="exact")
     assert_same_ranking(vector_candidates(index, q, Filters(), 10, method="int8"), want)
     gen = int(index._meta(index.conn, "gen", "0"))
-    assert (index.meta_dir / f"vectors-{gen}.i8.3").exists()
+    assert (index.meta_dir / f"vectors-{gen}.q8.3").exists()
     assert ann.int8_path(index.meta_dir, gen).stat().st_size == len(ann.TAIL_MAGIC) + 16 + 4 * 384
     fresh = Index(filled)
     assert_same_ranking(vector_candidates(fresh, q, Filters(), 10, method="int8"), want)
@@ -151,7 +151,7 @@ def test_a_damaged_or_planted_scan_copy_is_rebuilt_not_trusted(filled, damage):
     want = vector_candidates(index, q, Filters(), 10, method="exact")
     vector_candidates(index, q, Filters(), 10, method="int8")
     gen = int(index._meta(index.conn, "gen", "0"))
-    chunk, tail = index.meta_dir / f"vectors-{gen}.i8.1", ann.int8_path(index.meta_dir, gen)
+    chunk, tail = index.meta_dir / f"vectors-{gen}.q8.1", ann.int8_path(index.meta_dir, gen)
     if damage == "chunk header":
         raw = bytearray(chunk.read_bytes())
         raw[4:8] = (1 << 30).to_bytes(4, "little")  # a planted width
@@ -169,13 +169,13 @@ def test_a_damaged_or_planted_scan_copy_is_rebuilt_not_trusted(filled, damage):
     else:  # what memstore wrote before chunk files, under the tail's name: scales, then codes
         chunk.unlink()
         tail.write_bytes(np.ones(384, np.float32).tobytes() + bytes(240 * 384))
-        (index.meta_dir / f"vectors-{gen}.i8").write_bytes(tail.read_bytes())
+        (index.meta_dir / f"vectors-{gen}.q8").write_bytes(tail.read_bytes())
     fresh = Index(filled)
     assert_same_ranking(vector_candidates(fresh, q, Filters(), 10, method="int8"), want)
     scan = ann.scanner_for(fresh, "int8")
     assert scan.full == 192 and scan.rows == 240
     assert tail.read_bytes().startswith(ann.TAIL_MAGIC)
-    assert not (index.meta_dir / f"vectors-{gen}.i8").exists()  # an older memstore's copy: gone
+    assert not (index.meta_dir / f"vectors-{gen}.q8").exists()  # an older memstore's copy: gone
 
 
 def test_int8_codes_and_query_scale():
@@ -185,9 +185,11 @@ def test_int8_codes_and_query_scale():
     m = rng.standard_normal((500, 32)).astype(np.float32)
     m[:, 5] *= 0.01  # a dimension with a small range keeps its resolution
     m /= np.linalg.norm(m, axis=1, keepdims=True)
+    from memstore.index import vectors
+
     scan = ann.Int8Scan.__new__(ann.Int8Scan)
     scan.dim = 32
-    scan.scale = scan._scales(m)
+    scan.scale = vectors.make_scales(m)
     codes = scan._encode(m).reshape(500, 32).astype(np.int16) - 128
     assert codes.min() >= -127 and codes.max() <= 127 and np.abs(codes).max(axis=0).min() == 127
     q = m[7] + 0.05 * rng.standard_normal(32).astype(np.float32)
@@ -275,7 +277,7 @@ def test_building_the_copy_waits_for_another_process_building_it(filled):
 
     index = filled.index(update=False)
     gen = int(index._meta(index.conn, "gen", "0"))
-    for p in index.meta_dir.glob(f"vectors-{gen}.i8*"):
+    for p in index.meta_dir.glob(f"vectors-{gen}.q8*"):
         p.unlink()
     script = (
         "import sys\n"
@@ -298,7 +300,7 @@ def test_building_the_copy_waits_for_another_process_building_it(filled):
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(1.5)
         assert proc.poll() is None  # waiting for the lock
-        assert not list(index.meta_dir.glob(f"vectors-{gen}.i8*"))  # and has written nothing
+        assert not list(index.meta_dir.glob(f"vectors-{gen}.q8*"))  # and has written nothing
     assert proc.wait(timeout=120) == 0
     fresh = Index(filled)
     scan = ann.scanner_for(fresh, "int8")

@@ -20,8 +20,9 @@ def stored_vector(store, text: str) -> np.ndarray:
     index = store.index()
     hit = next(h for h in store.search(text, k=50, mode="exact") if h.text == text)
     vrow = dict(index.conn.execute("SELECT rowid, vrow FROM records"))[hit.rowid]
-    vecs, _ = index.matrix()
-    return np.array(vecs[vrow])
+    from memstore.index import exact
+
+    return exact.rows(index, [vrow])[0][0]
 
 
 def whole(store, text: str) -> np.ndarray:

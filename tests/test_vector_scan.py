@@ -94,9 +94,13 @@ def test_take_rows_reads_the_file_and_equals_indexing_the_map(tmp_path):
     from memstore.index import vectors
 
     rng = np.random.default_rng(5)
-    m = rng.standard_normal((300, 16)).astype(np.float32)
-    vectors.write_rows(tmp_path, 1, 0, m, np.arange(300, dtype=np.float64))
+    x = rng.standard_normal((300, 16)).astype(np.float32)
+    scale = vectors.make_scales(x)
+    m, errs = vectors.quantize(x, scale)
+    vectors.write_scales(tmp_path, 1, scale)
+    vectors.write_rows(tmp_path, 1, 0, m, errs, np.arange(300, dtype=np.float64))
     vec, _ = vectors.open_matrix(tmp_path, 1, 300, 16)
+    vec = vec.codes
     rows = np.array([0, 7, 8, 150, 299])
     assert np.array_equal(vectors.take_rows(vec, rows), m[rows])
     assert np.array_equal(vectors.take_rows(vec[100:], np.array([1, 2])), m[[101, 102]])
@@ -104,7 +108,7 @@ def test_take_rows_reads_the_file_and_equals_indexing_the_map(tmp_path):
     with pytest.raises(IndexError):
         vectors.take_rows(vec, np.array([300]))
     with open(vectors.matrix_path(tmp_path, 1), "r+b") as f:
-        f.truncate(299 * 16 * 4 + 10)  # the file cut under a map that was opened before
+        f.truncate(299 * 16 + 10)  # the file cut under a map that was opened before
     with pytest.raises(IndexError, match="cut short"):
         vectors.take_rows(vec, np.array([299]))
 

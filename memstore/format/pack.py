@@ -51,6 +51,7 @@ PACK_FORMAT = 3
 READABLE_PACKS = (2, 3)
 HASH_PREFIX = 16
 _INNER = struct.Struct("<iifq")  # a sealed vector's inner header: data type, dim, scale, Unix time
+VECTOR_INNER = _INNER  # after the 8 bytes of hash16 (memstore/index/exact.py reads it directly)
 _BLOB_INNER = struct.Struct("<iq")  # a sealed original's: data type, Unix time
 _NAME = re.compile(r"^([0-9a-f]{64})\.is$")
 
@@ -122,6 +123,16 @@ class Item:
     h16: str
     header: Header
     payload: bytes
+    seg: int = -1  # the segment of the pack that holds it (its byte offset: Pack.offsets)
+
+
+def opened_vector(plain: bytes) -> tuple[str, Header, bytes] | None:
+    """(hash16, plain header, payload) of a sealed vector's plaintext, or None if it is too short."""
+    if len(plain) < 8 + _INNER.size:
+        return None
+    dtype, dim, scale, unix = _INNER.unpack_from(plain, 8)
+    body = plain[8 + _INNER.size :]
+    return plain[:8].hex(), Header(-1, -1, len(body), dtype, dim, scale, unix), body
 
 
 @dataclass
@@ -132,6 +143,7 @@ class Pack:
     manifest: dict
     segments: list[tuple[Header, bytes]]
     _tags: dict = field(default_factory=dict, repr=False)
+    offsets: list[int] = field(default_factory=list)  # each segment's header's byte offset
 
     @property
     def sealed(self) -> bool:
@@ -161,7 +173,7 @@ class Pack:
         for rid, key, row in self._found(keys, "records", seal.VECTOR):
             header, payload = self.segments[row[-1]]
             if not self.sealed:
-                out.append(Item(rid, None, row[1], header, payload))
+                out.append(Item(rid, None, row[1], header, payload, row[-1]))
                 continue
             plain = seal.unseal(key, nonce, seal.VECTOR, payload)
             if plain is None or len(plain) < 8 + _INNER.size:
@@ -175,6 +187,7 @@ class Pack:
                     plain[:8].hex(),
                     Header(-1, -1, len(body), dtype, dim, scale, unix),
                     body,
+                    row[-1],
                 )
             )
         return out
@@ -214,6 +227,7 @@ class Pack:
 def parse(data: bytes, path: Path | str = "<pack>") -> Pack:
     """Split a pack's bytes into segments and check the manifest against them; PackError if wrong."""
     segs: list[tuple[Header, bytes]] = []
+    offsets: list[int] = []
     pos = 0
     while pos < len(data):
         try:
@@ -229,6 +243,7 @@ def parse(data: bytes, path: Path | str = "<pack>") -> Pack:
         ):
             raise PackError(f"{path}: segment {len(segs)} at byte {pos} has an impossible header")
         segs.append((header, data[pos + HEADER_SIZE : end]))
+        offsets.append(pos)
         pos = end
     if not segs or segs[0][0].data_type != DT_JSON:
         raise PackError(f"{path}: does not start with a manifest segment")
@@ -266,7 +281,7 @@ def parse(data: bytes, path: Path | str = "<pack>") -> Pack:
             and segs[row[2]][0].data_type == (DT_SEALED if sealed else DT_JSON)
         ):
             raise PackError(f"{path}: blob entry {row!r} does not name a blob and its manifest")
-    return Pack(Path(path), manifest, segs)
+    return Pack(Path(path), manifest, segs, offsets=offsets)
 
 
 def read(path: Path, verify: bool = False) -> Pack:

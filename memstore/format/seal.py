@@ -75,6 +75,23 @@ def seal(key: bytes, nonce: bytes, kind: bytes, plaintext: bytes) -> bytes:
     return ChaCha20Poly1305(_subkey(key, kind)).encrypt(nonce, plaintext, AAD)
 
 
+def vector_subkey(key: bytes) -> bytes:
+    """The subkey a record's vector is sealed under: it opens that item and nothing else (the
+    index keeps it to re-read the vector, memstore/index/exact.py)."""
+    return _subkey(key, VECTOR)
+
+
+def unseal_vector(subkey: bytes, nonce: bytes, sealed: bytes) -> bytes | None:
+    """A sealed vector's plaintext opened with its `vector_subkey`, or None (wrong key, damaged)."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+    try:
+        return ChaCha20Poly1305(subkey).decrypt(nonce, sealed, AAD)
+    except (InvalidTag, ValueError):
+        return None
+
+
 def unseal(key: bytes, nonce: bytes, kind: bytes, sealed: bytes) -> bytes | None:
     """The plaintext, or None when `key` is not the one it was sealed with (or the bytes are damaged)."""
     from cryptography.exceptions import InvalidTag

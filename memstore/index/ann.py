@@ -1,21 +1,20 @@
-"""Faster vector scans for large indexes: a float16 copy scanned by faiss, and an optional approximate (IVF) index.
+"""Faster vector scans for large indexes: faiss copies of the int8 matrix, and an optional approximate (IVF) index.
 
-Both are disposable sidecars of one matrix generation in `.memstore/`, built from the float32
-matrix on first use and extended when rows are appended; both only propose candidates, which are
-then scored again against the float32 rows, so every score a caller sees is the exact cosine.
-faiss is optional (`pip install faiss-cpu`); without it the float32 numpy scan is used.
+All are disposable sidecars of one matrix generation in `.memstore/`, built from the matrix
+(index/vectors.py: int8 codes, decoded as x_hat = codes / scales) on first use and extended when
+rows are appended; all only propose candidates, which the search re-scores exactly from the packs
+(memstore/retrieve/search.py, index/exact.py), so every score a caller sees is the exact cosine.
+faiss is optional (`pip install faiss-cpu`); without it the numpy scan of the codes is used.
 
-- float16 scan: half the bytes of the float32 matrix, scanned with faiss's SIMD kernels; the top
-  `4 × want` candidates are re-scored in float32, so the result equals the exact scan unless two
-  scores tie within float16 rounding (measured recall@10 1.0, docs/benchmarks.md).
-- int8 scan (the default from INT8_MIN_ROWS rows): a quarter of the float32 bytes, each dimension
-  scaled to the int8 range. The scan is memory-bound on a small machine, so halving the bytes
-  again halves it; the re-scored candidates are approximate in principle, but the top 50 of the
-  exact scan were all among the top 200 int8 candidates for 300 MiniLM queries over 105k
-  passages and for the 1M-row benchmark queries.
+- float16 scan: x_hat in float16, scanned with faiss's SIMD kernels. `bound` says how far above
+  a left-out row's faiss score its int8 score may lie (float16 rounds by 2^-11 of a value), so
+  the search can prove that no left-out row belongs in the top k, or asks for more.
+- int8 scan (the default from INT8_MIN_ROWS rows): the matrix's own codes and scales (the scan is
+  memory-bound on a small machine, so a quarter of the float32 bytes is a quarter of the time);
+  the query is rounded to integers for faiss's kernel, and `bound` counts that rounding.
 - IVF: k-means cells over the rows; a query scans the `nprobe` nearest cells only. Approximate by
-  design; it is used only where `[settings] vector_index = "ivf"`, and its recall@10 against the
-  exact scan is reported by the benchmark.
+  design (no bound); it is used only where `[settings] vector_index = "ivf"`, and its recall@10
+  against the exact scan is reported by the benchmark.
 """
 
 from __future__ import annotations
@@ -29,9 +28,9 @@ import numpy as np
 
 from ..locking import file_lock, lock_timeout
 
-FP16_MIN_ROWS = 200_000  # below this the float32 numpy scan is as fast (matrix in cache)
+FP16_MIN_ROWS = 200_000  # below this the numpy scan of the codes is as fast (matrix in cache)
 INT8_MIN_ROWS = 500_000  # from here "auto" scans int8 codes: the scan is memory-bound, and int8 reads half the bytes
-RESCORE = 4  # float16 or int8 candidates per wanted row, re-scored in float32
+RESCORE = 4  # float16 or int8 candidates per wanted row, re-scored exactly
 SPLIT_ROWS = 400_000  # from here a plain vector query shares its scan's chunks between two threads
 CHUNK_ROWS = 65_536  # rows per faiss index: the unit of work that threads share
 IVF_NPROBE = 96  # cells a query scans (docs/ann-vs-hnsw.md: recall@10 >= 0.99 at 100k and 1M)
@@ -54,8 +53,8 @@ def fp16_path(meta_dir: Path, gen: int) -> Path:
 
 
 def int8_path(meta_dir: Path, gen: int) -> Path:
-    """The int8 scan copy's tail file (its full chunks are `vectors-<gen>.i8.<k>`)."""
-    return meta_dir / f"vectors-{gen}.i8.tail"
+    """The int8 scan copy's tail file (its full chunks are `vectors-<gen>.q8.<k>`)."""
+    return meta_dir / f"vectors-{gen}.q8.tail"
 
 
 def ivf_path(meta_dir: Path, gen: int) -> Path:
@@ -83,7 +82,7 @@ class Fp16Scan:
     codes at 1M rows). The rows past the last full chunk are appended to a tail file
     (`vectors-<gen>.f16.tail`: a header naming its first row, then the codes) and held in memory.
     Everything here is disposable: a file that is not exactly what this code writes is rebuilt
-    from the float32 matrix, never handed to faiss as it is.
+    from the matrix, never handed to faiss as it is.
     """
 
     qtype = "QT_fp16"
@@ -126,6 +125,15 @@ class Fp16Scan:
     def query(self, q: np.ndarray) -> np.ndarray:
         """The query as faiss is given it (1 x dim float32)."""
         return np.asarray(q, np.float32)[None]
+
+    def bound(self, matrix, q: np.ndarray, score: float) -> float:
+        """A bound on codes . (q / scales) of a row (matrix: vectors.Matrix) whose faiss score
+        is at most `score`. float16 rounds each decoded value x_i by at most 2^-11 |x_i|, and
+        |x_i| <= 127 / scale_i, so faiss's score is off by at most 2^-11 * ||x_max|| * ||q||;
+        twice that, and float32 rounding, besides."""
+        xmax = 127.0 * float(np.linalg.norm(matrix.inv.astype(np.float64)))
+        qn = float(np.linalg.norm(np.asarray(q, np.float64)))
+        return score + (2.0**-10 + 4 * (self.dim + 4) * 2.0**-24) * xmax * qn
 
     # ----- files -------------------------------------------------------------------------------
 
@@ -268,7 +276,8 @@ class Fp16Scan:
 
     def tasks(self, q: np.ndarray, want: int, lo: int, hi: int) -> list:
         """One callable per chunk that meets [lo, hi): each returns (approximate scores, absolute
-        rows) of that chunk's best `RESCORE × want` rows in the range. Any thread may run them."""
+        rows, whether rows were left out) of that chunk's best `RESCORE × want` rows in the range.
+        Any thread may run them."""
         import faiss
 
         fq = self.query(q)
@@ -282,11 +291,12 @@ class Fp16Scan:
                 if a > base or b < base + ix.ntotal:
                     params = faiss.SearchParameters(sel=faiss.IDSelectorRange(a - base, b - base))
 
-                def one(ix=ix, base=base, n=min(k, b - a), params=params):
+                def one(ix=ix, base=base, n=min(k, b - a), params=params, cut=k < b - a):
                     _threads()
                     d, ids = ix.search(fq, n, params=params)
                     keep = ids[0] >= 0
-                    return d[0][keep], ids[0][keep] + base
+                    # cut: rows of the range were left out, none scoring above the last one here
+                    return d[0][keep], ids[0][keep] + base, cut
 
                 out.append(one)
             base += ix.ntotal
@@ -306,15 +316,14 @@ class Fp16Scan:
 
 
 class Int8Scan(Fp16Scan):
-    """int8 codes (a quarter of the float32 bytes): each dimension scaled by 127 / its largest
-    |value| at the first build (later rows are clipped to that range); the query is scaled back per
-    dimension and rounded to int8 too, so faiss's integer kernel computes the dot product.
+    """The matrix's int8 codes under its scales (index/vectors.py); the query is scaled back per
+    dimension and rounded to integers, so faiss's integer kernel computes the dot product.
 
-    Approximate candidates only: the top `RESCORE × want` are re-scored in float32. The tail
-    file's header holds the dim float32 scales."""
+    Candidates only: the top `RESCORE × want` are re-scored exactly. The tail file's header holds
+    the dim float32 scales, which must be the matrix's."""
 
     qtype = "QT_8bit_direct_signed"
-    suffix = ".i8"
+    suffix = ".q8"  # not ".i8": vectors-<gen>.i8 is the matrix itself (index/vectors.py)
 
     def _settings(self) -> bytes:
         return self.scale.astype("<f4").tobytes()
@@ -322,37 +331,48 @@ class Int8Scan(Fp16Scan):
     def _settings_len(self) -> int:
         return 4 * self.dim
 
-    def _take_settings(self, raw: bytes | None, matrix: np.ndarray) -> None:
+    def _take_settings(self, raw: bytes | None, matrix) -> None:
         if raw is None:
-            self.scale = self._scales(matrix)
+            self.scale = np.asarray(matrix.scale, np.float32)
             return
         scale = np.frombuffer(raw, dtype="<f4").astype(np.float32)
-        if scale.shape != (self.dim,) or not np.all(np.isfinite(scale)) or not np.all(scale > 0):
-            raise ValueError("int8 scales out of range")
+        if scale.shape != (self.dim,) or not np.array_equal(scale, matrix.scale):
+            raise ValueError("int8 scales are not the matrix's")
         self.scale = scale
-
-    def _scales(self, matrix: np.ndarray) -> np.ndarray:
-        top = np.zeros(self.dim, np.float32)
-        for s in range(0, matrix.shape[0], CHUNK_ROWS):
-            top = np.maximum(
-                top, np.abs(np.asarray(matrix[s : s + CHUNK_ROWS], np.float32)).max(axis=0)
-            )
-        return (127.0 / np.maximum(top, 1e-12)).astype(np.float32)
 
     def _code_size(self) -> int:
         return self.dim
 
     def _encode(self, rows: np.ndarray) -> np.ndarray:
-        # faiss's signed direct codes are the value + 128, one byte each.
+        # faiss's signed direct codes are the value + 128, one byte each; rows decoded from the
+        # matrix give its codes back exactly.
         x = np.clip(np.rint(rows * self.scale), -128, 127)
         return (x + 128).astype(np.uint8).reshape(-1)
 
-    def query(self, q: np.ndarray) -> np.ndarray:
+    def _rounding(self, q: np.ndarray) -> tuple[np.ndarray, float]:
+        """(the query rounded to integers as faiss gets it, the factor back to code space)."""
         y = np.asarray(q, np.float32) / self.scale
         top = float(np.abs(y).max()) if y.size else 0.0
-        if top > 0:
-            y = np.rint(y * (127.0 / top))
-        return y.astype(np.float32)[None]
+        if top <= 0:
+            return y.astype(np.float32), 1.0
+        return np.rint(y * (127.0 / top)).astype(np.float32), top / 127.0
+
+    def query(self, q: np.ndarray) -> np.ndarray:
+        return self._rounding(q)[0][None]
+
+    def bound(self, matrix, q: np.ndarray, score: float) -> float:
+        """A bound on codes . (q / scales) of a row whose faiss score is at most `score`: faiss
+        adds integer products exactly (|sum| < 2^24), so only the query's rounding counts:
+        |c . y - f c . y~| <= ||c|| ||y - f y~||, ||c|| at most the matrix's largest code norm
+        (127 sqrt(dim) at worst: on the 100k bench store that bound left out too much in 26 of
+        30 queries, the largest norm, 353, in none)."""
+        yq, f = self._rounding(q)
+        y = np.asarray(q, np.float64) / self.scale.astype(np.float64)
+        off = float(np.linalg.norm(y - f * yq.astype(np.float64)))
+        # Past 1,040 dimensions a sum of products up to 127 x 127 may pass 2^24: float32 rounds it.
+        sums = 0.0 if self.dim <= 1040 else 4 * (self.dim + 4) * 2.0**-24 * 127.0**2 * self.dim
+        cmax = min(matrix.code_norm_max(), 127.0 * np.sqrt(self.dim))
+        return f * (score + sums) + cmax * off * (1 + 1e-6)
 
 
 TAIL_MAGIC = b"msvq\x01\n\x00\x00"  # a scan copy's tail file (8 bytes, then first row and width)
@@ -477,7 +497,7 @@ def ivf_cells(n: int) -> int:
 
 
 class Ivf:
-    """An IVF index (float16 codes) over one generation; approximate, re-scored in float32."""
+    """An IVF index (float16 codes) over one generation; approximate, re-scored exactly."""
 
     def __init__(self, index, gen: int):
         self.index, self.gen = index, gen
@@ -551,7 +571,8 @@ class Ivf:
 def rescore(
     matrix: np.ndarray, q: np.ndarray, rows: np.ndarray, want: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, float32 cosines) of the best `want` of `rows`, best first (ties: lower row first)."""
+    """(rows, cosines) of the best `want` of `rows`, best first (ties: lower row first), scored
+    against `matrix` as given (a benchmark's float32 matrix, or the decoded int8 one)."""
     from .vectors import take_rows
 
     rows = np.sort(rows)  # ascending rows read the file in order

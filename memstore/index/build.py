@@ -27,6 +27,7 @@ from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_seg
 from ..format.timeutil import from_iso
 from ..errors import LockTimeout
 from ..locking import file_lock, lock_timeout
+from . import exact
 from . import vectors as vecfiles
 from .fresh import (
     SCHEMA_VERSION,
@@ -47,7 +48,7 @@ CREATE TABLE IF NOT EXISTS days (day TEXT PRIMARY KEY, stat_fp TEXT, content_fp 
 CREATE TABLE IF NOT EXISTS records (
   rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, day TEXT NOT NULL, line_no INTEGER, off INTEGER, len INTEGER,
   ts REAL, actor TEXT, role TEXT, type TEXT, session TEXT, source TEXT, fsha TEXT, hidden INTEGER DEFAULT 0,
-  vrow INTEGER DEFAULT -1, vkey TEXT,
+  vrow INTEGER DEFAULT -1, vkey,  -- where the exact vector lies (index/exact.py)
   author_name TEXT, author_email TEXT);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_day ON records(day);
@@ -144,19 +145,7 @@ def damage_of(
         gen, n_rows = int(meta.get("gen", 0)), int(meta.get("n_rows", 0))
     except ValueError:
         return "index.db: its meta table holds no row count"
-    for path, row_bytes in (
-        (vecfiles.matrix_path(meta_dir, gen), 4 * dim),
-        (vecfiles.ts_path(meta_dir, gen), 8),
-    ):
-        if n_rows <= 0:
-            break
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return f"{path.name} is missing (index.db has {n_rows} vector rows in it)"
-        if size < n_rows * row_bytes:
-            return f"{path.name} is {size} bytes, shorter than the {n_rows} rows index.db has in it ({n_rows * row_bytes})"
-    return None
+    return vecfiles.damage(meta_dir, gen, n_rows, dim, thorough)
 
 
 def check(store) -> str | None:
@@ -178,15 +167,23 @@ def check(store) -> str | None:
         schema = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if schema is not None and schema[0] != str(SCHEMA_VERSION):
             return None  # another version's index: no damage, the next read rebuilds it
+        made_by = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        e = store.config.embedder
+        if made_by is not None and made_by[0] != f"{e['model']}:{e['dim']}":
+            return None  # another embedder's vectors (a reembed): the next read rebuilds it
         # an older memstore's index that never wrote its version lacks the newer columns: it
         # is rebuilt by the next read as well, so their absence alone is no damage
-        return damage_of(
+        dim = int(store.config.embedder["dim"])
+        found = damage_of(
             conn,
             store.meta_dir,
-            int(store.config.embedder["dim"]),
+            dim,
             thorough=True,
             allow_missing=NEWER_COLUMNS + NEWER_TABLES if schema is None else (),
         )
+        if found is None and schema is not None:
+            found = exact.sample_damage(conn, store.root, store.meta_dir, dim)
+        return found
     except sqlite3.DatabaseError as exc:
         return f"index.db is not a readable database ({exc})"
     finally:
@@ -645,6 +642,7 @@ class Index:
                         decode_vector(mine[0].header, mine[0].payload),
                         mine[0].h16,
                         pk.path.name,
+                        exact.item_location(pk, mine[0]),
                     )
                 except SegmentError as exc:
                     problems.append(
@@ -655,7 +653,7 @@ class Index:
         if hit is None:
             problems.append(f"record {rid}: no vector in {layout.pack_dir(day)}/")
             return None, None
-        vec, h16, name = hit
+        vec, h16, name, location = hit
         if h16 != packfmt.hash16(str(rec.get("hash") or "")):
             problems.append(
                 f"{layout.pack_dir(day)}/{name}: vector of record {rid} was made from other text "
@@ -673,7 +671,7 @@ class Index:
                 f"{layout.pack_dir(day)}/{name}: vector of record {rid} holds NaN or Infinity"
             )
             return None, None
-        return vec, f"pack:{rid}"
+        return vec, location
 
     def _apply(self, plan: Plan, progress=None) -> None:
         conn = self.conn
@@ -713,8 +711,10 @@ class Index:
                 keep_rows = n_rows - later
                 gen_new = gen if keep_rows == n_rows else gen + 1
 
-        old_vec, _ = (
-            vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim) if n_rows else (None, None)
+        old_vec, _ = (  # a rebuild keeps no row: it needs no old file (they may be damaged)
+            vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)
+            if n_rows and not plan.rebuild
+            else (None, None)
         )
         affected = None if plan.rebuild else self._ids_of_days(conn, plan.changed + plan.vanished)
         with conn:  # one transaction
@@ -775,16 +775,37 @@ class Index:
             " ORDER BY day, ts, line_no, id",
             (first_day, json.dumps(list(fresh))),
         ).fetchall()
-        vecs = np.zeros((len(tail), self.dim), np.float32)
-        times = np.zeros(len(tail), np.float64)
-        updates = []
-        for i, (rowid, vrow, ts) in enumerate(tail):
-            vecs[i] = fresh[rowid] if rowid in fresh else old_vec[vrow]
-            times[i] = ts
-            updates.append((keep_rows + i, rowid))
+        # Rows kept from the old generation keep their codes, so they keep its scales; only a
+        # generation made wholly of freshly read vectors (a rebuild) gets scales of its own.
+        kept = any(rowid not in fresh for rowid, _, _ in tail)
+        if keep_rows or kept:
+            scale = old_vec.scale
+        else:
+            scale = (
+                vecfiles.make_scales(np.stack(list(fresh.values())))
+                if fresh
+                else np.ones(self.dim, np.float32)
+            )
+        is_fresh = np.array([rowid in fresh for rowid, _, _ in tail], bool)
+        codes = np.zeros((len(tail), self.dim), np.int8)
+        errors = np.zeros(len(tail), np.float32)
+        if is_fresh.any():
+            got = vecfiles.quantize(
+                np.stack([fresh[r] for r, _, _ in tail if r in fresh]).astype(np.float32), scale
+            )
+            codes[is_fresh], errors[is_fresh] = got
+        if not is_fresh.all():
+            old_rows = np.array([v for r, v, _ in tail if r not in fresh], np.int64)
+            codes[~is_fresh] = old_vec.codes[old_rows]
+            errors[~is_fresh] = old_vec.errors[old_rows]
+        times = np.array([ts for _, _, ts in tail], np.float64)
+        updates = [(keep_rows + i, rowid) for i, (rowid, _, _) in enumerate(tail)]
         if gen_new != gen and keep_rows:
             vecfiles.copy_prefix(self.meta_dir, gen, gen_new, keep_rows, self.dim)
-        vecfiles.write_rows(self.meta_dir, gen_new, keep_rows, vecs, times)
+        elif not keep_rows:
+            vecfiles.write_scales(self.meta_dir, gen_new, scale)
+        vecfiles.write_rows(self.meta_dir, gen_new, keep_rows, codes, errors, times)
+        self._raise_maxima(conn, codes, errors, keep=keep_rows > 0)
         conn.execute("UPDATE records SET vrow = -1 WHERE day >= ?", (first_day,))
         conn.executemany("UPDATE records SET vrow = ? WHERE rowid = ?", updates)
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen_new),))
@@ -794,6 +815,19 @@ class Index:
         conn.execute(
             "INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)", (str(keep_rows + len(tail)),)
         )
+
+    def _raise_maxima(self, conn, codes: np.ndarray, errors: np.ndarray, keep: bool) -> None:
+        """Keep in meta the largest code norm and row error of the generation (with `keep`, the
+        larger of the values there and these rows'), which bound what a faiss stage leaves out
+        (index/ann.py): an upper bound, never below a row's (deleted rows may leave it higher)."""
+        new = vecfiles.maxima(codes, errors)
+        for key, value in zip(("code_norm_max", "error_max"), new):
+            old = self._meta(conn, key) if keep else None
+            try:
+                value = max(value, float(old)) if old is not None else value
+            except ValueError:
+                pass
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, repr(value)))
 
     def _mark_hidden(self, conn, ids: set[str] | None = None) -> None:
         """Superseded records (1) and repeated ids (2, all but the earliest copy) leave search.
@@ -920,7 +954,6 @@ class Index:
             else None
         )
         sorted_rows = self._sorted_rows(conn, n_rows)
-        matrix = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)[0] if n_rows else None
         new_rows: dict[str, tuple[list, list, int]] = {}
         before = dict(
             conn.execute(
@@ -932,23 +965,20 @@ class Index:
             if day in before and not _same_prefix(before[day], rows.data):
                 return False  # a line indexed before was changed in place: the day is read again
             old = conn.execute(
-                "SELECT id, line_no, off, len, vrow FROM records WHERE day = ? ORDER BY line_no",
+                "SELECT id, line_no, off, len, vrow, vkey FROM records WHERE day = ? ORDER BY line_no",
                 (day,),
             ).fetchall()
             if len(old) > len(rows.rows) or [tuple(r[:4]) for r in rows.rows[: len(old)]] != [
                 tuple(o[:4]) for o in old
             ]:
                 return False
-            for (*_, vrow), vec in zip(
-                old, rows.vectors
-            ):  # a re-embedded or repacked day changes vectors
-                if (vec is None) != (vrow < 0) or (
-                    vec is not None and not np.array_equal(matrix[vrow], vec)
-                ):
+            # A re-embedded or repacked day moves its vectors: a pack is named by its bytes, so
+            # another vector is another location.
+            for (*_, vrow, where), row, vec in zip(old, rows.rows, rows.vectors):
+                if (vec is None) != (vrow < 0) or (vec is not None and where != row[11]):
                     return False
             added = rows.rows[len(old) :]
             new_rows[day] = (added, rows.vectors[len(old) :], len(old))
-        del matrix
         # Rows that sort after every indexed row extend the time-ordered prefix. Others (a turn dated
         # before the newest one: a back-fill, another clock) go to the unsorted tail, which readers
         # scan whole; re-sorting from their day instead would copy the matrix from there (seconds at
@@ -982,7 +1012,14 @@ class Index:
                 ).fetchall()
                 vecs = np.stack([fresh[r] for r, _ in placed]).astype(np.float32)
                 times = np.array([t for _, t in placed], np.float64)
-                vecfiles.write_rows(self.meta_dir, gen, n_rows, vecs, times)
+                if n_rows:
+                    scale = vecfiles.read_scales(self.meta_dir, gen, self.dim)
+                else:  # the generation's first write fixes its scales
+                    scale = vecfiles.make_scales(vecs)
+                    vecfiles.write_scales(self.meta_dir, gen, scale)
+                codes, errors = vecfiles.quantize(vecs, scale)
+                vecfiles.write_rows(self.meta_dir, gen, n_rows, codes, errors, times)
+                self._raise_maxima(conn, codes, errors, keep=n_rows > 0)
                 conn.executemany(
                     "UPDATE records SET vrow = ? WHERE rowid = ?",
                     [(n_rows + i, r) for i, (r, _) in enumerate(placed)],
@@ -1029,6 +1066,9 @@ class Index:
     def matrix(self):
         """(vectors, times) of the current generation, memory-mapped; retried if an update swaps it.
 
+        `vectors` is a vectors.Matrix: int8 codes with their scales and errors; indexing it gives
+        decoded float32 approximations. A row's exact vector is read from the store (index/exact.py).
+
         The mapping is reused while (generation, rows) is unchanged: mapping the file anew for every
         query makes each query fault every page of the matrix in again (~20 ms at 100k rows).
         Rows are only ever appended to a current generation, so a kept mapping stays valid.
@@ -1036,7 +1076,8 @@ class Index:
         for _ in range(5):
             meta = dict(
                 self.conn.execute(
-                    "SELECT key, value FROM meta WHERE key IN ('gen', 'n_rows', 'sorted_rows')"
+                    "SELECT key, value FROM meta WHERE key IN"
+                    " ('gen', 'n_rows', 'sorted_rows', 'code_norm_max', 'error_max')"
                 )
             )
             gen, n_rows = int(meta.get("gen", 0)), int(meta.get("n_rows", 0))
@@ -1048,6 +1089,7 @@ class Index:
                 arrays = vecfiles.open_matrix(self.meta_dir, gen, n_rows, self.dim)
             except FileNotFoundError:
                 continue
+            arrays[0].known_maxima(meta.get("code_norm_max"), meta.get("error_max"))
             self._matrix = ((gen, n_rows), arrays, ordered)
             return arrays
         raise RuntimeError("the vector index kept changing while it was being opened")
@@ -1079,7 +1121,8 @@ class Index:
             "SELECT problems FROM days WHERE problems != '[]' ORDER BY day"
         ):
             out += json.loads(p)
-        return out
+        # vectors a search could not read from the store (index/exact.py): a pack gone or damaged
+        return out + sorted(self.__dict__.get("vector_problems", ()))
 
     def record_at(self, rowid: int) -> dict:
         """The full record behind an index row, read from its day log (late dereference)."""

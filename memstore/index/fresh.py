@@ -12,7 +12,8 @@ import sqlite3
 
 from ..format import layout
 
-SCHEMA_VERSION = 4  # 3: the private table (record scopes), or author columns; 4: both
+SCHEMA_VERSION = 5  # 3: the private table (record scopes), or author columns; 4: both;
+# 5: int8 codes with scales and errors, and each vector's location in records.vkey
 
 _DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 

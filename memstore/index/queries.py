@@ -514,12 +514,14 @@ def vacuum(index) -> None:
 
 
 def vector_of(index, rowid: int):
-    """A copy of the row's vector from the current matrix, or None when it has none."""
+    """The row's vector as the store holds it (read from its pack), or None when it has none."""
+    from . import exact
+
     row = index.conn.execute("SELECT vrow FROM records WHERE rowid = ?", (rowid,)).fetchone()
     vecs, _times = index.matrix()
     if row is None or not 0 <= row[0] < len(vecs):
         return None
-    return vecs[row[0]].copy()
+    return exact.rows(index, [row[0]])[0][0]
 
 
 def scrub(index, clean_keys: list[bytes] = ()) -> bool:

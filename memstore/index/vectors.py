@@ -1,4 +1,17 @@
-"""The vector matrix: one float32 row per indexed record, ordered by time, in generation files."""
+"""The vector matrix: one int8 row of codes per indexed record, ordered by time, in generation files.
+
+A generation `<gen>` is four files in `.memstore/`:
+
+    vectors-<gen>.i8    n x dim int8 codes (row-major), memory-mapped
+    scales-<gen>.f32    dim float32 scales, fixed at the generation's first write
+    errors-<gen>.f32    n float32: each row's quantisation error r = ||x - x_hat||_2, rounded up
+    times-<gen>.f64     n float64: each row's Unix time
+
+x_hat = codes / scales approximates the record's float32 vector x (which its pack holds, exactly):
+a scan scores every row by codes @ (q / scales), and |q.x - q.x_hat| <= ||q|| r bounds what it
+may be off by, so the search (memstore/retrieve/search.py) can re-score a few rows exactly from
+the packs (index/exact.py) and prove that no other row belongs in the top k.
+"""
 
 from __future__ import annotations
 
@@ -11,30 +24,194 @@ import numpy as np
 
 
 TAKE_ROWS_MAX = 4096  # past this many rows one read of the map is cheaper than a pread per row
+CODE_MAX = 127  # codes lie in [-127, 127]: a scale maps a dimension's largest |value| to 127
+# A generation's scales come from the rows of its first write. When those are fewer than
+# FLOOR_ROWS, a dimension is given at least SCALE_FLOOR of the largest |value| over all
+# dimensions, so that a first write of a few rows does not leave later rows' larger values
+# clipped hard (clipping only loosens the bound: it is counted in the row's error).
+SCALE_FLOOR = 0.5
+FLOOR_ROWS = 256
 
 
 def matrix_path(meta_dir: Path, gen: int) -> Path:
-    return meta_dir / f"vectors-{gen}.f32"
+    return meta_dir / f"vectors-{gen}.i8"
 
 
 def ts_path(meta_dir: Path, gen: int) -> Path:
     return meta_dir / f"times-{gen}.f64"
 
 
+def errors_path(meta_dir: Path, gen: int) -> Path:
+    return meta_dir / f"errors-{gen}.f32"
+
+
+def scales_path(meta_dir: Path, gen: int) -> Path:
+    return meta_dir / f"scales-{gen}.f32"
+
+
+def row_files(meta_dir: Path, gen: int, dim: int) -> list[tuple[Path, int]]:
+    """(file, bytes a row) of every per-row file of a generation."""
+    return [
+        (matrix_path(meta_dir, gen), dim),
+        (errors_path(meta_dir, gen), 4),
+        (ts_path(meta_dir, gen), 8),
+    ]
+
+
+def make_scales(vectors: np.ndarray) -> np.ndarray:
+    """Per-dimension scales for these float32 rows: 127 / the dimension's largest |value|."""
+    vectors = np.asarray(vectors, np.float32)
+    dim = vectors.shape[1]
+    top = np.zeros(dim, np.float32)
+    for s in range(0, vectors.shape[0], 65_536):
+        top = np.maximum(top, np.abs(vectors[s : s + 65_536]).max(axis=0))
+    if vectors.shape[0] < FLOOR_ROWS and top.size:
+        top = np.maximum(top, SCALE_FLOOR * float(top.max()))
+    return (CODE_MAX / np.maximum(top, 1e-12)).astype(np.float32)
+
+
+def quantize(vectors: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 codes, float32 errors) of float32 rows under `scale`: codes = round(x * scale),
+    clipped to [-127, 127]; error = ||x - codes / scale||_2 computed in float64 and rounded up
+    to the next float32, so it never understates the distance."""
+    vectors = np.asarray(vectors, np.float32)
+    n = vectors.shape[0]
+    codes = np.empty(vectors.shape, np.int8)
+    errs = np.empty(n, np.float32)
+    s = np.asarray(scale, np.float64)
+    for a in range(0, n, 16_384):
+        x = vectors[a : a + 16_384].astype(np.float64)
+        c = np.clip(np.rint(x * s), -CODE_MAX, CODE_MAX)
+        err = np.sqrt(((x - c / s) ** 2).sum(axis=1))
+        codes[a : a + 16_384] = c
+        # float32 rounds to nearest, maybe down: one step up is never below the float64 value
+        errs[a : a + 16_384] = np.nextafter(err.astype(np.float32), np.float32(np.inf))
+    return codes, errs
+
+
+def maxima(codes: np.ndarray, errors: np.ndarray) -> tuple[float, float]:
+    """(largest code norm ||codes||_2, largest error) of some rows, rounded up (0 for none)."""
+    if len(errors) == 0:
+        return 0.0, 0.0
+    top = 0.0
+    for a in range(0, len(codes), 16_384):
+        c = np.asarray(codes[a : a + 16_384], np.float64)
+        top = max(top, float(np.sqrt((c * c).sum(axis=1)).max()))
+    return top * (1 + 1e-9), float(np.max(errors))
+
+
+class Matrix:
+    """The rows of one generation: int8 codes, their scales and errors. Indexing it gives decoded
+    float32 rows (x_hat, an approximation); `codes`, `scale` and `errors` are the raw parts."""
+
+    def __init__(self, codes: np.ndarray, scale: np.ndarray, errors: np.ndarray):
+        self.codes, self.scale, self.errors = codes, scale, errors
+        self.inv = (1.0 / scale.astype(np.float64)).astype(np.float32)
+        self._maxima: tuple[float, float] | None = None  # (code norm, error), at most
+
+    def known_maxima(self, code_norm, error) -> None:
+        """Take the maxima the index keeps in meta (text); a missing or odd one is computed."""
+        try:
+            got = (float(code_norm), float(error))
+        except (TypeError, ValueError):
+            return
+        if all(np.isfinite(got)) and min(got) >= 0:
+            self._maxima = got
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.codes.shape
+
+    @property
+    def dim(self) -> int:
+        return self.codes.shape[1]
+
+    def __len__(self) -> int:
+        return self.codes.shape[0]
+
+    def __getitem__(self, key) -> np.ndarray:
+        return np.asarray(self.codes[key], np.float32) * self.inv
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[:]
+        return out if dtype is None else out.astype(dtype)
+
+    def take(self, rows) -> np.ndarray:
+        """Decoded copies of some rows (read with pread when few: see `take_rows`)."""
+        return take_rows(self.codes, rows).astype(np.float32) * self.inv
+
+    def take_codes(self, rows) -> np.ndarray:
+        return take_rows(self.codes, rows)
+
+    def _known(self) -> tuple[float, float]:
+        if self._maxima is None:
+            self._maxima = maxima(self.codes, self.errors)
+        return self._maxima
+
+    def err_max(self) -> float:
+        """At least the largest row error (the index keeps it in meta; else read once)."""
+        return self._known()[1]
+
+    def code_norm_max(self) -> float:
+        """At least the largest ||codes||_2 of a row (the index keeps it in meta; else read once)."""
+        return self._known()[0]
+
+    def query(self, q: np.ndarray) -> np.ndarray:
+        """The query in code space: q / scales, so that codes @ it approximates x . q."""
+        return (np.asarray(q, np.float64) * self.inv.astype(np.float64)).astype(np.float32)
+
+    def slack(self, q: np.ndarray) -> float:
+        """What float32 arithmetic may add to |q.x - approximate score|: rounding in the products
+        and sums of the approximate score (codes |c| <= 127), of the float32 exact score, and of
+        the bound itself; a generous multiple of dim x 2^-24 of the magnitudes involved."""
+        dim = self.dim
+        y = np.linalg.norm(self.query(q).astype(np.float64))
+        qn = float(np.linalg.norm(np.asarray(q, np.float64)))
+        xmax = CODE_MAX * float(np.linalg.norm(self.inv.astype(np.float64))) + self.err_max()
+        return 4.0 * (dim + 4) * 2.0**-24 * (CODE_MAX * np.sqrt(dim) * y + qn * xmax) + 1e-30
+
+
+def read_scales(meta_dir: Path, gen: int, dim: int) -> np.ndarray:
+    """A generation's scales; ValueError when the file is not `dim` finite positive float32."""
+    path = scales_path(meta_dir, gen)
+    raw = path.read_bytes()
+    if len(raw) != 4 * dim:
+        raise ValueError(f"{path.name} is {len(raw)} bytes, not the {4 * dim} of {dim} scales")
+    scale = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if not (np.all(np.isfinite(scale)) and np.all(scale > 0)):
+        raise ValueError(f"{path.name} holds a scale that is not a finite positive number")
+    return scale
+
+
+def write_scales(meta_dir: Path, gen: int, scale: np.ndarray) -> None:
+    path = scales_path(meta_dir, gen)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(np.asarray(scale, "<f4").tobytes())
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+
+
 def open_matrix(meta_dir: Path, gen: int, n_rows: int, dim: int):
-    """(vectors, times) memory-mapped read-only; empty arrays for an empty index."""
+    """(Matrix, times) memory-mapped read-only; empty arrays for an empty index. ValueError when
+    the scales are not sound."""
     if n_rows == 0:
-        return np.zeros((0, dim), np.float32), np.zeros(0, np.float64)
-    vec = np.memmap(matrix_path(meta_dir, gen), dtype=np.float32, mode="r", shape=(n_rows, dim))
+        return Matrix(
+            np.zeros((0, dim), np.int8), np.ones(dim, np.float32), np.zeros(0, np.float32)
+        ), np.zeros(0, np.float64)
+    scale = read_scales(meta_dir, gen, dim)
+    codes = np.memmap(matrix_path(meta_dir, gen), dtype=np.int8, mode="r", shape=(n_rows, dim))
+    errs = np.memmap(errors_path(meta_dir, gen), dtype=np.float32, mode="r", shape=(n_rows,))
     ts = np.memmap(ts_path(meta_dir, gen), dtype=np.float64, mode="r", shape=(n_rows,))
-    return vec, ts
+    return Matrix(codes, scale, errs), ts
 
 
 def take_rows(vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """float32 copies of some rows of a matrix opened by `open_matrix`, read with `pread` from its
-    file when there are few of them: indexing the memory map would map whole page-cache folios
-    around each row into the process (on a kernel with large folios, ~2 MB a row: 160 rows of a
-    1M-row matrix put 284 MiB of it in the process's resident set)."""
+    """Copies of some rows of a memory-mapped matrix, read with `pread` from its file when there
+    are few of them: indexing the memory map would map whole page-cache folios around each row
+    into the process (on a kernel with large folios, ~2 MB a row: 160 rows of a 1M-row matrix put
+    284 MiB of it in the process's resident set)."""
     rows = np.asarray(rows, np.int64)
     mapped = getattr(vec, "base", None)
     if (
@@ -44,7 +221,7 @@ def take_rows(vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         or vec.ndim != 2
         or rows.size > TAKE_ROWS_MAX
     ):
-        return np.asarray(vec[rows], np.float32)
+        return np.array(vec[rows])
     n, dim = vec.shape
     if rows.size and (rows.min() < 0 or rows.max() >= n):
         raise IndexError("row out of range")
@@ -59,14 +236,23 @@ def take_rows(vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
             out[i] = np.frombuffer(raw, vec.dtype)
     finally:
         os.close(fd)
-    return out.astype(np.float32, copy=False)
+    return out
 
 
 def write_rows(
-    meta_dir: Path, gen: int, start_row: int, vectors: np.ndarray, times: np.ndarray
+    meta_dir: Path,
+    gen: int,
+    start_row: int,
+    codes: np.ndarray,
+    errors: np.ndarray,
+    times: np.ndarray,
 ) -> None:
-    """Write rows [start_row, start_row+len) of generation `gen` (the file is extended as needed)."""
-    for path, arr in ((matrix_path(meta_dir, gen), vectors), (ts_path(meta_dir, gen), times)):
+    """Write rows [start_row, start_row+len) of generation `gen` (the files are extended as needed)."""
+    for path, arr in (
+        (matrix_path(meta_dir, gen), np.asarray(codes, np.int8)),
+        (errors_path(meta_dir, gen), np.asarray(errors, "<f4")),
+        (ts_path(meta_dir, gen), np.asarray(times, "<f8")),
+    ):
         arr = np.ascontiguousarray(arr)
         row_bytes = arr.itemsize * (arr.shape[1] if arr.ndim == 2 else 1)
         mode = "r+b" if path.exists() else "w+b"
@@ -79,9 +265,11 @@ def write_rows(
 
 
 def copy_prefix(meta_dir: Path, old_gen: int, new_gen: int, n_rows: int, dim: int) -> None:
-    """Start generation `new_gen` with the first `n_rows` rows of `old_gen`."""
-    for path_fn, row_bytes in ((matrix_path, 4 * dim), (ts_path, 8)):
-        src, dst = path_fn(meta_dir, old_gen), path_fn(meta_dir, new_gen)
+    """Start generation `new_gen` with the scales and the first `n_rows` rows of `old_gen`."""
+    write_scales(meta_dir, new_gen, read_scales(meta_dir, old_gen, dim))
+    for (src, row_bytes), (dst, _) in zip(
+        row_files(meta_dir, old_gen, dim), row_files(meta_dir, new_gen, dim)
+    ):
         with open(src, "rb") as fi, open(dst, "wb") as fo:
             remaining = n_rows * row_bytes
             while remaining > 0:
@@ -92,12 +280,46 @@ def copy_prefix(meta_dir: Path, old_gen: int, new_gen: int, n_rows: int, dim: in
                 remaining -= len(buf)
 
 
-_GENERATION_FILE = re.compile(r"^(?:vectors|times|ivf)-(\d+)\.")
+def damage(meta_dir: Path, gen: int, n_rows: int, dim: int, thorough: bool = False) -> str | None:
+    """What is wrong with a generation's files for `n_rows` rows (one missing or short, scales
+    that are not sound; `thorough`: an error that is no finite number >= 0, a code of -128, which
+    this code never writes), named by file, or None."""
+    if n_rows <= 0:
+        return None
+    for path, row_bytes in row_files(meta_dir, gen, dim):
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return f"{path.name} is missing (index.db has {n_rows} vector rows in it)"
+        if size < n_rows * row_bytes:
+            return (
+                f"{path.name} is {size} bytes, shorter than the {n_rows} rows index.db has in it "
+                f"({n_rows * row_bytes})"
+            )
+    try:
+        read_scales(meta_dir, gen, dim)
+    except FileNotFoundError:
+        return f"{scales_path(meta_dir, gen).name} is missing (index.db has {n_rows} vector rows)"
+    except ValueError as exc:
+        return str(exc)
+    if thorough:
+        errs = np.fromfile(errors_path(meta_dir, gen), "<f4", n_rows)
+        if not (np.all(np.isfinite(errs)) and np.all(errs >= 0)):
+            return f"{errors_path(meta_dir, gen).name} holds an error that is not a number >= 0"
+        codes = np.memmap(matrix_path(meta_dir, gen), np.int8, "r", shape=(n_rows, dim))
+        for a in range(0, n_rows, 65_536):
+            if int(codes[a : a + 65_536].min()) < -CODE_MAX:
+                return f"{matrix_path(meta_dir, gen).name} holds a code of -128 (not written here)"
+    return None
+
+
+_GENERATION_FILE = re.compile(r"^(?:vectors|times|errors|scales|ivf)-(\d+)\.")
 
 
 def remove_generations(meta_dir: Path, keep: int) -> None:
-    """Delete every file of another generation: its matrix and times, and the faiss sidecars made
-    from it (index/ann.py: float16 and int8 scan copies with their chunk files, IVF indexes)."""
+    """Delete every file of another generation: its codes, scales, errors and times, and the faiss
+    sidecars made from it (index/ann.py: float16 and int8 scan copies with their chunk files, IVF
+    indexes); the float32 matrix an older memstore kept (`vectors-<gen>.f32`) goes the same way."""
     for p in meta_dir.iterdir():
         m = _GENERATION_FILE.match(p.name)
         if m and int(m.group(1)) != keep:

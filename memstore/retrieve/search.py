@@ -1,6 +1,9 @@
 """Search: exact (FTS5 BM25), vector (cosine over the time-ordered matrix) and their fusion.
 
 Candidates are index rows; the verbatim text is read from the day logs only for the hits returned.
+The vector scan bounds every row's cosine from its int8 codes and re-scores the best exactly from
+the packs, until no other row can enter (see `_VectorScan`): its hits and cosines are those of a
+float32 scan of every record's vector.
 """
 
 from __future__ import annotations
@@ -56,6 +59,9 @@ _ABOUT_CHANGES = re.compile(
 )
 # From this many rows a hybrid search scans vectors in a second thread; below, a thread costs more than it saves.
 THREAD_MIN_ROWS = 20_000
+# Rows per task of the numpy scan: small, so that the thread done with the FTS query can take a
+# share of what is left.
+TASK_ROWS = 16_384
 
 
 def exact_candidates(index, query: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
@@ -69,23 +75,32 @@ def exact_candidates(index, query: str, filters: Filters, limit: int) -> list[tu
 class _VectorScan:
     """One vector query in steps, so the scan can run beside the FTS query.
 
-    `prepare` (the constructor), `collect` and `finish` run in the caller's thread (`finish` uses
-    the SQLite connection it owns); the tasks of `work` are numpy or faiss, release the GIL, and
-    may run in any thread. Large unfiltered or time-sliced scans go through a faiss float16 or
-    int8 (or, opted in, IVF) candidate stage that is re-scored in float32 (memstore/index/ann.py);
-    row filters gather their rows and scan them in numpy.
+    `prepare` (the constructor), `collect` and `finish` run in the caller's thread (they use the
+    SQLite connection it owns); the tasks of `work` are numpy or faiss, release the GIL, and may
+    run in any thread.
+
+    The matrix holds int8 codes (memstore/index/vectors.py). The scan gives every row an upper
+    bound of its cosine, u = codes . (q / scales) + ||q|| r (r: the row's quantisation error),
+    re-scores the best M rows by u exactly from the store's packs (memstore/index/exact.py), and
+    stops once the next row's bound is below the k-th exact score (else M doubles): the result
+    and its scores are those of a float32 scan over every row. Large unfiltered or time-sliced
+    scans let a faiss float16 or int8 (or, opted in, IVF) stage propose the candidates
+    (memstore/index/ann.py); the first two bound what they leave out, IVF does not (approximate
+    by design). Row filters gather their rows and scan them in numpy.
     """
 
     def __init__(self, index, qvec, filters: Filters, limit: int, method: str | None = None):
         self.index, self.limit = index, limit
         self.q = np.asarray(qvec, np.float32)
-        self.view = None
+        self.view = None  # the rows the scan covers: a range [lo, hi) or `rows_idx`
         self.rows_idx = None
         self.scanner = None
         self.hidden: set[int] = set()
         self.result: tuple[np.ndarray, np.ndarray] | None = None  # (vrows, scores), best first
+        self.problems: list[str] = []
         self.tail = np.zeros(0, np.int64)  # rows of the unsorted tail inside a time window
         vecs, times = index.matrix()
+        self.vecs = vecs
         n = vecs.shape[0]
         if n == 0:
             return
@@ -109,7 +124,7 @@ class _VectorScan:
             lo, hi = 0, n
         if hi <= lo and self.tail.size == 0:
             return
-        self.lo, self.hi, self.vecs = lo, max(hi, lo), vecs
+        self.lo, self.hi = lo, max(hi, lo)
         if filters.narrows_rows:
             ranges = [(lo, hi)] + ([(ordered, n)] if timed and ordered < n else [])
             rows = queries.vrows_where(index, filters, ranges)
@@ -117,13 +132,26 @@ class _VectorScan:
             self.tail = np.zeros(0, np.int64)  # the SQL above already picked the tail's rows
             if allowed.size == 0:
                 return
-            self.view, self.rows_idx = vecs[np.sort(allowed)], np.sort(allowed)
+            self.rows_idx = np.sort(allowed)
+            self.view = self.rows_idx
         elif hi > lo:
-            self.view = vecs[lo:hi]
+            self.view = (lo, hi)
             self.scanner = _scanner(index, hi - lo, method)
         if not filters.include_hidden:
             ranges = [(lo, hi)] + ([(ordered, n)] if timed and ordered < n else [])
             self.hidden = queries.hidden_vrows(index, ranges)
+        self.y = vecs.query(self.q)
+        self.qn = np.float32(np.linalg.norm(self.q.astype(np.float64)))
+        self.slack = vecs.slack(self.q)
+
+    @property
+    def rows(self) -> int:
+        """How many rows the scan covers (before the unsorted tail)."""
+        if self.view is None:
+            return 0
+        if self.rows_idx is not None:
+            return int(self.rows_idx.size)
+        return self.hi - self.lo
 
     def work(self):
         """The scan as independent tasks (index/ann.py's `Work`): any thread may run them, and
@@ -132,9 +160,16 @@ class _VectorScan:
 
         if self.view is None:
             return Work([])
-        self.want = min(self.limit + len(self.hidden), self.view.shape[0])
+        self.want = min(self.limit + len(self.hidden), self.rows)
         if self.scanner is None:
-            return Work([self._scan_numpy])
+            if self.rows_idx is not None:
+                return Work([lambda: self._bounds(self.vecs.take_codes(self.rows_idx), None)])
+            return Work(
+                [
+                    lambda a=a: self._bounds(None, (a, min(a + TASK_ROWS, self.hi)))
+                    for a in range(self.lo, self.hi, TASK_ROWS)
+                ]
+            )
         tasks = getattr(self.scanner, "tasks", None)
         if tasks is None:  # IVF: one search
             return Work(
@@ -142,28 +177,112 @@ class _VectorScan:
             )
         return Work(tasks(self.q, self.want, self.lo, self.hi))
 
+    def _bounds(self, codes, span) -> np.ndarray:
+        """u = codes . y + ||q|| r for the given codes, or for rows [a, b) read in 8,192-row
+        pieces (an int8 piece cast to float32 stays in cache while it is multiplied)."""
+        # the whole scan's size, not the piece's: a last small piece run on two BLAS threads wakes
+        # OpenBLAS's team, which then spins (100k rows: CPU 31 ms a query for a 16 ms wall)
+        with _one_blas_thread(self.rows):
+            return self._bounds_now(codes, span)
+
+    def _bounds_now(self, codes, span) -> np.ndarray:
+        if codes is not None:
+            errs = self.vecs.errors[self.rows_idx] if self.rows_idx is not None else None
+            return codes.astype(np.float32) @ self.y + self.qn * np.asarray(errs, np.float32)
+        a, b = span
+        out = np.empty(b - a, np.float32)
+        for s in range(a, b, 8192):
+            e = min(s + 8192, b)
+            out[s - a : e - a] = self.vecs.codes[s:e].astype(np.float32) @ self.y
+        out += self.qn * np.asarray(self.vecs.errors[a:b], np.float32)
+        return out
+
+    def _bounds_of(self, rows: np.ndarray) -> np.ndarray:
+        codes = self.vecs.take_codes(rows)
+        return codes.astype(np.float32) @ self.y + self.qn * np.asarray(
+            self.vecs.errors[rows], np.float32
+        )
+
     def collect(self, work) -> None:
         parts = work.results()
-        if self.view is not None and self.scanner is not None:
-            from ..index.ann import RESCORE, best, rescore
-
-            if len(parts) == 1 and parts[0][0] is None:
-                cand = parts[0][1]
-            else:
-                cand = best(parts, RESCORE * self.want)
-            self.result = rescore(self.vecs, self.q, cand, self.want)
+        if self.view is None and not self.tail.size:
+            return
+        rest = -np.inf  # a bound on the cosine of every row the candidates leave out
+        if self.view is None:
+            rows, u = np.zeros(0, np.int64), np.zeros(0, np.float32)
+        elif self.scanner is None:
+            u = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+            rows = self.rows_idx if self.rows_idx is not None else np.arange(self.lo, self.hi)
+        else:
+            rows, rest = self._proposed(parts)
+            u = self._bounds_of(rows)
         if self.tail.size:
-            want = min(self.limit + len(self.hidden), self.tail.size)
-            scores = self.vecs[self.tail] @ self.q
-            vrows, sc = self.tail, scores
-            if self.result is not None:
-                vrows, sc = (
-                    np.concatenate([self.result[0], vrows]),
-                    np.concatenate([self.result[1], sc]),
-                )
-                want = min(self.limit + len(self.hidden), vrows.shape[0])
-            top = np.argsort(-sc, kind="stable")[:want]
-            self.result = (vrows[top], sc[top])
+            rows = np.concatenate([rows, self.tail])
+            u = np.concatenate([u, self._bounds_of(self.tail)])
+        if self.hidden:
+            drop = np.isin(rows, np.fromiter(self.hidden, np.int64, len(self.hidden)))
+            rows, u = rows[~drop], u[~drop]
+        found = self._proved(rows, u, rest)
+        if found is None:  # the faiss stage left out rows that may belong: scan them all
+            self.scanner = None
+            work = self.work()
+            work.run()
+            self.collect(work)
+            return
+        self.result = found
+
+    def _proposed(self, parts) -> tuple[np.ndarray, float]:
+        """The faiss stage's candidate rows and a bound on the cosine of every other row."""
+        from ..index.ann import RESCORE
+
+        k = RESCORE * self.want
+        if len(parts) == 1 and parts[0][0] is None:  # IVF: approximate by design, no bound
+            return np.asarray(parts[0][1], np.int64), -np.inf
+        parts = [p for p in parts if p is not None and p[1].size]
+        if not parts:
+            return np.zeros(0, np.int64), -np.inf
+        scores = np.concatenate([p[0] for p in parts])
+        rows = np.concatenate([p[1] for p in parts]).astype(np.int64)
+        cut = max((float(p[0].min()) for p in parts if len(p) > 2 and p[2]), default=-np.inf)
+        if rows.size > k:
+            top = np.argpartition(-scores, k - 1)
+            cut = max(cut, float(scores[top[k:]].max()))
+            rows = rows[top[:k]]
+        if cut == -np.inf:
+            return rows, -np.inf
+        return rows, self.scanner.bound(self.vecs, self.q, cut) + self.qn * self.vecs.err_max()
+
+    def _proved(self, rows: np.ndarray, u: np.ndarray, rest: float):
+        """(vrows, exact scores) of the best `limit` rows, best first (ties: lower row first),
+        once the bounds show no other row can beat them; None when rows outside `rows` might."""
+        k = min(self.limit, rows.size)
+        if k == 0:
+            return None if rest > -np.inf else (rows[:0], u[:0])
+        exact: dict[int, float] = {}
+        # 2k rows first: on the 100k bench store the bounds of 78 rows reach the 50th exact score
+        # (median of 60 queries, at most 97), so one round settles a query of 50.
+        m = min(rows.size, max(2 * k, 32))
+        while True:
+            if m < rows.size:
+                part = np.argpartition(-u, m)  # position m: the best bound of the rows left out
+                top, left = part[:m], float(u[part[m]])
+            else:
+                top, left = np.arange(rows.size), -np.inf
+            new = [int(r) for r in rows[top] if int(r) not in exact]
+            if new:
+                vecs, problems = exact_rows(self.index, new)
+                self.problems += problems
+                got = (vecs.astype(np.float64) @ self.q.astype(np.float64)).astype(np.float32)
+                exact.update(zip(new, got.tolist()))
+            taken = np.array([int(r) for r in rows[top]], np.int64)
+            sc = np.array([exact[int(r)] for r in taken], np.float32)
+            order = np.lexsort((taken, -sc))[:k]
+            tau = float(sc[order[-1]]) if order.size == k else -np.inf
+            if max(left, rest) + self.slack < tau or (m >= rows.size and rest == -np.inf):
+                return taken[order], sc[order]
+            if m >= rows.size:
+                return None
+            m = min(rows.size, 2 * m)
 
     def scan(self, threads: int = 1) -> None:
         work = self.work()
@@ -173,19 +292,9 @@ class _VectorScan:
             work.run()
         self.collect(work)
 
-    def _scan_numpy(self) -> None:
-        want = self.want
-        scores = self.view @ self.q
-        top = (
-            np.argpartition(-scores, want - 1)[:want]
-            if want < scores.shape[0]
-            else np.arange(scores.shape[0])
-        )
-        top = top[np.argsort(-scores[top], kind="stable")]
-        vrows = self.rows_idx[top] if self.rows_idx is not None else self.lo + top
-        self.result = (vrows, scores[top])
-
     def finish(self) -> list[tuple[int, float]]:
+        if self.problems:
+            self.index.__dict__.setdefault("vector_problems", set()).update(self.problems)
         if self.result is None:
             return []
         pairs = [(int(v), float(sc)) for v, sc in zip(*self.result) if int(v) not in self.hidden][
@@ -195,6 +304,36 @@ class _VectorScan:
             return []
         lookup = queries.rowids_of_vrows(self.index, [v for v, _ in pairs])
         return [(lookup[v], sc) for v, sc in pairs if v in lookup]
+
+
+# From this many rows a scan task keeps BLAS to one thread: its pieces are small products, and
+# OpenBLAS's thread team waking for each one costs more than it saves (100k rows on a busy
+# 2-core machine: 70-98 ms with two BLAS threads, 26-29 ms with one).
+ONE_THREAD_ROWS = 16_384
+_BLAS = []
+
+
+def _one_blas_thread(rows: int):
+    """A context in which numpy's BLAS uses one thread (threadpoolctl, found once per process)."""
+    import contextlib
+
+    if rows < ONE_THREAD_ROWS:
+        return contextlib.nullcontext()
+    if not _BLAS:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS.append(ThreadpoolController().select(user_api="blas"))
+        except Exception:  # no threadpoolctl, or a BLAS it does not know: leave it as it is
+            _BLAS.append(None)
+    return _BLAS[0].limit(limits=1) if _BLAS[0] is not None else contextlib.nullcontext()
+
+
+def exact_rows(index, vrows):
+    """float32 vectors of these matrix rows as the store holds them (memstore/index/exact.py)."""
+    from ..index import exact
+
+    return exact.rows(index, vrows)
 
 
 def _scanner(index, rows: int, method: str | None):
@@ -228,7 +367,9 @@ def vector_candidates(
     from ..index.ann import SPLIT_ROWS
 
     job = _VectorScan(index, qvec, filters, limit, method)
-    job.scan(threads=2 if job.view is not None and job.view.shape[0] >= SPLIT_ROWS else 1)
+    # One thread below SPLIT_ROWS, numpy's pieces too: on the shared 2-core machine (load ~3.5)
+    # two threads took 15.6 ms a query at 100k rows, one 12.3 ms.
+    job.scan(threads=2 if job.rows >= SPLIT_ROWS else 1)
     return job.finish()
 
 
@@ -242,7 +383,7 @@ def hybrid_candidates(
     """
     job = _VectorScan(index, qvec, filters, limit, method)
     work = job.work()
-    if job.view is not None and job.view.shape[0] >= THREAD_MIN_ROWS:
+    if job.rows >= THREAD_MIN_ROWS:
         exact = work.run_beside(lambda: exact_candidates(index, query, filters, limit))
     else:
         work.run()
@@ -266,17 +407,19 @@ def fuse_rrf(
 
 
 def _cosines(index, qvec, rowids: list[int]) -> dict[int, float]:
-    """Exact cosines for rows that the vector pool did not reach (read from the matrix)."""
+    """Exact cosines for rows that the vector pool did not reach (their vectors read from the store)."""
     if not rowids:
         return {}
-    from ..index.vectors import take_rows
-
     vecs, _ = index.matrix()
     rows = queries.vrows_of_rowids(index, rowids)
     found = [(r, v) for r in rowids if (v := rows.get(r)) is not None and 0 <= v < vecs.shape[0]]
     out = dict.fromkeys(rowids, 0.0)
     if found:
-        scores = take_rows(vecs, np.array([v for _, v in found])) @ np.asarray(qvec, np.float32)
+        got, problems = exact_rows(index, [v for _, v in found])
+        if problems:
+            index.__dict__.setdefault("vector_problems", set()).update(problems)
+        q = np.asarray(qvec, np.float32).astype(np.float64)
+        scores = (got.astype(np.float64) @ q).astype(np.float32)
         out.update((r, float(c)) for (r, _), c in zip(found, scores))
     return out
 

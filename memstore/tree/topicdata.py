@@ -60,6 +60,7 @@ class RecordData:
         self.index = store.index(update=False)
         self._rows: dict[str, tuple[int, int, float, str, str]] | None = None
         self._vecs = None
+        self._exact: dict[str, np.ndarray] = {}  # record id -> its vector, read from its pack
         self.extra_vecs: dict[str, np.ndarray] = {}  # records being written now (not indexed yet)
         self.extra_recs: dict[str, dict] = {}
 
@@ -85,6 +86,7 @@ class RecordData:
                 self._refreshed = True
                 self.index.update()
                 self._vecs = None
+                self._exact = {}
                 for rid, *rest in queries.record_rows(
                     self.index, [i for i in missing if i not in self._rows]
                 ):
@@ -143,12 +145,26 @@ class RecordData:
         row = self.rows([rid]).get(rid)
         if row is None or row[1] is None or row[1] < 0:
             return None
-        return np.asarray(self.matrix()[row[1]], np.float32)
+        if rid not in self._exact:
+            self._read_exact([rid])
+        return self._exact[rid]
+
+    def _read_exact(self, rids: list[str]) -> None:
+        """The records' vectors as the store holds them (the index's int8 codes are only an
+        approximation: placement and reorganisation compare topics by small margins)."""
+        from ..index import exact
+
+        rows = self.rows(rids)
+        want = [(r, v) for r in rids if r in rows and (v := rows[r][1]) is not None and v >= 0]
+        if want:
+            got, _problems = exact.rows(self.index, [v for _, v in want])
+            self._exact.update((r, got[i]) for i, (r, _) in enumerate(want))
 
     def centroid(self, rids: list[str], last: int | None = None) -> np.ndarray | None:
         """Normalised mean of the records' vectors (only the `last` ones when given)."""
         pick = rids[-last:] if last else rids
         self.rows(pick)
+        self._read_exact([r for r in pick if r not in self._exact and r not in self.extra_vecs])
         vecs = [v for v in (self.vector(r) for r in pick) if v is not None]
         if not vecs:
             return None
