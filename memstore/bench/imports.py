@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,9 +50,9 @@ class Stages:
 
 
 def _git_counts(root: Path) -> dict[str, int]:
-    out = subprocess.run(
-        ["git", "-C", str(root), "count-objects", "-v"], capture_output=True, text=True, check=True
-    ).stdout
+    from ..gitrepo import GitRepo
+
+    out = GitRepo(root).run("count-objects", "-v")
     pairs = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
     return {"loose": int(pairs["count"]), "packs": int(pairs["packs"])}
 
