@@ -18,6 +18,7 @@ from functools import lru_cache
 
 from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
 from ..text import content_words as words
+from ..text import NAME_WORD
 from ..text import word_spans  # noqa: F401  (the spans of `words`)
 
 
@@ -62,24 +63,67 @@ _EDGE_WORDS = frozenset(
 )
 
 
+# What every match of _ARTEFACT_SPANS holds: one of these characters or words, a file extension
+# after a dot, or a run of 12 hex digits. Most texts hold none, and looking for them (memchr, one
+# byte translation) is a fraction of what running the alternation at every position costs.
+_FILE_EXT = re.compile(
+    r"\.(?:pdf|png|jpe?g|gif|webp|svg|docx?|xlsx?|pptx?|csv|tsv|txt|json|zip|gz|html?|md|py|js)\b",
+    re.I,
+)
+_HEX_MARK = bytes(ord("x") if chr(i) in "0123456789abcdefABCDEF" else 32 for i in range(256))
+
+
+def _may_hold_artefact(text: str) -> bool:
+    if "`" in text or "[" in text or "<" in text or "@" in text:
+        return True
+    low = text.lower()
+    if "http" in low or "www." in low or _FILE_EXT.search(text) is not None:
+        return True
+    return b"x" * 12 in text.encode("utf-8", "surrogatepass").translate(_HEX_MARK)
+
+
 def _clean(text: str) -> str:
     """The text without export artefacts (see ARTEFACT_WORDS and _ARTEFACT_SPANS)."""
-    return _ARTEFACT_SPANS.sub(" . ", text)
+    return _ARTEFACT_SPANS.sub(" . ", text) if _may_hold_artefact(text) else text
 
 
 TERM_CHARS = 4_000  # a record's terms come from its first 4,000 characters
 PHRASE_CHARS = 1_500  # and its phrases from the first 1,500 (a subject is named early)
 
 
+class _WordMemo(dict):
+    """token -> what a rule makes of it, computed once per distinct token (a write's texts repeat
+    a few thousand words hundreds of thousands of times); bounded, since it is only a shortcut."""
+
+    def __init__(self, rule):
+        super().__init__()
+        self.rule = rule
+
+    def __missing__(self, token: str):
+        if len(self) > 200_000:
+            self.clear()
+        got = self[token] = self.rule(token)
+        return got
+
+
+def _term_word(token: str) -> tuple[str, str] | None:
+    """(folded term, surface form) of a NAME_WORD token, None when it is not a content word."""
+    w = token.strip("'’-")
+    low = w.lower()
+    if len(w) < 3 or low in STOPWORDS or low in ARTEFACT_WORDS:
+        return None
+    return _stem(w), w if not w.isupper() or len(w) <= 4 else low
+
+
+_TERM_WORDS = _WordMemo(_term_word)
+
+
 @lru_cache(maxsize=8192)
 def _terms_of(text: str) -> tuple[tuple[str, str], ...]:
     """(folded term, surface form) per content word. Cached: placing a batch re-reads each topic's
     recent turns once per new turn, and the regex and stemming were most of that time."""
-    return tuple(
-        (_stem(w), w if not w.isupper() or len(w) <= 4 else w.lower())
-        for w in words(_clean(text[:TERM_CHARS]))
-        if w.lower() not in ARTEFACT_WORDS
-    )
+    got = map(_TERM_WORDS.__getitem__, NAME_WORD.findall(_clean(text[:TERM_CHARS])))
+    return tuple(x for x in got if x is not None)
 
 
 def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
@@ -132,41 +176,60 @@ MIN_RARITY = 0.3  # a word this common in a store of MIN_STORE records or more n
 MIN_STORE = 50
 
 
+def _phrase_word(token: str) -> tuple[str, str, bool] | None:
+    """(word, folded word, whether it may not start or end a phrase) of a _PHRASE_TOKEN token; None
+    when it breaks runs (punctuation, digits, stop words, artefacts, code-like words)."""
+    w = token.strip("'’-")
+    low = w.lower()
+    if (
+        not w[:1].isalpha()
+        or len(w) < 3
+        or low in STOPWORDS
+        or low in ARTEFACT_WORDS
+        or len(w) > 24
+        or (w.isupper() and len(w) > 5)
+        or any(c.isupper() for c in w[1:])
+        and not w.isupper()  # camelCase: code, not prose
+    ):
+        return None
+    return w, _stem(w), low in _EDGE_WORDS or low.endswith("ly")
+
+
+_PHRASE_WORDS = _WordMemo(_phrase_word)
+
+
+def _runs_phrases(run: list, out: list) -> None:
+    """Every one- to three-word part of a run, in order, that neither starts nor ends with an edge
+    word (or an adverb in -ly)."""
+    n = len(run)
+    for i, (a, sa, edge) in enumerate(run):
+        if edge:
+            continue
+        out.append(((sa,), a))
+        if i + 1 < n:
+            b, sb, edge_b = run[i + 1]
+            if not edge_b:
+                out.append(((sa, sb), f"{a} {b}"))
+            if i + 2 < n:
+                c, sc, edge_c = run[i + 2]
+                if not edge_c:
+                    out.append(((sa, sb, sc), f"{a} {b} {c}"))
+
+
 @lru_cache(maxsize=16384)
 def _phrases_of(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
     """(folded words, surface form) of every run of one to three content words in `text` that
     neither starts nor ends with an edge word; punctuation, digits and stop words break runs."""
-    out = []
-    run: list[str] = []
-
-    def flush() -> None:
-        for i in range(len(run)):
-            for j in range(i + 1, min(i + 3, len(run)) + 1):
-                part = run[i:j]
-                if part[0].lower() in _EDGE_WORDS or part[-1].lower() in _EDGE_WORDS:
-                    continue
-                if part[-1].lower().endswith("ly") or part[0].lower().endswith("ly"):
-                    continue
-                out.append((tuple(_stem(w) for w in part), " ".join(part)))
-        run.clear()
-
-    for tok in _PHRASE_TOKEN.findall(_clean(text[:PHRASE_CHARS])):
-        w = tok.strip("'’-")
-        low = w.lower()
-        if (
-            not w[:1].isalpha()
-            or len(w) < 3
-            or low in STOPWORDS
-            or low in ARTEFACT_WORDS
-            or len(w) > 24
-            or (w.isupper() and len(w) > 5)
-            or any(c.isupper() for c in w[1:])
-            and not w.isupper()  # camelCase: code, not prose
-        ):
-            flush()
-            continue
-        run.append(w)
-    flush()
+    out: list = []
+    run: list = []
+    for info in map(_PHRASE_WORDS.__getitem__, _PHRASE_TOKEN.findall(_clean(text[:PHRASE_CHARS]))):
+        if info is not None:
+            run.append(info)
+        elif run:
+            _runs_phrases(run, out)
+            run = []
+    if run:
+        _runs_phrases(run, out)
     return tuple(out)
 
 
