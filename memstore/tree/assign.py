@@ -32,6 +32,7 @@ BEAM = 2  # topics followed down at each level when looking for a turn's place
 RECENT_TOPICS = 8
 SCORED = 6
 RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
+REGROUP_AT = 1  # a write regroups a parent's children once they are this many times max_children
 LAZY_RECORDS = 64  # a write of up to this many records reads the tree in part (see _assign)
 
 
@@ -96,7 +97,29 @@ class Placer:
         tree.current = tid
         self.touched.add(tid)
         self.last_session = rec.get("session")
+        if tid != cur and tid in self.created:
+            self._regroup(t.parent)
         return tid
+
+    def _regroup(self, parent: str | None) -> None:
+        """Group a parent's children as soon as a new topic crowds it (REGROUP_AT times the limit),
+        as a run of one-record writes would: a big write's topics then never pile up under one
+        parent, where every later turn's look for its place and the final regrouping would each
+        compare all of them (a write's cost growing with the square of its size). Groups made are
+        named once, in `finish`."""
+        if len(self.kids.of(parent)) <= REGROUP_AT * max_children(self.store):
+            return
+        rebalance(
+            self.tree,
+            self.data,
+            max_children(self.store),
+            self.llm,
+            join=self.th["continue"],
+            parents={parent},
+            kids=self.kids,
+            cache=self.vcache,
+            unnamed=self.unnamed,
+        )
 
     def _continues(self, cur: str, rec: dict, vec: np.ndarray) -> bool:
         if rec.get("session") != self.last_session:

@@ -12,8 +12,9 @@ call can never become a stored name.
 
 from __future__ import annotations
 
-import heapq
 import re
+from collections import Counter
+from itertools import compress
 from functools import lru_cache
 
 from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
@@ -106,24 +107,66 @@ class _WordMemo(dict):
         return got
 
 
-def _term_word(token: str) -> tuple[str, str] | None:
-    """(folded term, surface form) of a NAME_WORD token, None when it is not a content word."""
+def _term_word(token: str) -> tuple[str, str, bool] | None:
+    """(folded term, surface form, written capitalised) of a NAME_WORD token; None when it is not
+    a content word."""
     w = token.strip("'’-")
     low = w.lower()
     if len(w) < 3 or low in STOPWORDS or low in ARTEFACT_WORDS:
         return None
-    return _stem(w), w if not w.isupper() or len(w) <= 4 else low
+    form = w if not w.isupper() or len(w) <= 4 else low
+    return _stem(w), form, form[:1].isupper()
 
 
 _TERM_WORDS = _WordMemo(_term_word)
 
 
 @lru_cache(maxsize=8192)
-def _terms_of(text: str) -> tuple[tuple[str, str], ...]:
-    """(folded term, surface form) per content word. Cached: placing a batch re-reads each topic's
-    recent turns once per new turn, and the regex and stemming were most of that time."""
-    got = map(_TERM_WORDS.__getitem__, NAME_WORD.findall(_clean(text[:TERM_CHARS])))
-    return tuple(x for x in got if x is not None)
+def _term_lists(text: str) -> tuple[tuple, tuple, frozenset, frozenset]:
+    """The content words of the text's first TERM_CHARS characters as (folded terms, surface
+    forms, folded terms written capitalised, distinct folded terms). Cached: a write reads each
+    topic's latest turns once per placed turn. Every step here and in counting them is one of
+    Python's C loops (findall, map, filter, zip, Counter), not a Python step per word."""
+    got = filter(None, map(_TERM_WORDS.__getitem__, NAME_WORD.findall(_clean(text[:TERM_CHARS]))))
+    terms = tuple(got)
+    if not terms:
+        return (), (), frozenset(), frozenset()
+    stems, forms, caps = zip(*terms)
+    return stems, forms, frozenset(compress(stems, caps)), frozenset(stems)
+
+
+_STEMS = _WordMemo(_stem)
+
+
+def _ranked_terms(texts: list[str], n: int) -> tuple[list[str], dict, dict]:
+    """The `n` best folded terms of the texts, best first, by (-base score, first position, term),
+    with every term's base score and the texts' term lists (see key_terms)."""
+    tf: Counter = Counter()
+    df: Counter = Counter()
+    proper: set[str] = set()
+    lists = [_term_lists(t) for t in texts]
+    for stems, _forms, caps, distinct in lists:
+        tf.update(stems)
+        df.update(distinct)
+        proper |= caps
+    base = {s: df[s] * 2 + c for s, c in tf.items()}
+    for s in proper:
+        base[s] += 1.5
+    if len(base) > n:
+        # every term scoring at least the n-th best score, ties included; the rest cannot place
+        floor = sorted(base.values(), reverse=True)[n - 1]
+        pool = [s for s, b in base.items() if b >= floor]
+    else:
+        pool = list(base)
+    first: dict[str, int] = {}
+    pos = 0
+    for stems, _forms, _caps, distinct in lists:
+        for s in pool:
+            if s not in first and s in distinct:
+                first[s] = pos + stems.index(s)
+        pos += len(stems)
+    ranked = sorted(pool, key=lambda s: (-base[s], first[s], s))[:n]
+    return ranked, base, {"lists": lists, "first": first}
 
 
 def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
@@ -134,41 +177,26 @@ def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
     and the reorganize veto rest on what sets a topic apart. Terms are returned in their most
     common surface form (so "Sarah" keeps its capital).
     """
-    # Plain dicts, not Counters: this runs for every placed turn over its topic's recent turns,
-    # and a Counter per term was most of a batch write's tree time.
-    tf: dict[str, int] = {}
-    df: dict[str, int] = {}
-    forms: dict[str, dict[str, int]] = {}
-    first: dict[str, int] = {}
-    proper: set[str] = set()
-    pos = 0
-    for text in texts:
-        seen = set()
-        for s, form in _terms_of(text):
-            n = tf.get(s)
-            if n is None:
-                tf[s] = 1
-                forms[s] = {form: 1}
-                first[s] = pos
-            else:
-                tf[s] = n + 1
-                f = forms[s]
-                f[form] = f.get(form, 0) + 1
-            if form[:1].isupper():
-                proper.add(s)
-            pos += 1
-            if s not in seen:
-                seen.add(s)
-                df[s] = df.get(s, 0) + 1
-
-    base = {s: df[s] * 2 + tf[s] + (1.5 if s in proper else 0) for s in tf}
-    # nsmallest(n, ..., key) is sorted(...)[:n], without sorting every term of a long topic.
-    ranked = heapq.nsmallest(max(4 * k, 24), tf, key=lambda s: (-base[s], first[s], s))
+    ranked, base, seen = _ranked_terms(texts, max(4 * k, 24))
     if rarity is not None and ranked:
         weight = rarity(ranked)
+        first = seen["first"]
         ranked = sorted(ranked, key=lambda s: (-base[s] * weight.get(s, 1.0), first[s], s))
-    # The most common surface form, the first seen on a tie (what Counter.most_common(1) gives).
-    return [max(forms[s].items(), key=lambda kv: kv[1])[0] for s in ranked[:k]]
+    ranked = ranked[:k]
+    # The most common surface form, the first seen on a tie (what Counter.most_common(1) gives):
+    # a Counter keeps its keys in the order they were first seen.
+    counts: Counter = Counter()
+    for _stems, forms, _caps, _distinct in seen["lists"]:
+        counts.update(forms)
+    wanted = set(ranked)
+    best: dict[str, tuple[str, int]] = {}
+    for form, c in counts.items():
+        s = _STEMS[form]
+        if s in wanted:
+            got = best.get(s)
+            if got is None or c > got[1]:
+                best[s] = (form, c)
+    return [best[s][0] for s in ranked]
 
 
 _PHRASE_TOKEN = re.compile(r"[^\W\d_][\w'’-]*|[^\w\s'’-]+|\d[\w.,:/-]*", re.UNICODE)
@@ -316,7 +344,10 @@ def phrase_name(texts: list[str], rarity=None, roles=None, fallback: str = "Unti
 
 def term_set(texts: list[str], k: int = 12, rarity=None) -> set[str]:
     """Folded key terms, for comparing two topics (the offline reorganize veto)."""
-    return {_stem(t) for t in key_terms(texts, k, rarity)}
+    if rarity is not None:
+        return {_stem(t) for t in key_terms(texts, k, rarity)}
+    # a term's surface forms all fold to it: the folded terms are the ranking's own keys
+    return set(_ranked_terms(texts, k)[0])
 
 
 # A name or summary needs a text's gist, not all of it: a 50 MB pasted log must not cost minutes.
