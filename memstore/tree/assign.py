@@ -33,7 +33,8 @@ RECENT_TOPICS = 8
 SCORED = 6
 RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
 REGROUP_AT = 1  # a write regroups a parent's children once they are this many times max_children
-LAZY_RECORDS = 64  # a write of up to this many records reads the tree in part (see _assign)
+LAZY_RECORDS = 64
+UNNAMED = "Untitled topic"  # what a topic made by a write is called until the write names it  # a write of up to this many records reads the tree in part (see _assign)
 
 
 def max_children(store) -> int:
@@ -64,6 +65,7 @@ class Placer:
         self.visited = 0  # topics the last placement looked at (tests count them)
         self.terms: dict[tuple, set[str]] = {}  # (record ids, k) -> their key terms (see _terms)
         self.unnamed: dict[str, bool] = {}  # groups regrouping made mid-batch: named in `finish`
+        self.first_texts: dict[str, list[str]] = {}  # topics made here, named in `finish`
         if tree.current and tree.topics[tree.current].records:
             last = data.record(tree.topics[tree.current].records[-1])
             self.last_session = (last or {}).get("session")
@@ -124,7 +126,7 @@ class Placer:
     def _continues(self, cur: str, rec: dict, vec: np.ndarray) -> bool:
         if rec.get("session") != self.last_session:
             return False  # a new conversation is a natural topic boundary
-        if len(naming.words(rec["text"])) < SHORT_TURN_WORDS:
+        if not naming.has_words(rec["text"], SHORT_TURN_WORDS):
             return True
         if self.llm is not None:
             verdict = self._llm_classify(cur, rec)
@@ -250,9 +252,13 @@ class Placer:
             pname = self.tree.topics[parent].name if parent else None
             name = naming.llm_name(self.llm, texts, [r.get("role", "user") for r in recs], pname)
             named_by = "llm" if name else "offline"
+        if name is None and self.llm is None:
+            # named in `finish`, which renames nearly every topic a write makes from all its
+            # records: naming each from its first record here too was a tenth of a big write
+            self.first_texts[tid] = texts
         topic = self.tree.topics[tid] = Topic(
             id=tid,
-            name=name or naming.offline_name(texts),
+            name=name or (UNNAMED if tid in self.first_texts else naming.offline_name(texts)),
             parent=parent,
             records=[],
             created=recs[0]["ts"],
@@ -328,6 +334,8 @@ class Placer:
             final = tid in frozen_now
             if t.named_by == "offline" and (len(t.records) <= RENAME_UNTIL or final):
                 t.name = naming.offline_name(texts, self.data.rarity, roles)
+            elif tid in self.first_texts:  # the name it would have had since its first record
+                t.name = naming.offline_name(self.first_texts[tid])
             summary = None
             if final and self.llm is not None:
                 summary = naming.llm_summary(self.llm, t.name, texts, roles)

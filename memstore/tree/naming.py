@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from itertools import compress
+from itertools import chain, compress
 from functools import lru_cache
 
 from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
@@ -244,8 +244,7 @@ def _runs_phrases(run: list, out: list) -> None:
                     out.append(((sa, sb, sc), f"{a} {b} {c}"))
 
 
-@lru_cache(maxsize=16384)
-def _phrases_of(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+def _phrases_of(text: str) -> list[tuple[tuple[str, ...], str]]:
     """(folded words, surface form) of every run of one to three content words in `text` that
     neither starts nor ends with an edge word; punctuation, digits and stop words break runs."""
     out: list = []
@@ -258,7 +257,18 @@ def _phrases_of(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
             run = []
     if run:
         _runs_phrases(run, out)
-    return tuple(out)
+    return out
+
+
+@lru_cache(maxsize=8192)
+def _phrase_lists(text: str) -> tuple[tuple, tuple, frozenset]:
+    """The text's phrases (see _phrases_of) as (folded words, surface forms, distinct folded
+    words); cached, and counted by Counter's C loop (see _term_lists)."""
+    phrases = _phrases_of(text)
+    if not phrases:
+        return (), (), frozenset()
+    keys, forms = zip(*phrases)
+    return keys, forms, frozenset(keys)
 
 
 def key_phrases(
@@ -271,42 +281,36 @@ def key_phrases(
     two or three words that recur together. In a store of MIN_STORE records or more, a word with
     rarity under MIN_RARITY (boilerplate most records hold) never names anything.
     """
-    tf: dict[tuple, float] = {}
-    df: dict[tuple, float] = {}
-    forms: dict[tuple, dict[str, int]] = {}
-    first: dict[tuple, int] = {}
-    pos = 0
-    for n, text in enumerate(texts):
-        weight = 2.0 if roles is None or roles[n] == "user" else 1.0
-        seen: set[tuple] = set()
-        for key, form in _phrases_of(text):
-            tf[key] = tf.get(key, 0) + 1
-            f = forms.setdefault(key, {})
-            f[form] = f.get(form, 0) + 1
-            first.setdefault(key, pos)
-            pos += 1
-            if key not in seen:
-                seen.add(key)
-                df[key] = df.get(key, 0) + weight
+    lists = [_phrase_lists(t) for t in texts]
+    tf: Counter = Counter()  # its keys in the order they first occur (ties go to the first)
+    df_user: Counter = Counter()
+    df_other: Counter = Counter()
+    for n, (keys, _forms, distinct) in enumerate(lists):
+        tf.update(keys)
+        (df_user if roles is None or roles[n] == "user" else df_other).update(distinct)
     if not tf:
         return []
-    singles = sorted({w for key in tf for w in key})
+    many = len(texts) > 1
+    df: dict[tuple, float] = {}
+    for key in tf:
+        d = 2.0 * df_user[key] + df_other[key]
+        if len(key) > 1 and d < 2 and many:
+            continue  # a multi-word run said once is a sentence fragment, not a subject
+        df[key] = d
+    singles = sorted(set(chain.from_iterable(df)))
     weight = rarity(singles) if rarity is not None else {}
     strict = rarity is not None and _store_size(rarity) >= MIN_STORE
-
-    def score(key: tuple) -> float:
-        r = min(weight.get(w, 1.0) for w in key)
+    bonus = (1.0, 1.6, 1.8)
+    scored: dict[tuple, float] = {}
+    for key, d in df.items():
+        r = weight.get(key[0], 1.0) if len(key) == 1 else min(weight.get(w, 1.0) for w in key)
         if strict and r < MIN_RARITY:
-            return 0.0
-        if len(key) > 1 and df[key] < 2 and len(texts) > 1:
-            return 0.0  # a multi-word run said once is a sentence fragment, not a subject
-        bonus = (1.0, 1.6, 1.8)[len(key) - 1]
-        return (df[key] * 2 + tf[key]) * r * bonus
-
-    scored = {key: score(key) for key in tf}
-    ranked = sorted(
-        (key for key in scored if scored[key] > 0), key=lambda x: (-scored[x], first[x])
-    )
+            continue
+        score = (d * 2 + tf[key]) * r * bonus[len(key) - 1]
+        if score > 0:
+            scored[key] = score
+    # best first; a stable sort keeps equal scores in the order they first occur
+    ranked = sorted(scored, key=scored.__getitem__, reverse=True)
     out: list[str] = []
     used: list[set] = []
     for key in ranked:
@@ -314,12 +318,21 @@ def key_phrases(
         if any(words_ & u for u in used):
             continue
         used.append(words_)
-        out.append(max(forms[key].items(), key=lambda kv: kv[1])[0])
+        out.append(_surface(key, lists))
         if scores is not None:
             scores.append(scored[key])
         if len(out) >= k:
             break
     return out
+
+
+def _surface(key: tuple, lists: list) -> str:
+    """A phrase's most common surface form in these texts, the first seen on a tie."""
+    forms: Counter = Counter()
+    for keys, surface, distinct in lists:
+        if key in distinct:
+            forms.update(f for kk, f in zip(keys, surface) if kk == key)
+    return max(forms.items(), key=lambda kv: kv[1])[0]
 
 
 def _store_size(rarity) -> int:
@@ -348,6 +361,19 @@ def term_set(texts: list[str], k: int = 12, rarity=None) -> set[str]:
         return {_stem(t) for t in key_terms(texts, k, rarity)}
     # a term's surface forms all fold to it: the folded terms are the ranking's own keys
     return set(_ranked_terms(texts, k)[0])
+
+
+def has_words(text: str, n: int) -> bool:
+    """len(words(text)) >= n, reading only as far as the n-th content word."""
+    if n <= 0:
+        return True
+    for m in NAME_WORD.finditer(text):
+        w = m.group().strip("'’-")
+        if len(w) >= 3 and w.lower() not in STOPWORDS:
+            n -= 1
+            if n == 0:
+                return True
+    return False
 
 
 # A name or summary needs a text's gist, not all of it: a 50 MB pasted log must not cost minutes.
