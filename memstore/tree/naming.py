@@ -18,7 +18,6 @@ from itertools import chain, compress
 from functools import lru_cache
 
 from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
-from ..text import content_words as words
 from ..text import NAME_WORD
 from ..text import word_spans  # noqa: F401  (the spans of `words`)
 
@@ -396,14 +395,13 @@ def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=Non
     texts = scrubbed(texts)
     terms = key_terms(texts, 6, rarity)
     n = len(texts)
-    texts = [_clean(t) for t in texts]
     head = f"{n} turn{'s' if n != 1 else ''} about {', '.join(terms)}" if terms else f"{n} turns"
     opener = ""
     for i, text in enumerate(texts):
         if roles and roles[i] != "user":
             continue
-        flat = " ".join(text.split())
-        if len(words(flat)) >= 2:
+        flat = " ".join(_clean(text).split())  # (only the texts read up to the opener)
+        if has_words(flat, 2):
             opener = re.split(r"(?<=[.!?])\s", flat, maxsplit=1)[0]
             break
     if opener:

@@ -1,0 +1,152 @@
+"""What a big write's topic placement and naming cost, counted in work done (not wall time):
+crowded parents are regrouped as the write goes, each topic is named once, texts without export
+artefacts skip the artefact pattern, and naming gives what it always gave."""
+
+from __future__ import annotations
+
+import random
+
+from memstore.format import tree as treefmt
+from memstore.tree import assign, naming
+
+SYLLABLES = "ka lo mi ne ru sa ti vo ze bu da fe gi ho ju".split()
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice(SYLLABLES) for _ in range(4))
+
+
+def _distinct_turns(store, n: int, seed: int = 7) -> list[dict]:
+    """`n` user turns, each its own session about its own made-up words: `n` new topics."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(n):
+        words = " ".join(_word(rng) for _ in range(6))
+        out.append(
+            store.normalize(
+                {
+                    "ts": f"2026-11-{1 + k // 600:02d}T{(k // 60) % 10:02d}:{k % 60:02d}:00Z",
+                    "role": "user",
+                    "text": f"Tell me about {words}.",
+                    "session": f"s{k}",
+                }
+            )
+        )
+    return out
+
+
+def test_a_big_write_regroups_crowded_parents_as_it_goes(store, monkeypatch):
+    """The children of one parent never pile up during a write (they would be every new topic of
+    an import, and every later turn would compare itself with all of them): the topics a turn's
+    placement looks at stay bounded however many topics the write makes."""
+    crowd, looked = [], []
+    real = assign.Placer.place
+
+    def watched(self, rec, vec):
+        tid = real(self, rec, vec)
+        crowd.append(max(len(self.kids.of(p)) for p in list(self.kids.map)))
+        looked.append(self.visited)
+        return tid
+
+    monkeypatch.setattr(assign.Placer, "place", watched)
+    store.write(_distinct_turns(store, 150), "Import 150 turns")
+    tree = treefmt.read(store.root)
+    assert len([t for t in tree.topics.values() if t.records]) >= 120
+    limit = assign.REGROUP_AT * assign.max_children(store) + 1
+    assert max(crowd) <= limit, max(crowd)
+    assert max(looked) <= 40, max(looked)  # ancestry, the write's recent topics and a beam descent
+    assert max(len(k) for k in tree.children_map().values()) <= assign.max_children(store)
+
+
+def test_each_topic_a_write_makes_is_named_once(store, monkeypatch):
+    calls = []
+    real = naming.offline_name
+    monkeypatch.setattr(naming, "offline_name", lambda *a, **k: calls.append(1) or real(*a, **k))
+    store.write(_distinct_turns(store, 12), "Import 12 turns")
+    tree = treefmt.read(store.root)
+    named = [t for t in tree.topics.values() if t.records]
+    assert len(named) >= 10 and len(calls) == len(named)
+    assert all(t.name and t.name != assign.UNNAMED for t in named)
+
+
+def test_a_long_live_topic_keeps_the_name_of_its_first_turn(store):
+    """A topic still current after the write with more than RENAME_UNTIL records is not renamed by
+    the write: it keeps the name its first turn gave it (named in `finish` now, not on creation)."""
+    texts = [
+        "My sourdough starter smells like acetone after feeding.",
+        "Should I feed the sourdough starter twice a day?",
+        "The sourdough starter doubled in six hours today.",
+        "How warm should the sourdough starter be kept?",
+        "My sourdough loaf came out dense and gummy.",
+        "Is rye flour better for a sourdough starter?",
+        "The sourdough crust is too pale after baking.",
+        "Can I keep the sourdough starter in the fridge?",
+        "My sourdough starter has a layer of grey liquid.",
+        "What hydration works for a first sourdough loaf?",
+    ]
+    recs = [
+        store.normalize(
+            {"ts": f"2026-11-01T10:{k:02d}:00Z", "role": "user", "text": t, "session": "bread"}
+        )
+        for k, t in enumerate(texts)
+    ]
+    store.write(recs, "Import one chat")
+    tree = treefmt.read(store.root)
+    t = tree.topics[tree.current]
+    assert len(t.records) == len(texts) > assign.RENAME_UNTIL
+    assert t.name == naming.offline_name([texts[0]])
+
+
+class _Counting:
+    """Stands in for the compiled artefact pattern and counts what it is asked to run on."""
+
+    def __init__(self, pattern):
+        self.pattern, self.texts = pattern, []
+
+    def sub(self, repl, text):
+        self.texts.append(text)
+        return self.pattern.sub(repl, text)
+
+
+def test_texts_without_artefacts_skip_the_artefact_pattern(monkeypatch):
+    plain = "My bike tire keeps going flat after every ride, even at 80 psi."
+    kinds = [
+        "see ```print(1)``` there",
+        "the `make` call",
+        "[Response Cleared] ok",
+        "<b>bold</b> text",
+        "go to HTTP://example.org now",
+        "or Www.example.org instead",
+        "mail me at a@b.io please",
+        "open Report.PDF today",
+        "commit DEADBEEFCAFE1 is it",
+        "abcdefabcdef and more",
+    ]
+    counting = _Counting(naming._ARTEFACT_SPANS)
+    monkeypatch.setattr(naming, "_ARTEFACT_SPANS", counting)
+    assert naming._clean(plain) == plain and counting.texts == []
+    for text in kinds:
+        assert naming._clean(text) == counting.pattern.sub(" . ", text) != text
+    assert counting.texts == kinds  # every kind the pattern knows is still looked for
+
+
+def test_has_words_is_the_count_of_content_words_read_no_further_than_needed():
+    texts = ["", "ok", "yes please", "why the bike?", "ok ok tire", "a bike tire", "the the"]
+    for text in texts:
+        for n in range(4):
+            assert naming.has_words(text, n) == (len(naming.words(text)) >= n), (text, n)
+
+
+def test_key_terms_and_phrases_on_a_known_topic():
+    """The counting moved to Counter's C loop; what a topic's texts give is what it always gave."""
+    texts = [
+        "My bike tire keeps going flat after every ride. The Bike shop said the tire is fine.",
+        "Bike tires: check the inner tube for a thorn; a slow puncture in the tire is likely.",
+        "What pressure should the bike tire have? Sarah said 80 psi.",
+        "Road bike tires usually run at 80 to 100 psi; Sarah is right.",
+    ]
+    roles = ["user", "assistant", "user", "assistant"]
+    assert naming.key_terms(texts, 4) == ["bike", "tire", "Sarah", "psi"]
+    assert naming.term_set(texts, 3) == {"tire", "bike", "sarah"}
+    assert naming.key_phrases(texts, 3, roles=roles) == ["bike tire", "Sarah", "psi"]
+    assert naming.phrase_name(texts, roles=roles) == "Bike tire"
