@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
 from ..text import NAME_WORD
+from ..text import content_words as words  # noqa: F401  (assign reads them as naming.words)
 from ..text import word_spans  # noqa: F401  (the spans of `words`)
 
 
