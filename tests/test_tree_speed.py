@@ -150,3 +150,26 @@ def test_key_terms_and_phrases_on_a_known_topic():
     assert naming.term_set(texts, 3) == {"tire", "bike", "sarah"}
     assert naming.key_phrases(texts, 3, roles=roles) == ["bike tire", "Sarah", "psi"]
     assert naming.phrase_name(texts, roles=roles) == "Bike tire"
+
+
+def test_the_build_bench_reports_its_time_in_placement(tmp_path, monkeypatch):
+    """`python -m memstore.bench.topics --build N`: the import's time in topic placement and naming
+    (`placing_s`) beside its end-to-end time."""
+    from memstore.bench import topics as bench
+
+    turns = [
+        {
+            "id": f"tm-{k:05d}",
+            "ts": f"2026-11-01T10:{k:02d}:00Z",
+            "role": "user" if k % 2 == 0 else "assistant",
+            "actor": "user" if k % 2 == 0 else "assistant",
+            "type": "text",
+            "text": f"Turn {k} about the {['garden', 'bike', 'oven'][k // 10]} again.",
+            "session": f"s{k // 10}",
+        }
+        for k in range(30)
+    ]
+    monkeypatch.setattr(bench, "timing_records", lambda data, n: turns[:n])
+    got = bench.build(tmp_path / "none", 30, tmp_path / "built", lambda msg: None)
+    assert got["records"] == 30 and got["topics"] >= 1
+    assert 0 < got["placing_s"] < got["seconds"]
