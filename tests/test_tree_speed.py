@@ -173,3 +173,36 @@ def test_the_build_bench_reports_its_time_in_placement(tmp_path, monkeypatch):
     got = bench.build(tmp_path / "none", 30, tmp_path / "built", lambda msg: None)
     assert got["records"] == 30 and got["topics"] >= 1
     assert 0 < got["placing_s"] < got["seconds"]
+
+
+def test_content_words_are_the_text_modules_with_each_distinct_token_judged_once(monkeypatch):
+    from memstore.text import content_words
+
+    texts = [
+        "Sarah's bike-tire isn't 'flat' -- it's the tube's valve… (CO2 cartridge?) o'clock ok",
+        "The the THE bike bike, tire; tire! a an of 'em rock-'n'-roll x1 3d ÉCOLE naïve café",
+    ]
+    judged = []
+    memo = naming._WordMemo(lambda token: judged.append(token) or naming._content_word(token))
+    monkeypatch.setattr(naming, "_CONTENT_WORDS", memo)
+    for text in texts * 3:
+        assert naming.words(text) == content_words(text)
+    assert len(judged) == len(set(judged))  # each distinct token once, however often it recurs
+
+
+def test_a_write_asks_the_index_for_no_secret_verdicts_on_its_own_new_records(store, monkeypatch):
+    """Naming scrubs what it reads, and asks the index which texts an earlier process found clean;
+    a record this write brings cannot be among them, so its texts are not hashed and looked up."""
+    from memstore.index import queries
+
+    asked = []
+    real = queries.clean_keys
+    monkeypatch.setattr(
+        queries, "clean_keys", lambda index, keys: asked.extend(keys) or real(index, keys)
+    )
+    # (--allow-secrets: the write itself scans nothing, so no verdict is known in this process)
+    store.write(_distinct_turns(store, 20), "Import 20 turns", secrets="allow")
+    assert asked == []
+    store.write(_distinct_turns(store, 3, seed=9), "Import 3 more")  # reads stored topics' texts
+    tree = treefmt.read(store.root)
+    assert len(tree.topic_of()) == 23

@@ -19,7 +19,6 @@ from functools import lru_cache
 
 from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
 from ..text import NAME_WORD
-from ..text import content_words as words  # noqa: F401  (assign reads them as naming.words)
 from ..text import word_spans  # noqa: F401  (the spans of `words`)
 
 
@@ -119,6 +118,20 @@ def _term_word(token: str) -> tuple[str, str, bool] | None:
 
 
 _TERM_WORDS = _WordMemo(_term_word)
+
+
+def _content_word(token: str) -> str | None:
+    w = token.strip("'’-")
+    return w if len(w) >= 3 and w.lower() not in STOPWORDS else None
+
+
+_CONTENT_WORDS = _WordMemo(_content_word)
+
+
+def words(text: str) -> list[str]:
+    """memstore.text.content_words (the same words), each distinct token judged once: a write
+    reads every user turn's content words, and a Python step per word was most of that."""
+    return list(filter(None, map(_CONTENT_WORDS.__getitem__, NAME_WORD.findall(text))))
 
 
 @lru_cache(maxsize=8192)
