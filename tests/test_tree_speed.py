@@ -206,3 +206,47 @@ def test_a_write_asks_the_index_for_no_secret_verdicts_on_its_own_new_records(st
     store.write(_distinct_turns(store, 3, seed=9), "Import 3 more")  # reads stored topics' texts
     tree = treefmt.read(store.root)
     assert len(tree.topic_of()) == 23
+
+
+def test_a_turn_of_a_big_write_finds_any_topic_the_write_made(store):
+    """A write regroups as it goes, so the topic an import made early sits in a group by the time
+    a later conversation returns to its subject; the write still looks at every topic it made or
+    joined (one matrix product per branching turn) and the turn joins it."""
+    bike = "My bike tire keeps going flat after every ride."
+    again = "What pressure should the bike tire have?"
+
+    def turn(k, text, session):
+        ts = f"2026-11-01T{k // 60:02d}:{k % 60:02d}:00Z"
+        return store.normalize({"ts": ts, "role": "user", "text": text, "session": session})
+
+    others = _distinct_turns(store, 100)
+    for k, r in enumerate(others, 1):
+        r["ts"] = turn(k, "x", "x")["ts"]
+    recs = [turn(0, bike, "a"), *others, turn(200, again, "b")]
+    store.write(recs, "Import", secrets="allow")
+    tree = treefmt.read(store.root)
+    owner = tree.topic_of()
+    assert owner[recs[0]["id"]] == owner[recs[-1]["id"]]
+    assert tree.topics[owner[recs[0]["id"]]].parent is not None  # it was regrouped meanwhile
+
+
+def test_the_topic_matrix_gives_the_closest_topics_first_from_fresh_rows():
+    rng = random.Random(3)
+    vecs = {f"t{i}": [rng.gauss(0, 1) for _ in range(8)] for i in range(50)}
+    import numpy as np
+
+    def vector(tid):
+        v = np.asarray(vecs[tid], np.float32)
+        return v / np.linalg.norm(v)
+
+    m = assign.TopicMatrix()
+    for tid in vecs:
+        m.stale(tid)
+    q = vector("t7")
+    assert m.closest(q, 5, vector, vecs)[0] == "t7"
+    vecs["t9"] = list(vecs["t7"])  # t9 changed (a record joined it): its row is refreshed
+    m.stale("t9")
+    got = m.closest(q, 5, vector, vecs)
+    assert set(got[:2]) == {"t7", "t9"}
+    brute = sorted(vecs, key=lambda t: -float(vector(t) @ q))[:5]
+    assert set(got) == set(brute)

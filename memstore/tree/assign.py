@@ -11,6 +11,7 @@ decides; the replies and tool calls that follow it join the same topic.
 from __future__ import annotations
 
 import gc
+from itertools import islice
 
 import numpy as np
 
@@ -60,7 +61,8 @@ class Placer:
         self.content_vecs: dict[str, np.ndarray] = {}
         self.kids = Kids(tree)  # the children map, kept as topics are added and moved
         self.vcache: dict = {}  # topic vectors this write computed (dropped where records join)
-        self.recent: list[str] = []  # topics this write made or joined, latest last
+        self.recent: dict[str, None] = {}  # topics this write made or joined, latest last
+        self.seen = TopicMatrix()  # their vectors, for one look at all of them per branching turn
         self.dirty: set = set()  # parents this write gave a child to (regrouped in `finish`)
         self.visited = 0  # topics the last placement looked at (tests count them)
         self.terms: dict[tuple, set[str]] = {}  # (record ids, k) -> their key terms (see _terms)
@@ -92,8 +94,10 @@ class Placer:
         t.records.append(rid)
         for a in tree.ancestry(tid):
             self.vcache.pop(a, None)
+        self.seen.stale(tid)
         if tid != cur:
-            self.recent = [x for x in self.recent if x != tid] + [tid]
+            self.recent.pop(tid, None)
+            self.recent[tid] = None
         t.last_active = max(t.last_active, rec["ts"])
         t.created = min(t.created, rec["ts"]) if t.created else rec["ts"]
         tree.current = tid
@@ -233,7 +237,9 @@ class Placer:
                 sims[tid] = float(v @ vec) if v is not None else -1.0
             return sims[tid]
 
-        for tid in ancestry + self.recent[-RECENT_TOPICS:]:
+        # the topics this write made or joined: the closest few of all of them, in one product
+        close = self.seen.closest(vec, 4 * SCORED, self._vector, self.tree.topics)
+        for tid in ancestry + list(islice(reversed(self.recent), RECENT_TOPICS)) + close:
             if tid in self.tree.topics:
                 look(tid)
         level = self.kids.of(None)
@@ -354,6 +360,49 @@ class Placer:
             unnamed=self.unnamed,
         )
         name_groups(tree, self.data, self.unnamed, self.llm, self.kids)
+
+
+class TopicMatrix:
+    """The vectors of the topics a write made or joined, one row each, so a branching turn finds
+    the closest of all of them in one matrix product (an import makes thousands: ranking them one
+    by one was most of a big write's placement). A row is refreshed when its topic is next looked
+    at after a record joined it."""
+
+    def __init__(self):
+        self.rows: dict[str, int] = {}
+        self.ids: list[str] = []
+        self.mat: np.ndarray | None = None
+        self.dirty: set[str] = set()
+
+    def stale(self, tid: str) -> None:
+        if tid not in self.rows:
+            self.rows[tid] = len(self.ids)
+            self.ids.append(tid)
+        self.dirty.add(tid)
+
+    def closest(self, vec: np.ndarray, k: int, vector, topics) -> list[str]:
+        """Up to `k` topic ids, the closest to `vec` first (`vector(tid)` gives a topic's vector)."""
+        n = len(self.ids)
+        if n == 0:
+            return []
+        if self.mat is None or self.mat.shape[0] < n or self.mat.shape[1] != vec.shape[0]:
+            grown = np.zeros((max(64, 2 * n), vec.shape[0]), np.float32)
+            if self.mat is not None and self.mat.shape[1] == vec.shape[0]:
+                grown[: self.mat.shape[0]] = self.mat
+            else:
+                self.dirty.update(self.ids)
+            self.mat = grown
+        for tid in self.dirty:
+            v = vector(tid) if tid in topics else None
+            self.mat[self.rows[tid]] = v if v is not None else 0.0
+        self.dirty.clear()
+        sims = self.mat[:n] @ vec
+        if n > k:
+            top = np.argpartition(-sims, k - 1)[:k]
+            top = top[np.argsort(-sims[top], kind="stable")]
+        else:
+            top = np.argsort(-sims, kind="stable")
+        return [self.ids[i] for i in top]
 
 
 def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
