@@ -250,3 +250,31 @@ def test_the_topic_matrix_gives_the_closest_topics_first_from_fresh_rows():
     assert set(got[:2]) == {"t7", "t9"}
     brute = sorted(vecs, key=lambda t: -float(vector(t) @ q))[:5]
     assert set(got) == set(brute)
+
+
+def test_a_crowded_parent_regrouped_mid_write_sends_loose_topics_down_into_its_groups(store):
+    """Regrouping as a write goes inserts like a B-tree: a loose topic under a crowded parent goes
+    down into its closest group however far it is, so the parent is not refilled with new small
+    groups and split again, one level deeper each time (50,000 dev turns made a tree 14 deep)."""
+    import numpy as np
+
+    from memstore.format.topics import Topic, Tree
+    from memstore.tree.topicdata import RecordData
+
+    rng = np.random.default_rng(5)
+    limit = assign.REGROUP_AT * assign.max_children(store)
+    tree = Tree()
+    placer = assign.Placer(store, tree, RecordData(store))
+    made = 0
+    for _round in range(12):  # each round: the top crowded by new unrelated topics, regrouped
+        while len(placer.kids.of(None)) <= limit:
+            tid = f"z{made:04d}"
+            t = tree.topics[tid] = Topic(tid, tid, records=[f"r{made}"], created=tid)
+            v = rng.normal(size=64)
+            placer.vcache[tid] = (v / np.linalg.norm(v)).astype(np.float32)
+            placer.kids.add(t)
+            made += 1
+        placer._regroup(None)
+    depth = max(len(tree.ancestry(t)) for t in tree.topics)
+    assert made > 200 and depth <= 5, depth  # 14 when the top made groups of its own each time
+    assert all(len(placer.kids.of(t)) <= limit for t in [None, *tree.topics])

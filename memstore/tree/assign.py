@@ -120,7 +120,7 @@ class Placer:
             self.data,
             max_children(self.store),
             self.llm,
-            join=self.th["continue"],
+            join=-1.0,  # a loose topic goes down into its closest group (a B-tree insert)
             parents={parent},
             kids=self.kids,
             cache=self.vcache,
