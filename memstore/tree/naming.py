@@ -305,9 +305,10 @@ def key_phrases(
         return []
     many = len(texts) > 1
     df: dict[tuple, float] = {}
+    user, other = df_user.get, df_other.get  # (a Counter's own lookup of a missing key is Python)
     for key in tf:
-        d = 2.0 * df_user[key] + df_other[key]
-        if len(key) > 1 and d < 2 and many:
+        d = 2.0 * user(key, 0) + other(key, 0)
+        if d < 2 and many and len(key) > 1:
             continue  # a multi-word run said once is a sentence fragment, not a subject
         df[key] = d
     singles = sorted(set(chain.from_iterable(df)))
@@ -316,10 +317,11 @@ def key_phrases(
     bonus = (1.0, 1.6, 1.8)
     scored: dict[tuple, float] = {}
     for key, d in df.items():
-        r = weight.get(key[0], 1.0) if len(key) == 1 else min(weight.get(w, 1.0) for w in key)
+        n = len(key)
+        r = weight.get(key[0], 1.0) if n == 1 else min(weight.get(w, 1.0) for w in key)
         if strict and r < MIN_RARITY:
             continue
-        score = (d * 2 + tf[key]) * r * bonus[len(key) - 1]
+        score = (d * 2 + tf[key]) * r * bonus[n - 1]
         if score > 0:
             scored[key] = score
     # best first; a stable sort keeps equal scores in the order they first occur
