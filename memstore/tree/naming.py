@@ -134,14 +134,22 @@ def words(text: str) -> list[str]:
     return list(filter(None, map(_CONTENT_WORDS.__getitem__, NAME_WORD.findall(text))))
 
 
+@lru_cache(maxsize=65536)
+def _terms_of(text: str) -> tuple[tuple[str, str, bool], ...]:
+    """(folded term, surface form, written capitalised) per content word of the text's first
+    TERM_CHARS characters. Kept for many texts (each entry is one tuple of shared word tuples): a
+    big write's turns look at earlier topics' latest turns long after it first read them."""
+    got = filter(None, map(_TERM_WORDS.__getitem__, NAME_WORD.findall(_clean(text[:TERM_CHARS]))))
+    return tuple(got)
+
+
 @lru_cache(maxsize=8192)
 def _term_lists(text: str) -> tuple[tuple, tuple, frozenset, frozenset]:
-    """The content words of the text's first TERM_CHARS characters as (folded terms, surface
-    forms, folded terms written capitalised, distinct folded terms). Cached: a write reads each
-    topic's latest turns once per placed turn. Every step here and in counting them is one of
-    Python's C loops (findall, map, filter, zip, Counter), not a Python step per word."""
-    got = filter(None, map(_TERM_WORDS.__getitem__, NAME_WORD.findall(_clean(text[:TERM_CHARS]))))
-    terms = tuple(got)
+    """The text's terms as (folded terms, surface forms, folded terms written capitalised,
+    distinct folded terms). Cached: a write reads each topic's latest turns once per placed turn.
+    Every step here and in counting them is one of Python's C loops (findall, map, filter, zip,
+    Counter), not a Python step per word."""
+    terms = _terms_of(text)
     if not terms:
         return (), (), frozenset(), frozenset()
     stems, forms, caps = zip(*terms)
