@@ -49,6 +49,7 @@ def test_a_big_write_regroups_crowded_parents_as_it_goes(store, monkeypatch):
         return tid
 
     monkeypatch.setattr(assign.Placer, "place", watched)
+    monkeypatch.setattr(assign, "REGROUP_AT", 4)  # (crowded at 21 children: a small test write)
     store.write(_distinct_turns(store, 150), "Import 150 turns")
     tree = treefmt.read(store.root)
     assert len([t for t in tree.topics.values() if t.records]) >= 120
@@ -208,7 +209,7 @@ def test_a_write_asks_the_index_for_no_secret_verdicts_on_its_own_new_records(st
     assert len(tree.topic_of()) == 23
 
 
-def test_a_turn_of_a_big_write_finds_any_topic_the_write_made(store):
+def test_a_turn_of_a_big_write_finds_any_topic_the_write_made(store, monkeypatch):
     """A write regroups as it goes, so the topic an import made early sits in a group by the time
     a later conversation returns to its subject; the write still looks at every topic it made or
     joined (one matrix product per branching turn) and the turn joins it."""
@@ -223,6 +224,7 @@ def test_a_turn_of_a_big_write_finds_any_topic_the_write_made(store):
     for k, r in enumerate(others, 1):
         r["ts"] = turn(k, "x", "x")["ts"]
     recs = [turn(0, bike, "a"), *others, turn(200, again, "b")]
+    monkeypatch.setattr(assign, "REGROUP_AT", 4)
     store.write(recs, "Import", secrets="allow")
     tree = treefmt.read(store.root)
     owner = tree.topic_of()
@@ -252,7 +254,9 @@ def test_the_topic_matrix_gives_the_closest_topics_first_from_fresh_rows():
     assert set(got) == set(brute)
 
 
-def test_a_crowded_parent_regrouped_mid_write_sends_loose_topics_down_into_its_groups(store):
+def test_a_crowded_parent_regrouped_mid_write_sends_loose_topics_down_into_its_groups(
+    store, monkeypatch
+):
     """Regrouping as a write goes inserts like a B-tree: a loose topic under a crowded parent goes
     down into its closest group however far it is, so the parent is not refilled with new small
     groups and split again, one level deeper each time (50,000 dev turns made a tree 14 deep)."""
@@ -262,6 +266,7 @@ def test_a_crowded_parent_regrouped_mid_write_sends_loose_topics_down_into_its_g
     from memstore.tree.topicdata import RecordData
 
     rng = np.random.default_rng(5)
+    monkeypatch.setattr(assign, "REGROUP_AT", 4)
     limit = assign.REGROUP_AT * assign.max_children(store)
     tree = Tree()
     placer = assign.Placer(store, tree, RecordData(store))
@@ -278,3 +283,17 @@ def test_a_crowded_parent_regrouped_mid_write_sends_loose_topics_down_into_its_g
     depth = max(len(tree.ancestry(t)) for t in tree.topics)
     assert made > 200 and depth <= 5, depth  # 14 when the top made groups of its own each time
     assert all(len(placer.kids.of(t)) <= limit for t in [None, *tree.topics])
+
+
+def test_a_write_of_a_few_hundred_turns_is_regrouped_once_at_its_end(store, monkeypatch):
+    """Below REGROUP_AT x max_children topics under one parent nothing is regrouped mid-write, so
+    a small import's groups are those one regrouping of all its topics makes (as before)."""
+    from memstore.tree import fanout
+
+    calls = []
+    real = fanout.rebalance
+    monkeypatch.setattr(assign, "rebalance", lambda *a, **k: calls.append(1) or real(*a, **k))
+    store.write(_distinct_turns(store, 100), "Import 100 turns")
+    tree = treefmt.read(store.root)
+    assert 25 < len([t for t in tree.topics.values() if t.records]) <= assign.REGROUP_AT * 5
+    assert len(calls) == 1

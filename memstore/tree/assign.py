@@ -33,7 +33,7 @@ BEAM = 2  # topics followed down at each level when looking for a turn's place
 RECENT_TOPICS = 8
 SCORED = 6
 RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
-REGROUP_AT = 4  # a write regroups a parent's children once they are this many times max_children
+REGROUP_AT = 20  # a write regroups a parent's children once they are this many times max_children
 LAZY_RECORDS = 64
 UNNAMED = "Untitled topic"  # what a topic made by a write is called until the write names it  # a write of up to this many records reads the tree in part (see _assign)
 
