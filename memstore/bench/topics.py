@@ -6,8 +6,9 @@ Run: `python -m memstore.bench.topics --data ../shared/bench-data/longmemeval` (
 Store.write of 1k/2k/4k/10k turns and a one-turn write at 1k and 10k placed, hash embedder) and
 `--store DIR` (the same figures for any store's tree, a conversation being a session: a store built
 from a real export with `ct import`), `--build N --out-store DIR` (a store of N dev turns written
-in one Store.write, topics on: what an import does) and `--ct-add DIR,DIR,...` (`ct add`, a real
-process, on copies of those stores, the adds taking turns across them).
+in one Store.write, topics on: what an import does; `placing_s` is its time in topic placement
+and naming) and `--ct-add DIR,DIR,...` (`ct add`, a real process, on copies of those stores, the
+adds taking turns across them).
 
 Quality, per haystack (a store of one question's haystack, one Store.write in time order):
 - topics per 1k records: topics that hold records, per 1,000 placed records;
@@ -228,15 +229,26 @@ def build(data: Path, n: int, root: Path, log) -> dict:
     what `ct import` of a conversation export does. Returns its figures (records/s end to end)."""
     pool = timing_records(data, n)
     store = _store(root, "hash")
+    placing = _time_placement(store)
     recs = [store.normalize(r) for r in pool[:n]]
     t0, c0 = time.perf_counter(), time.process_time()
     store.write(recs, f"Import {n} turns", secrets="allow")
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
-    log(f"  one write of {n} turns: {secs:.1f} s ({n / secs:.0f} records/s; {cpu:.1f} s CPU)")
+    log(
+        f"  one write of {n} turns: {secs:.1f} s ({n / secs:.0f} records/s; {cpu:.1f} s CPU; "
+        f"{placing[-1]:.1f} s placing in topics)"
+    )
     from ..format import tree as treefmt
 
     figures = tree_figures(treefmt.read(store.root), {r["id"]: r["session"] for r in recs})
-    return {"records": n, "seconds": secs, "cpu_s": cpu, "per_s": n / secs, **figures}
+    return {
+        "records": n,
+        "seconds": secs,
+        "cpu_s": cpu,
+        "per_s": n / secs,
+        "placing_s": placing[-1],
+        **figures,
+    }
 
 
 def _child_cpu() -> float:

@@ -11,6 +11,7 @@ decides; the replies and tool calls that follow it join the same topic.
 from __future__ import annotations
 
 import gc
+from itertools import islice
 
 import numpy as np
 
@@ -32,7 +33,9 @@ BEAM = 2  # topics followed down at each level when looking for a turn's place
 RECENT_TOPICS = 8
 SCORED = 6
 RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
-LAZY_RECORDS = 64  # a write of up to this many records reads the tree in part (see _assign)
+REGROUP_AT = 20  # a write regroups a parent's children once they are this many times max_children
+LAZY_RECORDS = 64
+UNNAMED = "Untitled topic"  # what a topic made by a write is called until the write names it  # a write of up to this many records reads the tree in part (see _assign)
 
 
 def max_children(store) -> int:
@@ -58,11 +61,13 @@ class Placer:
         self.content_vecs: dict[str, np.ndarray] = {}
         self.kids = Kids(tree)  # the children map, kept as topics are added and moved
         self.vcache: dict = {}  # topic vectors this write computed (dropped where records join)
-        self.recent: list[str] = []  # topics this write made or joined, latest last
+        self.recent: dict[str, None] = {}  # topics this write made or joined, latest last
+        self.seen = TopicMatrix()  # their vectors, for one look at all of them per branching turn
         self.dirty: set = set()  # parents this write gave a child to (regrouped in `finish`)
         self.visited = 0  # topics the last placement looked at (tests count them)
         self.terms: dict[tuple, set[str]] = {}  # (record ids, k) -> their key terms (see _terms)
         self.unnamed: dict[str, bool] = {}  # groups regrouping made mid-batch: named in `finish`
+        self.first_texts: dict[str, list[str]] = {}  # topics made here, named in `finish`
         if tree.current and tree.topics[tree.current].records:
             last = data.record(tree.topics[tree.current].records[-1])
             self.last_session = (last or {}).get("session")
@@ -89,19 +94,43 @@ class Placer:
         t.records.append(rid)
         for a in tree.ancestry(tid):
             self.vcache.pop(a, None)
+        self.seen.stale(tid)
         if tid != cur:
-            self.recent = [x for x in self.recent if x != tid] + [tid]
+            self.recent.pop(tid, None)
+            self.recent[tid] = None
         t.last_active = max(t.last_active, rec["ts"])
         t.created = min(t.created, rec["ts"]) if t.created else rec["ts"]
         tree.current = tid
         self.touched.add(tid)
         self.last_session = rec.get("session")
+        if tid != cur and tid in self.created:
+            self._regroup(t.parent)
         return tid
+
+    def _regroup(self, parent: str | None) -> None:
+        """Group a parent's children as soon as a new topic crowds it (REGROUP_AT times the limit),
+        as a run of one-record writes would: a big write's topics then never pile up under one
+        parent, where every later turn's look for its place and the final regrouping would each
+        compare all of them (a write's cost growing with the square of its size). Groups made are
+        named once, in `finish`."""
+        if len(self.kids.of(parent)) <= REGROUP_AT * max_children(self.store):
+            return
+        rebalance(
+            self.tree,
+            self.data,
+            max_children(self.store),
+            self.llm,
+            join=-1.0,  # a loose topic goes down into its closest group (a B-tree insert)
+            parents={parent},
+            kids=self.kids,
+            cache=self.vcache,
+            unnamed=self.unnamed,
+        )
 
     def _continues(self, cur: str, rec: dict, vec: np.ndarray) -> bool:
         if rec.get("session") != self.last_session:
             return False  # a new conversation is a natural topic boundary
-        if len(naming.words(rec["text"])) < SHORT_TURN_WORDS:
+        if not naming.has_words(rec["text"], SHORT_TURN_WORDS):
             return True
         if self.llm is not None:
             verdict = self._llm_classify(cur, rec)
@@ -208,7 +237,9 @@ class Placer:
                 sims[tid] = float(v @ vec) if v is not None else -1.0
             return sims[tid]
 
-        for tid in ancestry + self.recent[-RECENT_TOPICS:]:
+        # the topics this write made or joined: the closest few of all of them, in one product
+        close = self.seen.closest(vec, 4 * SCORED, self._vector, self.tree.topics)
+        for tid in ancestry + list(islice(reversed(self.recent), RECENT_TOPICS)) + close:
             if tid in self.tree.topics:
                 look(tid)
         level = self.kids.of(None)
@@ -227,9 +258,13 @@ class Placer:
             pname = self.tree.topics[parent].name if parent else None
             name = naming.llm_name(self.llm, texts, [r.get("role", "user") for r in recs], pname)
             named_by = "llm" if name else "offline"
+        if name is None and self.llm is None:
+            # named in `finish`, which renames nearly every topic a write makes from all its
+            # records: naming each from its first record here too was a tenth of a big write
+            self.first_texts[tid] = texts
         topic = self.tree.topics[tid] = Topic(
             id=tid,
-            name=name or naming.offline_name(texts),
+            name=name or (UNNAMED if tid in self.first_texts else naming.offline_name(texts)),
             parent=parent,
             records=[],
             created=recs[0]["ts"],
@@ -305,6 +340,8 @@ class Placer:
             final = tid in frozen_now
             if t.named_by == "offline" and (len(t.records) <= RENAME_UNTIL or final):
                 t.name = naming.offline_name(texts, self.data.rarity, roles)
+            elif tid in self.first_texts:  # the name it would have had since its first record
+                t.name = naming.offline_name(self.first_texts[tid])
             summary = None
             if final and self.llm is not None:
                 summary = naming.llm_summary(self.llm, t.name, texts, roles)
@@ -323,6 +360,49 @@ class Placer:
             unnamed=self.unnamed,
         )
         name_groups(tree, self.data, self.unnamed, self.llm, self.kids)
+
+
+class TopicMatrix:
+    """The vectors of the topics a write made or joined, one row each, so a branching turn finds
+    the closest of all of them in one matrix product (an import makes thousands: ranking them one
+    by one was most of a big write's placement). A row is refreshed when its topic is next looked
+    at after a record joined it."""
+
+    def __init__(self):
+        self.rows: dict[str, int] = {}
+        self.ids: list[str] = []
+        self.mat: np.ndarray | None = None
+        self.dirty: set[str] = set()
+
+    def stale(self, tid: str) -> None:
+        if tid not in self.rows:
+            self.rows[tid] = len(self.ids)
+            self.ids.append(tid)
+        self.dirty.add(tid)
+
+    def closest(self, vec: np.ndarray, k: int, vector, topics) -> list[str]:
+        """Up to `k` topic ids, the closest to `vec` first (`vector(tid)` gives a topic's vector)."""
+        n = len(self.ids)
+        if n == 0:
+            return []
+        if self.mat is None or self.mat.shape[0] < n or self.mat.shape[1] != vec.shape[0]:
+            grown = np.zeros((max(64, 2 * n), vec.shape[0]), np.float32)
+            if self.mat is not None and self.mat.shape[1] == vec.shape[0]:
+                grown[: self.mat.shape[0]] = self.mat
+            else:
+                self.dirty.update(self.ids)
+            self.mat = grown
+        for tid in self.dirty:
+            v = vector(tid) if tid in topics else None
+            self.mat[self.rows[tid]] = v if v is not None else 0.0
+        self.dirty.clear()
+        sims = self.mat[:n] @ vec
+        if n > k:
+            top = np.argpartition(-sims, k - 1)[:k]
+            top = top[np.argsort(-sims[top], kind="stable")]
+        else:
+            top = np.argsort(-sims, kind="stable")
+        return [self.ids[i] for i in top]
 
 
 def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:

@@ -12,12 +12,13 @@ call can never become a stored name.
 
 from __future__ import annotations
 
-import heapq
 import re
+from collections import Counter
+from itertools import chain, compress
 from functools import lru_cache
 
 from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
-from ..text import content_words as words
+from ..text import NAME_WORD
 from ..text import word_spans  # noqa: F401  (the spans of `words`)
 
 
@@ -62,24 +63,131 @@ _EDGE_WORDS = frozenset(
 )
 
 
+# What every match of _ARTEFACT_SPANS holds: one of these characters or words, a file extension
+# after a dot, or a run of 12 hex digits. Most texts hold none, and looking for them (memchr, one
+# byte translation) is a fraction of what running the alternation at every position costs.
+_FILE_EXT = re.compile(
+    r"\.(?:pdf|png|jpe?g|gif|webp|svg|docx?|xlsx?|pptx?|csv|tsv|txt|json|zip|gz|html?|md|py|js)\b",
+    re.I,
+)
+_HEX_MARK = bytes(ord("x") if chr(i) in "0123456789abcdefABCDEF" else 32 for i in range(256))
+
+
+def _may_hold_artefact(text: str) -> bool:
+    if "`" in text or "[" in text or "<" in text or "@" in text:
+        return True
+    low = text.lower()
+    if "http" in low or "www." in low or _FILE_EXT.search(text) is not None:
+        return True
+    return b"x" * 12 in text.encode("utf-8", "surrogatepass").translate(_HEX_MARK)
+
+
 def _clean(text: str) -> str:
     """The text without export artefacts (see ARTEFACT_WORDS and _ARTEFACT_SPANS)."""
-    return _ARTEFACT_SPANS.sub(" . ", text)
+    return _ARTEFACT_SPANS.sub(" . ", text) if _may_hold_artefact(text) else text
 
 
 TERM_CHARS = 4_000  # a record's terms come from its first 4,000 characters
 PHRASE_CHARS = 1_500  # and its phrases from the first 1,500 (a subject is named early)
 
 
+class _WordMemo(dict):
+    """token -> what a rule makes of it, computed once per distinct token (a write's texts repeat
+    a few thousand words hundreds of thousands of times); bounded, since it is only a shortcut."""
+
+    def __init__(self, rule):
+        super().__init__()
+        self.rule = rule
+
+    def __missing__(self, token: str):
+        if len(self) > 200_000:
+            self.clear()
+        got = self[token] = self.rule(token)
+        return got
+
+
+def _term_word(token: str) -> tuple[str, str, bool] | None:
+    """(folded term, surface form, written capitalised) of a NAME_WORD token; None when it is not
+    a content word."""
+    w = token.strip("'’-")
+    low = w.lower()
+    if len(w) < 3 or low in STOPWORDS or low in ARTEFACT_WORDS:
+        return None
+    form = w if not w.isupper() or len(w) <= 4 else low
+    return _stem(w), form, form[:1].isupper()
+
+
+_TERM_WORDS = _WordMemo(_term_word)
+
+
+def _content_word(token: str) -> str | None:
+    w = token.strip("'’-")
+    return w if len(w) >= 3 and w.lower() not in STOPWORDS else None
+
+
+_CONTENT_WORDS = _WordMemo(_content_word)
+
+
+def words(text: str) -> list[str]:
+    """memstore.text.content_words (the same words), each distinct token judged once: a write
+    reads every user turn's content words, and a Python step per word was most of that."""
+    return list(filter(None, map(_CONTENT_WORDS.__getitem__, NAME_WORD.findall(text))))
+
+
+@lru_cache(maxsize=65536)
+def _terms_of(text: str) -> tuple[tuple[str, str, bool], ...]:
+    """(folded term, surface form, written capitalised) per content word of the text's first
+    TERM_CHARS characters. Kept for many texts (each entry is one tuple of shared word tuples): a
+    big write's turns look at earlier topics' latest turns long after it first read them."""
+    got = filter(None, map(_TERM_WORDS.__getitem__, NAME_WORD.findall(_clean(text[:TERM_CHARS]))))
+    return tuple(got)
+
+
 @lru_cache(maxsize=8192)
-def _terms_of(text: str) -> tuple[tuple[str, str], ...]:
-    """(folded term, surface form) per content word. Cached: placing a batch re-reads each topic's
-    recent turns once per new turn, and the regex and stemming were most of that time."""
-    return tuple(
-        (_stem(w), w if not w.isupper() or len(w) <= 4 else w.lower())
-        for w in words(_clean(text[:TERM_CHARS]))
-        if w.lower() not in ARTEFACT_WORDS
-    )
+def _term_lists(text: str) -> tuple[tuple, tuple, frozenset, frozenset]:
+    """The text's terms as (folded terms, surface forms, folded terms written capitalised,
+    distinct folded terms). Cached: a write reads each topic's latest turns once per placed turn.
+    Every step here and in counting them is one of Python's C loops (findall, map, filter, zip,
+    Counter), not a Python step per word."""
+    terms = _terms_of(text)
+    if not terms:
+        return (), (), frozenset(), frozenset()
+    stems, forms, caps = zip(*terms)
+    return stems, forms, frozenset(compress(stems, caps)), frozenset(stems)
+
+
+_STEMS = _WordMemo(_stem)
+
+
+def _ranked_terms(texts: list[str], n: int) -> tuple[list[str], dict, dict]:
+    """The `n` best folded terms of the texts, best first, by (-base score, first position, term),
+    with every term's base score and the texts' term lists (see key_terms)."""
+    tf: Counter = Counter()
+    df: Counter = Counter()
+    proper: set[str] = set()
+    lists = [_term_lists(t) for t in texts]
+    for stems, _forms, caps, distinct in lists:
+        tf.update(stems)
+        df.update(distinct)
+        proper |= caps
+    base = {s: df[s] * 2 + c for s, c in tf.items()}
+    for s in proper:
+        base[s] += 1.5
+    if len(base) > n:
+        # every term scoring at least the n-th best score, ties included; the rest cannot place
+        floor = sorted(base.values(), reverse=True)[n - 1]
+        pool = [s for s, b in base.items() if b >= floor]
+    else:
+        pool = list(base)
+    first: dict[str, int] = {}
+    pos = 0
+    for stems, _forms, _caps, distinct in lists:
+        for s in pool:
+            if s not in first and s in distinct:
+                first[s] = pos + stems.index(s)
+        pos += len(stems)
+    ranked = sorted(pool, key=lambda s: (-base[s], first[s], s))[:n]
+    return ranked, base, {"lists": lists, "first": first}
 
 
 def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
@@ -90,41 +198,26 @@ def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
     and the reorganize veto rest on what sets a topic apart. Terms are returned in their most
     common surface form (so "Sarah" keeps its capital).
     """
-    # Plain dicts, not Counters: this runs for every placed turn over its topic's recent turns,
-    # and a Counter per term was most of a batch write's tree time.
-    tf: dict[str, int] = {}
-    df: dict[str, int] = {}
-    forms: dict[str, dict[str, int]] = {}
-    first: dict[str, int] = {}
-    proper: set[str] = set()
-    pos = 0
-    for text in texts:
-        seen = set()
-        for s, form in _terms_of(text):
-            n = tf.get(s)
-            if n is None:
-                tf[s] = 1
-                forms[s] = {form: 1}
-                first[s] = pos
-            else:
-                tf[s] = n + 1
-                f = forms[s]
-                f[form] = f.get(form, 0) + 1
-            if form[:1].isupper():
-                proper.add(s)
-            pos += 1
-            if s not in seen:
-                seen.add(s)
-                df[s] = df.get(s, 0) + 1
-
-    base = {s: df[s] * 2 + tf[s] + (1.5 if s in proper else 0) for s in tf}
-    # nsmallest(n, ..., key) is sorted(...)[:n], without sorting every term of a long topic.
-    ranked = heapq.nsmallest(max(4 * k, 24), tf, key=lambda s: (-base[s], first[s], s))
+    ranked, base, seen = _ranked_terms(texts, max(4 * k, 24))
     if rarity is not None and ranked:
         weight = rarity(ranked)
+        first = seen["first"]
         ranked = sorted(ranked, key=lambda s: (-base[s] * weight.get(s, 1.0), first[s], s))
-    # The most common surface form, the first seen on a tie (what Counter.most_common(1) gives).
-    return [max(forms[s].items(), key=lambda kv: kv[1])[0] for s in ranked[:k]]
+    ranked = ranked[:k]
+    # The most common surface form, the first seen on a tie (what Counter.most_common(1) gives):
+    # a Counter keeps its keys in the order they were first seen.
+    counts: Counter = Counter()
+    for _stems, forms, _caps, _distinct in seen["lists"]:
+        counts.update(forms)
+    wanted = set(ranked)
+    best: dict[str, tuple[str, int]] = {}
+    for form, c in counts.items():
+        s = _STEMS[form]
+        if s in wanted:
+            got = best.get(s)
+            if got is None or c > got[1]:
+                best[s] = (form, c)
+    return [best[s][0] for s in ranked]
 
 
 _PHRASE_TOKEN = re.compile(r"[^\W\d_][\w'’-]*|[^\w\s'’-]+|\d[\w.,:/-]*", re.UNICODE)
@@ -132,42 +225,71 @@ MIN_RARITY = 0.3  # a word this common in a store of MIN_STORE records or more n
 MIN_STORE = 50
 
 
-@lru_cache(maxsize=16384)
-def _phrases_of(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+def _phrase_word(token: str) -> tuple[str, str, bool] | None:
+    """(word, folded word, whether it may not start or end a phrase) of a _PHRASE_TOKEN token; None
+    when it breaks runs (punctuation, digits, stop words, artefacts, code-like words)."""
+    w = token.strip("'’-")
+    low = w.lower()
+    if (
+        not w[:1].isalpha()
+        or len(w) < 3
+        or low in STOPWORDS
+        or low in ARTEFACT_WORDS
+        or len(w) > 24
+        or (w.isupper() and len(w) > 5)
+        or any(c.isupper() for c in w[1:])
+        and not w.isupper()  # camelCase: code, not prose
+    ):
+        return None
+    return w, _stem(w), low in _EDGE_WORDS or low.endswith("ly")
+
+
+_PHRASE_WORDS = _WordMemo(_phrase_word)
+
+
+def _runs_phrases(run: list, out: list) -> None:
+    """Every one- to three-word part of a run, in order, that neither starts nor ends with an edge
+    word (or an adverb in -ly)."""
+    n = len(run)
+    for i, (a, sa, edge) in enumerate(run):
+        if edge:
+            continue
+        out.append(((sa,), a))
+        if i + 1 < n:
+            b, sb, edge_b = run[i + 1]
+            if not edge_b:
+                out.append(((sa, sb), f"{a} {b}"))
+            if i + 2 < n:
+                c, sc, edge_c = run[i + 2]
+                if not edge_c:
+                    out.append(((sa, sb, sc), f"{a} {b} {c}"))
+
+
+def _phrases_of(text: str) -> list[tuple[tuple[str, ...], str]]:
     """(folded words, surface form) of every run of one to three content words in `text` that
     neither starts nor ends with an edge word; punctuation, digits and stop words break runs."""
-    out = []
-    run: list[str] = []
+    out: list = []
+    run: list = []
+    for info in map(_PHRASE_WORDS.__getitem__, _PHRASE_TOKEN.findall(_clean(text[:PHRASE_CHARS]))):
+        if info is not None:
+            run.append(info)
+        elif run:
+            _runs_phrases(run, out)
+            run = []
+    if run:
+        _runs_phrases(run, out)
+    return out
 
-    def flush() -> None:
-        for i in range(len(run)):
-            for j in range(i + 1, min(i + 3, len(run)) + 1):
-                part = run[i:j]
-                if part[0].lower() in _EDGE_WORDS or part[-1].lower() in _EDGE_WORDS:
-                    continue
-                if part[-1].lower().endswith("ly") or part[0].lower().endswith("ly"):
-                    continue
-                out.append((tuple(_stem(w) for w in part), " ".join(part)))
-        run.clear()
 
-    for tok in _PHRASE_TOKEN.findall(_clean(text[:PHRASE_CHARS])):
-        w = tok.strip("'’-")
-        low = w.lower()
-        if (
-            not w[:1].isalpha()
-            or len(w) < 3
-            or low in STOPWORDS
-            or low in ARTEFACT_WORDS
-            or len(w) > 24
-            or (w.isupper() and len(w) > 5)
-            or any(c.isupper() for c in w[1:])
-            and not w.isupper()  # camelCase: code, not prose
-        ):
-            flush()
-            continue
-        run.append(w)
-    flush()
-    return tuple(out)
+@lru_cache(maxsize=8192)
+def _phrase_lists(text: str) -> tuple[tuple, tuple, frozenset]:
+    """The text's phrases (see _phrases_of) as (folded words, surface forms, distinct folded
+    words); cached, and counted by Counter's C loop (see _term_lists)."""
+    phrases = _phrases_of(text)
+    if not phrases:
+        return (), (), frozenset()
+    keys, forms = zip(*phrases)
+    return keys, forms, frozenset(keys)
 
 
 def key_phrases(
@@ -180,42 +302,38 @@ def key_phrases(
     two or three words that recur together. In a store of MIN_STORE records or more, a word with
     rarity under MIN_RARITY (boilerplate most records hold) never names anything.
     """
-    tf: dict[tuple, float] = {}
-    df: dict[tuple, float] = {}
-    forms: dict[tuple, dict[str, int]] = {}
-    first: dict[tuple, int] = {}
-    pos = 0
-    for n, text in enumerate(texts):
-        weight = 2.0 if roles is None or roles[n] == "user" else 1.0
-        seen: set[tuple] = set()
-        for key, form in _phrases_of(text):
-            tf[key] = tf.get(key, 0) + 1
-            f = forms.setdefault(key, {})
-            f[form] = f.get(form, 0) + 1
-            first.setdefault(key, pos)
-            pos += 1
-            if key not in seen:
-                seen.add(key)
-                df[key] = df.get(key, 0) + weight
+    lists = [_phrase_lists(t) for t in texts]
+    tf: Counter = Counter()  # its keys in the order they first occur (ties go to the first)
+    df_user: Counter = Counter()
+    df_other: Counter = Counter()
+    for n, (keys, _forms, distinct) in enumerate(lists):
+        tf.update(keys)
+        (df_user if roles is None or roles[n] == "user" else df_other).update(distinct)
     if not tf:
         return []
-    singles = sorted({w for key in tf for w in key})
+    many = len(texts) > 1
+    df: dict[tuple, float] = {}
+    user, other = df_user.get, df_other.get  # (a Counter's own lookup of a missing key is Python)
+    for key in tf:
+        d = 2.0 * user(key, 0) + other(key, 0)
+        if d < 2 and many and len(key) > 1:
+            continue  # a multi-word run said once is a sentence fragment, not a subject
+        df[key] = d
+    singles = sorted(set(chain.from_iterable(df)))
     weight = rarity(singles) if rarity is not None else {}
     strict = rarity is not None and _store_size(rarity) >= MIN_STORE
-
-    def score(key: tuple) -> float:
-        r = min(weight.get(w, 1.0) for w in key)
+    bonus = (1.0, 1.6, 1.8)
+    scored: dict[tuple, float] = {}
+    for key, d in df.items():
+        n = len(key)
+        r = weight.get(key[0], 1.0) if n == 1 else min(weight.get(w, 1.0) for w in key)
         if strict and r < MIN_RARITY:
-            return 0.0
-        if len(key) > 1 and df[key] < 2 and len(texts) > 1:
-            return 0.0  # a multi-word run said once is a sentence fragment, not a subject
-        bonus = (1.0, 1.6, 1.8)[len(key) - 1]
-        return (df[key] * 2 + tf[key]) * r * bonus
-
-    scored = {key: score(key) for key in tf}
-    ranked = sorted(
-        (key for key in scored if scored[key] > 0), key=lambda x: (-scored[x], first[x])
-    )
+            continue
+        score = (d * 2 + tf[key]) * r * bonus[n - 1]
+        if score > 0:
+            scored[key] = score
+    # best first; a stable sort keeps equal scores in the order they first occur
+    ranked = sorted(scored, key=scored.__getitem__, reverse=True)
     out: list[str] = []
     used: list[set] = []
     for key in ranked:
@@ -223,12 +341,21 @@ def key_phrases(
         if any(words_ & u for u in used):
             continue
         used.append(words_)
-        out.append(max(forms[key].items(), key=lambda kv: kv[1])[0])
+        out.append(_surface(key, lists))
         if scores is not None:
             scores.append(scored[key])
         if len(out) >= k:
             break
     return out
+
+
+def _surface(key: tuple, lists: list) -> str:
+    """A phrase's most common surface form in these texts, the first seen on a tie."""
+    forms: Counter = Counter()
+    for keys, surface, distinct in lists:
+        if key in distinct:
+            forms.update(f for kk, f in zip(keys, surface) if kk == key)
+    return max(forms.items(), key=lambda kv: kv[1])[0]
 
 
 def _store_size(rarity) -> int:
@@ -253,7 +380,23 @@ def phrase_name(texts: list[str], rarity=None, roles=None, fallback: str = "Unti
 
 def term_set(texts: list[str], k: int = 12, rarity=None) -> set[str]:
     """Folded key terms, for comparing two topics (the offline reorganize veto)."""
-    return {_stem(t) for t in key_terms(texts, k, rarity)}
+    if rarity is not None:
+        return {_stem(t) for t in key_terms(texts, k, rarity)}
+    # a term's surface forms all fold to it: the folded terms are the ranking's own keys
+    return set(_ranked_terms(texts, k)[0])
+
+
+def has_words(text: str, n: int) -> bool:
+    """len(words(text)) >= n, reading only as far as the n-th content word."""
+    if n <= 0:
+        return True
+    for m in NAME_WORD.finditer(text):
+        w = m.group().strip("'’-")
+        if len(w) >= 3 and w.lower() not in STOPWORDS:
+            n -= 1
+            if n == 0:
+                return True
+    return False
 
 
 # A name or summary needs a text's gist, not all of it: a 50 MB pasted log must not cost minutes.
@@ -276,14 +419,13 @@ def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=Non
     texts = scrubbed(texts)
     terms = key_terms(texts, 6, rarity)
     n = len(texts)
-    texts = [_clean(t) for t in texts]
     head = f"{n} turn{'s' if n != 1 else ''} about {', '.join(terms)}" if terms else f"{n} turns"
     opener = ""
     for i, text in enumerate(texts):
         if roles and roles[i] != "user":
             continue
-        flat = " ".join(text.split())
-        if len(words(flat)) >= 2:
+        flat = " ".join(_clean(text).split())  # (only the texts read up to the opener)
+        if has_words(flat, 2):
             opener = re.split(r"(?<=[.!?])\s", flat, maxsplit=1)[0]
             break
     if opener:

@@ -187,14 +187,17 @@ class RecordData:
     def texts(self, rids: list[str], limit: int = 60) -> tuple[list[str], list[str]]:
         """(texts, roles) of up to `limit` records: the first ones and the most recent ones."""
         pick = rids if len(rids) <= limit else rids[: limit // 2] + rids[-(limit - limit // 2) :]
-        texts, roles = [], []
+        texts, roles, stored = [], [], []
         self.rows(pick)
         for rid in pick:
             rec = self.record(rid)
             if rec is not None:
                 texts.append(rec.get("text", ""))
                 roles.append(rec.get("role", "user"))
-        self._recall_clean(texts)
+                if rid not in self.extra_recs:  # (a record this write brings has no verdict saved)
+                    stored.append(texts[-1])
+        if stored:
+            self._recall_clean(stored)
         return texts, roles
 
     def _recall_clean(self, texts: list[str]) -> None:

@@ -1,0 +1,299 @@
+"""What a big write's topic placement and naming cost, counted in work done (not wall time):
+crowded parents are regrouped as the write goes, each topic is named once, texts without export
+artefacts skip the artefact pattern, and naming gives what it always gave."""
+
+from __future__ import annotations
+
+import random
+
+from memstore.format import tree as treefmt
+from memstore.tree import assign, naming
+
+SYLLABLES = "ka lo mi ne ru sa ti vo ze bu da fe gi ho ju".split()
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice(SYLLABLES) for _ in range(4))
+
+
+def _distinct_turns(store, n: int, seed: int = 7) -> list[dict]:
+    """`n` user turns, each its own session about its own made-up words: `n` new topics."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(n):
+        words = " ".join(_word(rng) for _ in range(6))
+        out.append(
+            store.normalize(
+                {
+                    "ts": f"2026-11-{1 + k // 600:02d}T{(k // 60) % 10:02d}:{k % 60:02d}:00Z",
+                    "role": "user",
+                    "text": f"Tell me about {words}.",
+                    "session": f"s{k}",
+                }
+            )
+        )
+    return out
+
+
+def test_a_big_write_regroups_crowded_parents_as_it_goes(store, monkeypatch):
+    """The children of one parent never pile up during a write (they would be every new topic of
+    an import, and every later turn would compare itself with all of them): the topics a turn's
+    placement looks at stay bounded however many topics the write makes."""
+    crowd, looked = [], []
+    real = assign.Placer.place
+
+    def watched(self, rec, vec):
+        tid = real(self, rec, vec)
+        crowd.append(max(len(self.kids.of(p)) for p in list(self.kids.map)))
+        looked.append(self.visited)
+        return tid
+
+    monkeypatch.setattr(assign.Placer, "place", watched)
+    monkeypatch.setattr(assign, "REGROUP_AT", 4)  # (crowded at 21 children: a small test write)
+    store.write(_distinct_turns(store, 150), "Import 150 turns")
+    tree = treefmt.read(store.root)
+    assert len([t for t in tree.topics.values() if t.records]) >= 120
+    limit = assign.REGROUP_AT * assign.max_children(store) + 1
+    assert max(crowd) <= limit, max(crowd)
+    assert max(looked) <= 80, max(looked)  # ancestry, the recent topics, a bounded beam descent
+    assert max(len(k) for k in tree.children_map().values()) <= assign.max_children(store)
+
+
+def test_each_topic_a_write_makes_is_named_once(store, monkeypatch):
+    calls = []
+    real = naming.offline_name
+    monkeypatch.setattr(naming, "offline_name", lambda *a, **k: calls.append(1) or real(*a, **k))
+    store.write(_distinct_turns(store, 12), "Import 12 turns")
+    tree = treefmt.read(store.root)
+    named = [t for t in tree.topics.values() if t.records]
+    assert len(named) >= 10 and len(calls) == len(named)
+    assert all(t.name and t.name != assign.UNNAMED for t in named)
+
+
+def test_a_long_live_topic_keeps_the_name_of_its_first_turn(store):
+    """A topic still current after the write with more than RENAME_UNTIL records is not renamed by
+    the write: it keeps the name its first turn gave it (named in `finish` now, not on creation)."""
+    texts = [
+        "My sourdough starter smells like acetone after feeding.",
+        "Should I feed the sourdough starter twice a day?",
+        "The sourdough starter doubled in six hours today.",
+        "How warm should the sourdough starter be kept?",
+        "My sourdough loaf came out dense and gummy.",
+        "Is rye flour better for a sourdough starter?",
+        "The sourdough crust is too pale after baking.",
+        "Can I keep the sourdough starter in the fridge?",
+        "My sourdough starter has a layer of grey liquid.",
+        "What hydration works for a first sourdough loaf?",
+    ]
+    recs = [
+        store.normalize(
+            {"ts": f"2026-11-01T10:{k:02d}:00Z", "role": "user", "text": t, "session": "bread"}
+        )
+        for k, t in enumerate(texts)
+    ]
+    store.write(recs, "Import one chat")
+    tree = treefmt.read(store.root)
+    t = tree.topics[tree.current]
+    assert len(t.records) == len(texts) > assign.RENAME_UNTIL
+    assert t.name == naming.offline_name([texts[0]])
+
+
+class _Counting:
+    """Stands in for the compiled artefact pattern and counts what it is asked to run on."""
+
+    def __init__(self, pattern):
+        self.pattern, self.texts = pattern, []
+
+    def sub(self, repl, text):
+        self.texts.append(text)
+        return self.pattern.sub(repl, text)
+
+
+def test_texts_without_artefacts_skip_the_artefact_pattern(monkeypatch):
+    plain = "My bike tire keeps going flat after every ride, even at 80 psi."
+    kinds = [
+        "see ```print(1)``` there",
+        "the `make` call",
+        "[Response Cleared] ok",
+        "<b>bold</b> text",
+        "go to HTTP://example.org now",
+        "or Www.example.org instead",
+        "mail me at a@b.io please",
+        "open Report.PDF today",
+        "commit DEADBEEFCAFE1 is it",
+        "abcdefabcdef and more",
+    ]
+    counting = _Counting(naming._ARTEFACT_SPANS)
+    monkeypatch.setattr(naming, "_ARTEFACT_SPANS", counting)
+    assert naming._clean(plain) == plain and counting.texts == []
+    for text in kinds:
+        assert naming._clean(text) == counting.pattern.sub(" . ", text) != text
+    assert counting.texts == kinds  # every kind the pattern knows is still looked for
+
+
+def test_has_words_is_the_count_of_content_words_read_no_further_than_needed():
+    texts = ["", "ok", "yes please", "why the bike?", "ok ok tire", "a bike tire", "the the"]
+    for text in texts:
+        for n in range(4):
+            assert naming.has_words(text, n) == (len(naming.words(text)) >= n), (text, n)
+
+
+def test_key_terms_and_phrases_on_a_known_topic():
+    """The counting moved to Counter's C loop; what a topic's texts give is what it always gave."""
+    texts = [
+        "My bike tire keeps going flat after every ride. The Bike shop said the tire is fine.",
+        "Bike tires: check the inner tube for a thorn; a slow puncture in the tire is likely.",
+        "What pressure should the bike tire have? Sarah said 80 psi.",
+        "Road bike tires usually run at 80 to 100 psi; Sarah is right.",
+    ]
+    roles = ["user", "assistant", "user", "assistant"]
+    assert naming.key_terms(texts, 4) == ["bike", "tire", "Sarah", "psi"]
+    assert naming.term_set(texts, 3) == {"tire", "bike", "sarah"}
+    assert naming.key_phrases(texts, 3, roles=roles) == ["bike tire", "Sarah", "psi"]
+    assert naming.phrase_name(texts, roles=roles) == "Bike tire"
+
+
+def test_the_build_bench_reports_its_time_in_placement(tmp_path, monkeypatch):
+    """`python -m memstore.bench.topics --build N`: the import's time in topic placement and naming
+    (`placing_s`) beside its end-to-end time."""
+    from memstore.bench import topics as bench
+
+    turns = [
+        {
+            "id": f"tm-{k:05d}",
+            "ts": f"2026-11-01T10:{k:02d}:00Z",
+            "role": "user" if k % 2 == 0 else "assistant",
+            "actor": "user" if k % 2 == 0 else "assistant",
+            "type": "text",
+            "text": f"Turn {k} about the {['garden', 'bike', 'oven'][k // 10]} again.",
+            "session": f"s{k // 10}",
+        }
+        for k in range(30)
+    ]
+    monkeypatch.setattr(bench, "timing_records", lambda data, n: turns[:n])
+    got = bench.build(tmp_path / "none", 30, tmp_path / "built", lambda msg: None)
+    assert got["records"] == 30 and got["topics"] >= 1
+    assert 0 < got["placing_s"] < got["seconds"]
+
+
+def test_content_words_are_the_text_modules_with_each_distinct_token_judged_once(monkeypatch):
+    from memstore.text import content_words
+
+    texts = [
+        "Sarah's bike-tire isn't 'flat' -- it's the tube's valve… (CO2 cartridge?) o'clock ok",
+        "The the THE bike bike, tire; tire! a an of 'em rock-'n'-roll x1 3d ÉCOLE naïve café",
+    ]
+    judged = []
+    memo = naming._WordMemo(lambda token: judged.append(token) or naming._content_word(token))
+    monkeypatch.setattr(naming, "_CONTENT_WORDS", memo)
+    for text in texts * 3:
+        assert naming.words(text) == content_words(text)
+    assert len(judged) == len(set(judged))  # each distinct token once, however often it recurs
+
+
+def test_a_write_asks_the_index_for_no_secret_verdicts_on_its_own_new_records(store, monkeypatch):
+    """Naming scrubs what it reads, and asks the index which texts an earlier process found clean;
+    a record this write brings cannot be among them, so its texts are not hashed and looked up."""
+    from memstore.index import queries
+
+    asked = []
+    real = queries.clean_keys
+    monkeypatch.setattr(
+        queries, "clean_keys", lambda index, keys: asked.extend(keys) or real(index, keys)
+    )
+    # (--allow-secrets: the write itself scans nothing, so no verdict is known in this process)
+    store.write(_distinct_turns(store, 20), "Import 20 turns", secrets="allow")
+    assert asked == []
+    store.write(_distinct_turns(store, 3, seed=9), "Import 3 more")  # reads stored topics' texts
+    tree = treefmt.read(store.root)
+    assert len(tree.topic_of()) == 23
+
+
+def test_a_turn_of_a_big_write_finds_any_topic_the_write_made(store, monkeypatch):
+    """A write regroups as it goes, so the topic an import made early sits in a group by the time
+    a later conversation returns to its subject; the write still looks at every topic it made or
+    joined (one matrix product per branching turn) and the turn joins it."""
+    bike = "My bike tire keeps going flat after every ride."
+    again = "What pressure should the bike tire have?"
+
+    def turn(k, text, session):
+        ts = f"2026-11-01T{k // 60:02d}:{k % 60:02d}:00Z"
+        return store.normalize({"ts": ts, "role": "user", "text": text, "session": session})
+
+    others = _distinct_turns(store, 100)
+    for k, r in enumerate(others, 1):
+        r["ts"] = turn(k, "x", "x")["ts"]
+    recs = [turn(0, bike, "a"), *others, turn(200, again, "b")]
+    monkeypatch.setattr(assign, "REGROUP_AT", 4)
+    store.write(recs, "Import", secrets="allow")
+    tree = treefmt.read(store.root)
+    owner = tree.topic_of()
+    assert owner[recs[0]["id"]] == owner[recs[-1]["id"]]
+    assert tree.topics[owner[recs[0]["id"]]].parent is not None  # it was regrouped meanwhile
+
+
+def test_the_topic_matrix_gives_the_closest_topics_first_from_fresh_rows():
+    rng = random.Random(3)
+    vecs = {f"t{i}": [rng.gauss(0, 1) for _ in range(8)] for i in range(50)}
+    import numpy as np
+
+    def vector(tid):
+        v = np.asarray(vecs[tid], np.float32)
+        return v / np.linalg.norm(v)
+
+    m = assign.TopicMatrix()
+    for tid in vecs:
+        m.stale(tid)
+    q = vector("t7")
+    assert m.closest(q, 5, vector, vecs)[0] == "t7"
+    vecs["t9"] = list(vecs["t7"])  # t9 changed (a record joined it): its row is refreshed
+    m.stale("t9")
+    got = m.closest(q, 5, vector, vecs)
+    assert set(got[:2]) == {"t7", "t9"}
+    brute = sorted(vecs, key=lambda t: -float(vector(t) @ q))[:5]
+    assert set(got) == set(brute)
+
+
+def test_a_crowded_parent_regrouped_mid_write_sends_loose_topics_down_into_its_groups(
+    store, monkeypatch
+):
+    """Regrouping as a write goes inserts like a B-tree: a loose topic under a crowded parent goes
+    down into its closest group however far it is, so the parent is not refilled with new small
+    groups and split again, one level deeper each time (50,000 dev turns made a tree 14 deep)."""
+    import numpy as np
+
+    from memstore.format.topics import Topic, Tree
+    from memstore.tree.topicdata import RecordData
+
+    rng = np.random.default_rng(5)
+    monkeypatch.setattr(assign, "REGROUP_AT", 4)
+    limit = assign.REGROUP_AT * assign.max_children(store)
+    tree = Tree()
+    placer = assign.Placer(store, tree, RecordData(store))
+    made = 0
+    for _round in range(12):  # each round: the top crowded by new unrelated topics, regrouped
+        while len(placer.kids.of(None)) <= limit:
+            tid = f"z{made:04d}"
+            t = tree.topics[tid] = Topic(tid, tid, records=[f"r{made}"], created=tid)
+            v = rng.normal(size=64)
+            placer.vcache[tid] = (v / np.linalg.norm(v)).astype(np.float32)
+            placer.kids.add(t)
+            made += 1
+        placer._regroup(None)
+    depth = max(len(tree.ancestry(t)) for t in tree.topics)
+    assert made > 200 and depth <= 5, depth  # 14 when the top made groups of its own each time
+    assert all(len(placer.kids.of(t)) <= limit for t in [None, *tree.topics])
+
+
+def test_a_write_of_a_few_hundred_turns_is_regrouped_once_at_its_end(store, monkeypatch):
+    """Below REGROUP_AT x max_children topics under one parent nothing is regrouped mid-write, so
+    a small import's groups are those one regrouping of all its topics makes (as before)."""
+    from memstore.tree import fanout
+
+    calls = []
+    real = fanout.rebalance
+    monkeypatch.setattr(assign, "rebalance", lambda *a, **k: calls.append(1) or real(*a, **k))
+    store.write(_distinct_turns(store, 100), "Import 100 turns")
+    tree = treefmt.read(store.root)
+    assert 25 < len([t for t in tree.topics.values() if t.records]) <= assign.REGROUP_AT * 5
+    assert len(calls) == 1
