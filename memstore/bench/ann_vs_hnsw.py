@@ -9,11 +9,14 @@ Data: n unit vectors of dim 384 with a low intrinsic dimension (million.py's Gau
 2,000 centres, as sentence embeddings have); the queries are drawn from the same mixture after
 the stored rows, so none is a member of the set. Truth: the exact float32 top 10 of each query.
 
-memstore's side is its own code: `ann.Ivf.build` over a memory-mapped float32 matrix file laid
-out as the index keeps it, then per query `ann.Ivf.candidates` (RESCORE × 10 candidates from the
-nprobe nearest cells) and `ann.rescore` (exact float32 cosines), which is what the index's vector
-scan runs when `[settings] vector_index = "ivf"` — from `ann.IVF_MIN_ROWS` rows on; a smaller
-store scans exactly, so the exact numpy scan is timed too. chromadb's side is a PersistentClient
+memstore's side is its own code, on the data as a store keeps it: the vectors sealed in real day
+packs (million.py's `write_packs`) and the index's int8 matrix (index/vectors.py: per-dimension
+scales, codes). `ann.Ivf.build` runs over the decoded int8 matrix, as the index builds it; then per
+query `ann.Ivf.candidates` (RESCORE × 10 candidates from the nprobe nearest cells) and their exact
+float32 cosines, each candidate's vector read and opened from its pack (index/exact.py's Reader),
+which is what the index's vector scan runs when `[settings] vector_index = "ivf"` — from
+`ann.IVF_MIN_ROWS` rows on; a smaller store scans exactly, so an exact float32 numpy scan is timed
+too. chromadb's side is a PersistentClient
 collection (cosine space, default HNSW settings) queried through `collection.query`, first with
 the default ef_search, then with ef_search raised until recall@10 ≥ the target.
 
@@ -35,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .million import DIM, clustered_vectors
+from .million import DIM, clustered_vectors, write_packs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +102,8 @@ def run(
     base: Path,
     log=print,
 ) -> dict:
-    from ..index import ann
+    from ..index import ann, exact
+    from ..index import vectors as vecfiles
 
     t0 = time.perf_counter()
     full = clustered_vectors(n + n_queries)
@@ -107,17 +111,37 @@ def run(
     work = Path(tempfile.mkdtemp(prefix="ann-vs-hnsw-", dir=base))
     np.save(work / "vectors.npy", vecs)
     np.save(work / "queries.npy", qs)
-    # The index's own layout: a float32 matrix file, memory-mapped (index/vectors.py).
-    vecs.tofile(work / "vectors-0.f32")
-    del full, vecs
-    mat = np.memmap(work / "vectors-0.f32", dtype=np.float32, mode="r", shape=(n, DIM))
+    # As a store keeps them: each vector sealed in its day's pack, and the index's int8 matrix,
+    # which the IVF index is built from (decoded) as the index builds it.
+    times = 1_700_000_000.0 + np.arange(n, dtype=np.float64) * 30.0
+    days = [time.strftime("%Y-%m-%d", time.gmtime(t)) for t in times]
+    where = write_packs(work, vecs, times, log)
+    codes, _errors = vecfiles.quantize(vecs, vecfiles.make_scales(vecs))
+    decoded = codes.astype(np.float32) / vecfiles.make_scales(vecs)
+    del codes, _errors
+    vecs.tofile(work / "exact.f32")
+    decoded.tofile(work / "decoded.f32")
+    del full, vecs, decoded
+    mat = np.memmap(work / "exact.f32", dtype=np.float32, mode="r", shape=(n, DIM))
+    approx = np.memmap(work / "decoded.f32", dtype=np.float32, mode="r", shape=(n, DIM))
     scores = qs @ np.asarray(mat).T
     truth = np.argsort(-scores, axis=1, kind="stable")[:, :10]
     del scores
     log(f"data: {n:,} x {DIM} + {n_queries} queries in {time.perf_counter() - t0:.1f} s")
+    reader = exact.Reader(work, DIM)
+
+    def from_packs(q, cand):
+        """The best 10 of the candidates by exact cosine, their vectors read from the packs."""
+        cand = np.sort(cand)
+        got = np.empty((cand.size, DIM), np.float32)
+        for j, row in enumerate(cand.tolist()):
+            if not reader.sealed_into(got[j], days[row], where[row]):
+                got[j] = reader.vector(days[row], where[row])
+        s = got @ q
+        return cand[np.lexsort((cand, -s))[:10]]
 
     t = time.perf_counter()
-    ivf = ann.Ivf.build(work, 0, mat)
+    ivf = ann.Ivf.build(work, 0, approx)
     ivf_build = time.perf_counter() - t
     log(f"memstore IVF build: {ivf_build:.1f} s, nlist {ivf.index.nlist}")
 
@@ -162,7 +186,7 @@ def run(
         def mem_ivf(nprobe):
             def one(i):
                 q = qs[i]
-                return ann.rescore(mat, q, ivf.candidates(q, 10, 0, n, nprobe=nprobe), 10)[0]
+                return from_packs(q, ivf.candidates(q, 10, 0, n, nprobe=nprobe))
 
             return one
 
@@ -238,6 +262,7 @@ def run(
                 "samples": len(s),
             }
         )
+    reader.close()
     for p in work.rglob("*"):
         if p.is_file():
             p.unlink()
@@ -266,7 +291,7 @@ def markdown(r: dict) -> str:
         f"{r['n']:,} unit vectors × {r['dim']}, {r['queries']} queries (not in the set), "
         f"{r['rows'][0]['samples']} timed queries per configuration, interleaved in blocks of "
         f"{r['block']}. Builds: memstore IVF {r['ivf_build_s']:.1f} s ({r['nlist']} cells, "
-        f"float16 codes); chromadb {r['chromadb']} HNSW {r['chroma_build_s']:.1f} s "
+        f"float16 codes of the decoded int8 matrix; candidates re-scored from the packs); chromadb {r['chromadb']} HNSW {r['chroma_build_s']:.1f} s "
         f"(`collection.add`, {r['chroma_config']}). chromadb recall@10 by ef_search: {cal}.",
     ]
     return "\n".join(lines)
