@@ -190,17 +190,24 @@ def test_a_damaged_pack_item_is_a_problem_not_a_crash(store):
     assert any("does not open" in p for p in index.problems())
 
 
-@pytest.mark.parametrize("damage", ["nan scale", "short scales", "short errors", "codes cut"])
-def test_damaged_or_planted_vector_files_are_rebuilt(store, damage):
-    from memstore.index.build import Index
-
-    rng = np.random.default_rng(9)
-    write_vectors(store, unit(rng.standard_normal((80, 384))))
+def _closed_index_of(store, seed: int, n: int):
+    """(a query, its top 10 ids, the generation) of n random vectors written and indexed; the
+    index closed, so a test can damage its files."""
+    rng = np.random.default_rng(seed)
+    write_vectors(store, unit(rng.standard_normal((n, 384))))
     index = store.index()
     q = unit(rng.standard_normal(384))
     want = ids_of(index, vector_candidates(index, q, Filters(), 10))
     gen = int(index._meta(index.conn, "gen", "0"))
     index.close()
+    return q, want, gen
+
+
+@pytest.mark.parametrize("damage", ["nan scale", "short scales", "short errors", "codes cut"])
+def test_damaged_or_planted_vector_files_are_rebuilt(store, damage):
+    from memstore.index.build import Index
+
+    q, want, gen = _closed_index_of(store, seed=9, n=80)
     meta = store.meta_dir
     if damage == "nan scale":
         raw = bytearray(vecfiles.scales_path(meta, gen).read_bytes())
@@ -342,13 +349,7 @@ def test_fsck_holds_the_matrix_against_the_packs(store, plant):
 
     from memstore.index.build import check
 
-    rng = np.random.default_rng(14)
-    write_vectors(store, unit(rng.standard_normal((100, 384))))
-    index = store.index()
-    q = unit(rng.standard_normal(384))
-    want = ids_of(index, vector_candidates(index, q, Filters(), 10))
-    gen = int(index._meta(index.conn, "gen", "0"))
-    index.close()
+    q, want, gen = _closed_index_of(store, seed=14, n=100)
     assert check(store) is None
     meta = store.meta_dir
     errs = np.fromfile(vecfiles.errors_path(meta, gen), "<f4")
