@@ -409,3 +409,34 @@ def test_windows_tails_and_hidden_rows_equal_the_float32_scan(store):
             want = brute_force(store, index, q, 10**6, since=since)
             want = [w for w in want if until is None or w[0] in ids_before(index, until)][:15]
             assert got == want
+
+
+def test_reading_rows_asks_the_kernel_for_every_vector_before_the_first_read(store, monkeypatch):
+    """Candidates' vectors are read from packs that may have left the page cache: `exact.rows`
+    advises the kernel of every row's bytes first (one posix_fadvise WILLNEED each, at the item's
+    offset and length), so the reads wait for the slowest, not for each in turn."""
+    import os
+
+    rng = np.random.default_rng(21)
+    write_vectors(store, unit(rng.standard_normal((30, 384))), day=1)
+    write_vectors(store, unit(rng.standard_normal((30, 384))), day=2, start=30)
+    index = store.index()
+    rows = np.array([0, 7, 29, 31, 45, 59])
+    where = exact.locations(index, rows.tolist())
+    events = []
+    real_pread = os.pread
+    monkeypatch.setattr(
+        os, "posix_fadvise", lambda fd, off, n, how: events.append(("advise", off, n, how))
+    )
+    monkeypatch.setattr(
+        os, "pread", lambda fd, n, off: events.append(("read", off, n)) or real_pread(fd, n, off)
+    )
+    got, problems = exact.rows(index, rows)
+    assert problems == []
+    advised = [(off, n) for kind, off, n, *how in events if kind == "advise"]
+    wanted = sorted(exact._SEALED.unpack(loc)[2:] for _day, loc in where.values())
+    assert sorted(advised) == wanted
+    assert all(e[3] == os.POSIX_FADV_WILLNEED for e in events if e[0] == "advise")
+    first_read = next(i for i, e in enumerate(events) if e[0] == "read")
+    assert first_read == len(advised)  # every advice came before the first read
+    assert np.array_equal(got, exact.rows(index, rows)[0])  # the same vectors either way

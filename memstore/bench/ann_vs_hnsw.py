@@ -134,6 +134,8 @@ def run(
         """The best 10 of the candidates by exact cosine, their vectors read from the packs."""
         cand = np.sort(cand)
         got = np.empty((cand.size, DIM), np.float32)
+        if exact.PREFETCH:  # as exact.rows does
+            reader.prefetch([(days[row], where[row]) for row in cand.tolist()])
         for j, row in enumerate(cand.tolist()):
             if not reader.sealed_into(got[j], days[row], where[row]):
                 got[j] = reader.vector(days[row], where[row])

@@ -72,6 +72,7 @@ def _fd_budget() -> int:
 
 
 OPEN_PACKS_MAX = _fd_budget()
+PREFETCH = True  # `rows` asks the kernel for every row's bytes before reading the first
 
 
 class Reader:
@@ -133,6 +134,28 @@ class Reader:
             raise VectorMissing(f"{rel}: {exc}") from None
         self._fds[(day, prefix)] = fd
         return fd, nonce, rel
+
+    def prefetch(self, where) -> None:
+        """Ask the kernel to start reading these (day, location) items now, all at once: the reads
+        that follow wait for the slowest of them, not for each in turn (a store's packs outgrow
+        the page cache; 40 candidates at 1M took a 20 ms p99 read one by one from a cold cache)."""
+        advise = getattr(os, "posix_fadvise", None)
+        if advise is None:
+            return
+        for day, location in where:
+            if type(location) is not bytes:
+                continue
+            if len(location) == _SEALED.size:
+                _subkey, prefix, off, length = _SEALED.unpack(location)
+            elif len(location) == _CLEAR.size:
+                prefix, off, length = _CLEAR.unpack(location)
+            else:
+                continue
+            try:
+                fd = self._pack(day, prefix)[0]
+                advise(fd, off, length, os.POSIX_FADV_WILLNEED)
+            except (OSError, VectorMissing):
+                continue  # the read that follows says what is wrong
 
     def sealed_into(self, row: np.ndarray, day: str, location) -> bool:
         """The common case without the general path's layers: a sealed float32 vector read into
@@ -236,6 +259,8 @@ def rows(index, vrows) -> tuple[np.ndarray, list[str]]:
     out = np.empty((vrows.size, index.dim), np.float32)
     where = locations(index, vrows.tolist())
     rd = reader(index)
+    if PREFETCH and len(where) > 1:
+        rd.prefetch(where.values())
     problems: list[str] = []
     for i, v in enumerate(vrows.tolist()):
         day, loc = where.get(v, (None, None))
