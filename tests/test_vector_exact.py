@@ -7,6 +7,7 @@ import pytest
 
 from memstore.format import pack as packfmt
 from memstore.format.timeutil import from_iso
+from memstore.bench.index_size import pack_matrix
 from memstore.index import ann, exact
 from memstore.index import vectors as vecfiles
 from memstore.retrieve.search import Filters, search, vector_candidates
@@ -34,16 +35,9 @@ def write_vectors(store, vecs: np.ndarray, day: int = 1, start: int = 0, texts=N
 
 def brute_force(store, index, q: np.ndarray, k: int, since=None) -> list[tuple[str, float]]:
     """(record id, cosine) of the k best rows by a float32 scan of every vector the packs hold."""
-    packed = {}
-    for day in packfmt.all_pack_days(store.root):
-        packed.update({rid: v for rid, (v, _h) in packfmt.day_vectors(store.root, day).items()})
-    rows = index.conn.execute(
-        "SELECT id, vrow, ts FROM records WHERE vrow >= 0 AND hidden = 0"
-    ).fetchall()
-    rows = [r for r in rows if since is None or r[2] >= since]
-    x = np.stack([packed[rid] for rid, _, _ in rows]).astype(np.float64)
+    rows, x = pack_matrix(store, index, since)
     scores = (x @ np.asarray(q, np.float64)).astype(np.float32)
-    order = np.lexsort(([v for _, v, _ in rows], -scores))[:k]
+    order = np.lexsort(([r[1] for r in rows], -scores))[:k]
     return [(rows[i][0], float(scores[i])) for i in order]
 
 

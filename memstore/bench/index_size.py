@@ -50,17 +50,26 @@ def warm(store, queries: list[str], mode: str, repeats: int) -> str:
     )
 
 
-def recall(store, index, queries: list[str]) -> str:
+def pack_matrix(store, index, since: float | None = None) -> tuple[list[tuple], np.ndarray]:
+    """The reference a float32 scan runs on: (rows, vectors) of every searchable row (not hidden,
+    with a vector, dated `since` or later), each row (id, vrow, rowid, ts), its vector read from
+    the packs as float64."""
     from memstore.format import pack as packfmt
-    from memstore.retrieve.search import Filters, vector_candidates
 
     packed = {}
     for day in packfmt.all_pack_days(store.root):
         packed.update({rid: v for rid, (v, _h) in packfmt.day_vectors(store.root, day).items()})
     rows = index.conn.execute(
-        "SELECT id, vrow, rowid FROM records WHERE vrow >= 0 AND hidden = 0"
+        "SELECT id, vrow, rowid, ts FROM records WHERE vrow >= 0 AND hidden = 0"
     ).fetchall()
-    x = np.stack([packed[r[0]] for r in rows]).astype(np.float64)
+    rows = [r for r in rows if since is None or r[3] >= since]
+    return rows, np.stack([packed[r[0]] for r in rows]).astype(np.float64)
+
+
+def recall(store, index, queries: list[str]) -> str:
+    from memstore.retrieve.search import Filters, vector_candidates
+
+    rows, x = pack_matrix(store, index)
     found = same = 0
     for text in queries:
         q = np.asarray(store.embedder.embed_query(text), np.float32)
