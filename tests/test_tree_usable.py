@@ -235,13 +235,13 @@ def test_a_big_write_names_each_group_once_from_the_members_it_ended_with(store,
     from memstore.tree import fanout
 
     calls = []
-    real = fanout.group_name
+    real = fanout.group_texts  # what every group's naming reads, once per name
 
     def counted(tree, members, data, kids=None):
         calls.append(len(members))
         return real(tree, members, data, kids)
 
-    monkeypatch.setattr(fanout, "group_name", counted)
+    monkeypatch.setattr(fanout, "group_texts", counted)
     _sessions(store, 120, seed=3)
     tree = treefmt.read(store.root)
     cmap = tree.children_map()

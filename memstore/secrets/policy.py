@@ -326,6 +326,12 @@ def known_clean(keys) -> None:
     _CLEAN.update(keys)
 
 
+def add_fresh(keys) -> None:
+    """Keys another process found clean on this process's behalf (memstore/workers.py), to save."""
+    for key in keys:
+        _found_clean(key)
+
+
 def take_fresh() -> list[bytes]:
     """The keys found clean since the last call, for saving."""
     out = list(_FRESH)

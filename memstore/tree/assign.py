@@ -331,20 +331,44 @@ class Placer:
         frozen_now = self.live_before - tree.live_path()
         named = sorted(tid for tid in self.touched | frozen_now if tid in tree.topics)
         stage(progress, "Naming topics", len(named))
+        jobs = []  # (topic id, its texts, their roles, how it is named, whether it is final)
         for tid in named:
-            tick(progress)
             t = tree.topics[tid]
             if not t.records:
+                tick(progress)
                 continue
             texts, roles = self.data.texts(t.records)
             final = tid in frozen_now
             if t.named_by == "offline" and (len(t.records) <= RENAME_UNTIL or final):
-                t.name = naming.offline_name(texts, self.data.rarity, roles)
+                how = "texts"
             elif tid in self.first_texts:  # the name it would have had since its first record
+                how = "first"
+            else:
+                how = ""
+            jobs.append((tid, texts, roles, how, final))
+        if self.llm is None:
+            # Offline names and summaries are pure functions of each topic's texts: a big write
+            # computes them on two cores (memstore/workers.py).
+            made = naming.offline_many(
+                [
+                    (texts, roles, self.first_texts.get(tid) if how == "first" else None, how != "")
+                    for tid, texts, roles, how, _final in jobs
+                ],
+                self.data.rarity,
+            )
+        for n, (tid, texts, roles, how, final) in enumerate(jobs):
+            tick(progress)
+            t = tree.topics[tid]
+            if self.llm is None:
+                name, t.summary = made[n]
+                if name is not None:
+                    t.name = name
+                continue
+            if how == "texts":
+                t.name = naming.offline_name(texts, self.data.rarity, roles)
+            elif how == "first":
                 t.name = naming.offline_name(self.first_texts[tid])
-            summary = None
-            if final and self.llm is not None:
-                summary = naming.llm_summary(self.llm, t.name, texts, roles)
+            summary = naming.llm_summary(self.llm, t.name, texts, roles) if final else None
             t.summary = summary or naming.offline_summary(texts, roles, self.data.rarity)
         stage(progress, "Grouping topics")
         rebalance(

@@ -16,6 +16,7 @@ from ..progress import tick
 from . import naming
 from .topicdata import RecordData, topic_vector
 
+GROUP = "Related topics"  # a group's name until its members name it, and where they cannot
 GROUP_TEXTS = 24  # a group's name is drawn from at most this many of the records under it
 
 
@@ -77,15 +78,25 @@ class Kids:
 def group_name(
     tree: Tree, members: list[Topic], data: RecordData, kids: Kids | None = None
 ) -> tuple[str, str]:
+    texts = group_texts(tree, members, data, kids)
+    return naming.offline_name(texts, data.rarity, fallback=GROUP), group_summary(members)
+
+
+def group_texts(
+    tree: Tree, members: list[Topic], data: RecordData, kids: Kids | None = None
+) -> list[str]:
+    """The texts a group is named from: its members' latest records (or their names)."""
     kids = kids or Kids(tree)
     texts: list[str] = []
     per = max(2, GROUP_TEXTS // max(len(members), 1))
     for m in members:
         recs = m.records[-per:] if m.records else kids.sample_records(m.id, per)
         texts += data.texts(recs, limit=per)[0] or [m.name]
-    # a committed name: no secret in it
-    name = naming.phrase_name(naming.scrubbed(texts), data.rarity, fallback="Related topics")
-    return name, f"{len(members)} related topics: " + "; ".join(m.name for m in members)
+    return texts
+
+
+def group_summary(members: list[Topic]) -> str:
+    return f"{len(members)} related topics: " + "; ".join(m.name for m in members)
 
 
 def _sim(a: np.ndarray | None, b: np.ndarray | None) -> float:
@@ -118,7 +129,7 @@ def _make_group(
     if unnamed is None:
         name, summary, named_by = _name_group(tree, data, members, llm, kids)
     else:
-        name, summary, named_by = "Related topics", "", "offline"
+        name, summary, named_by = GROUP, "", "offline"
     gid = new_topic_id()
     group = Topic(
         id=gid,
@@ -269,16 +280,30 @@ def rebalance(
 def name_groups(tree: Tree, data: RecordData, unnamed: dict, llm, kids: Kids) -> None:
     """Name the groups `rebalance` made (`unnamed[gid]` True) or split sideways (False) from the
     members they have now; a group made is named like any (the LLM's label where one is used), a
-    group split is renamed offline."""
+    group split is renamed offline. Offline names are computed on two cores for a big write
+    (naming.offline_names)."""
+    todo = []
     for gid in sorted(unnamed):
         g = tree.topics.get(gid)
         if g is not None and kids.of(gid):
-            members = sorted(kids.of(gid), key=lambda t: (t.created, t.id))
-            if unnamed[gid]:
+            todo.append((g, sorted(kids.of(gid), key=lambda t: (t.created, t.id)), unnamed[gid]))
+    unnamed.clear()
+    if llm is not None:
+        for g, members, made in todo:
+            if made:
                 g.name, g.summary, g.named_by = _name_group(tree, data, members, llm, kids)
             else:
                 g.name, g.summary = group_name(tree, members, data, kids)
-    unnamed.clear()
+        return
+    names = naming.offline_names(
+        [group_texts(tree, members, data, kids) for _g, members, _made in todo],
+        data.rarity,
+        fallback=GROUP,
+    )
+    for (g, members, made), name in zip(todo, names):
+        g.name, g.summary = name, group_summary(members)
+        if made:
+            g.named_by = "offline"
 
 
 def tidy_groups(tree: Tree, at: str) -> list[str]:

@@ -366,7 +366,10 @@ def _store_size(rarity) -> int:
     return 0
 
 
-def phrase_name(texts: list[str], rarity=None, roles=None, fallback: str = "Untitled topic") -> str:
+UNTITLED = "Untitled topic"
+
+
+def phrase_name(texts: list[str], rarity=None, roles=None, fallback: str = UNTITLED) -> str:
     """A topic name: its best phrase, with the second when the first is a single word."""
     scores: list[float] = []
     phrases = key_phrases(texts, 2, rarity, roles, scores)
@@ -410,8 +413,57 @@ def scrubbed(texts: list[str]) -> list[str]:
     return [scrub(t[:TEXT_CHARS]) for t in texts]
 
 
-def offline_name(texts: list[str], rarity=None, roles=None) -> str:
-    return phrase_name(scrubbed(texts), rarity, roles)
+def offline_name(texts: list[str], rarity=None, roles=None, fallback: str = UNTITLED) -> str:
+    return phrase_name(scrubbed(texts), rarity, roles, fallback=fallback)
+
+
+def offline_many(jobs: list[tuple], rarity=None) -> list[tuple[str | None, str]]:
+    """(name, summary) per job `(texts, roles, first, rename)`: the name from `first` (the topic's
+    first texts) where given, else from the texts where `rename`, else None (kept); the summary
+    from the texts. As `offline_name`/`offline_summary` give them one by one, on two cores for a
+    big write (see `_on_two_cores`)."""
+
+    def one(job):
+        texts, roles, first, rename = job
+        if first is not None:
+            name = offline_name(first)
+        else:
+            name = offline_name(texts, rarity, roles) if rename else None
+        return name, offline_summary(texts, roles, rarity)
+
+    return _on_two_cores(one, jobs, rarity)
+
+
+def offline_names(texts_each: list[list[str]], rarity=None, fallback=UNTITLED) -> list[str]:
+    """`offline_name` of each list of texts, on two cores for a big write."""
+    return _on_two_cores(
+        lambda texts: offline_name(texts, rarity, fallback=fallback), texts_each, rarity
+    )
+
+
+MANY_JOBS = 256  # fewer names than this are not worth a second process
+
+
+def _on_two_cores(fn, jobs: list, rarity) -> list:
+    """[fn(job) for job in jobs], every other job computed by a forked child (memstore/workers.py)
+    when there are MANY_JOBS or more. Names and summaries are pure functions of their texts and the
+    store's rarity weights; the child reads the weights the parent had looked up before the fork,
+    and a job that needs one more (SQL: never in a forked child) is left to the parent."""
+    from .. import workers
+    from ..secrets import policy
+
+    if rarity is not None:
+        rarity([])  # the store's size, read here once, before any fork
+
+    def child_safe(job):
+        try:
+            return (fn(job),)
+        except workers.ParentOnly:
+            return None
+
+    out, learnt = workers.split_map(child_safe, jobs, min_items=MANY_JOBS, extra=policy.take_fresh)
+    policy.add_fresh(learnt)
+    return [got[0] if got is not None else fn(job) for got, job in zip(out, jobs)]
 
 
 def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=None) -> str:

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .. import workers
 from ..index import queries
 
 # Per embedder: (continue, recall) cosine thresholds. The hashing embedder's cosines run lower
@@ -121,6 +122,7 @@ class RecordData:
         """How many records hold `term`. Counted exactly up to DF_SAMPLE matches; past that, scaled up
         from the rowid the sample reached (FTS5 returns matches in rowid order), so a common word
         costs the same at a million records as at a thousand."""
+        workers.parent_only()  # SQL: never in a forked child
         try:
             count, last = queries.match_sample(
                 self.index, '"' + term.replace('"', "") + '"', DF_SAMPLE

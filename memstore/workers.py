@@ -1,0 +1,99 @@
+"""A second core for pure, CPU-bound work of one big write: half of a list computed in a forked child.
+
+A big import names thousands of topics, each from its own texts (term counts, phrases, the secrets
+scrub): independent pieces of pure Python that one core runs one after the other. `split_map`
+forks a child that computes every other item while the parent computes the rest, and sends its
+results back over a pipe. The parent's answer never depends on the child: a child that fails, is
+killed, or sends back something unreadable only costs time (the parent computes its part too).
+
+The child must touch nothing it shares with the parent but memory it reads: no SQLite connection
+(a connection carried across fork() is undefined behaviour), no open git process, no file it
+writes. It leaves with os._exit, so no finaliser of the parent's objects runs in it. A process with
+other threads is never forked (a lock one of them held would stay locked in the child), nor one
+held to a single core; MEMSTORE_WORKERS=1 turns the second process off.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import threading
+
+WORKERS_ENV = "MEMSTORE_WORKERS"
+_CHILD: list[bool] = []  # [True] in a child of split_map
+
+
+class ParentOnly(BaseException):
+    """Raised in a forked child by work that only the parent may do (SQL, git, writing files);
+    a BaseException, so no `except Exception` on the way turns it into a wrong answer."""
+
+
+def parent_only() -> None:
+    """Call before anything a forked child must not do: raises ParentOnly in one."""
+    if _CHILD:
+        raise ParentOnly()
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Whether a second process may take half of the work: fork exists, this process has one thread
+    and at least two cores, and the user did not turn it off."""
+    if os.environ.get(WORKERS_ENV, "").strip() in {"0", "1"}:
+        return False
+    return hasattr(os, "fork") and threading.active_count() == 1 and cores() >= 2
+
+
+def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list, list]:
+    """([fn(x) for x in items], what `extra()` gave in the child, or [] when none ran), the items at
+    odd positions computed in a forked child where `can_fork()` and there are `min_items` or more.
+
+    `fn` must be pure in the sense above. `extra`, called in the child once its part is done,
+    returns a list of what the child learnt that the parent should keep (say, cache entries);
+    the parent's own calls needed no such hand-over."""
+    if len(items) < max(min_items, 2) or not can_fork():
+        return [fn(x) for x in items], []
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, send, leave without running any of the parent's cleanup
+        code = 1
+        try:
+            _CHILD.append(True)
+            os.close(read_fd)
+            out = [fn(x) for x in items[1::2]]
+            payload = pickle.dumps((out, list(extra()) if extra else []), protocol=5)
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(payload)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    theirs, learnt = None, []
+    pipe = os.fdopen(read_fd, "rb")
+    try:
+        mine = [fn(x) for x in items[0::2]]
+        data = pipe.read()
+    except BaseException:  # the parent's own part failed (or was interrupted): no child left behind
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        pipe.close()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+        try:
+            theirs, learnt = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - an unreadable answer: the parent computes that half
+            theirs = None
+    if not isinstance(theirs, list) or len(theirs) != len(items) // 2:
+        theirs, learnt = [fn(x) for x in items[1::2]], []
+    out: list = [None] * len(items)
+    out[0::2] = mine
+    out[1::2] = theirs
+    return out, learnt

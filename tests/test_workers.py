@@ -1,0 +1,122 @@
+"""A big write's pure work on two cores (memstore/workers.py): the same answers as one core, whatever
+the child does."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import os
+import threading
+
+import pytest
+
+from memstore import workers
+from memstore.format import tree as treefmt
+from memstore.tree import naming
+
+
+@pytest.fixture
+def forks(monkeypatch):
+    """The pids of the children split_map forked (os.fork counted in the parent)."""
+    made: list[int] = []
+    real = os.fork
+
+    def counted():
+        pid = real()
+        if pid:
+            made.append(pid)
+        return pid
+
+    monkeypatch.setattr(workers.os, "fork", counted)
+    monkeypatch.delenv(workers.WORKERS_ENV, raising=False)
+    return made
+
+
+def test_half_of_the_items_are_computed_by_a_child(forks):
+    items = list(range(1001))
+    out, learnt = workers.split_map(
+        lambda x: (x * x, os.getpid()), items, extra=lambda: [os.getpid()]
+    )
+    assert [v for v, _ in out] == [x * x for x in items]
+    assert len(forks) == 1 and learnt == [forks[0]]
+    assert {pid for _, pid in out[1::2]} == {forks[0]}  # odd positions: the child's
+    assert {pid for _, pid in out[0::2]} == {os.getpid()}
+
+
+def test_a_child_that_dies_costs_time_not_answers(forks):
+    def fn(x):
+        if workers._CHILD and x == 7:
+            os._exit(3)  # killed mid-way, nothing sent
+        return x + 1
+
+    out, learnt = workers.split_map(fn, list(range(40)))
+    assert out == [x + 1 for x in range(40)] and learnt == []
+    assert len(forks) == 1
+
+
+def test_work_only_the_parent_may_do_is_left_to_it(forks):
+    asked = []
+
+    def rarity(terms):  # like RecordData.rarity: a weight not looked up yet needs SQL
+        workers.parent_only() if terms else None
+        asked.append(os.getpid())
+        return {t: 1.0 for t in terms}
+
+    jobs = [[f"Tell me about zorbling number {k} and the quarnix"] for k in range(600)]
+    got = naming.offline_names(jobs, rarity)
+    assert got == [naming.offline_name(texts, rarity) for texts in jobs]
+    assert len(forks) == 1 and set(asked) == {os.getpid()}  # every weight looked up here
+
+
+@pytest.mark.parametrize("why", ["env", "thread", "small"])
+def test_no_child_where_it_is_not_safe_or_not_worth_it(forks, monkeypatch, why):
+    stop = threading.Event()
+    extra = None
+    if why == "env":
+        monkeypatch.setenv(workers.WORKERS_ENV, "1")
+    elif why == "thread":
+        extra = threading.Thread(target=stop.wait)
+        extra.start()
+    try:
+        items = list(range(10 if why == "small" else 500))
+        out, _ = workers.split_map(lambda x: -x, items, min_items=100)
+    finally:
+        stop.set()
+        if extra is not None:
+            extra.join()
+    assert out == [-x for x in items] and forks == []
+
+
+def _names(store) -> dict[tuple, tuple[str, str]]:
+    tree = treefmt.read(store.root)
+    return {tuple(t.records): (t.name, t.summary) for t in tree.topics.values() if t.records}
+
+
+def test_a_big_write_names_its_topics_the_same_on_two_cores(tmp_path, forks, monkeypatch):
+    from conftest import make_store
+    from test_tree_speed import _distinct_turns
+
+    from memstore.tree import assign, fanout
+
+    one, two = make_store(tmp_path / "one"), make_store(tmp_path / "two")
+    turns = _distinct_turns(one, 700)  # the same records (ids too) for both
+
+    def write(store):
+        # topic ids are random, and regrouping breaks ties by id: the same ids in both stores
+        ids = (f"t{k:011d}" for k in itertools.count())
+        monkeypatch.setattr(fanout, "new_topic_id", lambda: next(ids))
+        monkeypatch.setattr(assign.treefmt, "new_topic_id", lambda: next(ids))
+        store.write(copy.deepcopy(turns), "Import 700 turns")
+
+    monkeypatch.setenv(workers.WORKERS_ENV, "1")
+    write(one)
+    assert forks == []
+    monkeypatch.delenv(workers.WORKERS_ENV)
+    write(two)
+    assert len(forks) >= 1
+    names = _names(two)
+    assert len(names) >= naming.MANY_JOBS and names == _names(one)
+    groups = lambda st: sorted(  # noqa: E731
+        (t.name, t.summary) for t in treefmt.read(st.root).topics.values() if not t.records
+    )
+    assert groups(two) == groups(one)
