@@ -382,54 +382,70 @@ class Core:
 
         # The write's cost must not grow with the store: git is asked only about the day logs it
         # appends to, and without `dedupe` (fresh ids) only those days are brought into the index.
-        with self.transaction(subject, check_logs=False) as tx:
-            result.notes[:0] = tx.notes  # what a crashed writer left was rolled back first
-            days = sorted({local_day(from_iso(r["ts"]), self.tz) for r in records})
-            from .transaction import refuse_dirty_logs
+        beside = None  # a second process taking in the days written (a big write), see IndexBeside
+        try:
+            with self.transaction(subject, check_logs=False) as tx:
+                result.notes[:0] = tx.notes  # what a crashed writer left was rolled back first
+                days = sorted({local_day(from_iso(r["ts"]), self.tz) for r in records})
+                from .transaction import refuse_dirty_logs
 
-            # today's tree shard too: the records' placement is appended to it, and a commit of it would
-            # carry lines someone left uncommitted (a git reset --mixed of an earlier write, say)
-            from .format import treelog
-            from .format.timeutil import now_utc
+                # today's tree shard too: the records' placement is appended to it, and a commit of it would
+                # carry lines someone left uncommitted (a git reset --mixed of an earlier write, say)
+                from .format import treelog
+                from .format.timeutil import now_utc
 
-            shard = self.rel(treelog.write_shard(self.root, local_day(now_utc(), self.tz)))
-            refuse_dirty_logs(
-                self,
-                [layout.day_log(d) for d in days] + ([shard] if after_write is not False else []),
-            )
-            if dedupe:
-                records, result.skipped = self._drop_known(records)
-            elif (
-                records
-            ):  # placing the records in the tree reads the index: the days written must be in it
-                from .index import queries
+                shard = self.rel(treelog.write_shard(self.root, local_day(now_utc(), self.tz)))
+                refuse_dirty_logs(
+                    self,
+                    [layout.day_log(d) for d in days]
+                    + ([shard] if after_write is not False else []),
+                )
+                if dedupe:
+                    records, result.skipped = self._drop_known(records)
+                elif records:  # placing the records in the tree reads the index: the days written must be in it
+                    from .index import queries
 
-                index = self.index(update=False)
-                # a clone's first write builds the whole index (a read would have to), later ones only their days
-                index.update(days=days if queries.has_days(index) else None)
-            if records and before_write:
-                tx.stage(list(before_write(self, records) or []))
-            if records:
-                vectors = self._embed_records(records, inputs_by_rec, given_vectors, progress)
-                refuse_non_finite(records, vectors, origins, self.config.embedder.get("model"))
-                tx.stage(self._private_key(records))
-                stage(progress, "Writing logs and packs", len(records))
-                tx.stage(self._write_files(records, vectors))
-                tick(progress, len(records))
-                result.added = records
-                tx.stage(self._after_write(records, vectors, after_write, result, progress))
-                self.index(update=False).save_clean_keys(secret_policy.take_fresh())
-            tx.stage(extra_paths or [])
-            if records:
-                stage(progress, "Committing")
+                    index = self.index(update=False)
+                    # a clone's first write builds the whole index (a read would have to), later ones only their days
+                    index.update(days=days if queries.has_days(index) else None)
+                if records and before_write:
+                    tx.stage(list(before_write(self, records) or []))
+                if records:
+                    vectors = self._embed_records(records, inputs_by_rec, given_vectors, progress)
+                    refuse_non_finite(records, vectors, origins, self.config.embedder.get("model"))
+                    tx.stage(self._private_key(records))
+                    stage(progress, "Writing logs and packs", len(records))
+                    tx.stage(self._write_files(records, vectors))
+                    tick(progress, len(records))
+                    result.added = records
+                    beside = IndexBeside.start(self, days, len(records))
+                    try:
+                        tx.stage(self._after_write(records, vectors, after_write, result, progress))
+                    finally:
+                        if beside is not None:
+                            beside.unpin()
+                    if beside is None:
+                        self.index(update=False).save_clean_keys(secret_policy.take_fresh())
+                tx.stage(extra_paths or [])
+                if records:
+                    stage(progress, "Committing")
+        except BaseException:
+            if beside is not None:
+                beside.stop()
+            raise
         result.commit = tx.commit
         result.notes += self._scope_warning(result.added)
         if result.added and result.commit:
             # The index takes in what this write committed, so the next write (whatever its day) finds
             # these records when it places its own in the topic tree; only the days written are read.
             stage(progress, "Indexing", len(result.added))
+            if beside is not None:
+                beside.wait()  # (it took them in while the records were placed; the rest is a check)
+                self.index(update=False).save_clean_keys(secret_policy.take_fresh())
             self.index(update=False).take_in(days)
             tick(progress, len(result.added))
+        elif beside is not None:
+            beside.wait()
         return result
 
     def _after_write(
@@ -642,6 +658,72 @@ def consolidate_day(store, day: str) -> int | None:
     for p in old:
         p.unlink()
     return len(old) + (1 if new in had else 0) if new else 0
+
+
+BESIDE_RECORDS = 5_000  # from this many records, a write's days are indexed beside its placement
+
+
+class IndexBeside:
+    """A second process that takes a big write's days into the index while this one places the
+    records in the topic tree (which reads the index, pinned as it was: `Index.pin`), so the two
+    longest parts of an import share two cores. The write itself never depends on it: the
+    index is disposable, and after the commit the write takes in its days as always, which finds
+    nothing left to do when the second process finished, and does the work when it failed. It
+    never runs git, never holds the write lock, and reads the day logs and packs only through the
+    index's own update (a write rolled back meanwhile changes their fingerprints: indexed again)."""
+
+    def __init__(self, store, days: list[str]):
+        import subprocess
+        import sys
+
+        import memstore
+
+        self.index = store.index(update=False)
+        self.index.pin()
+        here = str(Path(memstore.__file__).resolve().parents[1])  # this memstore, whatever the cwd
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])),
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _BESIDE, str(store.root), *days],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+
+    @classmethod
+    def start(cls, store, days: list[str], n: int):
+        from . import workers
+
+        if n < BESIDE_RECORDS or not workers.second_core():
+            return None
+        try:
+            return cls(store, days)
+        except OSError:
+            return None  # no second process: the write indexes its days itself, after the commit
+
+    def unpin(self) -> None:
+        self.index.unpin()
+
+    def wait(self) -> None:
+        self.unpin()
+        self.proc.wait()
+
+    def stop(self) -> None:
+        self.unpin()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+_BESIDE = "import sys; from memstore.core import index_days; index_days(sys.argv[1], sys.argv[2:])"
+
+
+def index_days(root: str, days: list[str]) -> None:
+    """IndexBeside's second process: bring `days` of the store at `root` into its index."""
+    Core.open(root, search_parents=False).index(update=False).update(days=days)
 
 
 def open_sealer(root: Path, meta_dir: Path):

@@ -42,12 +42,16 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def second_core() -> bool:
+    """Whether a second process may share a write's work: at least two cores, and the user did not
+    turn it off."""
+    return os.environ.get(WORKERS_ENV, "").strip() not in {"0", "1"} and cores() >= 2
+
+
 def can_fork() -> bool:
-    """Whether a second process may take half of the work: fork exists, this process has one thread
-    and at least two cores, and the user did not turn it off."""
-    if os.environ.get(WORKERS_ENV, "").strip() in {"0", "1"}:
-        return False
-    return hasattr(os, "fork") and threading.active_count() == 1 and cores() >= 2
+    """Whether a forked child may take half of the work: `second_core`, fork exists, and this
+    process has one thread."""
+    return second_core() and hasattr(os, "fork") and threading.active_count() == 1
 
 
 def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list, list]:

@@ -250,6 +250,7 @@ class Index:
         self._watch = (
             None  # kernel watches: a later full update skips the stat calls if nothing moved
         )
+        self._pinned = False  # a read transaction holds the index as it was (see `pin`)
         self._looked = False  # a full look was made (the watches are armed from the second on)
 
     # ----- connection ---------------------------------------------------------------------------
@@ -317,6 +318,32 @@ class Index:
             db.enable_wal()
         conn.executescript(SCHEMA)
 
+    def pin(self) -> None:
+        """Read the index as it is now until `unpin`, whatever another process writes meanwhile (a
+        WAL read snapshot, and the vector matrix mapped as it is): a big write's placement reads it
+        while a second process takes in the days the write just wrote (core.py, IndexBeside), and
+        must see the same index a write without that process would."""
+        conn = self.conn
+        if self._pinned or conn.in_transaction:
+            return
+        conn.execute("BEGIN")
+        conn.execute("SELECT count(*) FROM meta").fetchall()
+        self._pinned = True
+        try:
+            self.matrix()  # a generation the other process retires stays readable once mapped
+        except (OSError, RuntimeError, ValueError):
+            pass
+
+    def unpin(self) -> None:
+        if not self._pinned:
+            return
+        self._pinned = False
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.Error:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+
     def take_in(self, days: list[str]) -> None:
         """Bring `days` up to date after a write committed them; a failure here only leaves the
         cache behind (the next read updates it and says what failed), never fails the write."""
@@ -326,6 +353,7 @@ class Index:
             pass
 
     def close(self) -> None:
+        self._pinned = False
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -447,6 +475,7 @@ class Index:
         days: list[str] | None = None,
     ) -> Plan:
         """Bring the index up to date (or rebuild it); returns what was done. `days`: only those (see `plan`)."""
+        self.unpin()  # an update reads (and writes) the index as it is now
         if rebuild:
             self.drop_if_damaged()
         full = days is None and not rebuild

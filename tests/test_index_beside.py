@@ -1,0 +1,130 @@
+"""A big write's days are taken into the index by a second process while the records are placed in
+the topic tree (core.py, IndexBeside): same index, same tree, and the write never depends on it."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+import pytest
+
+from conftest import make_store
+from test_tree_speed import _distinct_turns
+
+from memstore import core, workers
+from memstore.format import tree as treefmt
+from memstore.index import build, queries
+
+
+@pytest.fixture
+def beside(monkeypatch):
+    """IndexBeside from 50 records on; the processes it started, for the test to look at."""
+    started: list[core.IndexBeside] = []
+    real = core.IndexBeside.__init__
+
+    def init(self, store, days):
+        real(self, store, days)
+        started.append(self)
+
+    monkeypatch.setattr(core, "BESIDE_RECORDS", 50)
+    monkeypatch.setattr(core.IndexBeside, "__init__", init)
+    monkeypatch.delenv(workers.WORKERS_ENV, raising=False)
+    return started
+
+
+def _applied(monkeypatch) -> list:
+    """Plans this process applied to the index (the second process's work is not counted)."""
+    done = []
+    real = build.Index._apply
+
+    def counted(self, plan, progress=None):
+        done.append(list(plan.changed))
+        return real(self, plan, progress)
+
+    monkeypatch.setattr(build.Index, "_apply", counted)
+    return done
+
+
+def _tree(store) -> dict:
+    tree = treefmt.read(store.root)
+    return {tuple(t.records): (t.name, t.summary) for t in tree.topics.values() if t.records}
+
+
+def _fixed_ids(monkeypatch):
+    from memstore.tree import assign, fanout
+
+    ids = (f"t{k:011d}" for k in itertools.count())
+    monkeypatch.setattr(fanout, "new_topic_id", lambda: next(ids))
+    monkeypatch.setattr(assign.treefmt, "new_topic_id", lambda: next(ids))
+
+
+def test_the_second_process_indexes_what_the_write_wrote(tmp_path, beside, monkeypatch):
+    store = make_store(tmp_path / "s")
+    done = _applied(monkeypatch)
+    res = store.write(_distinct_turns(store, 300), "Import 300 turns")
+    assert len(beside) == 1 and beside[0].proc.returncode == 0
+    assert done == []  # the write's own look after the commit found its days indexed
+    index = store.index(update=False)
+    assert queries.vector_row_count(index) == 300
+    assert index.known_ids([r["id"] for r in res.added]) == {r["id"] for r in res.added}
+    assert store.index(dry_run=True).last_plan.empty
+    hits = store.search(res.added[123]["text"], k=1)
+    assert hits and hits[0].id == res.added[123]["id"]
+
+
+def test_same_index_and_tree_as_a_write_without_it(tmp_path, beside, monkeypatch):
+    monkeypatch.setattr(core, "BESIDE_RECORDS", 200)
+    stores = [make_store(tmp_path / name) for name in ("one", "two")]
+    first = _distinct_turns(stores[0], 120, seed=1)  # a store with records: rarity weights count
+    big = _distinct_turns(stores[0], 400, seed=2)
+    for n, st in enumerate(stores):
+        _fixed_ids(monkeypatch)
+        if n == 0:
+            monkeypatch.setenv(workers.WORKERS_ENV, "1")
+        st.write(copy.deepcopy(first), "first")
+        st.write(copy.deepcopy(big), "big")
+        monkeypatch.delenv(workers.WORKERS_ENV, raising=False)
+    assert len(beside) == 1  # the second store's big write only
+    assert _tree(stores[0]) == _tree(stores[1])
+    rows = [sorted(queries.record_rows(st.index(update=False))) for st in stores]
+    assert [len(r) for r in rows] == [520, 520]
+    assert [r[0] for r in rows[0]] == [r[0] for r in rows[1]]
+
+
+def test_a_second_process_that_fails_costs_the_write_nothing(tmp_path, beside, monkeypatch):
+    monkeypatch.setattr(core, "_BESIDE", "import sys; sys.exit(3)")
+    store = make_store(tmp_path / "s")
+    done = _applied(monkeypatch)
+    res = store.write(_distinct_turns(store, 200), "Import 200 turns")
+    assert beside[0].proc.returncode == 3
+    assert done and res.commit  # the write indexed its days itself
+    assert queries.vector_row_count(store.index(update=False)) == 200
+
+
+def test_a_write_that_fails_leaves_no_second_process(tmp_path, beside, monkeypatch):
+    store = make_store(tmp_path / "s")
+    head = store.git.head()
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(store), "place", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.write(_distinct_turns(store, 200), "Import 200 turns")
+    assert beside and beside[0].proc.returncode is not None  # killed and reaped
+    assert store.git.head() == head
+    assert queries.vector_row_count(store.index()) == 0  # the next read sees the write undone
+
+
+def test_a_pinned_index_reads_as_it_was_while_another_process_writes(tmp_path):
+    store = make_store(tmp_path / "s")
+    store.write(_distinct_turns(store, 30, seed=3), "first", after_write=False)
+    index = store.index(update=False)
+    before = (queries.vector_row_count(index), len(index.matrix()[0]))
+    index.pin()
+    other = core.Core.open(store.root, search_parents=False)
+    other.write(_distinct_turns(other, 20, seed=4), "second", after_write=False)
+    assert queries.vector_row_count(other.index(update=False)) == 50
+    assert (queries.vector_row_count(index), len(index.matrix()[0])) == before == (30, 30)
+    index.unpin()
+    assert (queries.vector_row_count(index), len(index.matrix()[0])) == (50, 50)
