@@ -15,6 +15,9 @@ from memstore.format import tree as treefmt
 from memstore.tree import naming
 
 
+THREADS = threading.active_count
+
+
 @pytest.fixture
 def forks(monkeypatch):
     """The pids of the children split_map forked (os.fork counted in the parent)."""
@@ -28,6 +31,9 @@ def forks(monkeypatch):
         return pid
 
     monkeypatch.setattr(workers.os, "fork", counted)
+    # a test process may hold threads an earlier test left (a server's request thread): these
+    # tests are about a single-threaded one, as `ct import` is
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
     monkeypatch.delenv(workers.WORKERS_ENV, raising=False)
     return made
 
@@ -75,6 +81,7 @@ def test_no_child_where_it_is_not_safe_or_not_worth_it(forks, monkeypatch, why):
     if why == "env":
         monkeypatch.setenv(workers.WORKERS_ENV, "1")
     elif why == "thread":
+        monkeypatch.setattr(workers.threading, "active_count", THREADS)  # the real count
         extra = threading.Thread(target=stop.wait)
         extra.start()
     try:
@@ -120,3 +127,29 @@ def test_a_big_write_names_its_topics_the_same_on_two_cores(tmp_path, forks, mon
         (t.name, t.summary) for t in treefmt.read(st.root).topics.values() if not t.records
     )
     assert groups(two) == groups(one)
+
+
+def test_a_big_write_is_scanned_for_secrets_on_two_cores(forks):
+    from memstore.errors import SecretsFound
+    from memstore.secrets import policy
+
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    recs = [
+        {
+            "id": f"r{k}",
+            "ts": "2026-11-01T00:00:00Z",
+            "role": "user",
+            "session": "s",
+            "text": f"note {k}: my token is {token}" if k in (7, 1500) else f"note {k} about bread",
+        }
+        for k in range(2_400)
+    ]
+    kept, notes = policy.apply(copy.deepcopy(recs), "redact")
+    assert len(forks) == 1 and len(kept) == 2_400 and len(notes) == 2
+    assert [r["id"] for r in kept if token in r["text"]] == []
+    assert kept[7]["meta"]["redacted"] and kept[1500]["meta"]["redacted"]
+    with pytest.raises(SecretsFound) as err:
+        policy.apply(copy.deepcopy(recs), "refuse")
+    said = str(err.value)
+    assert said.count("github-token") == 2 and "note 7:" in said and "note 1500:" in said
+    assert token not in said

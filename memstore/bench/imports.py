@@ -6,6 +6,8 @@ first N dev turns in time order (distinct sessions of the dev haystacks), the wa
 a whole export to the store. The vectors are given (computed before the clock starts, as for an
 export that carries them or texts already in the embedding cache), so what is timed is the store's
 own work: the day logs and packs, topic placement and naming, the git commit and the index.
+The write passes --allow-secrets' mode (public data holds real leaked tokens); `--secrets redact`
+times the secrets scan of every record too, as a default `ct import` runs it (in "preparing").
 
 Reported per size: records/s end to end (wall and CPU), the time of each part of the write (the
 stages the write tells its progress callback — what `ct import` shows), and git's state after it
@@ -57,7 +59,7 @@ def _git_counts(root: Path) -> dict[str, int]:
     return {"loose": int(pairs["count"]), "packs": int(pairs["packs"])}
 
 
-def one(pool: list[dict], vectors, n: int, root: Path, log) -> dict:
+def one(pool: list[dict], vectors, n: int, root: Path, log, secrets: str = "allow") -> dict:
     """One store, one write of the first `n` turns with their vectors given."""
     from .topics import _store
 
@@ -67,7 +69,7 @@ def one(pool: list[dict], vectors, n: int, root: Path, log) -> dict:
     stages = Stages()
     t0, c0 = time.perf_counter(), time.process_time()
     res = store.write(
-        recs, f"Import {n} turns", progress=stages, given_vectors=given, secrets="allow"
+        recs, f"Import {n} turns", progress=stages, given_vectors=given, secrets=secrets
     )
     secs, cpu = time.perf_counter() - t0, time.process_time() - c0
     if len(res.added) != n:
@@ -122,6 +124,14 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="turns per import")
     ap.add_argument("--out", type=Path, help="also write the table here (Markdown)")
     ap.add_argument("--keep", type=Path, help="keep the stores in this folder")
+    ap.add_argument(
+        "--secrets",
+        choices=("allow", "redact"),
+        default="allow",
+        help="the write's secrets mode: allow (as a benchmark import of public data passes"
+        " --allow-secrets; no scan) or redact (every record scanned for secrets, as every write but"
+        " --allow-secrets does; public data holds leaked tokens, so not refuse)",
+    )
     args = ap.parse_args(argv)
     sizes = sorted(int(s) for s in args.sizes.split(","))
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
@@ -140,7 +150,7 @@ def main(argv=None) -> int:
         for n in sizes:
             root = (args.keep or work) / f"import-{n}"
             shutil.rmtree(root, ignore_errors=True)
-            rows.append(one(pool, vectors, n, root, log))
+            rows.append(one(pool, vectors, n, root, log, args.secrets))
             if args.keep is None:
                 shutil.rmtree(root, ignore_errors=True)
     finally:

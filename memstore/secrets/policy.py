@@ -15,6 +15,7 @@ from pathlib import Path
 from ..errors import SecretsFound, UsageError
 
 MODES = ("refuse", "skip", "redact", "allow")
+SPLIT_SCAN = 2_000  # a write of this many records is scanned on two cores (memstore/workers.py)
 HINT = (
     "Nothing was written. Remove them, or pass --skip-secrets (leave those records out), "
     "--redact-secrets (replace each secret by a marker naming its kind) or --allow-secrets (store verbatim)."
@@ -132,8 +133,15 @@ def apply(
         return records, []
     origins = origins or {}
     kept, notes, refused = [], [], []
-    for rec in records:
-        found = findings(rec)
+    from .. import workers
+
+    # The scan of each record is pure (regular expressions and detect-secrets' plugins): a big
+    # write's records are scanned on two cores, the clean verdicts the child found kept here.
+    found_each, learnt = workers.split_map(
+        findings, records, min_items=SPLIT_SCAN, extra=take_fresh
+    )
+    add_fresh(learnt)
+    for rec, found in zip(records, found_each):
         if not found:
             kept.append(rec)
             continue
