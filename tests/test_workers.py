@@ -153,3 +153,28 @@ def test_a_big_write_is_scanned_for_secrets_on_two_cores(forks):
     said = str(err.value)
     assert said.count("github-token") == 2 and "note 7:" in said and "note 1500:" in said
     assert token not in said
+
+
+def test_placement_keeps_numpy_to_one_blas_thread(tmp_path, monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    from conftest import make_store
+    from memstore.tree import assign
+
+    def blas_threads() -> set[int]:
+        return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    seen = []
+    real = assign._assign
+
+    def spy(*a, **k):
+        seen.append(blas_threads())
+        return real(*a, **k)
+
+    monkeypatch.setattr(assign, "_assign", spy)
+    store = make_store(tmp_path / "s")
+    before = blas_threads()
+    store.add("How do I keep a sourdough starter alive?")
+    assert seen == [{1}] and blas_threads() == before  # one thread while placing, as before after
+    if workers.cores() >= 2 and not os.environ.get("OPENBLAS_NUM_THREADS"):
+        assert max(before) >= 2  # (numpy's default here: the limit is what made it one)

@@ -310,23 +310,15 @@ class _VectorScan:
 # OpenBLAS's thread team waking for each one costs more than it saves (100k rows on a busy
 # 2-core machine: 70-98 ms with two BLAS threads, 26-29 ms with one).
 ONE_THREAD_ROWS = 16_384
-_BLAS = []
 
 
 def _one_blas_thread(rows: int):
-    """A context in which numpy's BLAS uses one thread (threadpoolctl, found once per process)."""
+    """A context in which numpy's BLAS uses one thread, from ONE_THREAD_ROWS rows on."""
     import contextlib
 
-    if rows < ONE_THREAD_ROWS:
-        return contextlib.nullcontext()
-    if not _BLAS:
-        try:
-            from threadpoolctl import ThreadpoolController
+    from .. import workers
 
-            _BLAS.append(ThreadpoolController().select(user_api="blas"))
-        except Exception:  # no threadpoolctl, or a BLAS it does not know: leave it as it is
-            _BLAS.append(None)
-    return _BLAS[0].limit(limits=1) if _BLAS[0] is not None else contextlib.nullcontext()
+    return workers.one_blas_thread() if rows >= ONE_THREAD_ROWS else contextlib.nullcontext()
 
 
 def exact_rows(index, vrows):

@@ -15,6 +15,7 @@ from itertools import islice
 
 import numpy as np
 
+from .. import workers
 from ..format import tree as treefmt
 from ..format.record import is_conversation
 from ..format.tree import Topic, Tree
@@ -475,7 +476,11 @@ def assign_records(store, records: list[dict], vectors, progress=None) -> list[s
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _assign(store, pairs, gone, progress)
+        # Placement's products are small (a turn against the topics a write made), and each waited
+        # for a second BLAS thread on a busy machine: a 60k-turn write's ranking of its topics took
+        # 28.7 s with numpy's default threads, 2.7 s with one (memstore/workers.py).
+        with workers.one_blas_thread():
+            return _assign(store, pairs, gone, progress)
     finally:
         if collecting:
             gc.enable()
