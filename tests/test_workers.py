@@ -159,6 +159,8 @@ def test_placement_keeps_numpy_to_one_blas_thread(tmp_path, monkeypatch):
     from threadpoolctl import threadpool_info
 
     from conftest import make_store
+    from test_tree_speed import _distinct_turns
+
     from memstore.tree import assign
 
     def blas_threads() -> set[int]:
@@ -172,9 +174,13 @@ def test_placement_keeps_numpy_to_one_blas_thread(tmp_path, monkeypatch):
         return real(*a, **k)
 
     monkeypatch.setattr(assign, "_assign", spy)
+    monkeypatch.setattr(assign, "ONE_BLAS_THREAD_FROM", 20)
     store = make_store(tmp_path / "s")
     before = blas_threads()
-    store.add("How do I keep a sourdough starter alive?")
-    assert seen == [{1}] and blas_threads() == before  # one thread while placing, as before after
+    store.add("How do I keep a sourdough starter alive?")  # a small write: BLAS left as it is
+    store.write(_distinct_turns(store, 30), "Import 30 turns")
+    assert (
+        seen == [before, {1}] and blas_threads() == before
+    )  # one thread while placing a big write
     if workers.cores() >= 2 and not os.environ.get("OPENBLAS_NUM_THREADS"):
         assert max(before) >= 2  # (numpy's default here: the limit is what made it one)

@@ -34,6 +34,7 @@ BEAM = 2  # topics followed down at each level when looking for a turn's place
 RECENT_TOPICS = 8
 SCORED = 6
 RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
+ONE_BLAS_THREAD_FROM = 1_000  # records a write places with numpy's BLAS held to one thread
 REGROUP_AT = 20  # a write regroups a parent's children once they are this many times max_children
 LAZY_RECORDS = 64
 UNNAMED = "Untitled topic"  # what a topic made by a write is called until the write names it  # a write of up to this many records reads the tree in part (see _assign)
@@ -478,7 +479,10 @@ def assign_records(store, records: list[dict], vectors, progress=None) -> list[s
     try:
         # Placement's products are small (a turn against the topics a write made), and each waited
         # for a second BLAS thread on a busy machine: a 60k-turn write's ranking of its topics took
-        # 28.7 s with numpy's default threads, 2.7 s with one (memstore/workers.py).
+        # 28.7 s with numpy's default threads, 2.7 s with one (memstore/workers.py). Not for a
+        # small write: finding the BLAS libraries costs a fresh process ~45 ms, a third of `ct add`.
+        if len(pairs) < ONE_BLAS_THREAD_FROM:
+            return _assign(store, pairs, gone, progress)
         with workers.one_blas_thread():
             return _assign(store, pairs, gone, progress)
     finally:
