@@ -128,3 +128,68 @@ def test_a_pinned_index_reads_as_it_was_while_another_process_writes(tmp_path):
     assert (queries.vector_row_count(index), len(index.matrix()[0])) == before == (30, 30)
     index.unpin()
     assert (queries.vector_row_count(index), len(index.matrix()[0])) == (50, 50)
+
+
+_KILLED_WRITER = r"""
+import sys
+sys.path.insert(0, {tests!r})
+from memstore import core
+from memstore.store import Store
+from test_tree_speed import _distinct_turns
+
+core.BESIDE_RECORDS = 50
+real = core.IndexBeside.__init__
+
+def init(self, store, days):
+    real(self, store, days)
+    print("BESIDE", self.proc.pid, flush=True)
+
+core.IndexBeside.__init__ = init
+store = Store.open({root!r}, search_parents=False)
+store.write(_distinct_turns(store, 1500, seed=9), "Import 1500 turns")
+print("DONE", flush=True)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.8])
+def test_a_big_write_killed_beside_its_second_process_loses_nothing(tmp_path, delay):
+    """SIGKILL of the writer while its second process indexes: the next read rolls the write back
+    (or keeps it, if it committed) and its index holds exactly the committed records."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from memstore.store import Store
+    from test_crash import committed_lines
+
+    store = make_store(tmp_path / "s")
+    store.write(_distinct_turns(store, 20, seed=8), "first")
+    before = committed_lines(store.root)
+    script = _KILLED_WRITER.format(tests=str(Path(__file__).parent), root=str(store.root))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ
+    )
+    line = proc.stdout.readline()
+    assert line.startswith("BESIDE"), line
+    child = int(line.split()[1])
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    for _ in range(600):  # the orphaned second process finishes on its own
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    after = committed_lines(store.root)
+    assert before.items() <= after.items()  # nothing committed before is lost or changed
+    assert len(after) in (len(before), len(before) + 1500)  # the write landed whole or not at all
+    reader = Store.open(store.root, search_parents=False)
+    index = reader.index()  # a read: rolls back what the killed writer left, brings the index up
+    assert queries.vector_row_count(index) == len(after)
+    ids = {key.rsplit(":", 1)[1] for key in after}
+    assert index.known_ids(sorted(ids)) == ids
+    assert reader.fsck().ok
