@@ -16,7 +16,8 @@ held to a single core; MEMSTORE_WORKERS=1 turns the second process off.
 from __future__ import annotations
 
 import os
-import pickle
+import base64
+import json
 import signal
 import threading
 
@@ -58,9 +59,11 @@ def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list,
     """([fn(x) for x in items], what `extra()` gave in the child, or [] when none ran), the items at
     odd positions computed in a forked child where `can_fork()` and there are `min_items` or more.
 
-    `fn` must be pure in the sense above. `extra`, called in the child once its part is done,
-    returns a list of what the child learnt that the parent should keep (say, cache entries);
-    the parent's own calls needed no such hand-over."""
+    `fn` must be pure in the sense above, and return JSON's values or bytes: the child's answers
+    cross the pipe as JSON (no loader that can run what it reads), so its tuples come back as
+    lists. `extra`, called in the child once its part is done, returns a list of what the child
+    learnt that the parent should keep (say, cache entries); the parent's own calls needed no such
+    hand-over."""
     if len(items) < max(min_items, 2) or not can_fork():
         return [fn(x) for x in items], []
     read_fd, write_fd = os.pipe()
@@ -71,7 +74,7 @@ def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list,
             _CHILD.append(True)
             os.close(read_fd)
             out = [fn(x) for x in items[1::2]]
-            payload = pickle.dumps((out, list(extra()) if extra else []), protocol=5)
+            payload = _dump([out, list(extra()) if extra else []])
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(payload)
             code = 0
@@ -92,8 +95,8 @@ def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list,
     _, status = os.waitpid(pid, 0)
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         try:
-            theirs, learnt = pickle.loads(data)
-        except Exception:  # noqa: BLE001 - an unreadable answer: the parent computes that half
+            theirs, learnt = _load(data)
+        except (ValueError, TypeError):  # an unreadable answer: the parent computes that half
             theirs = None
     if not isinstance(theirs, list) or len(theirs) != len(items) // 2:
         theirs, learnt = [fn(x) for x in items[1::2]], []
@@ -101,6 +104,26 @@ def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list,
     out[0::2] = mine
     out[1::2] = theirs
     return out, learnt
+
+
+def _dump(value) -> bytes:
+    def other(obj):
+        if isinstance(obj, bytes):
+            return {"$bytes": base64.b64encode(obj).decode("ascii")}
+        raise TypeError(f"{type(obj).__name__} does not cross the pipe")
+
+    text = json.dumps(value, default=other, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _load(data: bytes):
+    def hook(obj: dict):
+        return base64.b64decode(obj["$bytes"]) if obj.keys() == {"$bytes"} else obj
+
+    got = json.loads(data.decode("utf-8", "surrogatepass"), object_hook=hook)
+    if not (isinstance(got, list) and len(got) == 2 and all(isinstance(x, list) for x in got)):
+        raise ValueError("not what a child sends")
+    return got
 
 
 _BLAS: list = []

@@ -60,6 +60,17 @@ def test_a_child_that_dies_costs_time_not_answers(forks):
     assert len(forks) == 1
 
 
+def test_answers_cross_the_pipe_as_json_and_bytes_only(forks):
+    out, learnt = workers.split_map(
+        lambda x: (x, bytes([x % 256]), {"k": x}), list(range(300)), extra=lambda: [b"\x00\xff"]
+    )
+    assert out[1] == [1, b"\x01", {"k": 1}] and out[0] == (0, b"\x00", {"k": 0})  # tuples: lists
+    assert learnt == [b"\x00\xff"] and len(forks) == 1
+    # what JSON cannot carry is computed by the parent instead (no loader that runs what it reads)
+    got, learnt = workers.split_map(lambda x: {x}, list(range(10)))
+    assert got == [{x} for x in range(10)] and learnt == [] and len(forks) == 2
+
+
 def test_work_only_the_parent_may_do_is_left_to_it(forks):
     asked = []
 

@@ -103,6 +103,14 @@ def findings(rec: dict) -> list[tuple[str, object]]:
     return found
 
 
+def _plain_findings(rec: dict) -> list:
+    """`findings` as plain values (what crosses memstore/workers.py's pipe): (place, (line, kind,
+    excerpt, start, end)) each."""
+    return [
+        (place, (f.line, f.kind, f.excerpt_redacted, f.start, f.end)) for place, f in findings(rec)
+    ]
+
+
 def _scan_lines(lines: list[tuple[str, str]]) -> list[tuple[str, object]]:
     """The field lines scanned as one text (a blank line between, so no two are read as one)."""
     from . import detect as secrets
@@ -137,10 +145,13 @@ def apply(
 
     # The scan of each record is pure (regular expressions and detect-secrets' plugins): a big
     # write's records are scanned on two cores, the clean verdicts the child found kept here.
-    found_each, learnt = workers.split_map(
-        findings, records, min_items=SPLIT_SCAN, extra=take_fresh
+    from .detect import Finding
+
+    plain, learnt = workers.split_map(
+        _plain_findings, records, min_items=SPLIT_SCAN, extra=take_fresh
     )
     add_fresh(learnt)
+    found_each = [[(place, Finding(*f)) for place, f in found] for found in plain]
     for rec, found in zip(records, found_each):
         if not found:
             kept.append(rec)
