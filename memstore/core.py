@@ -7,6 +7,7 @@ the ground below it (transaction, repair, gitrepo, format/, index/, secrets/, ad
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 from . import FORMAT_VERSION
@@ -415,15 +416,28 @@ class Core:
                     refuse_non_finite(records, vectors, origins, self.config.embedder.get("model"))
                     tx.stage(self._private_key(records))
                     stage(progress, "Writing logs and packs", len(records))
-                    tx.stage(self._write_files(records, vectors))
-                    tick(progress, len(records))
-                    result.added = records
-                    beside = IndexBeside.start(self, days, len(records))
+                    self._stamp(records)
+                    beside = FilesBeside.start(self, records, vectors, days)
                     try:
-                        tx.stage(self._after_write(records, vectors, after_write, result, progress))
-                    finally:
+                        if beside is None:
+                            tx.stage(self._write_files(records, vectors, stamped=True))
+                            beside = IndexBeside.start(self, days, len(records))
+                        tick(progress, len(records))
+                        result.added = records
+                        try:
+                            tx.stage(
+                                self._after_write(records, vectors, after_write, result, progress)
+                            )
+                        finally:
+                            if beside is not None:
+                                beside.unpin()
+                        if isinstance(beside, FilesBeside):
+                            stage(progress, "Writing logs and packs")
+                            tx.stage(beside.paths())
+                    except BaseException:
                         if beside is not None:
-                            beside.unpin()
+                            beside.stop()  # before the transaction rolls back: nothing writes meanwhile
+                        raise
                     if beside is None:
                         self.index(update=False).save_clean_keys(secret_policy.take_fresh())
                 tx.stage(extra_paths or [])
@@ -521,7 +535,7 @@ class Core:
             out[i] = np.asarray(given[id(r)], np.float32) if id(r) in given else next(fresh)
         return out
 
-    def _write_files(self, records: list[dict], vectors) -> list[str]:
+    def _write_files(self, records: list[dict], vectors, stamped: bool = False) -> list[str]:
         """One pack per day touched (complete file, renamed into place), then the day-log lines.
 
         The pack comes first so that a log line never names a record whose vector is not on disk;
@@ -541,20 +555,13 @@ class Core:
         for b in self._tx.blobs if getattr(self, "_tx", None) else []:
             blobs.setdefault(b[1], []).append(b)
         touched: list[str] = []
+        if not stamped:
+            self._stamp(records)
         for day in sorted(set(by_day) | set(blobs)):
             folder = packfmt.day_dir(self.root, day)
             had = len(packfmt.pack_files(folder))
             writer = packfmt.PackWriter(day, dim)
             for rec, vec in by_day.get(day, []):
-                rec.pop("seg", None)  # a record names no file
-                if self.author is not None:  # who put it into memory, never what the input said
-                    rec["author"] = self.author
-                else:
-                    rec.pop("author", None)
-                rec["hash"] = recordfmt.text_hash(rec["text"])
-                rec["vkey"] = seal.record_key(
-                    rec["id"], rec["text"], self._vkey_secret(rec)
-                )  # only this line opens its vector
                 key = seal.key_bytes(rec["vkey"])
                 writer.add_vector(
                     rec["id"], key, rec["hash"], vec, dtype, int(from_iso(rec["ts"]).timestamp())
@@ -573,6 +580,20 @@ class Core:
             ):  # after the lines: a consolidation carries what their keys open
                 consolidate_day(self, day)
         return touched
+
+    def _stamp(self, records: list[dict]) -> None:
+        """The fields a write gives each record's line: who wrote it, its text's hash, its vector's
+        key (whatever the input said of them)."""
+        for rec in records:
+            rec.pop("seg", None)  # a record names no file
+            if self.author is not None:  # who put it into memory, never what the input said
+                rec["author"] = self.author
+            else:
+                rec.pop("author", None)
+            rec["hash"] = recordfmt.text_hash(rec["text"])
+            rec["vkey"] = seal.record_key(
+                rec["id"], rec["text"], self._vkey_secret(rec)
+            )  # only this line opens its vector
 
     def _scope_warning(self, added: list[dict]) -> list[str]:
         """A plain store's first private record says, once per clone, what "private" means there."""
@@ -676,15 +697,9 @@ class IndexBeside:
         import subprocess
         import sys
 
-        import memstore
-
         self.index = store.index(update=False)
         self.index.pin()
-        here = str(Path(memstore.__file__).resolve().parents[1])  # this memstore, whatever the cwd
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])),
-        }
+        env = _beside_env()
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _BESIDE, str(store.root), *days],
             stdin=subprocess.DEVNULL,
@@ -716,6 +731,137 @@ class IndexBeside:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+
+
+class FilesBeside:
+    """A big write's day logs and packs written by a forked child while this process places the
+    records in the topic tree; the child then becomes the process that takes the days into the
+    index (IndexBeside's work, by exec: a fresh interpreter, nothing of this one's state).
+
+    The records are stamped before the fork (`Core._stamp`), so both processes hold the same
+    lines; placement reads only the records in memory and the index pinned as it was, never the
+    files being written; the write stages the child's paths only once the child has said they are
+    complete (`paths`), and fails (rolled back by its transaction) if it says otherwise or dies. The
+    child holds the write lock's descriptor until it has written its files (an flock shared across
+    the fork), so a writer killed meanwhile is not rolled back under it. Not used where a day's
+    packs would be consolidated (that rewrites packs placement may read), nor in a process with
+    other threads (workers.can_fork)."""
+
+    def __init__(self, store, records: list[dict], vectors, days: list[str]):
+        import json
+        import sys
+
+        self.index = store.index(update=False)
+        self.index.pin()
+        self._paths: list[str] | None = None
+        # The journal names the day logs the child appends to, with their sizes now, so that a
+        # rollback cuts exactly what it appended (a note the child made would stay in its memory).
+        before = logfmt.BEFORE_APPEND.get()
+        if before is not None:
+            for day in days:
+                before(logfmt.day_path(store.root, day))
+        argv = [sys.executable, "-c", _BESIDE, str(store.root), *days]
+        env = _beside_env()
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: write, say so, become the indexing process
+            try:
+                os.close(read_fd)
+                paths = store._write_files(records, vectors, stamped=True)
+                _send(write_fd, json.dumps({"paths": paths}).encode())
+            except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails the write
+                try:
+                    _send(write_fd, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
+                finally:
+                    os._exit(1)
+            try:
+                os.close(write_fd)  # the parent reads its answer now
+                os.execve(sys.executable, argv, env)
+            finally:
+                os._exit(0)  # no indexing process: the write takes its days in itself
+        os.close(write_fd)
+        self.pid, self._read = pid, read_fd
+        self._done = False
+        self.returncode: int | None = None  # the indexing process's exit status, once reaped
+
+    @classmethod
+    def start(cls, store, records: list[dict], vectors, days: list[str]):
+        from . import workers
+
+        if len(records) < BESIDE_RECORDS or not workers.can_fork():
+            return None
+        limit = int(store.config.setting("consolidate_packs") or 0)
+        if limit and any(
+            len(packfmt.pack_files(packfmt.day_dir(store.root, d))) >= limit for d in days
+        ):
+            return None
+        return cls(store, records, vectors, days)
+
+    def paths(self) -> list[str]:
+        """The files the child wrote, once it has written them all; MemstoreError if it failed."""
+        import json
+
+        if self._paths is None:
+            chunks = []
+            while chunk := os.read(self._read, 1 << 16):
+                chunks.append(chunk)
+            os.close(self._read)
+            self._read = -1
+            try:
+                said = json.loads(b"".join(chunks) or b"{}")
+            except ValueError:
+                said = {}
+            if not isinstance(said.get("paths"), list):
+                self._reap()
+                raise MemstoreError(
+                    "Writing the day logs and packs failed: "
+                    + str(said.get("error") or "the writing process ended without a word"),
+                    "Nothing was written.",
+                )
+            self._paths = [str(p) for p in said["paths"]]
+        return self._paths
+
+    def unpin(self) -> None:
+        self.index.unpin()
+
+    def wait(self) -> None:
+        self.unpin()
+        self._reap()
+
+    def stop(self) -> None:
+        self.unpin()
+        if not self._done:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self._reap()
+
+    def _reap(self) -> None:
+        if self._read >= 0:
+            os.close(self._read)
+            self._read = -1
+        if not self._done:
+            self._done = True
+            try:
+                self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+            except ChildProcessError:
+                pass
+
+
+def _send(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _beside_env() -> dict:
+    """The environment of a second process: this one's, with this memstore first on its path."""
+    import memstore
+
+    here = str(Path(memstore.__file__).resolve().parents[1])  # this memstore, whatever the cwd
+    path = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
 
 
 _BESIDE = "import sys; from memstore.core import index_days; index_days(sys.argv[1], sys.argv[2:])"

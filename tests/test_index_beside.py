@@ -16,20 +16,30 @@ from memstore.format import tree as treefmt
 from memstore.index import build, queries
 
 
-@pytest.fixture
-def beside(monkeypatch):
-    """IndexBeside from 50 records on; the processes it started, for the test to look at."""
-    started: list[core.IndexBeside] = []
-    real = core.IndexBeside.__init__
+@pytest.fixture(params=["files", "index"])
+def beside(request, monkeypatch):
+    """A write of 50 records or more works beside itself: "files", a forked child writes the day
+    logs and packs, then indexes them (a single-threaded process, as `ct import`); "index", a
+    second process only indexes them (a process with other threads). The ones started, for the
+    test to look at."""
+    started: list = []
+    kind = core.FilesBeside if request.param == "files" else core.IndexBeside
+    real = kind.__init__
 
-    def init(self, store, days):
-        real(self, store, days)
+    def init(self, *a):
+        real(self, *a)
         started.append(self)
 
     monkeypatch.setattr(core, "BESIDE_RECORDS", 50)
-    monkeypatch.setattr(core.IndexBeside, "__init__", init)
+    monkeypatch.setattr(kind, "__init__", init)
     monkeypatch.delenv(workers.WORKERS_ENV, raising=False)
+    threads = (lambda: 1) if request.param == "files" else (lambda: 2)
+    monkeypatch.setattr(workers.threading, "active_count", threads)
     return started
+
+
+def _code(b) -> int | None:
+    return b.proc.returncode if isinstance(b, core.IndexBeside) else b.returncode
 
 
 def _applied(monkeypatch) -> list:
@@ -62,7 +72,7 @@ def test_the_second_process_indexes_what_the_write_wrote(tmp_path, beside, monke
     store = make_store(tmp_path / "s")
     done = _applied(monkeypatch)
     res = store.write(_distinct_turns(store, 300), "Import 300 turns")
-    assert len(beside) == 1 and beside[0].proc.returncode == 0
+    assert len(beside) == 1 and _code(beside[0]) == 0
     assert done == []  # the write's own look after the commit found its days indexed
     index = store.index(update=False)
     assert queries.vector_row_count(index) == 300
@@ -96,7 +106,7 @@ def test_a_second_process_that_fails_costs_the_write_nothing(tmp_path, beside, m
     store = make_store(tmp_path / "s")
     done = _applied(monkeypatch)
     res = store.write(_distinct_turns(store, 200), "Import 200 turns")
-    assert beside[0].proc.returncode == 3
+    assert _code(beside[0]) == 3
     assert done and res.commit  # the write indexed its days itself
     assert queries.vector_row_count(store.index(update=False)) == 200
 
@@ -111,7 +121,7 @@ def test_a_write_that_fails_leaves_no_second_process(tmp_path, beside, monkeypat
     monkeypatch.setattr(type(store), "place", interrupted)
     with pytest.raises(KeyboardInterrupt):
         store.write(_distinct_turns(store, 200), "Import 200 turns")
-    assert beside and beside[0].proc.returncode is not None  # killed and reaped
+    assert beside and _code(beside[0]) is not None  # killed and reaped
     assert store.git.head() == head
     assert queries.vector_row_count(store.index()) == 0  # the next read sees the write undone
 
@@ -131,28 +141,31 @@ def test_a_pinned_index_reads_as_it_was_while_another_process_writes(tmp_path):
 
 
 _KILLED_WRITER = r"""
-import sys
+import os, sys
 sys.path.insert(0, {tests!r})
-from memstore import core
+from memstore import core, workers
 from memstore.store import Store
 from test_tree_speed import _distinct_turns
 
 core.BESIDE_RECORDS = 50
-real = core.IndexBeside.__init__
-
-def init(self, store, days):
-    real(self, store, days)
-    print("BESIDE", self.proc.pid, flush=True)
-
-core.IndexBeside.__init__ = init
+if {kind!r} == "index":
+    workers.can_fork = lambda: False
+for kind in (core.FilesBeside, core.IndexBeside):
+    def patched(real):
+        def init(self, *a):
+            real(self, *a)
+            print("BESIDE", getattr(self, "pid", None) or self.proc.pid, flush=True)
+        return init
+    kind.__init__ = patched(kind.__init__)
 store = Store.open({root!r}, search_parents=False)
 store.write(_distinct_turns(store, 1500, seed=9), "Import 1500 turns")
 print("DONE", flush=True)
 """
 
 
+@pytest.mark.parametrize("kind", ["files", "index"])
 @pytest.mark.parametrize("delay", [0.0, 0.3, 0.8])
-def test_a_big_write_killed_beside_its_second_process_loses_nothing(tmp_path, delay):
+def test_a_big_write_killed_beside_its_second_process_loses_nothing(tmp_path, kind, delay):
     """SIGKILL of the writer while its second process indexes: the next read rolls the write back
     (or keeps it, if it committed) and its index holds exactly the committed records."""
     import os
@@ -168,7 +181,9 @@ def test_a_big_write_killed_beside_its_second_process_loses_nothing(tmp_path, de
     store = make_store(tmp_path / "s")
     store.write(_distinct_turns(store, 20, seed=8), "first")
     before = committed_lines(store.root)
-    script = _KILLED_WRITER.format(tests=str(Path(__file__).parent), root=str(store.root))
+    script = _KILLED_WRITER.format(
+        tests=str(Path(__file__).parent), root=str(store.root), kind=kind
+    )
     proc = subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ
     )
@@ -193,3 +208,34 @@ def test_a_big_write_killed_beside_its_second_process_loses_nothing(tmp_path, de
     ids = {key.rsplit(":", 1)[1] for key in after}
     assert index.known_ids(sorted(ids)) == ids
     assert reader.fsck().ok
+
+
+def test_a_child_that_fails_to_write_fails_the_write_and_leaves_nothing(tmp_path, monkeypatch):
+    import os
+
+    from conftest import git_clean
+    from memstore.errors import MemstoreError
+
+    monkeypatch.setattr(core, "BESIDE_RECORDS", 50)
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+    monkeypatch.delenv(workers.WORKERS_ENV, raising=False)
+    parent = os.getpid()
+    real = core.Core._write_files
+
+    def failing(self, *a, **k):
+        if os.getpid() != parent:  # the forked writer, half way: one day written, then a failure
+            real(self, a[0][:10], a[1][:10], **k)
+            raise OSError(28, "No space left on device")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(core.Core, "_write_files", failing)
+    store = make_store(tmp_path / "s")
+    store.write(_distinct_turns(store, 20, seed=8), "first")
+    head = store.git.head()
+    with pytest.raises(MemstoreError, match="No space left on device"):
+        store.write(_distinct_turns(store, 300), "Import 300 turns")
+    assert store.git.head() == head and git_clean(store.root)
+    assert queries.vector_row_count(store.index()) == 20
+    monkeypatch.setattr(core.Core, "_write_files", real)
+    res = store.write(_distinct_turns(store, 300), "Import 300 turns")  # the same write, again
+    assert len(res.added) == 300 and queries.vector_row_count(store.index()) == 320
