@@ -195,3 +195,21 @@ def test_placement_keeps_numpy_to_one_blas_thread(tmp_path, monkeypatch):
     )  # one thread while placing a big write
     if workers.cores() >= 2 and not os.environ.get("OPENBLAS_NUM_THREADS"):
         assert max(before) >= 2  # (numpy's default here: the limit is what made it one)
+
+
+def test_the_progress_bar_starts_no_thread(monkeypatch, capsys):
+    """`ct import` on a terminal shows tqdm bars; tqdm's monitor thread would keep the write from
+    forking its second process."""
+    import sys
+
+    from memstore.cli.common import _Bar
+
+    class Ctx:
+        quiet = False
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    before = THREADS()
+    with _Bar(Ctx(), "Importing", 100) as bar:
+        bar.stage("Placing in topics", 100)
+        bar(50)
+        assert bar.bar is not None and THREADS() == before

@@ -101,6 +101,9 @@ class _Bar:
         if self.bar is None and not self.ctx.quiet and sys.stderr.isatty():
             from tqdm import tqdm
 
+            # no monitor thread: a write of a process with one thread shares its work with a
+            # second core (memstore/workers.py), which a second thread would rule out
+            tqdm.monitor_interval = 0
             self.bar = tqdm(
                 total=self.total, desc=self.desc, unit="", leave=False, mininterval=0.5, delay=1.0
             )
