@@ -251,6 +251,9 @@ def test_a_big_write_names_each_group_once_from_the_members_it_ended_with(store,
     assert len(calls) <= len(groups)
     for g in groups:
         assert g.summary.startswith(f"{len(cmap[g.id])} related topics: "), g.summary
+        # the names its members ended with, nested groups' too (never a placeholder of the write)
+        members = sorted(cmap[g.id], key=lambda t: (t.created, t.id))
+        assert g.summary == fanout.group_summary(members), g.summary
 
 
 def test_the_topic_bench_times_ct_add_on_copies_of_stores(tmp_path):

@@ -291,19 +291,21 @@ def name_groups(tree: Tree, data: RecordData, unnamed: dict, llm, kids: Kids) ->
     if llm is not None:
         for g, members, made in todo:
             if made:
-                g.name, g.summary, g.named_by = _name_group(tree, data, members, llm, kids)
+                g.name, _, g.named_by = _name_group(tree, data, members, llm, kids)
             else:
-                g.name, g.summary = group_name(tree, members, data, kids)
-        return
-    names = naming.offline_names(
-        [group_texts(tree, members, data, kids) for _g, members, _made in todo],
-        data.rarity,
-        fallback=GROUP,
-    )
-    for (g, members, made), name in zip(todo, names):
-        g.name, g.summary = name, group_summary(members)
-        if made:
-            g.named_by = "offline"
+                g.name = group_name(tree, members, data, kids)[0]
+    else:
+        names = naming.offline_names(
+            [group_texts(tree, members, data, kids) for _g, members, _made in todo],
+            data.rarity,
+            fallback=GROUP,
+        )
+        for (g, _members, made), name in zip(todo, names):
+            g.name = name
+            if made:
+                g.named_by = "offline"
+    for g, members, _made in todo:  # once every group has its name: a group's summary lists them
+        g.summary = group_summary(members)
 
 
 def tidy_groups(tree: Tree, at: str) -> list[str]:
