@@ -557,6 +557,7 @@ class Core:
         touched: list[str] = []
         if not stamped:
             self._stamp(records)
+        self._note_appends(sorted(by_day))
         for day in sorted(set(by_day) | set(blobs)):
             folder = packfmt.day_dir(self.root, day)
             had = len(packfmt.pack_files(folder))
@@ -580,6 +581,14 @@ class Core:
             ):  # after the lines: a consolidation carries what their keys open
                 consolidate_day(self, day)
         return touched
+
+    def _note_appends(self, days) -> None:
+        """The write's journal names these days' logs with their sizes before any is appended to
+        (one journal write for all; `logfmt.append` notes each again, which finds it named)."""
+        from .transaction import note_appends
+
+        if getattr(self, "_journal", None) is not None:
+            note_appends(self, [logfmt.day_path(self.root, d) for d in days])
 
     def _stamp(self, records: list[dict]) -> None:
         """The fields a write gives each record's line: who wrote it, its text's hash, its vector's
@@ -756,10 +765,7 @@ class FilesBeside:
         self._paths: list[str] | None = None
         # The journal names the day logs the child appends to, with their sizes now, so that a
         # rollback cuts exactly what it appended (a note the child made would stay in its memory).
-        before = logfmt.BEFORE_APPEND.get()
-        if before is not None:
-            for day in days:
-                before(logfmt.day_path(store.root, day))
+        store._note_appends(days)
         argv = [sys.executable, "-c", _BESIDE, str(store.root), *days]
         env = _beside_env()
         read_fd, write_fd = os.pipe()

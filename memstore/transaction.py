@@ -275,15 +275,24 @@ def _journal_entry(store, path, kind: str) -> tuple[dict, dict, str] | None:
 def note_append(store, path) -> None:
     """Before the writer's first append to `path`: the journal records the size it had, so a
     rollback cuts exactly what this writer appended (memstore/repair.py)."""
-    found = _journal_entry(store, path, "appended")
-    if found is None:
-        return
-    journal, _, rel = found
-    try:
-        journal["appended"][rel] = os.stat(path).st_size
-    except FileNotFoundError:
-        journal["appended"][rel] = -1
-    _write_journal(store, journal)
+    note_appends(store, [path])
+
+
+def note_appends(store, paths) -> None:
+    """`note_append` for several paths, the journal written once (a big write appends to the day
+    logs of hundreds of days: one journal rewrite each grew with their number)."""
+    journal = None
+    for path in paths:
+        found = _journal_entry(store, path, "appended")
+        if found is None:
+            continue
+        journal, _, rel = found
+        try:
+            journal["appended"][rel] = os.stat(path).st_size
+        except FileNotFoundError:
+            journal["appended"][rel] = -1
+    if journal is not None:
+        _write_journal(store, journal)
 
 
 def note_rewrite(store, path) -> None:
