@@ -215,3 +215,47 @@ def test_an_older_cache_keyed_by_sha256_moves_to_the_keyed_hash_and_forgets_by_t
         assert len(cache) == 1
     assert copies([tmp_path], TEXT, vectors=[vector(TEXT)], key_hash=True) == []
     assert copies([tmp_path], "kept text", key_hash=True) == [], "moved to the keyed hash"
+
+
+class CachedPooled(CachedHash):
+    """A cached embedder that pools its own content-word vectors, as MiniLM does."""
+
+    name = "hash-pooled"
+
+    def __init__(self, dim: int = 384, **_ignored):
+        super().__init__(dim)
+        self.model = f"hash-pooled-{self.dim}"
+
+    @classmethod
+    def describe(cls, dim: int = 384, **_ignored) -> dict:
+        return {"name": "hash-pooled", "model": f"hash-pooled-{int(dim)}", "dim": int(dim)}
+
+    def content_vectors(self, texts):
+        from memstore.tree import naming
+
+        words = [" ".join(naming.words(t)) for t in texts]
+        vecs = self.embed_batch([w or "-" for w in words], kind="query")
+        return [v if w else None for v, w in zip(vecs, words)]
+
+
+def test_a_forgotten_turns_content_vector_leaves_the_embedding_cache_too(
+    tmp_path, cached, monkeypatch
+):
+    """Placement keeps each user turn's content-word vector in the cache (kind "content"), so an
+    import of cached vectors runs no model for them; a forget drops it with the passage vectors."""
+    from memstore import adapters
+    from memstore.adapters.cache import CONTENT, default_path
+
+    monkeypatch.setitem(adapters.EMBEDDERS, "hash-pooled", "test_forget_disk:CachedPooled")
+    root = make_store(tmp_path / "s", embedder="hash-pooled").root
+    ct("-C", root, "add", "--role", "user", "what grows well on a north facing balcony")
+    ct("-C", root, "add", "--role", "user", TURN)
+    db = sqlite3.connect(default_path())
+    kinds = lambda: sorted(k for (k,) in db.execute("SELECT kind FROM entries"))  # noqa: E731
+    assert kinds().count(CONTENT) == 2
+    ct("-C", root, "forget", "--match", "flowerpot marmalade")
+    assert kinds().count(CONTENT) == 1  # the balcony turn's
+    content = [v for v in cache_vectors(default_path())]
+    gone = CachedPooled().content_vectors([TURN])[0]
+    assert not any(float(v @ gone) > 0.9999 for v in content)
+    db.close()

@@ -315,3 +315,35 @@ def embed_cached(
             except sqlite3.Error as e:  # a cache that cannot be written must not fail the embedding
                 log.warning("could not save embeddings to %s: %s", cache.path, e)
     return out
+
+
+CONTENT = "content"  # the kind of a text's content-word vector (MiniLM's `content_vectors`)
+
+
+def content_cached(embedder, texts, cache: EmbeddingCache | None = None) -> list:
+    """embedder.content_vectors(texts) (a vector per text, or None where no content word is in
+    reach), kept in the cache as kind "content" like the passage vectors: an import whose vectors
+    come from the cache (or are given) would otherwise run the model over every user turn again
+    for these alone. None is not kept (recomputed: a text without a content word is short)."""
+    texts = list(texts)
+    distinct = list(dict.fromkeys(texts))
+    if cache is None and _worth_caching(embedder):
+        cache = default_cache()
+    found: dict = {}
+    if cache is not None and distinct:
+        try:
+            found = cache.get_many(embedder.model, embedder.dim, CONTENT, distinct)
+        except sqlite3.Error as e:
+            log.warning("could not read embeddings from %s: %s", cache.path, e)
+    misses = [t for t in distinct if t not in found]
+    for start in range(0, len(misses), _EMBED_CHUNK):
+        chunk = misses[start : start + _EMBED_CHUNK]
+        got = list(embedder.content_vectors(chunk))
+        found.update(zip(chunk, got))
+        keep = [(t, v) for t, v in zip(chunk, got) if v is not None]
+        if cache is not None and keep:
+            try:
+                cache.put_many(embedder.model, embedder.dim, CONTENT, keep)
+            except sqlite3.Error as e:
+                log.warning("could not save embeddings to %s: %s", cache.path, e)
+    return [found.get(t) for t in texts]

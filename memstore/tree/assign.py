@@ -447,7 +447,10 @@ def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
             EMBED_CHARS,
         )  # the record's own embedding input, as Store._embed_records cuts it
 
-        vecs = pooled([r["text"][:EMBED_CHARS] for r in users])
+        from ..adapters.cache import content_cached
+
+        # kept in the embedding cache: vectors from the cache must not cost a forward pass here
+        vecs = content_cached(store.embedder, [r["text"][:EMBED_CHARS] for r in users])
         return {
             r["id"]: normalise(np.asarray(v, np.float32))
             for r, v in zip(users, vecs)
