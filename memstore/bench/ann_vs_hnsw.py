@@ -331,7 +331,9 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument(
-        "--nprobe", default="16,48,96,128", help="IVF nprobe values (48 is the default)"
+        "--nprobe",
+        default="32,64,96,128",
+        help="IVF nprobe values (the store's default, `ivf_nprobe`, is 96)",
     )
     ap.add_argument("--ef", default="200,400,800,1600", help="ef_search values to try, in order")
     ap.add_argument("--target", type=float, default=0.99, help="recall@10 to raise ef_search to")

@@ -12,9 +12,11 @@ faiss is optional (`pip install faiss-cpu`); without it the numpy scan of the co
 - int8 scan (the default from INT8_MIN_ROWS rows): the matrix's own codes and scales (the scan is
   memory-bound on a small machine, so a quarter of the float32 bytes is a quarter of the time);
   the query is rounded to integers for faiss's kernel, and `bound` counts that rounding.
-- IVF: k-means cells over the rows; a query scans the `nprobe` nearest cells only. Approximate by
-  design (no bound); it is used only where `[settings] vector_index = "ivf"`, and its recall@10
-  against the exact scan is reported by the benchmark.
+- IVF: k-means cells over the rows, holding their int8 codes; a query scans the `nprobe` nearest
+  cells only. Approximate by design (no bound on what the cells leave out); it is used only where
+  `[settings] vector_index = "ivf"`, and its recall@10 against the exact scan is reported by the
+  benchmark (docs/ann-vs-hnsw.md). Its candidates are settled by `settle`: the exact top k among
+  them, reading only the vectors that their int8 bounds do not rule out.
 """
 
 from __future__ import annotations
