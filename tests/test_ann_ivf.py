@@ -130,11 +130,24 @@ def test_ivf_load_rebuilds_what_is_not_an_int8_ivf(built, tmp_path):
     assert not (tmp_path / "ivf-2.faiss").exists() and ann.ivf_path(tmp_path, 2).exists()
 
 
+def test_ivf_loads_memory_mapped(built, tmp_path):
+    """A loaded IVF maps the file (its codes stay in the page cache, not the process's heap)."""
+    x, matrix, _ = built
+    if getattr(faiss, "IO_FLAG_MMAP_IFC", None) is None:
+        pytest.skip("this faiss maps no index files")
+    ivf = ann.Ivf.load(tmp_path, 1, matrix)
+    assert ivf.mapped
+    q = clustered(1, seed=8)[0]
+    rows, bounds = ivf.search(matrix, q, 10, 0, 3000, nprobe=8)
+    assert rows.size == 40 and np.all(bounds + matrix.slack(q) >= x[rows] @ q)
+
+
 def test_ivf_extend_adds_rows_to_the_cells_of_their_decoded_rows(tmp_path):
     x = clustered(2000)
     matrix = ann.as_matrix(x)
     first = vecfiles.Matrix(matrix.codes[:1500], matrix.scale, matrix.errors[:1500])
-    ivf = ann.Ivf.build(tmp_path, 1, first, threads=1)
+    ann.Ivf.build(tmp_path, 1, first, threads=1)
+    ivf = ann.Ivf.load(tmp_path, 1, first)  # memory-mapped where faiss can: extended all the same
     ivf.extend(tmp_path, matrix)
     assert ivf.rows == 2000
     again = ann.Ivf.load(tmp_path, 1, matrix)

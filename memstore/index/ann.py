@@ -535,6 +535,7 @@ class Ivf:
         self.scale = np.asarray(scale, np.float32)
         self.inv = (1.0 / self.scale.astype(np.float64)).astype(np.float32)
         self.nprobe = IVF_NPROBE  # cells a query scans (`[settings] ivf_nprobe`)
+        self.mapped = False  # the cells are a read-only map of the file (`load`)
 
     @classmethod
     def build(cls, meta_dir: Path, gen: int, matrix, threads: int = 2) -> "Ivf":
@@ -576,8 +577,16 @@ class Ivf:
         path = ivf_path(meta_dir, gen)
         if not path.exists():
             return None
-        try:
-            index = faiss.read_index(str(path))  # the derived class (an index faiss downcast)
+        # Memory-mapped where faiss can (>= 1.10): the cells' codes stay in the page cache,
+        # shared, instead of each process's heap (398 MB at 1M rows; RssAnon 20 MB against
+        # 410 MB after reading it in full), and opening takes 0.01 s instead of 0.4 s.
+        flag = getattr(faiss, "IO_FLAG_MMAP_IFC", None)
+        try:  # the derived class (an index faiss downcast)
+            index = (
+                faiss.read_index(str(path), flag)
+                if flag is not None
+                else faiss.read_index(str(path))
+            )
         except RuntimeError:
             return None
         if (
@@ -588,7 +597,9 @@ class Ivf:
             or index.d != matrix.shape[1]
         ):
             return None
-        return cls(index, gen, matrix.scale)
+        ivf = cls(index, gen, matrix.scale)
+        ivf.mapped = flag is not None
+        return ivf
 
     @property
     def rows(self) -> int:
@@ -619,6 +630,13 @@ class Ivf:
 
     def extend(self, meta_dir: Path, matrix) -> None:
         if matrix.shape[0] > self.rows:
+            if self.mapped:  # a map cannot grow: read the file in full, then add
+                import faiss
+
+                index = faiss.read_index(str(ivf_path(meta_dir, self.gen)))
+                if index.ntotal != self.rows:
+                    raise RuntimeError(f"{ivf_path(meta_dir, self.gen)} changed under a reader")
+                self.index, self.mapped = index, False
             self._add(as_matrix(matrix), self.rows)
             self._save(meta_dir)
 
