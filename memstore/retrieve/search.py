@@ -86,7 +86,8 @@ class _VectorScan:
     and its scores are those of a float32 scan over every row. Large unfiltered or time-sliced
     scans let a faiss float16 or int8 (or, opted in, IVF) stage propose the candidates
     (memstore/index/ann.py); the first two bound what they leave out, IVF does not (approximate
-    by design). Row filters gather their rows and scan them in numpy.
+    by design: its hits are the exact top of its candidates, `ann.settle`). Row filters gather
+    their rows and scan them in numpy.
     """
 
     def __init__(self, index, qvec, filters: Filters, limit: int, method: str | None = None):
