@@ -21,7 +21,10 @@ def test_recall_counts_shared_ids_per_query():
 
 
 @pytest.mark.slow
-def test_small_run_end_to_end(tmp_path, capsys):
+def test_small_run_end_to_end(tmp_path, capsys, monkeypatch):
+    from memstore.index import ann
+
+    monkeypatch.setattr(ann, "IVF_MIN_ROWS", 1000)  # the store's call takes the IVF path here
     out = tmp_path / "r.json"
     assert (
         ann_vs_hnsw.main(
@@ -47,6 +50,9 @@ def test_small_run_end_to_end(tmp_path, capsys):
     assert rows["memstore exact scan (numpy float32)"]["recall10"] == 1.0
     ivf = [x for n, x in rows.items() if n.startswith("memstore IVF")]
     assert [x["recall10"] for x in ivf] == sorted(x["recall10"] for x in ivf)
+    # The store's own call finds what the same functions find without its SQL.
+    calls = [x for n, x in rows.items() if n.startswith("memstore vector_candidates ivf")]
+    assert [x["recall10"] for x in calls] == [x["recall10"] for x in ivf] and len(ivf) == 4
     chroma = [x for n, x in rows.items() if n.startswith("chromadb HNSW")]
     assert chroma and all(x["samples"] == 40 and x["p50_ms"] > 0 for x in chroma)
     # The last ef_search tried (raised, served by a fresh child) recalls at least the default's.

@@ -9,16 +9,16 @@ Data: n unit vectors of dim 384 with a low intrinsic dimension (million.py's Gau
 2,000 centres, as sentence embeddings have); the queries are drawn from the same mixture after
 the stored rows, so none is a member of the set. Truth: the exact float32 top 10 of each query.
 
-memstore's side is its own code, on the data as a store keeps it: the vectors sealed in real day
-packs (million.py's `write_packs`) and the index's int8 matrix (index/vectors.py: per-dimension
-scales, codes). `ann.Ivf.build` runs over the decoded int8 matrix, as the index builds it; then per
-query `ann.Ivf.candidates` (RESCORE × 10 candidates from the nprobe nearest cells) and their exact
-float32 cosines, each candidate's vector read and opened from its pack (index/exact.py's Reader),
-which is what the index's vector scan runs when `[settings] vector_index = "ivf"` — from
-`ann.IVF_MIN_ROWS` rows on; a smaller store scans exactly, so an exact float32 numpy scan is timed
-too. chromadb's side is a PersistentClient
+memstore's side is a real store holding the same vectors, filled by million.py's `build_index`
+(each vector sealed in its day's pack, the index's int8 matrix, a row in index.db per record), and
+timed two ways for each nprobe: the store's own call, `vector_candidates(index, q, Filters(), 10,
+method="ivf")` (what `[settings] vector_index = "ivf"` runs, from `ann.IVF_MIN_ROWS` rows on; a
+smaller store scans exactly), and the same functions without the SQL around them (`Ivf.search`
+over the int8 cells, then `ann.settle`, which reads from the packs only the candidates' exact
+vectors that their bounds cannot rule out; the rows' pack locations known beforehand). An exact
+float32 numpy scan of an in-memory matrix is timed too. chromadb's side is a PersistentClient
 collection (cosine space, default HNSW settings) queried through `collection.query`, first with
-the default ef_search, then with ef_search raised until recall@10 ≥ the target.
+the default ef_search, then with ef_search raised until recall@10 >= the target.
 
 Timing is interleaved: the queries are cut into blocks and every configuration runs each block in
 turn (A B C … A B C …, the order rotated per block), so drift on a shared machine falls on all.
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .million import DIM, clustered_vectors, write_packs
+from .million import DIM, clustered_vectors
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,51 +101,57 @@ def run(
     block: int,
     base: Path,
     log=print,
+    warm: int = 10,
 ) -> dict:
     from ..index import ann, exact
-    from ..index import vectors as vecfiles
+    from ..retrieve.search import Filters, vector_candidates
+    from .million import build_index
 
     t0 = time.perf_counter()
-    full = clustered_vectors(n + n_queries)
-    vecs, qs = full[:n], np.ascontiguousarray(full[n:])
+    # The queries follow the n rows in one draw of the mixture; the rows are drawn alone, as
+    # million.build_index draws the store's (the same rows when n is a multiple of 100,000).
+    qs = np.ascontiguousarray(clustered_vectors(n + n_queries)[n:])
+    vecs = clustered_vectors(n)
     work = Path(tempfile.mkdtemp(prefix="ann-vs-hnsw-", dir=base))
     np.save(work / "vectors.npy", vecs)
     np.save(work / "queries.npy", qs)
-    # As a store keeps them: each vector sealed in its day's pack, and the index's int8 matrix,
-    # which the IVF index is built from (decoded) as the index builds it.
-    times = 1_700_000_000.0 + np.arange(n, dtype=np.float64) * 30.0
-    days = [time.strftime("%Y-%m-%d", time.gmtime(t)) for t in times]
-    where = write_packs(work, vecs, times, log)
-    codes, _errors = vecfiles.quantize(vecs, vecfiles.make_scales(vecs))
-    decoded = codes.astype(np.float32) / vecfiles.make_scales(vecs)
-    del codes, _errors
     vecs.tofile(work / "exact.f32")
-    decoded.tofile(work / "decoded.f32")
-    del full, vecs, decoded
+    del vecs
     mat = np.memmap(work / "exact.f32", dtype=np.float32, mode="r", shape=(n, DIM))
-    approx = np.memmap(work / "decoded.f32", dtype=np.float32, mode="r", shape=(n, DIM))
     scores = qs @ np.asarray(mat).T
     truth = np.argsort(-scores, axis=1, kind="stable")[:, :10]
     del scores
-    log(f"data: {n:,} x {DIM} + {n_queries} queries in {time.perf_counter() - t0:.1f} s")
-    reader = exact.Reader(work, DIM)
-
-    def from_packs(q, cand):
-        """The best 10 of the candidates by exact cosine, their vectors read from the packs."""
-        cand = np.sort(cand)
-        got = np.empty((cand.size, DIM), np.float32)
-        if exact.PREFETCH:  # as exact.rows does
-            reader.prefetch([(days[row], where[row]) for row in cand.tolist()])
-        for j, row in enumerate(cand.tolist()):
-            if not reader.sealed_into(got[j], days[row], where[row]):
-                got[j] = reader.vector(days[row], where[row])
-        s = got @ q
-        return cand[np.lexsort((cand, -s))[:10]]
+    # The store: a real one (memstore.toml, git, index.db), its rows' vectors sealed in day
+    # packs and its int8 matrix, filled by million.build_index with the same vectors
+    # (clustered_vectors(n + q)[:n] == clustered_vectors(n)); cached under `base`.
+    store, index = build_index(base, n, log)
+    vrow_of = dict(index.conn.execute("SELECT rowid, vrow FROM records"))
+    where = [None] * n  # (day, location) of every row, for the run without SQL
+    for v, day, loc in index.conn.execute("SELECT vrow, day, vkey FROM records"):
+        where[v] = (day, loc)
+    log(
+        f"data: {n:,} x {DIM} + {n_queries} queries, store ready in {time.perf_counter() - t0:.1f} s"
+    )
 
     t = time.perf_counter()
-    ivf = ann.Ivf.build(work, 0, approx)
+    store.config.settings["ivf_nprobe"] = ann.IVF_NPROBE
+    vector_candidates(index, qs[0], Filters(), 10, method="ivf")  # builds (or loads) the IVF
     ivf_build = time.perf_counter() - t
-    log(f"memstore IVF build: {ivf_build:.1f} s, nlist {ivf.index.nlist}")
+    ivf = ann.scanner_for(index, "ivf")
+    matrix, _ = index.matrix()
+    log(f"memstore IVF build (or load): {ivf_build:.1f} s, nlist {ivf.index.nlist}")
+    reader = exact.Reader(index.store.root, DIM)
+
+    def from_packs(rows):
+        """Exact vectors of these rows read from their packs as exact.rows does, locations known."""
+        got = np.empty((len(rows), DIM), np.float32)
+        spots = [where[r] for r in rows.tolist()]
+        if exact.PREFETCH and len(spots) > 1:
+            reader.prefetch(spots)
+        for j, (day, loc) in enumerate(spots):
+            if not reader.sealed_into(got[j], day, loc):
+                got[j] = reader.vector(day, loc)
+        return got
 
     python = chroma_python(base / "chromavenv")
     chroma = Chroma(python)
@@ -186,9 +192,30 @@ def run(
                 break
 
         def mem_ivf(nprobe):
+            """The IVF stage and the exact settling the store's search runs, without its SQL."""
+
             def one(i):
                 q = qs[i]
-                return from_packs(q, ivf.candidates(q, 10, 0, n, nprobe=nprobe))
+                rows, bounds = ivf.search(matrix, q, 10, 0, n, nprobe=nprobe)
+                return ann.settle(
+                    q,
+                    rows,
+                    bounds,
+                    10,
+                    matrix.slack(q),
+                    lambda r: ann.int8_bounds(matrix, q, r),
+                    from_packs,
+                )[0]
+
+            return one
+
+        def store_ivf(nprobe):
+            """The store's own call: `vector_candidates(..., method="ivf")`, SQL included."""
+
+            def one(i):
+                store.config.settings["ivf_nprobe"] = nprobe
+                hits = vector_candidates(index, qs[i], Filters(), 10, method="ivf")
+                return [vrow_of[r] for r, _ in hits]
 
             return one
 
@@ -200,7 +227,8 @@ def run(
         configs = [("memstore exact scan (numpy float32)", "mem", mem_exact)]
         for p in nprobes:
             tag = " (default)" if p == ann.IVF_NPROBE else ""
-            configs.append((f"memstore IVF nprobe={p}{tag}", "mem", mem_ivf(p)))
+            configs.append((f"memstore IVF nprobe={p}{tag}, no SQL", "mem", mem_ivf(p)))
+            configs.append((f"memstore vector_candidates ivf nprobe={p}{tag}", "mem", store_ivf(p)))
         configs.append(
             (f"chromadb HNSW ef_search={default_ef} (default)", "chroma", by_ef[default_ef])
         )
@@ -225,8 +253,11 @@ def run(
                         res[name]["ids"][i] = ids
                     res[name]["s"].extend(r["seconds"])
 
-        for name, kind, fn in configs:  # warm-up, untimed
-            do(name, kind, fn, rows[:10], keep=False)
+        # Warm-up, untimed: each configuration answers the first `warm` queries once, so that
+        # (with all of them) the pack pages the queries read are in the page cache, as chromadb's
+        # index is in its process's memory.
+        for name, kind, fn in configs:
+            do(name, kind, fn, rows[:warm], keep=False)
         blocks = [rows[s : s + block] for s in range(0, n_queries, block)]
         t = time.perf_counter()
         for b, block_rows in enumerate(blocks):
@@ -243,6 +274,7 @@ def run(
         "dim": DIM,
         "queries": n_queries,
         "block": block,
+        "warm": warm,
         "nlist": int(ivf.index.nlist),
         "ivf_build_s": ivf_build,
         "chroma_build_s": built["build_s"],
@@ -292,8 +324,8 @@ def markdown(r: dict) -> str:
         "",
         f"{r['n']:,} unit vectors × {r['dim']}, {r['queries']} queries (not in the set), "
         f"{r['rows'][0]['samples']} timed queries per configuration, interleaved in blocks of "
-        f"{r['block']}. Builds: memstore IVF {r['ivf_build_s']:.1f} s ({r['nlist']} cells, "
-        f"float16 codes of the decoded int8 matrix; candidates re-scored from the packs); chromadb {r['chromadb']} HNSW {r['chroma_build_s']:.1f} s "
+        f"{r['block']}, after {r['warm']} untimed ones each. Builds: memstore IVF {r['ivf_build_s']:.1f} s to build or load ({r['nlist']} cells, "
+        f"the int8 codes; candidates settled from the packs); chromadb {r['chromadb']} HNSW {r['chroma_build_s']:.1f} s "
         f"(`collection.add`, {r['chroma_config']}). chromadb recall@10 by ef_search: {cal}.",
     ]
     return "\n".join(lines)
@@ -304,11 +336,19 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument(
-        "--nprobe", default="16,48,96,128", help="IVF nprobe values (48 is the default)"
+        "--nprobe",
+        default="32,64,96,128",
+        help="IVF nprobe values (the store's default, `ivf_nprobe`, is 96)",
     )
     ap.add_argument("--ef", default="200,400,800,1600", help="ef_search values to try, in order")
     ap.add_argument("--target", type=float, default=0.99, help="recall@10 to raise ef_search to")
     ap.add_argument("--block", type=int, default=25, help="queries per interleaved block")
+    ap.add_argument(
+        "--warm",
+        type=int,
+        default=None,
+        help="queries each configuration answers untimed first (default: all of them)",
+    )
     ap.add_argument("--base", type=Path, default=ROOT / ".bench")
     ap.add_argument("--json", dest="as_json", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -324,6 +364,7 @@ def main(argv=None) -> int:
         args.block,
         args.base,
         log=say,
+        warm=args.queries if args.warm is None else args.warm,
     )
     r["wall_s"] = time.perf_counter() - t
     r["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}"

@@ -1063,7 +1063,7 @@ def million_rows(b: Bench) -> None:
             for p, v in sorted(r["probes"].items())
         )
         b.add(
-            f"IVF (faiss, {r['nlist']} cells, float16 codes, float32 re-score): build; query p50 at the first nprobe "
+            f"IVF (faiss, {r['nlist']} cells, int8 codes, float32 re-score): build; query p50 at the first nprobe "
             "with recall@10 ≥ 0.99 vs exact",
             f"{r['n']:,}",
             f"build {r['build_s']:.1f} s; {pick[1]['p50_s'] * 1000:.2f} ms at nprobe {pick[0]}",

@@ -86,7 +86,8 @@ class _VectorScan:
     and its scores are those of a float32 scan over every row. Large unfiltered or time-sliced
     scans let a faiss float16 or int8 (or, opted in, IVF) stage propose the candidates
     (memstore/index/ann.py); the first two bound what they leave out, IVF does not (approximate
-    by design). Row filters gather their rows and scan them in numpy.
+    by design: its hits are the exact top of its candidates, `ann.settle`). Row filters gather
+    their rows and scan them in numpy.
     """
 
     def __init__(self, index, qvec, filters: Filters, limit: int, method: str | None = None):
@@ -171,9 +172,9 @@ class _VectorScan:
                 ]
             )
         tasks = getattr(self.scanner, "tasks", None)
-        if tasks is None:  # IVF: one search
+        if tasks is None:  # IVF: one search, its candidates with a bound of each one's cosine
             return Work(
-                [lambda: (None, self.scanner.candidates(self.q, self.want, self.lo, self.hi))]
+                [lambda: _IVF + self.scanner.search(self.vecs, self.q, self.want, self.lo, self.hi)]
             )
         return Work(tasks(self.q, self.want, self.lo, self.hi))
 
@@ -207,6 +208,14 @@ class _VectorScan:
         parts = work.results()
         if self.view is None and not self.tail.size:
             return
+        if (
+            self.view is not None
+            and self.scanner is not None
+            and parts
+            and isinstance(parts[0][0], str)
+        ):
+            self.result = self._settled(parts[0][1], parts[0][2])
+            return
         rest = -np.inf  # a bound on the cosine of every row the candidates leave out
         if self.view is None:
             rows, u = np.zeros(0, np.int64), np.zeros(0, np.float32)
@@ -231,13 +240,30 @@ class _VectorScan:
             return
         self.result = found
 
+    def _settled(self, rows: np.ndarray, bounds: np.ndarray):
+        """The IVF candidates (and the unsorted tail of a time window) settled by exact scores,
+        reading only the vectors their bounds cannot rule out (index/ann.py `settle`)."""
+        from ..index import ann
+
+        if self.tail.size:
+            rows = np.concatenate([rows, self.tail])
+            bounds = np.concatenate([bounds, self._bounds_of(self.tail)])
+        if self.hidden:
+            keep = ~np.isin(rows, np.fromiter(self.hidden, np.int64, len(self.hidden)))
+            rows, bounds = rows[keep], bounds[keep]
+
+        def read(vrows):
+            vecs, problems = exact_rows(self.index, vrows)
+            self.problems += problems
+            return vecs
+
+        return ann.settle(self.q, rows, bounds, self.limit, self.slack, self._bounds_of, read)
+
     def _proposed(self, parts) -> tuple[np.ndarray, float]:
         """The faiss stage's candidate rows and a bound on the cosine of every other row."""
         from ..index.ann import RESCORE
 
         k = RESCORE * self.want
-        if len(parts) == 1 and parts[0][0] is None:  # IVF: approximate by design, no bound
-            return np.asarray(parts[0][1], np.int64), -np.inf
         parts = [p for p in parts if p is not None and p[1].size]
         if not parts:
             return np.zeros(0, np.int64), -np.inf
@@ -305,6 +331,8 @@ class _VectorScan:
         lookup = queries.rowids_of_vrows(self.index, [v for v, _ in pairs])
         return [(lookup[v], sc) for v, sc in pairs if v in lookup]
 
+
+_IVF = ("ivf",)  # marks the IVF task's result: ("ivf", rows, bounds)
 
 # From this many rows a scan task keeps BLAS to one thread: its pieces are small products, and
 # OpenBLAS's thread team waking for each one costs more than it saves (100k rows on a busy
