@@ -508,6 +508,8 @@ def _assign(store, pairs, gone, progress) -> list[str]:
 def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
     from ..adapters.llm import get_llm
 
+    # the stage starts here: reading the tree and the turns' content vectors are placement's too
+    stage(progress, "Placing in topics", len(pairs))
     tree, base = treefmt.read_for_write(store.root, lazy=lazy)
     dropped = remove_records(tree, RecordData(store), gone) if gone else False
     ids = {r["id"] for r, _ in pairs}
@@ -519,7 +521,6 @@ def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
     llm = llm if llm is not None and llm.config.topics else None
     placer = Placer(store, tree, RecordData(store), llm)
     placer.content_vecs = content_vectors(store, [r for r, _ in pairs])
-    stage(progress, "Placing in topics", len(pairs))
     for rec, vec in sorted(pairs, key=lambda p: p[0]["ts"]):
         placer.place(rec, normalise(vec))
         tick(progress)
