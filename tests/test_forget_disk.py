@@ -28,11 +28,11 @@ class CachedHash(HashEmbedder):
 
     def __init__(self, dim: int = 384, **_ignored):
         super().__init__(dim)
-        self.model = f"hash-cached-{self.dim}"
+        self.model = f"{self.name}-{self.dim}"
 
     @classmethod
     def describe(cls, dim: int = 384, **_ignored) -> dict:
-        return {"name": "hash-cached", "model": f"hash-cached-{int(dim)}", "dim": int(dim)}
+        return {"name": cls.name, "model": f"{cls.name}-{int(dim)}", "dim": int(dim)}
 
 
 @pytest.fixture
@@ -221,14 +221,6 @@ class CachedPooled(CachedHash):
     """A cached embedder that pools its own content-word vectors, as MiniLM does."""
 
     name = "hash-pooled"
-
-    def __init__(self, dim: int = 384, **_ignored):
-        super().__init__(dim)
-        self.model = f"hash-pooled-{self.dim}"
-
-    @classmethod
-    def describe(cls, dim: int = 384, **_ignored) -> dict:
-        return {"name": "hash-pooled", "model": f"hash-pooled-{int(dim)}", "dim": int(dim)}
 
     def content_vectors(self, texts):
         from memstore.tree import naming
