@@ -239,3 +239,25 @@ def test_a_child_that_fails_to_write_fails_the_write_and_leaves_nothing(tmp_path
     monkeypatch.setattr(core.Core, "_write_files", real)
     res = store.write(_distinct_turns(store, 300), "Import 300 turns")  # the same write, again
     assert len(res.added) == 300 and queries.vector_row_count(store.index()) == 320
+
+
+def test_an_encrypted_store_is_written_and_indexed_beside_placement(tmp_path, beside, monkeypatch):
+    """The second process opens a sealed store with the writer's identity (MEMSTORE_IDENTITY, which
+    `ct --identity` sets too) and writes or indexes its sealed lines."""
+    from conftest import ct
+
+    from memstore.store import Store
+
+    ident = tmp_path / "me.key"
+    ct("keys", "new", ident)
+    monkeypatch.setenv("MEMSTORE_IDENTITY", str(ident))
+    ct("init", tmp_path / "s", "--embedder", "hash", "--timezone", "UTC", "--encrypt")
+    store = Store.open(tmp_path / "s", search_parents=False)
+    done = _applied(monkeypatch)
+    res = store.write(_distinct_turns(store, 200), "Import 200 turns")
+    assert len(beside) == 1 and _code(beside[0]) == 0 and done == []
+    assert b"Tell me about" not in (store.root / "log").rglob("*.jsonl").__next__().read_bytes()
+    assert queries.vector_row_count(store.index()) == 200
+    hits = store.search(res.added[17]["text"], k=1)
+    assert hits and hits[0].id == res.added[17]["id"]
+    assert store.fsck().ok
