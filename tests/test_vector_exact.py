@@ -434,3 +434,23 @@ def test_reading_rows_asks_the_kernel_for_every_vector_before_the_first_read(sto
     first_read = next(i for i, e in enumerate(events) if e[0] == "read")
     assert first_read == len(advised)  # every advice came before the first read
     assert np.array_equal(got, exact.rows(index, rows)[0])  # the same vectors either way
+
+
+def test_a_candidates_location_is_read_from_the_covering_index_alone(store):
+    """exact.locations answers from records_vrow_at (vrow, day, vkey): no table lookup per row
+    (the store's IVF call at 1M spent most of its time over the bare scan in that lookup)."""
+    from conftest import write_turns
+
+    write_turns(
+        store, [(f"2026-11-01T00:{k:02d}:00Z", "user", f"turn {k}", "s", None) for k in range(5)]
+    )
+    index = store.index()
+    plan = " ".join(
+        row[-1]
+        for row in index.conn.execute(
+            "EXPLAIN QUERY PLAN SELECT vrow, day, vkey FROM records WHERE vrow IN (?, ?, ?)",
+            (0, 1, 2),
+        )
+    )
+    assert "COVERING INDEX records_vrow_at" in plan, plan
+    assert sorted(exact.locations(index, [0, 1, 2])) == [0, 1, 2]

@@ -52,7 +52,9 @@ CREATE TABLE IF NOT EXISTS records (
   author_name TEXT, author_email TEXT);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_day ON records(day);
-CREATE INDEX IF NOT EXISTS records_vrow ON records(vrow);
+-- Covering: a vector search reads its candidates' exact vectors from their packs, and finds where
+-- each lies (day, vkey) from this index alone, without a lookup in the table per row.
+CREATE INDEX IF NOT EXISTS records_vrow_at ON records(vrow, day, vkey);
 -- Hidden rows are few; this partial index makes the vector search's "skip hidden rows" lookup
 -- read only them instead of walking every vector row (100 ms -> 0.05 ms at 100k rows).
 CREATE INDEX IF NOT EXISTS records_hidden_vrow ON records(vrow) WHERE hidden != 0;

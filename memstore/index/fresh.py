@@ -12,8 +12,9 @@ import sqlite3
 
 from ..format import layout
 
-SCHEMA_VERSION = 5  # 3: the private table (record scopes), or author columns; 4: both;
-# 5: int8 codes with scales and errors, and each vector's location in records.vkey
+SCHEMA_VERSION = 6  # 3: the private table (record scopes), or author columns; 4: both;
+# 5: int8 codes with scales and errors, and each vector's location in records.vkey;
+# 6: the vector-row index covers each row's location (records_vrow_at)
 
 _DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 
