@@ -72,6 +72,10 @@ def leftovers(root) -> Counter:
             found["uncommitted pack" if xy == "??" else "deleted pack"] += 1
         elif p == "tree.json" or p.startswith("tree/"):
             found["uncommitted tree.json"] += 1
+        elif p.startswith("log/") and not (root / p).exists():
+            # git replaces a file it checks out by unlinking it first: a sync killed inside its
+            # merge can leave a day log missing (fsck names it, --repair restores it from HEAD)
+            found["day log missing (a killed checkout)"] += 1
         elif p.startswith("log/"):
             found["uncommitted log"] += 1
             data = (root / p).read_bytes()
@@ -729,3 +733,14 @@ def test_repair_removes_the_remote_ref_lock_a_killed_fetch_left(store):
     (store.meta_dir / JOURNAL).write_bytes(journal)  # the sync died holding it
     ct("-C", store.root, "fsck", "--repair")
     assert not lock.exists()
+
+
+def test_a_day_log_a_killed_checkout_left_missing_is_counted_and_repaired(store):
+    """git checks a file out by unlinking it first: a sync killed inside its merge can leave a day
+    log missing. The kill loop counts it (it crashed reading it), and one repair restores it."""
+    write_turns(store, [("2026-11-20T10:00:00Z", "user", "a turn about bikes", "s", None)])
+    (store.root / "log" / "2026" / "2026-11-20.jsonl").unlink()
+    assert leftovers(store.root)["day log missing (a killed checkout)"] == 1
+    figures = Counter()
+    _fsck_round(store.root, figures)
+    assert figures["repairs"] == 1 and len(committed_lines(store.root)) == 1
