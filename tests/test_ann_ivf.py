@@ -173,9 +173,9 @@ def test_store_ivf_search_reads_fewer_vectors_than_its_candidates(filled, monkey
     reads = []
     real = exact.rows
 
-    def counted(ix, vrows):
+    def counted(ix, vrows, rowids=None):
         reads.append(len(vrows))
-        return real(ix, vrows)
+        return real(ix, vrows, rowids)
 
     monkeypatch.setattr(exact, "rows", counted)
     total = 0

@@ -197,7 +197,9 @@ def _closed_index_of(store, seed: int, n: int):
     return q, want, gen
 
 
-@pytest.mark.parametrize("damage", ["nan scale", "short scales", "short errors", "codes cut"])
+@pytest.mark.parametrize(
+    "damage", ["nan scale", "short scales", "short errors", "codes cut", "where cut"]
+)
 def test_damaged_or_planted_vector_files_are_rebuilt(store, damage):
     from memstore.index.build import Index
 
@@ -211,6 +213,9 @@ def test_damaged_or_planted_vector_files_are_rebuilt(store, damage):
         vecfiles.scales_path(meta, gen).write_bytes(b"\x00" * 12)
     elif damage == "short errors":
         vecfiles.errors_path(meta, gen).write_bytes(b"\x00" * 12)
+    elif damage == "where cut":
+        path = vecfiles.where_path(meta, gen)
+        path.write_bytes(path.read_bytes()[: -vecfiles.WHERE_ROW.size])
     else:
         path = vecfiles.matrix_path(meta, gen)
         path.write_bytes(path.read_bytes()[:-400])
@@ -335,7 +340,9 @@ def test_format_1_segments_and_format_2_clear_packs_give_their_exact_vectors(tmp
     assert all(len(loc) == 16 for (loc,) in index.conn.execute("SELECT vkey FROM records"))
 
 
-@pytest.mark.parametrize("plant", ["zero errors", "negative error", "code -128", "codes swapped"])
+@pytest.mark.parametrize(
+    "plant", ["zero errors", "negative error", "code -128", "codes swapped", "where swapped"]
+)
 def test_fsck_holds_the_matrix_against_the_packs(store, plant):
     """Files of the right size with values this code never writes (or that do not belong to the
     rows' vectors) are damage for `ct fsck`, and `ct index -B` rebuilds them."""
@@ -354,6 +361,11 @@ def test_fsck_holds_the_matrix_against_the_packs(store, plant):
         errs[3] = -1
     elif plant == "code -128":
         codes[5, 7] = -128
+    elif plant == "where swapped":  # each row then names another record (and its vector)
+        size = vecfiles.WHERE_ROW.size
+        raw = bytearray(vecfiles.where_path(meta, gen).read_bytes())
+        raw[:size], raw[99 * size : 100 * size] = raw[99 * size : 100 * size], raw[:size]
+        vecfiles.where_path(meta, gen).write_bytes(bytes(raw))
     else:
         codes[[0, 99]] = codes[[99, 0]]
     errs.tofile(vecfiles.errors_path(meta, gen))
@@ -405,10 +417,13 @@ def test_windows_tails_and_hidden_rows_equal_the_float32_scan(store):
             assert got == want
 
 
-def test_reading_rows_asks_the_kernel_for_every_vector_before_the_first_read(store, monkeypatch):
+def test_reading_rows_asks_the_kernel_for_every_uncached_vector_before_the_first_read(
+    store, monkeypatch
+):
     """Candidates' vectors are read from packs that may have left the page cache: `exact.rows`
-    advises the kernel of every row's bytes first (one posix_fadvise WILLNEED each, at the item's
-    offset and length), so the reads wait for the slowest, not for each in turn."""
+    first reads what the page cache holds without waiting, then advises the kernel of every other
+    row's bytes (one posix_fadvise WILLNEED each, at the item's offset and length), so the reads
+    wait for the slowest, not for each in turn."""
     import os
 
     rng = np.random.default_rng(21)
@@ -417,6 +432,7 @@ def test_reading_rows_asks_the_kernel_for_every_vector_before_the_first_read(sto
     index = store.index()
     rows = np.array([0, 7, 29, 31, 45, 59])
     where = exact.locations(index, rows.tolist())
+    before = exact.rows(index, rows)[0]
     events = []
     real_pread = os.pread
     monkeypatch.setattr(
@@ -425,32 +441,79 @@ def test_reading_rows_asks_the_kernel_for_every_vector_before_the_first_read(sto
     monkeypatch.setattr(
         os, "pread", lambda fd, n, off: events.append(("read", off, n)) or real_pread(fd, n, off)
     )
+
+    def cold(fd, buffers, off, flags):  # as the kernel answers for bytes it does not hold
+        events.append(("try", off))
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(exact, "_NOWAIT", cold)
     got, problems = exact.rows(index, rows)
     assert problems == []
-    advised = [(off, n) for kind, off, n, *how in events if kind == "advise"]
     wanted = sorted(exact._SEALED.unpack(loc)[2:] for _day, loc in where.values())
+    packs = [(i, e) for i, e in enumerate(events) if e[0] != "read" or tuple(e[1:]) in wanted]
+    kinds = [e[0] for _, e in packs]  # (the where file's own reads left out)
+    assert kinds == ["try"] * len(rows) + ["advise"] * len(rows) + ["read"] * len(rows), kinds
+    advised = [e[1:3] for e in events if e[0] == "advise"]
     assert sorted(advised) == wanted
     assert all(e[3] == os.POSIX_FADV_WILLNEED for e in events if e[0] == "advise")
-    first_read = next(i for i, e in enumerate(events) if e[0] == "read")
-    assert first_read == len(advised)  # every advice came before the first read
-    assert np.array_equal(got, exact.rows(index, rows)[0])  # the same vectors either way
+    assert np.array_equal(got, before)  # the same vectors either way
 
 
-def test_a_candidates_location_is_read_from_the_covering_index_alone(store):
-    """exact.locations answers from records_vrow_at (vrow, day, vkey): no table lookup per row
-    (the store's IVF call at 1M spent most of its time over the bare scan in that lookup)."""
+def test_vectors_the_page_cache_holds_are_read_without_a_hint_or_a_wait(store, monkeypatch):
+    """A warm store pays no read-ahead hint per vector: rows whose bytes are cached are read with
+    a read that may not wait (RWF_NOWAIT), and nothing is advised."""
+    import os
+
+    if exact._NOWAIT is None:
+        pytest.skip("this kernel or Python has no RWF_NOWAIT reads")
+    rng = np.random.default_rng(22)
+    x = unit(rng.standard_normal((40, 384)))
+    write_vectors(store, x, day=1)
+    index = store.index()
+    rows = np.array([1, 5, 17, 39])
+    exact.rows(index, rows)  # their pages are in the cache now
+    advised = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda *a: advised.append(a))
+    got, problems = exact.rows(index, rows)
+    assert problems == [] and advised == []
+    assert np.array_equal(got, x[rows])
+
+
+def test_a_candidates_record_and_location_come_from_the_where_file_without_sql(store):
+    """exact.locations answers from the matrix's where-<gen>.bin (rowid, day, location), with no
+    query on records (a query per row was most of the store's IVF call at 1M); what it answers is
+    what index.db holds, and a row that file does not know is asked of index.db."""
     from conftest import write_turns
 
     write_turns(
         store, [(f"2026-11-01T00:{k:02d}:00Z", "user", f"turn {k}", "s", None) for k in range(5)]
     )
+    write_turns(store, [("2026-11-02T00:00:00Z", "user", "next day", "s", None)])
     index = store.index()
-    plan = " ".join(
-        row[-1]
-        for row in index.conn.execute(
-            "EXPLAIN QUERY PLAN SELECT vrow, day, vkey FROM records WHERE vrow IN (?, ?, ?)",
-            (0, 1, 2),
+    sql = {
+        v: (rowid, day, loc)
+        for v, rowid, day, loc in index.conn.execute(
+            "SELECT vrow, rowid, day, vkey FROM records WHERE vrow >= 0"
         )
-    )
-    assert "COVERING INDEX records_vrow_at" in plan, plan
-    assert sorted(exact.locations(index, [0, 1, 2])) == [0, 1, 2]
+    }
+    assert sorted(sql) == list(range(6))
+    seen = []
+    index.conn.set_trace_callback(seen.append)
+    rowids = {}
+    got = exact.locations(index, list(range(6)), rowids)
+    index.conn.set_trace_callback(None)
+    assert not [q for q in seen if "records" in q], seen
+    assert {v: (rowids[v], *got[v]) for v in got} == sql
+    # a row written without locations (unknown there) is asked of index.db, with the same answer
+    matrix, _ = index.matrix()
+    gen = index._matrix[0][0]
+    path = vecfiles.where_path(index.meta_dir, gen)
+    raw = bytearray(path.read_bytes())
+    size = vecfiles.WHERE_ROW.size
+    raw[3 * size : 4 * size] = vecfiles.WHERE_ROW.pack(0, b"\0" * 10, vecfiles.ASK_INDEX, b"")
+    path.write_bytes(bytes(raw))
+    index.close()
+    index = store.index(update=False)
+    rowids = {}
+    got = exact.locations(index, list(range(6)), rowids)
+    assert {v: (rowids[v], *got[v]) for v in got} == sql

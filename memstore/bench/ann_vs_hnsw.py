@@ -146,11 +146,8 @@ def run(
         """Exact vectors of these rows read from their packs as exact.rows does, locations known."""
         got = np.empty((len(rows), DIM), np.float32)
         spots = [where[r] for r in rows.tolist()]
-        if exact.PREFETCH and len(spots) > 1:
-            reader.prefetch(spots)
-        for j, (day, loc) in enumerate(spots):
-            if not reader.sealed_into(got[j], day, loc):
-                got[j] = reader.vector(day, loc)
+        for j in reader.read_into(got, spots):
+            got[j] = reader.vector(*spots[j])
         return got
 
     python = chroma_python(base / "chromavenv")

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-INDEX_FILES = ("index.db", "vectors-", "times-", "errors-", "scales-")
+INDEX_FILES = ("index.db", "vectors-", "times-", "errors-", "scales-", "where-")
 
 
 def sizes(store, n: int) -> list[str]:

@@ -108,7 +108,10 @@ def build_index(base: Path, n: int, log=print):
         scale = vecfiles.make_scales(vecs)
         vecfiles.write_scales(index.meta_dir, 1, scale)
         codes, errors = vecfiles.quantize(vecs, scale)
-        vecfiles.write_rows(index.meta_dir, 1, 0, codes, errors, times)
+        spots = [
+            (i + 1, time.strftime("%Y-%m-%d", time.gmtime(times[i])), where[i]) for i in range(n)
+        ]
+        vecfiles.write_rows(index.meta_dir, 1, 0, codes, errors, times, spots)
         del codes, errors
         for key, value in (
             ("gen", "1"),

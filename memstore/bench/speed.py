@@ -351,6 +351,7 @@ def fresh_memory(b: Bench, store, n: int, query: str) -> None:
         "errors": sum(p.stat().st_size for p in meta.glob("errors-*")),
         "scales": sum(p.stat().st_size for p in meta.glob("scales-*")),
         "times": sum(p.stat().st_size for p in meta.glob("times-*")),
+        "where": sum(p.stat().st_size for p in meta.glob("where-*")),  # rows' records, locations
         "faiss": sum(p.stat().st_size for p in meta.glob("ivf-*")),
     }
     total = sum(parts.values())
@@ -643,7 +644,9 @@ def bytes_per_record(store, n: int) -> dict:
         out["pack_rest"] += st.st_size - vec  # the manifest segment (ids, hash16s, positions)
         out["pack_disk"] += st.st_blocks * 512
     for p in store.meta_dir.iterdir():
-        if p.name in ("index.db",) or p.name.startswith(("vectors-", "times-")):
+        if p.name in ("index.db",) or p.name.startswith(
+            ("vectors-", "times-", "errors-", "scales-", "where-")
+        ):
             out["index"] += p.stat().st_size
     # git's background auto-gc may be packing loose objects right now: count what is there.
     for folder, _, files in os.walk(root / ".git" / "objects"):

@@ -651,11 +651,17 @@ class Ivf:
         y = q.astype(np.float64) * self.inv.astype(np.float64)
         yq, f = _round_query(y)
         x = np.ascontiguousarray(yq[None], dtype=np.float32)
-        params = faiss.SearchParametersIVF()
-        params.nprobe = cells.shape[1]
         if lo > 0 or hi < self.rows:
+            params = faiss.SearchParametersIVF()
+            params.nprobe = cells.shape[1]
             sel = faiss.IDSelectorRange(lo, hi)
             params.sel = sel
+        else:  # the whole matrix: the same parameters every time (made once, a few us each)
+            kept = self.__dict__.setdefault("_params", {})
+            params = kept.get(cells.shape[1])
+            if params is None:
+                params = kept[cells.shape[1]] = faiss.SearchParametersIVF()
+                params.nprobe = cells.shape[1]
         dq = np.zeros(cells.shape, np.float32)
         d = np.empty((1, k), np.float32)
         ids = np.empty((1, k), np.int64)
@@ -773,15 +779,17 @@ def rescore(
     return rows[order], scores[order]
 
 
-def scanner_for(index, kind: str):
+def scanner_for(index, kind: str, vecs=None):
     """The per-process Fp16Scan or Ivf for the index's current generation, or None to use numpy.
 
-    kind is "fp16", "int8" or "ivf". Built (and saved) on first use, extended when rows were appended.
+    kind is "fp16", "int8" or "ivf". Built (and saved) on first use, extended when rows were
+    appended. `vecs`: the matrix the caller has just had from `index.matrix()` (else read here).
     """
     if not have_faiss():
         return None
-    vecs, _ = index.matrix()
-    gen = int(index._meta(index.conn, "gen", "0"))
+    if vecs is None:
+        vecs, _ = index.matrix()
+    gen = index._matrix[0][0]  # the generation of that matrix
     with _lock:
         cache = index.__dict__.setdefault("_scanners", {})
         cur = cache.get(kind)

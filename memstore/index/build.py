@@ -52,9 +52,9 @@ CREATE TABLE IF NOT EXISTS records (
   author_name TEXT, author_email TEXT);
 CREATE INDEX IF NOT EXISTS records_id ON records(id);
 CREATE INDEX IF NOT EXISTS records_day ON records(day);
--- Covering: a vector search reads its candidates' exact vectors from their packs, and finds where
--- each lies (day, vkey) from this index alone, without a lookup in the table per row.
-CREATE INDEX IF NOT EXISTS records_vrow_at ON records(vrow, day, vkey);
+-- (A vector search finds where its candidates' exact vectors lie in the matrix's where-<gen>.bin,
+-- index/vectors.py, not here: a query per row was most of an approximate search at 1M rows.)
+CREATE INDEX IF NOT EXISTS records_vrow ON records(vrow);
 -- Hidden rows are few; this partial index makes the vector search's "skip hidden rows" lookup
 -- read only them instead of walking every vector row (100 ms -> 0.05 ms at 100k rows).
 CREATE INDEX IF NOT EXISTS records_hidden_vrow ON records(vrow) WHERE hidden != 0;
@@ -802,13 +802,13 @@ class Index:
     ) -> None:
         """Give rows from `first_day` on their time-ordered vector rows and write those rows."""
         tail = conn.execute(
-            "SELECT rowid, vrow, ts FROM records WHERE day >= ? AND (vrow >= 0 OR rowid IN (SELECT value FROM json_each(?)))"
+            "SELECT rowid, vrow, ts, day, vkey FROM records WHERE day >= ? AND (vrow >= 0 OR rowid IN (SELECT value FROM json_each(?)))"
             " ORDER BY day, ts, line_no, id",
             (first_day, json.dumps(list(fresh))),
         ).fetchall()
         # Rows kept from the old generation keep their codes, so they keep its scales; only a
         # generation made wholly of freshly read vectors (a rebuild) gets scales of its own.
-        kept = any(rowid not in fresh for rowid, _, _ in tail)
+        kept = any(rowid not in fresh for rowid, *_ in tail)
         if keep_rows or kept:
             scale = old_vec.scale
         else:
@@ -817,25 +817,26 @@ class Index:
                 if fresh
                 else np.ones(self.dim, np.float32)
             )
-        is_fresh = np.array([rowid in fresh for rowid, _, _ in tail], bool)
+        is_fresh = np.array([rowid in fresh for rowid, *_ in tail], bool)
         codes = np.zeros((len(tail), self.dim), np.int8)
         errors = np.zeros(len(tail), np.float32)
         if is_fresh.any():
             got = vecfiles.quantize(
-                np.stack([fresh[r] for r, _, _ in tail if r in fresh]).astype(np.float32), scale
+                np.stack([fresh[r] for r, *_ in tail if r in fresh]).astype(np.float32), scale
             )
             codes[is_fresh], errors[is_fresh] = got
         if not is_fresh.all():
-            old_rows = np.array([v for r, v, _ in tail if r not in fresh], np.int64)
+            old_rows = np.array([v for r, v, *_ in tail if r not in fresh], np.int64)
             codes[~is_fresh] = old_vec.codes[old_rows]
             errors[~is_fresh] = old_vec.errors[old_rows]
-        times = np.array([ts for _, _, ts in tail], np.float64)
-        updates = [(keep_rows + i, rowid) for i, (rowid, _, _) in enumerate(tail)]
+        times = np.array([ts for _, _, ts, *_ in tail], np.float64)
+        updates = [(keep_rows + i, rowid) for i, (rowid, *_) in enumerate(tail)]
         if gen_new != gen and keep_rows:
             vecfiles.copy_prefix(self.meta_dir, gen, gen_new, keep_rows, self.dim)
         elif not keep_rows:
             vecfiles.write_scales(self.meta_dir, gen_new, scale)
-        vecfiles.write_rows(self.meta_dir, gen_new, keep_rows, codes, errors, times)
+        where = [(rowid, day, vkey) for rowid, _, _, day, vkey in tail]
+        vecfiles.write_rows(self.meta_dir, gen_new, keep_rows, codes, errors, times, where)
         self._raise_maxima(conn, codes, errors, keep=keep_rows > 0)
         conn.execute("UPDATE records SET vrow = -1 WHERE day >= ?", (first_day,))
         conn.executemany("UPDATE records SET vrow = ? WHERE rowid = ?", updates)
@@ -1040,22 +1041,23 @@ class Index:
                 self._save_day(conn, day, rows, stat_fp, content_fp)
             if fresh:
                 placed = conn.execute(
-                    "SELECT rowid, ts FROM records WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY day, ts, line_no, id",
+                    "SELECT rowid, ts, day, vkey FROM records WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY day, ts, line_no, id",
                     (json.dumps(list(fresh)),),
                 ).fetchall()
-                vecs = np.stack([fresh[r] for r, _ in placed]).astype(np.float32)
-                times = np.array([t for _, t in placed], np.float64)
+                vecs = np.stack([fresh[r] for r, *_ in placed]).astype(np.float32)
+                times = np.array([t for _, t, *_ in placed], np.float64)
                 if n_rows:
                     scale = vecfiles.read_scales(self.meta_dir, gen, self.dim)
                 else:  # the generation's first write fixes its scales
                     scale = vecfiles.make_scales(vecs)
                     vecfiles.write_scales(self.meta_dir, gen, scale)
                 codes, errors = vecfiles.quantize(vecs, scale)
-                vecfiles.write_rows(self.meta_dir, gen, n_rows, codes, errors, times)
+                where = [(r, day, vkey) for r, _, day, vkey in placed]
+                vecfiles.write_rows(self.meta_dir, gen, n_rows, codes, errors, times, where)
                 self._raise_maxima(conn, codes, errors, keep=n_rows > 0)
                 conn.executemany(
                     "UPDATE records SET vrow = ? WHERE rowid = ?",
-                    [(n_rows + i, r) for i, (r, _) in enumerate(placed)],
+                    [(n_rows + i, r) for i, (r, *_) in enumerate(placed)],
                 )
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
                 conn.execute(

@@ -72,7 +72,9 @@ def _fd_budget() -> int:
 
 
 OPEN_PACKS_MAX = _fd_budget()
-PREFETCH = True  # `rows` asks the kernel for every row's bytes before reading the first
+PREFETCH = True  # `rows` asks the kernel for every uncached row's bytes before reading the first
+# A read that returns only what the page cache holds (Linux 4.14+), or None where there is none.
+_NOWAIT = os.preadv if hasattr(os, "RWF_NOWAIT") and hasattr(os, "preadv") else None
 
 
 class Reader:
@@ -157,16 +159,51 @@ class Reader:
             except (OSError, VectorMissing):
                 continue  # the read that follows says what is wrong
 
-    def sealed_into(self, row: np.ndarray, day: str, location) -> bool:
-        """The common case without the general path's layers: a sealed float32 vector read into
-        `row`; False when it is anything else or does not read (the caller takes `vector`, which
-        says why). ~19 -> ~12 us a row."""
-        if type(location) is not bytes or len(location) != _SEALED.size:
+    def read_into(self, out: np.ndarray, spots) -> list[int]:
+        """Fill out[i] with the float32 vector at spots[i], a (day, location) pair, for the common
+        case (a sealed pack item); returns the indices left for `vector`, which reads any other
+        kind and says why one does not read.
+
+        An item whose bytes the page cache holds is read at once (a read that may not wait); only
+        the others are announced to the kernel together (`prefetch`) and then read: a warm store
+        pays no read-ahead hint per vector, a cold one still waits for the slowest read only."""
+        later: list[int] = []
+        left: list[int] = []
+        for i, (day, location) in enumerate(spots):
+            got = self._open_sealed(out[i], day, location, wait=_NOWAIT is None)
+            if got is None:
+                later.append(i)
+            elif not got:
+                left.append(i)
+        if PREFETCH and len(later) + len(left) > 1:
+            self.prefetch(spots[i] for i in later + left)
+        for i in later:
+            if not self._open_sealed(out[i], *spots[i], wait=True):
+                left.append(i)
+        # one check of every row read here (a vector that opens but holds NaN or inf is damaged)
+        done = np.ones(len(spots), bool)
+        done[left] = False
+        bad = np.flatnonzero(done & ~np.isfinite(out[: len(spots)]).all(axis=1))
+        return sorted(left + bad.tolist())
+
+    def _open_sealed(self, row: np.ndarray, day, location, wait: bool) -> bool | None:
+        """A sealed float32 vector read into `row` without the general path's layers (its
+        finiteness is checked by the caller); False when it is anything else or does not read,
+        None when `wait` is False and its bytes are not in the page cache."""
+        if day is None or type(location) is not bytes or len(location) != _SEALED.size:
             return False
         subkey, prefix, off, length = _SEALED.unpack(location)
         try:
             fd, nonce, _rel = self._pack(day, prefix)
-            plain = self._aead(subkey).decrypt(nonce, os.pread(fd, length, off), seal.AAD)
+            if wait:
+                raw = os.pread(fd, length, off)
+            else:
+                raw = bytearray(length)
+                if _NOWAIT(fd, [raw], off, os.RWF_NOWAIT) != length:
+                    return None  # partly cached: read it with the others
+            plain = self._aead(subkey).decrypt(nonce, raw, seal.AAD)
+        except BlockingIOError:
+            return None
         except Exception:  # noqa: BLE001 (any failure: the general path names it)
             return False
         body = 8 + _INNER.size
@@ -174,7 +211,7 @@ class Reader:
         if dtype != DT_VEC_F32 or dim != self.dim or len(plain) != body + 4 * dim:
             return False
         row[:] = np.frombuffer(plain, "<f4", dim, body)
-        return bool(np.isfinite(row).all())
+        return True
 
     def vector(self, day: str, location) -> np.ndarray:
         """The float32 vector at `location` (a `records.vkey` value); VectorMissing if unreadable."""
@@ -224,10 +261,12 @@ class Reader:
         return vec
 
 
-def reader(index) -> Reader:
-    """The index's Reader for its current generation (a new one after the generation changed)."""
-    index.matrix()  # the current generation (the mapping is kept: this costs one query)
-    gen = index._matrix[0][0]
+def reader(index, gen: int | None = None) -> Reader:
+    """The index's Reader for its current generation (a new one after the generation changed);
+    `gen`: that generation, when the caller has just read it (`index.matrix()`)."""
+    if gen is None:
+        index.matrix()  # the current generation (the mapping is kept: this costs one query)
+        gen = index._matrix[0][0]
     cur = index.__dict__.get("_exact_reader")
     if cur is None or cur[0] != gen:
         if cur is not None:
@@ -237,43 +276,58 @@ def reader(index) -> Reader:
     return cur[1]
 
 
-def locations(index, vrows) -> dict[int, tuple[str, object]]:
-    """{vrow: (day, location)} of the given matrix rows."""
+def locations(
+    index, vrows, rowids: dict | None = None, matrix=None
+) -> dict[int, tuple[str, object]]:
+    """{vrow: (day, location)} of the given matrix rows; `rowids`, when given, also gets each
+    row's record rowid. Read from the matrix's where-<gen>.bin (index/vectors.py), index.db
+    asked only for a row that file does not know. `matrix`: the caller's `index.matrix()`."""
     vrows = [int(v) for v in vrows]
     out: dict[int, tuple[str, object]] = {}
+    if matrix is None:
+        matrix, _ = index.matrix()
+    inside = [v for v in vrows if 0 <= v < len(matrix)]
+    ask = [v for v in vrows if not 0 <= v < len(matrix)]
+    for v, got in zip(inside, matrix.locate(inside)):
+        if got is None:
+            ask.append(v)
+            continue
+        out[v] = got[1:]
+        if rowids is not None:
+            rowids[v] = got[0]
     conn = index.conn
-    for i in range(0, len(vrows), 500):
-        part = vrows[i : i + 500]
+    for i in range(0, len(ask), 500):
+        part = ask[i : i + 500]
         marks = ",".join("?" * len(part))
-        for v, day, loc in conn.execute(
-            f"SELECT vrow, day, vkey FROM records WHERE vrow IN ({marks})", part
+        for v, rowid, day, loc in conn.execute(
+            f"SELECT vrow, rowid, day, vkey FROM records WHERE vrow IN ({marks})", part
         ):
             out[v] = (day, loc)
+            if rowids is not None:
+                rowids[v] = rowid
     return out
 
 
-def rows(index, vrows) -> tuple[np.ndarray, list[str]]:
+def rows(index, vrows, rowids: dict | None = None) -> tuple[np.ndarray, list[str]]:
     """(float32 vectors of the rows, in order; problems): a row whose vector cannot be read gets
-    its int8 approximation instead, and a problem naming the file."""
+    its int8 approximation instead, and a problem naming the file. `rowids`, when given, gets
+    {vrow: record rowid} of the rows read (see `locations`)."""
     vrows = np.asarray(vrows, np.int64)
     out = np.empty((vrows.size, index.dim), np.float32)
-    where = locations(index, vrows.tolist())
-    rd = reader(index)
-    if PREFETCH and len(where) > 1:
-        rd.prefetch(where.values())
+    matrix, _ = index.matrix()  # one look at the current generation for the whole read
+    where = locations(index, vrows.tolist(), rowids, matrix)
+    rd = reader(index, index._matrix[0][0])
+    spots = [where.get(v, (None, None)) for v in vrows.tolist()]
     problems: list[str] = []
-    for i, v in enumerate(vrows.tolist()):
-        day, loc = where.get(v, (None, None))
-        if day is not None and rd.sealed_into(out[i], day, loc):
-            continue
+    for i in rd.read_into(out, spots):
+        day, loc = spots[i]
         try:
             if day is None:
-                raise VectorMissing(f"vector row {v} is in no record of index.db")
+                raise VectorMissing(f"vector row {int(vrows[i])} is in no record of index.db")
             out[i] = rd.vector(day, loc)
         except VectorMissing as exc:
             problems.append(f"{exc} (searched with the index's approximation)")
-            vecs, _ = index.matrix()
-            out[i] = vecs.take(np.array([v]))[0]
+            out[i] = matrix.take(vrows[i : i + 1])[0]
     return out, problems
 
 
@@ -294,12 +348,18 @@ def sample_damage(conn, root, meta_dir, dim: int, n: int | None = None) -> str |
     vecs, _ = vecfiles.open_matrix(meta_dir, gen, n_rows, dim)
     picks = sorted({int(v) for v in np.linspace(0, n_rows - 1, min(n, n_rows))})
     marks = ",".join("?" * len(picks))
-    where = dict(
-        (v, (day, loc))
-        for v, day, loc in conn.execute(
-            f"SELECT vrow, day, vkey FROM records WHERE vrow IN ({marks})", picks
-        )
-    )
+    where, rowid_of = {}, {}
+    for v, rowid, day, loc in conn.execute(
+        f"SELECT vrow, rowid, day, vkey FROM records WHERE vrow IN ({marks})", picks
+    ):
+        where[v], rowid_of[v] = (day, loc), rowid
+    # the search reads a row's record and location from where-<gen>.bin: it must say what index.db says
+    for v, got in zip(picks, vecs.locate(picks)):
+        if got is not None and v in where and got != (rowid_of[v], *where[v]):
+            return (
+                f"{vecfiles.where_path(meta_dir, gen).name}: row {v} names record {got[0]} at "
+                f"{got[1]}, but index.db has record {rowid_of[v]} at {where[v][0]}"
+            )
     rd = Reader(root, dim)
     try:
         for v in picks:

@@ -12,9 +12,10 @@ import sqlite3
 
 from ..format import layout
 
-SCHEMA_VERSION = 6  # 3: the private table (record scopes), or author columns; 4: both;
+SCHEMA_VERSION = 7  # 3: the private table (record scopes), or author columns; 4: both;
 # 5: int8 codes with scales and errors, and each vector's location in records.vkey;
-# 6: the vector-row index covers each row's location (records_vrow_at)
+# 6: the vector-row index covers each row's location (records_vrow_at);
+# 7: each matrix row's record and location in where-<gen>.bin (the plain records_vrow index again)
 
 _DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 

@@ -1,11 +1,13 @@
 """The vector matrix: one int8 row of codes per indexed record, ordered by time, in generation files.
 
-A generation `<gen>` is four files in `.memstore/`:
+A generation `<gen>` is five files in `.memstore/`:
 
     vectors-<gen>.i8    n x dim int8 codes (row-major), memory-mapped
     scales-<gen>.f32    dim float32 scales, fixed at the generation's first write
     errors-<gen>.f32    n float32: each row's quantisation error r = ||x - x_hat||_2, rounded up
     times-<gen>.f64     n float64: each row's Unix time
+    where-<gen>.bin     n x 67 bytes: each row's record (rowid) and where its exact vector lies
+                        (day, location: index/exact.py), as index.db has them (`WHERE_ROW`)
 
 x_hat = codes / scales approximates the record's float32 vector x (which its pack holds, exactly):
 a scan scores every row by codes @ (q / scales), and |q.x - q.x_hat| <= ||q|| r bounds what it
@@ -18,6 +20,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -49,12 +52,56 @@ def scales_path(meta_dir: Path, gen: int) -> Path:
     return meta_dir / f"scales-{gen}.f32"
 
 
+def where_path(meta_dir: Path, gen: int) -> Path:
+    return meta_dir / f"where-{gen}.bin"
+
+
+# A row's record and the place of its exact vector: rowid, day ("YYYY-MM-DD"), a kind byte and up
+# to 48 bytes of location. The kind is the location's length when it is bytes (a pack item), 100 +
+# its length for text (a format-1 segment), NO_VECTOR_AT for none, and ASK_INDEX where this file does
+# not know (written without locations, or one that does not fit): the reader asks index.db. A
+# row's entry changes only with its generation (a row moved, repacked or re-read makes a new one),
+# so a vector search finds its candidates' packs without a query per row.
+WHERE_ROW = struct.Struct("<q10sB48s")
+NO_VECTOR_AT, ASK_INDEX, TEXT_KIND = 254, 255, 100
+
+
+def where_row(rowid: int, day, location) -> bytes:
+    """One row of where-<gen>.bin (see WHERE_ROW)."""
+    day_b = day.encode("ascii", "replace") if isinstance(day, str) else b""
+    if isinstance(location, bytes) and len(location) <= 48:
+        kind, loc = len(location), location
+    elif isinstance(location, str) and len(location.encode("utf-8")) <= 48:
+        loc = location.encode("utf-8")
+        kind = TEXT_KIND + len(loc)
+    elif location is None:
+        kind, loc = NO_VECTOR_AT, b""
+    else:
+        kind, loc = ASK_INDEX, b""
+    if len(day_b) != 10:
+        kind, loc = ASK_INDEX, b""
+    return WHERE_ROW.pack(int(rowid), day_b[:10].ljust(10, b"\0"), kind, loc)
+
+
+def read_where_row(raw: bytes) -> tuple[int, str, object] | None:
+    """(rowid, day, location) of one where-<gen>.bin row; None where the file does not know."""
+    rowid, day_b, kind, loc = WHERE_ROW.unpack(raw)
+    if kind == ASK_INDEX:
+        return None
+    if kind == NO_VECTOR_AT:
+        return rowid, day_b.decode("ascii"), None
+    if kind > TEXT_KIND:
+        return rowid, day_b.decode("ascii"), loc[: kind - TEXT_KIND].decode("utf-8")
+    return rowid, day_b.decode("ascii"), loc[:kind]
+
+
 def row_files(meta_dir: Path, gen: int, dim: int) -> list[tuple[Path, int]]:
     """(file, bytes a row) of every per-row file of a generation."""
     return [
         (matrix_path(meta_dir, gen), dim),
         (errors_path(meta_dir, gen), 4),
         (ts_path(meta_dir, gen), 8),
+        (where_path(meta_dir, gen), WHERE_ROW.size),
     ]
 
 
@@ -104,8 +151,10 @@ class Matrix:
     """The rows of one generation: int8 codes, their scales and errors. Indexing it gives decoded
     float32 rows (x_hat, an approximation); `codes`, `scale` and `errors` are the raw parts."""
 
-    def __init__(self, codes: np.ndarray, scale: np.ndarray, errors: np.ndarray):
+    def __init__(self, codes: np.ndarray, scale: np.ndarray, errors: np.ndarray, where=None):
         self.codes, self.scale, self.errors = codes, scale, errors
+        self.where = where  # the generation's where-<gen>.bin rows (n x WHERE_ROW.size), or None
+        self._where_fd: int | None = None  # that file, opened on the first `locate`
         self.inv = (1.0 / scale.astype(np.float64)).astype(np.float32)
         self._maxima: tuple[float, float] | None = None  # (code norm, error), at most
 
@@ -142,6 +191,29 @@ class Matrix:
 
     def take_codes(self, rows) -> np.ndarray:
         return take_rows(self.codes, rows)
+
+    def locate(self, rows: list[int]) -> list[tuple[int, str, object] | None]:
+        """(record rowid, day, location) of each row from where-<gen>.bin (see WHERE_ROW); None
+        for a row the file does not know, or for every row when the generation has no such file.
+        Read with one pread a row on a descriptor kept with the matrix (not through the map: see
+        `take_rows`), ~1 us a row."""
+        if self.where is None or not rows:
+            return [None] * len(rows)
+        if self._where_fd is None:
+            self._where_fd = os.open(self.where.filename, os.O_RDONLY)
+        fd, size, n = self._where_fd, WHERE_ROW.size, self.where.shape[0]
+        out = []
+        for r in rows:
+            if not 0 <= r < n:
+                raise IndexError(f"row {r} of {n}")
+            raw = os.pread(fd, size, r * size)
+            out.append(read_where_row(raw) if len(raw) == size else None)
+        return out
+
+    def __del__(self):
+        if getattr(self, "_where_fd", None) is not None:
+            os.close(self._where_fd)
+            self._where_fd = None
 
     def _known(self) -> tuple[float, float]:
         if self._maxima is None:
@@ -204,7 +276,10 @@ def open_matrix(meta_dir: Path, gen: int, n_rows: int, dim: int):
     codes = np.memmap(matrix_path(meta_dir, gen), dtype=np.int8, mode="r", shape=(n_rows, dim))
     errs = np.memmap(errors_path(meta_dir, gen), dtype=np.float32, mode="r", shape=(n_rows,))
     ts = np.memmap(ts_path(meta_dir, gen), dtype=np.float64, mode="r", shape=(n_rows,))
-    return Matrix(codes, scale, errs), ts
+    where = np.memmap(
+        where_path(meta_dir, gen), dtype=np.uint8, mode="r", shape=(n_rows, WHERE_ROW.size)
+    )
+    return Matrix(codes, scale, errs, where), ts
 
 
 def take_rows(vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -246,12 +321,24 @@ def write_rows(
     codes: np.ndarray,
     errors: np.ndarray,
     times: np.ndarray,
+    where: list | None = None,
 ) -> None:
-    """Write rows [start_row, start_row+len) of generation `gen` (the files are extended as needed)."""
+    """Write rows [start_row, start_row+len) of generation `gen` (the files are extended as needed).
+
+    `where` holds each row's (record rowid, day, location) for where-<gen>.bin; without it the
+    rows are written as unknown there, and readers ask index.db."""
+    n = len(times)
+    if where is None:
+        spots = WHERE_ROW.pack(0, b"\0" * 10, ASK_INDEX, b"") * n
+    else:
+        if len(where) != n:
+            raise ValueError(f"{len(where)} locations for {n} rows")
+        spots = b"".join(where_row(*w) for w in where)
     for path, arr in (
         (matrix_path(meta_dir, gen), np.asarray(codes, np.int8)),
         (errors_path(meta_dir, gen), np.asarray(errors, "<f4")),
         (ts_path(meta_dir, gen), np.asarray(times, "<f8")),
+        (where_path(meta_dir, gen), np.frombuffer(spots, np.uint8).reshape(n, WHERE_ROW.size)),
     ):
         arr = np.ascontiguousarray(arr)
         row_bytes = arr.itemsize * (arr.shape[1] if arr.ndim == 2 else 1)
@@ -313,11 +400,11 @@ def damage(meta_dir: Path, gen: int, n_rows: int, dim: int, thorough: bool = Fal
     return None
 
 
-_GENERATION_FILE = re.compile(r"^(?:vectors|times|errors|scales|ivf)-(\d+)\.")
+_GENERATION_FILE = re.compile(r"^(?:vectors|times|errors|scales|where|ivf)-(\d+)\.")
 
 
 def remove_generations(meta_dir: Path, keep: int) -> None:
-    """Delete every file of another generation: its codes, scales, errors and times, and the faiss
+    """Delete every file of another generation: its codes, scales, errors, times and locations, and the faiss
     sidecars made from it (index/ann.py: float16 and int8 scan copies with their chunk files, IVF
     indexes); the float32 matrix an older memstore kept (`vectors-<gen>.f32`) goes the same way."""
     for p in meta_dir.iterdir():

@@ -99,6 +99,7 @@ class _VectorScan:
         self.hidden: set[int] = set()
         self.result: tuple[np.ndarray, np.ndarray] | None = None  # (vrows, scores), best first
         self.problems: list[str] = []
+        self.rowid_of: dict[int, int] = {}  # vrow -> record rowid of the rows read exactly
         self.tail = np.zeros(0, np.int64)  # rows of the unsorted tail inside a time window
         vecs, times = index.matrix()
         self.vecs = vecs
@@ -137,7 +138,7 @@ class _VectorScan:
             self.view = self.rows_idx
         elif hi > lo:
             self.view = (lo, hi)
-            self.scanner = _scanner(index, hi - lo, method)
+            self.scanner = _scanner(index, hi - lo, method, vecs)
         if not filters.include_hidden:
             ranges = [(lo, hi)] + ([(ordered, n)] if timed and ordered < n else [])
             self.hidden = queries.hidden_vrows(index, ranges)
@@ -253,7 +254,7 @@ class _VectorScan:
             rows, bounds = rows[keep], bounds[keep]
 
         def read(vrows):
-            vecs, problems = exact_rows(self.index, vrows)
+            vecs, problems = exact_rows(self.index, vrows, self.rowid_of)
             self.problems += problems
             return vecs
 
@@ -296,7 +297,7 @@ class _VectorScan:
                 top, left = np.arange(rows.size), -np.inf
             new = [int(r) for r in rows[top] if int(r) not in exact]
             if new:
-                vecs, problems = exact_rows(self.index, new)
+                vecs, problems = exact_rows(self.index, new, self.rowid_of)
                 self.problems += problems
                 got = (vecs.astype(np.float64) @ self.q.astype(np.float64)).astype(np.float32)
                 exact.update(zip(new, got.tolist()))
@@ -328,7 +329,12 @@ class _VectorScan:
         ]
         if not pairs:
             return []
-        lookup = queries.rowids_of_vrows(self.index, [v for v, _ in pairs])
+        # the rows were read exactly, and that read gave their rowids; SQL only for any it did not
+        lookup = {v: self.rowid_of[v] for v, _ in pairs if v in self.rowid_of}
+        if len(lookup) < len(pairs):
+            lookup.update(
+                queries.rowids_of_vrows(self.index, [v for v, _ in pairs if v not in lookup])
+            )
         return [(lookup[v], sc) for v, sc in pairs if v in lookup]
 
 
@@ -349,14 +355,15 @@ def _one_blas_thread(rows: int):
     return workers.one_blas_thread() if rows >= ONE_THREAD_ROWS else contextlib.nullcontext()
 
 
-def exact_rows(index, vrows):
-    """float32 vectors of these matrix rows as the store holds them (memstore/index/exact.py)."""
+def exact_rows(index, vrows, rowids: dict | None = None):
+    """float32 vectors of these matrix rows as the store holds them (memstore/index/exact.py);
+    `rowids` gets {vrow: record rowid} of the rows read."""
     from ..index import exact
 
-    return exact.rows(index, vrows)
+    return exact.rows(index, vrows, rowids)
 
 
-def _scanner(index, rows: int, method: str | None):
+def _scanner(index, rows: int, method: str | None, vecs=None):
     """faiss candidate stage for a scan of `rows` rows, or None for the plain numpy scan.
 
     `method` (else `[settings] vector_index`): "exact" never uses faiss; "auto" (the default) uses
@@ -373,7 +380,7 @@ def _scanner(index, rows: int, method: str | None):
         return None
     if method == "auto":
         method = "int8" if rows >= ann.INT8_MIN_ROWS else "fp16"
-    scanner = ann.scanner_for(index, method if method in ("ivf", "int8") else "fp16")
+    scanner = ann.scanner_for(index, method if method in ("ivf", "int8") else "fp16", vecs)
     if method == "ivf" and scanner is not None:
         settings = getattr(getattr(index.store, "config", None), "settings", None) or {}
         scanner.nprobe = int(settings.get("ivf_nprobe", ann.IVF_NPROBE))
