@@ -517,3 +517,28 @@ def test_a_candidates_record_and_location_come_from_the_where_file_without_sql(s
     rowids = {}
     got = exact.locations(index, list(range(6)), rowids)
     assert {v: (rowids[v], *got[v]) for v in got} == sql
+
+
+def test_a_file_system_without_nowait_reads_still_reads_every_vector(store, monkeypatch):
+    """Where a read that may not wait is refused outright (EOPNOTSUPP), every row is read the
+    waiting way, advised first, with the same vectors and no problem (not by the general path,
+    which is for rows that do not open)."""
+    import errno
+    import os
+
+    rng = np.random.default_rng(23)
+    x = unit(rng.standard_normal((20, 384)))
+    write_vectors(store, x, day=1)
+    index = store.index()
+    rows = np.array([0, 3, 19])
+
+    def refused(fd, buffers, off, flags):
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    advised = []
+    monkeypatch.setattr(exact, "_NOWAIT", refused)
+    monkeypatch.setattr(os, "posix_fadvise", lambda *a: advised.append(a))
+    monkeypatch.setattr(exact.Reader, "vector", lambda *a: pytest.fail("the general path"))
+    got, problems = exact.rows(index, rows)
+    assert problems == [] and len(advised) == 3
+    assert np.array_equal(got, x[rows])

@@ -199,11 +199,12 @@ class Reader:
                 raw = os.pread(fd, length, off)
             else:
                 raw = bytearray(length)
-                if _NOWAIT(fd, [raw], off, os.RWF_NOWAIT) != length:
-                    return None  # partly cached: read it with the others
+                try:
+                    if _NOWAIT(fd, [raw], off, os.RWF_NOWAIT) != length:
+                        return None  # partly cached: read it with the others
+                except OSError:  # not cached, or a file system that cannot tell: read it later
+                    return None
             plain = self._aead(subkey).decrypt(nonce, raw, seal.AAD)
-        except BlockingIOError:
-            return None
         except Exception:  # noqa: BLE001 (any failure: the general path names it)
             return False
         body = 8 + _INNER.size
