@@ -173,9 +173,9 @@ def test_store_ivf_search_reads_fewer_vectors_than_its_candidates(filled, monkey
     reads = []
     real = exact.rows
 
-    def counted(ix, vrows, rowids=None):
+    def counted(ix, vrows, rowids=None, matrix=None):
         reads.append(len(vrows))
-        return real(ix, vrows, rowids)
+        return real(ix, vrows, rowids, matrix)
 
     monkeypatch.setattr(exact, "rows", counted)
     total = 0

@@ -309,15 +309,20 @@ def locations(
     return out
 
 
-def rows(index, vrows, rowids: dict | None = None) -> tuple[np.ndarray, list[str]]:
+def rows(index, vrows, rowids: dict | None = None, matrix=None) -> tuple[np.ndarray, list[str]]:
     """(float32 vectors of the rows, in order; problems): a row whose vector cannot be read gets
     its int8 approximation instead, and a problem naming the file. `rowids`, when given, gets
-    {vrow: record rowid} of the rows read (see `locations`)."""
+    {vrow: record rowid} of the rows read (see `locations`). `matrix`: the matrix the rows are
+    rows of (a search's, read once for the whole query); else the index's current one."""
     vrows = np.asarray(vrows, np.int64)
     out = np.empty((vrows.size, index.dim), np.float32)
-    matrix, _ = index.matrix()  # one look at the current generation for the whole read
+    if matrix is None or getattr(matrix, "gen", None) is None:
+        matrix, _ = index.matrix()  # one look at the current generation for the whole read
+        gen = index._matrix[0][0]
+    else:
+        gen = matrix.gen
     where = locations(index, vrows.tolist(), rowids, matrix)
-    rd = reader(index, index._matrix[0][0])
+    rd = reader(index, gen)
     spots = [where.get(v, (None, None)) for v in vrows.tolist()]
     problems: list[str] = []
     for i in rd.read_into(out, spots):

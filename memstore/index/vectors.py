@@ -154,7 +154,9 @@ class Matrix:
     def __init__(self, codes: np.ndarray, scale: np.ndarray, errors: np.ndarray, where=None):
         self.codes, self.scale, self.errors = codes, scale, errors
         self.where = where  # the generation's where-<gen>.bin rows (n x WHERE_ROW.size), or None
-        self._where_fd: int | None = None  # that file, opened on the first `locate`
+        self._xmax: float | None = None  # CODE_MAX ||1 / scales|| (see `slack`)
+        self.gen: int | None = None  # the generation, when opened from its files
+        self._fds: dict[str, int] = {}  # files of the mapped parts, opened on first use (`_fd`)
         self.inv = (1.0 / scale.astype(np.float64)).astype(np.float32)
         self._maxima: tuple[float, float] | None = None  # (code norm, error), at most
 
@@ -190,7 +192,18 @@ class Matrix:
         return take_rows(self.codes, rows).astype(np.float32) * self.inv
 
     def take_codes(self, rows) -> np.ndarray:
-        return take_rows(self.codes, rows)
+        return take_rows(self.codes, rows, self._fd("codes"))
+
+    def _fd(self, part: str) -> int | None:
+        """The file of a memory-mapped part ("codes", "where"), opened once and kept with the
+        matrix (a query reads a few rows of each: an open and a close each time cost as much)."""
+        arr = getattr(self, part)
+        if not isinstance(arr, np.memmap) or not arr.filename:
+            return None
+        fd = self._fds.get(part)
+        if fd is None:
+            fd = self._fds[part] = os.open(arr.filename, os.O_RDONLY)
+        return fd
 
     def locate(self, rows: list[int]) -> list[tuple[int, str, object] | None]:
         """(record rowid, day, location) of each row from where-<gen>.bin (see WHERE_ROW); None
@@ -199,9 +212,7 @@ class Matrix:
         `take_rows`), ~1 us a row."""
         if self.where is None or not rows:
             return [None] * len(rows)
-        if self._where_fd is None:
-            self._where_fd = os.open(self.where.filename, os.O_RDONLY)
-        fd, size, n = self._where_fd, WHERE_ROW.size, self.where.shape[0]
+        fd, size, n = self._fd("where"), WHERE_ROW.size, self.where.shape[0]
         out = []
         for r in rows:
             if not 0 <= r < n:
@@ -211,9 +222,9 @@ class Matrix:
         return out
 
     def __del__(self):
-        if getattr(self, "_where_fd", None) is not None:
-            os.close(self._where_fd)
-            self._where_fd = None
+        for fd in getattr(self, "_fds", {}).values():
+            os.close(fd)
+        self._fds = {}
 
     def _known(self) -> tuple[float, float]:
         if self._maxima is None:
@@ -232,14 +243,16 @@ class Matrix:
         """The query in code space: q / scales, so that codes @ it approximates x . q."""
         return (np.asarray(q, np.float64) * self.inv.astype(np.float64)).astype(np.float32)
 
-    def slack(self, q: np.ndarray) -> float:
+    def slack(self, q: np.ndarray, y: np.ndarray | None = None) -> float:
         """What float32 arithmetic may add to |q.x - approximate score|: rounding in the products
         and sums of the approximate score (codes |c| <= 127), of the float32 exact score, and of
         the bound itself; a generous multiple of dim x 2^-24 of the magnitudes involved."""
         dim = self.dim
-        y = np.linalg.norm(self.query(q).astype(np.float64))
+        y = np.linalg.norm((self.query(q) if y is None else y).astype(np.float64))
         qn = float(np.linalg.norm(np.asarray(q, np.float64)))
-        xmax = CODE_MAX * float(np.linalg.norm(self.inv.astype(np.float64))) + self.err_max()
+        if self._xmax is None:  # the same for every query of this matrix
+            self._xmax = CODE_MAX * float(np.linalg.norm(self.inv.astype(np.float64)))
+        xmax = self._xmax + self.err_max()
         return 4.0 * (dim + 4) * 2.0**-24 * (CODE_MAX * np.sqrt(dim) * y + qn * xmax) + 1e-30
 
 
@@ -279,14 +292,16 @@ def open_matrix(meta_dir: Path, gen: int, n_rows: int, dim: int):
     where = np.memmap(
         where_path(meta_dir, gen), dtype=np.uint8, mode="r", shape=(n_rows, WHERE_ROW.size)
     )
-    return Matrix(codes, scale, errs, where), ts
+    matrix = Matrix(codes, scale, errs, where)
+    matrix.gen = gen
+    return matrix, ts
 
 
-def take_rows(vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def take_rows(vec: np.ndarray, rows: np.ndarray, fd: int | None = None) -> np.ndarray:
     """Copies of some rows of a memory-mapped matrix, read with `pread` from its file when there
     are few of them: indexing the memory map would map whole page-cache folios around each row
     into the process (on a kernel with large folios, ~2 MB a row: 160 rows of a 1M-row matrix put
-    284 MiB of it in the process's resident set)."""
+    284 MiB of it in the process's resident set). `fd`: that file, kept open by the caller."""
     rows = np.asarray(rows, np.int64)
     mapped = getattr(vec, "base", None)
     if (
@@ -302,7 +317,9 @@ def take_rows(vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
         raise IndexError("row out of range")
     size = dim * vec.itemsize
     out = np.empty((rows.size, dim), vec.dtype)
-    fd = os.open(vec.filename, os.O_RDONLY)
+    own = fd is None
+    if own:
+        fd = os.open(vec.filename, os.O_RDONLY)
     try:
         for i, r in enumerate(rows.tolist()):
             raw = os.pread(fd, size, r * size)
@@ -310,7 +327,8 @@ def take_rows(vec: np.ndarray, rows: np.ndarray) -> np.ndarray:
                 raise IndexError(f"{vec.filename}: row {r} is cut short")
             out[i] = np.frombuffer(raw, vec.dtype)
     finally:
-        os.close(fd)
+        if own:
+            os.close(fd)
     return out
 
 

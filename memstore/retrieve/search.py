@@ -144,7 +144,7 @@ class _VectorScan:
             self.hidden = queries.hidden_vrows(index, ranges)
         self.y = vecs.query(self.q)
         self.qn = np.float32(np.linalg.norm(self.q.astype(np.float64)))
-        self.slack = vecs.slack(self.q)
+        self.slack = vecs.slack(self.q, self.y)
 
     @property
     def rows(self) -> int:
@@ -254,7 +254,7 @@ class _VectorScan:
             rows, bounds = rows[keep], bounds[keep]
 
         def read(vrows):
-            vecs, problems = exact_rows(self.index, vrows, self.rowid_of)
+            vecs, problems = exact_rows(self.index, vrows, self.rowid_of, self.vecs)
             self.problems += problems
             return vecs
 
@@ -297,7 +297,7 @@ class _VectorScan:
                 top, left = np.arange(rows.size), -np.inf
             new = [int(r) for r in rows[top] if int(r) not in exact]
             if new:
-                vecs, problems = exact_rows(self.index, new, self.rowid_of)
+                vecs, problems = exact_rows(self.index, new, self.rowid_of, self.vecs)
                 self.problems += problems
                 got = (vecs.astype(np.float64) @ self.q.astype(np.float64)).astype(np.float32)
                 exact.update(zip(new, got.tolist()))
@@ -355,12 +355,12 @@ def _one_blas_thread(rows: int):
     return workers.one_blas_thread() if rows >= ONE_THREAD_ROWS else contextlib.nullcontext()
 
 
-def exact_rows(index, vrows, rowids: dict | None = None):
+def exact_rows(index, vrows, rowids: dict | None = None, matrix=None):
     """float32 vectors of these matrix rows as the store holds them (memstore/index/exact.py);
-    `rowids` gets {vrow: record rowid} of the rows read."""
+    `rowids` gets {vrow: record rowid} of the rows read; `matrix`: the query's matrix."""
     from ..index import exact
 
-    return exact.rows(index, vrows, rowids)
+    return exact.rows(index, vrows, rowids, matrix)
 
 
 def _scanner(index, rows: int, method: str | None, vecs=None):
