@@ -799,3 +799,27 @@ def test_a_sync_killed_in_its_push_needs_one_repair_for_the_remote_too(tmp_path)
         texts = {json.loads(v)["text"] for v in committed_lines(root).values()}
         assert {"a's turn pushed when killed", "b's turn"} <= texts
         assert git_clean(root)
+
+
+def test_repair_leaves_a_remote_lock_the_killed_push_cannot_have_made(tmp_path):
+    """The rollback removes a remote's lock only when the killed push provably made it: one holding
+    another clone's commit (a push of theirs) or older than the push stays for its owner."""
+    from memstore.repair import JOURNAL, journal_push
+
+    remote = tmp_path / "remote.git"
+    _git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    store = make_store(tmp_path / "a")
+    _git(store.root, "remote", "add", "origin", str(remote))
+    ct("-C", store.root, "sync", "--set-upstream", "origin")
+    theirs, older = remote / "refs" / "heads" / "main.lock", remote / "HEAD.lock"
+    older.write_text("")
+    past = time.time() - 30
+    os.utime(older, (past, past))
+    with store.lock():  # the sync's journalled lock, its push under way
+        journal_push(store, remote, "refs/heads/main", store.git.head())
+        theirs.write_text("f" * 40 + "\n")  # another clone's push, made while this one pushed
+        journal = (store.meta_dir / JOURNAL).read_bytes()
+    (store.meta_dir / JOURNAL).write_bytes(journal)  # the sync died holding it
+    out = json.loads(ct("-C", store.root, "fsck", "--repair", "--json").stdout)
+    assert theirs.exists() and older.exists(), out
+    assert not (store.meta_dir / JOURNAL).exists()
