@@ -727,11 +727,14 @@ def _clear_remote_push_locks(journal: dict, rep: Repair) -> None:
         return
     deadline = time.monotonic() + 2.0
     for lock in (git_dir / f"{ref}.lock", git_dir / "HEAD.lock"):
+        try:
+            if lock.stat().st_mtime < started - MTIME_SLACK:
+                continue  # older than the push: not its own (and no wait for it)
+        except FileNotFoundError:
+            continue
         while lock.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         try:
-            if lock.stat().st_mtime < started - MTIME_SLACK:
-                continue
             if lock.read_bytes()[:100].decode("ascii", "replace").strip() not in ("", commit):
                 continue
             lock.unlink()

@@ -683,12 +683,17 @@ def sync_kill_loop(tmp_path: Path, kills: int, seed: int, batch: int = 12) -> di
             wrote |= ids
         ct("-C", b, "sync")
         _run_or_kill(a, ["sync"], "sync", took, rng, figures, seen)
+        # a kill inside the push can leave the remote's receive-pack dead holding its ref locks
+        remote_locks = [remote / "refs/heads/main.lock", remote / "HEAD.lock"]
+        if any(p.exists() for p in remote_locks):
+            seen["remote ref locks (a killed push)"] += 1
         now = committed_lines(a)
         assert {k.split(":", 1)[1] for k in committed} <= {k.split(":", 1)[1] for k in now}, (
             "a sync lost records"
         )
         committed = now
         _fsck_round(a, figures)
+        assert not any(p.exists() for p in remote_locks), "the repair left the remote's lock"
     ct("-C", a, "sync")
     ct("-C", b, "sync")
     for root in (a, b):
