@@ -525,3 +525,24 @@ def test_a_stale_lock_on_a_remote_elsewhere_is_named_after_three_pushes_in_a_row
     assert "ssh://git@example.invalid/memory.git" in err.value.message
     assert "3 pushes in a row" in err.value.message and lock in err.value.message
     assert "On the server" in err.value.hint and "kept here" in err.value.hint
+
+
+def test_the_remote_ct_sync_can_look_into_is_one_on_this_machine(clones, tmp_path):
+    """Only a repository on this machine (a path, relative or absolute, or file://; bare or not)
+    has its lock files dated and its killed push journalled; ssh and host:path remotes are not."""
+    from memstore.upkeep.sync import _local_git_dir
+
+    a, b, remote = clones
+    store = Store.open(a)
+    for url, want in [
+        (str(remote), remote),
+        (f"file://{remote}", remote),
+        (os.path.relpath(remote, a), remote),
+        (str(b), b / ".git"),
+        ("ssh://git@example.invalid/memory.git", None),
+        ("git@example.invalid:memory.git", None),
+        (str(tmp_path / "nothing-here.git"), None),
+    ]:
+        git(a, "remote", "set-url", "origin", url)
+        got = _local_git_dir(store, "origin")
+        assert (got and got.resolve()) == (want and want.resolve()), url
