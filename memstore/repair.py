@@ -110,6 +110,22 @@ def journal_merge(store) -> None:
         _write_journal(store, journal)
 
 
+def journal_push(store, git_dir: Path, ref: str, commit: str) -> None:
+    """Say in the running writer's journal that `ct sync` now pushes `commit` to `ref` of the
+    repository `git_dir` on this machine. Its receive-pack runs in the sync's process group, so a
+    kill can leave that repository's ref lock behind (every later push then fails on it); the
+    rollback removes the locks this push provably left (`_clear_remote_push_locks`)."""
+    journal = getattr(store, "_journal", None)
+    if journal is not None:
+        journal["push"] = {
+            "git_dir": str(git_dir),
+            "ref": ref,
+            "commit": commit,
+            "started": time.time(),
+        }
+        _write_journal(store, journal)
+
+
 def _finish_committed_merge(store, journal: dict, gdir) -> bool:
     """HEAD is a merge commit of the journal's HEAD and MERGE_HEAD: the merge is done, only git's
     MERGE_* files are left; remove them. Anything else is not this journal's merge: False."""
@@ -186,6 +202,7 @@ def rollback(store, journal: dict | None, foreign: list[str] | None = None) -> R
         return rep
     if journal is not None:
         _clear_git_locks(store, float(journal.get("started") or 0), rep)
+        _clear_remote_push_locks(journal, rep)
         _restore_rewritten(store, journal.get("rewritten"), rep)
     entries = _status(store)
     if foreign:
@@ -687,6 +704,41 @@ def _clear_git_locks(store, started: float, rep: Repair) -> None:
             if lock.stat().st_mtime >= started - MTIME_SLACK:
                 lock.unlink()
                 rep.git_locks.append(lock.name)
+        except FileNotFoundError:
+            pass
+
+
+def _clear_remote_push_locks(journal: dict, rep: Repair) -> None:
+    """The lock files a killed sync's push left in a repository on this machine (its receive-pack
+    died with it): the pushed ref's lock and HEAD's (a bare remote's HEAD names the branch, so git
+    locks both). Only this push's own are removed: made after the push began, empty or holding the
+    commit it pushed (git writes the new value into the lock before renaming it over the ref), and
+    still there after a live push would long have let go (git holds a ref lock for a millisecond).
+    Another clone's push writes its own commit there, and an older lock is not this push's."""
+    push = journal.get("push")
+    if not isinstance(push, dict):
+        return
+    try:
+        git_dir, ref = Path(str(push["git_dir"])), str(push["ref"])
+        commit, started = str(push["commit"]), float(push["started"])
+    except (KeyError, TypeError, ValueError):
+        return
+    if not ref.startswith("refs/heads/") or ".." in ref.split("/"):
+        return
+    deadline = time.monotonic() + 2.0
+    for lock in (git_dir / f"{ref}.lock", git_dir / "HEAD.lock"):
+        try:
+            if lock.stat().st_mtime < started - MTIME_SLACK:
+                continue  # older than the push: not its own (and no wait for it)
+        except FileNotFoundError:
+            continue
+        while lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        try:
+            if lock.read_bytes()[:100].decode("ascii", "replace").strip() not in ("", commit):
+                continue
+            lock.unlink()
+            rep.git_locks.append(str(lock))
         except FileNotFoundError:
             pass
 

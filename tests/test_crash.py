@@ -683,12 +683,17 @@ def sync_kill_loop(tmp_path: Path, kills: int, seed: int, batch: int = 12) -> di
             wrote |= ids
         ct("-C", b, "sync")
         _run_or_kill(a, ["sync"], "sync", took, rng, figures, seen)
+        # a kill inside the push can leave the remote's receive-pack dead holding its ref locks
+        remote_locks = [remote / "refs/heads/main.lock", remote / "HEAD.lock"]
+        if any(p.exists() for p in remote_locks):
+            seen["remote ref locks (a killed push)"] += 1
         now = committed_lines(a)
         assert {k.split(":", 1)[1] for k in committed} <= {k.split(":", 1)[1] for k in now}, (
             "a sync lost records"
         )
         committed = now
         _fsck_round(a, figures)
+        assert not any(p.exists() for p in remote_locks), "the repair left the remote's lock"
     ct("-C", a, "sync")
     ct("-C", b, "sync")
     for root in (a, b):
@@ -744,3 +749,82 @@ def test_a_day_log_a_killed_checkout_left_missing_is_counted_and_repaired(store)
     figures = Counter()
     _fsck_round(store.root, figures)
     assert figures["repairs"] == 1 and len(committed_lines(store.root)) == 1
+
+
+def _hold_the_ref_locks(remote: Path, mark: Path) -> Path:
+    """A `reference-transaction` hook in `remote` that stops a push while git holds its ref locks
+    (the "prepared" state): a kill then lands exactly where a kill loop's rare unlucky one does."""
+    hook = remote / "hooks" / "reference-transaction"
+    hook.write_text(f'#!/bin/sh\n[ "$1" = prepared ] && touch "{mark}" && sleep 60\nexit 0\n')
+    hook.chmod(0o755)
+    return hook
+
+
+def _sync_killed_in_its_push(root: Path, remote: Path, tmp_path: Path) -> list[Path]:
+    """`ct sync` of `root`, killed (its process group, receive-pack included) while the remote's
+    receive-pack holds the ref locks; returns the locks it left in the remote."""
+    mark = tmp_path / "push-holds-the-locks"
+    hook = _hold_the_ref_locks(remote, mark)
+    proc = _start(root, ["sync"])
+    deadline = time.monotonic() + 60
+    while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    _, err = proc.communicate()
+    hook.unlink()
+    assert mark.exists(), f"the push never reached the remote's ref update:\n{err}"
+    return [p for p in (remote / "refs/heads/main.lock", remote / "HEAD.lock") if p.exists()]
+
+
+def test_a_sync_killed_in_its_push_needs_one_repair_for_the_remote_too(tmp_path):
+    """A sync killed while the bare remote's receive-pack holds refs/heads/main.lock (its process
+    group holds receive-pack too) leaves that lock in the remote, and every later push of every
+    clone failed on it ("20 pushes were rejected"). The one repair after the kill removes it (it
+    holds the commit the killed push pushed); then both clones sync and each holds every record."""
+    remote = tmp_path / "remote.git"
+    _git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    a = make_store(tmp_path / "a").root
+    _git(a, "remote", "add", "origin", str(remote))
+    ct("-C", a, "sync", "--set-upstream", "origin")
+    b = tmp_path / "b"
+    _git(tmp_path, "clone", "-q", str(remote), str(b))
+    ct("-C", a, "add", "--ts", "2026-11-30T10:00:00Z", "a's turn pushed when killed")
+    ct("-C", b, "add", "--ts", "2026-11-30T11:00:00Z", "b's turn")
+    pushed = _git(a, "rev-parse", "HEAD").strip()
+    left = _sync_killed_in_its_push(a, remote, tmp_path)
+    assert left and all(p.read_text().strip() in ("", pushed) for p in left)
+    figures = Counter()
+    _fsck_round(a, figures)
+    assert figures["repairs"] == 1
+    assert not [p for p in left if p.exists()], "the repair left the killed push's remote lock"
+    ct("-C", b, "sync")
+    ct("-C", a, "sync")
+    ct("-C", b, "sync")
+    for root in (a, b):
+        texts = {json.loads(v)["text"] for v in committed_lines(root).values()}
+        assert {"a's turn pushed when killed", "b's turn"} <= texts
+        assert git_clean(root)
+
+
+def test_repair_leaves_a_remote_lock_the_killed_push_cannot_have_made(tmp_path):
+    """The rollback removes a remote's lock only when the killed push provably made it: one holding
+    another clone's commit (a push of theirs) or older than the push stays for its owner."""
+    from memstore.repair import JOURNAL, journal_push
+
+    remote = tmp_path / "remote.git"
+    _git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    store = make_store(tmp_path / "a")
+    _git(store.root, "remote", "add", "origin", str(remote))
+    ct("-C", store.root, "sync", "--set-upstream", "origin")
+    theirs, older = remote / "refs" / "heads" / "main.lock", remote / "HEAD.lock"
+    older.write_text("")
+    past = time.time() - 30
+    os.utime(older, (past, past))
+    with store.lock():  # the sync's journalled lock, its push under way
+        journal_push(store, remote, "refs/heads/main", store.git.head())
+        theirs.write_text("f" * 40 + "\n")  # another clone's push, made while this one pushed
+        journal = (store.meta_dir / JOURNAL).read_bytes()
+    (store.meta_dir / JOURNAL).write_bytes(journal)  # the sync died holding it
+    out = json.loads(ct("-C", store.root, "fsck", "--repair", "--json").stdout)
+    assert theirs.exists() and older.exists(), out
+    assert not (store.meta_dir / JOURNAL).exists()

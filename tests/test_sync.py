@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -459,3 +460,89 @@ def test_a_store_without_tombstones_applies_none_without_touching_the_index(clon
 
     monkeypatch.setattr(st, "index", no_index)
     assert leftovers.apply_tombstones(st).commit is None
+
+
+def test_a_stale_lock_in_the_remote_stops_sync_with_its_name_and_keeps_the_commits(clones):
+    """A lock a dead git left in the remote (a killed push elsewhere) is not a lost race: no 20
+    retries, an error naming the remote and the lock and how to remove it, nothing lost or removed."""
+    a, b, remote = clones
+    ct("-C", a, "add", "a's turn waits for the remote", "--ts", "2026-11-30T10:00:00Z")
+    head, remote_main = git(a, "rev-parse", "HEAD").stdout, git(remote, "rev-parse", "main").stdout
+    lock = remote / "refs" / "heads" / "main.lock"
+    lock.write_text("")
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    out = ct("-C", a, "sync", check=False)
+    assert out.returncode != 0
+    assert "kept moving" not in out.stderr and "moved while syncing" not in out.stderr
+    assert f"Cannot push to 'origin' ({remote})" in out.stderr, out.stderr
+    assert f'"rm {lock}"' in out.stderr and "60 s old" in out.stderr
+    assert "your commits (and any merge) are kept here" in out.stderr
+    assert lock.exists(), "ct sync removed a lock it cannot show is its own"
+    assert git(a, "rev-parse", "HEAD").stdout == head and git_clean(a)
+    assert git(remote, "rev-parse", "main").stdout == remote_main
+    lock.unlink()  # what the message says to do
+    assert json.loads(ct("-C", a, "sync", "--json").stdout)["pushed"] == 1
+    ct("-C", b, "sync")
+    assert "a's turn waits for the remote" in {
+        json.loads(line)["text"]
+        for line in git(b, "show", "HEAD:log/2026/2026-11-30.jsonl").stdout.splitlines()
+    }
+
+
+def test_a_lock_a_live_push_holds_for_a_moment_is_a_race_and_sync_merges_again(clones, tmp_path):
+    """The remote's ref lock held by another push (here: made by its pre-receive hook and removed
+    0.3 s later) rejects the push with the same words as a stale one: sync retries and pushes."""
+    a, b, remote = clones
+    ct("-C", a, "add", "a pushes past a held lock", "--ts", "2026-11-30T10:05:00Z")
+    marker, lock = tmp_path / "held", remote / "refs" / "heads" / "main.lock"
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(
+        f'#!/bin/sh\ncat >/dev/null\n[ -e "{marker}" ] && exit 0\ntouch "{marker}" "{lock}"\n'
+        f'(sleep 0.3; rm -f "{lock}") >/dev/null 2>&1 &\nexit 0\n'
+    )
+    hook.chmod(0o755)
+    res = json.loads(ct("-C", a, "sync", "--json").stdout)
+    assert marker.exists() and not lock.exists()
+    assert res["retries"] >= 1 and res["pushed"] == 1, res
+
+
+def test_a_stale_lock_on_a_remote_elsewhere_is_named_after_three_pushes_in_a_row(clones):
+    """A remote on another machine cannot be looked into: the same lock in the way of three pushes
+    in a row (a live push holds it for a millisecond) stops the sync and says to remove it there."""
+    from memstore.errors import GitError
+    from memstore.results import SyncResult
+    from memstore.upkeep.sync import _refuse_stale_lock
+
+    a, _, _ = clones
+    git(a, "remote", "set-url", "origin", "ssh://git@example.invalid/memory.git")
+    store = Store.open(a)
+    res = SyncResult(remote="origin", branch="main", upstream="origin/main", notes=[])
+    lock = "/srv/git/memory.git/./refs/heads/main.lock"
+    _refuse_stale_lock(store, res, [lock, "", lock, lock])  # twice in a row: maybe a race
+    with pytest.raises(GitError) as err:
+        _refuse_stale_lock(store, res, [lock, "", lock, lock, lock])
+    assert "ssh://git@example.invalid/memory.git" in err.value.message
+    assert "3 pushes in a row" in err.value.message and lock in err.value.message
+    assert "On the server" in err.value.hint and "kept here" in err.value.hint
+
+
+def test_the_remote_ct_sync_can_look_into_is_one_on_this_machine(clones, tmp_path):
+    """Only a repository on this machine (a path, relative or absolute, or file://; bare or not)
+    has its lock files dated and its killed push journalled; ssh and host:path remotes are not."""
+    from memstore.upkeep.sync import _local_git_dir
+
+    a, b, remote = clones
+    store = Store.open(a)
+    for url, want in [
+        (str(remote), remote),
+        (f"file://{remote}", remote),
+        (os.path.relpath(remote, a), remote),
+        (str(b), b / ".git"),
+        ("ssh://git@example.invalid/memory.git", None),
+        ("git@example.invalid:memory.git", None),
+        (str(tmp_path / "nothing-here.git"), None),
+    ]:
+        git(a, "remote", "set-url", "origin", url)
+        got = _local_git_dir(store, "origin")
+        assert (got and got.resolve()) == (want and want.resolve()), url

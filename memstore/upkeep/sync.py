@@ -8,12 +8,14 @@ Sync holds the write lock while it merges and while it pushes, so no local write
 
 from __future__ import annotations
 
+import os
 import random
+import re
 import time
 from pathlib import Path
 
 from ..errors import GitError, MemstoreError
-from ..gitrepo import IN_MEMSTORE_ENV
+from ..gitrepo import IN_MEMSTORE_ENV, git_dir
 from ..results import SyncResult
 
 PUSH_TRIES = 20
@@ -26,6 +28,12 @@ RACE_WORDS = (
     "cannot lock ref",
     "is at ",
 )
+# A lock file in the remote in the way of the push. Another push holding it (for about a
+# millisecond) is a race like the others; one that stays was left by a git that died there (a
+# killed push), and no retry gets past it: ct sync stops and names it.
+LOCK_IN_THE_WAY = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+STALE_LOCK_S = 5.0  # a lock this old in a remote on this machine is a dead git's
+STALE_LOCK_ROUNDS = 3  # a remote elsewhere: the same lock in the way of this many pushes in a row
 
 
 def sync(
@@ -59,6 +67,7 @@ def sync(
     # fetch to push holds only the merge and what the merged days need: the shorter that time, the
     # likelier a push wins while other clones push.
     store.index()
+    in_the_way: list[str] = []  # per rejected push: the remote lock in its way, or ""
     for attempt in range(PUSH_TRIES):
         if attempt:
             _back_off(attempt)
@@ -66,13 +75,15 @@ def sync(
         if not push:
             break
         with store.lock():
-            pushed = _push(store, res, first)
+            pushed = _push(store, res, first, in_the_way)
         if pushed:
             break
         first = first and _counts(store, res.upstream) is None
         res.retries += 1
         res.notes.append(f"{res.upstream} moved while syncing (someone pushed); merging again")
     else:
+        if in_the_way and in_the_way[-1]:
+            _refuse_stale_lock(store, res, in_the_way, last_try=True)
         raise GitError(
             f"{res.upstream} kept moving: {PUSH_TRIES} pushes were rejected because others pushed first.",
             "Everything is merged and kept here; run ct sync again.",
@@ -314,9 +325,11 @@ def _refuse_local_changes(store, res: SyncResult, exc: GitError) -> None:
     ) from None
 
 
-def _push(store, res: SyncResult, first: bool) -> bool:
-    """Push HEAD: True when pushed (or nothing to push), False when the remote moved meanwhile."""
+def _push(store, res: SyncResult, first: bool, in_the_way: list[str]) -> bool:
+    """Push HEAD: True when pushed (or nothing to push), False when the remote moved meanwhile (or
+    a push there held the ref's lock); a lock a dead git left there stops the sync."""
     from ..forget import purge
+    from ..repair import journal_push
 
     purge.refuse_purged(store, res, "HEAD", what="push")
     counts = _counts(store, res.upstream)
@@ -330,13 +343,20 @@ def _push(store, res: SyncResult, first: bool) -> bool:
         res.remote,
         f"HEAD:refs/heads/{_remote_branch(res)}",
     ]
+    remote_dir = _local_git_dir(store, res.remote)
+    if remote_dir is not None:  # a kill now can leave its receive-pack's lock there (repair.py)
+        journal_push(store, remote_dir, f"refs/heads/{_remote_branch(res)}", store.git.head())
     try:
         store.git.run(
             *args, env={IN_MEMSTORE_ENV: "1"}
         )  # the pre-push guard: sync applied tombstones itself
     except GitError as exc:
         words = _git_words(exc)
-        if any(k in words for k in RACE_WORDS):
+        lock = LOCK_IN_THE_WAY.search(exc.message)
+        if lock or any(k in words for k in RACE_WORDS):
+            in_the_way.append(lock.group(1) if lock else "")
+            if lock:
+                _refuse_stale_lock(store, res, in_the_way)
             return False
         raise GitError(
             f"Cannot push to {res.remote!r} ({_url(store, res.remote)}): {words}",
@@ -347,6 +367,65 @@ def _push(store, res: SyncResult, first: bool) -> bool:
         res.notes.append(f"{res.branch} now tracks {res.upstream}")
         _point_remote_head(store, res)
     return True
+
+
+def _local_git_dir(store, remote: str) -> Path | None:
+    """The git folder of `remote` when it is a repository on this machine (a path or file:// URL)."""
+    url = _url(store, remote)
+    if "://" in url and not url.startswith("file://"):
+        return None
+    path = Path(url.removeprefix("file://"))
+    if not path.is_absolute():
+        if ":" in url.split("/", 1)[0]:
+            return None  # host:path, git's scp-like address
+        path = store.root / path
+    if (path / ".git").exists():
+        return git_dir(path)
+    if (path / "HEAD").is_file() and (path / "refs").is_dir():
+        return path  # a bare repository
+    return None
+
+
+def _refuse_stale_lock(store, res: SyncResult, in_the_way: list[str], last_try=False) -> None:
+    """Stop the sync when the remote lock that rejected the last push is a dead git's leftover, not
+    a push holding it (milliseconds): in a remote on this machine, one STALE_LOCK_S old; elsewhere,
+    the same lock in the way of STALE_LOCK_ROUNDS pushes in a row (or of the last try). Nothing in
+    the remote is removed here: a lock this clone's killed sync left is removed by the rollback of
+    its journal (memstore/repair.py), which ran before this push; this one is someone else's."""
+    lock = in_the_way[-1]
+    rounds = 0
+    for seen in reversed(in_the_way):
+        if seen != lock:
+            break
+        rounds += 1
+    url = _url(store, res.remote)
+    if _local_git_dir(store, res.remote) is not None:
+        path = os.path.normpath(lock)
+        try:
+            age = time.time() - os.stat(path).st_mtime
+        except OSError:
+            return  # gone: a push held it for a moment
+        if age < STALE_LOCK_S and not last_try:
+            return
+        since = f"it is {age:.0f} s old"
+        fix = (
+            f'If no git process is writing to {url} now, remove it ("rm {path}") '
+            "and run ct sync again."
+        )
+    else:
+        if rounds < STALE_LOCK_ROUNDS and not last_try:
+            return
+        path = lock
+        since = f"it was in the way of {rounds} push{'es' if rounds != 1 else ''} in a row"
+        fix = (
+            f"On the server, if no git process is running in that repository, remove {path} "
+            "there, then run ct sync again."
+        )
+    raise GitError(
+        f"Cannot push to {res.remote!r} ({url}): the lock file {path} is in the way. A push holds "
+        f"it for a moment only, and {since}: a git that died there (a killed push) left it.",
+        f"Nothing was pushed; your commits (and any merge) are kept here. {fix}",
+    )
 
 
 def _point_remote_head(store, res: SyncResult) -> None:
