@@ -153,3 +153,50 @@ def test_is_credentials_file(name, expected):
 )
 def test_code_that_names_a_secret_is_not_one(text):
     assert scan(text) == []
+
+
+def test_detect_secrets_is_handed_only_lines_a_vendor_pattern_matches_with_the_same_findings(
+    monkeypatch,
+):
+    """`scan` asks detect-secrets' vendor-specific plugins only about lines one of their own
+    patterns matches (every other line costs ~2 ms of plugin Python for nothing): the findings are
+    those of handing it every line with a long token, and prose with a long URL hands it nothing."""
+    from detect_secrets.core import scan as ds_scan
+
+    from memstore.secrets import detect
+
+    hexes = "0123456789abcdef" * 4
+    shapes = [
+        f"aws_access_key_id = {AWS_ID}",
+        f"token: {GITHUB}",
+        f"SLACK_BOT={SLACK}",
+        f"stripe.api_key = '{STRIPE}'",
+        f"OPENAI_API_KEY={OPENAI}",
+        "jwt = eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + RANDOM62[:43],
+        "//registry.npmjs.org/:_authToken=npm_" + RANDOM62[:36],
+        "twilio = SK" + hexes[:32],
+        "mailchimp = " + hexes[:32] + "-us12",
+        "DefaultEndpointsProtocol=https;AccountKey=" + (RANDOM62 * 3)[:86] + "==",
+        "square = sq0csp-" + RANDOM62[:43],
+        "url = https://admin:" + RANDOM62[:12] + "@db.example.org/x",
+        "see https://en.wikipedia.org/wiki/Internationalization_and_localization for more",
+    ]
+    text = "\n".join(["Some prose first."] + shapes + ["And prose after."])
+    with_filter = detect.scan_detect_secrets(text, specific_only=True)
+    monkeypatch.setattr(detect, "_DS_PATTERNS", [None])  # no vendor pre-filter
+    every_line = detect.scan_detect_secrets(text, specific_only=True)
+    assert len(every_line) >= 8
+    key = lambda fs: sorted((f.start, f.end, f.kind) for f in fs)  # noqa: E731
+    assert key(with_filter) == key(every_line)
+
+    monkeypatch.setattr(detect, "_DS_PATTERNS", [])  # the real pre-filter again
+    handed = []
+    real = ds_scan._process_line_based_plugins
+    monkeypatch.setattr(
+        ds_scan,
+        "_process_line_based_plugins",
+        lambda lines, **kw: handed.append(list(lines)) or real(lines, **kw),
+    )
+    prose = "Read https://en.wikipedia.org/wiki/Internationalization_and_localization first."
+    assert detect.scan_detect_secrets(prose, specific_only=True) == []
+    assert handed == []

@@ -584,6 +584,15 @@ def scan_detect_secrets(
     numbered = list(enumerate(lines, start=1))
     if specific_only if token_lines_only is None else token_lines_only:
         numbered = [(n, line) for n, line in numbered if _LONG_TOKEN.search(line)]
+    if specific_only:
+        # A vendor-specific plugin reports only what one of its own patterns matches: a line none
+        # of them matches cannot give a finding that counts here, and skipping it skips every
+        # plugin's Python per line (~2 ms a text with a long token, most of a scan).
+        patterns = _ds_specific_patterns()
+        if patterns is not None:
+            numbered = [(n, line) for n, line in numbered if any(p.search(line) for p in patterns)]
+        if not numbered:
+            return []
     out: dict[tuple[int, int], str] = {}
     # The line-based scan of a file (with the heuristic filters), minus the file I/O; its name is
     # private, which is why the dependency is pinned.
@@ -614,6 +623,32 @@ def _occurrences(line: str, value: str) -> list[tuple[int, int]]:
 
 
 _DS_SETTINGS = []
+
+
+_DS_PATTERNS: list = []
+
+
+def _ds_specific_patterns() -> list | None:
+    """The regular expressions of every vendor-specific plugin (`_DS_SPECIFIC`), or None when one
+    of them is not a plain pattern-list detector (then no line may be skipped)."""
+    if not _DS_PATTERNS:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.plugins.base import RegexBasedDetector
+
+        mapping = get_mapping_from_secret_type_to_class()
+        patterns: list | None = []
+        for secret_type in _DS_SPECIFIC:
+            cls = mapping.get(secret_type)
+            if (
+                cls is None
+                or not issubclass(cls, RegexBasedDetector)
+                or "analyze_line" in vars(cls)
+            ):
+                patterns = None
+                break
+            patterns += list(cls.denylist)
+        _DS_PATTERNS.append(patterns)
+    return _DS_PATTERNS[0]
 
 
 def _ds_configure() -> None:
