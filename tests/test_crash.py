@@ -657,6 +657,18 @@ def test_fsck_names_a_stale_git_index_lock(tmp_path):
 # ----- ct sync killed at random -------------------------------------------------------------------
 
 
+def two_clones(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(bare remote, store a that pushed to it first, b a plain clone of it)."""
+    remote = tmp_path / "remote.git"
+    _git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    a = make_store(tmp_path / "a").root
+    _git(a, "remote", "add", "origin", str(remote))
+    ct("-C", a, "sync", "--set-upstream", "origin")
+    b = tmp_path / "b"
+    _git(tmp_path, "clone", "-q", str(remote), str(b))
+    return remote, a, b
+
+
 def sync_kill_loop(tmp_path: Path, kills: int, seed: int, batch: int = 12) -> dict:
     """`ct sync` killed at random between two clones of a bare remote: one `ct fsck --repair` leaves
     the killed clone clean (no damage, no warning, git clean), and nothing either clone wrote is lost.
@@ -665,13 +677,7 @@ def sync_kill_loop(tmp_path: Path, kills: int, seed: int, batch: int = 12) -> di
     and its `ct sync` (fetch, merge, reindex, tombstones, push) is killed after a random delay.
     """
     rng = random.Random(seed)
-    remote = tmp_path / "remote.git"
-    _git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
-    a = make_store(tmp_path / "a").root
-    _git(a, "remote", "add", "origin", str(remote))
-    ct("-C", a, "sync", "--set-upstream", "origin")
-    b = tmp_path / "b"
-    _git(tmp_path, "clone", "-q", str(remote), str(b))
+    remote, a, b = two_clones(tmp_path)
     corpus = Corpus(tmp_path, rng)
     wrote: set[str] = set()
     figures, seen, took = Counter(), Counter(), {}
@@ -781,13 +787,7 @@ def test_a_sync_killed_in_its_push_needs_one_repair_for_the_remote_too(tmp_path)
     group holds receive-pack too) leaves that lock in the remote, and every later push of every
     clone failed on it ("20 pushes were rejected"). The one repair after the kill removes it (it
     holds the commit the killed push pushed); then both clones sync and each holds every record."""
-    remote = tmp_path / "remote.git"
-    _git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
-    a = make_store(tmp_path / "a").root
-    _git(a, "remote", "add", "origin", str(remote))
-    ct("-C", a, "sync", "--set-upstream", "origin")
-    b = tmp_path / "b"
-    _git(tmp_path, "clone", "-q", str(remote), str(b))
+    remote, a, b = two_clones(tmp_path)
     ct("-C", a, "add", "--ts", "2026-11-30T10:00:00Z", "a's turn pushed when killed")
     ct("-C", b, "add", "--ts", "2026-11-30T11:00:00Z", "b's turn")
     pushed = _git(a, "rev-parse", "HEAD").strip()
