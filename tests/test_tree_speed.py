@@ -251,13 +251,15 @@ def test_the_topic_matrix_gives_the_closest_topics_first_from_fresh_rows():
     for tid in vecs:
         m.stale(tid)
     q = vector("t7")
-    assert m.closest(q, 5, vector, vecs)[0] == "t7"
+    assert m.closest(q, 5, vector, vecs)[0][0] == "t7"
     vecs["t9"] = list(vecs["t7"])  # t9 changed (a record joined it): its row is refreshed
     m.stale("t9")
-    got = m.closest(q, 5, vector, vecs)
+    got, every = m.closest(q, 5, vector, vecs)
     assert set(got[:2]) == {"t7", "t9"}
     brute = sorted(vecs, key=lambda t: -float(vector(t) @ q))[:5]
     assert set(got) == set(brute)
+    for tid in vecs:  # every row's cosine comes back too, by the matrix's rows
+        assert abs(float(every[m.rows[tid]]) - float(vector(tid) @ q)) < 1e-5
 
 
 def test_a_crowded_parent_regrouped_mid_write_sends_loose_topics_down_into_its_groups(
@@ -303,3 +305,25 @@ def test_a_write_of_a_few_hundred_turns_is_regrouped_once_at_its_end(store, monk
     tree = treefmt.read(store.root)
     assert 25 < len([t for t in tree.topics.values() if t.records]) <= assign.REGROUP_AT * 5
     assert len(calls) == 1
+
+
+def test_term_sets_of_windows_are_term_set_s_own():
+    """Placement ranks the key terms of topic windows from per-text counts (tree/termsets.py); every
+    window gives naming.term_set's answer, ties at the cut and capitalised words included."""
+    from memstore.tree.termsets import TermSets
+
+    rng = random.Random(11)
+    vocab = [_word(rng) for _ in range(40)] + ["Sarah", "sarah", "Bikes", "bike", "the", "a"]
+    texts = [""] + [
+        " ".join(rng.choice(vocab) for _ in range(rng.randint(1, 60))) + "." for _ in range(80)
+    ]
+    texts += [
+        "My bike tire keeps going flat. The Bike shop said the tire is fine.",
+        "What pressure should the bike tire have? Sarah said 80 psi.",
+        "ok",
+    ]
+    sets = TermSets()
+    for _ in range(600):
+        window = rng.sample(texts, rng.randint(1, 8))
+        for k in (1, 3, 12, 20):
+            assert sets.top(window, k) == naming.term_set(window, k), (window, k)

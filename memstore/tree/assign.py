@@ -11,6 +11,7 @@ decides; the replies and tool calls that follow it join the same topic.
 from __future__ import annotations
 
 import gc
+import heapq
 from itertools import islice
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..format.tree import Topic, Tree
 from ..progress import stage, tick
 from . import naming
 from .fanout import Kids, name_groups, rebalance
+from .termsets import TermSets
 from .topicdata import RecordData, normalise, thresholds, topic_vector
 
 SHORT_TURN_WORDS = (
@@ -62,12 +64,14 @@ class Placer:
         self.last_session: str | None = None
         self.content_vecs: dict[str, np.ndarray] = {}
         self.kids = Kids(tree)  # the children map, kept as topics are added and moved
-        self.vcache: dict = {}  # topic vectors this write computed (dropped where records join)
+        self.vcache = VectorCache()  # topic vectors this write computed (dropped where records join)
+        self.levels = ChildMatrices(self._vector)  # each parent's children's vectors, stacked
         self.recent: dict[str, None] = {}  # topics this write made or joined, latest last
         self.seen = TopicMatrix()  # their vectors, for one look at all of them per branching turn
         self.dirty: set = set()  # parents this write gave a child to (regrouped in `finish`)
         self.visited = 0  # topics the last placement looked at (tests count them)
         self.terms: dict[tuple, set[str]] = {}  # (record ids, k) -> their key terms (see _terms)
+        self.term_sets = TermSets()  # naming.term_set of windows, each text counted once
         self.unnamed: dict[str, bool] = {}  # groups regrouping made mid-batch: named in `finish`
         self.first_texts: dict[str, list[str]] = {}  # topics made here, named in `finish`
         if tree.current and tree.topics[tree.current].records:
@@ -150,7 +154,7 @@ class Placer:
             return True
         if sim + 0.08 * 2 < min(self.th["continue"], self.th["stay"]):
             return False
-        shared = naming.term_set([rec["text"]], 12) & self._terms(t.records[-RECENT_WINDOW:], 20)
+        shared = self.term_sets.top([rec["text"]], 12) & self._terms(t.records[-RECENT_WINDOW:], 20)
         score = sim + 0.08 * min(len(shared), 2)
         if score >= self.th["continue"]:
             return True
@@ -179,16 +183,17 @@ class Placer:
         scored = []
         # Shared words are read for the closest few only: they add at most 0.16.
         scored_words = 0
-        for tid, sim in sorted(sims.items(), key=lambda kv: (-kv[1], kv[0]))[: 4 * SCORED]:
-            t = self.tree.topics[tid]
-            depth = len(self.tree.ancestry(tid))
+        for sim, tid in heapq.nsmallest(4 * SCORED, ((-v, k) for k, v in sims.items())):
+            sim = -sim
             if sim + 0.08 * 2 < self.th["continue"]:
                 break  # not even two shared words would lift it (or any after it) to the threshold
+            t = self.tree.topics[tid]
+            depth = len(self.tree.ancestry(tid))
             bonus = 0.0
             if t.records and sim < min(self.th["join"], 1.0) and scored_words < SCORED:
                 scored_words += 1
                 if words is None:
-                    words = naming.term_set([rec["text"]], 12)
+                    words = self.term_sets.top([rec["text"]], 12)
                 shared = words & self._terms(t.records[-RECENT_WINDOW // 2 :], 20)
                 bonus = 0.08 * min(len(shared), 2)
             score = sim + bonus
@@ -221,7 +226,7 @@ class Placer:
         if got is None:
             if len(self.terms) > 50_000:
                 self.terms.clear()
-            got = self.terms[key] = naming.term_set(
+            got = self.terms[key] = self.term_sets.top(
                 self.data.texts(rids, limit=RECENT_WINDOW)[0], k
             )
         return got
@@ -232,24 +237,31 @@ class Placer:
     def _candidates(self, ancestry: list[str], vec: np.ndarray) -> dict[str, float]:
         """topic id -> cosine with `vec`, for a bounded set of topics (see `_branch`)."""
         sims: dict[str, float] = {}
-
-        def look(tid: str) -> float:
-            if tid not in sims:
-                v = self._vector(tid)
-                sims[tid] = float(v @ vec) if v is not None else -1.0
-            return sims[tid]
-
         # the topics this write made or joined: the closest few of all of them, in one product
-        close = self.seen.closest(vec, 4 * SCORED, self._vector, self.tree.topics)
+        close, every = self.seen.closest(vec, 4 * SCORED, self._vector, self.tree.topics)
+        rows = self.seen.rows
         for tid in ancestry + list(islice(reversed(self.recent), RECENT_TOPICS)) + close:
-            if tid in self.tree.topics:
-                look(tid)
-        level = self.kids.of(None)
+            if tid in self.tree.topics and tid not in sims:
+                row = rows.get(tid)
+                if row is not None:  # (the product has it already)
+                    sims[tid] = float(every[row])
+                else:
+                    v = self._vector(tid)
+                    sims[tid] = float(v @ vec) if v is not None else -1.0
+        # the beam: each level's children ranked in one product per parent (ChildMatrices)
+        self.levels.take(self.vcache, self.tree.topics)
+        parents: list[str | None] = [None]
         for _ in range(MAX_DEPTH):
+            level: list[tuple[float, str]] = []
+            for p in parents:
+                kids = self.kids.of(p)
+                if kids:
+                    got = self.levels.sims(p, kids, vec)
+                    for k, sim in zip(kids, got):
+                        level.append((-sims.setdefault(k.id, sim), k.id))
             if not level:
                 break
-            ranked = sorted(level, key=lambda t: (-look(t.id), t.id))[:BEAM]
-            level = [k for t in ranked for k in self.kids.of(t.id)]
+            parents = [tid for _, tid in heapq.nsmallest(BEAM, level)]
         return sims
 
     def _new_topic(self, parent: str | None, recs: list[dict], name: str | None = None) -> str:
@@ -388,6 +400,66 @@ class Placer:
         name_groups(tree, self.data, self.unnamed, self.llm, self.kids)
 
 
+class VectorCache(dict):
+    """topic id -> vector (or None), as topic_vector and rebalance keep it; the ids dropped (a
+    record joined the topic or one under it, a child moved) are noted for ChildMatrices."""
+
+    def __init__(self):
+        super().__init__()
+        self.dropped: set[str] = set()
+
+    def pop(self, key, *default):
+        self.dropped.add(key)
+        return super().pop(key, *default)
+
+
+class ChildMatrices:
+    """Per parent, the vectors of its children stacked in their order, so the beam ranks a level
+    in one matrix product instead of a Python step per child (the root holds up to REGROUP_AT x
+    max_children topics mid-write: ranking them one by one was a quarter of a big write's
+    placement). A parent's matrix is rebuilt when its children change, and a row is re-read when
+    its topic's vector was dropped from the VectorCache."""
+
+    def __init__(self, vector):
+        self.vector = vector  # topic id -> its vector, or None
+        self.of: dict[str | None, list] = {}  # parent -> [ids, matrix, {id: row}, no vector, stale]
+
+    def take(self, cache: VectorCache, topics) -> None:
+        """Mark the rows of the topics whose vectors `cache` dropped since the last call."""
+        for tid in cache.dropped:
+            t = topics.get(tid)
+            entry = self.of.get(t.parent) if t is not None else None
+            if entry is not None and tid in entry[2]:
+                entry[4].add(tid)
+        cache.dropped.clear()
+
+    def sims(self, parent: str | None, kids: list, vec: np.ndarray) -> list[float]:
+        """The cosine of each child's vector with `vec`, in the children's order (-1 without one)."""
+        ids = [k.id for k in kids]
+        entry = self.of.get(parent)
+        if entry is None or entry[0] != ids:
+            vecs = [self.vector(t) for t in ids]
+            mat = np.zeros((len(ids), vec.shape[0]), np.float32)
+            none = np.zeros(len(ids), bool)
+            for i, v in enumerate(vecs):
+                if v is None:
+                    none[i] = True
+                else:
+                    mat[i] = v
+            entry = self.of[parent] = [ids, mat, {t: i for i, t in enumerate(ids)}, none, set()]
+        elif entry[4]:
+            mat, rows, none = entry[1], entry[2], entry[3]
+            for tid in entry[4]:
+                v = self.vector(tid)
+                none[rows[tid]] = v is None
+                mat[rows[tid]] = 0.0 if v is None else v
+            entry[4].clear()
+        got = entry[1] @ vec
+        if entry[3].any():
+            got[entry[3]] = -1.0
+        return got.tolist()
+
+
 class TopicMatrix:
     """The vectors of the topics a write made or joined, one row each, so a branching turn finds
     the closest of all of them in one matrix product (an import makes thousands: ranking them one
@@ -398,6 +470,7 @@ class TopicMatrix:
         self.rows: dict[str, int] = {}
         self.ids: list[str] = []
         self.mat: np.ndarray | None = None
+        self.none: np.ndarray | None = None  # rows of topics without a vector
         self.dirty: set[str] = set()
 
     def stale(self, tid: str) -> None:
@@ -406,29 +479,35 @@ class TopicMatrix:
             self.ids.append(tid)
         self.dirty.add(tid)
 
-    def closest(self, vec: np.ndarray, k: int, vector, topics) -> list[str]:
-        """Up to `k` topic ids, the closest to `vec` first (`vector(tid)` gives a topic's vector)."""
+    def closest(self, vec: np.ndarray, k: int, vector, topics) -> tuple[list[str], np.ndarray]:
+        """Up to `k` topic ids, the closest to `vec` first (`vector(tid)` gives a topic's vector),
+        and every row's cosine with `vec` (-1 for a topic without a vector), by `rows`."""
         n = len(self.ids)
         if n == 0:
-            return []
+            return [], np.zeros(0, np.float32)
         if self.mat is None or self.mat.shape[0] < n or self.mat.shape[1] != vec.shape[0]:
             grown = np.zeros((max(64, 2 * n), vec.shape[0]), np.float32)
+            none = np.zeros(grown.shape[0], bool)
             if self.mat is not None and self.mat.shape[1] == vec.shape[0]:
                 grown[: self.mat.shape[0]] = self.mat
+                none[: self.mat.shape[0]] = self.none
             else:
                 self.dirty.update(self.ids)
-            self.mat = grown
+            self.mat, self.none = grown, none
         for tid in self.dirty:
             v = vector(tid) if tid in topics else None
             self.mat[self.rows[tid]] = v if v is not None else 0.0
+            self.none[self.rows[tid]] = v is None
         self.dirty.clear()
         sims = self.mat[:n] @ vec
+        if self.none[:n].any():
+            sims[self.none[:n]] = -1.0
         if n > k:
             top = np.argpartition(-sims, k - 1)[:k]
             top = top[np.argsort(-sims[top], kind="stable")]
         else:
             top = np.argsort(-sims, kind="stable")
-        return [self.ids[i] for i in top]
+        return [self.ids[i] for i in top], sims
 
 
 def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
