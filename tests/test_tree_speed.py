@@ -327,3 +327,52 @@ def test_term_sets_of_windows_are_term_set_s_own():
         window = rng.sample(texts, rng.randint(1, 8))
         for k in (1, 3, 12, 20):
             assert sets.top(window, k) == naming.term_set(window, k), (window, k)
+
+
+def test_regrouping_s_pair_search_is_the_pairwise_loop_s_answer():
+    """rebalance compares a crowded parent's children in one product (fanout._cosines): each
+    cosine is `_sim`'s (to float rounding), and the pair picked is the pairwise loop's over them,
+    ties (repeated vectors) and topics without a vector included: the closest pair (or the least
+    close), the first in (i, j) order on a tie."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        n = int(rng.integers(2, 12))
+        base = rng.normal(size=(max(2, n // 2), 8)).astype(np.float32)
+        vs = [base[int(rng.integers(len(base)))] for _ in range(n)]  # repeats: tied pairs
+        vs = [v / np.linalg.norm(v) for v in vs]
+        if trial % 3 == 0:
+            vs[int(rng.integers(n))] = None
+        sims = fanout._cosines(vs, vs)
+        for i, a in enumerate(vs):
+            for j, b in enumerate(vs):
+                assert abs(sims[i, j] - fanout._sim(a, b)) < 1e-6
+        pairs = [(sims[i, j], i, j) for i in range(n) for j in range(n) if i < j]
+        most = max(p[0] for p in pairs)
+        least = min(p[0] for p in pairs)
+        assert fanout._best_pair(vs, np.max) == min((i, j) for s, i, j in pairs if s == most)
+        assert fanout._best_pair(vs, np.min) == min((i, j) for s, i, j in pairs if s == least)
+
+
+def test_a_group_vector_keeps_its_topics_tail_centroids(store):
+    """A record placed under a group asks for the group's vector again; the topics under it that
+    did not change give their latest records' centroid from what was kept (RecordData.tail_centroid),
+    and a topic that gained a record is averaged anew."""
+    import numpy as np
+
+    from memstore.tree import topicdata
+
+    data = topicdata.RecordData(store)
+    rng = np.random.default_rng(1)
+    for k in range(6):
+        v = rng.normal(size=16).astype(np.float32)
+        data.extra_vecs[f"r{k}"] = v / np.linalg.norm(v)
+    before = topicdata.STATS["vectors"]
+    a = data.tail_centroid(["r0", "r1", "r2"], 2)
+    read = topicdata.STATS["vectors"] - before
+    again = data.tail_centroid(["r5", "r1", "r2"], 2)  # the same latest two: nothing read
+    assert again is a and topicdata.STATS["vectors"] - before == read == 2
+    grown = data.tail_centroid(["r0", "r1", "r2", "r3"], 2)
+    assert np.allclose(grown, data.centroid(["r2", "r3"]))
+    assert not np.allclose(grown, a)

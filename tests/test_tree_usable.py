@@ -167,6 +167,9 @@ def test_a_group_vector_reads_a_bounded_sample(store):
             self.reads += len(pick)
             return np.ones(4, np.float32) / 2
 
+        def tail_centroid(self, rids, last):
+            return self.centroid(rids, last)
+
     def tree_of(n):
         tree = Tree()
         tree.topics["g"] = Topic("g", "group", records=[])

@@ -64,7 +64,9 @@ class Placer:
         self.last_session: str | None = None
         self.content_vecs: dict[str, np.ndarray] = {}
         self.kids = Kids(tree)  # the children map, kept as topics are added and moved
-        self.vcache = VectorCache()  # topic vectors this write computed (dropped where records join)
+        self.vcache = (
+            VectorCache()
+        )  # topic vectors this write computed (dropped where records join)
         self.levels = ChildMatrices(self._vector)  # each parent's children's vectors, stacked
         self.recent: dict[str, None] = {}  # topics this write made or joined, latest last
         self.seen = TopicMatrix()  # their vectors, for one look at all of them per branching turn

@@ -54,8 +54,11 @@ class Kids:
 
     def move(self, t: Topic, parent: str | None) -> None:
         old = self._list(t.parent)
-        if t in old:
-            old.remove(t)
+        at = next((i for i, k in enumerate(old) if k is t), None)
+        if (
+            at is not None
+        ):  # (by identity: comparing Topics field by field cost a regrouping dearly)
+            del old[at]
         self._list(parent)
         t.parent = parent
         self.add(t)
@@ -101,6 +104,40 @@ def group_summary(members: list[Topic]) -> str:
 
 def _sim(a: np.ndarray | None, b: np.ndarray | None) -> float:
     return float(a @ b) if a is not None and b is not None else -1.0
+
+
+def _cosines(rows: list, cols: list) -> np.ndarray:
+    """The matrix of `_sim` between two lists of vectors (None: -1 against everything), in one
+    product: a crowded parent's regrouping compares every pair of its children at each step."""
+
+    def stacked(vs):
+        dim = next((v.shape[0] for v in vs if v is not None), 1)
+        mat = np.zeros((len(vs), dim), np.float32)
+        none = np.zeros(len(vs), bool)
+        for i, v in enumerate(vs):
+            if v is None:
+                none[i] = True
+            else:
+                mat[i] = v
+        return mat, none
+
+    (a, a_none), (b, b_none) = stacked(rows), stacked(cols)
+    if a.shape[1] != b.shape[1]:  # (only where every vector of one side is missing)
+        return np.full((len(rows), len(cols)), -1.0)
+    out = (a @ b.T).astype(np.float64)
+    out[a_none, :] = -1.0
+    out[:, b_none] = -1.0
+    return out
+
+
+def _best_pair(vs: list, pick) -> tuple[int, int]:
+    """(i, j), i < j: the pair of `vs` whose `_sim` is `pick` (np.max or np.min), the first such
+    pair in (i, j) order on a tie."""
+    sims = _cosines(vs, vs)
+    upper = np.triu(np.ones(sims.shape, bool), 1)
+    best = pick(sims[upper])
+    i, j = np.argwhere(upper & (sims == best))[0]
+    return int(i), int(j)
 
 
 def _name_group(tree: Tree, data: RecordData, members: list[Topic], llm, kids: Kids):
@@ -152,13 +189,7 @@ def _make_group(
 
 def _halves(kids: list[Topic], vec: dict) -> tuple[list[Topic], list[Topic]]:
     """Split topics into two similar-sized halves around the two least similar of them."""
-    pairs = [
-        (_sim(vec[a.id], vec[b.id]), i, j)
-        for i, a in enumerate(kids)
-        for j, b in enumerate(kids)
-        if i < j
-    ]
-    _, i, j = min(pairs, key=lambda p: (p[0], p[1], p[2]))
+    i, j = _best_pair([vec[k.id] for k in kids], np.min)
     left, right = [kids[i]], [kids[j]]
     cap = (len(kids) + 1) // 2
     for k in sorted(
@@ -228,11 +259,15 @@ def rebalance(
         here = sorted(kids.of(parent), key=lambda t: (t.created, t.id))
         vec = {k.id: topic_vector(tree, data, k.id, cache, kids.of) for k in here}
         groups = [k for k in here if not k.records and k.id != tree.current and kids.of(k.id)]
-        leaves = [k for k in here if k not in groups]
+        group_ids = {g.id for g in groups}
+        leaves = [k for k in here if k.id not in group_ids]
         if leaves and groups:
-            s, leaf, g = max(
-                ((_sim(vec[lf.id], vec[g.id]), lf, g) for lf in leaves for g in groups),
-                key=lambda t: (t[0], t[1].created, t[2].created),
+            sims = _cosines([vec[lf.id] for lf in leaves], [vec[g.id] for g in groups])
+            s = float(sims.max())
+            # the closest pair; on a tie the newest leaf, then the newest group, then the first
+            leaf, g = max(
+                ((leaves[li], groups[gi]) for li, gi in np.argwhere(sims == s).tolist()),
+                key=lambda pair: (pair[0].created, pair[1].created),
             )
             if s >= join or len(leaves) < 2:
                 kids.move(leaf, g.id)
@@ -242,15 +277,9 @@ def rebalance(
         is_group = parent is not None and not tree.topics[parent].records and parent != tree.current
         if len(leaves) >= 2 and not is_group:
             size = max(2, min(len(leaves), max_children // 2 + 1))
-            pairs = [
-                (_sim(vec[a.id], vec[b.id]), i, j)
-                for i, a in enumerate(leaves)
-                for j, b in enumerate(leaves)
-                if i < j
-            ]
-            _, i, j = max(pairs, key=lambda p: (p[0], -p[1], -p[2]))
+            i, j = _best_pair([vec[k.id] for k in leaves], np.max)
             members = [leaves[i], leaves[j]]
-            rest = [k for k in leaves if k not in members]
+            rest = [k for n, k in enumerate(leaves) if n not in (i, j)]
             while len(members) < size and rest:
                 centre = [vec[m.id] for m in members if vec[m.id] is not None]
                 c = np.mean(np.stack(centre), axis=0) if centre else None

@@ -50,6 +50,7 @@ def normalise(v: np.ndarray) -> np.ndarray:
 # "a write's cost does not grow with the tree" is checked in operations, not in wall time.
 STATS = {"vectors": 0}
 
+TAILS_KEPT = 20_000  # centroids tail_centroid keeps (about 1.6 KB each at 384 dimensions)
 DF_SAMPLE = 5_000  # matches counted exactly for a term's document frequency (see RecordData._df)
 
 
@@ -64,6 +65,7 @@ class RecordData:
         self._exact: dict[str, np.ndarray] = {}  # record id -> its vector, read from its pack
         self.extra_vecs: dict[str, np.ndarray] = {}  # records being written now (not indexed yet)
         self.extra_recs: dict[str, dict] = {}
+        self._tails: dict[tuple, np.ndarray | None] = {}  # see tail_centroid
 
     def rows(self, ids=None) -> dict[str, tuple[int, int, float, str, str]]:
         """record id -> (rowid, vrow, unix ts, role, type); all rows when `ids` is None (first copy wins)."""
@@ -172,6 +174,18 @@ class RecordData:
             return None
         return normalise(np.mean(np.stack(vecs), axis=0))
 
+    def tail_centroid(self, rids: list[str], last: int) -> np.ndarray | None:
+        """`centroid(rids, last)`, kept by the records it averages: a group's vector averages a few
+        topics' latest records, and a record placed anywhere under it asks for the group's vector
+        again while all but one of those topics are as they were."""
+        key = tuple(rids[-last:])
+        if key in self._tails:
+            return self._tails[key]
+        if len(self._tails) >= TAILS_KEPT:
+            self._tails.clear()
+        got = self._tails[key] = self.centroid(rids, last=last)
+        return got
+
     def time(self, rid: str) -> float:
         if rid in self.extra_recs:
             from ..format.timeutil import from_iso
@@ -240,7 +254,7 @@ def topic_vector(tree, data: RecordData, tid: str, cache: dict, kids=None) -> np
                 if k.records and len(found) < GROUP_SAMPLE:
                     v = cache.get(k.id) if k.id in cache else None
                     if v is None:
-                        v = data.centroid(k.records, last=TOPIC_RECORDS // 4)
+                        v = data.tail_centroid(k.records, TOPIC_RECORDS // 4)
                     if v is not None:
                         found.append(v)
                 queue.append(k.id)
