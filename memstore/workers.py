@@ -106,6 +106,75 @@ def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list,
     return out, learnt
 
 
+class Stream:
+    """`fn(job)` for each of `jobs` in order, computed ahead by a forked child while the parent
+    works through the same jobs' subject: the parent takes each answer (`next`) when it reaches
+    it. A big write places its turns one by one on one core; what each turn will need that depends
+    only on its own text (its words counted, say) is ready beforehand on the other. The parent's
+    answer never depends on the child: `next` gives None once the child is done, has failed, was
+    never started (`can_fork()` false) or sent something unreadable, and the caller then computes
+    what it needs itself; `ready` says whether an answer is there without waiting for it. `fn` is
+    pure as in `split_map` and returns a list of JSON's values or bytes; a full pipe holds the
+    child back."""
+
+    def __init__(self, fn, jobs: list):
+        self.pid: int | None = None
+        self.pipe = None
+        if not jobs or not can_fork():
+            return
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                _CHILD.append(True)
+                os.close(read_fd)
+                with os.fdopen(write_fd, "wb") as pipe:
+                    for job in jobs:
+                        payload = _dump([list(fn(job)), []])
+                        pipe.write(len(payload).to_bytes(8, "little") + payload)
+                        pipe.flush()
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        self.pid, self.pipe = pid, os.fdopen(read_fd, "rb")
+
+    def ready(self) -> bool:
+        """Whether `next` would answer now (an answer, or the end) without waiting."""
+        import select
+
+        return self.pipe is None or bool(select.select([self.pipe], [], [], 0)[0])
+
+    def next(self) -> list | None:
+        """The next job's answer (as `fn` gave it), or None: nothing more will come."""
+        if self.pipe is None:
+            return None
+        head = self.pipe.read(8)
+        size = int.from_bytes(head, "little") if len(head) == 8 else -1
+        data = self.pipe.read(size) if size >= 0 else b""
+        try:
+            if size < 0 or len(data) < size:
+                raise ValueError("the child stopped")
+            return _load(data)[0]
+        except (ValueError, TypeError):
+            self.close()
+            return None
+
+    def close(self) -> None:
+        """Stop the child (it may still be computing answers nobody will read) and reap it."""
+        if self.pipe is not None:
+            self.pipe.close()
+            self.pipe = None
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self.pid, 0)
+            self.pid = None
+
+
 def _dump(value) -> bytes:
     def other(obj):
         if isinstance(obj, bytes):

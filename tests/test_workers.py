@@ -213,3 +213,62 @@ def test_the_progress_bar_starts_no_thread(monkeypatch, capsys):
         bar.stage("Placing in topics", 100)
         bar(50)
         assert bar.bar is not None and THREADS() == before
+
+
+def test_a_stream_sends_its_chunks_in_order_and_stops_when_its_child_dies(forks):
+    """workers.Stream: a forked child computes chunk after chunk ahead; the parent reads them in
+    order; a child that dies mid-way ends the stream (None), and the caller computes the rest."""
+    items = list(range(25))
+    stream = workers.Stream(
+        lambda xs: [(x * x, os.getpid()) for x in xs], [items[i : i + 10] for i in range(0, 25, 10)]
+    )
+    got = [stream.next() for _ in range(4)]
+    assert [v for chunk in got[:3] for v, _pid in chunk] == [x * x for x in items]
+    assert {pid for chunk in got[:3] for _v, pid in chunk} == {forks[0]} and got[3] is None
+    assert stream.pid is None  # reaped
+
+    def dies(xs):
+        if workers._CHILD and xs[0] >= 10:
+            os._exit(3)
+        return xs
+
+    stream = workers.Stream(dies, [items[i : i + 10] for i in range(0, 25, 10)])
+    assert stream.next() == list(range(10)) and stream.next() is None and stream.next() is None
+
+
+def test_a_big_write_s_words_are_counted_ahead_by_a_child(forks):
+    """Placement's key terms of topic windows (tree/termsets.py) with the texts counted ahead by a
+    forked child are naming.term_set's: with every count taken from the child (the parent then
+    counted none itself), with the parent not waiting for a child behind it, and with the child
+    killed half-way (the parent counts the rest). The child's other work (`also`) reaches the
+    parent when it stops the child."""
+    import random
+
+    from memstore.tree.termsets import TermSets
+
+    rng = random.Random(5)
+    vocab = [f"w{n}x" for n in range(300)] + ["Sarah", "Paris", "bike", "bikes"]
+    texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 30))) for _ in range(1200)]
+    for how in ("taken", "not waited for", "killed"):
+        sets, seen = TermSets(), []
+        sets.top(texts[:3], 5)  # words this process met before the fork
+        sets.beside(texts, also=(lambda xs: [len(xs)], seen.extend))
+        if how == "taken":
+            while sets.waiting and sets._receive():  # (every count, waiting for each)
+                pass
+        if how == "killed":
+            os.kill(sets.stream.pid, 9)
+        for i in range(len(texts)):
+            window = texts[max(0, i - 7) : i + 1]
+            assert sets.top(window, 12) == naming.term_set(window, 12)
+        if how == "taken":
+            assert sets.here == 3
+            while not sets.stream.ready():  # the child's `also` answers: one per chunk of texts
+                pass
+        sets.close()
+        assert sets.stream is None
+        if how == "taken":
+            assert 0 < sum(seen) <= len(texts)
+        if how == "killed":
+            assert sets.here > 600 and seen == []
+    assert len(forks) == 3

@@ -19,6 +19,8 @@ import numpy as np
 from . import naming
 
 KEEP_TEXTS = 100_000  # texts whose counts are kept (a window's records are its topic's latest)
+_MISSING = object()  # (a text counted with no terms is kept as None)
+STREAM_CHUNK = 500  # texts a child counting ahead sends at a time
 
 
 class TermSets:
@@ -26,6 +28,103 @@ class TermSets:
         self.vocab: dict[str, int] = {}
         self.words: list[str] = []
         self.counted: dict[str, tuple] = {}  # text -> (ids, first, score, capitalised, length)
+        self.stream = None  # a forked child counting the texts ahead (see `beside`)
+        self.waiting: set[str] = set()  # texts the stream will still send
+        self.base = 0  # the vocabulary's size when the child was forked: its new ids start here
+        self.theirs: list[int] = []  # the child's new word ids (from base on) -> ours
+        self.sent = 0  # (in the child) the words it has sent
+        self.jobs: list[tuple] = []  # what the stream computes, in order: ("count", texts), …
+        self.at = 0  # how many of its answers were taken
+        self.also = None
+        self.here = 0  # texts this process counted itself (tests)
+
+    def beside(self, texts: list[str], also=None) -> None:
+        """Count `texts` (in the order they will be asked for) ahead, in a forked child
+        (workers.Stream), while this process places the turns. `also`, a pair (work, take): once
+        every text is counted the child runs `work(texts)` on them, a chunk at a time, and this
+        process hands each answer it has when it stops the child (`close`) to `take`."""
+        from .. import workers
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self.counted]
+        self.base = self.sent = len(self.words)
+        chunks = [todo[i : i + STREAM_CHUNK] for i in range(0, len(todo), STREAM_CHUNK)]
+        self.jobs = [("count", c) for c in chunks]
+        if also is not None:
+            self.jobs += [
+                ("also", c)
+                for c in [texts[i : i + STREAM_CHUNK] for i in range(0, len(texts), STREAM_CHUNK)]
+            ]
+        self.at, self.also = 0, also
+        # (the child is forked inside Stream, before `stream` and `waiting` are set: its copy of
+        # this object counts every text itself and never waits for a stream)
+        stream = workers.Stream(self._job, self.jobs)
+        self.stream = stream
+        self.waiting = set(todo) if stream.pid is not None else set()
+
+    def close(self) -> None:
+        """Take what the child has ready (without waiting for more), then stop it."""
+        while self.stream is not None and self.stream.ready() and self._receive():
+            pass
+        if self.stream is not None:
+            self.stream.close()
+        self.stream, self.waiting, self.jobs = None, set(), []
+
+    def _job(self, job) -> list:
+        kind, texts = job
+        return self._counted_chunk(texts) if kind == "count" else list(self.also[0](texts))
+
+    def _counted_chunk(self, texts: list[str]) -> list:
+        """(In the child) the counts of these texts, as bytes, and the words first met in them."""
+        got = [self._count(t) for t in texts]
+        words, self.sent = self.words[self.sent :], len(self.words)
+        kept = [c for c in got if c is not None]
+        sizes = [len(c[0]) if c is not None else -1 for c in got]
+        if not kept:
+            return [words, sizes, [], b"", b"", b"", b""]
+        return [
+            words,
+            sizes,
+            [c[4] for c in kept],
+            np.concatenate([c[0] for c in kept]).astype(np.int32).tobytes(),
+            np.concatenate([c[1] for c in kept]).astype(np.int32).tobytes(),
+            np.concatenate([c[2] for c in kept]).astype(np.float32).tobytes(),
+            np.concatenate([c[3] for c in kept]).tobytes(),
+        ]
+
+    def _receive(self) -> bool:
+        """Take in the stream's next answer; False when nothing more comes (what is left is
+        counted here)."""
+        got = self.stream.next() if self.stream is not None else None
+        if got is None or self.at >= len(self.jobs):
+            if self.stream is not None:
+                self.stream.close()
+            self.stream, self.waiting = None, set()
+            return False
+        kind, chunk = self.jobs[self.at]
+        self.at += 1
+        if kind != "count":
+            self.also[1](got)
+            return True
+        words, sizes, lengths, ids, first, score, capital = got
+        self.theirs += [self._id(w) for w in words]
+        ids = np.frombuffer(ids, np.int32).astype(np.int64)
+        mine = ids >= self.base
+        if mine.any():
+            ids[mine] = np.asarray(self.theirs, np.int64)[ids[mine] - self.base]
+        ends = np.cumsum([n for n in sizes if n >= 0])[:-1]
+        parts = zip(
+            np.split(ids, ends),
+            np.split(np.frombuffer(first, np.int32), ends),
+            np.split(np.frombuffer(score, np.float32), ends),
+            np.split(np.frombuffer(capital, bool), ends),
+            lengths,
+        )
+        if len(self.counted) >= KEEP_TEXTS:
+            self.counted.clear()
+        for text, n in zip(chunk, sizes):
+            self.waiting.discard(text)
+            self.counted[text] = next(parts) if n >= 0 else None
+        return True
 
     def _id(self, stem: str) -> int:
         got = self.vocab.get(stem)
@@ -35,11 +134,17 @@ class TermSets:
         return got
 
     def _count(self, text: str) -> tuple:
-        got = self.counted.get(text)
-        if got is not None:
+        got = self.counted.get(text, _MISSING)
+        if got is not _MISSING:
             return got
+        # the child's counts when they are there; when they are not (the child is behind, its
+        # core busy), this process counts the text itself rather than wait
+        while text in self.waiting and self.stream.ready() and self._receive():
+            if text in self.counted:
+                return self.counted[text]
         if len(self.counted) >= KEEP_TEXTS:
             self.counted.clear()
+        self.here += 1
         terms = naming._terms_of(text)
         if not terms:
             got = self.counted[text] = None
