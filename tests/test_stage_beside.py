@@ -123,6 +123,31 @@ def test_the_child_stages_its_files_and_the_commit_hashes_none_again(tmp_path, b
     assert git_clean(store.root) and store.fsck().ok
 
 
+def test_files_staged_within_a_second_of_writing_are_not_hashed_again(
+    tmp_path, beside, monkeypatch
+):
+    """git keeps an index entry's mtime to the second: a file written in the second the index was
+    written is "racily clean", and the next `git add` hashes it again. A quick staging (four days:
+    eight files) still leaves the commit nothing to hash: the child waits for the next second."""
+    store = make_store(tmp_path / "s")
+    store.write(_records(store, days=5, start=200), "first")
+    count = tmp_path / "hashed"
+    _count_hashing(store.root, count)
+    seen = []
+    real_paths = core.FilesBeside.paths
+
+    def paths(self):
+        out = real_paths(self)
+        seen.append(_lines(count))
+        return out
+
+    monkeypatch.setattr(core.FilesBeside, "paths", paths)
+    for k in range(3):
+        store.write(_records(store, days=4, per_day=15, start=300 + 4 * k), f"Add 60 turns, {k}")
+        assert seen[-1] >= 8 and _lines(count) == seen[-1]  # the child's eight, nothing after
+    assert len(beside) == 3 and git_clean(store.root)
+
+
 def _marking(real, calls):
     def start(cls, *a, **k):
         calls.append("<start>")
