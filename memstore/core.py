@@ -759,7 +759,7 @@ class FilesBeside:
     other threads (workers.can_fork).
 
     While the child may be staging, this process runs no git command (placement and the tree's
-    files need none; tests/test_index_beside.py holds it): a second writer of .git/index would make
+    files need none; tests/test_stage_beside.py holds it): a second writer of .git/index would make
     one of the two fail on its index.lock. The child runs in a process group of its own, which
     `stop` kills whole, so a `git add` it started dies with it rather than writing the index while
     the write rolls back; the index.lock such a `git add` leaves is newer than the journal, and
@@ -893,11 +893,14 @@ def _own_group() -> None:
     """FilesBeside's child: a process group of its own (so that the parent's stop() kills the git it
     runs with it), with no terminal: stdin, stdout and stderr on /dev/null, as IndexBeside's
     process has them (a background group that wrote to a terminal could be stopped by it)."""
-    os.setpgid(0, 0)
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
+    try:  # (without it the child still works: stop() then kills the child alone)
+        os.setpgid(0, 0)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
 
 
 def _stage_written(store, paths: list[str], written: float) -> str | None:
