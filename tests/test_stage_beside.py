@@ -261,19 +261,21 @@ except MemstoreError as exc:
 """
 
 
-def _slow_git_add(root: Path, tmp: Path) -> tuple[Path, Path]:
-    """The first file git hashes while `flag` exists sleeps in a clean filter (which writes its pid to
-    `staging` first): a `git add` caught holding .git/index.lock."""
-    flag, staging = tmp / "slow", tmp / "staging"
+def _slow_git_add(root: Path, tmp: Path) -> tuple[Path, Path, Path]:
+    """The first file git hashes while `flag` exists waits in a clean filter (which writes its pid
+    to `staging` first) until `release` exists (60 s at most): a `git add` caught holding
+    .git/index.lock."""
+    flag, staging, release = tmp / "slow", tmp / "staging", tmp / "release"
     script = (
         f"if [ -f {flag} ] && rm {flag} 2>/dev/null; then echo $$ > {staging}.tmp; "
-        f"mv {staging}.tmp {staging}; sleep 60; fi; cat"
+        f"mv {staging}.tmp {staging}; i=0; "
+        f'while [ ! -f {release} ] && [ "$i" -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi; cat'
     )
     _git(root, "config", "filter.slow.clean", f"sh -c '{script}'")
     (root / ".git" / "info").mkdir(exist_ok=True)
     (root / ".git" / "info" / "attributes").write_text("log/** filter=slow\n")
     flag.touch()
-    return flag, staging
+    return flag, staging, release
 
 
 def _alive(pid: int) -> bool:
@@ -286,16 +288,17 @@ def _alive(pid: int) -> bool:
     ).read_text(errors="replace")
 
 
-@pytest.mark.parametrize("who", ["child", "everything"])
+@pytest.mark.parametrize("who", ["child", "everything", "writer"])
 def test_a_child_killed_in_git_add_is_rolled_back_and_the_next_write_works(tmp_path, who):
     """SIGKILL while the child's `git add` holds .git/index.lock: of the child alone (the writing
     process sees it die, kills what is left of its process group, the git add and its filter, and
-    rolls back), or of the writing process and the child's whole group (the next write rolls back
-    and clears the stale index.lock)."""
+    rolls back), of the writing process and the child's whole group (the next write rolls back
+    and clears the stale index.lock), or of the writing process alone (the child stages all its
+    files, finds nobody to tell and exits: the next write unstages them with the rest)."""
     store = make_store(tmp_path / "s")
     store.write(_records(store, days=5, start=200), "first")
     before, head = committed_lines(store.root), store.git.head()
-    flag, staging = _slow_git_add(store.root, tmp_path)
+    flag, staging, release = _slow_git_add(store.root, tmp_path)
     proc = subprocess.Popen(
         [sys.executable, "-c", _SLOW_STAGING.format(tests=TESTS, root=str(store.root))],
         stdout=subprocess.PIPE,
@@ -326,8 +329,18 @@ def test_a_child_killed_in_git_add_is_rolled_back_and_the_next_write_works(tmp_p
     else:
         proc.kill()
         proc.wait()
-        os.killpg(child, signal.SIGKILL)
-        assert (store.root / ".git" / "index.lock").exists()
+        if who == "everything":
+            os.killpg(child, signal.SIGKILL)
+            assert (store.root / ".git" / "index.lock").exists()
+        else:  # the child goes on: stages every file, then cannot tell a writer that is gone
+            release.touch()
+            for _ in range(600):
+                if not _alive(child):
+                    break
+                time.sleep(0.05)
+            assert not _alive(child)
+            staged = _git(store.root, "diff", "--cached", "--name-only").split()
+            assert len(staged) >= 240 and not (store.root / ".git" / "index.lock").exists()
         fsck = ct("-C", store.root, "fsck", check=False)
         assert "did not finish" in fsck.stdout + fsck.stderr
     assert not flag.exists()
