@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 from . import FORMAT_VERSION
@@ -744,8 +745,9 @@ class IndexBeside:
 
 class FilesBeside:
     """A big write's day logs and packs written by a forked child while this process places the
-    records in the topic tree; the child then becomes the process that takes the days into the
-    index (IndexBeside's work, by exec: a fresh interpreter, nothing of this one's state).
+    records in the topic tree; the child stages them in git too (`_stage_written`: the hashing and
+    compressing that was most of the commit's time), then becomes the process that takes the days
+    into the index (IndexBeside's work, by exec: a fresh interpreter, nothing of this one's state).
 
     The records are stamped before the fork (`Core._stamp`), so both processes hold the same
     lines; placement reads only the records in memory and the index pinned as it was, never the
@@ -754,7 +756,14 @@ class FilesBeside:
     child holds the write lock's descriptor until it has written its files (an flock shared across
     the fork), so a writer killed meanwhile is not rolled back under it. Not used where a day's
     packs would be consolidated (that rewrites packs placement may read), nor in a process with
-    other threads (workers.can_fork)."""
+    other threads (workers.can_fork).
+
+    While the child may be staging, this process runs no git command (placement and the tree's
+    files need none; tests/test_stage_beside.py holds it): a second writer of .git/index would make
+    one of the two fail on its index.lock. The child runs in a process group of its own, which
+    `stop` kills whole, so a `git add` it started dies with it rather than writing the index while
+    the write rolls back; the index.lock such a `git add` leaves is newer than the journal, and
+    the rollback removes it."""
 
     def __init__(self, store, records: list[dict], vectors, days: list[str]):
         import json
@@ -770,11 +779,13 @@ class FilesBeside:
         env = _beside_env()
         read_fd, write_fd = os.pipe()
         pid = os.fork()
-        if pid == 0:  # the child: write, say so, become the indexing process
+        if pid == 0:  # the child: write, stage, say so, become the indexing process
             try:
                 os.close(read_fd)
+                _own_group()
                 paths = store._write_files(records, vectors, stamped=True)
-                _send(write_fd, json.dumps({"paths": paths}).encode())
+                said = {"paths": paths, "stage_error": _stage_written(store, paths, time.time())}
+                _send(write_fd, json.dumps(said).encode())
             except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails the write
                 try:
                     _send(write_fd, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
@@ -786,7 +797,12 @@ class FilesBeside:
             finally:
                 os._exit(0)  # no indexing process: the write takes its days in itself
         os.close(write_fd)
+        try:  # (the child does it too: whichever runs first, stop() finds the group)
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
         self.pid, self._read = pid, read_fd
+        self.stage_error: str | None = None  # why the child did not stage its files, if it did not
         self._done = False
         self.returncode: int | None = None  # the indexing process's exit status, once reaped
 
@@ -818,6 +834,7 @@ class FilesBeside:
             except ValueError:
                 said = {}
             if not isinstance(said.get("paths"), list):
+                self._kill()  # what is left of its group: a `git add` it ran, if it died in one
                 self._reap()
                 raise MemstoreError(
                     "Writing the day logs and packs failed: "
@@ -825,6 +842,9 @@ class FilesBeside:
                     "Nothing was written.",
                 )
             self._paths = [str(p) for p in said["paths"]]
+            # A child that could not stage them leaves that to the commit (it stages every path of
+            # the write, and finds these already staged and unchanged when the child did it).
+            self.stage_error = said.get("stage_error")
         return self._paths
 
     def unpin(self) -> None:
@@ -832,16 +852,30 @@ class FilesBeside:
 
     def wait(self) -> None:
         self.unpin()
-        self._reap()
+        try:
+            self._reap()
+        except BaseException:  # (a Ctrl-C while waiting: the child's group does not get it)
+            self.stop()
+            raise
 
     def stop(self) -> None:
+        """Kill the child and its process group: a `git add` it runs dies with it, so no git is left
+        writing .git/index while the write rolls back (its index.lock is dated after the journal:
+        the rollback removes it)."""
         self.unpin()
-        if not self._done:
+        self._kill()
+        self._reap()
+
+    def _kill(self) -> None:
+        if self._done:  # reaped: its pid (and group id) may be another's now
+            return
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        self._reap()
 
     def _reap(self) -> None:
         if self._read >= 0:
@@ -853,6 +887,43 @@ class FilesBeside:
                 self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
             except ChildProcessError:
                 pass
+
+
+def _own_group() -> None:
+    """FilesBeside's child: a process group of its own (so that the parent's stop() kills the git it
+    runs with it), with no terminal: stdin, stdout and stderr on /dev/null, as IndexBeside's
+    process has them (a background group that wrote to a terminal could be stopped by it)."""
+    try:  # (without it the child still works: stop() then kills the child alone)
+        os.setpgid(0, 0)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def _stage_written(store, paths: list[str], written: float) -> str | None:
+    """FilesBeside's child stages the files it wrote (GitRepo.stage_big: the options the commit
+    uses for a big write), so that hashing and compressing them runs on this core while the parent
+    places the records, and the commit finds them staged. None when done, else git's words: the
+    commit then stages them itself.
+
+    First it waits for the clock to pass the second the files were written in (at most 1 s, in the
+    child, beside placement): git's index keeps mtimes to the second, and an entry whose file
+    changed in the second the index was written is "racily clean", hashed again by the next
+    `git add` (the commit's)."""
+    from .errors import GitError
+    from .transaction import SEALED_UNDER
+
+    wait = int(written) + 1.02 - time.time()
+    if wait > 0:
+        time.sleep(wait)
+    try:
+        store.git.stage_big(paths, SEALED_UNDER)
+    except (GitError, OSError) as exc:
+        return str(exc) or type(exc).__name__
+    return None
 
 
 def _send(fd: int, data: bytes) -> None:

@@ -191,28 +191,10 @@ class GitRepo:
         self._tune_index()
         if paths is None:
             self.run("add", "-A")
+        elif len(paths) >= PACK_PATHS:
+            self.stage_big(paths, sealed_under)
         elif paths:
-            # A big write's blobs go straight into one pack per `git add` (git streams files over
-            # core.bigFileThreshold into a pack as it hashes them): no loose object is written and
-            # then compressed again by a repack; half the git time of a 5,000-turn import.
-            big = len(paths) >= PACK_PATHS
-            groups = [(paths, [])]
-            if big and sealed_under:
-                sealed = [p for p in paths if p.startswith(sealed_under)]
-                rest = [p for p in paths if not p.startswith(sealed_under)]
-                # the text at zlib's fastest level: 2.4x faster than git's default on day logs,
-                # for 15 % more bytes (the ciphertext beside them is most of the write's bytes)
-                groups = [
-                    (rest, ["-c", "pack.compression=1"]),
-                    (sealed, ["-c", "pack.compression=0"]),
-                ]
-            for group, extra in groups:
-                opts = ["-c", "core.preloadIndex=false"]
-                opts += ["-c", "core.bigFileThreshold=1", *extra] if big else []
-                for i in range(0, len(group), 500):
-                    # preloadIndex stats every tracked file in threads first (7 of 22 ms at 1M
-                    # records); with a pathspec only the named paths need a look
-                    self.run(*opts, "add", "-A", "--", *group[i : i + 500])
+            self._add(paths)
         parent = self.head()
         if parent is not None and git_dir(self.root) is not None:
             sha = self._plumbing_commit(message, parent, allow_empty, paths if only_paths else None)
@@ -231,6 +213,43 @@ class GitRepo:
                 return None
             raise
         return self.head()
+
+    def stage_big(self, paths: list[str], sealed_under: str | None = None) -> None:
+        """`git add` a big write's paths the way its commit stages them: each `git add` streams its
+        blobs into one pack as it hashes them (core.bigFileThreshold=1: no loose object written and
+        then compressed again by a repack; half the git time of a 5,000-turn import), the files
+        under `sealed_under` (ciphertext) at pack.compression=0 and the rest at 1. `commit` calls it
+        for PACK_PATHS paths or more; a big write's forked file writer (core.FilesBeside) calls it
+        for the files it wrote, so that the commit finds them staged and hashes nothing again."""
+        groups = [(paths, [])]
+        if sealed_under:
+            # random bytes do not compress: deflating them was half of git's time in a 10,000-turn
+            # import, for 0 bytes saved; the text at zlib's fastest level, 2.4x faster than git's
+            # default on day logs for 15 % more bytes (the ciphertext is most of a write's bytes)
+            groups = [
+                (
+                    [p for p in paths if not p.startswith(sealed_under)],
+                    ["-c", "pack.compression=1"],
+                ),
+                ([p for p in paths if p.startswith(sealed_under)], ["-c", "pack.compression=0"]),
+            ]
+        for group, extra in groups:
+            self._add(group, ["-c", "core.bigFileThreshold=1", *extra])
+
+    def _add(self, paths: list[str], opts: list[str] | None = None) -> None:
+        """`git add -A` of `paths`, 500 to a process. core.preloadIndex=false: preloading stats every
+        tracked file in threads first (7 of 22 ms at 1M records); with a pathspec only the named
+        paths need a look."""
+        for i in range(0, len(paths), 500):
+            self.run(
+                "-c",
+                "core.preloadIndex=false",
+                *(opts or []),
+                "add",
+                "-A",
+                "--",
+                *paths[i : i + 500],
+            )
 
     def _plumbing_commit(
         self, message: str, parent: str, allow_empty: bool, paths: list[str] | None

@@ -37,6 +37,9 @@ from .repair import (
 )
 
 
+SEALED_UNDER = layout.PACKS + "/"  # a write's ciphertext files: git stores them without zlib
+
+
 @dataclass
 class Transaction:
     """One write in progress: the paths to stage, the commit message, and (after exit) the commit."""
@@ -81,7 +84,7 @@ class Transaction:
             text,
             sorted(dict.fromkeys(self.paths)),
             only_paths=True,
-            sealed_under=layout.PACKS + "/",
+            sealed_under=SEALED_UNDER,
         )
 
 
