@@ -34,7 +34,6 @@ MAX_DEPTH = 6  # sub-topics are not opened below this depth
 NEAR_TIE = 0.05
 BEAM = 2  # topics followed down at each level when looking for a turn's place
 RECENT_TOPICS = 8
-BLOCK = 64  # turns whose cosines with a write's topics are computed in one product (TopicMatrix)
 SCORED = 6
 RENAME_UNTIL = 8  # offline names are refined until a topic has this many records
 ONE_BLAS_THREAD_FROM = 1_000  # records a write places with numpy's BLAS held to one thread
@@ -183,7 +182,7 @@ class Placer:
             idx = verdict["parent_index"]
             parent = None if idx == 0 else candidates[min(idx, len(candidates)) - 1]
             return self._new_topic(parent, [rec], verdict.get("name"))
-        sims = self._candidates(candidates, vec, rec["id"])
+        sims = self._candidates(candidates, vec)
         self.visited = len(sims)
         words: set[str] | None = None
         scored = []
@@ -240,12 +239,11 @@ class Placer:
     def _vector(self, tid: str) -> np.ndarray | None:
         return topic_vector(self.tree, self.data, tid, self.vcache, self.kids.of)
 
-    def _candidates(self, ancestry: list[str], vec: np.ndarray, rid=None) -> dict[str, float]:
-        """topic id -> cosine with `vec` (record `rid`'s), for a bounded set of topics (see
-        `_branch`)."""
+    def _candidates(self, ancestry: list[str], vec: np.ndarray) -> dict[str, float]:
+        """topic id -> cosine with `vec`, for a bounded set of topics (see `_branch`)."""
         sims: dict[str, float] = {}
         # the topics this write made or joined: the closest few of all of them, in one product
-        close, every = self.seen.closest(vec, 4 * SCORED, self._vector, self.tree.topics, rid)
+        close, every = self.seen.closest(vec, 4 * SCORED, self._vector, self.tree.topics)
         rows = self.seen.rows
         for tid in ancestry + list(islice(reversed(self.recent), RECENT_TOPICS)) + close:
             if tid in self.tree.topics and tid not in sims:
@@ -479,20 +477,6 @@ class TopicMatrix:
         self.mat: np.ndarray | None = None
         self.none: np.ndarray | None = None  # rows of topics without a vector
         self.dirty: set[str] = set()
-        self.keys: dict = {}  # the turns a write will place, by key -> their place in `queries`
-        self.order: list = []  # their keys in that order
-        self.queries: list[np.ndarray] = []  # their vectors, in the order they are placed
-        self.block: tuple | None = None  # (rows then, {key: its row in products}, products)
-        self.since: set[int] = set()  # rows refreshed since the block's products were made
-
-    def ahead(self, keys: list, vectors: list[np.ndarray]) -> None:
-        """The turns the write will ask about (their keys and vectors, in order): `closest`
-        then multiplies the matrix by BLOCK of them at a time. One turn against thousands of
-        topics is a product that reads the whole matrix from memory for one answer; a block
-        reads it once for many, and only the rows refreshed since are multiplied again."""
-        self.order = list(keys)
-        self.keys = {k: i for i, k in enumerate(self.order)}
-        self.queries = list(vectors)
 
     def stale(self, tid: str) -> None:
         if tid not in self.rows:
@@ -500,12 +484,9 @@ class TopicMatrix:
             self.ids.append(tid)
         self.dirty.add(tid)
 
-    def closest(
-        self, vec: np.ndarray, k: int, vector, topics, key=None
-    ) -> tuple[list[str], np.ndarray]:
+    def closest(self, vec: np.ndarray, k: int, vector, topics) -> tuple[list[str], np.ndarray]:
         """Up to `k` topic ids, the closest to `vec` first (`vector(tid)` gives a topic's vector),
-        and every row's cosine with `vec` (-1 for a topic without a vector), by `rows`. `key`
-        names the turn asking when `ahead` was told of it (`vec` is then the vector given there)."""
+        and every row's cosine with `vec` (-1 for a topic without a vector), by `rows`."""
         n = len(self.ids)
         if n == 0:
             return [], np.zeros(0, np.float32)
@@ -522,9 +503,8 @@ class TopicMatrix:
             v = vector(tid) if tid in topics else None
             self.mat[self.rows[tid]] = v if v is not None else 0.0
             self.none[self.rows[tid]] = v is None
-            self.since.add(self.rows[tid])
         self.dirty.clear()
-        sims = self._from_block(key, n, vec) if key in self.keys else self.mat[:n] @ vec
+        sims = self.mat[:n] @ vec
         if self.none[:n].any():
             sims[self.none[:n]] = -1.0
         if n > k:
@@ -533,29 +513,6 @@ class TopicMatrix:
         else:
             top = np.argsort(-sims, kind="stable")
         return [self.ids[i] for i in top], sims
-
-    def _from_block(self, key, n: int, vec: np.ndarray) -> np.ndarray:
-        """`self.mat[:n] @ vec` for the turn `key`: its row of the block's products, with the rows
-        refreshed or added since they were made multiplied again."""
-        if self.block is None or key not in self.block[1]:
-            at = self.keys[key]
-            want = self.queries[at : at + BLOCK]
-            made = np.stack(want) @ self.mat[:n].T
-            self.block = (
-                n,
-                {k: i for i, k in enumerate(list(self.keys)[at : at + len(want)])},
-                made,
-            )
-            self.since.clear()
-        rows, cols, made = self.block
-        sims = np.empty(n, np.float32)
-        sims[:rows] = made[cols[key]]
-        fix = [r for r in self.since if r < rows]
-        if fix:
-            sims[fix] = self.mat[fix] @ vec
-        if n > rows:
-            sims[rows:] = self.mat[rows:n] @ vec
-        return sims
 
 
 def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
@@ -649,15 +606,6 @@ def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
     placer = Placer(store, tree, RecordData(store), llm)
     placer.content_vecs = content_vectors(store, [r for r, _ in pairs])
     pairs = sorted(pairs, key=lambda p: p[0]["ts"])
-    if len(pairs) >= COUNT_BESIDE:  # the user turns' vectors, for the topic matrix's blocks
-        users = [(r["id"], v) for r, v in pairs if r.get("role") == "user"]
-        placer.seen.ahead(
-            [rid for rid, _ in users],
-            [
-                placer.content_vecs[rid] if rid in placer.content_vecs else normalise(v)
-                for rid, v in users
-            ],
-        )
     if (
         len(pairs) >= COUNT_BESIDE
     ):  # the turns' words counted (and scanned) ahead on the second core
