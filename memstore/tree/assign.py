@@ -39,9 +39,7 @@ RENAME_UNTIL = 8  # offline names are refined until a topic has this many record
 ONE_BLAS_THREAD_FROM = 1_000  # records a write places with numpy's BLAS held to one thread
 REGROUP_AT = 20  # a write regroups a parent's children once they are this many times max_children
 LAZY_RECORDS = 64  # a write of up to this many records reads the tree in part (see _assign)
-COUNT_BESIDE = (
-    2_000  # a write placing this many records has their words counted by a second process
-)
+COUNT_BESIDE = 2_000  # a write placing this many records has their words counted ahead (termsets)
 UNNAMED = "Untitled topic"  # what a topic made by a write is called until the write names it
 
 
@@ -606,12 +604,8 @@ def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
     placer = Placer(store, tree, RecordData(store), llm)
     placer.content_vecs = content_vectors(store, [r for r, _ in pairs])
     pairs = sorted(pairs, key=lambda p: p[0]["ts"])
-    if (
-        len(pairs) >= COUNT_BESIDE
-    ):  # the turns' words counted (and scanned) ahead on the second core
-        from ..secrets import policy
-
-        placer.term_sets.beside([r["text"] for r, _ in pairs], also=(_scanned, policy.add_fresh))
+    if len(pairs) >= COUNT_BESIDE:  # the turns' words counted ahead on the second core
+        placer.term_sets.beside([r["text"] for r, _ in pairs])
     try:
         for rec, vec in pairs:
             placer.place(rec, normalise(vec))
@@ -620,16 +614,6 @@ def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
         placer.term_sets.close()
     placer.finish(progress)
     return treefmt.write(store.root, tree, base=base)
-
-
-def _scanned(texts: list[str]) -> list[bytes]:
-    """(In the child counting a big write's words ahead, once it has counted them all) the texts
-    scanned for secrets as naming will scrub them, so naming finds them known clean: the keys of
-    those found clean (secrets.policy.add_fresh takes them in the writing process)."""
-    from ..secrets import policy
-
-    naming.scrubbed(texts)
-    return policy.take_fresh()
 
 
 def superseded_ids(records: list[dict]) -> set[str]:

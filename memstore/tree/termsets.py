@@ -33,45 +33,29 @@ class TermSets:
         self.base = 0  # the vocabulary's size when the child was forked: its new ids start here
         self.theirs: list[int] = []  # the child's new word ids (from base on) -> ours
         self.sent = 0  # (in the child) the words it has sent
-        self.jobs: list[tuple] = []  # what the stream computes, in order: ("count", texts), …
-        self.at = 0  # how many of its answers were taken
-        self.also = None
+        self.jobs: list[list[str]] = []  # the texts the stream counts, a chunk at a time
+        self.at = 0  # how many chunks were taken
         self.here = 0  # texts this process counted itself (tests)
 
-    def beside(self, texts: list[str], also=None) -> None:
+    def beside(self, texts: list[str]) -> None:
         """Count `texts` (in the order they will be asked for) ahead, in a forked child
-        (workers.Stream), while this process places the turns. `also`, a pair (work, take): once
-        every text is counted the child runs `work(texts)` on them, a chunk at a time, and this
-        process hands each answer it has when it stops the child (`close`) to `take`."""
+        (workers.Stream), while this process places the turns; `close` stops it."""
         from .. import workers
 
         todo = [t for t in dict.fromkeys(texts) if t not in self.counted]
         self.base = self.sent = len(self.words)
-        chunks = [todo[i : i + STREAM_CHUNK] for i in range(0, len(todo), STREAM_CHUNK)]
-        self.jobs = [("count", c) for c in chunks]
-        if also is not None:
-            self.jobs += [
-                ("also", c)
-                for c in [texts[i : i + STREAM_CHUNK] for i in range(0, len(texts), STREAM_CHUNK)]
-            ]
-        self.at, self.also = 0, also
+        self.jobs = [todo[i : i + STREAM_CHUNK] for i in range(0, len(todo), STREAM_CHUNK)]
+        self.at = 0
         # (the child is forked inside Stream, before `stream` and `waiting` are set: its copy of
         # this object counts every text itself and never waits for a stream)
-        stream = workers.Stream(self._job, self.jobs)
+        stream = workers.Stream(self._counted_chunk, self.jobs)
         self.stream = stream
         self.waiting = set(todo) if stream.pid is not None else set()
 
     def close(self) -> None:
-        """Take what the child has ready (without waiting for more), then stop it."""
-        while self.stream is not None and self.stream.ready() and self._receive():
-            pass
         if self.stream is not None:
             self.stream.close()
         self.stream, self.waiting, self.jobs = None, set(), []
-
-    def _job(self, job) -> list:
-        kind, texts = job
-        return self._counted_chunk(texts) if kind == "count" else list(self.also[0](texts))
 
     def _counted_chunk(self, texts: list[str]) -> list:
         """(In the child) the counts of these texts, as bytes, and the words first met in them."""
@@ -100,11 +84,8 @@ class TermSets:
                 self.stream.close()
             self.stream, self.waiting = None, set()
             return False
-        kind, chunk = self.jobs[self.at]
+        chunk = self.jobs[self.at]
         self.at += 1
-        if kind != "count":
-            self.also[1](got)
-            return True
         words, sizes, lengths, ids, first, score, capital = got
         self.theirs += [self._id(w) for w in words]
         ids = np.frombuffer(ids, np.int32).astype(np.int64)
