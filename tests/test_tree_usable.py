@@ -310,3 +310,30 @@ def test_the_topic_bench_times_another_checkout_in_turn(tmp_path):
     assert (other / "memstore" / "__init__.py.ran").read_text() == "xxx"  # a warm-up, 2 timed
     assert got["against"]["rows"][0]["code"] == str(other.resolve())
     assert got["rows"][0]["placed"] == got["against"]["rows"][0]["placed"] == 8 + 3
+
+
+def test_a_one_turn_write_reads_its_topics_vectors_in_a_batch(tmp_path, monkeypatch):
+    """A few turns' write reads the stored vectors of the topics it looks at (the ancestry, the top
+    level and a few records under each) in one batch, not one exact read per topic."""
+    from conftest import make_store
+
+    from memstore.index import exact
+
+    calls = []
+    real = exact.rows
+
+    def counted(index, vrows, *a, **k):
+        calls.append(len(vrows))
+        return real(index, vrows, *a, **k)
+
+    st = make_store(tmp_path / "s")
+    _sessions(st, 60, seed=3)
+    st.index()
+    monkeypatch.setattr(exact, "rows", counted)
+    write_turns(
+        st,
+        [("2027-06-01T10:00:00Z", "user", "How do I repot a fiddle leaf fig?", "new")],
+        fields=("ts", "role", "text", "session"),
+    )
+    assert calls and max(calls) >= 40, calls  # the batch
+    assert len(calls) <= 20, calls  # 40 or more, one per topic, without it

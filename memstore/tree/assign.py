@@ -24,7 +24,14 @@ from ..progress import stage, tick
 from . import naming
 from .fanout import Kids, name_groups, rebalance
 from .termsets import TermSets
-from .topicdata import RecordData, normalise, thresholds, topic_vector
+from .topicdata import (
+    GROUP_SAMPLE,
+    TOPIC_RECORDS,
+    RecordData,
+    normalise,
+    thresholds,
+    topic_vector,
+)
 
 SHORT_TURN_WORDS = (
     2  # "ok", "yes please", "why?" (under 2 content words) continue whatever is going on
@@ -77,6 +84,7 @@ class Placer:
         self.term_sets = TermSets()  # naming.term_set of windows, each text counted once
         self.unnamed: dict[str, bool] = {}  # groups regrouping made mid-batch: named in `finish`
         self.first_texts: dict[str, list[str]] = {}  # topics made here, named in `finish`
+        self.few = False  # a small write: its topics' stored vectors are read in batches
         if tree.current and tree.topics[tree.current].records:
             last = data.record(tree.topics[tree.current].records[-1])
             self.last_session = (last or {}).get("session")
@@ -240,6 +248,8 @@ class Placer:
     def _candidates(self, ancestry: list[str], vec: np.ndarray) -> dict[str, float]:
         """topic id -> cosine with `vec`, for a bounded set of topics (see `_branch`)."""
         sims: dict[str, float] = {}
+        if self.few:
+            self._read_ahead(ancestry)
         # the topics this write made or joined: the closest few of all of them, in one product
         close, every = self.seen.closest(vec, 4 * SCORED, self._vector, self.tree.topics)
         rows = self.seen.rows
@@ -266,6 +276,18 @@ class Placer:
                 break
             parents = [tid for _, tid in heapq.nsmallest(BEAM, level)]
         return sims
+
+    def _read_ahead(self, ancestry: list[str]) -> None:
+        """A few turns' write (`few`) reads the stored vectors of the topics it will look at in
+        one batch: the ancestry, the top level and the few records under each (a group's vector
+        averages topics under it), instead of one exact read per topic (45 of them in a `ct add`)."""
+        want: list[str] = []
+        for t in [*(self.tree.topics[a] for a in ancestry), *self.kids.of(None)]:
+            if t.id not in self.vcache:
+                want += t.records[-TOPIC_RECORDS:] or self.kids.sample_records(
+                    t.id, 2 * GROUP_SAMPLE
+                )
+        self.data.read_ahead(want)
 
     def _new_topic(self, parent: str | None, recs: list[dict], name: str | None = None) -> str:
         tid = treefmt.new_topic_id()
@@ -602,6 +624,7 @@ def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
     llm = get_llm(store.root)
     llm = llm if llm is not None and llm.config.topics else None
     placer = Placer(store, tree, RecordData(store), llm)
+    placer.few = lazy
     placer.content_vecs = content_vectors(store, [r for r, _ in pairs])
     pairs = sorted(pairs, key=lambda p: p[0]["ts"])
     if len(pairs) >= COUNT_BESIDE:  # the turns' words counted ahead on the second core

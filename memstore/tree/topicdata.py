@@ -164,6 +164,11 @@ class RecordData:
             got, _problems = exact.rows(self.index, [v for _, v in want])
             self._exact.update((r, got[i]) for i, (r, _) in enumerate(want))
 
+    def read_ahead(self, rids: list[str]) -> None:
+        """Read the stored vectors of these records in one batch (those not read yet)."""
+        self.rows(rids)
+        self._read_exact([r for r in rids if r not in self._exact and r not in self.extra_vecs])
+
     def centroid(self, rids: list[str], last: int | None = None) -> np.ndarray | None:
         """Normalised mean of the records' vectors (only the `last` ones when given)."""
         pick = rids[-last:] if last else rids
