@@ -376,3 +376,17 @@ def test_a_group_vector_keeps_its_topics_tail_centroids(store):
     grown = data.tail_centroid(["r0", "r1", "r2", "r3"], 2)
     assert np.allclose(grown, data.centroid(["r2", "r3"]))
     assert not np.allclose(grown, a)
+
+
+def test_topic_vectors_mean_and_norm_are_numpy_s_own_step_for_step():
+    """topicdata.mean and normalise skip numpy's checks, not its arithmetic: the same bits."""
+    import numpy as np
+
+    from memstore.tree import topicdata
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        vs = [rng.normal(size=384).astype(np.float32) for _ in range(int(rng.integers(1, 17)))]
+        assert np.array_equal(topicdata.mean(vs), np.mean(np.stack(vs), axis=0))
+        v = vs[0]
+        assert np.array_equal(topicdata.normalise(v), v / float(np.linalg.norm(v)))
