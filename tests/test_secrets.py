@@ -200,3 +200,14 @@ def test_detect_secrets_is_handed_only_lines_a_vendor_pattern_matches_with_the_s
     prose = "Read https://en.wikipedia.org/wiki/Internationalization_and_localization first."
     assert detect.scan_detect_secrets(prose, specific_only=True) == []
     assert handed == []
+
+
+def test_a_text_without_an_anchor_word_skips_the_wrapped_token_pass():
+    """scan_rules looks for tokens cut by line breaks only where a rule's anchor word occurs: every
+    wrapped-token prefix holds one, so a text with none (most prose) cannot hold a wrapped token."""
+    from memstore.secrets import detect
+
+    for prefix in detect._WRAP_PREFIXES:
+        assert any(a in prefix for a in detect._ANCHORS), prefix
+    wrapped = "my token is ghp_" + "A1b2C3d4E5f6G7h8I9j0" + "\n" + "K1l2M3n4O5p6Q7r8S9t0UV"
+    assert [f.kind for f in detect.scan_rules(wrapped)] != []

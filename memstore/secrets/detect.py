@@ -200,9 +200,12 @@ def scan_rules(text: str) -> list[Finding]:
             report(m.start(), _inline_key_end(text, m.end()), "private-key")
         elif _KEY_BODY_LINE.search(text, m.end(), m.end() + 4096):
             report(m.start(), _key_block_end(text, m.end()), "private-key")
-    for start, end in _candidate_lines(text):
+    lowered = text.lower()
+    lines = _candidate_lines(text, lowered)
+    for start, end in lines:
         _scan_line(text, start, end, report)
-    _scan_wrapped(text, report)
+    if lines:  # every wrapped-token prefix holds an anchor word: no anchor, no wrapped token
+        _scan_wrapped(text, report, lowered)
     spans = sorted(found.items())
     return [_finding(text, pos, end, kind, spans) for (pos, end), kind in spans]
 
@@ -241,9 +244,8 @@ _ANCHORS = (
 )
 
 
-def _candidate_lines(text: str) -> list[tuple[int, int]]:
-    """(start, end) of the lines that contain an anchor word, in order."""
-    lowered = text.lower()
+def _candidate_lines(text: str, lowered: str) -> list[tuple[int, int]]:
+    """(start, end) of the lines that contain an anchor word, in order (`lowered` is text.lower())."""
     if len(lowered) != len(text):  # a rare character grew when lowered; offsets would drift
         return [(0, len(text))]
     starts: set[int] = set()
@@ -421,10 +423,10 @@ _WRAP_BREAK = re.compile(r"[ \t]*(?:\\?\r?\n|\\+n)[ \t>]*")
 _MAX_WRAPS = 3  # a token of up to 4 lines
 
 
-def _scan_wrapped(text: str, report) -> None:
+def _scan_wrapped(text: str, report, lowered: str) -> None:
     """Report tokens cut by line breaks: each prefix's run of token characters that ends at a line
-    break is joined with the runs that start the next lines, and the rules are tried on the join."""
-    lowered = text.lower()
+    break is joined with the runs that start the next lines, and the rules are tried on the join
+    (`lowered` is text.lower())."""
     if len(lowered) != len(text):
         return
     for prefix in _WRAP_PREFIXES:
