@@ -336,4 +336,5 @@ def test_a_one_turn_write_reads_its_topics_vectors_in_a_batch(tmp_path, monkeypa
         fields=("ts", "role", "text", "session"),
     )
     assert calls and max(calls) >= 40, calls  # the batch
-    assert len(calls) <= 20, calls  # 40 or more, one per topic, without it
+    # 47 reads without it on four such stores (one per topic looked at), 14-24 with it
+    assert len(calls) <= 32, calls
