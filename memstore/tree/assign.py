@@ -29,6 +29,7 @@ from .topicdata import (
     TOPIC_RECORDS,
     RecordData,
     normalise,
+    stacked,
     thresholds,
     topic_vector,
 )
@@ -463,14 +464,7 @@ class ChildMatrices:
         ids = [k.id for k in kids]
         entry = self.of.get(parent)
         if entry is None or entry[0] != ids:
-            vecs = [self.vector(t) for t in ids]
-            mat = np.zeros((len(ids), vec.shape[0]), np.float32)
-            none = np.zeros(len(ids), bool)
-            for i, v in enumerate(vecs):
-                if v is None:
-                    none[i] = True
-                else:
-                    mat[i] = v
+            mat, none = stacked([self.vector(t) for t in ids], vec.shape[0])
             entry = self.of[parent] = [ids, mat, {t: i for i, t in enumerate(ids)}, none, set()]
         elif entry[4]:
             mat, rows, none = entry[1], entry[2], entry[3]

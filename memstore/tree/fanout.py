@@ -14,7 +14,7 @@ import numpy as np
 from ..format.tree import LazyTree, Topic, Tree, new_topic_id
 from ..progress import tick
 from . import naming
-from .topicdata import RecordData, topic_vector
+from .topicdata import RecordData, stacked, topic_vector
 
 GROUP = "Related topics"  # a group's name until its members name it, and where they cannot
 GROUP_TEXTS = 24  # a group's name is drawn from at most this many of the records under it
@@ -109,18 +109,6 @@ def _sim(a: np.ndarray | None, b: np.ndarray | None) -> float:
 def _cosines(rows: list, cols: list) -> np.ndarray:
     """The matrix of `_sim` between two lists of vectors (None: -1 against everything), in one
     product: a crowded parent's regrouping compares every pair of its children at each step."""
-
-    def stacked(vs):
-        dim = next((v.shape[0] for v in vs if v is not None), 1)
-        mat = np.zeros((len(vs), dim), np.float32)
-        none = np.zeros(len(vs), bool)
-        for i, v in enumerate(vs):
-            if v is None:
-                none[i] = True
-            else:
-                mat[i] = v
-        return mat, none
-
     (a, a_none), (b, b_none) = stacked(rows), stacked(cols)
     if a.shape[1] != b.shape[1]:  # (only where every vector of one side is missing)
         return np.full((len(rows), len(cols)), -1.0)

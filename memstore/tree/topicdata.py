@@ -48,6 +48,20 @@ def normalise(v: np.ndarray) -> np.ndarray:
     return v / n if n > 0 else v
 
 
+def stacked(vecs: list, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(matrix, missing): the vectors as rows (a zero row for None) and which rows were None.
+    `dim` gives the width when no vector does."""
+    dim = next((v.shape[0] for v in vecs if v is not None), dim or 1)
+    mat = np.zeros((len(vecs), dim), np.float32)
+    missing = np.zeros(len(vecs), bool)
+    for i, v in enumerate(vecs):
+        if v is None:
+            missing[i] = True
+        else:
+            mat[i] = v
+    return mat, missing
+
+
 def mean(vecs: list[np.ndarray]) -> np.ndarray:
     """np.mean(np.stack(vecs), axis=0), step for step (the same sum, divided by the same count),
     without np.mean's own checks."""
