@@ -390,3 +390,33 @@ def test_topic_vectors_mean_and_norm_are_numpy_s_own_step_for_step():
         assert np.array_equal(topicdata.mean(vs), np.mean(np.stack(vs), axis=0))
         v = vs[0]
         assert np.array_equal(topicdata.normalise(v), v / float(np.linalg.norm(v)))
+
+
+def test_a_topic_whose_first_turn_names_nothing_is_named_from_its_turns(store):
+    """A big write names a long topic from its first turn (as above); when that turn has nothing to
+    name (a file reference, a shouted line: real exports are full of them), the topic's turns name
+    it, never "Untitled topic" for dozens of turns (24 such topics in a real 3,786-turn export)."""
+    texts = [
+        "MY SOURDOUGH STARTER SMELLS LIKE ACETONE AFTER FEEDING",  # (shouted: no phrase to name)
+        "My sourdough starter smells like acetone after feeding.",
+        "Should I feed the sourdough starter twice a day?",
+        "The sourdough starter doubled in six hours today.",
+        "How warm should the sourdough starter be kept?",
+        "My sourdough loaf came out dense and gummy.",
+        "Is rye flour better for a sourdough starter?",
+        "The sourdough crust is too pale after baking.",
+        "Can I keep the sourdough starter in the fridge?",
+        "My sourdough starter has a layer of grey liquid.",
+    ]
+    assert naming.offline_name([texts[0]]) == naming.UNTITLED
+    recs = [
+        store.normalize(
+            {"ts": f"2026-11-01T10:{k:02d}:00Z", "role": "user", "text": t, "session": "bread"}
+        )
+        for k, t in enumerate(texts)
+    ]
+    store.write(recs, "Import one chat")
+    tree = treefmt.read(store.root)
+    t = tree.topics[tree.current]
+    assert len(t.records) == len(texts) > assign.RENAME_UNTIL
+    assert t.name != naming.UNTITLED and "sourdough" in t.name.lower(), t.name

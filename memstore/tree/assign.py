@@ -407,7 +407,7 @@ class Placer:
             if how == "texts":
                 t.name = naming.offline_name(texts, self.data.rarity, roles)
             elif how == "first":
-                t.name = naming.offline_name(self.first_texts[tid])
+                t.name = naming.first_name(self.first_texts[tid], texts, self.data.rarity, roles)
             summary = naming.llm_summary(self.llm, t.name, texts, roles) if final else None
             t.summary = summary or naming.offline_summary(texts, roles, self.data.rarity)
         stage(progress, "Grouping topics")

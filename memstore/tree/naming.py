@@ -417,6 +417,14 @@ def offline_name(texts: list[str], rarity=None, roles=None, fallback: str = UNTI
     return phrase_name(scrubbed(texts), rarity, roles, fallback=fallback)
 
 
+def first_name(first: list[str], texts: list[str], rarity=None, roles=None) -> str:
+    """The name a topic's first turn gives it; from its texts when that turn has nothing to name
+    (a file reference, a shouted line): a topic of dozens of turns is never "Untitled topic"
+    because of how it began."""
+    name = offline_name(first)
+    return name if name != UNTITLED else offline_name(texts, rarity, roles)
+
+
 def offline_many(jobs: list[tuple], rarity=None) -> list[tuple[str | None, str]]:
     """(name, summary) per job `(texts, roles, first, rename)`: the name from `first` (the topic's
     first texts) where given, else from the texts where `rename`, else None (kept); the summary
@@ -426,7 +434,7 @@ def offline_many(jobs: list[tuple], rarity=None) -> list[tuple[str | None, str]]
     def one(job):
         texts, roles, first, rename = job
         if first is not None:
-            name = offline_name(first)
+            name = first_name(first, texts, rarity, roles)
         else:
             name = offline_name(texts, rarity, roles) if rename else None
         return name, offline_summary(texts, roles, rarity)
