@@ -79,18 +79,28 @@ def test_each_topic_a_write_makes_is_named_once(store, monkeypatch):
 def test_a_long_live_topic_keeps_the_name_of_its_first_turn(store):
     """A topic still current after the write with more than RENAME_UNTIL records is not renamed by
     the write: it keeps the name its first turn gave it (named in `finish` now, not on creation)."""
-    texts = [
-        "My sourdough starter smells like acetone after feeding.",
-        "Should I feed the sourdough starter twice a day?",
-        "The sourdough starter doubled in six hours today.",
-        "How warm should the sourdough starter be kept?",
-        "My sourdough loaf came out dense and gummy.",
-        "Is rye flour better for a sourdough starter?",
-        "The sourdough crust is too pale after baking.",
-        "Can I keep the sourdough starter in the fridge?",
-        "My sourdough starter has a layer of grey liquid.",
-        "What hydration works for a first sourdough loaf?",
-    ]
+    texts = SOURDOUGH
+    t = _one_chat(store, texts)
+    assert len(t.records) == len(texts) > assign.RENAME_UNTIL
+    assert t.name == naming.offline_name([texts[0]])
+
+
+SOURDOUGH = [
+    "My sourdough starter smells like acetone after feeding.",
+    "Should I feed the sourdough starter twice a day?",
+    "The sourdough starter doubled in six hours today.",
+    "How warm should the sourdough starter be kept?",
+    "My sourdough loaf came out dense and gummy.",
+    "Is rye flour better for a sourdough starter?",
+    "The sourdough crust is too pale after baking.",
+    "Can I keep the sourdough starter in the fridge?",
+    "My sourdough starter has a layer of grey liquid.",
+    "What hydration works for a first sourdough loaf?",
+]
+
+
+def _one_chat(store, texts: list[str]):
+    """One write of one conversation's user turns; the topic current after it."""
     recs = [
         store.normalize(
             {"ts": f"2026-11-01T10:{k:02d}:00Z", "role": "user", "text": t, "session": "bread"}
@@ -99,9 +109,7 @@ def test_a_long_live_topic_keeps_the_name_of_its_first_turn(store):
     ]
     store.write(recs, "Import one chat")
     tree = treefmt.read(store.root)
-    t = tree.topics[tree.current]
-    assert len(t.records) == len(texts) > assign.RENAME_UNTIL
-    assert t.name == naming.offline_name([texts[0]])
+    return tree.topics[tree.current]
 
 
 class _Counting:
@@ -396,27 +404,8 @@ def test_a_topic_whose_first_turn_names_nothing_is_named_from_its_turns(store):
     """A big write names a long topic from its first turn (as above); when that turn has nothing to
     name (a file reference, a shouted line: real exports are full of them), the topic's turns name
     it, never "Untitled topic" for dozens of turns (24 such topics in a real 3,786-turn export)."""
-    texts = [
-        "MY SOURDOUGH STARTER SMELLS LIKE ACETONE AFTER FEEDING",  # (shouted: no phrase to name)
-        "My sourdough starter smells like acetone after feeding.",
-        "Should I feed the sourdough starter twice a day?",
-        "The sourdough starter doubled in six hours today.",
-        "How warm should the sourdough starter be kept?",
-        "My sourdough loaf came out dense and gummy.",
-        "Is rye flour better for a sourdough starter?",
-        "The sourdough crust is too pale after baking.",
-        "Can I keep the sourdough starter in the fridge?",
-        "My sourdough starter has a layer of grey liquid.",
-    ]
+    texts = ["MY SOURDOUGH STARTER SMELLS LIKE ACETONE AFTER FEEDING"] + SOURDOUGH[:9]  # (shouted)
     assert naming.offline_name([texts[0]]) == naming.UNTITLED
-    recs = [
-        store.normalize(
-            {"ts": f"2026-11-01T10:{k:02d}:00Z", "role": "user", "text": t, "session": "bread"}
-        )
-        for k, t in enumerate(texts)
-    ]
-    store.write(recs, "Import one chat")
-    tree = treefmt.read(store.root)
-    t = tree.topics[tree.current]
+    t = _one_chat(store, texts)
     assert len(t.records) == len(texts) > assign.RENAME_UNTIL
     assert t.name != naming.UNTITLED and "sourdough" in t.name.lower(), t.name
