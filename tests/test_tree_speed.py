@@ -337,6 +337,34 @@ def test_term_sets_of_windows_are_term_set_s_own():
             assert sets.top(window, k) == naming.term_set(window, k), (window, k)
 
 
+def test_key_terms_from_a_write_s_counts_are_naming_s_own():
+    """Naming summarises a big write's topics by key terms taken from the counts placement made
+    (TermSets.key_terms): the same terms in the same order, each in the same surface form (the
+    most common, the first met on a tie: "Bikes" against "bike"), with and without the store's
+    rarity weights, for windows of up to 60 texts, texts never counted before included."""
+    from memstore.tree.termsets import TermSets
+
+    rng = random.Random(12)
+    vocab = [_word(rng) for _ in range(60)] + ["Sarah", "sarah", "Bikes", "bike", "bikes", "the"]
+    vocab += ["Paris", "PARIS", "cakes", "cake", "Cake", "NASA's", "nasa"]
+    texts = [""] + [
+        " ".join(rng.choice(vocab) for _ in range(rng.randint(1, 40))) + "." for _ in range(150)
+    ]
+    weights = {w: rng.choice((0.2, 0.5, 1.0)) for w in {naming._stem(v) for v in vocab}}
+
+    def rarity(terms):
+        return {t: weights.get(t, 0.7) for t in terms}
+
+    sets = TermSets()
+    sets.top(texts[:50], 12)  # a third counted before, the rest when first asked for
+    for _ in range(400):
+        window = rng.sample(texts, rng.randint(1, 60))
+        for k in (1, 6, 8):
+            assert sets.key_terms(window, k) == naming.key_terms(window, k), (window, k)
+            got = naming.key_terms(window, k, rarity, counts=sets)
+            assert got == naming.key_terms(window, k, rarity), (window, k)
+
+
 def test_regrouping_s_pair_search_is_the_pairwise_loop_s_answer():
     """rebalance compares a crowded parent's children in one product (fanout._cosines): each
     cosine is `_sim`'s (to float rounding), and the pair picked is the pairwise loop's over them,

@@ -395,6 +395,7 @@ class Placer:
                     for tid, texts, roles, how, _final in jobs
                 ],
                 self.data.rarity,
+                self.term_sets,  # (the texts placement counted: not counted again)
             )
         for n, (tid, texts, roles, how, final) in enumerate(jobs):
             tick(progress)

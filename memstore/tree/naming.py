@@ -190,14 +190,17 @@ def _ranked_terms(texts: list[str], n: int) -> tuple[list[str], dict, dict]:
     return ranked, base, {"lists": lists, "first": first}
 
 
-def key_terms(texts: list[str], k: int = 8, rarity=None) -> list[str]:
+def key_terms(texts: list[str], k: int = 8, rarity=None, counts=None) -> list[str]:
     """The `k` most characteristic terms: spread over many turns first, then frequency.
 
     `rarity(folded_terms) -> {term: weight}` (weights in (0, 1], from the store's index) scales
     each score down for words that occur everywhere in the store ("beginner", "advice"), so names
     and the reorganize veto rest on what sets a topic apart. Terms are returned in their most
-    common surface form (so "Sarah" keeps its capital).
+    common surface form (so "Sarah" keeps its capital). `counts` (a write's tree/termsets.TermSets,
+    which has most of its texts counted already) gives the same answer from its counts.
     """
+    if counts is not None:
+        return counts.key_terms(texts, k, rarity)
     ranked, base, seen = _ranked_terms(texts, max(4 * k, 24))
     if rarity is not None and ranked:
         weight = rarity(ranked)
@@ -425,11 +428,11 @@ def first_name(first: list[str], texts: list[str], rarity=None, roles=None) -> s
     return name if name != UNTITLED else offline_name(texts, rarity, roles)
 
 
-def offline_many(jobs: list[tuple], rarity=None) -> list[tuple[str | None, str]]:
+def offline_many(jobs: list[tuple], rarity=None, counts=None) -> list[tuple[str | None, str]]:
     """(name, summary) per job `(texts, roles, first, rename)`: the name from `first` (the topic's
     first texts) where given, else from the texts where `rename`, else None (kept); the summary
     from the texts. As `offline_name`/`offline_summary` give them one by one, on two cores for a
-    big write (see `_on_two_cores`)."""
+    big write (see `_on_two_cores`); `counts` as for `key_terms`."""
 
     def one(job):
         texts, roles, first, rename = job
@@ -437,7 +440,7 @@ def offline_many(jobs: list[tuple], rarity=None) -> list[tuple[str | None, str]]
             name = first_name(first, texts, rarity, roles)
         else:
             name = offline_name(texts, rarity, roles) if rename else None
-        return name, offline_summary(texts, roles, rarity)
+        return name, offline_summary(texts, roles, rarity, counts)
 
     return _on_two_cores(one, jobs, rarity)
 
@@ -474,10 +477,13 @@ def _on_two_cores(fn, jobs: list, rarity) -> list:
     return [got[0] if got is not None else fn(job) for got, job in zip(out, jobs)]
 
 
-def offline_summary(texts: list[str], roles: list[str] | None = None, rarity=None) -> str:
-    """ "N turns about a, b, c, d, e; opens with: <the first sentence someone asked>" (≤ 220 chars)."""
+def offline_summary(
+    texts: list[str], roles: list[str] | None = None, rarity=None, counts=None
+) -> str:
+    """ "N turns about a, b, c, d, e; opens with: <the first sentence someone asked>" (≤ 220 chars).
+    `counts` as for `key_terms`."""
     texts = scrubbed(texts)
-    terms = key_terms(texts, 6, rarity)
+    terms = key_terms(texts, 6, rarity, counts)
     n = len(texts)
     head = f"{n} turn{'s' if n != 1 else ''} about {', '.join(terms)}" if terms else f"{n} turns"
     opener = ""

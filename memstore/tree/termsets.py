@@ -1,41 +1,107 @@
-"""Key-term sets of many small windows of the same texts, as one big write asks for them.
+"""Key terms of many small windows of the same texts, as one big write asks for them.
 
 Placement compares a turn's key terms with those of a topic's latest records (naming.term_set),
-for every turn that does not plainly continue or leave its topic. A window moves by a record each
-time its topic gains one, so the same texts are ranked again and again: counting their words anew
-each time (Counter over a few thousand words) was a quarter of a 100,000-turn import.
+for every turn that does not plainly continue or leave its topic; naming then summarises each
+topic by its key terms (naming.key_terms). A window moves by a record each time its topic gains
+one, so the same texts are ranked again and again: counting their words anew each time (Counter
+over a few thousand words) was a quarter of a 100,000-turn import, and naming counted them all once
+more.
 
-Here each text is counted once, into arrays over one vocabulary (its distinct terms, where each
-first occurs, how often), and a window's ranking is a few array operations over the concatenation.
-The ranking is naming.term_set's own: a term scores 2 per text holding it plus 1 per occurrence
-(1.5 more when any occurrence is written capitalised); the best `k` by score, then by where the
-term first occurs in the window (positions are distinct, so no further tie-break is needed).
+Here each text is counted once, into arrays over two vocabularies — its terms (folded words) and
+their surface forms: which occur, where each first occurs, how often — and a window's ranking is a
+few array operations over the concatenation. Texts are counted a chunk at a time (one sort over
+the chunk's words, not numpy's per-call cost per text), ahead of placement by a forked child for a
+big write (`beside`). The ranking is naming's own: a term scores 2 per text holding it plus 1 per
+occurrence (1.5 more when any occurrence is written capitalised); the best `k` by score, then by
+where the term first occurs in the window (positions are distinct, so no further tie-break is
+needed). A term's surface form is its most common one in the window, the first met on a tie.
 """
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
+from ..text import NAME_WORD as _NAME_WORD
 from . import naming
 
-KEEP_TEXTS = 100_000  # texts whose counts are kept (a window's records are its topic's latest)
+KEEP_TEXTS = 150_000  # texts whose counts are kept (a window's records are its topic's latest)
 _MISSING = object()  # (a text counted with no terms is kept as None)
 STREAM_CHUNK = 500  # texts a child counting ahead sends at a time
+_NO_TERMS = -1  # (a text's term count in a chunk when it has none)
+
+
+class _Vocab(dict):
+    """word -> id, a new word getting the next id (looked up by `map` in C, so only a word not met
+    before costs a Python step)."""
+
+    def __init__(self, on_new=None):
+        super().__init__()
+        self.words: list[str] = []
+        self.on_new = on_new
+
+    def __missing__(self, word: str) -> int:
+        got = self[word] = len(self.words)
+        self.words.append(word)
+        if self.on_new is not None:
+            self.on_new(word)
+        return got
+
+
+class _TokenForms(dict):
+    """token -> the id of its surface form (naming._terms_of's judgement of it), -1 when it is not
+    a term; bounded, since it is only a shortcut."""
+
+    def __init__(self, forms: _Vocab):
+        super().__init__()
+        self.forms = forms
+
+    def __missing__(self, token: str) -> int:
+        if len(self) > 200_000:
+            self.clear()
+        info = naming._TERM_WORDS[token]
+        got = self[token] = -1 if info is None else self.forms[info[1]]
+        return got
 
 
 class TermSets:
     def __init__(self):
-        self.vocab: dict[str, int] = {}
-        self.words: list[str] = []
-        self.counted: dict[str, tuple] = {}  # text -> (ids, first, score, capitalised, length)
+        self.terms = _Vocab()  # folded term -> id
+        self.forms = _Vocab(self._new_form)  # surface form -> id
+        self.token_form = _TokenForms(self.forms)  # a token as written -> its form's id, or -1
+        self.term_of: list[int] = []  # form id -> its term's id
+        self.capital: list[bool] = []  # form id -> written capitalised
+        self._arrays = (np.zeros(0, np.int64), np.zeros(0, bool))  # the two, as arrays
+        # text -> (block, stem rows a:b, form rows fa:fb, number of terms), None without terms;
+        # a block holds a chunk's arrays: term ids, first positions, scores (2 + count),
+        # capitalised; form ids, first positions, counts
+        self.counted: dict[str, tuple | None] = {}
         self.stream = None  # a forked child counting the texts ahead (see `beside`)
         self.waiting: set[str] = set()  # texts the stream will still send
-        self.base = 0  # the vocabulary's size when the child was forked: its new ids start here
-        self.theirs: list[int] = []  # the child's new word ids (from base on) -> ours
-        self.sent = 0  # (in the child) the words it has sent
+        self.base = (0, 0)  # the vocabularies' sizes when the child was forked (its ids from there)
+        self.theirs = ([], [])  # the child's new term and form ids (from base on) -> ours
+        self.sent = (0, 0)  # (in the child) the words and forms it has sent
         self.jobs: list[list[str]] = []  # the texts the stream counts, a chunk at a time
         self.at = 0  # how many chunks were taken
         self.here = 0  # texts this process counted itself (tests)
+
+    def _new_form(self, form: str) -> None:
+        self.term_of.append(self.terms[naming._STEMS[form]])
+        self.capital.append(form[:1].isupper())
+
+    def _form_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """term_of and capital as arrays, grown by the forms met since the last call."""
+        term_of, capital = self._arrays
+        have = len(term_of)
+        if have != len(self.term_of):
+            self._arrays = (
+                np.concatenate([term_of, np.asarray(self.term_of[have:], np.int64)]),
+                np.concatenate([capital, np.asarray(self.capital[have:], bool)]),
+            )
+        return self._arrays
+
+    # ----- counting ---------------------------------------------------------------------------
 
     def beside(self, texts: list[str]) -> None:
         """Count `texts` (in the order they will be asked for) ahead, in a forked child
@@ -43,7 +109,8 @@ class TermSets:
         from .. import workers
 
         todo = [t for t in dict.fromkeys(texts) if t not in self.counted]
-        self.base = self.sent = len(self.words)
+        self.base = self.sent = (len(self.terms.words), len(self.forms.words))
+        self.theirs = ([], [])
         self.jobs = [todo[i : i + STREAM_CHUNK] for i in range(0, len(todo), STREAM_CHUNK)]
         self.at = 0
         # (the child is forked inside Stream, before `stream` and `waiting` are set: its copy of
@@ -57,23 +124,63 @@ class TermSets:
             self.stream.close()
         self.stream, self.waiting, self.jobs = None, set(), []
 
+    def _chunk(self, texts: list[str]) -> tuple[list[int], tuple, np.ndarray, np.ndarray]:
+        """Count these texts: (their number of terms, -1 for none; the block; where each text's
+        term rows and form rows start in it, one more at the end)."""
+        # every token of every text, as the id of the form it is (-1: not a term), one C loop
+        tokens = [_NAME_WORD.findall(naming._clean(t[: naming.TERM_CHARS])) for t in texts]
+        found = np.fromiter(
+            map(self.token_form.__getitem__, chain.from_iterable(tokens)),
+            np.int64,
+            sum(map(len, tokens)),
+        )
+        kept = found >= 0
+        fids = found[kept]
+        owner = np.repeat(np.arange(len(texts), dtype=np.int64), list(map(len, tokens)))
+        lens = np.bincount(owner[kept], minlength=len(texts))
+        sizes = [n if n else _NO_TERMS for n in lens.tolist()]
+        term_of, capital = self._form_arrays()
+        text = np.repeat(np.arange(len(texts), dtype=np.int64), lens)
+        pos = np.arange(len(fids), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        sids = term_of[fids]
+        n_terms = max(len(self.terms.words), 1)
+        keys, where, inverse, counts = np.unique(
+            text * n_terms + sids, return_index=True, return_inverse=True, return_counts=True
+        )
+        caps = np.bincount(inverse, weights=capital[fids], minlength=len(keys)) > 0
+        n_forms = max(len(self.forms.words), 1)
+        fkeys, fwhere, fcounts = np.unique(
+            text * n_forms + fids, return_index=True, return_counts=True
+        )
+        block = (
+            (keys % n_terms).astype(np.int32),
+            pos[where].astype(np.int32),
+            (2.0 + counts).astype(np.float32),
+            caps,
+            (fkeys % n_forms).astype(np.int32),
+            pos[fwhere].astype(np.int32),
+            fcounts.astype(np.int32),
+        )
+        bounds = np.arange(len(texts) + 1, dtype=np.int64)  # where each text's rows start
+        stem_at = np.searchsorted(keys // n_terms, bounds)
+        form_at = np.searchsorted(fkeys // n_forms, bounds)
+        return sizes, block, stem_at, form_at
+
+    def _keep(self, texts, sizes, block, stem_at, form_at) -> None:
+        if len(self.counted) >= KEEP_TEXTS:
+            self.counted.clear()
+        s, f = stem_at, form_at  # (lists)
+        for i, (text, n) in enumerate(zip(texts, sizes)):
+            self.counted[text] = (block, s[i], s[i + 1], f[i], f[i + 1], n) if n > 0 else None
+
     def _counted_chunk(self, texts: list[str]) -> list:
-        """(In the child) the counts of these texts, as bytes, and the words first met in them."""
-        got = [self._count(t) for t in texts]
-        words, self.sent = self.words[self.sent :], len(self.words)
-        kept = [c for c in got if c is not None]
-        sizes = [len(c[0]) if c is not None else -1 for c in got]
-        if not kept:
-            return [words, sizes, [], b"", b"", b"", b""]
-        return [
-            words,
-            sizes,
-            [c[4] for c in kept],
-            np.concatenate([c[0] for c in kept]).astype(np.int32).tobytes(),
-            np.concatenate([c[1] for c in kept]).astype(np.int32).tobytes(),
-            np.concatenate([c[2] for c in kept]).astype(np.float32).tobytes(),
-            np.concatenate([c[3] for c in kept]).tobytes(),
-        ]
+        """(In the child) the counts of these texts, as bytes, and the terms and forms first met in
+        them."""
+        sizes, block, stem_at, form_at = self._chunk(texts)
+        stem_at, form_at = stem_at.tolist(), form_at.tolist()
+        terms, forms = self.terms.words[self.sent[0] :], self.forms.words[self.sent[1] :]
+        self.sent = (len(self.terms.words), len(self.forms.words))
+        return [terms, forms, sizes, stem_at, form_at] + [a.tobytes() for a in block]
 
     def _receive(self) -> bool:
         """Take in the stream's next answer; False when nothing more comes (what is left is
@@ -86,35 +193,26 @@ class TermSets:
             return False
         chunk = self.jobs[self.at]
         self.at += 1
-        words, sizes, lengths, ids, first, score, capital = got
-        self.theirs += [self._id(w) for w in words]
-        ids = np.frombuffer(ids, np.int32).astype(np.int64)
-        mine = ids >= self.base
-        if mine.any():
-            ids[mine] = np.asarray(self.theirs, np.int64)[ids[mine] - self.base]
-        ends = np.cumsum([n for n in sizes if n >= 0])[:-1]
-        parts = zip(
-            np.split(ids, ends),
-            np.split(np.frombuffer(first, np.int32), ends),
-            np.split(np.frombuffer(score, np.float32), ends),
-            np.split(np.frombuffer(capital, bool), ends),
-            lengths,
-        )
-        if len(self.counted) >= KEEP_TEXTS:
-            self.counted.clear()
-        for text, n in zip(chunk, sizes):
-            self.waiting.discard(text)
-            self.counted[text] = next(parts) if n >= 0 else None
+        terms, forms, sizes, stem_at, form_at, *raw = got
+        self.theirs[0].extend(map(self.terms.__getitem__, terms))
+        self.theirs[1].extend(map(self.forms.__getitem__, forms))
+        block = [
+            np.frombuffer(b, t).copy() if n in (0, 4) else np.frombuffer(b, t)
+            for n, (b, t) in enumerate(zip(raw, _BLOCK_TYPES))
+        ]
+        for n, base, theirs in (
+            (0, self.base[0], self.theirs[0]),
+            (4, self.base[1], self.theirs[1]),
+        ):
+            ids = block[n]
+            new = ids >= base
+            if new.any():
+                ids[new] = np.asarray(theirs, np.int32)[ids[new] - base]
+        self.waiting.difference_update(chunk)
+        self._keep(chunk, sizes, tuple(block), stem_at, form_at)
         return True
 
-    def _id(self, stem: str) -> int:
-        got = self.vocab.get(stem)
-        if got is None:
-            got = self.vocab[stem] = len(self.words)
-            self.words.append(stem)
-        return got
-
-    def _count(self, text: str) -> tuple:
+    def _count(self, text: str):
         got = self.counted.get(text, _MISSING)
         if got is not _MISSING:
             return got
@@ -123,47 +221,87 @@ class TermSets:
         while text in self.waiting and self.stream.ready() and self._receive():
             if text in self.counted:
                 return self.counted[text]
-        if len(self.counted) >= KEEP_TEXTS:
-            self.counted.clear()
         self.here += 1
-        terms = naming._terms_of(text)
-        if not terms:
-            got = self.counted[text] = None
-            return got
-        stems, _forms, caps = zip(*terms)
-        vocab = self.vocab
-        ids = np.fromiter(
-            (vocab[s] if s in vocab else self._id(s) for s in stems), np.int64, len(stems)
-        )
-        uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
-        capital = np.zeros(len(uniq), bool)
-        if any(caps):
-            capital[np.searchsorted(uniq, ids[np.fromiter(caps, bool, len(caps))])] = True
-        got = self.counted[text] = (uniq, first, 2.0 + counts, capital, len(stems))
-        return got
+        sizes, block, stem_at, form_at = self._chunk([text])
+        self._keep([text], sizes, block, stem_at.tolist(), form_at.tolist())
+        return self.counted[text]
+
+    # ----- rankings ---------------------------------------------------------------------------
+
+    def _scores(self, parts: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(term ids, scores, first positions) over the texts of `parts`, in any order."""
+        if len(parts) == 1:
+            block, a, b, _fa, _fb, _n = parts[0]
+            return block[0][a:b], block[2][a:b] + 1.5 * block[3][a:b], block[1][a:b]
+        every = np.concatenate([p[0][0][p[1] : p[2]] for p in parts])
+        ids, where, inverse = np.unique(every, return_index=True, return_inverse=True)
+        score = np.bincount(inverse, weights=np.concatenate([p[0][2][p[1] : p[2]] for p in parts]))
+        capital = np.zeros(len(ids), bool)
+        capital[inverse[np.concatenate([p[0][3][p[1] : p[2]] for p in parts])]] = True
+        score += 1.5 * capital
+        offsets = np.cumsum([0] + [p[5] for p in parts[:-1]])
+        first = np.concatenate([p[0][1][p[1] : p[2]] + off for p, off in zip(parts, offsets)])
+        return ids, score, first[where]
+
+    @staticmethod
+    def _best(score: np.ndarray, first: np.ndarray, k: int) -> np.ndarray:
+        """Rows of the `k` best by score, then by first position (unordered)."""
+        if len(score) <= k:
+            return np.arange(len(score))
+        floor = np.partition(score, len(score) - k)[len(score) - k]
+        pool = np.flatnonzero(score >= floor)
+        if len(pool) > k:  # ties at the floor: the earlier first occurrence wins
+            pool = pool[np.lexsort((first[pool], -score[pool]))[:k]]
+        return pool
 
     def top(self, texts: list[str], k: int) -> set[str]:
         """naming.term_set(texts, k)."""
         parts = [c for c in map(self._count, texts) if c is not None]
         if not parts:
             return set()
-        if len(parts) == 1:
-            ids, first, score, capital, _n = parts[0]
-            score = score + 1.5 * capital
-        else:
-            offsets = np.cumsum([0] + [p[4] for p in parts[:-1]])
-            every = np.concatenate([p[0] for p in parts])
-            ids, where, inverse = np.unique(every, return_index=True, return_inverse=True)
-            score = np.bincount(inverse, weights=np.concatenate([p[2] for p in parts]))
-            capital = np.zeros(len(ids), bool)
-            capital[inverse[np.concatenate([p[3] for p in parts])]] = True
-            score += 1.5 * capital
-            first = np.concatenate([p[1] + off for p, off in zip(parts, offsets)])[where]
-        if len(ids) > k:
-            floor = np.partition(score, len(ids) - k)[len(ids) - k]
-            pool = np.flatnonzero(score >= floor)
-            if len(pool) > k:  # ties at the floor: the earlier first occurrence wins
-                pool = pool[np.lexsort((first[pool], -score[pool]))[:k]]
-            ids = ids[pool]
-        words = self.words
-        return {words[i] for i in ids.tolist()}
+        ids, score, first = self._scores(parts)
+        words = self.terms.words
+        return {words[i] for i in ids[self._best(score, first, k)].tolist()}
+
+    def key_terms(self, texts: list[str], k: int = 8, rarity=None) -> list[str]:
+        """naming.key_terms(texts, k, rarity)."""
+        parts = [c for c in map(self._count, texts) if c is not None]
+        if not parts:
+            return []
+        ids, score, first = self._scores(parts)
+        pool = self._best(score, first, max(4 * k, 24))
+        pool = pool[np.lexsort((first[pool], -score[pool]))]
+        words = self.terms.words
+        ranked = [words[i] for i in ids[pool].tolist()]
+        base = dict(zip(ranked, score[pool].tolist()))
+        at = dict(zip(ranked, first[pool].tolist()))
+        if rarity is not None:
+            weight = rarity(ranked)
+            ranked = sorted(ranked, key=lambda s: (-base[s] * weight.get(s, 1.0), at[s], s))
+        ranked = ranked[:k]
+        return self._surfaces(parts, ranked)
+
+    def _surfaces(self, parts: list, ranked: list[str]) -> list[str]:
+        """Each term's most common surface form in the texts, the first met on a tie."""
+        fids = np.concatenate([p[0][4][p[3] : p[4]] for p in parts])
+        counts = np.concatenate([p[0][6][p[3] : p[4]] for p in parts])
+        offsets = np.cumsum([0] + [p[5] for p in parts[:-1]])
+        first = np.concatenate([p[0][5][p[3] : p[4]] + off for p, off in zip(parts, offsets)])
+        term_of, _capital = self._form_arrays()
+        wanted = np.asarray([self.terms[s] for s in ranked], np.int64)
+        mine = np.isin(term_of[fids], wanted)
+        fids, counts, first = fids[mine], counts[mine], first[mine]
+        uniq, where, inverse = np.unique(fids, return_index=True, return_inverse=True)
+        total = np.bincount(inverse, weights=counts)
+        best: dict[int, tuple] = {}
+        for fid, c, at in zip(uniq.tolist(), total.tolist(), first[where].tolist()):
+            term = self.term_of[fid]
+            got = best.get(term)
+            if got is None or c > got[0] or (c == got[0] and at < got[1]):
+                best[term] = (c, at, fid)
+        forms = self.forms.words
+        return [forms[best[self.terms[s]][2]] for s in ranked]
+
+
+# the dtypes of a block's arrays, in order (see TermSets.counted)
+_BLOCK_TYPES = (np.int32, np.int32, np.float32, bool, np.int32, np.int32, np.int32)
