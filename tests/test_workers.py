@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import os
 import threading
 
@@ -69,6 +70,57 @@ def test_answers_cross_the_pipe_as_json_and_bytes_only(forks):
     # what JSON cannot carry is computed by the parent instead (no loader that runs what it reads)
     got, learnt = workers.split_map(lambda x: {x}, list(range(10)))
     assert got == [{x} for x in range(10)] and learnt == [] and len(forks) == 2
+
+
+def test_the_counting_child_scans_ahead_what_naming_will_scrub(forks):
+    """The child that counts a big write's words also runs the secret scrub naming will run on the
+    same texts (the second core has room while placement runs): the parent learns which texts are
+    clean and never scans them again; a text holding a secret is not among them, and its name
+    and summary are still scrubbed."""
+    from memstore.secrets import policy
+    from memstore.tree.termsets import STREAM_CHUNK, TermSets
+
+    token = "ghp_" + "Zq8Lm2Xv4Rt6Np0Ws3Ky5Hb7Jc9Fd1Ga3Te5Q"
+    texts = [f"Plan number {n} for the zorbling garden trip" for n in range(3 * STREAM_CHUNK)]
+    texts[7] = f"my token is {token} for the zorbling garden"
+    policy._CLEAN.clear()
+    sets = TermSets()
+    sets.beside(texts)
+    while sets.waiting and sets._receive():
+        pass
+    sets.close()
+    known = [policy.clean_key(t) in policy._CLEAN for t in texts]
+    assert not known[7] and sum(known) == 2 * STREAM_CHUNK - 1  # (the last chunk: naming's own)
+    scans = []
+    real = policy.scrub_kinds
+
+    def counted(text):
+        scans.append(policy.clean_key(text) not in policy._CLEAN)
+        return real(text)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(policy, "scrub_kinds", counted)
+        summary = naming.offline_summary(texts[:20], ["user"] * 20)
+    assert token not in summary and scans.count(True) == 1  # only the text with the secret
+    assert len(forks) == 1
+
+
+def test_bytes_cross_the_pipe_raw_and_a_damaged_answer_is_refused():
+    """Bytes (a chunk's word counts) follow the JSON as they are, not base64: a megabyte costs a
+    megabyte; an answer cut short or pointing outside its raw part is refused (the parent then
+    computes that part itself), never read as something else."""
+    blob = bytes(range(256)) * 4096
+    data = workers._dump([[1, blob, {"a": b""}], [b"x"]])
+    assert len(data) < len(blob) + 200
+    assert workers._load(data) == [[1, blob, {"a": b""}], [b"x"]]
+    for bad in (data[:-1], data[:20], data[:4], b"", _with_raw([0, 10**9]), _with_raw([-1, 1])):
+        with pytest.raises(ValueError):
+            workers._load(bad)
+
+
+def _with_raw(ref) -> bytes:
+    head = json.dumps([[{"$raw": ref}], []]).encode()
+    return len(head).to_bytes(8, "little") + head + b"abc"
 
 
 def test_work_only_the_parent_may_do_is_left_to_it(forks):
