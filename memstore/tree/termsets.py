@@ -80,7 +80,8 @@ class TermSets:
         self.stream = None  # a forked child counting the texts ahead (see `beside`)
         self.waiting: set[str] = set()  # texts the stream will still send
         self.base = (0, 0)  # the vocabularies' sizes when the child was forked (its ids from there)
-        self.theirs = ([], [])  # the child's new term and form ids (from base on) -> ours
+        # the child's new term and form ids (from base on) -> ours
+        self.theirs = (np.zeros(0, np.int32), np.zeros(0, np.int32))
         self.sent = (0, 0)  # (in the child) the words and forms it has sent
         self.jobs: list[list[str]] = []  # the texts the stream counts, a chunk at a time
         self.scanned: list[str] = []  # (in the child) the texts its next answer scans for secrets
@@ -113,7 +114,7 @@ class TermSets:
 
         todo = [t for t in dict.fromkeys(texts) if t not in self.counted]
         self.base = self.sent = (len(self.terms.words), len(self.forms.words))
-        self.theirs = ([], [])
+        self.theirs = (np.zeros(0, np.int32), np.zeros(0, np.int32))
         self.jobs = [todo[i : i + STREAM_CHUNK] for i in range(0, len(todo), STREAM_CHUNK)]
         self.at = 0
         # (the child is forked inside Stream, before `stream` and `waiting` are set: its copy of
@@ -213,8 +214,10 @@ class TermSets:
             from ..secrets import policy
 
             policy.add_fresh(clean[i : i + 16] for i in range(0, len(clean), 16))
-        self.theirs[0].extend(map(self.terms.__getitem__, terms))
-        self.theirs[1].extend(map(self.forms.__getitem__, forms))
+        self.theirs = (
+            _grown(self.theirs[0], map(self.terms.__getitem__, terms), len(terms)),
+            _grown(self.theirs[1], map(self.forms.__getitem__, forms), len(forms)),
+        )
         block = [
             np.frombuffer(b, t).copy() if n in (0, 4) else np.frombuffer(b, t)
             for n, (b, t) in enumerate(zip(raw, _BLOCK_TYPES))
@@ -226,7 +229,7 @@ class TermSets:
             ids = block[n]
             new = ids >= base
             if new.any():
-                ids[new] = np.asarray(theirs, np.int32)[ids[new] - base]
+                ids[new] = theirs[ids[new] - base]
         self.waiting.difference_update(chunk)
         self._keep(chunk, sizes, tuple(block), stem_at, form_at)
         return True
@@ -320,6 +323,10 @@ class TermSets:
                 best[term] = (c, at, fid)
         forms = self.forms.words
         return [forms[best[self.terms[s]][2]] for s in ranked]
+
+
+def _grown(ids: np.ndarray, more, n: int) -> np.ndarray:
+    return np.concatenate([ids, np.fromiter(more, np.int32, n)]) if n else ids
 
 
 # the dtypes of a block's arrays, in order (see TermSets.counted)

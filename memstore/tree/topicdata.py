@@ -64,8 +64,9 @@ def stacked(vecs: list, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]
 
 def mean(vecs: list[np.ndarray]) -> np.ndarray:
     """np.mean(np.stack(vecs), axis=0), step for step (the same sum, divided by the same count),
-    without np.mean's own checks."""
-    total = np.add.reduce(np.stack(vecs), axis=0)
+    without np.mean's own checks, and the rows laid out by one concatenation (np.stack's checks
+    of each array were half the time)."""
+    total = np.add.reduce(np.concatenate(vecs).reshape(len(vecs), -1), axis=0)
     return np.true_divide(total, np.intp(len(vecs)), out=total, casting="unsafe")
 
 
