@@ -620,11 +620,11 @@ def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
     llm = llm if llm is not None and llm.config.topics else None
     placer = Placer(store, tree, RecordData(store), llm)
     placer.few = lazy
-    placer.content_vecs = content_vectors(store, [r for r, _ in pairs])
     pairs = sorted(pairs, key=lambda p: p[0]["ts"])
     if len(pairs) >= COUNT_BESIDE:  # the turns' words counted ahead on the second core
         placer.term_sets.beside([r["text"] for r, _ in pairs])
     try:
+        placer.content_vecs = content_vectors(store, [r for r, _ in pairs])
         for rec, vec in pairs:
             placer.place(rec, normalise(vec))
             tick(progress)
