@@ -549,9 +549,12 @@ class Core:
         dtype = self.config.setting("vector_dtype")
         dim = int(self.config.embedder["dim"])
         limit = int(self.config.setting("consolidate_packs") or 0)
-        by_day: dict[str, list[tuple[dict, object]]] = {}
+        by_day: dict[str, list[tuple[dict, object, int]]] = {}
         for rec, vec in zip(records, vectors):
-            by_day.setdefault(local_day(from_iso(rec["ts"]), self.tz), []).append((rec, vec))
+            when = from_iso(rec["ts"])  # (read once: its day, and the pack's Unix time)
+            by_day.setdefault(local_day(when, self.tz), []).append(
+                (rec, vec, int(when.timestamp()))
+            )
         blobs: dict[str, list[tuple]] = {}
         for b in self._tx.blobs if getattr(self, "_tx", None) else []:
             blobs.setdefault(b[1], []).append(b)
@@ -563,19 +566,17 @@ class Core:
             folder = packfmt.day_dir(self.root, day)
             had = len(packfmt.pack_files(folder))
             writer = packfmt.PackWriter(day, dim)
-            for rec, vec in by_day.get(day, []):
-                key = seal.key_bytes(rec["vkey"])
-                writer.add_vector(
-                    rec["id"], key, rec["hash"], vec, dtype, int(from_iso(rec["ts"]).timestamp())
-                )
-            keys = {r["id"]: seal.key_bytes(r["vkey"]) for r, _ in by_day.get(day, [])}
+            keys: dict[str, bytes | None] = {}
+            for rec, vec, unix in by_day.get(day, []):
+                key = keys[rec["id"]] = seal.key_bytes(rec["vkey"])
+                writer.add_vector(rec["id"], key, rec["hash"], vec, dtype, unix)
             for rid, _day, payload, data_type, manifest, unix in blobs.get(day, []):
                 writer.add_blob(rid, keys[rid], payload, data_type, manifest, unix)
             writer.write(self.root)
             touched.append(self.rel(folder))
             if by_day.get(day):
                 logpath = logfmt.day_path(self.root, day)
-                logfmt.append(logpath, [r for r, _ in by_day[day]], fsync=False)
+                logfmt.append(logpath, [r for r, _v, _u in by_day[day]], fsync=False)
                 touched.append(self.rel(logpath))
             if (
                 limit and had >= limit
