@@ -116,6 +116,17 @@ def test_hash_embedder_hashes_each_word_once_and_keeps_the_bytes(monkeypatch):
     assert calls["n"] == first  # and not again in the next batch
     monkeypatch.setattr(hashing, "WORD_CACHE", 3)  # a full word cache starts over, same bytes
     assert HashEmbedder(dim=96).embed_batch(texts).tobytes() == want.tobytes()
+    monkeypatch.setattr(hashing, "BATCH", 2)  # a big batch goes in slices: the same rows
+    sizes = []
+    bincount = np.bincount
+    monkeypatch.setattr(
+        hashing.np, "bincount", lambda *a, **k: sizes.append(k["minlength"]) or bincount(*a, **k)
+    )
+    assert HashEmbedder(dim=96).embed_batch(texts).tobytes() == want.tobytes()
+    assert max(sizes) == 2 * 96 and len(sizes) == -(-len(texts) // 2)
+    monkeypatch.setattr(hashing.np, "bincount", bincount)
+    sliced = HashEmbedder(dim=96).embed_batch(texts[1:] + ["", "x"] + texts)
+    assert sliced.tobytes() == _hash_by_feature(texts[1:] + ["", "x"] + texts, 96).tobytes()
 
 
 # ----- MiniLM (onnxruntime graph built from the safetensors; numpy fallback) ------------------------------------------------------------------------------
