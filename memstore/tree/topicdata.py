@@ -196,6 +196,14 @@ class RecordData:
     def centroid(self, rids: list[str], last: int | None = None) -> np.ndarray | None:
         """Normalised mean of the records' vectors (only the `last` ones when given)."""
         pick = rids[-last:] if last else rids
+        extra = self.extra_vecs
+        try:  # the records a write is placing (every one, in an import): no lookup in the index
+            vecs = [extra[r] for r in pick]
+        except KeyError:
+            pass
+        else:
+            STATS["vectors"] += len(vecs)
+            return normalise(mean(vecs)) if vecs else None
         self.rows(pick)
         self._read_exact([r for r in pick if r not in self._exact and r not in self.extra_vecs])
         vecs = [v for v in (self.vector(r) for r in pick) if v is not None]
