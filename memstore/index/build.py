@@ -9,6 +9,7 @@ generation files named by that transaction, so a reader never sees a half-built 
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import os
@@ -21,9 +22,17 @@ import numpy as np
 from ..format import layout
 from ..format import log as logfmt
 from ..format import pack as packfmt
+from ..format import seal
 from ..format import tombstones
 from ..format.record import author_parts
-from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_segment, segment_name
+from ..format.segment import (
+    DT_VEC_F32,
+    SegmentError,
+    VECTOR_TYPES,
+    decode_vector,
+    read_segment,
+    segment_name,
+)
 from ..format.timeutil import from_iso
 from ..errors import LockTimeout
 from ..locking import file_lock, lock_timeout
@@ -38,6 +47,24 @@ from .fresh import (
     stat_fingerprint,
 )
 from .tokenize import index_text
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_SECOND = dt.timedelta(seconds=1)
+
+
+def _seconds(value) -> float:
+    """A record's `ts` in Unix seconds, exactly `from_iso(value).timestamp()` (which raises what
+    this raises). The store's own form (timeutil.to_iso: `2026-11-30T06:08:11.000000Z`) is read
+    without the general parser's steps: both divide the same microseconds by a million."""
+    if type(value) is str and len(value) == 27 and value[26] == "Z":
+        try:
+            d = dt.datetime.fromisoformat(value[:26])
+        except ValueError:
+            d = None
+        if d is not None and d.tzinfo is None:
+            return (d - _EPOCH) / _SECOND
+    return from_iso(value).timestamp()
+
 
 BACK = "record {rid} was forgotten (forgotten.jsonl), but a git merge with a clone that still had it brought its line back"
 
@@ -552,30 +579,49 @@ class Index:
         out = DayRows(day, [], [], [], [], data=data if keep else b"")
         shared: set[str] = set()
         gone = self._forgotten()
-        packed = None  # format 2: {record id: (vector, hash16, pack name)}, read on first need
+        # First every line (a problem, or a record with its time), then the vectors of all the
+        # day's pack records in one pass over the packs (_pack_vectors), then the rows in line
+        # order, each problem where the line-by-line reading put it.
+        lines: list = []
         for ln in logfmt.read_lines(log_path, data):
             if ln.record is None:
-                out.problems.append(f"{log_path}:{ln.line_no}: {ln.error}")
+                lines.append(f"{log_path}:{ln.line_no}: {ln.error}")
                 continue
             rec = ln.record
             if (
                 str(rec.get("id")) in gone
             ):  # forgotten on some clone (forgotten.jsonl): never indexed
-                out.problems.append(
+                lines.append(
                     f"{log_path}:{ln.line_no}: {tombstones.BACK.format(rid=rec.get('id'))}"
                 )
                 continue
             try:
-                ts = from_iso(rec["ts"]).timestamp()
+                ts = _seconds(rec["ts"])
             except (ValueError, TypeError):
-                out.problems.append(f"{log_path}:{ln.line_no}: bad ts")
+                lines.append(f"{log_path}:{ln.line_no}: bad ts")
                 continue
+            lines.append((ln, rec, ts))
+        in_packs = [e[1] for e in lines if type(e) is tuple and "seg" not in e[1]]
+        pack_problems: list[str] = []
+        packed = iter(
+            self._pack_vectors(self._read_packs(day, pack_problems), in_packs, day)
+            if in_packs
+            else ()
+        )
+        for entry in lines:
+            if type(entry) is str:
+                out.problems.append(entry)
+                continue
+            ln, rec, ts = entry
             if "seg" in rec:  # format 1: the record names its segment files
                 vec, vkey = self._read_vector(rec, out.problems)
             else:
-                if packed is None:
-                    packed = self._read_packs(day, out.problems)
-                vec, vkey = self._pack_vector(rec, packed, day, out.problems)
+                if pack_problems:  # a damaged pack is said before the first record it fails
+                    out.problems += pack_problems
+                    pack_problems = []
+                vec, vkey, problem = next(packed)
+                if problem is not None:
+                    out.problems.append(problem)
             source = rec.get("source")
             source_path = (
                 source.get("path")
@@ -659,50 +705,99 @@ class Index:
                 problems.append(f"{exc}" if str(p) in str(exc) else f"{p}: {exc}")
         return out
 
-    def _pack_vector(self, rec: dict, packs: list, day: str, problems: list[str]):
-        """A record's vector: the first pack (by name) its line's key opens; it must belong to its text."""
-        rid = str(rec.get("id"))
-        hit = None
-        keys = packfmt.ring([rec])
-        for pk in packs:
-            items = pk.items(keys if pk.sealed else [(rid, None)])
-            mine = [it for it in items if it.record_id == rid]
-            if mine:
+    def _pack_vectors(self, packs: list, recs: list[dict], day: str) -> list[tuple]:
+        """(vector, location, problem) for each record of a day whose vector lies in the day's
+        packs: the first pack (by name) its line's key opens, and it must belong to its text.
+
+        One `items` call per pack for all the records the packs before it did not hold, and one
+        decode and finiteness check for all the float32 vectors: a record at a time, the Python
+        around each lookup cost more than opening the sealed item itself."""
+        where = layout.pack_dir(day)
+        rids = [str(rec.get("id")) for rec in recs]
+        keys = [seal.key_bytes(rec.get("vkey")) for rec in recs]  # as packfmt.ring reads them
+        hits: dict = {}  # (record id, key) of a sealed item, or record id in a format-2 pack
+        for n, pk in enumerate(packs):
+            if pk.sealed:
+                ring = [p for p in dict.fromkeys(zip(rids, keys)) if p[1] is not None]
+                for it in pk.items([p for p in ring if p not in hits]):
+                    hits.setdefault((it.record_id, it.key), (n, pk, it))
+            else:
+                wanted = [(r, None) for r in dict.fromkeys(rids) if r not in hits]
+                for it in pk.items(wanted):
+                    hits.setdefault(it.record_id, (n, pk, it))
+        # A record with a sealed item and a format-2 one (a day written before and after an
+        # upgrade) takes the one in the pack first by name, as a lookup pack by pack did.
+        found = []
+        for rid, key in zip(rids, keys):
+            sealed = hits.get((rid, key)) if key is not None else None
+            clear = hits.get(rid)
+            if sealed is None or (clear is not None and clear[0] < sealed[0]):
+                sealed = clear
+            found.append(sealed[1:] if sealed is not None else None)
+        # float32 vectors of the store's dimension, decoded together (decode_vector for the rest)
+        plain = [
+            j
+            for j, hit in enumerate(found)
+            if hit is not None
+            and hit[1].header.data_type == DT_VEC_F32
+            and hit[1].header.dim == self.dim
+            and len(hit[1].payload) == 4 * self.dim
+        ]
+        block = (
+            np.frombuffer(b"".join(found[j][1].payload for j in plain), dtype="<f4")
+            .astype(np.float32)
+            .reshape(len(plain), self.dim)
+        )
+        finite = np.isfinite(block).all(axis=1).tolist()
+        decoded = {j: (block[n], finite[n]) for n, j in enumerate(plain)}
+        out = []
+        for j, (rec, rid, hit) in enumerate(zip(recs, rids, found)):
+            if hit is None:
+                out.append((None, None, f"record {rid}: no vector in {where}/"))
+                continue
+            pk, item = hit
+            if j in decoded:
+                vec, ok = decoded[j]
+            else:
                 try:
-                    hit = (
-                        decode_vector(mine[0].header, mine[0].payload),
-                        mine[0].h16,
-                        pk.path.name,
-                        exact.item_location(pk, mine[0]),
-                    )
+                    vec = decode_vector(item.header, item.payload)
                 except SegmentError as exc:
-                    problems.append(
-                        f"{layout.pack_dir(day)}/{pk.path.name}: vector of record {rid}: {exc}"
+                    out.append(
+                        (None, None, f"{where}/{pk.path.name}: vector of record {rid}: {exc}")
                     )
-                    return None, None
-                break
-        if hit is None:
-            problems.append(f"record {rid}: no vector in {layout.pack_dir(day)}/")
-            return None, None
-        vec, h16, name, location = hit
-        if h16 != packfmt.hash16(str(rec.get("hash") or "")):
-            problems.append(
-                f"{layout.pack_dir(day)}/{name}: vector of record {rid} was made from other text "
-                f"(hash16 {h16}, the record's is {packfmt.hash16(str(rec.get('hash') or ''))})"
-            )
-            return None, None
-        if vec.shape[0] != self.dim:
-            problems.append(
-                f"{layout.pack_dir(day)}/{name}: vector of record {rid} has {vec.shape[0]} dimensions, "
-                f"the store uses {self.dim}"
-            )
-            return None, None
-        if not np.isfinite(vec).all():  # it would rank first for every query
-            problems.append(
-                f"{layout.pack_dir(day)}/{name}: vector of record {rid} holds NaN or Infinity"
-            )
-            return None, None
-        return vec, location
+                    continue
+                ok = None
+            own = packfmt.hash16(str(rec.get("hash") or ""))
+            if item.h16 != own:
+                out.append(
+                    (
+                        None,
+                        None,
+                        f"{where}/{pk.path.name}: vector of record {rid} was made from other text "
+                        f"(hash16 {item.h16}, the record's is {own})",
+                    )
+                )
+            elif vec.shape[0] != self.dim:
+                out.append(
+                    (
+                        None,
+                        None,
+                        f"{where}/{pk.path.name}: vector of record {rid} has {vec.shape[0]} "
+                        f"dimensions, the store uses {self.dim}",
+                    )
+                )
+            elif not (ok if ok is not None else np.isfinite(vec).all()):
+                # it would rank first for every query
+                out.append(
+                    (
+                        None,
+                        None,
+                        f"{where}/{pk.path.name}: vector of record {rid} holds NaN or Infinity",
+                    )
+                )
+            else:
+                out.append((vec, exact.item_location(pk, item), None))
+        return out
 
     def _apply(self, plan: Plan, progress=None) -> None:
         conn = self.conn
