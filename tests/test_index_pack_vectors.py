@@ -1,0 +1,251 @@
+"""The index reads a day's pack vectors in one pass (index/build.py `_pack_vectors`): every record
+still gets the vector of the first pack (by name) that holds it, bit for bit, and every damaged,
+missing or foreign vector the same problem, in line order, that a record-by-record lookup gave."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import pytest
+
+from conftest import make_store
+
+DAY = "2026-11-30"
+DIM = 384
+PACKS = f"packs/2026/{DAY}"
+
+
+def _records(store, n):
+    from memstore.format import record as recordfmt
+    from memstore.format import seal
+
+    out = []
+    for k in range(n):
+        rec = store.normalize(
+            {"ts": f"{DAY}T{k // 60:02d}:{k % 60:02d}:07Z", "role": "user", "text": f"note {k}"}
+        )
+        rec["hash"] = recordfmt.text_hash(rec["text"])
+        rec["vkey"] = seal.record_key(rec["id"], rec["text"])
+        out.append(rec)
+    return out
+
+
+def _key(rec):
+    from memstore.format import seal
+
+    return seal.key_bytes(rec["vkey"])
+
+
+def _f32(vec):
+    from memstore.format.segment import DT_VEC_F32, Header
+
+    body = np.asarray(vec, "<f4").tobytes()
+    return Header(-1, -1, len(body), DT_VEC_F32, len(vec), 1.0, 0), body
+
+
+def _sealed(store, items, before=None, after=None):
+    """A sealed pack of `items` [(record, header, body, hash16 or None)], its name drawn (by its
+    random nonce) to sort before `before` or after `after` when given."""
+    from memstore.format import pack as packfmt
+
+    for _ in range(500):
+        w = packfmt.PackWriter(DAY, DIM)
+        for rec, header, body, h16 in items:
+            w.add_encoded(rec["id"], _key(rec), h16 or rec["hash"][:16], header, body)
+        name = packfmt.pack_name(w.to_bytes())
+        if (before is None or name < before) and (after is None or name > after):
+            return w.write(store.root).name
+    raise AssertionError("no nonce gave a pack name in the wanted order")
+
+
+def _clear(store, items):
+    """A format-2 pack (items in the clear, named by record id), as stores before format 3 hold."""
+    from memstore.format import pack as packfmt
+    from memstore.format.segment import DT_JSON, Header
+
+    rows, segs = [], []
+    for k, (rec, header, body) in enumerate(items):
+        segs.append(header.pack() + body)
+        rows.append([rec["id"], rec["hash"][:16], k + 1])
+    manifest = json.dumps({"pack": 2, "day": DAY, "dim": DIM, "records": rows}).encode()
+    data = Header(-1, -1, len(manifest), DT_JSON, 0, 1.0, 0).pack() + manifest + b"".join(segs)
+    folder = packfmt.day_dir(store.root, DAY)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / packfmt.pack_name(data)).write_bytes(data)
+    return packfmt.pack_name(data)
+
+
+def _error_of(line):
+    from memstore.format import record as recordfmt
+
+    try:
+        recordfmt.loads(line)
+    except recordfmt.RecordError as exc:
+        return str(exc)
+    raise AssertionError(f"{line!r} is a good line")
+
+
+@pytest.fixture
+def damaged_day(tmp_path):
+    """A day of 16 lines whose vectors are good, missing, foreign, NaN, of another size, int8,
+    held twice, or in a format-2 pack; with a line that is no JSON and one forgotten record.
+
+    Returns (store, {line number: expected vector, or the problem expected for it})."""
+    from memstore.format import log as logfmt
+    from memstore.format import tombstones
+    from memstore.format.segment import DT_VEC_F32, DT_VEC_I8, Header
+
+    store = make_store(tmp_path / "s")
+    recs = _records(store, 13)
+    rng = np.random.default_rng(5)
+    vecs = rng.standard_normal((13, DIM)).astype(np.float32)
+    nan = vecs[3].copy()
+    nan[7] = np.nan
+    inf = vecs[9].copy()
+    inf[0] = np.inf
+    codes = rng.integers(-127, 128, DIM).astype(np.int8)
+    i8 = Header(-1, -1, DIM, DT_VEC_I8, DIM, 0.03125, 0), codes.tobytes()
+    later = vecs[4] + 1  # r4's other copy, in a pack that sorts after the first
+    first = _sealed(
+        store,
+        [
+            (recs[0], *_f32(vecs[0]), None),
+            (recs[2], *_f32(vecs[2]), "0123456789abcdef"),  # made from other text
+            (recs[3], *_f32(nan), None),
+            (recs[4], *_f32(vecs[4]), None),
+            (recs[5], *i8, None),
+            (recs[6], *_f32(vecs[6][:3]), None),  # 3 dimensions
+            (recs[9], *_f32(inf), None),
+            (
+                recs[10],
+                Header(-1, -1, 100, DT_VEC_F32, DIM, 1.0, 0),
+                b"\0" * 100,
+                None,
+            ),  # payload cut short
+            (recs[12], Header(-1, -1, 4 * DIM, DT_VEC_F32, 3, 1.0, 0), vecs[12].tobytes(), None),
+        ],
+    )
+    _sealed(store, [(recs[4], *_f32(later), None), (recs[7], *_f32(vecs[7]), None)], after=first)
+    # r8 in a format-2 pack only; r11 in both kinds of pack, the format-2 one first by name
+    clear = _clear(store, [(recs[8], *_f32(vecs[8])), (recs[11], *_f32(vecs[11]))])
+    _sealed(store, [(recs[11], *_f32(-vecs[11]), None)], after=clear)
+    lines = (
+        [json.dumps(r) for r in recs[:6]] + ["this is not json"] + [json.dumps(r) for r in recs[6:]]
+    )
+    lines.append(json.dumps(recs[0]))  # a merge kept a record's line twice: both get its vector
+    gone = store.normalize({"ts": f"{DAY}T23:00:00Z", "role": "user", "text": "gone"})
+    lines.append(json.dumps(gone))
+    (store.root / tombstones.FILENAME).write_text(json.dumps({"id": gone["id"]}) + "\n")
+    path = logfmt.day_path(store.root, DAY)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+    log = f"{path}"
+    where = f"{PACKS}/{first}"
+    i8_vec = codes.astype(np.float32) * np.float32(0.03125)
+    expected = {
+        1: vecs[0],
+        2: f"record {recs[1]['id']}: no vector in {PACKS}/",
+        3: f"{where}: vector of record {recs[2]['id']} was made from other text "
+        f"(hash16 0123456789abcdef, the record's is {recs[2]['hash'][:16]})",
+        4: f"{where}: vector of record {recs[3]['id']} holds NaN or Infinity",
+        5: vecs[4],  # the first pack by name, not `later`
+        6: i8_vec,
+        7: f"{log}:7: {_error_of('this is not json')}",
+        8: f"{where}: vector of record {recs[6]['id']} has 3 dimensions, the store uses {DIM}",
+        9: vecs[7],
+        10: vecs[8],
+        11: f"{where}: vector of record {recs[9]['id']} holds NaN or Infinity",
+        12: f"{where}: vector of record {recs[10]['id']}: float32 payload is 100 bytes for dim {DIM}",
+        13: vecs[11],  # the format-2 copy: its pack sorts first
+        14: f"{where}: vector of record {recs[12]['id']}: float32 payload is {4 * DIM} bytes "
+        "for dim 3",
+        15: vecs[0],
+        16: f"{log}:16: {tombstones.BACK.format(rid=gone['id'])}",
+    }
+    return store, expected
+
+
+def test_each_record_gets_the_vector_or_the_problem_a_lookup_record_by_record_gave(damaged_day):
+    from memstore.index import exact
+
+    store, expected = damaged_day
+    index = store.index()
+    rows, _, _ = index._read_day(DAY)
+    problems = [v for v in expected.values() if isinstance(v, str)]
+    assert rows.problems == problems
+    assert index.problems() == problems
+    # a line whose vector is bad still gets its row (found by words), without a vector
+    assert [r[1] for r in rows.rows] == [n for n in expected if n not in (7, 16)]
+    for row, vec in zip(rows.rows, rows.vectors):
+        want = expected[row[1]]
+        if isinstance(want, str):
+            assert vec is None and row[11] is None, row[1]
+        else:
+            assert vec.dtype == np.float32 and vec.tobytes() == want.tobytes(), row[1]
+    # where each vector lies (records.vkey) opens to the same vector
+    vrows = [v for (v,) in index.conn.execute("SELECT vrow FROM records WHERE vrow >= 0")]
+    got, read_problems = exact.rows(index, vrows)
+    want = [
+        expected[n]
+        for (n,) in index.conn.execute("SELECT line_no FROM records WHERE vrow >= 0 ORDER BY vrow")
+    ]
+    assert read_problems == [] and got.tobytes() == np.stack(want).astype(np.float32).tobytes()
+
+
+def test_a_pack_that_will_not_parse_is_named_before_the_first_record_it_fails(damaged_day):
+    store, expected = damaged_day
+    from memstore.format import pack as packfmt
+
+    bad = packfmt.day_dir(store.root, DAY) / ("f" * 64 + ".is")
+    bad.write_bytes(b"\xff" * 10)
+    rows, _, _ = store.index()._read_day(DAY)
+    said = [p for p in rows.problems if bad.name in p]
+    assert len(said) == 1 and "header is 10 bytes" in said[0]
+    # said before the first record that looks in the packs (line 1), the rest as before
+    assert rows.problems.index(said[0]) == 0
+    assert [p for p in rows.problems if p != said[0]] == [
+        v for v in expected.values() if isinstance(v, str)
+    ]
+
+
+@pytest.mark.parametrize(
+    "ts",
+    [
+        "2026-11-30T06:08:11.000000Z",
+        "2026-11-30T06:08:11.123457Z",
+        "1000-01-01T00:00:00.000001Z",
+        "9998-12-31T23:59:59.999999Z",
+        "1969-12-31T23:59:59.999999Z",
+        "2026-11-30T06:08:11Z",
+        "2026-11-30T06:08:11.5+02:00",
+        "2026-11-30 06:08:11.000000Z",
+        "2026-11-30T06:08:11.000000z",
+        1764482891.25,
+    ],
+)
+def test_the_canonical_ts_is_read_to_the_same_seconds(ts):
+    from memstore.format.timeutil import from_iso
+    from memstore.index.build import _seconds
+
+    assert _seconds(ts) == from_iso(ts).timestamp()
+
+
+def test_every_microsecond_form_reads_to_the_general_parsers_seconds():
+    from memstore.format.timeutil import from_iso, to_iso
+    from memstore.index.build import _seconds
+
+    rng = np.random.default_rng(3)
+    base = dt.datetime(1000, 1, 1, tzinfo=dt.timezone.utc)
+    for us in rng.integers(0, 9000 * 365 * 86400 * 10**6, 20_000).tolist():
+        ts = to_iso(base + dt.timedelta(microseconds=us))
+        assert _seconds(ts) == from_iso(ts).timestamp(), ts
+
+
+@pytest.mark.parametrize("ts", ["2026-11-30T25:08:11.000000Z", "2026-02-30T06:08:11.000000Z"])
+def test_an_impossible_ts_raises_as_the_general_parser_does(ts):
+    from memstore.index.build import _seconds
+
+    with pytest.raises(ValueError):
+        _seconds(ts)
