@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import make_store
+from conftest import make_store, write_turns
 
 DAY = "2026-11-30"
 DIM = 384
@@ -249,3 +249,38 @@ def test_an_impossible_ts_raises_as_the_general_parser_does(ts):
 
     with pytest.raises(ValueError):
         _seconds(ts)
+
+
+def _index_state(index):
+    vecs, times = index.matrix()
+    rows = index.conn.execute("SELECT * FROM records ORDER BY rowid").fetchall()
+    indexes = index.conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' ORDER BY name"
+    ).fetchall()
+    return rows, indexes, vecs.codes[:].tobytes(), vecs.errors[:].tobytes(), times[:].tobytes()
+
+
+def test_an_empty_index_places_new_rows_where_a_rebuild_does(damaged_day):
+    """Into an empty index the append path gives each new row its vector row before inserting it
+    (the matrix order day, ts, line_no, id, worked out in Python): the same rows, vector rows,
+    codes and times as a rebuild, which orders them in SQL."""
+    store, _ = damaged_day
+    write_turns(
+        store,
+        [
+            ("2026-12-01T09:00:00Z", "user", "later in the day, written first", "s", "x"),
+            ("2026-12-01T08:00:00Z", "user", "earlier in the day, written second", "s", "x"),
+            ("2026-11-29T08:00:00Z", "user", "the day before", "s", "x"),
+        ],
+    )
+    for p in store.meta_dir.glob("index.db*"):
+        p.unlink()
+    index = store.index(update=False)
+    index.close()
+    assert not index.update().rebuild  # the append path, not a rebuild
+    appended = _index_state(index)
+    rows = appended[0]
+    # vrow: 7 of the damaged day's 14 rows have no vector
+    assert len(rows) == 17 and sum(r[14] >= 0 for r in rows) == 10
+    index.update(rebuild=True)
+    assert _index_state(index) == appended

@@ -1005,18 +1005,31 @@ class Index:
         return out
 
     @staticmethod
-    def _insert_rows(conn, day: str, rows: list, vectors: list) -> dict[int, np.ndarray]:
-        """Insert rows (and their words) for `day`; returns {rowid: vector} for those that have one."""
+    def _insert_rows(
+        conn, day: str, rows: list, vectors: list, vrows: dict | None = None
+    ) -> dict[int, np.ndarray]:
+        """Insert rows (and their words) for `day`; returns {rowid: vector} for those that have one.
+        `vrows`: {rowid: vector row} known before the insert (the append path), else -1 for now."""
         if not rows:
             return {}
         # rowids given, so the rows and their words go in with one statement each, not two a row
         first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM records").fetchone()[0]
         ids = range(first, first + len(rows))
+        vrows = vrows or {}
         conn.executemany(
             "INSERT INTO records (rowid, id, day, line_no, off, len, ts, actor, role, type, session,"
-            " source, fsha, vkey, author_name, author_email) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " source, fsha, vkey, author_name, author_email, vrow)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
-                (rowid, row[0], day, *row[1:12], row[13] or None, row[14] or None)
+                (
+                    rowid,
+                    row[0],
+                    day,
+                    *row[1:12],
+                    row[13] or None,
+                    row[14] or None,
+                    vrows.get(rowid, -1),
+                )
                 for rowid, row in zip(ids, rows)
             ],
         )
@@ -1122,10 +1135,30 @@ class Index:
             if n_rows + count - sorted_rows > max(TAIL_MIN, int(n_rows * TAIL_SHARE)):
                 return False
 
+        # The new rows' vector rows, known before they go in (no UPDATE a row afterwards): rowids
+        # follow MAX(rowid) in this order, and the matrix order is `key`, SQLite's ORDER BY day,
+        # ts, line_no, id (text compares as its UTF-8 bytes, which sort as Python's code points).
+        rowid = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM records").fetchone()[0]
+        placed = []  # (matrix order, rowid, day, location, vector) of each new row with a vector
+        for day, (added, vecs, _) in new_rows.items():
+            for row, vec in zip(added, vecs):
+                if vec is not None:
+                    placed.append((key(day, row), rowid, day, row[11], vec))
+                rowid += 1
+        placed.sort(key=lambda p: p[0])
+        vrows = {p[1]: n_rows + i for i, p in enumerate(placed)}
+        # Into an empty index, the secondary indexes are built once, by sorting, after the rows
+        # are in (as a rebuild does), not a B-tree insert a row for each of the seven.
+        bulk_load = conn.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None and any(
+            added for added, _, _ in new_rows.values()
+        )
+
         with conn:
-            fresh: dict[int, np.ndarray] = {}
+            if bulk_load:
+                for name in RECORD_INDEXES:
+                    conn.execute(f"DROP INDEX IF EXISTS {name}")
             for day, (added, vecs, _) in new_rows.items():
-                fresh.update(self._insert_rows(conn, day, added, vecs))
+                self._insert_rows(conn, day, added, vecs, vrows)
                 rows, stat_fp, content_fp = day_data[day]
                 conn.execute("DELETE FROM supersedes WHERE day = ?", (day,))
                 conn.executemany(
@@ -1134,26 +1167,21 @@ class Index:
                 )
                 self._save_private(conn, day, rows)
                 self._save_day(conn, day, rows, stat_fp, content_fp)
-            if fresh:
-                placed = conn.execute(
-                    "SELECT rowid, ts, day, vkey FROM records WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY day, ts, line_no, id",
-                    (json.dumps(list(fresh)),),
-                ).fetchall()
-                vecs = np.stack([fresh[r] for r, *_ in placed]).astype(np.float32)
-                times = np.array([t for _, t, *_ in placed], np.float64)
+            if bulk_load:
+                for statement in RECORD_INDEX_SQL:
+                    conn.execute(statement)
+            if placed:
+                vecs = np.stack([p[4] for p in placed]).astype(np.float32)
+                times = np.array([p[0][1] for p in placed], np.float64)
                 if n_rows:
                     scale = vecfiles.read_scales(self.meta_dir, gen, self.dim)
                 else:  # the generation's first write fixes its scales
                     scale = vecfiles.make_scales(vecs)
                     vecfiles.write_scales(self.meta_dir, gen, scale)
                 codes, errors = vecfiles.quantize(vecs, scale)
-                where = [(r, day, vkey) for r, _, day, vkey in placed]
+                where = [(r, day, vkey) for _, r, day, vkey, _ in placed]
                 vecfiles.write_rows(self.meta_dir, gen, n_rows, codes, errors, times, where)
                 self._raise_maxima(conn, codes, errors, keep=n_rows > 0)
-                conn.executemany(
-                    "UPDATE records SET vrow = ? WHERE rowid = ?",
-                    [(n_rows + i, r) for i, (r, *_) in enumerate(placed)],
-                )
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(n_rows + len(placed)),)
