@@ -89,18 +89,20 @@ def _error_of(line):
 
 @pytest.fixture
 def damaged_day(tmp_path):
-    """A day of 16 lines whose vectors are good, missing, foreign, NaN, of another size, int8,
-    held twice, or in a format-2 pack; with a line that is no JSON and one forgotten record.
+    """A day of 18 lines whose vectors are good, missing, foreign, NaN, of another size, int8,
+    held twice, in a format-2 pack, or in a pack whose copy will not open; with a line that is no JSON and one forgotten record.
 
     Returns (store, {line number: expected vector, or the problem expected for it})."""
     from memstore.format import log as logfmt
+    from memstore.format import pack as packfmt
+    from memstore.format import seal
     from memstore.format import tombstones
-    from memstore.format.segment import DT_VEC_F32, DT_VEC_I8, Header
+    from memstore.format.segment import DT_VEC_F32, DT_VEC_I8, HEADER_SIZE, Header
 
     store = make_store(tmp_path / "s")
-    recs = _records(store, 13)
+    recs = _records(store, 15)
     rng = np.random.default_rng(5)
-    vecs = rng.standard_normal((13, DIM)).astype(np.float32)
+    vecs = rng.standard_normal((15, DIM)).astype(np.float32)
     nan = vecs[3].copy()
     nan[7] = np.nan
     inf = vecs[9].copy()
@@ -131,6 +133,18 @@ def damaged_day(tmp_path):
     # r8 in a format-2 pack only; r11 in both kinds of pack, the format-2 one first by name
     clear = _clear(store, [(recs[8], *_f32(vecs[8])), (recs[11], *_f32(vecs[11]))])
     _sealed(store, [(recs[11], *_f32(-vecs[11]), None)], after=clear)
+    # r13's first copy is damaged (a byte of its seal flipped), the next pack's copy opens; r14,
+    # in the damaged pack too, after r13 in the day, still opens there
+    broken = packfmt.day_dir(store.root, DAY) / _sealed(
+        store, [(recs[14], *_f32(vecs[14]), None), (recs[13], *_f32(-vecs[13]), None)]
+    )
+    pk = packfmt.read(broken)
+    tag = seal.tag(_key(recs[13]), bytes.fromhex(pk.manifest["nonce"]), seal.VECTOR)
+    seg = next(row[-1] for row in pk.manifest["records"] if row[0] == tag)
+    data = bytearray(broken.read_bytes())
+    data[pk.offsets[seg] + HEADER_SIZE + 5] ^= 1  # within r13's sealed bytes
+    broken.write_bytes(bytes(data))
+    _sealed(store, [(recs[13], *_f32(vecs[13]), None)], after=broken.name)
     lines = (
         [json.dumps(r) for r in recs[:6]] + ["this is not json"] + [json.dumps(r) for r in recs[6:]]
     )
@@ -161,8 +175,10 @@ def damaged_day(tmp_path):
         13: vecs[11],  # the format-2 copy: its pack sorts first
         14: f"{where}: vector of record {recs[12]['id']}: float32 payload is {4 * DIM} bytes "
         "for dim 3",
-        15: vecs[0],
-        16: f"{log}:16: {tombstones.BACK.format(rid=gone['id'])}",
+        15: vecs[13],
+        16: vecs[14],
+        17: vecs[0],
+        18: f"{log}:18: {tombstones.BACK.format(rid=gone['id'])}",
     }
     return store, expected
 
@@ -177,7 +193,7 @@ def test_each_record_gets_the_vector_or_the_problem_a_lookup_record_by_record_ga
     assert rows.problems == problems
     assert index.problems() == problems
     # a line whose vector is bad still gets its row (found by words), without a vector
-    assert [r[1] for r in rows.rows] == [n for n in expected if n not in (7, 16)]
+    assert [r[1] for r in rows.rows] == [n for n in expected if n not in (7, 18)]
     for row, vec in zip(rows.rows, rows.vectors):
         want = expected[row[1]]
         if isinstance(want, str):
@@ -280,7 +296,7 @@ def test_an_empty_index_places_new_rows_where_a_rebuild_does(damaged_day):
     assert not index.update().rebuild  # the append path, not a rebuild
     appended = _index_state(index)
     rows = appended[0]
-    # vrow: 7 of the damaged day's 14 rows have no vector
-    assert len(rows) == 17 and sum(r[14] >= 0 for r in rows) == 10
+    # vrow: 7 of the damaged day's 16 rows have no vector
+    assert len(rows) == 19 and sum(r[14] >= 0 for r in rows) == 12
     index.update(rebuild=True)
     assert _index_state(index) == appended

@@ -709,22 +709,24 @@ class Index:
         """(vector, location, problem) for each record of a day whose vector lies in the day's
         packs: the first pack (by name) its line's key opens, and it must belong to its text.
 
-        One `items` call per pack for all the records the packs before it did not hold, and one
+        One look into each pack for all the records the packs before it did not hold, and one
         decode and finiteness check for all the float32 vectors: a record at a time, the Python
         around each lookup cost more than opening the sealed item itself."""
         where = layout.pack_dir(day)
         rids = [str(rec.get("id")) for rec in recs]
         keys = [seal.key_bytes(rec.get("vkey")) for rec in recs]  # as packfmt.ring reads them
-        hits: dict = {}  # (record id, key) of a sealed item, or record id in a format-2 pack
+        # (record id, key) of a sealed item, or the record id of a format-2 one:
+        # (pack number, pack name, hash16, plain header, payload, location)
+        hits: dict = {}
         for n, pk in enumerate(packs):
             if pk.sealed:
                 ring = [p for p in dict.fromkeys(zip(rids, keys)) if p[1] is not None]
-                for it in pk.items([p for p in ring if p not in hits]):
-                    hits.setdefault((it.record_id, it.key), (n, pk, it))
+                for rid, key, *item in exact.opened_items(pk, [p for p in ring if p not in hits]):
+                    hits.setdefault((rid, key), (n, pk.path.name, *item))
             else:
                 wanted = [(r, None) for r in dict.fromkeys(rids) if r not in hits]
-                for it in pk.items(wanted):
-                    hits.setdefault(it.record_id, (n, pk, it))
+                for rid, _, *item in exact.opened_items(pk, wanted):
+                    hits.setdefault(rid, (n, pk.path.name, *item))
         # A record with a sealed item and a format-2 one (a day written before and after an
         # upgrade) takes the one in the pack first by name, as a lookup pack by pack did.
         found = []
@@ -733,19 +735,19 @@ class Index:
             clear = hits.get(rid)
             if sealed is None or (clear is not None and clear[0] < sealed[0]):
                 sealed = clear
-            found.append(sealed[1:] if sealed is not None else None)
+            found.append(sealed)
         # float32 vectors of the store's dimension, decoded together (decode_vector for the rest)
         plain = [
             j
             for j, hit in enumerate(found)
             if hit is not None
-            and hit[1].header.data_type == DT_VEC_F32
-            and hit[1].header.dim == self.dim
-            and len(hit[1].payload) == 4 * self.dim
+            and hit[3].data_type == DT_VEC_F32
+            and hit[3].dim == self.dim
+            and len(hit[4]) == 4 * self.dim
         ]
         block = (
-            np.frombuffer(b"".join(found[j][1].payload for j in plain), dtype="<f4")
-            .astype(np.float32)
+            np.frombuffer(b"".join(found[j][4] for j in plain), dtype="<f4")
+            .astype(np.float32, copy=False)  # a view of the bytes where "<f4" is float32
             .reshape(len(plain), self.dim)
         )
         finite = np.isfinite(block).all(axis=1).tolist()
@@ -755,26 +757,24 @@ class Index:
             if hit is None:
                 out.append((None, None, f"record {rid}: no vector in {where}/"))
                 continue
-            pk, item = hit
+            _, name, h16, header, payload, location = hit
             if j in decoded:
                 vec, ok = decoded[j]
             else:
                 try:
-                    vec = decode_vector(item.header, item.payload)
+                    vec = decode_vector(header, payload)
                 except SegmentError as exc:
-                    out.append(
-                        (None, None, f"{where}/{pk.path.name}: vector of record {rid}: {exc}")
-                    )
+                    out.append((None, None, f"{where}/{name}: vector of record {rid}: {exc}"))
                     continue
                 ok = None
             own = packfmt.hash16(str(rec.get("hash") or ""))
-            if item.h16 != own:
+            if h16 != own:
                 out.append(
                     (
                         None,
                         None,
-                        f"{where}/{pk.path.name}: vector of record {rid} was made from other text "
-                        f"(hash16 {item.h16}, the record's is {own})",
+                        f"{where}/{name}: vector of record {rid} was made from other text "
+                        f"(hash16 {h16}, the record's is {own})",
                     )
                 )
             elif vec.shape[0] != self.dim:
@@ -782,21 +782,17 @@ class Index:
                     (
                         None,
                         None,
-                        f"{where}/{pk.path.name}: vector of record {rid} has {vec.shape[0]} "
+                        f"{where}/{name}: vector of record {rid} has {vec.shape[0]} "
                         f"dimensions, the store uses {self.dim}",
                     )
                 )
             elif not (ok if ok is not None else np.isfinite(vec).all()):
                 # it would rank first for every query
                 out.append(
-                    (
-                        None,
-                        None,
-                        f"{where}/{pk.path.name}: vector of record {rid} holds NaN or Infinity",
-                    )
+                    (None, None, f"{where}/{name}: vector of record {rid} holds NaN or Infinity")
                 )
             else:
-                out.append((vec, exact.item_location(pk, item), None))
+                out.append((vec, location, None))
         return out
 
     def _apply(self, plan: Plan, progress=None) -> None:
