@@ -300,3 +300,23 @@ def test_an_empty_index_places_new_rows_where_a_rebuild_does(damaged_day):
     assert len(rows) == 19 and sum(r[14] >= 0 for r in rows) == 12
     index.update(rebuild=True)
     assert _index_state(index) == appended
+
+
+def test_a_bulk_load_leaves_the_full_text_settings_as_they_were(tmp_path):
+    """A bulk load turns FTS5's automerge off while its rows go in (the optimize after it merges
+    them all) and puts it back: fts_config holds what it held before, row for row."""
+    store = make_store(tmp_path / "s")
+    write_turns(
+        store, [(f"2026-11-30T0{h}:00:00Z", "user", f"note {h}", "s", "x") for h in range(3)]
+    )
+    index = store.index()
+    fresh = index.conn.execute("SELECT k, v FROM fts_config ORDER BY k").fetchall()
+    assert ("automerge",) not in [r[:1] for r in fresh]
+    index.update(rebuild=True)  # a bulk load
+    assert index.conn.execute("SELECT k, v FROM fts_config ORDER BY k").fetchall() == fresh
+    with index.conn:
+        index.conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 8)")
+    index.update(rebuild=True)
+    assert ("automerge", 8) in index.conn.execute("SELECT k, v FROM fts_config").fetchall()
+    hits = index.conn.execute("SELECT rowid FROM fts WHERE fts MATCH 'note'").fetchall()
+    assert len(hits) == 3
