@@ -10,6 +10,7 @@ generation files named by that transaction, so a reader never sees a half-built 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -65,6 +66,14 @@ def _seconds(value) -> float:
         if d is not None and d.tzinfo is None:
             return (d - _EPOCH) / _SECOND
     return from_iso(value).timestamp()
+
+
+# A store has few authors (a person, an importer): each is split and case-folded once.
+_split_author = functools.lru_cache(maxsize=1024)(author_parts)
+
+
+def _author_parts(author) -> tuple[str, str]:
+    return _split_author(author) if isinstance(author, str) else author_parts(author)
 
 
 BACK = "record {rid} was forgotten (forgotten.jsonl), but a git merge with a clone that still had it brought its line back"
@@ -422,8 +431,8 @@ class Index:
 
         The first two let the append path check that the lines it indexed before are still the
         file's first bytes (an edit in place of the same length changes no offset)."""
-        log_sha = hashlib.sha1(log_bytes).hexdigest()
         h = hashlib.sha1(log_bytes)
+        log_sha = h.hexdigest()  # the log alone; `h` goes on from there (the log hashed once)
         try:  # format 2: packs are named by their content, so their names are the fingerprint
             names = [
                 n
@@ -648,7 +657,7 @@ class Index:
                     fsha,
                     vkey,
                     rec["text"],
-                    *author_parts(rec.get("author")),  # case-folded, for --author
+                    *_author_parts(rec.get("author")),  # case-folded, for --author
                 )
             )
             out.vectors.append(vec)
