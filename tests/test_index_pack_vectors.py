@@ -4,6 +4,7 @@ missing or foreign vector the same problem, in line order, that a record-by-reco
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 
@@ -320,3 +321,45 @@ def test_a_bulk_load_leaves_the_full_text_settings_as_they_were(tmp_path):
     assert ("automerge", 8) in index.conn.execute("SELECT k, v FROM fts_config").fetchall()
     hits = index.conn.execute("SELECT rowid FROM fts WHERE fts MATCH 'note'").fetchall()
     assert len(hits) == 3
+
+
+def _segments_after_small_writes(conn) -> int:
+    """FTS5 segments left after 200 one-row transactions (automerge folds them as they come)."""
+    import random
+
+    rng = random.Random(1)
+    words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(6)) for _ in range(5000)]
+    for i in range(200):
+        with conn:
+            body = " ".join(rng.choice(words) for _ in range(300))
+            conn.execute("INSERT INTO fts (rowid, body) VALUES (?, ?)", (i + 1, body))
+    return conn.execute("SELECT COUNT(DISTINCT segid) FROM fts_idx").fetchone()[0]
+
+
+@pytest.mark.parametrize("load", ["succeeds", "fails"])
+def test_after_a_bulk_load_the_connection_merges_full_text_segments_as_before(load):
+    """FTS5 keeps its settings per connection too: the one that loaded goes on merging the
+    segments later writes make as a connection that never turned merging off."""
+    import sqlite3
+
+    from memstore.index.build import SCHEMA, Index
+
+    plain = sqlite3.connect(":memory:")
+    plain.executescript(SCHEMA)
+    if load == "succeeds":  # the same row, without turning merging off
+        with plain:
+            plain.execute("INSERT INTO fts (rowid, body) VALUES (100000, 'bulk')")
+    loaded = sqlite3.connect(":memory:")
+    loaded.executescript(SCHEMA)
+    with pytest.raises(RuntimeError) if load == "fails" else contextlib.nullcontext():
+        with loaded, Index._fts_merging_off(loaded, True):
+            loaded.execute("INSERT INTO fts (rowid, body) VALUES (100000, 'bulk')")
+            if load == "fails":
+                raise RuntimeError("a failed load rolls back")
+    off = sqlite3.connect(":memory:")
+    off.executescript(SCHEMA)
+    with off:
+        off.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 0)")
+    merged = _segments_after_small_writes(plain)
+    assert _segments_after_small_writes(loaded) == merged
+    assert _segments_after_small_writes(off) > merged  # what the count tells apart
