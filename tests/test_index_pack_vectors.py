@@ -363,3 +363,22 @@ def test_after_a_bulk_load_the_connection_merges_full_text_segments_as_before(lo
     merged = _segments_after_small_writes(plain)
     assert _segments_after_small_writes(loaded) == merged
     assert _segments_after_small_writes(off) > merged  # what the count tells apart
+
+
+@pytest.mark.parametrize("rows", [1, 7, 16_384 + 5])
+def test_quantize_gives_the_codes_and_errors_of_its_formula_bit_for_bit(rows):
+    """index/vectors.quantize works in place in one buffer; its numbers are still those of
+    codes = clip(rint(x * scale)), error = next float32 up of ||x - codes / scale|| in float64."""
+    from memstore.index.vectors import CODE_MAX, make_scales, quantize
+
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, DIM)).astype(np.float32)
+    x[0, :4] = [0.0, -0.0, 1e-30, 3.0]
+    scale = make_scales(x[: max(1, rows // 2)])  # rows past these scales are clipped
+    x64, s = x.astype(np.float64), scale.astype(np.float64)
+    want = np.clip(np.rint(x64 * s), -CODE_MAX, CODE_MAX)
+    err = np.sqrt(((x64 - want / s) ** 2).sum(axis=1))
+    codes, errors = quantize(x, scale)
+    assert codes.tobytes() == want.astype(np.int8).tobytes()
+    assert errors.tobytes() == np.nextafter(err.astype(np.float32), np.float32(np.inf)).tobytes()
+    assert rows < 7 or (np.abs(codes) == CODE_MAX).any()
