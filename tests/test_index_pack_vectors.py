@@ -278,9 +278,9 @@ def _index_state(index):
 
 
 def test_an_empty_index_places_new_rows_where_a_rebuild_does(damaged_day):
-    """Into an empty index the append path gives each new row its vector row before inserting it
-    (the matrix order day, ts, line_no, id, worked out in Python): the same rows, vector rows,
-    codes and times as a rebuild, which orders them in SQL."""
+    """Into an empty index the append path, and a rebuild, give each new row its vector row
+    before inserting it (the matrix order day, ts, line_no, id, worked out in Python): the order
+    SQLite sorts them in, and the same rows, vector rows, codes and times either way."""
     store, _ = damaged_day
     write_turns(
         store,
@@ -299,8 +299,22 @@ def test_an_empty_index_places_new_rows_where_a_rebuild_does(damaged_day):
     rows = appended[0]
     # vrow: 7 of the damaged day's 16 rows have no vector
     assert len(rows) == 19 and sum(r[14] >= 0 for r in rows) == 12
+    _assert_matrix_order(index)
     index.update(rebuild=True)
     assert _index_state(index) == appended
+    _assert_matrix_order(index)
+
+
+def _assert_matrix_order(index):
+    """Vector rows 0..n-1 in the order SQLite sorts the rows by (day, ts, line_no, id)."""
+    conn = index.conn
+    by_sql = conn.execute(
+        "SELECT rowid FROM records WHERE vrow >= 0 ORDER BY day, ts, line_no, id"
+    ).fetchall()
+    by_vrow = conn.execute("SELECT rowid, vrow FROM records WHERE vrow >= 0 ORDER BY vrow")
+    assert [(r,) for r, _ in by_vrow] == by_sql
+    vrows = [v for (v,) in conn.execute("SELECT vrow FROM records WHERE vrow >= 0 ORDER BY vrow")]
+    assert vrows == list(range(len(by_sql)))
 
 
 def test_a_bulk_load_leaves_the_full_text_settings_as_they_were(tmp_path):

@@ -873,9 +873,19 @@ class Index:
                 conn.execute("DELETE FROM private WHERE day = ?", (day,))
                 conn.execute("DELETE FROM days WHERE day = ?", (day,))
             fresh_vectors: dict[int, np.ndarray] = {}
+            # a rebuild's rows are all new: each goes in with its vector row (see _placement)
+            placed, vrows = (
+                self._placement(
+                    conn, [(d, r.rows, r.vectors) for d, (r, _, _) in day_data.items()], 0
+                )
+                if plan.rebuild
+                else ([], None)
+            )
             with self._fts_merging_off(conn, bulk):
                 for day, (rows, stat_fp, content_fp) in day_data.items():
-                    fresh_vectors.update(self._insert_rows(conn, day, rows.rows, rows.vectors))
+                    fresh_vectors.update(
+                        self._insert_rows(conn, day, rows.rows, rows.vectors, vrows)
+                    )
                     conn.executemany(
                         "INSERT INTO supersedes (day, id) VALUES (?, ?)",
                         [(day, s) for s in rows.supersedes],
@@ -883,7 +893,9 @@ class Index:
                     self._save_private(conn, day, rows)
                     self._save_day(conn, day, rows, stat_fp, content_fp)
             self._refresh_touched(conn, plan.touched)
-            if first_day is not None or plan.rebuild:
+            if placed:
+                self._write_placed(conn, placed, gen_new, 0, True, 0)
+            elif first_day is not None or plan.rebuild:
                 self._renumber(
                     conn, first_day or "", keep_rows, gen, gen_new, old_vec, fresh_vectors
                 )
@@ -1108,6 +1120,49 @@ class Index:
         if free * 10 >= conn.execute("PRAGMA page_count").fetchone()[0]:
             conn.execute("VACUUM")
 
+    @staticmethod
+    def _placement(conn, new_rows: list, first_vrow: int) -> tuple[list, dict]:
+        """Where rows about to go in, [(day, rows, vectors)], will lie: (placed, {rowid: vector
+        row}), placed being (matrix order, rowid, day, location, vector) of each row with a
+        vector, in matrix order from `first_vrow` on. Known before they go in, so no row is
+        updated afterwards: rowids follow MAX(rowid) in this order, and the matrix order is
+        SQLite's ORDER BY day, ts, line_no, id (text compares as its UTF-8 bytes, which sort as
+        Python's code points)."""
+        rowid = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM records").fetchone()[0]
+        placed = []
+        for day, rows, vectors in new_rows:
+            for row, vec in zip(rows, vectors):
+                if vec is not None:
+                    placed.append(((day, row[4], row[1], row[0]), rowid, day, row[11], vec))
+                rowid += 1
+        placed.sort(key=lambda p: p[0])
+        return placed, {p[1]: first_vrow + i for i, p in enumerate(placed)}
+
+    def _write_placed(
+        self, conn, placed: list, gen: int, n_rows: int, in_order: bool, sorted_rows: int
+    ) -> None:
+        """Write `placed` (see _placement) as vector rows n_rows.. of generation `gen` (the first
+        write of a generation fixes its scales) and say so in meta."""
+        vecs = np.stack([p[4] for p in placed]).astype(np.float32)
+        times = np.array([p[0][1] for p in placed], np.float64)
+        if n_rows:
+            scale = vecfiles.read_scales(self.meta_dir, gen, self.dim)
+        else:  # the generation's first write fixes its scales
+            scale = vecfiles.make_scales(vecs)
+            vecfiles.write_scales(self.meta_dir, gen, scale)
+        codes, errors = vecfiles.quantize(vecs, scale)
+        where = [(r, day, vkey) for _, r, day, vkey, _ in placed]
+        vecfiles.write_rows(self.meta_dir, gen, n_rows, codes, errors, times, where)
+        self._raise_maxima(conn, codes, errors, keep=n_rows > 0)
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(n_rows + len(placed)),)
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)",
+            (str(n_rows + len(placed) if in_order else sorted_rows),),
+        )
+
     def _append_only(
         self, conn, day_data: dict, n_rows: int, gen: int, touched: list[str], bulk: bool = False
     ) -> bool:
@@ -1169,18 +1224,9 @@ class Index:
             if n_rows + count - sorted_rows > max(TAIL_MIN, int(n_rows * TAIL_SHARE)):
                 return False
 
-        # The new rows' vector rows, known before they go in (no UPDATE a row afterwards): rowids
-        # follow MAX(rowid) in this order, and the matrix order is `key`, SQLite's ORDER BY day,
-        # ts, line_no, id (text compares as its UTF-8 bytes, which sort as Python's code points).
-        rowid = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM records").fetchone()[0]
-        placed = []  # (matrix order, rowid, day, location, vector) of each new row with a vector
-        for day, (added, vecs, _) in new_rows.items():
-            for row, vec in zip(added, vecs):
-                if vec is not None:
-                    placed.append((key(day, row), rowid, day, row[11], vec))
-                rowid += 1
-        placed.sort(key=lambda p: p[0])
-        vrows = {p[1]: n_rows + i for i, p in enumerate(placed)}
+        placed, vrows = self._placement(
+            conn, [(day, added, vecs) for day, (added, vecs, _) in new_rows.items()], n_rows
+        )
         # Into an empty index, the secondary indexes are built once, by sorting, after the rows
         # are in (as a rebuild does), not a B-tree insert a row for each of the seven.
         bulk_load = conn.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None and any(
@@ -1206,25 +1252,7 @@ class Index:
                 for statement in RECORD_INDEX_SQL:
                     conn.execute(statement)
             if placed:
-                vecs = np.stack([p[4] for p in placed]).astype(np.float32)
-                times = np.array([p[0][1] for p in placed], np.float64)
-                if n_rows:
-                    scale = vecfiles.read_scales(self.meta_dir, gen, self.dim)
-                else:  # the generation's first write fixes its scales
-                    scale = vecfiles.make_scales(vecs)
-                    vecfiles.write_scales(self.meta_dir, gen, scale)
-                codes, errors = vecfiles.quantize(vecs, scale)
-                where = [(r, day, vkey) for _, r, day, vkey, _ in placed]
-                vecfiles.write_rows(self.meta_dir, gen, n_rows, codes, errors, times, where)
-                self._raise_maxima(conn, codes, errors, keep=n_rows > 0)
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(n_rows + len(placed)),)
-                )
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)",
-                    (str(n_rows + len(placed) if in_order else sorted_rows),),
-                )
+                self._write_placed(conn, placed, gen, n_rows, in_order, sorted_rows)
             self._refresh_touched(conn, touched)
             ids = {r[0] for added, _, _ in new_rows.values() for r in added}
             ids |= {s for rows, _, _ in day_data.values() for s in rows.supersedes}
