@@ -9,10 +9,13 @@ generation files named by that transaction, so a reader never sees a half-built 
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import hashlib
 import json
 import os
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,9 +24,17 @@ import numpy as np
 from ..format import layout
 from ..format import log as logfmt
 from ..format import pack as packfmt
+from ..format import seal
 from ..format import tombstones
 from ..format.record import author_parts
-from ..format.segment import SegmentError, VECTOR_TYPES, decode_vector, read_segment, segment_name
+from ..format.segment import (
+    DT_VEC_F32,
+    SegmentError,
+    VECTOR_TYPES,
+    decode_vector,
+    read_segment,
+    segment_name,
+)
 from ..format.timeutil import from_iso
 from ..errors import LockTimeout
 from ..locking import file_lock, lock_timeout
@@ -38,6 +49,32 @@ from .fresh import (
     stat_fingerprint,
 )
 from .tokenize import index_text
+
+_EPOCH = dt.datetime(1970, 1, 1)
+_SECOND = dt.timedelta(seconds=1)
+
+
+def _seconds(value) -> float:
+    """A record's `ts` in Unix seconds, exactly `from_iso(value).timestamp()` (which raises what
+    this raises). The store's own form (timeutil.to_iso: `2026-11-30T06:08:11.000000Z`) is read
+    without the general parser's steps: both divide the same microseconds by a million."""
+    if type(value) is str and len(value) == 27 and value[26] == "Z":
+        try:
+            d = dt.datetime.fromisoformat(value[:26])
+        except ValueError:
+            d = None
+        if d is not None and d.tzinfo is None:
+            return (d - _EPOCH) / _SECOND
+    return from_iso(value).timestamp()
+
+
+# A store has few authors (a person, an importer): each is split and case-folded once.
+_split_author = functools.lru_cache(maxsize=1024)(author_parts)
+
+
+def _author_parts(author) -> tuple[str, str]:
+    return _split_author(author) if isinstance(author, str) else author_parts(author)
+
 
 BACK = "record {rid} was forgotten (forgotten.jsonl), but a git merge with a clone that still had it brought its line back"
 
@@ -86,6 +123,9 @@ TAIL_SHARE = 0.02
 # An update that brings in this many rows (an import, a rebuild always) merges the full-text index
 # into one segment afterwards; smaller ones leave it to FTS5's own incremental merging.
 FTS_MERGE_ROWS = 20_000
+# FTS5's own `automerge` setting (SQLite's default, which this index never changes); a bulk load
+# turns it off while its rows go in (see _fts_merging_off).
+FTS_AUTOMERGE = 4
 
 # index.db-wal: `ct` leaves through os._exit, so SQLite's checkpoint on close never runs. Each
 # update ends with a checkpoint that empties the WAL (TRUNCATE) when no reader is in it, and
@@ -391,8 +431,8 @@ class Index:
 
         The first two let the append path check that the lines it indexed before are still the
         file's first bytes (an edit in place of the same length changes no offset)."""
-        log_sha = hashlib.sha1(log_bytes).hexdigest()
         h = hashlib.sha1(log_bytes)
+        log_sha = h.hexdigest()  # the log alone; `h` goes on from there (the log hashed once)
         try:  # format 2: packs are named by their content, so their names are the fingerprint
             names = [
                 n
@@ -552,30 +592,49 @@ class Index:
         out = DayRows(day, [], [], [], [], data=data if keep else b"")
         shared: set[str] = set()
         gone = self._forgotten()
-        packed = None  # format 2: {record id: (vector, hash16, pack name)}, read on first need
+        # First every line (a problem, or a record with its time), then the vectors of all the
+        # day's pack records in one pass over the packs (_pack_vectors), then the rows in line
+        # order, each problem where the line-by-line reading put it.
+        lines: list = []
         for ln in logfmt.read_lines(log_path, data):
             if ln.record is None:
-                out.problems.append(f"{log_path}:{ln.line_no}: {ln.error}")
+                lines.append(f"{log_path}:{ln.line_no}: {ln.error}")
                 continue
             rec = ln.record
             if (
                 str(rec.get("id")) in gone
             ):  # forgotten on some clone (forgotten.jsonl): never indexed
-                out.problems.append(
+                lines.append(
                     f"{log_path}:{ln.line_no}: {tombstones.BACK.format(rid=rec.get('id'))}"
                 )
                 continue
             try:
-                ts = from_iso(rec["ts"]).timestamp()
+                ts = _seconds(rec["ts"])
             except (ValueError, TypeError):
-                out.problems.append(f"{log_path}:{ln.line_no}: bad ts")
+                lines.append(f"{log_path}:{ln.line_no}: bad ts")
                 continue
+            lines.append((ln, rec, ts))
+        in_packs = [e[1] for e in lines if type(e) is tuple and "seg" not in e[1]]
+        pack_problems: list[str] = []
+        packed = iter(
+            self._pack_vectors(self._read_packs(day, pack_problems), in_packs, day)
+            if in_packs
+            else ()
+        )
+        for entry in lines:
+            if type(entry) is str:
+                out.problems.append(entry)
+                continue
+            ln, rec, ts = entry
             if "seg" in rec:  # format 1: the record names its segment files
                 vec, vkey = self._read_vector(rec, out.problems)
             else:
-                if packed is None:
-                    packed = self._read_packs(day, out.problems)
-                vec, vkey = self._pack_vector(rec, packed, day, out.problems)
+                if pack_problems:  # a damaged pack is said before the first record it fails
+                    out.problems += pack_problems
+                    pack_problems = []
+                vec, vkey, problem = next(packed)
+                if problem is not None:
+                    out.problems.append(problem)
             source = rec.get("source")
             source_path = (
                 source.get("path")
@@ -598,7 +657,7 @@ class Index:
                     fsha,
                     vkey,
                     rec["text"],
-                    *author_parts(rec.get("author")),  # case-folded, for --author
+                    *_author_parts(rec.get("author")),  # case-folded, for --author
                 )
             )
             out.vectors.append(vec)
@@ -659,50 +718,95 @@ class Index:
                 problems.append(f"{exc}" if str(p) in str(exc) else f"{p}: {exc}")
         return out
 
-    def _pack_vector(self, rec: dict, packs: list, day: str, problems: list[str]):
-        """A record's vector: the first pack (by name) its line's key opens; it must belong to its text."""
-        rid = str(rec.get("id"))
-        hit = None
-        keys = packfmt.ring([rec])
-        for pk in packs:
-            items = pk.items(keys if pk.sealed else [(rid, None)])
-            mine = [it for it in items if it.record_id == rid]
-            if mine:
+    def _pack_vectors(self, packs: list, recs: list[dict], day: str) -> list[tuple]:
+        """(vector, location, problem) for each record of a day whose vector lies in the day's
+        packs: the first pack (by name) its line's key opens, and it must belong to its text.
+
+        One look into each pack for all the records the packs before it did not hold, and one
+        decode and finiteness check for all the float32 vectors: a record at a time, the Python
+        around each lookup cost more than opening the sealed item itself."""
+        where = layout.pack_dir(day)
+        rids = [str(rec.get("id")) for rec in recs]
+        keys = [seal.key_bytes(rec.get("vkey")) for rec in recs]  # as packfmt.ring reads them
+        # (record id, key) of a sealed item, or the record id of a format-2 one:
+        # (pack number, pack name, hash16, plain header, payload, location)
+        hits: dict = {}
+        for n, pk in enumerate(packs):
+            if pk.sealed:
+                ring = [p for p in dict.fromkeys(zip(rids, keys)) if p[1] is not None]
+                for rid, key, *item in exact.opened_items(pk, [p for p in ring if p not in hits]):
+                    hits.setdefault((rid, key), (n, pk.path.name, *item))
+            else:
+                wanted = [(r, None) for r in dict.fromkeys(rids) if r not in hits]
+                for rid, _, *item in exact.opened_items(pk, wanted):
+                    hits.setdefault(rid, (n, pk.path.name, *item))
+        # A record with a sealed item and a format-2 one (a day written before and after an
+        # upgrade) takes the one in the pack first by name, as a lookup pack by pack did.
+        found = []
+        for rid, key in zip(rids, keys):
+            sealed = hits.get((rid, key)) if key is not None else None
+            clear = hits.get(rid)
+            if sealed is None or (clear is not None and clear[0] < sealed[0]):
+                sealed = clear
+            found.append(sealed)
+        # float32 vectors of the store's dimension, decoded together (decode_vector for the rest)
+        plain = [
+            j
+            for j, hit in enumerate(found)
+            if hit is not None
+            and hit[3].data_type == DT_VEC_F32
+            and hit[3].dim == self.dim
+            and len(hit[4]) == 4 * self.dim
+        ]
+        block = (
+            np.frombuffer(b"".join(found[j][4] for j in plain), dtype="<f4")
+            .astype(np.float32, copy=False)  # a view of the bytes where "<f4" is float32
+            .reshape(len(plain), self.dim)
+        )
+        finite = np.isfinite(block).all(axis=1).tolist()
+        decoded = {j: (block[n], finite[n]) for n, j in enumerate(plain)}
+        out = []
+        for j, (rec, rid, hit) in enumerate(zip(recs, rids, found)):
+            if hit is None:
+                out.append((None, None, f"record {rid}: no vector in {where}/"))
+                continue
+            _, name, h16, header, payload, location = hit
+            if j in decoded:
+                vec, ok = decoded[j]
+            else:
                 try:
-                    hit = (
-                        decode_vector(mine[0].header, mine[0].payload),
-                        mine[0].h16,
-                        pk.path.name,
-                        exact.item_location(pk, mine[0]),
-                    )
+                    vec = decode_vector(header, payload)
                 except SegmentError as exc:
-                    problems.append(
-                        f"{layout.pack_dir(day)}/{pk.path.name}: vector of record {rid}: {exc}"
+                    out.append((None, None, f"{where}/{name}: vector of record {rid}: {exc}"))
+                    continue
+                ok = None
+            own = packfmt.hash16(str(rec.get("hash") or ""))
+            if h16 != own:
+                out.append(
+                    (
+                        None,
+                        None,
+                        f"{where}/{name}: vector of record {rid} was made from other text "
+                        f"(hash16 {h16}, the record's is {own})",
                     )
-                    return None, None
-                break
-        if hit is None:
-            problems.append(f"record {rid}: no vector in {layout.pack_dir(day)}/")
-            return None, None
-        vec, h16, name, location = hit
-        if h16 != packfmt.hash16(str(rec.get("hash") or "")):
-            problems.append(
-                f"{layout.pack_dir(day)}/{name}: vector of record {rid} was made from other text "
-                f"(hash16 {h16}, the record's is {packfmt.hash16(str(rec.get('hash') or ''))})"
-            )
-            return None, None
-        if vec.shape[0] != self.dim:
-            problems.append(
-                f"{layout.pack_dir(day)}/{name}: vector of record {rid} has {vec.shape[0]} dimensions, "
-                f"the store uses {self.dim}"
-            )
-            return None, None
-        if not np.isfinite(vec).all():  # it would rank first for every query
-            problems.append(
-                f"{layout.pack_dir(day)}/{name}: vector of record {rid} holds NaN or Infinity"
-            )
-            return None, None
-        return vec, location
+                )
+            elif vec.shape[0] != self.dim:
+                out.append(
+                    (
+                        None,
+                        None,
+                        f"{where}/{name}: vector of record {rid} has {vec.shape[0]} "
+                        f"dimensions, the store uses {self.dim}",
+                    )
+                )
+            elif not (ok if ok is not None else np.isfinite(vec).all()):
+                # it would rank first for every query
+                out.append(
+                    (None, None, f"{where}/{name}: vector of record {rid} holds NaN or Infinity")
+                )
+            else:
+                out.append((vec, location, None))
+        return out
 
     def _apply(self, plan: Plan, progress=None) -> None:
         conn = self.conn
@@ -717,7 +821,7 @@ class Index:
         if (
             not plan.rebuild
             and not plan.vanished
-            and self._append_only(conn, day_data, n_rows, gen, plan.touched)
+            and self._append_only(conn, day_data, n_rows, gen, plan.touched, bulk)
         ):
             if bulk:
                 self._merge_fts(conn)
@@ -769,16 +873,29 @@ class Index:
                 conn.execute("DELETE FROM private WHERE day = ?", (day,))
                 conn.execute("DELETE FROM days WHERE day = ?", (day,))
             fresh_vectors: dict[int, np.ndarray] = {}
-            for day, (rows, stat_fp, content_fp) in day_data.items():
-                fresh_vectors.update(self._insert_rows(conn, day, rows.rows, rows.vectors))
-                conn.executemany(
-                    "INSERT INTO supersedes (day, id) VALUES (?, ?)",
-                    [(day, s) for s in rows.supersedes],
+            # a rebuild's rows are all new: each goes in with its vector row (see _placement)
+            placed, vrows = (
+                self._placement(
+                    conn, [(d, r.rows, r.vectors) for d, (r, _, _) in day_data.items()], 0
                 )
-                self._save_private(conn, day, rows)
-                self._save_day(conn, day, rows, stat_fp, content_fp)
+                if plan.rebuild
+                else ([], None)
+            )
+            with self._fts_merging_off(conn, bulk):
+                for day, (rows, stat_fp, content_fp) in day_data.items():
+                    fresh_vectors.update(
+                        self._insert_rows(conn, day, rows.rows, rows.vectors, vrows)
+                    )
+                    conn.executemany(
+                        "INSERT INTO supersedes (day, id) VALUES (?, ?)",
+                        [(day, s) for s in rows.supersedes],
+                    )
+                    self._save_private(conn, day, rows)
+                    self._save_day(conn, day, rows, stat_fp, content_fp)
             self._refresh_touched(conn, plan.touched)
-            if first_day is not None or plan.rebuild:
+            if placed:
+                self._write_placed(conn, placed, gen_new, 0, True, 0)
+            elif first_day is not None or plan.rebuild:
                 self._renumber(
                     conn, first_day or "", keep_rows, gen, gen_new, old_vec, fresh_vectors
                 )
@@ -910,18 +1027,31 @@ class Index:
         return out
 
     @staticmethod
-    def _insert_rows(conn, day: str, rows: list, vectors: list) -> dict[int, np.ndarray]:
-        """Insert rows (and their words) for `day`; returns {rowid: vector} for those that have one."""
+    def _insert_rows(
+        conn, day: str, rows: list, vectors: list, vrows: dict | None = None
+    ) -> dict[int, np.ndarray]:
+        """Insert rows (and their words) for `day`; returns {rowid: vector} for those that have one.
+        `vrows`: {rowid: vector row} known before the insert (the append path), else -1 for now."""
         if not rows:
             return {}
         # rowids given, so the rows and their words go in with one statement each, not two a row
         first = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM records").fetchone()[0]
         ids = range(first, first + len(rows))
+        vrows = vrows or {}
         conn.executemany(
             "INSERT INTO records (rowid, id, day, line_no, off, len, ts, actor, role, type, session,"
-            " source, fsha, vkey, author_name, author_email) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " source, fsha, vkey, author_name, author_email, vrow)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [
-                (rowid, row[0], day, *row[1:12], row[13] or None, row[14] or None)
+                (
+                    rowid,
+                    row[0],
+                    day,
+                    *row[1:12],
+                    row[13] or None,
+                    row[14] or None,
+                    vrows.get(rowid, -1),
+                )
                 for rowid, row in zip(ids, rows)
             ],
         )
@@ -955,6 +1085,28 @@ class Index:
             )
 
     @staticmethod
+    @contextmanager
+    def _fts_merging_off(conn, bulk: bool):
+        """Inside a write transaction: with `bulk` (an update that `_merge_fts` follows), FTS5
+        merges none of the segments the rows fill while they go in (its `automerge` 0), since
+        the optimize after it merges them all at once (0.45 of 3.1 s of full-text inserts at
+        100k rows); then the setting is put back as it was, fts_config holding no row for it
+        when it held none. A failure rolls all of it back with the transaction."""
+        if not bulk:
+            yield
+            return
+        had = conn.execute("SELECT v FROM fts_config WHERE k = 'automerge'").fetchone()
+        conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 0)")
+        yield
+        # through FTS5, so that this connection's copy of the setting is back as well
+        conn.execute(
+            "INSERT INTO fts(fts, rank) VALUES ('automerge', ?)",
+            (had[0] if had else FTS_AUTOMERGE,),
+        )
+        if had is None:
+            conn.execute("DELETE FROM fts_config WHERE k = 'automerge'")
+
+    @staticmethod
     def _merge_fts(conn) -> None:
         """After a bulk load: the full-text index, left in many small segments, merged into one
         (316 -> 100 B a record at 100k, ~0.8 s). The pages that frees, and those a rebuild's
@@ -968,7 +1120,52 @@ class Index:
         if free * 10 >= conn.execute("PRAGMA page_count").fetchone()[0]:
             conn.execute("VACUUM")
 
-    def _append_only(self, conn, day_data: dict, n_rows: int, gen: int, touched: list[str]) -> bool:
+    @staticmethod
+    def _placement(conn, new_rows: list, first_vrow: int) -> tuple[list, dict]:
+        """Where rows about to go in, [(day, rows, vectors)], will lie: (placed, {rowid: vector
+        row}), placed being (matrix order, rowid, day, location, vector) of each row with a
+        vector, in matrix order from `first_vrow` on. Known before they go in, so no row is
+        updated afterwards: rowids follow MAX(rowid) in this order, and the matrix order is
+        SQLite's ORDER BY day, ts, line_no, id (text compares as its UTF-8 bytes, which sort as
+        Python's code points)."""
+        rowid = conn.execute("SELECT COALESCE(MAX(rowid), 0) + 1 FROM records").fetchone()[0]
+        placed = []
+        for day, rows, vectors in new_rows:
+            for row, vec in zip(rows, vectors):
+                if vec is not None:
+                    placed.append(((day, row[4], row[1], row[0]), rowid, day, row[11], vec))
+                rowid += 1
+        placed.sort(key=lambda p: p[0])
+        return placed, {p[1]: first_vrow + i for i, p in enumerate(placed)}
+
+    def _write_placed(
+        self, conn, placed: list, gen: int, n_rows: int, in_order: bool, sorted_rows: int
+    ) -> None:
+        """Write `placed` (see _placement) as vector rows n_rows.. of generation `gen` (the first
+        write of a generation fixes its scales) and say so in meta."""
+        vecs = np.stack([p[4] for p in placed]).astype(np.float32)
+        times = np.array([p[0][1] for p in placed], np.float64)
+        if n_rows:
+            scale = vecfiles.read_scales(self.meta_dir, gen, self.dim)
+        else:  # the generation's first write fixes its scales
+            scale = vecfiles.make_scales(vecs)
+            vecfiles.write_scales(self.meta_dir, gen, scale)
+        codes, errors = vecfiles.quantize(vecs, scale)
+        where = [(r, day, vkey) for _, r, day, vkey, _ in placed]
+        vecfiles.write_rows(self.meta_dir, gen, n_rows, codes, errors, times, where)
+        self._raise_maxima(conn, codes, errors, keep=n_rows > 0)
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(n_rows + len(placed)),)
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)",
+            (str(n_rows + len(placed) if in_order else sorted_rows),),
+        )
+
+    def _append_only(
+        self, conn, day_data: dict, n_rows: int, gen: int, touched: list[str], bulk: bool = False
+    ) -> bool:
         """The common write: lines appended to days whose old lines are unchanged, all sorting after
         every indexed row. Then only the new rows are inserted and their vectors appended to the
         current generation (readers holding the old row count are unaffected), so the cost is that
@@ -1027,46 +1224,35 @@ class Index:
             if n_rows + count - sorted_rows > max(TAIL_MIN, int(n_rows * TAIL_SHARE)):
                 return False
 
+        placed, vrows = self._placement(
+            conn, [(day, added, vecs) for day, (added, vecs, _) in new_rows.items()], n_rows
+        )
+        # Into an empty index, the secondary indexes are built once, by sorting, after the rows
+        # are in (as a rebuild does), not a B-tree insert a row for each of the seven.
+        bulk_load = conn.execute("SELECT 1 FROM records LIMIT 1").fetchone() is None and any(
+            added for added, _, _ in new_rows.values()
+        )
+
         with conn:
-            fresh: dict[int, np.ndarray] = {}
-            for day, (added, vecs, _) in new_rows.items():
-                fresh.update(self._insert_rows(conn, day, added, vecs))
-                rows, stat_fp, content_fp = day_data[day]
-                conn.execute("DELETE FROM supersedes WHERE day = ?", (day,))
-                conn.executemany(
-                    "INSERT INTO supersedes (day, id) VALUES (?, ?)",
-                    [(day, s) for s in rows.supersedes],
-                )
-                self._save_private(conn, day, rows)
-                self._save_day(conn, day, rows, stat_fp, content_fp)
-            if fresh:
-                placed = conn.execute(
-                    "SELECT rowid, ts, day, vkey FROM records WHERE rowid IN (SELECT value FROM json_each(?)) ORDER BY day, ts, line_no, id",
-                    (json.dumps(list(fresh)),),
-                ).fetchall()
-                vecs = np.stack([fresh[r] for r, *_ in placed]).astype(np.float32)
-                times = np.array([t for _, t, *_ in placed], np.float64)
-                if n_rows:
-                    scale = vecfiles.read_scales(self.meta_dir, gen, self.dim)
-                else:  # the generation's first write fixes its scales
-                    scale = vecfiles.make_scales(vecs)
-                    vecfiles.write_scales(self.meta_dir, gen, scale)
-                codes, errors = vecfiles.quantize(vecs, scale)
-                where = [(r, day, vkey) for r, _, day, vkey in placed]
-                vecfiles.write_rows(self.meta_dir, gen, n_rows, codes, errors, times, where)
-                self._raise_maxima(conn, codes, errors, keep=n_rows > 0)
-                conn.executemany(
-                    "UPDATE records SET vrow = ? WHERE rowid = ?",
-                    [(n_rows + i, r) for i, (r, *_) in enumerate(placed)],
-                )
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('n_rows', ?)", (str(n_rows + len(placed)),)
-                )
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('sorted_rows', ?)",
-                    (str(n_rows + len(placed) if in_order else sorted_rows),),
-                )
+            if bulk_load:
+                for name in RECORD_INDEXES:
+                    conn.execute(f"DROP INDEX IF EXISTS {name}")
+            with self._fts_merging_off(conn, bulk):
+                for day, (added, vecs, _) in new_rows.items():
+                    self._insert_rows(conn, day, added, vecs, vrows)
+                    rows, stat_fp, content_fp = day_data[day]
+                    conn.execute("DELETE FROM supersedes WHERE day = ?", (day,))
+                    conn.executemany(
+                        "INSERT INTO supersedes (day, id) VALUES (?, ?)",
+                        [(day, s) for s in rows.supersedes],
+                    )
+                    self._save_private(conn, day, rows)
+                    self._save_day(conn, day, rows, stat_fp, content_fp)
+            if bulk_load:
+                for statement in RECORD_INDEX_SQL:
+                    conn.execute(statement)
+            if placed:
+                self._write_placed(conn, placed, gen, n_rows, in_order, sorted_rows)
             self._refresh_touched(conn, touched)
             ids = {r[0] for added, _, _ in new_rows.values() for r in added}
             ids |= {s for rows, _, _ in day_data.values() for s in rows.supersedes}

@@ -59,6 +59,39 @@ def item_location(pk, item) -> bytes | None:
     return clear_location(pk.path.name, start, HEADER_SIZE + len(payload))
 
 
+def opened_items(pk, keys) -> list[tuple]:
+    """(record id, key, hash16, plain header, payload, location) of each vector `keys` open in a
+    pack: what `Pack.items` gives with `item_location`, for a whole day's keys at once, a sealed
+    item's subkey made once for opening it and for its location (the index's build)."""
+    if not pk.sealed:
+        return [
+            (it.record_id, it.key, it.h16, it.header, it.payload, item_location(pk, it))
+            for it in pk.items(keys)
+        ]
+    by_tag = {row[0]: row for row in pk.manifest.get("records") or []}
+    nonce = bytes.fromhex(pk.manifest["nonce"])
+    name, offsets, segments = pk.path.name, pk.offsets, pk.segments
+    out = []
+    for rid, key in keys:
+        row = by_tag.get(seal.tag(key, nonce, seal.VECTOR))
+        if row is None:
+            continue
+        seg = row[-1]
+        payload = segments[seg][1]
+        subkey = seal.vector_subkey(key)
+        plain = seal.unseal_vector(subkey, nonce, payload)
+        opened = packfmt.opened_vector(plain) if plain is not None else None
+        if opened is None:
+            continue  # damaged: fsck names the pack (its bytes no longer hash to its name)
+        where = (
+            sealed_location(subkey, name, offsets[seg] + HEADER_SIZE, len(payload))
+            if 0 <= seg < len(offsets)
+            else None
+        )
+        out.append((rid, key, *opened, where))
+    return out
+
+
 def _fd_budget() -> int:
     """Open pack files a Reader keeps at most: a quarter of the process's file limit, up to 1,024
     (a store of thousands of days must not run a long-lived reader out of descriptors)."""

@@ -10,7 +10,7 @@ from ..text import bigrams as _bigrams
 
 def index_text(text: str) -> str:
     """What goes into the FTS5 column: the text with each CJK run replaced by its bigrams."""
-    if not _CJK_RUN.search(text):
+    if text.isascii() or not _CJK_RUN.search(text):  # isascii reads a flag: no scan of the text
         return text
     return _CJK_RUN.sub(lambda m: " " + " ".join(_bigrams(m.group(0))) + " ", text)
 

@@ -128,9 +128,14 @@ def quantize(vectors: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.nda
     s = np.asarray(scale, np.float64)
     for a in range(0, n, 16_384):
         x = vectors[a : a + 16_384].astype(np.float64)
-        c = np.clip(np.rint(x * s), -CODE_MAX, CODE_MAX)
-        err = np.sqrt(((x - c / s) ** 2).sum(axis=1))
+        c = np.multiply(x, s)  # the steps of clip(rint(x * s)) and ((x - c / s) ** 2).sum(axis=1),
+        np.rint(c, out=c)  # each into one buffer: the same numbers (0.36 -> 0.21 s at 100k rows)
+        np.clip(c, -CODE_MAX, CODE_MAX, out=c)
         codes[a : a + 16_384] = c
+        d = np.divide(c, s, out=c)
+        np.subtract(x, d, out=d)
+        np.square(d, out=d)
+        err = np.sqrt(d.sum(axis=1))
         # float32 rounds to nearest, maybe down: one step up is never below the float64 value
         errs[a : a + 16_384] = np.nextafter(err.astype(np.float32), np.float32(np.inf))
     return codes, errs
