@@ -72,39 +72,6 @@ def test_answers_cross_the_pipe_as_json_and_bytes_only(forks):
     assert got == [{x} for x in range(10)] and learnt == [] and len(forks) == 2
 
 
-def test_the_counting_child_scans_ahead_what_naming_will_scrub(forks):
-    """The child that counts a big write's words also runs the secret scrub naming will run on the
-    same texts (the second core has room while placement runs): the parent learns which texts are
-    clean and never scans them again; a text holding a secret is not among them, and its name
-    and summary are still scrubbed."""
-    from memstore.secrets import policy
-    from memstore.tree.termsets import STREAM_CHUNK, TermSets
-
-    token = "ghp_" + "Zq8Lm2Xv4Rt6Np0Ws3Ky5Hb7Jc9Fd1Ga3Te5Q"
-    texts = [f"Plan number {n} for the zorbling garden trip" for n in range(3 * STREAM_CHUNK)]
-    texts[7] = f"my token is {token} for the zorbling garden"
-    policy._CLEAN.clear()
-    sets = TermSets()
-    sets.beside(texts)
-    while sets.waiting and sets._receive():
-        pass
-    sets.close()
-    known = [policy.clean_key(t) in policy._CLEAN for t in texts]
-    assert not known[7] and sum(known) == 2 * STREAM_CHUNK - 1  # (the last chunk: naming's own)
-    scans = []
-    real = policy.scrub_kinds
-
-    def counted(text):
-        scans.append(policy.clean_key(text) not in policy._CLEAN)
-        return real(text)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(policy, "scrub_kinds", counted)
-        summary = naming.offline_summary(texts[:20], ["user"] * 20)
-    assert token not in summary and scans.count(True) == 1  # only the text with the secret
-    assert len(forks) == 1
-
-
 def test_bytes_cross_the_pipe_raw_and_a_damaged_answer_is_refused():
     """Bytes (a chunk's word counts) follow the JSON as they are, not base64: a megabyte costs a
     megabyte; an answer cut short or pointing outside its raw part is refused (the parent then

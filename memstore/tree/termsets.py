@@ -84,7 +84,6 @@ class TermSets:
         self.theirs = (np.zeros(0, np.int32), np.zeros(0, np.int32))
         self.sent = (0, 0)  # (in the child) the words and forms it has sent
         self.jobs: list[list[str]] = []  # the texts the stream counts, a chunk at a time
-        self.scanned: list[str] = []  # (in the child) the texts its next answer scans for secrets
         self.at = 0  # how many chunks were taken
         self.here = 0  # texts this process counted itself (tests)
 
@@ -107,9 +106,7 @@ class TermSets:
 
     def beside(self, texts: list[str]) -> None:
         """Count `texts` (in the order they will be asked for) ahead, in a forked child
-        (workers.Stream), while this process places the turns; `close` stops it. The child also
-        runs the secret scrub naming will run on them (`_scan`): the second core has room while
-        placement runs, and none while naming does."""
+        (workers.Stream), while this process places the turns; `close` stops it."""
         from .. import workers
 
         todo = [t for t in dict.fromkeys(texts) if t not in self.counted]
@@ -184,19 +181,7 @@ class TermSets:
         stem_at, form_at = stem_at.tolist(), form_at.tolist()
         terms, forms = self.terms.words[self.sent[0] :], self.forms.words[self.sent[1] :]
         self.sent = (len(self.terms.words), len(self.forms.words))
-        clean = self._scan(self.scanned)
-        self.scanned = texts  # (scanned with the next chunk: these counts go first)
-        return [terms, forms, sizes, stem_at, form_at, clean] + [a.tobytes() for a in block]
-
-    @staticmethod
-    def _scan(texts: list[str]) -> bytes:
-        """(In the child) the secret scrub naming will run on these texts, ahead: the keys of those
-        found clean (policy.clean_key), which the parent then never scans again."""
-        from ..secrets import policy
-
-        for text in texts:
-            policy.scrub(text[: naming.TEXT_CHARS])
-        return b"".join(policy.take_fresh())
+        return [terms, forms, sizes, stem_at, form_at] + [a.tobytes() for a in block]
 
     def _receive(self) -> bool:
         """Take in the stream's next answer; False when nothing more comes (what is left is
@@ -209,11 +194,7 @@ class TermSets:
             return False
         chunk = self.jobs[self.at]
         self.at += 1
-        terms, forms, sizes, stem_at, form_at, clean, *raw = got
-        if clean:
-            from ..secrets import policy
-
-            policy.add_fresh(clean[i : i + 16] for i in range(0, len(clean), 16))
+        terms, forms, sizes, stem_at, form_at, *raw = got
         self.theirs = (
             _grown(self.theirs[0], map(self.terms.__getitem__, terms), len(terms)),
             _grown(self.theirs[1], map(self.forms.__getitem__, forms), len(forms)),
