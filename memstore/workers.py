@@ -54,9 +54,13 @@ def can_fork() -> bool:
     return second_core() and hasattr(os, "fork") and threading.active_count() == 1
 
 
-def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list, list]:
+def split_map(
+    fn, items: list, *, min_items: int = 2, extra=None, at: int | None = None
+) -> tuple[list, list]:
     """([fn(x) for x in items], what `extra()` gave in the child, or [] when none ran), the items at
-    odd positions computed in a forked child where `can_fork()` and there are `min_items` or more.
+    odd positions computed in a forked child where `can_fork()` and there are `min_items` or more;
+    with `at`, the items from position `at` on (for items whose neighbours share work through a
+    process's caches: a contiguous half keeps them in one process).
 
     `fn` must be pure in the sense above, and return JSON's values or bytes: the child's answers
     cross the pipe as JSON (no loader that can run what it reads), so its tuples come back as
@@ -65,6 +69,11 @@ def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list,
     hand-over."""
     if len(items) < max(min_items, 2) or not can_fork():
         return [fn(x) for x in items], []
+    if at is None:
+        ours, theirs_of = slice(0, None, 2), slice(1, None, 2)
+    else:
+        at = min(max(at, 0), len(items))
+        ours, theirs_of = slice(0, at), slice(at, None)
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: compute, send, leave without running any of the parent's cleanup
@@ -72,7 +81,7 @@ def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list,
         try:
             _CHILD.append(True)
             os.close(read_fd)
-            out = [fn(x) for x in items[1::2]]
+            out = [fn(x) for x in items[theirs_of]]
             payload = _dump([out, list(extra()) if extra else []])
             with os.fdopen(write_fd, "wb") as pipe:
                 pipe.write(payload)
@@ -83,7 +92,7 @@ def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list,
     theirs, learnt = None, []
     pipe = os.fdopen(read_fd, "rb")
     try:
-        mine = [fn(x) for x in items[0::2]]
+        mine = [fn(x) for x in items[ours]]
         data = pipe.read()
     except BaseException:  # the parent's own part failed (or was interrupted): no child left behind
         os.kill(pid, signal.SIGKILL)
@@ -97,11 +106,11 @@ def split_map(fn, items: list, *, min_items: int = 2, extra=None) -> tuple[list,
             theirs, learnt = _load(data)
         except (ValueError, TypeError):  # an unreadable answer: the parent computes that half
             theirs = None
-    if not isinstance(theirs, list) or len(theirs) != len(items) // 2:
-        theirs, learnt = [fn(x) for x in items[1::2]], []
+    if not isinstance(theirs, list) or len(theirs) != len(items[theirs_of]):
+        theirs, learnt = [fn(x) for x in items[theirs_of]], []
     out: list = [None] * len(items)
-    out[0::2] = mine
-    out[1::2] = theirs
+    out[ours] = mine
+    out[theirs_of] = theirs
     return out, learnt
 
 

@@ -240,9 +240,9 @@ def test_a_big_write_names_each_group_once_from_the_members_it_ended_with(store,
     calls = []
     real = fanout.group_texts  # what every group's naming reads, once per name
 
-    def counted(tree, members, data, kids=None):
+    def counted(tree, members, data, kids=None, stand_ins=None):
         calls.append(len(members))
-        return real(tree, members, data, kids)
+        return real(tree, members, data, kids, stand_ins)
 
     monkeypatch.setattr(fanout, "group_texts", counted)
     _sessions(store, 120, seed=3)

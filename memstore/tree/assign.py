@@ -21,8 +21,15 @@ from ..format import tree as treefmt
 from ..format.record import is_conversation
 from ..format.tree import Topic, Tree
 from ..progress import stage, tick
-from . import naming
-from .fanout import Kids, name_groups, rebalance
+from . import fanout, naming
+from .fanout import (
+    GROUP,
+    Kids,
+    groups_to_name,
+    name_groups,
+    rebalance,
+    set_group_names,
+)
 from .termsets import TermSets
 from .topicdata import (
     GROUP_SAMPLE,
@@ -370,6 +377,21 @@ class Placer:
         tree = self.tree
         frozen_now = self.live_before - tree.live_path()
         named = sorted(tid for tid in self.touched | frozen_now if tid in tree.topics)
+        # Grouping first: it reads vectors, not names (the groups it makes are named below), so a
+        # write names its topics and its groups in one pass, each group beside its members.
+        stage(progress, "Grouping topics")
+        rebalance(
+            tree,
+            self.data,
+            max_children(self.store),
+            self.llm,
+            join=self.th["continue"],
+            progress=progress,
+            parents=self.dirty,
+            kids=self.kids,
+            cache=self.vcache,
+            unnamed=self.unnamed,
+        )
         stage(progress, "Naming topics", len(named))
         jobs = []  # (topic id, its texts, their roles, how it is named, whether it is final)
         for tid in named:
@@ -386,45 +408,71 @@ class Placer:
             else:
                 how = ""
             jobs.append((tid, texts, roles, how, final))
-        if self.llm is None:
-            # Offline names and summaries are pure functions of each topic's texts: a big write
-            # computes them on two cores (memstore/workers.py).
-            made = naming.offline_many(
-                [
-                    (texts, roles, self.first_texts.get(tid) if how == "first" else None, how != "")
-                    for tid, texts, roles, how, _final in jobs
-                ],
-                self.data.rarity,
-                self.term_sets,  # (the texts placement counted: not counted again)
-            )
-        for n, (tid, texts, roles, how, final) in enumerate(jobs):
+        if self.llm is not None:
+            for tid, texts, roles, how, final in jobs:
+                tick(progress)
+                t = tree.topics[tid]
+                if how == "texts":
+                    t.name = naming.offline_name(texts, self.data.rarity, roles)
+                elif how == "first":
+                    t.name = naming.first_name(
+                        self.first_texts[tid], texts, self.data.rarity, roles
+                    )
+                summary = naming.llm_summary(self.llm, t.name, texts, roles) if final else None
+                t.summary = summary or naming.offline_summary(texts, roles, self.data.rarity)
+            name_groups(tree, self.data, self.unnamed, self.llm, self.kids)
+            return
+        self._name_offline(jobs, progress)
+
+    def _name_offline(self, jobs: list[tuple], progress) -> None:
+        """Offline names and summaries of the topics (`jobs`, see `finish`) and names of the groups
+        this write made: pure functions of their texts, computed on two cores for a big write
+        (memstore/workers.py). The work is laid out in the tree's order, members before their
+        group, and cut in two halves: a group is named from its members' latest texts, which the
+        same process has then just read (their phrases and secrets-scan verdicts cached)."""
+        tree, data = self.tree, self.data
+        renamed = {tid for tid, _texts, _roles, how, _final in jobs if how}
+        work: list = []  # (topic id or group id, the job naming.offline_many computes)
+        for tid, texts, roles, how, _final in jobs:
+            first = self.first_texts.get(tid) if how == "first" else None
+            work.append((tid, (texts, roles, first, how != "")))
+        groups = groups_to_name(tree, self.unnamed, self.kids)
+        late = set()  # groups named after their members: a member's name stands in for its texts
+        for n, (g, members, _made) in enumerate(groups):
+            stand_ins: list[str] = []
+            texts = fanout.group_texts(tree, members, data, self.kids, stand_ins)
+            if renamed.intersection(stand_ins):
+                late.add(n)
+            else:
+                work.append((g.id, naming.GroupName(texts, GROUP)))
+        rank = {tid: n for n, tid in enumerate(self.kids.post_order())}
+        work.sort(key=lambda w: rank.get(w[0], len(rank)))
+        weights = [len(job[0]) for _id, job in work]
+        half, at = sum(weights) / 2, 0
+        while at < len(work) and half > 0:
+            half -= weights[at]
+            at += 1
+        made = naming.offline_many(
+            [job for _id, job in work],
+            data.rarity,
+            self.term_sets,  # (the texts placement counted: not counted again)
+            at=at,
+        )
+        got = {wid: res for (wid, _job), res in zip(work, made)}
+        for tid, *_rest in jobs:
             tick(progress)
             t = tree.topics[tid]
-            if self.llm is None:
-                name, t.summary = made[n]
-                if name is not None:
-                    t.name = name
-                continue
-            if how == "texts":
-                t.name = naming.offline_name(texts, self.data.rarity, roles)
-            elif how == "first":
-                t.name = naming.first_name(self.first_texts[tid], texts, self.data.rarity, roles)
-            summary = naming.llm_summary(self.llm, t.name, texts, roles) if final else None
-            t.summary = summary or naming.offline_summary(texts, roles, self.data.rarity)
-        stage(progress, "Grouping topics")
-        rebalance(
-            tree,
-            self.data,
-            max_children(self.store),
-            self.llm,
-            join=self.th["continue"],
-            progress=progress,
-            parents=self.dirty,
-            kids=self.kids,
-            cache=self.vcache,
-            unnamed=self.unnamed,
-        )
-        name_groups(tree, self.data, self.unnamed, self.llm, self.kids)
+            name, t.summary = got[tid]
+            if name is not None:
+                t.name = name
+        names = []
+        for n, (g, members, _made) in enumerate(groups):
+            if n in late:
+                texts = fanout.group_texts(tree, members, data, self.kids)
+                names.append(naming.offline_name(texts, data.rarity, fallback=GROUP))
+            else:
+                names.append(got[g.id][0])
+        set_group_names(groups, names)
 
 
 class VectorCache(dict):

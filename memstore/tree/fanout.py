@@ -63,6 +63,19 @@ class Kids:
         t.parent = parent
         self.add(t)
 
+    def post_order(self) -> list[str]:
+        """Every topic id under the root, each after the topics under it, children in order."""
+        out: list[str] = []
+        stack: list[tuple[str | None, bool]] = [(None, False)]
+        while stack:
+            tid, done = stack.pop()
+            if done:
+                out.append(tid)
+                continue
+            stack.append((tid, True))
+            stack += [(k.id, False) for k in reversed(self.of(tid))]
+        return out[:-1]  # (the root last)
+
     def sample_records(self, tid: str, limit: int) -> list[str]:
         """Up to `limit` record ids under `tid`, breadth-first: a bounded look into a big group."""
         out: list[str] = []
@@ -86,15 +99,23 @@ def group_name(
 
 
 def group_texts(
-    tree: Tree, members: list[Topic], data: RecordData, kids: Kids | None = None
+    tree: Tree,
+    members: list[Topic],
+    data: RecordData,
+    kids: Kids | None = None,
+    stand_ins: list | None = None,
 ) -> list[str]:
-    """The texts a group is named from: its members' latest records (or their names)."""
+    """The texts a group is named from: its members' latest records (or their names: the ids of
+    the members whose name stood in are added to `stand_ins`)."""
     kids = kids or Kids(tree)
     texts: list[str] = []
     per = max(2, GROUP_TEXTS // max(len(members), 1))
     for m in members:
         recs = m.records[-per:] if m.records else kids.sample_records(m.id, per)
-        texts += data.texts(recs, limit=per)[0] or [m.name]
+        got = data.texts(recs, limit=per)[0]
+        if not got and stand_ins is not None:
+            stand_ins.append(m.id)
+        texts += got or [m.name]
     return texts
 
 
@@ -299,29 +320,44 @@ def name_groups(tree: Tree, data: RecordData, unnamed: dict, llm, kids: Kids) ->
     members they have now; a group made is named like any (the LLM's label where one is used), a
     group split is renamed offline. Offline names are computed on two cores for a big write
     (naming.offline_names)."""
-    todo = []
-    for gid in sorted(unnamed):
-        g = tree.topics.get(gid)
-        if g is not None and kids.of(gid):
-            todo.append((g, sorted(kids.of(gid), key=lambda t: (t.created, t.id)), unnamed[gid]))
-    unnamed.clear()
+    todo = groups_to_name(tree, unnamed, kids)
     if llm is not None:
         for g, members, made in todo:
             if made:
                 g.name, _, g.named_by = _name_group(tree, data, members, llm, kids)
             else:
                 g.name = group_name(tree, members, data, kids)[0]
-    else:
-        names = naming.offline_names(
-            [group_texts(tree, members, data, kids) for _g, members, _made in todo],
-            data.rarity,
-            fallback=GROUP,
-        )
+        set_group_names(todo, None)
+        return
+    names = naming.offline_names(
+        [group_texts(tree, members, data, kids) for _g, members, _made in todo],
+        data.rarity,
+        fallback=GROUP,
+    )
+    set_group_names(todo, names)
+
+
+def groups_to_name(tree: Tree, unnamed: dict, kids: Kids) -> list[tuple[Topic, list[Topic], bool]]:
+    """(group, its members by age, whether it was made) of each group in `unnamed` that is still
+    there with members, by id; `unnamed` is emptied."""
+    todo = []
+    for gid in sorted(unnamed):
+        g = tree.topics.get(gid)
+        if g is not None and kids.of(gid):
+            todo.append((g, sorted(kids.of(gid), key=lambda t: (t.created, t.id)), unnamed[gid]))
+    unnamed.clear()
+    return todo
+
+
+def set_group_names(todo: list[tuple[Topic, list[Topic], bool]], names: list[str] | None) -> None:
+    """Give the groups of `groups_to_name` their offline `names` (None: named already), then,
+    once every group has its name, their summaries (a group's summary lists its members' names)."""
+    if names is not None:
         for (g, _members, made), name in zip(todo, names):
             g.name = name
             if made:
                 g.named_by = "offline"
-    for g, members, _made in todo:  # once every group has its name: a group's summary lists them
+    for g, members, _made in todo:
         g.summary = group_summary(members)
 
 

@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from itertools import chain, compress
 from functools import lru_cache
+from typing import NamedTuple
 
 from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
 from ..text import NAME_WORD
@@ -428,13 +429,25 @@ def first_name(first: list[str], texts: list[str], rarity=None, roles=None) -> s
     return name if name != UNTITLED else offline_name(texts, rarity, roles)
 
 
-def offline_many(jobs: list[tuple], rarity=None, counts=None) -> list[tuple[str | None, str]]:
+class GroupName(NamedTuple):
+    """A job of `offline_many` that names a group: offline_name(texts, fallback=fallback)."""
+
+    texts: list[str]
+    fallback: str
+
+
+def offline_many(
+    jobs: list, rarity=None, counts=None, at: int | None = None
+) -> list[tuple[str | None, str | None]]:
     """(name, summary) per job `(texts, roles, first, rename)`: the name from `first` (the topic's
     first texts) where given, else from the texts where `rename`, else None (kept); the summary
-    from the texts. As `offline_name`/`offline_summary` give them one by one, on two cores for a
-    big write (see `_on_two_cores`); `counts` as for `key_terms`."""
+    from the texts. A `GroupName` job gives (its name, None). As `offline_name`/`offline_summary`
+    give them one by one, on two cores for a big write (see `_on_two_cores`: the jobs from `at`
+    on in the second process, where given); `counts` as for `key_terms`."""
 
     def one(job):
+        if isinstance(job, GroupName):
+            return offline_name(job.texts, rarity, fallback=job.fallback), None
         texts, roles, first, rename = job
         if first is not None:
             name = first_name(first, texts, rarity, roles)
@@ -442,7 +455,7 @@ def offline_many(jobs: list[tuple], rarity=None, counts=None) -> list[tuple[str 
             name = offline_name(texts, rarity, roles) if rename else None
         return name, offline_summary(texts, roles, rarity, counts)
 
-    return _on_two_cores(one, jobs, rarity)
+    return _on_two_cores(one, jobs, rarity, at)
 
 
 def offline_names(texts_each: list[list[str]], rarity=None, fallback=UNTITLED) -> list[str]:
@@ -455,7 +468,7 @@ def offline_names(texts_each: list[list[str]], rarity=None, fallback=UNTITLED) -
 MANY_JOBS = 256  # fewer names than this are not worth a second process
 
 
-def _on_two_cores(fn, jobs: list, rarity) -> list:
+def _on_two_cores(fn, jobs: list, rarity, at: int | None = None) -> list:
     """[fn(job) for job in jobs], every other job computed by a forked child (memstore/workers.py)
     when there are MANY_JOBS or more. Names and summaries are pure functions of their texts and the
     store's rarity weights; the child reads the weights the parent had looked up before the fork,
@@ -472,7 +485,9 @@ def _on_two_cores(fn, jobs: list, rarity) -> list:
         except workers.ParentOnly:
             return None
 
-    out, learnt = workers.split_map(child_safe, jobs, min_items=MANY_JOBS, extra=policy.take_fresh)
+    out, learnt = workers.split_map(
+        child_safe, jobs, min_items=MANY_JOBS, extra=policy.take_fresh, at=at
+    )
     policy.add_fresh(learnt)
     return [got[0] if got is not None else fn(job) for got, job in zip(out, jobs)]
 
