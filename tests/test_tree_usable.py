@@ -234,6 +234,37 @@ def test_the_topic_bench_measures_an_existing_stores_tree(store):
     assert 0 < got["purity"] <= 1 and got["topics_per_session"] >= 1
 
 
+def test_a_group_whose_member_has_no_texts_is_named_from_that_members_new_name(store, monkeypatch):
+    """A write names its topics and its groups in one pass; a group's member without texts stands
+    in by its name, and that name is the one this write just gave it (as when groups were named
+    after their members), never the member's name from before."""
+    from memstore.tree import fanout
+    from memstore.tree.assign import Placer
+
+    _sessions(store, 4, seed=5)
+    tree = treefmt.read(store.root)
+    placer = Placer(store, tree, topicdata.RecordData(store))
+    a, b = sorted((t for t in tree.topics.values() if t.records), key=lambda t: t.id)[:2]
+    gid = fanout._make_group(tree, placer.data, None, [a, b], None, placer.kids, placer.unnamed)
+    real = placer.data.texts
+    monkeypatch.setattr(  # the members' records are read for their own names, not the group's
+        placer.data,
+        "texts",
+        lambda rids, limit=None: ([], []) if limit else real(rids, limit),
+    )
+    before = a.name
+    job = (a.id, ["Quasar telemetry calibration drifts"], ["user"], "texts", True)
+    placer._name_offline([job], None)
+    assert a.name != before and "Quasar" in a.name
+    texts = [a.name, b.name]
+    assert tree.topics[gid].name == naming.offline_name(
+        texts, placer.data.rarity, fallback=fanout.GROUP
+    )
+    assert tree.topics[gid].summary == fanout.group_summary(
+        sorted([a, b], key=lambda t: (t.created, t.id))
+    )
+
+
 def test_a_big_write_names_each_group_once_from_the_members_it_ended_with(store, monkeypatch):
     from memstore.tree import fanout
 

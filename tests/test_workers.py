@@ -50,6 +50,24 @@ def test_half_of_the_items_are_computed_by_a_child(forks):
     assert {pid for _, pid in out[0::2]} == {os.getpid()}
 
 
+@pytest.mark.parametrize("at", [0, 1, 333, 1000, 1001])
+def test_a_contiguous_half_is_computed_by_a_child(forks, at):
+    """With `at`, the child computes the items from `at` on (neighbours sharing one process's
+    caches), the parent those before; the answers are in the items' order either way."""
+    items = list(range(1001))
+    out, _ = workers.split_map(lambda x: (x * x, os.getpid()), items, at=at)
+    assert [v for v, _ in out] == [x * x for x in items]
+    assert len(forks) == 1
+    assert {pid for _, pid in out[at:]} <= {forks[0]} and {pid for _, pid in out[:at]} <= {
+        os.getpid()
+    }
+    # a child that fails leaves its half to the parent, contiguous or not
+    out, _ = workers.split_map(
+        lambda x: os._exit(3) if workers._CHILD else x, list(range(300)), at=100
+    )
+    assert out == list(range(300))
+
+
 def test_a_child_that_dies_costs_time_not_answers(forks):
     def fn(x):
         if workers._CHILD and x == 7:
