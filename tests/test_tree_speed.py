@@ -270,6 +270,27 @@ def test_the_topic_matrix_gives_the_closest_topics_first_from_fresh_rows():
         assert abs(float(every[m.rows[tid]]) - float(vector(tid) @ q)) < 1e-5
 
 
+def test_the_closest_rows_are_the_k_largest_with_ties_to_the_lower_row():
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    for trial in range(600):
+        n, k = int(rng.integers(0, 3000)), int(rng.integers(1, 30))
+        sims = rng.random(n).astype(np.float32)
+        if trial % 2:  # many ties, at the cut too
+            sims = np.round(sims * 10).astype(np.float32) / 10
+        want = sorted(range(n), key=lambda r: (-sims[r], r))[:k]
+        assert assign.top_rows(sims, k).tolist() == want, (n, k)
+    # the largest all in rows the threshold's sample skips: still found, in order
+    sims = np.zeros(4000, np.float32)
+    hidden = [r for r in range(4000) if r % assign.SAMPLE_EVERY][:50]
+    sims[hidden] = np.linspace(1.0, 0.5, 50, dtype=np.float32)
+    assert assign.top_rows(sims, 24).tolist() == hidden[:24]
+    sims[::2] = 0.75  # ties straddling the cut: the lower rows first
+    want = sorted(range(4000), key=lambda r: (-sims[r], r))[:24]
+    assert assign.top_rows(sims, 24).tolist() == want
+
+
 def test_a_crowded_parent_regrouped_mid_write_sends_loose_topics_down_into_its_groups(
     store, monkeypatch
 ):

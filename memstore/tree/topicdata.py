@@ -7,6 +7,7 @@ the day logs, so a merged or regrouped topic is always described by the records 
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 
 import numpy as np
 
@@ -267,6 +268,9 @@ TOPIC_RECORDS = 16  # a topic's vector: the mean of its latest records (drift-to
 GROUP_SAMPLE = 8  # a group's vector: the mean of at most this many topics found under it
 
 
+_NEWEST = attrgetter("last_active", "id")  # a group's sample: its newest topics first
+
+
 def topic_vector(tree, data: RecordData, tid: str, cache: dict, kids=None) -> np.ndarray | None:
     """A topic's centroid (its latest TOPIC_RECORDS records); a group (no records of its own)
     averages the vectors of the first GROUP_SAMPLE topics with records found under it,
@@ -284,7 +288,7 @@ def topic_vector(tree, data: RecordData, tid: str, cache: dict, kids=None) -> np
         while queue and len(found) < GROUP_SAMPLE and visited < 4 * GROUP_SAMPLE:
             here = queue.pop(0)
             visited += 1
-            for k in sorted(children(here), key=lambda k: (k.last_active, k.id), reverse=True):
+            for k in sorted(children(here), key=_NEWEST, reverse=True):
                 if k.id in seen:
                     continue
                 seen.add(k.id)
