@@ -137,6 +137,38 @@ _TOKEN_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ),
 )
 
+# For each rule of _TOKEN_RULES, in order: lower-case words one of which every match of the rule
+# holds once lowered. A line that holds none of them, lowered, is not searched with the rule.
+_RULE_WORDS: tuple[tuple[str, ...], ...] = (
+    ("akia", "asia"),
+    ("secret",),
+    ("sk-ant-",),
+    ("sk-",),
+    ("hf_", "api_org_"),
+    ("glpat-",),
+    ("gocspx-",),
+    ("private_key_id",),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ("github_pat_",),
+    ("xox",),
+    ("aiza",),
+    ("k_live_",),
+    ("https://hooks.slack.com/services/t",),
+    ("eyj",),
+    ("dckr_pat_",),
+    ('"auth"',),
+    (":aa",),
+    ("npm_",),
+    ("://",),
+)
+_PASSWORD_WORDS = ("passw", "pwd", "passphrase")
+_NAME_WORDS = ("key", "secret", "token", "passw", "pwd")
+_GATED_RULES = tuple(
+    (kind, pattern, group, words, "(?i" in pattern.pattern)  # the last: the rule ignores case
+    for (kind, pattern, group), words in zip(_TOKEN_RULES, _RULE_WORDS, strict=True)
+)
+
+
 _PRIVATE_KEY = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----")
 # A key block is only reported when key material follows, so prose that names the header is not.
 _KEY_BODY_LINE = re.compile(r"^[ \t]*[A-Za-z0-9+/=]{32,}[ \t]*\r?$", re.MULTILINE)
@@ -195,15 +227,16 @@ def scan_rules(text: str) -> list[Finding]:
         if not any(s <= pos < e for s, e in found):  # rules run most specific first
             found[(pos, end)] = kind
 
-    for m in _PRIVATE_KEY.finditer(text):
+    for m in _PRIVATE_KEY.finditer(text) if "-----BEGIN " in text else ():
         if _KEY_BODY_INLINE.match(text, m.end()):
             report(m.start(), _inline_key_end(text, m.end()), "private-key")
         elif _KEY_BODY_LINE.search(text, m.end(), m.end() + 4096):
             report(m.start(), _key_block_end(text, m.end()), "private-key")
     lowered = text.lower()
     lines = _candidate_lines(text, lowered)
+    aligned = lowered if len(lowered) == len(text) else None
     for start, end in lines:
-        _scan_line(text, start, end, report)
+        _scan_line(text, start, end, report, aligned)
     if lines:  # every wrapped-token prefix holds an anchor word: no anchor, no wrapped token
         _scan_wrapped(text, report, lowered)
     spans = sorted(found.items())
@@ -244,16 +277,46 @@ _ANCHORS = (
 )
 
 
+# Most anchors hold a character that is rare in conversation text; one expression finds them all
+# from that character (a search whose first characters are rare tries few positions: ~6 against
+# ~20 us for a str.find per anchor over a 1,000-character text). The anchors made of common
+# letters only are found with str.find.
+_RARE_CHARS = '/jz"_x-:kw'  # rarest first, as counted in conversation text (LongMemEval)
+
+
+def _anchor_search():
+    by_char: dict[str, list[str]] = {}
+    plain = []
+    for anchor in _ANCHORS:
+        rare = [c for c in _RARE_CHARS if c in anchor]
+        if not rare:
+            plain.append(anchor)
+            continue
+        i = anchor.index(rare[0])  # match the rare character, then look back for the rest
+        head, tail = re.escape(anchor[: i + 1]), re.escape(anchor[i + 1 :])
+        by_char.setdefault(rare[0], []).append(f"(?<={head}){tail}")
+    branches = (re.escape(c) + "(?:" + "|".join(alts) + ")" for c, alts in by_char.items())
+    return re.compile("|".join(branches)), tuple(plain)
+
+
+_ANCHOR_RARE, _ANCHORS_PLAIN = _anchor_search()
+
+
 def _candidate_lines(text: str, lowered: str) -> list[tuple[int, int]]:
     """(start, end) of the lines that contain an anchor word, in order (`lowered` is text.lower())."""
     if len(lowered) != len(text):  # a rare character grew when lowered; offsets would drift
         return [(0, len(text))]
     starts: set[int] = set()
-    for anchor in _ANCHORS:
+    m = _ANCHOR_RARE.search(lowered)
+    while m is not None:  # no anchor holds a line break, so each lies within one line
+        pos = m.start()
+        starts.add(text.rfind("\n", 0, pos) + 1)
+        line_end = text.find("\n", pos)
+        m = None if line_end == -1 else _ANCHOR_RARE.search(lowered, line_end)
+    for anchor in _ANCHORS_PLAIN:
         pos = lowered.find(anchor)
         while pos != -1:
-            line_start = text.rfind("\n", 0, pos) + 1
-            starts.add(line_start)
+            starts.add(text.rfind("\n", 0, pos) + 1)
             line_end = text.find("\n", pos)
             pos = -1 if line_end == -1 else lowered.find(anchor, line_end)
     spans = []
@@ -263,12 +326,26 @@ def _candidate_lines(text: str, lowered: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _scan_line(text: str, start: int, end: int, report) -> None:
-    _scan_passwords(text, start, end, report)
-    for kind, pattern, group in _TOKEN_RULES:
+def _scan_line(text: str, start: int, end: int, report, lowered: str | None = None) -> None:
+    """Run the rules on one line. With `lowered` (text.lower(), as long as text), a rule is tried
+    only when the lowered line holds one of its words; a rule that ignores case only on a line of
+    ASCII characters, since it also matches characters that lower() keeps (ſ for s, ı for i)."""
+    line = None if lowered is None else lowered[start:end]
+    ascii_line = line is not None and (text.isascii() or text[start:end].isascii())
+    if not ascii_line or any(word in line for word in _PASSWORD_WORDS):
+        _scan_passwords(text, start, end, report)
+    for kind, pattern, group, words, caseless in _GATED_RULES:
+        if line is not None and (ascii_line or not caseless):
+            for word in words:  # (a loop, not any(): this runs ~20 times a line)
+                if word in line:
+                    break
+            else:
+                continue
         for m in pattern.finditer(text, start, end):
             if _plausible_token(kind, m.group(group)):
                 report(m.start(group), m.end(group), kind)
+    if ascii_line and not any(word in line for word in _NAME_WORDS):
+        return
     for word in _NAME_LAST_WORD.finditer(text, start, end):
         m = _AFTER_NAME.match(text, word.end(), end)
         if m is None:
@@ -429,7 +506,10 @@ def _scan_wrapped(text: str, report, lowered: str) -> None:
     (`lowered` is text.lower())."""
     if len(lowered) != len(text):
         return
+    absent = [c for c in "_-" if c not in lowered]  # most prose has neither: skip those prefixes
     for prefix in _WRAP_PREFIXES:
+        if absent and any(c in prefix for c in absent):
+            continue
         pos = lowered.find(prefix)
         while pos != -1:
             _try_wrapped(text, pos, report)
@@ -585,7 +665,7 @@ def scan_detect_secrets(
     lines = [line.rstrip("\r\n") for line in lines]
     numbered = list(enumerate(lines, start=1))
     if specific_only if token_lines_only is None else token_lines_only:
-        numbered = [(n, line) for n, line in numbered if _LONG_TOKEN.search(line)]
+        numbered = [(n, line) for n, line in numbered if _has_long_token(line)]
     if specific_only:
         # A vendor-specific plugin reports only what one of its own patterns matches: a line none
         # of them matches cannot give a finding that counts here, and skipping it skips every
@@ -676,9 +756,7 @@ def scan(text: str) -> list[Finding]:
 
     Each finding's excerpt masks every secret found on its line, not only its own."""
     found = scan_rules(text)
-    if _LONG_TOKEN.search(
-        text
-    ):  # every vendor shape has one; prose without one skips the slow part
+    if _has_long_token(text):  # every vendor shape has one; prose without one skips the slow part
         ours = len(found)
         for f in scan_detect_secrets(text, specific_only=True):
             if f.kind != "private-key" and not any(
@@ -691,7 +769,22 @@ def scan(text: str) -> list[Finding]:
     return sorted(found, key=lambda f: (f.start, f.line))
 
 
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9_+/=.:-]{20,}")
+_LONG_TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.:-"
+# The test for a long token, held by tests/test_secrets_speed.py against `_has_long_token`, which
+# answers the same without searching (the search retries at every position of the text: ~13
+# against ~2 us a 1,000-character text): the characters are ASCII, so in the text's UTF-8 bytes
+# mapped to 1 for them and 0 for every other byte (a non-ASCII character's bytes are all >= 0x80),
+# a match is a run of twenty 1s.
+_LONG_TOKEN = re.compile("[" + re.escape(_LONG_TOKEN_CHARS) + "]{20,}")
+_LONG_TOKEN_BYTES = bytes(int(chr(b) in _LONG_TOKEN_CHARS) for b in range(256))
+_LONG_TOKEN_RUN = b"\x01" * 20
+
+
+def _has_long_token(text: str) -> bool:
+    """Whether `_LONG_TOKEN` matches somewhere in the text."""
+    return _LONG_TOKEN_RUN in text.encode("utf-8", "surrogatepass").translate(_LONG_TOKEN_BYTES)
+
+
 _REDACT_PASSES = 8
 
 
