@@ -25,6 +25,7 @@ SENTENCE_MIN_WORDS = 3
 # distinct LongMemEval dev user turns have more, 7 gold turns among them; docs/quality.md).
 SENTENCE_MAX = 16
 BATCH = 512  # records per embedding call (and per progress step)
+TWO_CORES_FROM = 8  # batches from which an in-process embedder uses a second core
 
 
 def sentences(record: dict, text: str) -> list[str]:
@@ -53,17 +54,19 @@ def record_vectors(embedder, records: list[dict], texts: list[str], progress=Non
     remember = getattr(embedder, "remember_content", None)
     recall = getattr(embedder, "remembered_content", None)
     out = np.zeros((len(records), embedder.dim), np.float32)
-    for start in range(0, len(records), BATCH):
+
+    def batch(start: int, progress=None) -> np.ndarray:
         part = range(start, min(start + BATCH, len(records)))
+        rows = out[start : part.stop]
         split = {i: sentences(records[i], texts[i]) for i in part}
         pieces = [p for i in part for p in (split[i] or [texts[i]])]
         vecs = dict(zip(pieces, embed_cached(embedder, pieces, kind="passage"))) if pieces else {}
         for i in part:
             if not split[i]:
-                out[i] = vecs[texts[i]]
+                rows[i - start] = vecs[texts[i]]
                 continue
             weights = [len(s.split()) for s in split[i]]
-            out[i] = weighted_mean([vecs[s] for s in split[i]], weights)
+            rows[i - start] = weighted_mean([vecs[s] for s in split[i]], weights)
             pooled = (
                 recall(split[i]) if recall is not None else None
             )  # from the pass just run, if it ran
@@ -72,6 +75,36 @@ def record_vectors(embedder, records: list[dict], texts: list[str], progress=Non
                 remember(texts[i], weighted_mean(*zip(*kept)) if kept else None)
         if progress:
             progress(len(part))
+        return rows
+
+    starts = list(range(0, len(records), BATCH))
+    if not getattr(embedder, "in_process", False) or len(starts) < TWO_CORES_FROM:
+        for start in starts:
+            batch(start, progress)
+        return out
+    # An embedder computed by this process's own Python (the hash embedder) embeds the second
+    # half of a big write's records in a forked child, while this process embeds the first.
+    from . import workers
+
+    half = len(starts) // 2
+    ticked = [0]  # records whose progress this process showed (a child's count stays in the child)
+
+    def one(start: int) -> bytes:
+        rows = batch(start)  # (written into `out`: the child's copy of it, in the child)
+        if workers.in_child():
+            return rows.tobytes()
+        ticked[0] += len(rows)
+        if progress:
+            progress(len(rows))
+        return b""  # (in place already)
+
+    got, _ = workers.split_map(one, starts, min_items=TWO_CORES_FROM, at=half)
+    for start, raw in zip(starts, got):
+        if raw:  # the child's rows
+            rows = np.frombuffer(raw, np.float32).reshape(-1, embedder.dim)
+            out[start : start + len(rows)] = rows
+    if progress and ticked[0] < len(records):
+        progress(len(records) - ticked[0])
     return out
 
 

@@ -35,6 +35,11 @@ def parent_only() -> None:
         raise ParentOnly()
 
 
+def in_child() -> bool:
+    """Whether this process is a child split_map forked."""
+    return bool(_CHILD)
+
+
 def cores() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -304,3 +304,33 @@ def test_a_big_write_s_words_are_counted_ahead_by_a_child(forks):
         if how == "killed":
             assert sets.here > 600
     assert len(forks) == 3
+
+
+def test_an_in_process_embedder_embeds_half_of_a_big_write_in_a_child(forks, monkeypatch):
+    """The hash embedder's vectors of a big write: the second half of the batches embedded by a
+    forked child, the same bytes as on one core, and every record's progress shown once."""
+    import numpy as np
+
+    from memstore.adapters.hashing import HashEmbedder
+    from memstore.turn_embedding import BATCH, TWO_CORES_FROM, record_vectors
+
+    n = BATCH * TWO_CORES_FROM + 37
+    records = [{"role": "user" if i % 2 else "assistant", "type": "text"} for i in range(n)]
+    texts = [
+        f"Turn {i} about apples number {i % 97}. It has a second sentence {i % 13} here."
+        for i in range(n)
+    ]
+    shown: list[int] = []
+    two = record_vectors(HashEmbedder(), records, texts, shown.append)
+    assert len(forks) == 1 and sum(shown) == n
+    monkeypatch.setenv(workers.WORKERS_ENV, "1")
+    shown.clear()
+    one = record_vectors(HashEmbedder(), records, texts, shown.append)
+    assert len(forks) == 1 and sum(shown) == n
+    assert two.tobytes() == one.tobytes() and np.count_nonzero(np.abs(two).sum(axis=1)) == n
+    # a child that dies leaves its half to the parent: the same vectors, progress shown once
+    monkeypatch.delenv(workers.WORKERS_ENV)
+    monkeypatch.setattr(workers, "_dump", lambda obj: os._exit(3))
+    shown.clear()
+    again = record_vectors(HashEmbedder(), records, texts, shown.append)
+    assert len(forks) == 2 and sum(shown) == n and again.tobytes() == one.tobytes()

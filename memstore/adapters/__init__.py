@@ -26,12 +26,16 @@ class Embedder:
     length. `embed_batch` returns one L2-normalised float32 row per text (a numpy array of shape
     (len(texts), dim)); `kind` is "passage" for stored text and "query" for search queries.
     `count_tokens` measures text in the embedder's own tokens (chunk sizes are set in these units).
+    `in_process` says that `embed_batch` is a pure function computed by this process's own Python
+    (no model threads, no server, no cache): a big write may then embed half its records in a
+    forked child (memstore/workers.py).
     """
 
     name: str = ""
     model: str = ""
     dim: int = 0
     max_tokens: int = 256
+    in_process: bool = False
 
     def embed_batch(self, texts: list[str], kind: str = "passage"):
         raise NotImplementedError

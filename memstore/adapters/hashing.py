@@ -23,6 +23,7 @@ class HashEmbedder(Embedder):
     """
 
     name = "hash"
+    in_process = True  # (numpy on one thread, and never kept in the embedding cache)
 
     def __init__(self, dim: int = 384, **_ignored):
         self.dim = int(dim)
