@@ -67,8 +67,8 @@ def test_an_import_tells_each_part_of_its_work(tmp_path):
         "Embedding",
         "Writing logs and packs",
         "Placing in topics",
-        "Naming topics",
         "Grouping topics",
+        "Naming topics",  # (topics and the groups grouping made, in one pass)
         "Committing",
         "Indexing",
     ], names
