@@ -369,3 +369,21 @@ def test_a_one_turn_write_reads_its_topics_vectors_in_a_batch(tmp_path, monkeypa
     assert calls and max(calls) >= 40, calls  # the batch
     # 47 reads without it on four such stores (one per topic looked at), 14-24 with it
     assert len(calls) <= 32, calls
+
+
+def test_a_small_write_names_its_topics_without_walking_the_whole_tree(store, monkeypatch):
+    """The tree's order (members before their group) only matters where the naming is shared by
+    two processes; a one-turn write into a big store must not read every topic for it."""
+    from memstore.tree import fanout
+
+    _sessions(store, 40, seed=9)
+    walks = []
+    real = fanout.Kids.post_order
+    monkeypatch.setattr(fanout.Kids, "post_order", lambda self: walks.append(1) or real(self))
+    write_turns(
+        store,
+        [("2026-12-01T10:00:00Z", "user", "A new question about quasar telemetry drift.", "new")],
+        fields=("ts", "role", "text", "session"),
+    )
+    assert walks == []
+    assert "Quasar" in " ".join(t.name for t in treefmt.read(store.root).topics.values())

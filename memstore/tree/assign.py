@@ -445,13 +445,16 @@ class Placer:
                 late.add(n)
             else:
                 work.append((g.id, naming.GroupName(texts, GROUP)))
-        rank = {tid: n for n, tid in enumerate(self.kids.post_order())}
-        work.sort(key=lambda w: rank.get(w[0], len(rank)))
-        weights = [len(job[0]) for _id, job in work]
-        half, at = sum(weights) / 2, 0
-        while at < len(work) and half > 0:
-            half -= weights[at]
-            at += 1
+        at = None
+        if len(work) >= naming.MANY_JOBS:  # (a small write's are named here, in any order: a
+            # one-turn write into a big store must not walk its whole tree for the order)
+            rank = {tid: n for n, tid in enumerate(self.kids.post_order())}
+            work.sort(key=lambda w: rank.get(w[0], len(rank)))
+            weights = [len(job[0]) for _id, job in work]
+            half, at = sum(weights) / 2, 0
+            while at < len(work) and half > 0:
+                half -= weights[at]
+                at += 1
         made = naming.offline_many(
             [job for _id, job in work],
             data.rarity,
