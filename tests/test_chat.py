@@ -161,3 +161,49 @@ def test_reorganize_llm_veto_and_fallback(tmp_path, openai_server):
     res = reorganize(st, threshold=0.3)
     assert res.merges and all(m["by"] == "offline (llm failed)" for m in res.merges)
     assert commits(st.root)[0].startswith("Reorganize topics: merge") and git_clean(st.root)
+
+
+def test_a_model_reply_holding_a_lone_surrogate_is_kept_as_a_replacement_character(
+    tmp_path, openai_server, monkeypatch
+):
+    """A reply is data from a stranger: half an emoji (a lone UTF-16 surrogate, which JSON can
+    carry as an escape) in a name or summary once made every write's tree update fail ("topic tree
+    not updated": UTF-8 cannot hold it). It is kept as U+FFFD; the tree is written."""
+    monkeypatch.setenv("MEMSTORE_LLM_TOPICS", "1")
+    openai_server.replies = lambda body: (
+        '{"belongs_to_current": false, "new_topic_name": "Quasar \\ud800 drift",'
+        ' "new_topic_parent_index": 0}'
+        if "JSON" in str(body)
+        else "Quasar \udc80 talk about telemetry"
+    )
+    st = make_store(tmp_path / "s")
+    for i in range(3):
+        out = ct(
+            "-C",
+            st.root,
+            "add",
+            "--session",
+            f"s{i}",
+            "--ts",
+            f"2026-01-01T10:0{i}:00Z",
+            f"quasar telemetry drift number {i} today",
+        )
+        assert out.returncode == 0 and "not updated" not in out.stderr, out.stderr
+    tree = treefmt.read(st.root)
+    texts = [t.name + t.summary for t in tree.topics.values()]
+    assert tree.record_count() == 3 and any("\ufffd" in x for x in texts)
+    assert all(x.encode("utf-8") for x in texts) and git_clean(st.root)
+
+
+def test_a_veto_reason_is_kept_storable_and_scrubbed(tmp_path, openai_server):
+    st = branchy(make_store(tmp_path / "s"))
+    converse(st, [THESEUS[0], DISTRACTORS[0], THESEUS[1], DISTRACTORS[1]])
+    token = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Y"
+    openai_server.replies = lambda body: json.dumps(
+        {"related": False, "reason": f"no \ud800 {token}"}
+    )
+    res = reorganize(st, threshold=0.3, dry_run=True)
+    assert res.vetoed and all(v["by"] == "llm" for v in res.vetoed)
+    for v in res.vetoed:
+        assert "\ufffd" in v["reason"] and token not in v["reason"], v["reason"]
+        v["reason"].encode("utf-8")

@@ -519,10 +519,21 @@ def offline_summary(
 # ----- LLM naming (used only when configured; every failure returns None) ---------------------
 
 
+def storable(text: str) -> str:
+    """A model's words as the store can keep them: a lone UTF-16 surrogate (half an emoji, which a
+    JSON reply can carry as an escape) becomes U+FFFD, since UTF-8 files cannot hold it."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def clean_name(reply, max_words: int = 6) -> str | None:
     """A usable topic name from an LLM reply, or None when it does not look like one."""
     if not isinstance(reply, str):
         return None
+    reply = storable(reply)
     text = reply.strip().splitlines()[0] if reply.strip() else ""
     text = re.sub(r"^(topic( name)?|name)\s*[:\-]\s*", "", text, flags=re.I).strip(" \"'`*#.")
     if not text or len(text) > 80 or len(text.split()) > max_words:
@@ -542,7 +553,7 @@ def clean_name(reply, max_words: int = 6) -> str | None:
 def clean_summary(reply) -> str | None:
     if not isinstance(reply, str):
         return None
-    text = " ".join(reply.split()).strip(" \"'`")
+    text = " ".join(storable(reply).split()).strip(" \"'`")
     text = re.sub(r"^summary\s*:\s*", "", text, flags=re.I)
     if len(text) < 8 or text.lower().startswith(("error", "i'm sorry", "i cannot", "as an ai")):
         return None

@@ -73,7 +73,9 @@ def llm_veto(llm, a, b) -> tuple[bool, str] | None:
     if related is None:
         return None
     reason = data.get("reason")
-    return related, (" ".join(str(reason).split())[:120] if reason else "LLM verdict")
+    if not reason:
+        return related, "LLM verdict"
+    return related, naming.scrubbed([" ".join(naming.storable(str(reason)).split())[:120]])[0]
 
 
 def _exchanges(tree, data: RecordData, tid: str) -> list[list[dict]]:
