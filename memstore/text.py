@@ -84,3 +84,14 @@ def word_spans(text: str) -> list[tuple[int, int]]:
         if len(w) >= 3 and w.lower() not in CONTENT_STOP_WORDS:
             out.append((m.start(), m.start() + len(w)))
     return out
+
+
+def storable(text: str) -> str:
+    """Someone else's words (a model's reply) as the store can keep them: a lone UTF-16 surrogate
+    (half an emoji, which a JSON reply can carry as an escape) becomes U+FFFD, since UTF-8 files
+    cannot hold it. The user's own input is refused instead (format/record.py says where)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

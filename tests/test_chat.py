@@ -207,3 +207,18 @@ def test_a_veto_reason_is_kept_storable_and_scrubbed(tmp_path, openai_server):
     for v in res.vetoed:
         assert "\ufffd" in v["reason"] and token not in v["reason"], v["reason"]
         v["reason"].encode("utf-8")
+
+
+def test_a_chat_answer_holding_a_lone_surrogate_is_stored_with_its_question(
+    tmp_path, openai_server
+):
+    """The model's answer is someone else's words: half an emoji in it must not lose the exchange
+    (the user's own text with one is refused, naming where)."""
+    st = make_store(tmp_path / "s")
+    openai_server.replies = ["A lemon cake \udc80 with sprinkles for the party."]
+    out = ct("-C", st.root, "chat", "--once", "Which cake should I bake for the party?").stdout
+    assert "lemon cake" in out
+    recs = _records(st)[-2:]
+    assert [r["role"] for r in recs] == ["user", "assistant"]
+    assert recs[1]["text"] == "A lemon cake \ufffd with sprinkles for the party."
+    assert git_clean(st.root)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..adapters.llm import LLM, LLMError, get_llm
 from ..format.timeutil import now_utc, to_iso
+from ..text import storable
 from .context import Context, build_context
 
 SYSTEM = """Today is {today}.
@@ -125,7 +126,9 @@ class ChatSession:
         messages, notes = self.outgoing(self.prompt(text, ctx))
         turn = ChatTurn(user=text, reply=None, context=ctx, messages=messages, notes=notes)
         try:
-            turn.reply = self.llm.complete(messages, temperature=0.7)
+            reply = self.llm.complete(messages, temperature=0.7)
+            # (the model's words are kept as a stranger's: made storable, not refused)
+            turn.reply = storable(reply) if isinstance(reply, str) else reply
         except LLMError as exc:
             turn.error = str(exc)
         records = [

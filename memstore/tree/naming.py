@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
 from ..text import NAME_WORD
+from ..text import storable
 from ..text import word_spans  # noqa: F401  (the spans of `words`)
 
 
@@ -517,16 +518,6 @@ def offline_summary(
 
 
 # ----- LLM naming (used only when configured; every failure returns None) ---------------------
-
-
-def storable(text: str) -> str:
-    """A model's words as the store can keep them: a lone UTF-16 surrogate (half an emoji, which a
-    JSON reply can carry as an escape) becomes U+FFFD, since UTF-8 files cannot hold it."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def clean_name(reply, max_words: int = 6) -> str | None:
