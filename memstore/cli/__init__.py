@@ -7,7 +7,9 @@ Commands are loaded lazily from their modules so that `ct --help` imports no hea
 from __future__ import annotations
 
 import importlib
+import io
 import os
+import re
 import sys
 
 import click
@@ -207,10 +209,80 @@ def _restore(name: str, value: str | None) -> None:
 
 def main(argv=None):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    shown = sys.stdout
+    if _is_terminal(shown):
+        sys.stdout = TerminalText(shown)
     try:
         cli.main(args=argv, prog_name="ct", standalone_mode=True)
     except BrokenPipeError:
         sys.exit(0)
+    finally:
+        if isinstance(sys.stdout, TerminalText):
+            sys.stdout.flush()
+            sys.stdout = shown
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+# Control characters a terminal acts on, shown as what they are instead: a stored text is someone
+# else's words (an imported export, a model's answer), and an escape sequence in it could retitle
+# the window, hide lines or write the clipboard (OSC 52) when `ct search` or `ct tree` prints it.
+# Tab and line feed stay; a carriage return stays before a line feed (CRLF text), else it is shown.
+_SHOWN = {c: chr(0x2400 + c) for c in range(0x20) if c not in (9, 10, 13)}
+_SHOWN[0x7F] = "\u2421"
+_SHOWN.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+class TerminalText(io.TextIOBase):
+    """stdout on a terminal, with the control characters of what is written shown, not obeyed
+    (a pipe or a file gets the exact text: `--json` readers and scripts see the bytes stored)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        shown = text.translate(_SHOWN)
+        if "\r" in shown:
+            shown = _LONE_CR.sub("\u240d", shown)
+        self.inner.write(shown)
+        return len(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+    @property
+    def encoding(self):
+        return self.inner.encoding
+
+    @property
+    def buffer(self):
+        return _TerminalBytes(self)
+
+
+class _TerminalBytes:
+    """TerminalText's `buffer`: bytes written to the terminal are shown the same way."""
+
+    def __init__(self, text: TerminalText):
+        self.text = text
+
+    def write(self, data: bytes) -> int:
+        self.text.write(bytes(data).decode(self.text.encoding or "utf-8", "replace"))
+        return len(data)
+
+    def flush(self) -> None:
+        self.text.flush()
 
 
 def run(argv=None) -> None:
