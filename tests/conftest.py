@@ -263,6 +263,20 @@ def _as_in_a_fresh_process(cwd):
         root.setLevel(old_level)
 
 
+def read_terminal(main: int) -> bytes:
+    """Everything a process wrote to the pseudo-terminal whose main side is `main`, until it closes."""
+    out = b""
+    while True:
+        try:
+            data = os.read(main, 4096)
+        except OSError:  # (Linux: EIO once the other side is closed)
+            break
+        if not data:
+            break
+        out += data
+    return out
+
+
 def git_clean(root) -> bool:
     out = subprocess.run(
         ["git", "-C", str(root), "status", "--porcelain"], capture_output=True, text=True

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import make_store
+from conftest import make_store, read_terminal
 
 
 class Recorder:
@@ -109,15 +109,7 @@ def test_the_cli_bar_names_the_stage_on_a_terminal_and_stays_quiet_elsewhere(tmp
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     proc = subprocess.Popen([sys.executable, "-c", script], stderr=child, env=env)
     os.close(child)
-    out = b""
-    while True:
-        try:
-            data = os.read(main, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        out += data
+    out = read_terminal(main)
     proc.wait()
     assert b"Importing chatgpt: Placing in topics" in out, out
     piped = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env)

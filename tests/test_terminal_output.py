@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import make_store, write_turns
+from conftest import make_store, read_terminal, write_turns
 
 HOSTILE = (
     "quasar notes \x1b]0;pwned\x07 title \x1b]52;c;ZWNobyBvd25lZA==\x07 clip"
@@ -28,15 +28,7 @@ def _on_a_terminal(args: list[str], cwd) -> bytes:
         [sys.executable, "-m", "memstore", *args], stdout=child, stderr=subprocess.DEVNULL, cwd=cwd
     )
     os.close(child)
-    out = b""
-    while True:
-        try:
-            data = os.read(main, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        out += data
+    out = read_terminal(main)
     proc.wait()
     os.close(main)
     return out
