@@ -20,12 +20,15 @@ HOSTILE = (
 )
 
 
-def _on_a_terminal(args: list[str], cwd) -> bytes:
+def _on_a_terminal(args: list[str], cwd, stderr: bool = False) -> bytes:
     import pty
 
     main, child = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memstore", *args], stdout=child, stderr=subprocess.DEVNULL, cwd=cwd
+        [sys.executable, "-m", "memstore", *args],
+        stdout=child,
+        stderr=child if stderr else subprocess.DEVNULL,
+        cwd=cwd,
     )
     os.close(child)
     out = read_terminal(main)
@@ -59,6 +62,18 @@ def test_stored_control_characters_are_shown_on_a_terminal_and_kept_in_a_pipe(tm
     assert json.loads(piped.stdout)["hits"][0]["text"] == HOSTILE  # a pipe: the text as stored
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_a_warning_naming_a_pulled_key_shows_its_control_characters(tmp_path):
+    """stderr too: a pulled memstore.toml's [llm] key is named in a warning, and its name is the
+    pusher's choice."""
+    store = make_store(tmp_path / "s")
+    toml = store.root / "memstore.toml"
+    toml.write_text(toml.read_text() + '\n[llm]\n"x\\u001b]0;owned\\u0007" = 1\n')
+    out = _on_a_terminal(["-C", str(store.root), "search", "anything"], tmp_path, stderr=True)
+    assert b"\x1b" not in out and b"\x07" not in out, out
+    assert "x\u241b]0;owned\u2407" in out.decode("utf-8", "replace"), out
+
+
 def test_a_carriage_return_is_shown_unless_it_ends_a_line():
     from memstore.cli import TerminalText
 
@@ -75,3 +90,6 @@ def test_a_carriage_return_is_shown_unless_it_ends_a_line():
     out = Sink()
     TerminalText(out).write("shown\rhidden\r\nnext\x1b[2J\t\n")
     assert out.got == "shown\u240dhidden\r\nnext\u241b[2J\t\n"
+    out.got = ""  # stderr's: its progress bar redraws its line with carriage returns
+    TerminalText(out, keep_cr=True).write("\r 40% \x1b]0;t\x07")
+    assert out.got == "\r 40% \u241b]0;t\u2407"

@@ -209,17 +209,20 @@ def _restore(name: str, value: str | None) -> None:
 
 def main(argv=None):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    shown = sys.stdout
-    if _is_terminal(shown):
-        sys.stdout = TerminalText(shown)
+    out, err = sys.stdout, sys.stderr
+    if _is_terminal(out):
+        sys.stdout = TerminalText(out)
+    if _is_terminal(err):  # (the progress bar's carriage returns are its own: kept)
+        sys.stderr = TerminalText(err, keep_cr=True)
     try:
         cli.main(args=argv, prog_name="ct", standalone_mode=True)
     except BrokenPipeError:
         sys.exit(0)
     finally:
-        if isinstance(sys.stdout, TerminalText):
-            sys.stdout.flush()
-            sys.stdout = shown
+        for name, stream in (("stdout", out), ("stderr", err)):
+            if isinstance(getattr(sys, name), TerminalText):
+                getattr(sys, name).flush()
+                setattr(sys, name, stream)
 
 
 def _is_terminal(stream) -> bool:
@@ -240,15 +243,16 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 
 
 class TerminalText(io.TextIOBase):
-    """stdout on a terminal, with the control characters of what is written shown, not obeyed
-    (a pipe or a file gets the exact text: `--json` readers and scripts see the bytes stored)."""
+    """stdout (or stderr) on a terminal, with the control characters of what is written shown, not
+    obeyed (a pipe or a file gets the exact text: `--json` readers and scripts see the bytes
+    stored); `keep_cr` keeps carriage returns (stderr's progress bar redraws its line with them)."""
 
-    def __init__(self, inner):
-        self.inner = inner
+    def __init__(self, inner, keep_cr: bool = False):
+        self.inner, self.keep_cr = inner, keep_cr
 
     def write(self, text: str) -> int:
         shown = text.translate(_SHOWN)
-        if "\r" in shown:
+        if "\r" in shown and not self.keep_cr:
             shown = _LONE_CR.sub("\u240d", shown)
         self.inner.write(shown)
         return len(text)
