@@ -58,8 +58,11 @@ was wasn't way we we'd we'll we're we've well were weren't what what's when when
 whether which while who who's whom why why's will with within without won't would wouldn't yeah yes
 yet you you'd you'll you're you've your yours yourself yourselves also lot lots good great sounds
 hello hi hey sorry going gonna wanna kind sort mean means means bit able via per etc let's here's
+continue proceed
 """.split()
 )
+# ("continue" and "proceed" are how people steer an assistant: "continue" alone was a third of the
+# user turns of one real export, and named 49 of its topics and groups)
 
 
 def content_words(text: str) -> list[str]:

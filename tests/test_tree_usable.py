@@ -387,3 +387,22 @@ def test_a_small_write_names_its_topics_without_walking_the_whole_tree(store, mo
     )
     assert walks == []
     assert "Quasar" in " ".join(t.name for t in treefmt.read(store.root).topics.values())
+
+
+def test_steering_an_assistant_names_no_topic(store):
+    """ "continue" is how people steer an agent (a third of one real export's user turns): it names
+    nothing, the subject does."""
+    rows = []
+    for s, subject in enumerate(("wetland seep mapping", "glacier velocity radar")):
+        for i in range(6):
+            ts = f"2026-04-0{s + 1}T10:{i:02d}:00Z"
+            if i % 2:
+                rows.append((ts, "assistant", f"Here is more on {subject} step {i}.", f"c{s}"))
+            else:
+                rows.append((ts, "user", "continue" if i else f"Help me with {subject}.", f"c{s}"))
+    rows += [(f"2026-04-03T10:0{i}:00Z", "user", "Continue", "c2") for i in range(3)]
+    write_turns(store, rows, fields=("ts", "role", "text", "session"))
+    tree = treefmt.read(store.root)
+    names = [t.name + " " + t.summary for t in tree.topics.values()]
+    assert names and not any("continue" in n.lower() for n in names), names
+    assert any("wetland" in n.lower() for n in names) and any("glacier" in n.lower() for n in names)
