@@ -270,6 +270,54 @@ def test_the_topic_matrix_gives_the_closest_topics_first_from_fresh_rows():
         assert abs(float(every[m.rows[tid]]) - float(vector(tid) @ q)) < 1e-5
 
 
+def test_products_ahead_give_each_turn_the_cosines_of_the_rows_as_they_are_then():
+    """A big write ranks the topics for AHEAD turns in one product, made when the first of them
+    branches; a topic refreshed or added since is ranked by what it is now, not by the block."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    vecs: dict[str, np.ndarray] = {}
+
+    def unit(v):
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    def vector(tid):
+        return vecs[tid]
+
+    turns = [(f"r{i}", unit(rng.normal(size=16))) for i in range(40)]
+    at = {rid: i for i, (rid, _v) in enumerate(turns)}
+
+    def upcoming(key):
+        return turns[at[key] : at[key] + 8]
+
+    ahead, plain = assign.TopicMatrix(), assign.TopicMatrix()
+    for i in range(30):
+        vecs[f"t{i}"] = unit(rng.normal(size=16))
+        ahead.stale(f"t{i}")
+        plain.stale(f"t{i}")
+    blocks = 0
+    for n, (rid, q) in enumerate(turns):
+        if n % 3 == 1:  # a record joined a topic: its vector moved
+            tid = f"t{int(rng.integers(0, len(vecs)))}"
+            vecs[tid] = unit(vecs[tid] + rng.normal(size=16))
+            ahead.stale(tid)
+            plain.stale(tid)
+        if n % 4 == 2:  # a new topic
+            tid = f"t{len(vecs)}"
+            vecs[tid] = unit(q + 0.1 * rng.normal(size=16))
+            ahead.stale(tid)
+            plain.stale(tid)
+        had = ahead.cols
+        got, every = ahead.closest(q, 5, vector, vecs, rid, upcoming)
+        blocks += ahead.cols is not had
+        want, brute = plain.closest(q, 5, vector, vecs)
+        assert got == want, n
+        assert np.allclose(every, brute, atol=1e-6), n
+        for tid, row in ahead.rows.items():
+            assert abs(float(every[row]) - float(vecs[tid] @ q)) < 1e-5, (n, tid)
+    assert blocks == 5  # one product per 8 turns
+
+
 def test_the_closest_rows_are_the_k_largest_with_ties_to_the_lower_row():
     import numpy as np
 
@@ -433,6 +481,58 @@ def test_a_group_vector_keeps_its_topics_tail_centroids(store):
     grown = data.tail_centroid(["r0", "r1", "r2", "r3"], 2)
     assert np.allclose(grown, data.centroid(["r2", "r3"]))
     assert not np.allclose(grown, a)
+
+
+def test_the_children_newest_first_are_kept_as_records_join_and_topics_move():
+    """fanout.Kids.newest keeps each parent's children newest first between calls (a group's
+    vector samples its newest topics at every branching turn of a big write): always the order a
+    fresh sort by last_active, then id, gives."""
+    from memstore.format.tree import Topic, Tree
+    from memstore.tree.topicdata import NEWEST
+
+    rng = random.Random(4)
+    tree = Tree()
+    kids = fanout.Kids(tree)
+
+    def stamp(k):
+        return f"2026-11-01T{k // 3600:02d}:{(k // 60) % 60:02d}:{k % 60:02d}Z"
+
+    clock = 0
+    for i in range(40):
+        parent = rng.choice([None, *[t for t in tree.topics if rng.random() < 0.1]])
+        t = tree.topics[f"t{i:02d}"] = Topic(
+            id=f"t{i:02d}",
+            name="x",
+            parent=parent,
+            records=[],
+            created=stamp(i),
+            last_active=stamp(rng.randrange(100)),
+        )
+        kids.add(t)
+    parents = [None, *tree.topics]
+    for step in range(400):
+        for p in rng.sample(parents, 5):  # read (and so kept) before the change
+            kids.newest(p)
+        t = tree.topics[rng.choice(sorted(tree.topics))]
+        if step % 5 == 0:
+            to = rng.choice(
+                [
+                    None,
+                    *[
+                        x
+                        for x in tree.topics
+                        if x not in tree.ancestry(t.id) and tree.topics[x].parent != t.id
+                    ],
+                ]
+            )
+            if to not in tree.ancestry(t.id) and not any(x == t.id for x in tree.ancestry(to)):
+                kids.move(t, to)
+        else:  # a record joined it: later, or now and then at the same time as a sibling
+            clock += rng.choice([0, 1, 50])
+            t.last_active = max(t.last_active, stamp(100 + clock))
+            kids.touched(t)
+        for p in parents:
+            assert kids.newest(p) == sorted(kids.of(p), key=NEWEST, reverse=True), (step, p)
 
 
 def test_topic_vectors_mean_and_norm_are_numpy_s_own_step_for_step():

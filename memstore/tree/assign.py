@@ -55,6 +55,8 @@ ONE_BLAS_THREAD_FROM = 1_000  # records a write places with numpy's BLAS held to
 REGROUP_AT = 20  # a write regroups a parent's children once they are this many times max_children
 LAZY_RECORDS = 64  # a write of up to this many records reads the tree in part (see _assign)
 COUNT_BESIDE = 2_000  # a write placing this many records has their words counted ahead (termsets)
+AHEAD = 32  # user turns whose cosines with the write's topics one product gives (TopicMatrix)
+AHEAD_FROM = 2_000  # records a write places with those products ahead
 UNNAMED = "Untitled topic"  # what a topic made by a write is called until the write names it
 
 
@@ -93,6 +95,8 @@ class Placer:
         self.unnamed: dict[str, bool] = {}  # groups regrouping made mid-batch: named in `finish`
         self.first_texts: dict[str, list[str]] = {}  # topics made here, named in `finish`
         self.few = False  # a small write: its topics' stored vectors are read in batches
+        self.upcoming: list[tuple[str, np.ndarray]] = []  # see `ahead`
+        self.upcoming_at: dict[str, int] = {}
         if tree.current and tree.topics[tree.current].records:
             last = data.record(tree.topics[tree.current].records[-1])
             self.last_session = (last or {}).get("session")
@@ -124,6 +128,7 @@ class Placer:
             self.recent.pop(tid, None)
             self.recent[tid] = None
         t.last_active = max(t.last_active, rec["ts"])
+        self.kids.touched(t)
         t.created = min(t.created, rec["ts"]) if t.created else rec["ts"]
         tree.current = tid
         self.touched.add(tid)
@@ -196,7 +201,7 @@ class Placer:
             idx = verdict["parent_index"]
             parent = None if idx == 0 else candidates[min(idx, len(candidates)) - 1]
             return self._new_topic(parent, [rec], verdict.get("name"))
-        sims = self._candidates(candidates, vec)
+        sims = self._candidates(candidates, vec, rec["id"])
         self.visited = len(sims)
         words: set[str] | None = None
         scored = []
@@ -207,7 +212,6 @@ class Placer:
             if sim + 0.08 * 2 < self.th["continue"]:
                 break  # not even two shared words would lift it (or any after it) to the threshold
             t = self.tree.topics[tid]
-            depth = len(self.tree.ancestry(tid))
             bonus = 0.0
             if t.records and sim < min(self.th["join"], 1.0) and scored_words < SCORED:
                 scored_words += 1
@@ -217,12 +221,12 @@ class Placer:
                 bonus = 0.08 * min(len(shared), 2)
             score = sim + bonus
             if t.records and score >= self.th["join"] and self.th["join"] < 1:
-                scored.append((score, "join", depth, tid))
-            elif depth < MAX_DEPTH and (
+                scored.append((score, "join", 0, tid))  # (a join's depth is not used)
+            elif (
                 # under a group as close as a continuation; under a real topic only as close as a
                 # join (by meaning alone), so unrelated subjects never nest under each other
                 sim >= min(self.th["join"], 1.0) if t.records else score >= self.th["continue"]
-            ):
+            ) and (depth := len(self.tree.ancestry(tid))) < MAX_DEPTH:
                 scored.append((score, "nest", depth, tid))
         joins = [x for x in scored if x[1] == "join"]
         if joins:
@@ -250,16 +254,31 @@ class Placer:
             )
         return got
 
-    def _vector(self, tid: str) -> np.ndarray | None:
-        return topic_vector(self.tree, self.data, tid, self.vcache, self.kids.of)
+    def ahead(self, recs: list[dict], vecs: list[np.ndarray]) -> None:
+        """The user turns this write will place, in order, with the vectors a branching one is
+        compared by (its content vector, else its own), for TopicMatrix's products ahead."""
+        users = [(r["id"], v) for r, v in zip(recs, vecs) if r.get("role") == "user"]
+        self.upcoming = [(rid, self.content_vecs.get(rid, v)) for rid, v in users]
+        self.upcoming_at = {rid: i for i, (rid, _v) in enumerate(self.upcoming)}
 
-    def _candidates(self, ancestry: list[str], vec: np.ndarray) -> dict[str, float]:
-        """topic id -> cosine with `vec`, for a bounded set of topics (see `_branch`)."""
+    def _upcoming(self, key: str) -> list[tuple[str, np.ndarray]]:
+        """The next AHEAD user turns from `key` on (none when the write did not name them)."""
+        at = self.upcoming_at.get(key)
+        return [] if at is None else self.upcoming[at : at + AHEAD]
+
+    def _vector(self, tid: str) -> np.ndarray | None:
+        return topic_vector(self.tree, self.data, tid, self.vcache, self.kids.newest)
+
+    def _candidates(self, ancestry: list[str], vec: np.ndarray, key=None) -> dict[str, float]:
+        """topic id -> cosine with `vec` (the turn `key`'s), for a bounded set of topics (see
+        `_branch`)."""
         sims: dict[str, float] = {}
         if self.few:
             self._read_ahead(ancestry)
         # the topics this write made or joined: the closest few of all of them, in one product
-        close, every = self.seen.closest(vec, 4 * SCORED, self._vector, self.tree.topics)
+        close, every = self.seen.closest(
+            vec, 4 * SCORED, self._vector, self.tree.topics, key, self._upcoming
+        )
         rows = self.seen.rows
         for tid in ancestry + list(islice(reversed(self.recent), RECENT_TOPICS)) + close:
             if tid in self.tree.topics and tid not in sims:
@@ -543,6 +562,12 @@ class TopicMatrix:
         self.mat: np.ndarray | None = None
         self.none: np.ndarray | None = None  # rows of topics without a vector
         self.dirty: set[str] = set()
+        # products ahead (see `_sims`): the turns' columns, their cosines with the first `upto`
+        # rows as the rows were then, and the rows refreshed since
+        self.cols: dict[str, int] = {}
+        self.block = np.zeros((0, 0), np.float32)
+        self.upto = 0
+        self.moved: set[int] = set()
 
     def stale(self, tid: str) -> None:
         if tid not in self.rows:
@@ -550,9 +575,13 @@ class TopicMatrix:
             self.ids.append(tid)
         self.dirty.add(tid)
 
-    def closest(self, vec: np.ndarray, k: int, vector, topics) -> tuple[list[str], np.ndarray]:
+    def closest(
+        self, vec: np.ndarray, k: int, vector, topics, key=None, upcoming=None
+    ) -> tuple[list[str], np.ndarray]:
         """Up to `k` topic ids, the closest to `vec` first (`vector(tid)` gives a topic's vector),
-        and every row's cosine with `vec` (-1 for a topic without a vector), by `rows`."""
+        and every row's cosine with `vec` (-1 for a topic without a vector), by `rows`. `key`
+        names the turn `vec` is, `upcoming(key)` the turns from it on with their vectors: see
+        `_sims`."""
         n = len(self.ids)
         if n == 0:
             return [], np.zeros(0, np.float32)
@@ -567,13 +596,42 @@ class TopicMatrix:
             self.mat, self.none = grown, none
         for tid in self.dirty:
             v = vector(tid) if tid in topics else None
-            self.mat[self.rows[tid]] = v if v is not None else 0.0
-            self.none[self.rows[tid]] = v is None
+            row = self.rows[tid]
+            self.mat[row] = v if v is not None else 0.0
+            self.none[row] = v is None
+            self.moved.add(row)
         self.dirty.clear()
-        sims = self.mat[:n] @ vec
+        sims = self._sims(vec, n, key, upcoming)
         if self.none[:n].any():
             sims[self.none[:n]] = -1.0
         return [self.ids[i] for i in top_rows(sims, k).tolist()], sims
+
+    def _sims(self, vec: np.ndarray, n: int, key, upcoming) -> np.ndarray:
+        """Every row's cosine with `vec`. A big write's branching turn reads them from one
+        product of the rows with the next AHEAD turns' vectors, made when the first of them
+        asked, and computes again only the rows refreshed or added since: the matrix is a few
+        megabytes, read from memory once per product, so AHEAD turns against it in one product
+        cost little more than one (a turn that continues its topic never asks: its column is
+        spare). The products' sums are added in another order than one turn's product adds them,
+        so a cosine can differ from it in its last bits."""
+        col = self.cols.get(key) if key is not None else None
+        if col is None:
+            ahead = upcoming(key) if upcoming is not None and key is not None else []
+            if not ahead:
+                return self.mat[:n] @ vec
+            self.cols = {rid: i for i, (rid, _v) in enumerate(ahead)}
+            self.block = np.stack([v for _rid, v in ahead]) @ self.mat[:n].T
+            self.upto, self.moved = n, set()
+            col = 0
+        sims = np.empty(n, np.float32)
+        upto = self.upto
+        sims[:upto] = self.block[col]
+        fix = [r for r in self.moved if r < upto]
+        fix += range(upto, n)
+        if fix:
+            at = np.asarray(fix, np.intp)
+            sims[at] = self.mat[at] @ vec
+        return sims
 
 
 SAMPLE_EVERY = 8  # top_rows: the threshold comes from every 8th row
@@ -691,8 +749,11 @@ def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
         placer.term_sets.beside([r["text"] for r, _ in pairs])
     try:
         placer.content_vecs = content_vectors(store, [r for r, _ in pairs])
+        pairs = [(r, normalise(v)) for r, v in pairs]
+        if len(pairs) >= AHEAD_FROM:
+            placer.ahead([r for r, _ in pairs], [v for _, v in pairs])
         for rec, vec in pairs:
-            placer.place(rec, normalise(vec))
+            placer.place(rec, vec)
             tick(progress)
     finally:
         placer.term_sets.close()

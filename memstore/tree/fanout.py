@@ -14,7 +14,7 @@ import numpy as np
 from ..format.tree import LazyTree, Topic, Tree, new_topic_id
 from ..progress import tick
 from . import naming
-from .topicdata import RecordData, stacked, topic_vector
+from .topicdata import NEWEST, RecordData, stacked, topic_vector
 
 GROUP = "Related topics"  # a group's name until its members name it, and where they cannot
 GROUP_TEXTS = 24  # a group's name is drawn from at most this many of the records under it
@@ -32,6 +32,7 @@ class Kids:
         # read later holds exactly what the whole map made at the start would hold by then.
         self.lazy = isinstance(tree, LazyTree)
         self.map: dict[str | None, list[Topic]] = {} if self.lazy else tree.children_map()
+        self._newest: dict[str | None, list[Topic]] = {}  # see `newest`
 
     def _list(self, tid: str | None) -> list[Topic]:
         got = self.map.get(tid)
@@ -47,8 +48,33 @@ class Kids:
     def of(self, tid: str | None) -> list[Topic]:
         return self._list(tid) if self.lazy else self.map.get(tid, [])
 
+    def newest(self, tid: str | None) -> list[Topic]:
+        """The children of `tid`, newest first (by last_active, then id: topicdata.NEWEST), kept
+        between calls: a group's vector samples its newest topics, and a big write asks for the
+        vectors of the current topic's ancestors at every turn that branches."""
+        got = self._newest.get(tid)
+        if got is None:
+            got = self._newest[tid] = sorted(self.of(tid), key=NEWEST, reverse=True)
+        return got
+
+    def touched(self, t: Topic) -> None:
+        """`t.last_active` moved later (a record joined it): its place among its siblings."""
+        order = self._newest.get(t.parent)
+        if order is None:
+            return
+        at = next((i for i, k in enumerate(order) if k is t), None)
+        if at is None:
+            del self._newest[t.parent]
+            return
+        del order[at]
+        key, i = NEWEST(t), 0
+        while i < len(order) and NEWEST(order[i]) > key:
+            i += 1
+        order.insert(i, t)
+
     def add(self, t: Topic) -> None:
         here = self._list(t.parent)
+        self._newest.pop(t.parent, None)
         if not any(k is t for k in here):
             here.append(t)
 
@@ -59,6 +85,7 @@ class Kids:
             at is not None
         ):  # (by identity: comparing Topics field by field cost a regrouping dearly)
             del old[at]
+        self._newest.pop(t.parent, None)
         self._list(parent)
         t.parent = parent
         self.add(t)
@@ -266,7 +293,7 @@ def rebalance(
             break
         parent = crowded[0]
         here = sorted(kids.of(parent), key=lambda t: (t.created, t.id))
-        vec = {k.id: topic_vector(tree, data, k.id, cache, kids.of) for k in here}
+        vec = {k.id: topic_vector(tree, data, k.id, cache, kids.newest) for k in here}
         groups = [k for k in here if not k.records and k.id != tree.current and kids.of(k.id)]
         group_ids = {g.id for g in groups}
         leaves = [k for k in here if k.id not in group_ids]

@@ -268,27 +268,28 @@ TOPIC_RECORDS = 16  # a topic's vector: the mean of its latest records (drift-to
 GROUP_SAMPLE = 8  # a group's vector: the mean of at most this many topics found under it
 
 
-_NEWEST = attrgetter("last_active", "id")  # a group's sample: its newest topics first
+NEWEST = attrgetter("last_active", "id")  # a group's sample: its newest topics first
 
 
-def topic_vector(tree, data: RecordData, tid: str, cache: dict, kids=None) -> np.ndarray | None:
+def topic_vector(tree, data: RecordData, tid: str, cache: dict, newest=None) -> np.ndarray | None:
     """A topic's centroid (its latest TOPIC_RECORDS records); a group (no records of its own)
     averages the vectors of the first GROUP_SAMPLE topics with records found under it,
     breadth-first, newest first. Either way the cost is bounded, whatever the size of the tree.
-    `kids(tid)` gives a topic's children (a maintained map; default: the tree's)."""
+    `newest(tid)` gives a topic's children newest first (fanout.Kids keeps them; default: the
+    tree's, sorted by NEWEST)."""
     if tid in cache:
         return cache[tid]
     t = tree.topics[tid]
     vec = data.centroid(t.records, last=TOPIC_RECORDS) if t.records else None
     if vec is None:
-        children = kids or (lambda x: tree.children(x))
+        children = newest or (lambda x: sorted(tree.children(x), key=NEWEST, reverse=True))
         found: list[np.ndarray] = []
         queue, seen = [tid], {tid}
         visited = 0
         while queue and len(found) < GROUP_SAMPLE and visited < 4 * GROUP_SAMPLE:
             here = queue.pop(0)
             visited += 1
-            for k in sorted(children(here), key=_NEWEST, reverse=True):
+            for k in children(here):
                 if k.id in seen:
                     continue
                 seen.add(k.id)
