@@ -558,3 +558,21 @@ def test_a_topic_whose_first_turn_names_nothing_is_named_from_its_turns(store):
     t = _one_chat(store, texts)
     assert len(t.records) == len(texts) > assign.RENAME_UNTIL
     assert t.name != naming.UNTITLED and "sourdough" in t.name.lower(), t.name
+
+
+def test_name_words_are_name_word_s_own_matches():
+    """text.name_words reads an ASCII text with an ASCII pattern, long_name_words finds only the
+    matches of three characters or more: the same matches as NAME_WORD, whatever the mix of
+    letters, digits, underscores, apostrophes and hyphens."""
+    from memstore.text import NAME_WORD, long_name_words, name_words
+
+    def check(text):
+        assert name_words(text) == NAME_WORD.findall(text), text
+        assert long_name_words(text) == [w for w in NAME_WORD.findall(text) if len(w) >= 3], text
+
+    rng = random.Random(9)
+    alphabet = "aZ9_'- .,\t\nx’é"  # (ASCII but the last two)
+    for n in range(3000):
+        check("".join(rng.choice(alphabet[: -2 if n % 2 else None]) for _ in range(40)))
+    for text in ("don't re-use x_1 9lives _under 'quoted' -dash a' ab- I'm", "naïve café ’tis", ""):
+        check(text)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from ..text import CONTENT_STOP_WORDS as STOPWORDS  # noqa: F401  (naming's name for them)
-from ..text import NAME_WORD
+from ..text import NAME_WORD, long_name_words
 from ..text import storable
 from ..text import word_spans  # noqa: F401  (the spans of `words`)
 
@@ -133,7 +133,7 @@ _CONTENT_WORDS = _WordMemo(_content_word)
 def words(text: str) -> list[str]:
     """memstore.text.content_words (the same words), each distinct token judged once: a write
     reads every user turn's content words, and a Python step per word was most of that."""
-    return list(filter(None, map(_CONTENT_WORDS.__getitem__, NAME_WORD.findall(text))))
+    return list(filter(None, map(_CONTENT_WORDS.__getitem__, long_name_words(text))))
 
 
 @lru_cache(maxsize=65536)
@@ -141,7 +141,7 @@ def _terms_of(text: str) -> tuple[tuple[str, str, bool], ...]:
     """(folded term, surface form, written capitalised) per content word of the text's first
     TERM_CHARS characters. Kept for many texts (each entry is one tuple of shared word tuples): a
     big write's turns look at earlier topics' latest turns long after it first read them."""
-    got = filter(None, map(_TERM_WORDS.__getitem__, NAME_WORD.findall(_clean(text[:TERM_CHARS]))))
+    got = filter(None, map(_TERM_WORDS.__getitem__, long_name_words(_clean(text[:TERM_CHARS]))))
     return tuple(got)
 
 

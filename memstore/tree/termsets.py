@@ -23,7 +23,7 @@ from itertools import chain
 
 import numpy as np
 
-from ..text import NAME_WORD as _NAME_WORD
+from ..text import long_name_words
 from . import naming
 
 KEEP_TEXTS = 150_000  # texts whose counts are kept (a window's records are its topic's latest)
@@ -129,7 +129,7 @@ class TermSets:
         """Count these texts: (their number of terms, -1 for none; the block; where each text's
         term rows and form rows start in it, one more at the end)."""
         # every token of every text, as the id of the form it is (-1: not a term), one C loop
-        tokens = [_NAME_WORD.findall(naming._clean(t[: naming.TERM_CHARS])) for t in texts]
+        tokens = [long_name_words(naming._clean(t[: naming.TERM_CHARS])) for t in texts]
         found = np.fromiter(
             map(self.token_form.__getitem__, chain.from_iterable(tokens)),
             np.int64,
