@@ -563,7 +563,7 @@ class TopicMatrix:
         self.none: np.ndarray | None = None  # rows of topics without a vector
         self.dirty: set[str] = set()
         # products ahead (see `_sims`): the turns' columns, their cosines with the first `upto`
-        # rows as the rows were then, and the rows refreshed since
+        # rows as the rows were then (a row per topic, a column per turn), the rows refreshed since
         self.cols: dict[str, int] = {}
         self.block = np.zeros((0, 0), np.float32)
         self.upto = 0
@@ -620,12 +620,12 @@ class TopicMatrix:
             if not ahead:
                 return self.mat[:n] @ vec
             self.cols = {rid: i for i, (rid, _v) in enumerate(ahead)}
-            self.block = np.stack([v for _rid, v in ahead]) @ self.mat[:n].T
+            self.block = self.mat[:n] @ np.stack([v for _rid, v in ahead]).T  # (n, turns)
             self.upto, self.moved = n, set()
             col = 0
         sims = np.empty(n, np.float32)
         upto = self.upto
-        sims[:upto] = self.block[col]
+        sims[:upto] = self.block[:, col]
         fix = [r for r in self.moved if r < upto]
         fix += range(upto, n)
         if fix:
