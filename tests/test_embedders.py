@@ -125,8 +125,10 @@ def test_hash_embedder_hashes_each_word_once_and_keeps_the_bytes(monkeypatch):
     assert HashEmbedder(dim=96).embed_batch(texts).tobytes() == want.tobytes()
     assert max(sizes) == 2 * 96 and len(sizes) == -(-len(texts) // 2)
     monkeypatch.setattr(hashing.np, "bincount", bincount)
-    sliced = HashEmbedder(dim=96).embed_batch(texts[1:] + ["", "x"] + texts)
+    emb = HashEmbedder(dim=96)
+    sliced = emb.embed_batch(texts[1:] + ["", "x"] + texts)
     assert sliced.tobytes() == _hash_by_feature(texts[1:] + ["", "x"] + texts, 96).tobytes()
+    assert len(emb._words) < len(distinct)  # the full table started over between slices
 
 
 # ----- MiniLM (onnxruntime graph built from the safetensors; numpy fallback) ------------------------------------------------------------------------------

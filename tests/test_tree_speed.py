@@ -561,12 +561,13 @@ def test_a_topic_whose_first_turn_names_nothing_is_named_from_its_turns(store):
 
 
 def test_name_words_are_name_word_s_own_matches():
-    """text.name_words reads an ASCII text with an ASCII pattern, long_name_words finds only the
+    """text.name_words and text.tokens read an ASCII text with an ASCII pattern, long_name_words finds only the
     matches of three characters or more: the same matches as NAME_WORD, whatever the mix of
     letters, digits, underscores, apostrophes and hyphens."""
-    from memstore.text import NAME_WORD, long_name_words, name_words
+    from memstore.text import NAME_WORD, TOKEN, long_name_words, name_words, tokens
 
     def check(text):
+        assert tokens(text) == TOKEN.findall(text), text  # (the hash embedder's words)
         assert name_words(text) == NAME_WORD.findall(text), text
         assert long_name_words(text) == [w for w in NAME_WORD.findall(text) if len(w) >= 3], text
 

@@ -8,11 +8,23 @@ from itertools import chain
 import numpy as np
 
 from ..text import TOKEN as _TOKEN
+from ..text import tokens
 from . import Embedder
 
 
 WORD_CACHE = 200_000  # distinct words whose hashed features an embedder keeps
 BATCH = 2_048  # texts embedded at a time (see embed_batch)
+
+
+class _WordTable(dict):
+    """word -> its number in the embedder's table; a word not there yet is hashed into it."""
+
+    def __init__(self, add):
+        super().__init__()
+        self.add = add
+
+    def __missing__(self, word: str) -> int:
+        return self.add(word)
 
 
 class HashEmbedder(Embedder):
@@ -65,7 +77,7 @@ class HashEmbedder(Embedder):
         return n
 
     def _forget_words(self) -> None:
-        self._words: dict[str, int] = {}
+        self._words: dict[str, int] = _WordTable(self._word)
         self._start: list[int] = []  # per word: where its features begin in _idx/_val
         self._count: list[int] = []  # per word: how many it has
         self._idx: list[int] = []
@@ -100,21 +112,17 @@ class HashEmbedder(Embedder):
     def _embed_into(self, texts, out: np.ndarray) -> None:
         if not len(texts):
             return
-        words = [_TOKEN.findall(text.lower()) for text in texts]
-        seen = set(chain.from_iterable(words))
-        new = seen.difference(self._words)
-        if new and len(self._words) + len(new) > WORD_CACHE:
+        words = [tokens(text.lower()) for text in texts]
+        if len(self._words) > WORD_CACHE:
             self._forget_words()  # (a batch's own words are always kept, however many)
-            new = seen
-        for w in sorted(new):
-            self._word(w)
-        arrays = self._arrays()
         per_text = np.fromiter(map(len, words), np.int64, count=len(words))
+        # (a word met for the first time is hashed as it is looked up: _WordTable)
         occ = np.fromiter(
             map(self._words.__getitem__, chain.from_iterable(words)),
             np.int64,
             count=int(per_text.sum()),
         )
+        arrays = self._arrays()
         if occ.size:
             start, count = arrays[0][occ], arrays[1][occ]
             # every feature of every occurrence: its place in _idx/_val, and its row
@@ -132,4 +140,4 @@ class HashEmbedder(Embedder):
                 out[row] /= norm
 
     def count_tokens(self, text: str) -> int:
-        return max(1, len(_TOKEN.findall(text)))
+        return max(1, len(tokens(text)))
