@@ -107,6 +107,7 @@ class Placer:
         rid = rec["id"]
         self._llm_verdict = None
         self._session_stay = False
+        self._words: set[str] | None = None  # the turn's key terms, once read (see _turn_words)
         self.data.extra_vecs[rid] = vec
         self.data.extra_recs[rid] = rec
         tree = self.tree
@@ -178,7 +179,7 @@ class Placer:
             return True
         if sim + 0.08 * 2 < min(self.th["continue"], self.th["stay"]):
             return False
-        shared = self.term_sets.top([rec["text"]], 12) & self._terms(t.records[-RECENT_WINDOW:], 20)
+        shared = self._turn_words(rec) & self._terms(t.records[-RECENT_WINDOW:], 20)
         score = sim + 0.08 * min(len(shared), 2)
         if score >= self.th["continue"]:
             return True
@@ -216,7 +217,7 @@ class Placer:
             if t.records and sim < min(self.th["join"], 1.0) and scored_words < SCORED:
                 scored_words += 1
                 if words is None:
-                    words = self.term_sets.top([rec["text"]], 12)
+                    words = self._turn_words(rec)
                 shared = words & self._terms(t.records[-RECENT_WINDOW // 2 :], 20)
                 bonus = 0.08 * min(len(shared), 2)
             score = sim + bonus
@@ -240,6 +241,13 @@ class Placer:
             # On a near tie the shallower wins: chains of sub-sub-topics are TRACE's failure.
             parent = min((d, tid) for s, _, d, tid in scored if s >= best - NEAR_TIE)[1]
         return self._new_topic(parent, [rec], verdict.get("name") if verdict else None)
+
+    def _turn_words(self, rec: dict) -> set[str]:
+        """The key terms of the turn being placed: read once, for the continue-or-branch decision
+        and again for the topics it may go back to."""
+        if self._words is None:
+            self._words = self.term_sets.top([rec["text"]], 12)
+        return self._words
 
     def _terms(self, rids: list[str], k: int) -> set[str]:
         """The key terms of these records (a topic's latest), kept for the write: a batch scores the
