@@ -577,3 +577,86 @@ def test_name_words_are_name_word_s_own_matches():
         check("".join(rng.choice(alphabet[: -2 if n % 2 else None]) for _ in range(40)))
     for text in ("don't re-use x_1 9lives _under 'quoted' -dash a' ab- I'm", "naïve café ’tis", ""):
         check(text)
+
+
+def test_a_group_vector_made_before_is_used_again_only_when_made_from_the_same(store):
+    """topicdata.GroupMemo: a group's vector is taken from what it was made from last time when the
+    children lists its walk read and the vectors its sampled topics gave are as they were; it is
+    always the vector a fresh walk makes, bit for bit, as records join, topics move and topic
+    vectors come and go from the write's cache."""
+    import numpy as np
+
+    from memstore.format.tree import Topic, Tree
+    from memstore.tree import topicdata
+
+    rng = random.Random(12)
+    nrng = np.random.default_rng(12)
+    data = topicdata.RecordData(store)
+    tree = Tree()
+    kids = fanout.Kids(tree)
+    memo = topicdata.GroupMemo(kids.version)
+    serial = iter(range(10**6))
+
+    def record(tid):
+        rid = f"r{next(serial)}"
+        v = nrng.normal(size=8).astype(np.float32)
+        data.extra_vecs[rid] = v / np.linalg.norm(v)
+        t = tree.topics[tid]
+        if t.records:  # (a topic's first record keeps the time it was made with)
+            t.last_active = f"2026-11-01T00:{next(serial) % 60:02d}:00Z"
+        t.records.append(rid)
+        kids.touched(t)
+
+    groups = [f"g{i}" for i in range(4)]
+    for i, gid in enumerate(groups):
+        parent = None if i < 2 else groups[i - 2]
+        kids.add(Topic(id=gid, name=gid, parent=parent, records=[], created="x", last_active=""))
+        tree.topics[gid] = kids.of(parent)[-1]
+    topics = [f"t{i:02d}" for i in range(14)]
+
+    def made(tid):
+        at = f"2026-11-01T00:{next(serial) % 60:02d}:00Z"
+        t = Topic(id=tid, name=tid, parent=rng.choice(groups), records=[], created=at)
+        t.last_active = at
+        tree.topics[tid] = t
+        kids.add(t)
+        topics.append(tid)
+
+    topics: list[str] = []
+    for i in range(14):
+        made(f"t{i:02d}")
+        record(f"t{i:02d}")
+    cache: dict = {}
+    reused = 0
+    for step in range(600):
+        op = rng.random()
+        t = tree.topics[rng.choice(topics)]
+        if (
+            op < 0.6
+        ):  # a record joins a topic: its ancestors' vectors are dropped, as placement does
+            record(t.id)
+            for a in tree.ancestry(t.id):
+                cache.pop(a, None)
+        elif op < 0.7:  # a topic moves to another group
+            for a in tree.ancestry(t.id):
+                cache.pop(a, None)
+            kids.move(t, rng.choice(groups))
+            for a in tree.ancestry(t.id):
+                cache.pop(a, None)
+        elif op < 0.75:  # a new topic, its first record to come (then it is sampled)
+            made(f"t{len(topics):02d}")
+        elif op < 0.85:  # a topic's own vector computed (the group then samples it instead)
+            if t.records:
+                topicdata.topic_vector(tree, data, t.id, cache, kids.newest)
+        else:
+            cache.pop(t.id, None)
+        for gid in groups:
+            fresh = dict(cache)
+            fresh.pop(gid, None)
+            want = topicdata.topic_vector(tree, data, gid, fresh, kids.newest)
+            before = memo.made.get(gid)
+            cache.pop(gid, None)
+            got = topicdata.topic_vector(tree, data, gid, cache, kids.newest, memo)
+            reused += memo.made.get(gid) is before and before is not None
+            assert (got is None and want is None) or got.tobytes() == want.tobytes(), (step, gid)
+    assert reused > 600  # and it was used again, often

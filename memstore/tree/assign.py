@@ -33,6 +33,7 @@ from .fanout import (
 from .termsets import TermSets
 from .topicdata import (
     GROUP_SAMPLE,
+    GroupMemo,
     TOPIC_RECORDS,
     RecordData,
     normalise,
@@ -82,6 +83,7 @@ class Placer:
         self.last_session: str | None = None
         self.content_vecs: dict[str, np.ndarray] = {}
         self.kids = Kids(tree)  # the children map, kept as topics are added and moved
+        self.group_memo = GroupMemo(self.kids.version)  # what each group's vector was made from
         self.vcache = (
             VectorCache()
         )  # topic vectors this write computed (dropped where records join)
@@ -275,7 +277,9 @@ class Placer:
         return [] if at is None else self.upcoming[at : at + AHEAD]
 
     def _vector(self, tid: str) -> np.ndarray | None:
-        return topic_vector(self.tree, self.data, tid, self.vcache, self.kids.newest)
+        return topic_vector(
+            self.tree, self.data, tid, self.vcache, self.kids.newest, self.group_memo
+        )
 
     def _candidates(self, ancestry: list[str], vec: np.ndarray, key=None) -> dict[str, float]:
         """topic id -> cosine with `vec` (the turn `key`'s), for a bounded set of topics (see

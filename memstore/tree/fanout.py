@@ -33,6 +33,7 @@ class Kids:
         self.lazy = isinstance(tree, LazyTree)
         self.map: dict[str | None, list[Topic]] = {} if self.lazy else tree.children_map()
         self._newest: dict[str | None, list[Topic]] = {}  # see `newest`
+        self._versions: dict[str | None, int] = {}  # see `version`
 
     def _list(self, tid: str | None) -> list[Topic]:
         got = self.map.get(tid)
@@ -57,24 +58,38 @@ class Kids:
             got = self._newest[tid] = sorted(self.of(tid), key=NEWEST, reverse=True)
         return got
 
+    def version(self, tid: str | None) -> int:
+        """A number that changes whenever the children of `tid` change, their newest-first order
+        (`newest`), or whether one of them holds records (topicdata.GroupMemo)."""
+        return self._versions.get(tid, 0)
+
+    def changed(self, tid: str | None) -> None:
+        self._versions[tid] = self._versions.get(tid, 0) + 1
+
     def touched(self, t: Topic) -> None:
         """`t.last_active` moved later (a record joined it): its place among its siblings."""
+        if len(t.records) == 1:
+            self.changed(t.parent)  # (its first record: it is sampled by the groups above now)
         order = self._newest.get(t.parent)
-        if order is None:
+        if order is None:  # (no order was read since the list last changed: none to keep)
             return
         at = next((i for i, k in enumerate(order) if k is t), None)
         if at is None:
             del self._newest[t.parent]
+            self.changed(t.parent)
             return
         del order[at]
         key, i = NEWEST(t), 0
         while i < len(order) and NEWEST(order[i]) > key:
             i += 1
         order.insert(i, t)
+        if i != at:
+            self.changed(t.parent)
 
     def add(self, t: Topic) -> None:
         here = self._list(t.parent)
         self._newest.pop(t.parent, None)
+        self.changed(t.parent)
         if not any(k is t for k in here):
             here.append(t)
 
@@ -86,6 +101,7 @@ class Kids:
         ):  # (by identity: comparing Topics field by field cost a regrouping dearly)
             del old[at]
         self._newest.pop(t.parent, None)
+        self.changed(t.parent)
         self._list(parent)
         t.parent = parent
         self.add(t)

@@ -7,6 +7,7 @@ the day logs, so a merged or regrouped topic is always described by the records 
 from __future__ import annotations
 
 import math
+from collections import deque
 from operator import attrgetter
 
 import numpy as np
@@ -271,35 +272,91 @@ GROUP_SAMPLE = 8  # a group's vector: the mean of at most this many topics found
 NEWEST = attrgetter("last_active", "id")  # a group's sample: its newest topics first
 
 
-def topic_vector(tree, data: RecordData, tid: str, cache: dict, newest=None) -> np.ndarray | None:
+def topic_vector(
+    tree, data: RecordData, tid: str, cache: dict, newest=None, memo=None
+) -> np.ndarray | None:
     """A topic's centroid (its latest TOPIC_RECORDS records); a group (no records of its own)
     averages the vectors of the first GROUP_SAMPLE topics with records found under it,
     breadth-first, newest first. Either way the cost is bounded, whatever the size of the tree.
     `newest(tid)` gives a topic's children newest first (fanout.Kids keeps them; default: the
-    tree's, sorted by NEWEST)."""
+    tree's, sorted by NEWEST); `memo` (a GroupMemo) keeps what each group's vector was made from."""
     if tid in cache:
         return cache[tid]
     t = tree.topics[tid]
     vec = data.centroid(t.records, last=TOPIC_RECORDS) if t.records else None
     if vec is None:
         children = newest or (lambda x: sorted(tree.children(x), key=NEWEST, reverse=True))
-        found: list[np.ndarray] = []
-        queue, seen = [tid], {tid}
-        visited = 0
-        while queue and len(found) < GROUP_SAMPLE and visited < 4 * GROUP_SAMPLE:
-            here = queue.pop(0)
-            visited += 1
-            for k in children(here):
-                if k.id in seen:
-                    continue
-                seen.add(k.id)
-                if k.records and len(found) < GROUP_SAMPLE:
-                    v = cache.get(k.id) if k.id in cache else None
-                    if v is None:
-                        v = data.tail_centroid(k.records, TOPIC_RECORDS // 4)
-                    if v is not None:
-                        found.append(v)
-                queue.append(k.id)
-        vec = normalise(mean(found)) if found else None
+        vec = memo.vector(tid, data, cache) if memo is not None else _MISSING
+        if vec is _MISSING:
+            vec = _group_vector(tid, data, cache, children, memo)
     cache[tid] = vec
     return vec
+
+
+_MISSING = object()
+
+
+def _sample(topic, data: RecordData, cache: dict) -> np.ndarray | None:
+    """What a group's vector takes from one topic found under it: the topic's vector when it is
+    kept in `cache`, else the centroid of its latest few records."""
+    v = cache.get(topic.id) if topic.id in cache else None
+    return v if v is not None else data.tail_centroid(topic.records, TOPIC_RECORDS // 4)
+
+
+def _group_vector(tid: str, data: RecordData, cache: dict, children, memo) -> np.ndarray | None:
+    found: list[np.ndarray] = []
+    read: list[tuple] = []  # (topic whose children were read, their version)
+    took: list[tuple] = []  # (topic sampled, what it gave)
+    queue, seen = deque([tid]), {tid}
+    visited = 0
+    while queue and len(found) < GROUP_SAMPLE and visited < 4 * GROUP_SAMPLE:
+        here = queue.popleft()
+        visited += 1
+        if memo is not None:
+            read.append((here, memo.version(here)))
+        for k in children(here):
+            if k.id in seen:
+                continue
+            seen.add(k.id)
+            if k.records and len(found) < GROUP_SAMPLE:
+                v = _sample(k, data, cache)
+                took.append((k, v))
+                if v is not None:
+                    found.append(v)
+            queue.append(k.id)
+    vec = normalise(mean(found)) if found else None
+    if memo is not None:
+        memo.keep(tid, read, took, vec)
+    return vec
+
+
+class GroupMemo:
+    """What each group's vector was made from: the children lists its walk read (by their version,
+    see fanout.Kids.version) and the vector each topic it sampled gave. A record placed under a
+    group drops the group's vector (the write cannot tell cheaply whether the record's topic was
+    among those sampled), but most of the time the walk would read the same lists and the same
+    vectors again (a big write's topic has its newest sibling and sampled neighbours unchanged):
+    then the vector is the one made before, the same bits, without the walk and the mean."""
+
+    def __init__(self, version):
+        self.version = version  # topic id (None: the root) -> the version of its children list
+        self.made: dict[str, tuple] = {}
+
+    def keep(self, tid: str, read: list, took: list, vec) -> None:
+        self.made[tid] = (read, took, vec)
+
+    def vector(self, tid: str, data: RecordData, cache: dict):
+        """The group's vector as made before, when all it was made from is as it was; else
+        _MISSING."""
+        got = self.made.get(tid)
+        if got is None:
+            return _MISSING
+        read, took, vec = got
+        version = self.version
+        for here, n in read:
+            if version(here) != n:
+                return _MISSING
+        for topic, v in took:
+            if _sample(topic, data, cache) is not v:
+                return _MISSING
+        return vec
