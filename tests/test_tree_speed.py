@@ -660,3 +660,79 @@ def test_a_group_vector_made_before_is_used_again_only_when_made_from_the_same(s
             reused += memo.made.get(gid) is before and before is not None
             assert (got is None and want is None) or got.tobytes() == want.tobytes(), (step, gid)
     assert reused > 600  # and it was used again, often
+
+
+def _subject_turns(store, n: int, subjects: int, seed: int) -> list[dict]:
+    """`n` user turns in sessions of 2 to 5, each session about one of `subjects` made-up subjects
+    (its own words), sessions going back to earlier subjects: joins, new topics and regroups."""
+    rng = random.Random(seed)
+    vocab = [[_word(rng) for _ in range(8)] for _ in range(subjects)]
+    out, k, session = [], 0, 0
+    while len(out) < n:
+        subject, session = rng.randrange(subjects), session + 1
+        for _ in range(rng.randint(2, 5)):
+            words = " ".join(rng.sample(vocab[subject], 4) + [_word(rng)])
+            ts = f"2026-11-{1 + k // 1440:02d}T{(k // 60) % 24:02d}:{k % 60:02d}:00Z"
+            out.append(
+                store.normalize(
+                    {"ts": ts, "role": "user", "text": f"About {words}.", "session": f"s{session}"}
+                )
+            )
+            k += 1
+    return out[:n]
+
+
+def test_a_big_write_s_shortcuts_make_the_tree_the_plain_way_makes(tmp_path, monkeypatch):
+    """Products ahead (TopicMatrix), children kept newest first (Kids.newest) and group vectors
+    taken again (GroupMemo) only save work: the same write, with topic ids from a counter, makes
+    the same tree — records per topic, nesting, names and summaries — with all three off."""
+    import itertools
+
+    from conftest import make_store
+    from memstore.tree import topicdata
+
+    monkeypatch.setattr(assign, "REGROUP_AT", 2)
+    monkeypatch.setattr(assign, "AHEAD_FROM", 100)
+    monkeypatch.setattr(assign, "AHEAD", 8)
+
+    turns = _subject_turns(make_store(tmp_path / "turns"), 600, 40, seed=5)
+
+    def build(name: str) -> list:
+        counter = itertools.count()
+        ids = lambda: f"t{next(counter):05d}"  # noqa: E731
+        monkeypatch.setattr(assign.treefmt, "new_topic_id", ids)
+        monkeypatch.setattr(fanout, "new_topic_id", ids)
+        store = make_store(tmp_path / name)
+        store.write([dict(t) for t in turns], "Import", secrets="allow")
+        tree = treefmt.read(store.root)
+        return sorted(
+            (t.id, t.parent, tuple(t.records), t.name, t.summary) for t in tree.topics.values()
+        )
+
+    used = {"memo": 0, "ahead": 0}
+    memo_vector, sims = topicdata.GroupMemo.vector, assign.TopicMatrix._sims
+
+    def counted_vector(self, *args):
+        got = memo_vector(self, *args)
+        used["memo"] += got is not topicdata._MISSING
+        return got
+
+    def counted_sims(self, vec, n, key, upcoming):
+        used["ahead"] += key in self.cols
+        return sims(self, vec, n, key, upcoming)
+
+    monkeypatch.setattr(topicdata.GroupMemo, "vector", counted_vector)
+    monkeypatch.setattr(assign.TopicMatrix, "_sims", counted_sims)
+    fast = build("fast")
+    assert used["memo"] > 10 and used["ahead"] > 10  # (the shortcuts were taken)
+    monkeypatch.setattr(assign.TopicMatrix, "_sims", sims)
+    monkeypatch.setattr(assign, "AHEAD_FROM", 10**9)
+    monkeypatch.setattr(topicdata.GroupMemo, "vector", lambda *a: topicdata._MISSING)
+    monkeypatch.setattr(
+        fanout.Kids,
+        "newest",
+        lambda self, tid: sorted(self.of(tid), key=topicdata.NEWEST, reverse=True),
+    )
+    plain = build("plain")
+    assert fast == plain
+    assert len(fast) > 40 and any(not recs for _t, _p, recs, *_ in fast)  # topics and groups
