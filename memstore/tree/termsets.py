@@ -19,7 +19,7 @@ needed). A term's surface form is its most common one in the window, the first m
 
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -30,6 +30,9 @@ KEEP_TEXTS = 150_000  # texts whose counts are kept (a window's records are its 
 _MISSING = object()  # (a text counted with no terms is kept as None)
 STREAM_CHUNK = 500  # texts a child counting ahead sends at a time
 _NO_TERMS = -1  # (a text's term count in a chunk when it has none)
+# a block's rows of terms, one per text and term: the term's id, where it first occurs in the text
+# (counting the text's terms), 2 + how often it occurs, whether an occurrence is capitalised
+STEM_COLUMNS = ("term", "first", "score", "capital")
 
 
 class _Vocab(dict):
@@ -74,8 +77,8 @@ class TermSets:
         self.capital: list[bool] = []  # form id -> written capitalised
         self._arrays = (np.zeros(0, np.int64), np.zeros(0, bool))  # the two, as arrays
         # text -> (block, stem rows a:b, form rows fa:fb, number of terms), None without terms;
-        # a block holds a chunk's arrays: term ids, first positions, scores (2 + count),
-        # capitalised; form ids, first positions, counts
+        # a block holds a chunk's arrays: its terms' rows (STEM_COLUMNS), one per text and term
+        # in it, and its forms' ids, first positions and counts
         self.counted: dict[str, tuple | None] = {}
         self.stream = None  # a forked child counting the texts ahead (see `beside`)
         self.waiting: set[str] = set()  # texts the stream will still send
@@ -153,11 +156,13 @@ class TermSets:
         fkeys, fwhere, fcounts = np.unique(
             text * n_forms + fids, return_index=True, return_counts=True
         )
+        stems = np.empty((len(keys), 4), np.int32)  # a row per (text, term): see STEM_COLUMNS
+        stems[:, 0] = keys % n_terms
+        stems[:, 1] = pos[where]
+        stems[:, 2] = 2 + counts
+        stems[:, 3] = caps
         block = (
-            (keys % n_terms).astype(np.int32),
-            pos[where].astype(np.int32),
-            (2.0 + counts).astype(np.float32),
-            caps,
+            stems,
             (fkeys % n_forms).astype(np.int32),
             pos[fwhere].astype(np.int32),
             fcounts.astype(np.int32),
@@ -200,14 +205,14 @@ class TermSets:
             _grown(self.theirs[1], map(self.forms.__getitem__, forms), len(forms)),
         )
         block = [
-            np.frombuffer(b, t).copy() if n in (0, 4) else np.frombuffer(b, t)
+            np.frombuffer(b, t).copy() if n in (0, 1) else np.frombuffer(b, t)
             for n, (b, t) in enumerate(zip(raw, _BLOCK_TYPES))
         ]
-        for n, base, theirs in (
-            (0, self.base[0], self.theirs[0]),
-            (4, self.base[1], self.theirs[1]),
+        block[0] = block[0].reshape(-1, len(STEM_COLUMNS))
+        for ids, base, theirs in (
+            (block[0][:, 0], self.base[0], self.theirs[0]),  # (a view: mapped in place)
+            (block[1], self.base[1], self.theirs[1]),
         ):
-            ids = block[n]
             new = ids >= base
             if new.any():
                 ids[new] = theirs[ids[new] - base]
@@ -231,20 +236,33 @@ class TermSets:
 
     # ----- rankings ---------------------------------------------------------------------------
 
+    def _parts(self, texts: list[str]) -> list:
+        """The counts of those of `texts` that hold terms, in order (see `counted`)."""
+        got = list(map(self.counted.get, texts, repeat(_MISSING)))
+        if _MISSING in got:
+            got = [self._count(t) if c is _MISSING else c for t, c in zip(texts, got)]
+        return list(filter(None, got))  # (a count is a non-empty tuple; None: no terms)
+
     def _scores(self, parts: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(term ids, scores, first positions) over the texts of `parts`, in any order."""
+        """(term ids, scores, first positions) over the texts of `parts`, in any order.
+
+        A window's rows, one per (text, term), are sorted by term (stably: a term's first row is
+        its row in the earliest text holding it, where it first occurs, the texts' positions
+        being offset by the terms of the texts before) and summed per term; the sums and counts
+        are integers, exact in any order."""
         if len(parts) == 1:
             block, a, b, _fa, _fb, _n = parts[0]
-            return block[0][a:b], block[2][a:b] + 1.5 * block[3][a:b], block[1][a:b]
-        every = np.concatenate([p[0][0][p[1] : p[2]] for p in parts])
-        ids, where, inverse = np.unique(every, return_index=True, return_inverse=True)
-        score = np.bincount(inverse, weights=np.concatenate([p[0][2][p[1] : p[2]] for p in parts]))
-        capital = np.zeros(len(ids), bool)
-        capital[inverse[np.concatenate([p[0][3][p[1] : p[2]] for p in parts])]] = True
-        score += 1.5 * capital
+            rows = block[0][a:b]
+            return rows[:, 0], rows[:, 2] + 1.5 * rows[:, 3], rows[:, 1]
+        rows = np.concatenate([p[0][0][p[1] : p[2]] for p in parts])
+        order = np.argsort(rows[:, 0], kind="stable")
+        rows = rows[order]
+        ids = rows[:, 0]
+        starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
         offsets = np.cumsum([0] + [p[5] for p in parts[:-1]])
-        first = np.concatenate([p[0][1][p[1] : p[2]] + off for p, off in zip(parts, offsets)])
-        return ids, score, first[where]
+        first = rows[starts, 1] + np.repeat(offsets, [p[2] - p[1] for p in parts])[order[starts]]
+        score = np.add.reduceat(rows[:, 2], starts) + 1.5 * np.maximum.reduceat(rows[:, 3], starts)
+        return ids[starts], score, first
 
     @staticmethod
     def _best(score: np.ndarray, first: np.ndarray, k: int) -> np.ndarray:
@@ -259,7 +277,7 @@ class TermSets:
 
     def top(self, texts: list[str], k: int) -> set[str]:
         """naming.term_set(texts, k)."""
-        parts = [c for c in map(self._count, texts) if c is not None]
+        parts = self._parts(texts)
         if not parts:
             return set()
         ids, score, first = self._scores(parts)
@@ -268,7 +286,7 @@ class TermSets:
 
     def key_terms(self, texts: list[str], k: int = 8, rarity=None) -> list[str]:
         """naming.key_terms(texts, k, rarity)."""
-        parts = [c for c in map(self._count, texts) if c is not None]
+        parts = self._parts(texts)
         if not parts:
             return []
         ids, score, first = self._scores(parts)
@@ -286,10 +304,10 @@ class TermSets:
 
     def _surfaces(self, parts: list, ranked: list[str]) -> list[str]:
         """Each term's most common surface form in the texts, the first met on a tie."""
-        fids = np.concatenate([p[0][4][p[3] : p[4]] for p in parts])
-        counts = np.concatenate([p[0][6][p[3] : p[4]] for p in parts])
+        fids = np.concatenate([p[0][1][p[3] : p[4]] for p in parts])
+        counts = np.concatenate([p[0][3][p[3] : p[4]] for p in parts])
         offsets = np.cumsum([0] + [p[5] for p in parts[:-1]])
-        first = np.concatenate([p[0][5][p[3] : p[4]] + off for p, off in zip(parts, offsets)])
+        first = np.concatenate([p[0][2][p[3] : p[4]] + off for p, off in zip(parts, offsets)])
         term_of, _capital = self._form_arrays()
         wanted = np.asarray([self.terms[s] for s in ranked], np.int64)
         mine = np.isin(term_of[fids], wanted)
@@ -311,4 +329,4 @@ def _grown(ids: np.ndarray, more, n: int) -> np.ndarray:
 
 
 # the dtypes of a block's arrays, in order (see TermSets.counted)
-_BLOCK_TYPES = (np.int32, np.int32, np.float32, bool, np.int32, np.int32, np.int32)
+_BLOCK_TYPES = (np.int32, np.int32, np.int32, np.int32)
