@@ -425,11 +425,13 @@ class Core:
                             beside = IndexBeside.start(self, days, len(records))
                         tick(progress, len(records))
                         result.added = records
+                        self._beside = beside
                         try:
                             tx.stage(
                                 self._after_write(records, vectors, after_write, result, progress)
                             )
                         finally:
+                            self._beside = None
                             if beside is not None:
                                 beside.unpin()
                         if isinstance(beside, FilesBeside):
@@ -485,6 +487,14 @@ class Core:
         conversation records in the topic tree (telling `progress`, memstore/progress.py). Returns
         the paths to stage in the write's commit."""
         return []
+
+    _beside = None  # a big write's second process, while the write places its records
+
+    def index_read(self) -> None:
+        """Said by placement once it has read all it reads of the index (before it writes the
+        tree): a big write's second process may then checkpoint the index (see `Unpinned`)."""
+        if self._beside is not None:
+            self._beside.unpin()
 
     def _drop_forgotten(self, records: list[dict], result: WriteResult) -> list[dict]:
         """A forgotten record (tombstone in forgotten.jsonl) does not come back by importing its source again."""
@@ -711,13 +721,21 @@ class IndexBeside:
         self.index = store.index(update=False)
         self.index.pin()
         env = _beside_env()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _BESIDE, str(store.root), *days],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
+        self.unpinned = Unpinned()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _BESIDE, str(store.root), str(self.unpinned.fd), *days],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                pass_fds=(self.unpinned.fd,),
+            )
+        except BaseException:
+            self.unpinned.say()
+            raise
+        finally:
+            self.unpinned.forked()
 
     @classmethod
     def start(cls, store, days: list[str], n: int):
@@ -732,6 +750,7 @@ class IndexBeside:
 
     def unpin(self) -> None:
         self.index.unpin()
+        self.unpinned.say()
 
     def wait(self) -> None:
         self.unpin()
@@ -776,13 +795,22 @@ class FilesBeside:
         # The journal names the day logs the child appends to, with their sizes now, so that a
         # rollback cuts exactly what it appended (a note the child made would stay in its memory).
         store._note_appends(days)
-        argv = [sys.executable, "-c", _BESIDE, str(store.root), *days]
+        self.unpinned = Unpinned()
+        argv = [sys.executable, "-c", _BESIDE, str(store.root), str(self.unpinned.fd), *days]
         env = _beside_env()
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except BaseException:
+            for fd in (read_fd, write_fd):
+                os.close(fd)
+            self.unpinned.forked()
+            self.unpinned.say()
+            raise
         if pid == 0:  # the child: write, stage, say so, become the indexing process
             try:
                 os.close(read_fd)
+                self.unpinned.in_child()
                 _own_group()
                 paths = store._write_files(records, vectors, stamped=True)
                 said = {"paths": paths, "stage_error": _stage_written(store, paths, time.time())}
@@ -798,6 +826,7 @@ class FilesBeside:
             finally:
                 os._exit(0)  # no indexing process: the write takes its days in itself
         os.close(write_fd)
+        self.unpinned.forked()
         try:  # (the child does it too: whichever runs first, stop() finds the group)
             os.setpgid(pid, pid)
         except OSError:
@@ -850,6 +879,7 @@ class FilesBeside:
 
     def unpin(self) -> None:
         self.index.unpin()
+        self.unpinned.say()
 
     def wait(self) -> None:
         self.unpin()
@@ -942,12 +972,59 @@ def _beside_env() -> dict:
     return {**os.environ, "PYTHONPATH": path}
 
 
-_BESIDE = "import sys; from memstore.core import index_days; index_days(sys.argv[1], sys.argv[2:])"
+_BESIDE = (
+    "import sys; from memstore.core import index_days;"
+    " index_days(sys.argv[1], sys.argv[3:], int(sys.argv[2]))"
+)
+UNPIN_WAIT = 600.0  # seconds a second process waits for its writer's word (see Unpinned)
 
 
-def index_days(root: str, days: list[str]) -> None:
-    """IndexBeside's second process: bring `days` of the store at `root` into its index."""
-    Core.open(root, search_parents=False).index(update=False).update(days=days)
+def index_days(root: str, days: list[str], unpinned: int | None = None) -> None:
+    """IndexBeside's second process: bring `days` of the store at `root` into its index; then,
+    once the writer has said (`Unpinned`) that it no longer reads the index as it was, move the
+    index's write-ahead log into it."""
+    index = Core.open(root, search_parents=False).index(update=False)
+    index.update(days=days)
+    if unpinned is not None:
+        import select
+
+        select.select([unpinned], [], [], UNPIN_WAIT)  # a byte, or the end of the pipe
+        index.checkpoint()
+
+
+class Unpinned:
+    """The writer's word to its second process that it has stopped reading the index as it was
+    (`Index.pin`): a byte on a pipe, or the pipe's end when the writer is gone.
+
+    The second process writes a big write's days into the index's write-ahead log (248 MB for a
+    100k-turn import into a fresh store); the log is copied into index.db by a checkpoint, which
+    cannot happen while the writer reads the index pinned as it was before, so the process's own
+    checkpoint failed and the writer's first commit to the index after placement made it (0.7-0.9 s
+    at 100k, the write's last second spent copying). Now the second process waits for this word,
+    then checkpoints, while the writer writes the tree and commits."""
+
+    def __init__(self):
+        self.fd, self._w = os.pipe()  # (the read end goes to the second process)
+
+    def in_child(self) -> None:
+        """In a forked child that execs the second process: the read end kept across the exec."""
+        os.close(self._w)
+        os.set_inheritable(self.fd, True)
+
+    def forked(self) -> None:
+        """In the writer, once the second process has its end."""
+        os.close(self.fd)
+
+    def say(self) -> None:
+        if self._w < 0:
+            return
+        try:
+            os.write(self._w, b".")
+        except OSError:
+            pass  # the second process has ended
+        finally:
+            os.close(self._w)
+            self._w = -1
 
 
 def open_sealer(root: Path, meta_dir: Path):

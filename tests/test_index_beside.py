@@ -261,3 +261,93 @@ def test_an_encrypted_store_is_written_and_indexed_beside_placement(tmp_path, be
     hits = store.search(res.added[17]["text"], k=1)
     assert hits and hits[0].id == res.added[17]["id"]
     assert store.fsck().ok
+
+
+def test_the_second_process_checkpoints_the_index_once_placement_has_read_it(
+    tmp_path, beside, monkeypatch
+):
+    """The second process writes the days into the index's write-ahead log while placement reads
+    the index pinned as it was, so its own checkpoint cannot move the log into index.db; it waits
+    for the writer's word (core.Unpinned, said when naming has read the words' rarity) and
+    checkpoints then, beside the tree's files and the commit — the writer's next commit to the
+    index no longer copies the whole log itself (248 MB at 100k turns)."""
+    import sqlite3
+    import time
+
+    from memstore.tree import assign
+
+    store = make_store(tmp_path / "s")
+    db = store.root / ".memstore" / "index.db"
+    real = assign.Placer.finish
+    waited = []
+
+    def after_the_index(self, progress=None):
+        # placement holds the index pinned until the second process has written all 300 rows
+        # (and failed to checkpoint them): as in a big import, where indexing ends long before
+        # placement does
+        conn = sqlite3.connect(db, timeout=30)
+        for _ in range(300):
+            if conn.execute("SELECT count(*) FROM records").fetchone()[0] == 300:
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)  # (its failed checkpoint after the rows)
+        waited.append(conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+        conn.close()
+        return real(self, progress)
+
+    monkeypatch.setattr(assign.Placer, "finish", after_the_index)
+    store.write(_distinct_turns(store, 300), "Import 300 turns")
+    assert len(beside) == 1 and _code(beside[0]) == 0
+    busy, logged, _moved = waited[0]
+    assert logged >= 40  # the second process's pages, held in the log while the index was pinned
+    conn = sqlite3.connect(db)
+    _busy, left, _moved = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert left < logged // 4, (left, logged)  # only what the writer committed after it
+    assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == 300
+    conn.close()
+
+
+def test_a_second_process_waits_for_its_writers_word_then_checkpoints(tmp_path):
+    """index_days with the read end of core.Unpinned: it indexes, leaves the log while the writer
+    reads the index pinned, and checkpoints once the writer says so — or once the writer is gone
+    (the pipe's end), so that it never outlives a writer killed mid-write."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    store = make_store(tmp_path / "s")
+    store.write(_distinct_turns(store, 60, seed=5), "first", after_write=False)
+    meta = store.root / ".memstore"
+    days = sorted(p.stem for p in (store.root / "log").rglob("*.jsonl"))
+    for word in (True, False):
+        shutil.rmtree(meta)  # (disposable) an empty index for the second process to fill
+        writer = core.Core.open(store.root, search_parents=False)
+        index = writer.index(update=False)
+        index.pin()
+        unpinned = core.Unpinned()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", core._BESIDE, str(store.root), str(unpinned.fd), *days],
+            env=core._beside_env(),
+            pass_fds=(unpinned.fd,),
+        )
+        unpinned.forked()
+        looker = core.Core.open(store.root, search_parents=False).index(update=False)
+        for _ in range(300):
+            if queries.vector_row_count(looker) == 60:
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
+        wal = meta / "index.db-wal"
+        assert proc.poll() is None and wal.stat().st_size > 0  # indexed, waiting for the word
+        looker.close()
+        index.unpin()
+        if word:
+            unpinned.say()
+        else:
+            os.close(unpinned._w)  # the writer gone: its end of the pipe closed
+            unpinned._w = -1
+        assert proc.wait(timeout=60) == 0
+        assert wal.stat().st_size == 0  # checkpointed (TRUNCATE)
+        index.close()

@@ -1316,14 +1316,16 @@ class Index:
         raise RuntimeError("the vector index kept changing while it was being opened")
 
     def save_clean_keys(self, keys: list[bytes]) -> None:
-        """Remember texts the secret scan found clean (memstore/secrets/policy.py); best effort."""
+        """Remember texts the secret scan found clean (memstore/secrets/policy.py); best effort.
+        In key order: a big write's keys (88,000 for a 100k-turn import) inserted at random places
+        of the table's B-tree spilled SQLite's page cache (0.41 s; sorted first 0.18 s)."""
         if not keys:
             return
         try:
             with self.conn:
                 self.conn.execute(CLEAN_TEXTS)
                 self.conn.executemany(
-                    "INSERT OR IGNORE INTO clean_texts VALUES (?)", [(k,) for k in keys]
+                    "INSERT OR IGNORE INTO clean_texts VALUES (?)", [(k,) for k in sorted(keys)]
                 )
         except sqlite3.Error:  # a busy or read-only cache only costs a later process the scan
             pass

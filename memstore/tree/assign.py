@@ -770,6 +770,7 @@ def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
     finally:
         placer.term_sets.close()
     placer.finish(progress)
+    store.index_read()  # (names were the last to read it: words' rarity)
     return treefmt.write(store.root, tree, base=base)
 
 
