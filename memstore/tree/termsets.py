@@ -282,7 +282,7 @@ class TermSets:
             return set()
         ids, score, first = self._scores(parts)
         words = self.terms.words
-        return {words[i] for i in ids[self._best(score, first, k)].tolist()}
+        return set(map(words.__getitem__, ids[self._best(score, first, k)].tolist()))
 
     def key_terms(self, texts: list[str], k: int = 8, rarity=None) -> list[str]:
         """naming.key_terms(texts, k, rarity)."""
