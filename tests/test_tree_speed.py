@@ -736,3 +736,29 @@ def test_a_big_write_s_shortcuts_make_the_tree_the_plain_way_makes(tmp_path, mon
     plain = build("plain")
     assert fast == plain
     assert len(fast) > 40 and any(not recs for _t, _p, recs, *_ in fast)  # topics and groups
+
+
+def test_a_write_leaves_its_tree_and_placement_to_reference_counting(tmp_path):
+    """What a write placed with (its Placer: the tree, the vectors, the counted words; the replayed
+    tree log) is freed when the write returns, not left in reference cycles for Python's cyclic
+    collector: gc is off while a write places, and the collector's first pass after it walked all
+    of it (0.45-0.63 s of a 100k-turn import)."""
+    import gc
+
+    from conftest import make_store
+    from memstore.format import topics, treelog
+    from memstore.tree import termsets
+
+    store = make_store(tmp_path / "s")
+    store.write(_distinct_turns(store, 40, seed=3), "first")
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        store.write(_distinct_turns(store, 300, seed=4), "second")  # (regroups: a group made)
+        gc.collect()
+        left = {type(o) for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    ours = {assign.Placer, termsets.TermSets, topics.Topic, topics.Tree, treelog.Replay}
+    assert not left & ours, left & ours

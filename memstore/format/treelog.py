@@ -285,7 +285,6 @@ class Replay:
         self.members: dict[str, dict[str, None]] = {}  # topic id -> its records, in placement order
         self.owner: dict[str, str] = {}  # record id -> topic id
         self.archived: dict[str, None] = {}
-        self._apply = {name: getattr(self, "_" + name) for name in OPS}
 
     @classmethod
     def of(cls, tree) -> "Replay":
@@ -306,7 +305,9 @@ class Replay:
 
     def apply(self, op: Op) -> None:
         d = op.data
-        self._apply[d["op"]](d, op.at)
+        # (the class's functions: a table of this object's bound methods, kept on it, made every
+        # replay a reference cycle, left with the tree it built to Python's cyclic collector)
+        _APPLY[d["op"]](self, d, op.at)
 
     # -- topics --
 
@@ -416,6 +417,9 @@ class Replay:
         if tree.current is not None and tree.current not in tree.topics:
             tree.current = tree.resolve(tree.current)
         return tree
+
+
+_APPLY = {name: getattr(Replay, "_" + name) for name in OPS}  # op name -> Replay's function
 
 
 def replay(ops: list[Op]):

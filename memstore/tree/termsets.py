@@ -90,6 +90,12 @@ class TermSets:
         self.at = 0  # how many chunks were taken
         self.here = 0  # texts this process counted itself (tests)
 
+    def release(self) -> None:
+        """Stop the child and drop what was counted (its forms' vocabulary refers back to this
+        object: a cycle, see Placer.release)."""
+        self.close()
+        self.__dict__.clear()
+
     def _new_form(self, form: str) -> None:
         self.term_of.append(self.terms[naming._STEMS[form]])
         self.capital.append(form[:1].isupper())
