@@ -750,10 +750,10 @@ def test_a_write_leaves_its_tree_and_placement_to_reference_counting(tmp_path):
     from memstore.tree import termsets
 
     store = make_store(tmp_path / "s")
-    store.write(_distinct_turns(store, 40, seed=3), "first")
     gc.collect()
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
+        store.write(_distinct_turns(store, 40, seed=3), "first")  # (the tree's first ops: replayed)
         store.write(_distinct_turns(store, 300, seed=4), "second")  # (regroups: a group made)
         gc.collect()
         left = {type(o) for o in gc.garbage}
