@@ -273,6 +273,33 @@ def test_a_stream_sends_its_chunks_in_order_and_stops_when_its_child_dies(forks)
     assert stream.next() == list(range(10)) and stream.next() is None and stream.next() is None
 
 
+def test_a_stream_s_answer_goes_into_its_pipe_at_once(forks):
+    """A Stream's pipe holds PIPE_BYTES where Linux lets a user have that much (its default
+    pipe-max-size), so a counted chunk (about 0.7 MB) is written whole while the parent places
+    turns, and the parent reads it without waiting for the child to refill a 64 KB pipe; the
+    child then writes a chunk of that size without anybody reading."""
+    import fcntl
+    import time
+    from pathlib import Path
+
+    limit = Path("/proc/sys/fs/pipe-max-size")
+    if not hasattr(fcntl, "F_GETPIPE_SZ") or not limit.exists():
+        pytest.skip("pipe sizes are Linux's")
+    if int(limit.read_text()) < workers.PIPE_BYTES:
+        pytest.skip("this machine's pipe-max-size is lowered")
+    big = 700_000
+    stream = workers.Stream(lambda n: [b"x" * n], [big, big])
+    try:
+        assert fcntl.fcntl(stream.pipe.fileno(), fcntl.F_GETPIPE_SZ) >= workers.PIPE_BYTES
+        time.sleep(1.0)  # the child has written its first answer whole, nobody reading
+        assert stream.ready()
+        waited = time.perf_counter()
+        assert stream.next() == [b"x" * big]
+        assert time.perf_counter() - waited < 0.5
+    finally:
+        stream.close()
+
+
 def test_a_big_write_s_words_are_counted_ahead_by_a_child(forks):
     """Placement's key terms of topic windows (tree/termsets.py) with the texts counted ahead by a
     forked child are naming.term_set's: with every count taken from the child (the parent then
