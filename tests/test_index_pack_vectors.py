@@ -379,6 +379,35 @@ def test_after_a_bulk_load_the_connection_merges_full_text_segments_as_before(lo
     assert _segments_after_small_writes(off) > merged  # what the count tells apart
 
 
+def test_a_bulk_load_gathers_its_terms_in_one_segment_and_leaves_no_setting_behind():
+    """A bulk load lets FTS5 hold FTS_BULK_HASH bytes of terms before it writes a segment: rows
+    whose terms overflow the default 1 MB several times over go in as one segment, not one per MB,
+    and fts_config holds no row of the settings afterwards (SQLite's defaults stand)."""
+    import random
+    import sqlite3
+
+    from memstore.index.build import SCHEMA, Index
+
+    rng = random.Random(7)
+    words = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(40_000)
+    ]
+    bodies = [(i + 1, " ".join(rng.choice(words) for _ in range(200))) for i in range(4_000)]
+
+    def segments(bulk: bool) -> tuple[int, list]:
+        conn = sqlite3.connect(":memory:")
+        conn.executescript(SCHEMA)
+        with conn, Index._fts_merging_off(conn, bulk):
+            conn.executemany("INSERT INTO fts (rowid, body) VALUES (?, ?)", bodies)
+        return (
+            conn.execute("SELECT COUNT(DISTINCT segid) FROM fts_idx").fetchone()[0],
+            conn.execute("SELECT k FROM fts_config WHERE k != 'version'").fetchall(),
+        )
+
+    assert segments(True) == (1, [])
+    assert segments(False)[0] > 1  # (what the count tells apart)
+
+
 @pytest.mark.parametrize("rows", [1, 7, 16_384 + 5])
 def test_quantize_gives_the_codes_and_errors_of_its_formula_bit_for_bit(rows):
     """index/vectors.quantize works in place in one buffer; its numbers are still those of
