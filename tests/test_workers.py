@@ -302,20 +302,25 @@ def test_a_stream_s_answer_goes_into_its_pipe_at_once(forks):
 
 def test_a_big_write_s_words_are_counted_ahead_by_a_child(forks):
     """Placement's key terms of topic windows (tree/termsets.py) with the texts counted ahead by a
-    forked child are naming.term_set's: with every count taken from the child (the parent then
-    counted none itself), with the parent not waiting for a child behind it, and with the child
-    killed half-way (the parent counts the rest)."""
+    forked child are naming.term_set's, and naming's key terms from those counts (each term in its
+    most common surface form, whose term the child told) naming.key_terms': with every count taken
+    from the child (the parent then counted none itself), with the parent not waiting for a child
+    behind it, and with the child killed half-way (the parent counts the rest)."""
     import random
 
     from memstore.tree.termsets import TermSets
 
     rng = random.Random(5)
     vocab = [f"w{n}x" for n in range(300)] + ["Sarah", "Paris", "bike", "bikes"]
+    vocab += ["Bikes", "Biking", "PARIS", "Sarah's", "cakes", "Cake", "caking"]
     texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 30))) for _ in range(1200)]
     for how in ("taken", "not waited for", "killed"):
         sets = TermSets()
         sets.top(texts[:3], 5)  # words this process met before the fork
         sets.beside(texts)
+        # words met here first, after the fork: the child numbers its new words otherwise
+        first = ["Zeppelins quixotic marmalade, Zeppelin"]
+        assert sets.top(first, 3) == naming.term_set(first, 3)
         if how == "taken":
             while sets.waiting and sets._receive():  # (every count, waiting for each)
                 pass
@@ -324,10 +329,11 @@ def test_a_big_write_s_words_are_counted_ahead_by_a_child(forks):
         for i in range(len(texts)):
             window = texts[max(0, i - 7) : i + 1]
             assert sets.top(window, 12) == naming.term_set(window, 12)
+            assert sets.key_terms(window, 6) == naming.key_terms(window, 6)
         sets.close()
         assert sets.stream is None
         if how == "taken":
-            assert sets.here == 3
+            assert sets.here == 4  # (those before the fork and the one after)
         if how == "killed":
             assert sets.here > 600
     assert len(forks) == 3

@@ -191,8 +191,9 @@ class TermSets:
         sizes, block, stem_at, form_at = self._chunk(texts)
         stem_at, form_at = stem_at.tolist(), form_at.tolist()
         terms, forms = self.terms.words[self.sent[0] :], self.forms.words[self.sent[1] :]
+        form_terms = self.term_of[self.sent[1] :]  # (so the parent need not fold them again)
         self.sent = (len(self.terms.words), len(self.forms.words))
-        return [terms, forms, sizes, stem_at, form_at] + [a.tobytes() for a in block]
+        return [terms, forms, form_terms, sizes, stem_at, form_at] + [a.tobytes() for a in block]
 
     def _receive(self) -> bool:
         """Take in the stream's next answer; False when nothing more comes (what is left is
@@ -205,10 +206,11 @@ class TermSets:
             return False
         chunk = self.jobs[self.at]
         self.at += 1
-        terms, forms, sizes, stem_at, form_at, *raw = got
+        terms, forms, form_terms, sizes, stem_at, form_at, *raw = got
+        their_terms = _grown(self.theirs[0], map(self.terms.__getitem__, terms), len(terms))
         self.theirs = (
-            _grown(self.theirs[0], map(self.terms.__getitem__, terms), len(terms)),
-            _grown(self.theirs[1], map(self.forms.__getitem__, forms), len(forms)),
+            their_terms,
+            _grown(self.theirs[1], self._take_forms(forms, form_terms, their_terms), len(forms)),
         )
         block = [
             np.frombuffer(b, t).copy() if n in (0, 1) else np.frombuffer(b, t)
@@ -225,6 +227,20 @@ class TermSets:
         self.waiting.difference_update(chunk)
         self._keep(chunk, sizes, tuple(block), stem_at, form_at)
         return True
+
+    def _take_forms(self, forms: list[str], their_terms: list[int], theirs: np.ndarray):
+        """Our ids of the surface forms the child met first, each with the id of its term there
+        (`their_terms`, mapped to ours by `theirs`): a form new here too is added as `_new_form`
+        adds it, its term taken from the child rather than folded again."""
+        vocab, base = self.forms, self.base[0]
+        for form, term in zip(forms, their_terms):
+            got = vocab.get(form)
+            if got is None:
+                got = vocab[form] = len(vocab.words)
+                vocab.words.append(form)
+                self.term_of.append(int(theirs[term - base]) if term >= base else term)
+                self.capital.append(form[:1].isupper())
+            yield got
 
     def _count(self, text: str):
         got = self.counted.get(text, _MISSING)
