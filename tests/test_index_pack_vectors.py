@@ -379,13 +379,14 @@ def test_after_a_bulk_load_the_connection_merges_full_text_segments_as_before(lo
     assert _segments_after_small_writes(off) > merged  # what the count tells apart
 
 
-def test_a_bulk_load_gathers_its_terms_in_one_segment_and_leaves_no_setting_behind():
+def test_a_bulk_load_gathers_its_terms_in_one_segment_and_leaves_no_setting_behind(monkeypatch):
     """A bulk load lets FTS5 hold FTS_BULK_HASH bytes of terms before it writes a segment: rows
     whose terms overflow the default 1 MB several times over go in as one segment, not one per MB,
     and fts_config holds no row of the settings afterwards (SQLite's defaults stand)."""
     import random
     import sqlite3
 
+    from memstore.index import build
     from memstore.index.build import SCHEMA, Index
 
     rng = random.Random(7)
@@ -406,6 +407,11 @@ def test_a_bulk_load_gathers_its_terms_in_one_segment_and_leaves_no_setting_behi
 
     assert segments(True) == (1, [])
     assert segments(False)[0] > 1  # (what the count tells apart)
+    # an SQLite that refuses the setting (here: refusing its value) loads the rows as before,
+    # a segment per megabyte, and has no setting left behind either
+    monkeypatch.setattr(build, "FTS_BULK_HASH", -1)
+    many, left = segments(True)
+    assert many > 1 and left == []
 
 
 @pytest.mark.parametrize("rows", [1, 7, 16_384 + 5])

@@ -1107,10 +1107,15 @@ class Index:
             for k in ("automerge", "hashsize")
         }
         conn.execute("INSERT INTO fts(fts, rank) VALUES ('automerge', 0)")
-        conn.execute("INSERT INTO fts(fts, rank) VALUES ('hashsize', ?)", (FTS_BULK_HASH,))
+        put = [("automerge", FTS_AUTOMERGE)]
+        try:  # (not among FTS5's documented settings: an SQLite without it loads as before)
+            conn.execute("INSERT INTO fts(fts, rank) VALUES ('hashsize', ?)", (FTS_BULK_HASH,))
+            put.append(("hashsize", FTS_HASHSIZE))
+        except sqlite3.OperationalError:
+            pass
         yield
         # through FTS5, so that this connection's copy of each setting is back as well
-        for k, default in (("automerge", FTS_AUTOMERGE), ("hashsize", FTS_HASHSIZE)):
+        for k, default in put:
             conn.execute(
                 "INSERT INTO fts(fts, rank) VALUES (?, ?)",
                 (k, had[k][0] if had[k] else default),
