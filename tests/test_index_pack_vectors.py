@@ -15,6 +15,10 @@ from conftest import make_store, write_turns
 
 DAY = "2026-11-30"
 DIM = 384
+# A pack that another must sort after is drawn below LOW, so that one's draw (of a random nonce)
+# finds a name above it within a few tries: an unbounded first draw near "ff…" left 500 tries too
+# few about once in 170 runs.
+LOW = "8"
 PACKS = f"packs/2026/{DAY}"
 
 
@@ -61,8 +65,9 @@ def _sealed(store, items, before=None, after=None):
     raise AssertionError("no nonce gave a pack name in the wanted order")
 
 
-def _clear(store, items):
-    """A format-2 pack (items in the clear, named by record id), as stores before format 3 hold."""
+def _clear(store, items, before=LOW):
+    """A format-2 pack (items in the clear, named by record id), as stores before format 3 hold;
+    its name (the hash of its bytes) drawn below `before` by the spaces after its manifest."""
     from memstore.format import pack as packfmt
     from memstore.format.segment import DT_JSON, Header
 
@@ -70,8 +75,14 @@ def _clear(store, items):
     for k, (rec, header, body) in enumerate(items):
         segs.append(header.pack() + body)
         rows.append([rec["id"], rec["hash"][:16], k + 1])
-    manifest = json.dumps({"pack": 2, "day": DAY, "dim": DIM, "records": rows}).encode()
-    data = Header(-1, -1, len(manifest), DT_JSON, 0, 1.0, 0).pack() + manifest + b"".join(segs)
+    text = json.dumps({"pack": 2, "day": DAY, "dim": DIM, "records": rows})
+    for pad in range(500):
+        manifest = (text + " " * pad).encode()
+        data = Header(-1, -1, len(manifest), DT_JSON, 0, 1.0, 0).pack() + manifest + b"".join(segs)
+        if packfmt.pack_name(data) < before:
+            break
+    else:
+        raise AssertionError("no padding gave a pack name in the wanted order")
     folder = packfmt.day_dir(store.root, DAY)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / packfmt.pack_name(data)).write_bytes(data)
@@ -129,6 +140,7 @@ def damaged_day(tmp_path):
             ),  # payload cut short
             (recs[12], Header(-1, -1, 4 * DIM, DT_VEC_F32, 3, 1.0, 0), vecs[12].tobytes(), None),
         ],
+        before=LOW,
     )
     _sealed(store, [(recs[4], *_f32(later), None), (recs[7], *_f32(vecs[7]), None)], after=first)
     # r8 in a format-2 pack only; r11 in both kinds of pack, the format-2 one first by name
@@ -137,7 +149,9 @@ def damaged_day(tmp_path):
     # r13's first copy is damaged (a byte of its seal flipped), the next pack's copy opens; r14,
     # in the damaged pack too, after r13 in the day, still opens there
     broken = packfmt.day_dir(store.root, DAY) / _sealed(
-        store, [(recs[14], *_f32(vecs[14]), None), (recs[13], *_f32(-vecs[13]), None)]
+        store,
+        [(recs[14], *_f32(vecs[14]), None), (recs[13], *_f32(-vecs[13]), None)],
+        before=LOW,
     )
     pk = packfmt.read(broken)
     tag = seal.tag(_key(recs[13]), bytes.fromhex(pk.manifest["nonce"]), seal.VECTOR)
