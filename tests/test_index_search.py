@@ -424,7 +424,7 @@ def test_a_query_still_being_embedded_ranks_its_words_first_with_the_same_hits(f
     release = threading.Event()
 
     def finish():
-        release.wait(5)
+        release.wait(60)  # (a bound only so that a broken search fails instead of hanging)
         pending.set_result(qvec)
 
     threading.Thread(target=finish).start()

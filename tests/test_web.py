@@ -547,7 +547,7 @@ def check_one_timezone_the_stores_named_on_the_page(site, browser):
 
 def check_conversations_are_named_by_their_titles(site, browser):
     base, st, exp = site
-    visit(browser, base, "timeline/2024-06-10")
+    visit(browser, base, f"timeline/{web_store.IMPORT_DAYS[0]}")
     box = browser.find_element("id", "day").text
     assert [t.text for t in css(browser, "#day .conv-title")] == [web_store.CHATGPT_TITLES[0]], box
     assert (
@@ -555,7 +555,7 @@ def check_conversations_are_named_by_their_titles(site, browser):
     )  # the long id is not shown, its start is
     shoot(browser, "timeline-titles")
     # Claude Code's summary row opens its day: the title is that row, the session a short id
-    visit(browser, base, "timeline/2025-08-14")
+    visit(browser, base, f"timeline/{web_store.IMPORT_DAYS[1]}")
     box = browser.find_element("id", "day").text
     assert css(browser, "#day .conv")[0].text == f"session {web_store.CLAUDE_SESSION[:8]}…"
     assert web_store.CLAUDE_TITLE in box and web_store.CLAUDE_SESSION not in box

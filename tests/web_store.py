@@ -98,6 +98,10 @@ FIXTURES = Path(__file__).parent / "fixtures" / "importers"
 CLAUDE_SESSION = "5f0c1a2e-7b3d-4c8e-9a61-2d4e8f1b3c70"
 CLAUDE_TITLE = "Fix flaky budget export test"  # the transcript's summary row
 CHATGPT_TITLES = ("Budget planning for Q3", "CSV totals with Python")
+# The days the two imports' turns fall on: no random conversation is drawn there, so each opens its
+# day whatever today's date makes of the rest (one drawn before 11:00 on 2025-08-14 came first on
+# about a quarter of the days from 2027-01-05 on).
+IMPORT_DAYS = ("2024-06-10", "2025-08-14")
 OPEN_BEFORE = "Finish the migration guide before the release"
 OPEN_TODAY = "Where we are now: reviewing the timeline page at real scale"
 DONE = "Send the quarterly numbers to Maria"
@@ -135,7 +139,7 @@ def build_years(path, years: int = 3, seed: int = 7):
         # quiet in the first year, a busy month now and then, steady lately
         busy = day.month in (3, 10) and day.year == first.year + 1
         p = 0.15 if day.year == first.year else (0.9 if busy else 0.45)
-        if rnd.random() < p:
+        if rnd.random() < p and day.isoformat() not in IMPORT_DAYS:
             n = rnd.randint(12, 30) if busy else rnd.randint(1, 6)
             sid = str(uuid.UUID(int=rnd.getrandbits(128), version=4))
             t = datetime(
