@@ -298,6 +298,8 @@ def test_error_messages_name_the_tools_parameters_not_the_clis_flags(store):
                 "match": ("forget", {"match": "!!!"}),
                 "commit": ("forget", {"commit": "0" * 12}),
                 "secret": ("add", {"text": f"deploy with {TOKEN}"}),
+                "marker": ("mark", {"text": f"rotate {TOKEN} next"}),
+                "verbatim": ("mark", {"text": f"rotate {TOKEN} next", "secrets": "allow"}),
             }.items():
                 res = await s.call_tool(*args)
                 out[name] = (res.is_error, res.content[0].text)
@@ -310,6 +312,9 @@ def test_error_messages_name_the_tools_parameters_not_the_clis_flags(store):
     assert "match '!!!' has no words" in out["match"][1]
     assert f"commit '{'0' * 12}' is not a commit" in out["commit"][1]
     assert 'secrets "redact"' in out["secret"][1] and TOKEN not in out["secret"][1]
+    # mark takes `secrets` as add does (its refusal named a flag the tool did not have)
+    assert 'secrets "redact"' in out["marker"][1] and TOKEN not in out["marker"][1]
+    assert '"ct mcp --allow-secrets-override"' in out["verbatim"][1]
     for name, (_, text) in out.items():
         assert not re.search(r"(?<![\w\"'])--[a-z]", text.split('"ct ')[0]), (name, text)
 

@@ -257,6 +257,8 @@ def test_add_scope_over_mcp_and_http_share(store):
 
     from memstore.serve.mcp import MemoryServer
 
+    from mcp.server.mcpserver.exceptions import ToolError
+
     mem = MemoryServer(store.root)
     try:
         added = asyncio.run(mem.add("an mcp private note about otters", scope="private"))
@@ -266,6 +268,19 @@ def test_add_scope_over_mcp_and_http_share(store):
         preview = asyncio.run(mem.share([rid], dry_run=True))
         assert preview["records"][0]["text"] == "an mcp private note about otters"
         assert preview["commit"] is None
+        before = commits(store.root)
+        # a share cannot be taken back: an agent may preview one, only the user's flag lets it share
+        with pytest.raises(ToolError, match='"ct mcp --allow-share"') as refused:
+            asyncio.run(mem.share([rid]))
+        assert "ct share ID" in str(refused.value)
+        assert commits(store.root) == before
+        assert [h["id"] for h in asyncio.run(mem.search("otters", scope="private"))["hits"]] == [
+            rid
+        ]
+    finally:
+        mem.close()
+    mem = MemoryServer(store.root, allow_share=True)
+    try:
         done = asyncio.run(mem.share([rid]))
         assert done["shared"] == 1 and done["commit"]
         assert asyncio.run(mem.search("otters", scope="private"))["hits"] == []
@@ -307,7 +322,22 @@ def test_the_page_reviews_private_records_and_shares_one_with_a_write_token(stor
     store.add(f"private deploy note {TOKEN}", scope="private", secrets="allow")
     store.add("a shared line", ts="2026-11-02T09:00:00Z")
     grants = tokens.load(tokens_file(tmp_path), store.root)
+    before = commits(store.root)
     with running(store.root, writable=True, tokens=grants) as base:
+        # --writable alone: a share's preview, never the share (it cannot be taken back)
+        rid = call(base, "/view/private", token=READ)[2]["records"][0]["id"]
+        status, _, out = call(base, "/share", {"ids": [rid]}, token=WRITE)
+        assert status == 403 and '"ct serve --allow-share"' in out["error"], out
+        status, _, out = call(base, "/share", {"ids": [rid], "dry_run": True}, token=WRITE)
+        assert status == 200 and out["records"][0]["id"] == rid, out
+    with running(store.root, writable=True, tokens=grants, allow_share=True) as base:
+        # the record holds a secret the scanner flags: --allow-secrets-override as well
+        status, _, out = call(base, "/share", {"ids": [rid]}, token=WRITE)
+        assert status == 403 and '"ct serve --allow-secrets-override"' in out["error"], out
+    assert commits(store.root) == before
+    with running(
+        store.root, writable=True, tokens=grants, allow_share=True, allow_secrets_override=True
+    ) as base:
         status, _, out = call(base, "/view/private", token=READ)
         assert status == 200 and len(out["records"]) == 1, out
         (rec,) = out["records"]

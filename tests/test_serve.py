@@ -207,6 +207,7 @@ def test_records_written_by_another_process_are_found(served):
         ),
         ("/search?query=a&k=ten", {}, 400, "parameter 'k' must be an integer, not 'ten'"),
         ("/search?query=a&query=b", {}, 400, "given 2 times"),
+        ("/search", {"raw": b'{"query": "a", "k": 1, "k": 20}'}, 400, "'k' given twice"),
         ("/search", {"body": {"query": "a", "k": True}}, 400, "must be a JSON integer"),
         ("/search", {"body": {"query": "a", "mode": "fuzzy"}}, 400, "mode must be one of"),
         ("/search?query=a", {"body": {"k": 1}}, 400, "not the query string"),

@@ -247,6 +247,12 @@ def test_a_caller_over_the_rate_gets_429_and_others_go_on(st, tmp_path):
         assert n > 100 and status == 429, (n, status, out)
         assert int(headers["Retry-After"]) >= 1 and "0.05 a second per caller" in out["error"]
         assert call(base, "/where", token=WRITE)[0] == 200, "another token has its own budget"
+        # a wrong token counts against its address: guesses are bounded like any request
+        for n in range(1, 106):
+            status, _, out = call(base, "/where?lines=1", token="not-a-token-of-this-server")
+            if status != 401:
+                break
+        assert n > 100 and status == 429, (n, status, out)
     with running(st.root, rate=0) as base:  # --rate 0: no limit
         assert all(call(base, "/where?lines=1")[0] == 200 for _ in range(105))
 
@@ -314,6 +320,17 @@ def test_mcp_over_http_with_the_real_client(st, tmp_path):
         auth = {"Authorization": f"Bearer {READ}", "Content-Type": "application/json"}
         big = httpx2.post(url, content=b" " * (2 << 20), headers=auth, timeout=60)
         assert big.status_code == 413 and "1048576-byte limit" in big.json()["error"]["message"]
+        auth["Authorization"] = f"Bearer {HASHED}"  # a write token's too: a JSON-RPC error
+        big = httpx2.post(url, content=b" " * (2 << 20), headers=auth, timeout=60)
+        assert big.status_code == 413 and "1048576-byte limit" in big.json()["error"]["message"]
+        wrong = {**auth, "Authorization": "Bearer nope-nope-nope"}
+        with httpx2.Client(timeout=30) as client:
+            for n in range(1, 106):  # wrong tokens spend their address's burst, then 429
+                answer = client.post(url, json={}, headers=wrong)
+                if answer.status_code != 401:
+                    break
+        # (this address's unauthenticated requests above spent part of the burst already)
+        assert answer.status_code == 429 and n <= 101, (n, answer.status_code)
         # each token its own rate: the write token's burst of 100 is spent, then 429
         auth["Authorization"] = f"Bearer {WRITE}"
         with httpx2.Client(timeout=30) as client:

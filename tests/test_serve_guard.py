@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import pytest
 
 from conftest import CT, commits, ct, git_clean, make_store, write_turns
-from memstore.serve import limits
+from memstore.serve import http, limits
 from memstore.serve.http import make_server
 
 TOKEN = "gh" + "p_" + "Zq8v" * 9  # a GitHub token's shape, built so no scanner flags this file
@@ -261,8 +261,9 @@ def test_an_idle_connection_is_closed_after_the_timeout(root):
 
 
 def test_idle_connections_do_not_pile_up_threads(root):
-    """400 half-open connections used to hold 400 threads; now a bounded pool reads them, the ones
-    past PENDING are answered 503 at once, and a request after they are gone is served."""
+    """400 half-open connections used to hold 400 threads; now at most PENDING are held (each by
+    its own thread), the ones past it are answered 503 at once, and a request after they are gone
+    is served."""
     with running(
         root, timeout=5.0
     ) as server:  # long enough that no held one times out during the burst
@@ -272,7 +273,8 @@ def test_idle_connections_do_not_pile_up_threads(root):
         ]
         try:
             time.sleep(0.5)
-            assert threading.active_count() - before <= 8 + 2, threading.active_count() - before
+            held = threading.active_count() - before
+            assert held <= http.PENDING + 2, held
             busy = 0
             for s in socks[-50:]:  # accepted after the first PENDING: refused straight away
                 s.settimeout(5)
@@ -286,6 +288,36 @@ def test_idle_connections_do_not_pile_up_threads(root):
         t0 = time.monotonic()
         assert request(server, "GET", "/stats")[0] == 200
         assert time.monotonic() - t0 < 3
+
+
+def test_connections_that_trickle_neither_stay_nor_keep_others_waiting(root):
+    """A client that sends its request a byte at a time (each pause under the idle timeout) used
+    to hold a thread for as long as it liked, and eight of them kept every other client waiting.
+    Now each connection has its own thread, so others are answered at once, and a request that
+    has not arrived whole `arrive` seconds after its connection was accepted is cut off."""
+    with running(root, timeout=1.5, arrive=2.0) as server:
+        socks = [socket.create_connection(server.server_address[:2], timeout=15) for _ in range(12)]
+        try:
+            for n in range(8):  # a byte each every 0.4 s (idle 1.5 s never ends it) for 3.2 s
+                for s in socks:
+                    try:
+                        s.sendall(b"GET /stats HTTP/1.1\r\n"[n : n + 1])
+                    except OSError:  # closed by the server: the deadline passed
+                        pass
+                if n == 1:
+                    t0 = time.monotonic()
+                    assert request(server, "GET", "/stats")[0] == 200
+                    assert time.monotonic() - t0 < 1
+                time.sleep(0.4)
+            for i, s in enumerate(socks):  # closed at 2 s, unanswered: nothing left to wait for
+                s.settimeout(0.5)
+                try:
+                    assert s.recv(1024) == b"", i
+                except ConnectionResetError:
+                    pass
+        finally:
+            for s in socks:
+                s.close()
 
 
 # ----- bounded values -----------------------------------------------------------------------------------

@@ -594,7 +594,9 @@ def test_the_page_at_real_scale(browser, years_site):
 
 def test_the_private_view_reviews_and_shares_a_record(browser, tmp_path_factory):
     """The Private view lists the user's private records, secrets masked and flagged; its Share
-    button asks, then POSTs /share on a writable server: one commit, and the list is empty."""
+    button asks, then POSTs /share: on a server started with --writable alone the page shows the
+    refusal, which names --allow-share; with it (and --allow-secrets-override, for the flagged
+    secret) one commit, and the list is empty."""
     from conftest import commits, make_store
 
     def build_private(path):
@@ -608,16 +610,31 @@ def test_the_private_view_reviews_and_shares_a_record(browser, tmp_path_factory)
         mp.setenv("XDG_CACHE_HOME", str(cache))
         mp.setenv("TZ", "UTC")
         st, _ = build_private(tmp_path_factory.mktemp("private") / "memory")
-        with ct_server(["-C", st.root, "serve", "--port", "0", "--writable"], wait=30) as base:
+        before = commits(st.root)
+        serve = ["-C", st.root, "serve", "--port", "0", "--writable"]
+        with ct_server(serve, wait=30) as base:  # --writable alone: the page says what it takes
+            visit(browser, base, "private")
+            browser.execute_script("window.confirm = () => true")
+            css(browser, "#private-list li.hit")[0].find_element(
+                "css selector", "button.share"
+            ).click()
+            from selenium.webdriver.support.ui import WebDriverWait
+
+            WebDriverWait(browser, 15).until(
+                lambda d: "ct serve --allow-share" in d.find_element("tag name", "body").text
+            )
+            assert commits(st.root) == before and len(css(browser, "#private-list li.hit")) == 1
+            logged = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+            assert all("/share" in m and "403" in m for m in logged), logged  # that refusal only
+        # the record holds a flagged secret: sharing it takes --allow-secrets-override as well
+        flags = ["--allow-share", "--allow-secrets-override"]
+        with ct_server([*serve, *flags], wait=30) as base:
             visit(browser, base, "private")
             (item,) = css(browser, "#private-list li.hit")
             assert SECRET not in item.text and "private deploy note" in item.text
             assert "secrets flagged" in item.text
-            before = commits(st.root)
             browser.execute_script("window.confirm = () => true")
             item.find_element("css selector", "button.share").click()
-            from selenium.webdriver.support.ui import WebDriverWait
-
             WebDriverWait(browser, 15).until(
                 lambda d: "Shared in commit" in d.find_element("id", "private-summary").text
             )

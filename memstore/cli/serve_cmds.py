@@ -9,7 +9,15 @@ from .common import emit_json, secret_options
 
 
 def _guard_options(f):
-    """--allow-secrets-override and --allow-wide-forget, the same for ct serve and ct mcp."""
+    """--allow-secrets-override, --allow-wide-forget and --allow-share, the same for ct serve and
+    ct mcp."""
+    f = click.option(
+        "--allow-share",
+        is_flag=True,
+        help="Let a caller make private records shared (share, which cannot be taken back; a record "
+        "with a detected secret also needs --allow-secrets-override). Without it only a share's "
+        "dry run is answered: the user shares with ct share.",
+    )(f)
     f = click.option(
         "--allow-wide-forget",
         is_flag=True,
@@ -89,6 +97,7 @@ def serve_cmd(
     writable,
     allow_secrets_override,
     allow_wide_forget,
+    allow_share,
     tokens_file,
     rate,
 ):
@@ -124,6 +133,7 @@ def serve_cmd(
         allowed_hosts=allowed_hosts,
         allow_secrets_override=allow_secrets_override,
         allow_wide_forget=allow_wide_forget,
+        allow_share=allow_share,
         tokens=tokens,
         rate=rate,
     )
@@ -171,11 +181,12 @@ def mcp_cmd(
     allowed_hosts,
     allow_secrets_override,
     allow_wide_forget,
+    allow_share,
 ):
     """Serve this store to AI agents over MCP (stdio, or streamable HTTP with --http): tools
-    search, recall, add, mark, where, context, tree and forget, and the resource memstore://stats.
-    Over HTTP, --tokens asks every request for a bearer token, and a read token cannot call add,
-    mark or forget.
+    search, recall, add, mark, where, context, tree, forget and share, and the resource
+    memstore://stats. Over HTTP, --tokens asks every request for a bearer token, and a read token
+    cannot call add, mark, forget or share.
 
     Register it with Claude Code:  claude mcp add memstore -- ct -C ~/memory mcp
 
@@ -201,6 +212,7 @@ def mcp_cmd(
             obj.store().root,
             allow_secrets_override=allow_secrets_override,
             allow_wide_forget=allow_wide_forget,
+            allow_share=allow_share,
         )
         return
     import sys
@@ -227,6 +239,7 @@ def mcp_cmd(
         ready=announce,
         allow_secrets_override=allow_secrets_override,
         allow_wide_forget=allow_wide_forget,
+        allow_share=allow_share,
     )
 
 

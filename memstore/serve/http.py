@@ -23,12 +23,14 @@ writes that could do lasting harm need a flag given at start (memstore/serve/lim
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import json
 import math
 import socket
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -40,8 +42,9 @@ from . import limits
 
 MAX_BODY = 1024 * 1024  # 1 MiB: room for the longest text limits.py accepts, JSON-escaped
 TIMEOUT = 10.0  # seconds a connection may sit between bytes before it is closed
-WORKERS = 8  # threads reading and answering connections
-PENDING = 64  # connections held at once (in work or waiting for a thread); more get a 503
+ARRIVE = 30.0  # seconds a request (line, headers and body) has to arrive whole, however it trickles
+PENDING = 64  # connections held at once, each read and answered by its own thread; more get a 503
+WORKERS = PENDING  # (a connection that trickles holds only its own thread, never another's turn)
 JSON_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 
@@ -74,6 +77,7 @@ class Permissions:
 
     secrets_override: bool = False  # /add may store a detected secret verbatim (secrets "allow")
     wide_forget: bool = False  # /forget may remove more than limits.MAX_FORGET records at once
+    share: bool = False  # /share may make private records shared (else only its dry run)
 
 
 def _search(st, p, perms):
@@ -304,7 +308,9 @@ ENDPOINTS = {
                 Param("ids", "array", "Ids of the private records to share.", required=True),
                 Param("dry_run", "boolean", "Only show what would be shared.", default=False),
             ),
-            lambda st, p, perms: st.share(p["ids"], dry_run=p["dry_run"]).to_json(),
+            lambda st, p, perms: limits.bounded_share(
+                st, perms.share, perms.secrets_override, "ct serve", p["ids"], dry_run=p["dry_run"]
+            ).to_json(),
             writes=True,
         ),
         Endpoint(
@@ -424,10 +430,27 @@ class HTTPError(Exception):
         self.status, self.message, self.headers = status, message, headers or {}
 
 
+class _GivenTwice(ValueError):
+    pass
+
+
+def _once(pairs: list) -> dict:
+    """A JSON object's members, refusing a name given twice (json.loads would keep the last)."""
+    out = {}
+    for name, value in pairs:
+        if name in out:
+            raise _GivenTwice(name)
+        out[name] = value
+    return out
+
+
 def parse_json(body: bytes):
-    """The JSON value of a request body; HTTPError 400 naming what is wrong when it is not one."""
+    """The JSON value of a request body; HTTPError 400 naming what is wrong when it is not one
+    (a member given twice too: which one counts must not depend on the parser)."""
     try:
-        return json.loads(body.decode("utf-8"))
+        return json.loads(body.decode("utf-8"), object_pairs_hook=_once)
+    except _GivenTwice as exc:
+        raise HTTPError(400, f"parameter {exc.args[0]!r} given twice; it takes one value") from None
     except UnicodeDecodeError as exc:
         raise HTTPError(400, f"body is not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
@@ -610,9 +633,36 @@ def _schema(p: Param) -> dict:
     return s
 
 
+class _Arriving(io.RawIOBase):
+    """A connection's incoming bytes, for the request being read: each read waits at most
+    `pause` seconds and none goes on past `deadline` (time.monotonic()). A per-read timeout
+    alone lets a client that sends a byte every few seconds hold its thread for ever."""
+
+    def __init__(self, sock, pause: float, deadline: float):
+        self.sock, self.pause, self.deadline = sock, pause, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive whole in time")
+        self.sock.settimeout(min(self.pause, left))
+        return self.sock.recv_into(buf)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "memstore"
     app: "App"  # set on the subclass made per server
+    arrive = ARRIVE  # seconds the request has to arrive whole (line, headers, body)
+
+    def setup(self):
+        super().setup()
+        plain, self.rfile = self.rfile, io.BufferedReader(
+            _Arriving(self.connection, self.timeout, time.monotonic() + self.arrive)
+        )
+        plain.close()  # (the socket's own file: closing it leaves the socket open)
 
     def do_GET(self):
         self._handle("GET")
@@ -647,6 +697,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {"error": exc.message, "status": exc.status},
                 exc.headers,
             )
+        self.connection.settimeout(self.timeout)  # the answer is not held to the request's deadline
         if isinstance(body, Page):
             data, ctype, headers = body.body, body.content_type, {**PAGE_HEADERS, **headers}
         else:
@@ -681,7 +732,9 @@ class _Handler(BaseHTTPRequestHandler):
         except TimeoutError:
             self.close_connection = True
             raise HTTPError(
-                408, f"the body did not arrive within {self.timeout:g} s (Content-Length {n})"
+                408,
+                f"the body did not arrive in time (a pause over {self.timeout:g} s, or over "
+                f"{self.arrive:g} s for the whole request; Content-Length {n})",
             ) from None
         if len(data) < n:  # the client stopped early: a cut-off body must never be acted on
             self.close_connection = True
@@ -844,21 +897,13 @@ class App:
         """The grant of the request's bearer token (None on a server without tokens); HTTPError
         401 without a token or with a wrong one, 429 when its caller is over the rate. The page
         and its files (no memory in them) are served without a token: the page asks for one."""
-        grant = None
         if self.tokens is not None:
             page = path.startswith("/assets/") or (path == "/" and wants_html(headers))
             if page and method == "GET":
                 return None
-            grant = check_bearer(self.tokens, headers.get("Authorization"))
+        grant = checked_caller(self.tokens, self.rate, headers.get("Authorization"), client)
+        if grant is not None:
             self.caller.name = grant.name  # the request log says which token wrote what
-        wait = self.rate.take(grant.name if grant is not None else f"address {client}")
-        if wait is not None:
-            raise HTTPError(
-                429,
-                f"too many requests: this server answers {self.rate.rate:g} a second per caller "
-                f"(bursts of {self.rate.burst}); try again in {wait:.2f} s",
-                {"Retry-After": str(max(1, math.ceil(wait)))},
-            )
         return grant
 
     def _check_origin(self, headers) -> None:
@@ -916,6 +961,33 @@ class App:
 
 
 BEARER = 'Bearer realm="memstore"'
+
+
+def checked_caller(tokens, rate, authorization: str | None, client: str):
+    """The grant of the request's bearer token (None on a server without `tokens`), once its
+    caller (the token; without one, or with a wrong one, the address) is within `rate`
+    (limits.RateLimit): HTTPError 401 for a missing or wrong token, 429 over the rate. A wrong
+    token counts against its address, so guesses are as bounded as any other request."""
+    grant = None
+    if tokens is not None:
+        try:
+            grant = check_bearer(tokens, authorization)
+        except HTTPError:
+            _within(rate, f"address {client}")
+            raise
+    _within(rate, grant.name if grant is not None else f"address {client}")
+    return grant
+
+
+def _within(rate, caller: str) -> None:
+    wait = rate.take(caller)
+    if wait is not None:
+        raise HTTPError(
+            429,
+            f"too many requests: this server answers {rate.rate:g} a second per caller "
+            f"(bursts of {rate.burst}); try again in {wait:.2f} s",
+            {"Retry-After": str(max(1, math.ceil(wait)))},
+        )
 
 
 def check_bearer(tokens, authorization: str | None):
@@ -1056,7 +1128,9 @@ def make_server(
     allowed_hosts=(),
     allow_secrets_override: bool = False,
     allow_wide_forget: bool = False,
+    allow_share: bool = False,
     timeout: float = TIMEOUT,
+    arrive: float = ARRIVE,
     workers: int = WORKERS,
     pending: int = PENDING,
     tokens=None,
@@ -1066,13 +1140,17 @@ def make_server(
 
     Read-only unless `writable`: then /add and /forget may commit to the store, /add storing a
     detected secret verbatim only with `allow_secrets_override`, /forget removing more than
-    limits.MAX_FORGET records only with `allow_wide_forget`. A non-loopback `host` needs
+    limits.MAX_FORGET records only with `allow_wide_forget`, /share sharing only with
+    `allow_share` (see limits.bounded_share). A non-loopback `host` needs
     `tokens` (memstore.serve.tokens.Tokens), `allow_remote` and `allowed_hosts`; with tokens every
     request but the page's files needs one. Each caller may send `rate` requests a second (0: no
-    limit); a connection idle for `timeout` seconds is closed.
+    limit); a connection idle for `timeout` seconds is closed, and one whose request has not
+    arrived whole `arrive` seconds after it was accepted.
     """
     family, addr = bind_address(host, port, allow_remote, allowed_hosts, tokens=tokens is not None)
-    perms = Permissions(secrets_override=allow_secrets_override, wide_forget=allow_wide_forget)
+    perms = Permissions(
+        secrets_override=allow_secrets_override, wide_forget=allow_wide_forget, share=allow_share
+    )
     app = App(
         root,
         allow_remote=allow_remote,
@@ -1083,7 +1161,7 @@ def make_server(
         tokens=tokens,
         rate=rate,
     )
-    handler = type("Handler", (_Handler,), {"app": app, "timeout": timeout})
+    handler = type("Handler", (_Handler,), {"app": app, "timeout": timeout, "arrive": arrive})
     try:
         server = _Server(family, addr, handler, workers=workers, pending=pending)
     except OSError as exc:

@@ -42,6 +42,7 @@ BURST = 100  # requests one caller may send at once before the rate applies
 
 SECRETS_FLAG = "--allow-secrets-override"
 FORGET_FLAG = "--allow-wide-forget"
+SHARE_FLAG = "--allow-share"
 
 
 def problem(name: str, value) -> str | None:
@@ -130,6 +131,37 @@ def bounded_forget(st, allowed: bool, command: str, ids=(), *, dry_run: bool = F
     if n == 0:
         return st.forget(ids, **criteria)  # the library's own "nothing to forget" answer
     return st.forget([r["id"] for r in chosen.records], **criteria)
+
+
+def bounded_share(st, allowed: bool, secrets_allowed: bool, command: str, ids, *, dry_run=False):
+    """`st.share(...)` for a caller: a preview (`dry_run`) always; making records shared only on a
+    server the user started with SHARE_FLAG, and a record the scanner flags a secret in only with
+    SECRETS_FLAG as well → ShareResult.
+
+    A share cannot be taken back (every clone and reader of the store gets the text), so a
+    prompt-injected agent must not be able to publish a private record with one call: the user
+    decides, by running `ct share` (which shows each record first) or by starting the server so.
+    """
+    chosen = st.share(ids, dry_run=True)
+    if dry_run:
+        return chosen
+    if not allowed:
+        raise NotPermitted(
+            "sharing private records is off on this server (a share cannot be taken back); the "
+            f'user can share them with "ct share ID..." or start the server with "{command} '
+            f'{SHARE_FLAG}" to let callers do it',
+            "Nothing was shared. Show the user the preview (dry_run) and let them decide.",
+        )
+    flagged = [r["id"] for r in chosen.records if r["secrets"]]
+    if flagged and not secrets_allowed:
+        raise NotPermitted(
+            f"record {flagged[0]!r}"
+            + (f" (and {len(flagged) - 1} more)" if len(flagged) > 1 else "")
+            + " holds a detected secret; this server shares such a record only when the user "
+            f'starts it with "{command} {SECRETS_FLAG}" too',
+            "Nothing was shared. Leave those records out, or let the user run ct share.",
+        )
+    return st.share(ids)
 
 
 class RateLimit:

@@ -5,7 +5,8 @@ Every tool calls the same `Store` method as the `ct` command of the same name an
 belongs to the thread that opened it, and the event loop stays free to answer pings meanwhile.
 stdout carries the protocol, so nothing here prints; notes go to stderr through logging. Every
 line the client sends is answered (memstore/serve/mcp_wire.py); every value is bounded, and a
-verbatim secret or a wide forget needs a flag the user gave to `ct mcp` (memstore/serve/limits.py).
+verbatim secret, a wide forget or a share needs a flag the user gave to `ct mcp`
+(memstore/serve/limits.py).
 """
 
 from __future__ import annotations
@@ -36,13 +37,15 @@ class MemoryServer:
         *,
         allow_secrets_override: bool = False,
         allow_wide_forget: bool = False,
+        allow_share: bool = False,
     ):
         from ..store import Store
 
         self.root = Path(root)
-        self.allow_secrets_override, self.allow_wide_forget = (
+        self.allow_secrets_override, self.allow_wide_forget, self.allow_share = (
             allow_secrets_override,
             allow_wide_forget,
+            allow_share,
         )
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore")
         self._store = None
@@ -215,15 +218,24 @@ class MemoryServer:
         }
         return await self._run("add", run, {**fields, "secrets": secrets})
 
-    async def mark(self, text: str | None = None, done: str | None = None) -> dict:
-        """Set a "where are we now" marker with `text`, or close the open marker whose id starts with `done`."""
+    async def mark(
+        self, text: str | None = None, done: str | None = None, secrets: str = "refuse"
+    ) -> dict:
+        """Set a "where are we now" marker with `text`, or close the open marker whose id starts
+        with `done`. A text holding a detected secret is refused unless secrets is "redact" (kept
+        with [REDACTED kind] markers); "allow" works only on a server the user started with
+        --allow-secrets-override."""
         if bool(text) == bool(done):
             from mcp.server.mcpserver.exceptions import ToolError
 
             raise ToolError("give either text (a new marker) or done (the id of a marker to close)")
-        return await self._run(
-            "mark", lambda: self._st().mark(text, done=done).to_json(), {"text": text, "done": done}
-        )
+        from . import limits
+
+        def run():
+            limits.check_secrets(secrets, self.allow_secrets_override, "ct mcp")
+            return self._st().mark(text, done=done, secrets=secrets).to_json()
+
+        return await self._run("mark", run, {"text": text, "done": done, "secrets": secrets})
 
     async def forget(
         self,
@@ -259,15 +271,25 @@ class MemoryServer:
         return await self._run("forget", run, {"ids": ids, **criteria, "dry_run": dry_run})
 
     async def share(self, ids: list[str], dry_run: bool = False) -> dict:
-        """Make private records shared with everyone who reads the store (one git commit). Run
-        with dry_run=true first and show the user each record's text and the secrets flagged in
-        it; share only what the user agreed to. Returns the records, `secrets` (how many flagged)
-        and the commit."""
-        return await self._run(
-            "share",
-            lambda: self._st().share(ids, dry_run=dry_run).to_json(),
-            {"ids": ids, "dry_run": dry_run},
-        )
+        """Make private records shared with everyone who reads the store (one git commit; it
+        cannot be taken back). Run with dry_run=true first and show the user each record's text
+        and the secrets flagged in it. Sharing works only when the user started the server with
+        --allow-share (a record with a flagged secret also needs --allow-secrets-override);
+        otherwise the user shares with `ct share`. Returns the records, `secrets` (how many
+        flagged) and the commit."""
+        from . import limits
+
+        def run():
+            return limits.bounded_share(
+                self._st(),
+                self.allow_share,
+                self.allow_secrets_override,
+                "ct mcp",
+                ids,
+                dry_run=dry_run,
+            ).to_json()
+
+        return await self._run("share", run, {"ids": ids, "dry_run": dry_run})
 
     async def where(self, markers: int = 10, lines: int = 8) -> dict:
         """Where the work stands: open markers (newest last) and the latest session's last lines."""
@@ -346,7 +368,11 @@ def argument_problem(tool: str, arguments: dict) -> str | None:
 
 
 def build_server(
-    root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False
+    root: Path | str,
+    *,
+    allow_secrets_override: bool = False,
+    allow_wide_forget: bool = False,
+    allow_share: bool = False,
 ):
     """An MCPServer with the memory tools and the `memstore://stats` resource (flags: see MemoryServer)."""
     from mcp.server.mcpserver import MCPServer
@@ -364,7 +390,10 @@ def build_server(
             return await super().call_tool(name, arguments, context)
 
     mem = MemoryServer(
-        root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget
+        root,
+        allow_secrets_override=allow_secrets_override,
+        allow_wide_forget=allow_wide_forget,
+        allow_share=allow_share,
     )
     server = CheckedServer(
         name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
@@ -393,7 +422,11 @@ def build_server(
 
 
 def serve(
-    root: Path | str, *, allow_secrets_override: bool = False, allow_wide_forget: bool = False
+    root: Path | str,
+    *,
+    allow_secrets_override: bool = False,
+    allow_wide_forget: bool = False,
+    allow_share: bool = False,
 ) -> None:
     """Run the server on stdin/stdout until the client closes the connection; every line is answered."""
     import anyio
@@ -405,7 +438,10 @@ def serve(
         root
     )  # fail before the handshake, with the CLI's message, if this is not a store
     server, mem = build_server(
-        st.root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget
+        st.root,
+        allow_secrets_override=allow_secrets_override,
+        allow_wide_forget=allow_wide_forget,
+        allow_share=allow_share,
     )
     mem._store = None  # opened again on the worker thread, which owns its SQLite connection
 
@@ -450,26 +486,17 @@ class HTTPGuard:
             return await self.app(scope, receive, send)
         from starlette.datastructures import Headers
 
-        from .http import HTTPError, check_bearer, check_origin
+        from .http import HTTPError, check_origin, checked_caller
 
         headers = Headers(scope=scope)
         try:
             check_origin(headers, self.allowed_hosts)
-            grant = None
-            if self.tokens is not None:
-                grant = check_bearer(self.tokens, headers.get("authorization"))
             client = (scope.get("client") or ("?",))[0]
-            wait = self.rate.take(grant.name if grant is not None else f"address {client}")
-            if wait is not None:
-                raise HTTPError(
-                    429,
-                    f"too many requests: this server answers {self.rate.rate:g} a second per "
-                    f"caller (bursts of {self.rate.burst}); try again in {wait:.2f} s",
-                    {"Retry-After": str(max(1, int(wait + 0.999)))},
-                )
-            if grant is not None and not grant.writes and scope["method"] == "POST":
+            grant = checked_caller(self.tokens, self.rate, headers.get("authorization"), client)
+            if scope["method"] == "POST":  # read here: an oversized body is a JSON-RPC 413 too
                 body = await self._body(headers, receive)
-                refuse_writes(body)
+                if grant is not None and not grant.writes:
+                    refuse_writes(body)
                 receive = _replay(body, receive)
         except HTTPError as exc:
             await _refuse(send, exc)
@@ -561,6 +588,7 @@ def http_app(
     rate: float | None = None,
     allow_secrets_override: bool = False,
     allow_wide_forget: bool = False,
+    allow_share: bool = False,
 ):
     """(ASGI app serving MCP at /mcp over streamable HTTP behind HTTPGuard, MemoryServer)."""
     from mcp.server.transport_security import TransportSecuritySettings
@@ -568,7 +596,10 @@ def http_app(
     from .http import MAX_BODY
 
     server, mem = build_server(
-        root, allow_secrets_override=allow_secrets_override, allow_wide_forget=allow_wide_forget
+        root,
+        allow_secrets_override=allow_secrets_override,
+        allow_wide_forget=allow_wide_forget,
+        allow_share=allow_share,
     )
     app = server.streamable_http_app(
         streamable_http_path="/mcp",
@@ -591,6 +622,7 @@ def serve_http(
     allowed_hosts=(),
     allow_secrets_override: bool = False,
     allow_wide_forget: bool = False,
+    allow_share: bool = False,
     log: bool = True,
     ready=None,
 ) -> None:
@@ -615,6 +647,7 @@ def serve_http(
         rate=rate,
         allow_secrets_override=allow_secrets_override,
         allow_wide_forget=allow_wide_forget,
+        allow_share=allow_share,
     )
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
