@@ -659,10 +659,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
-        plain, self.rfile = self.rfile, io.BufferedReader(
-            _Arriving(self.connection, self.timeout, time.monotonic() + self.arrive)
-        )
-        plain.close()  # (the socket's own file: closing it leaves the socket open)
+        arriving = _Arriving(self.connection, self.timeout, time.monotonic() + self.arrive)
+        self.rfile.close()  # (the socket's own file: closing it leaves the socket open)
+        self.rfile = io.BufferedReader(arriving)
 
     def do_GET(self):
         self._handle("GET")
