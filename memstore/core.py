@@ -11,7 +11,7 @@ import signal
 import time
 from pathlib import Path
 
-from . import FORMAT_VERSION
+from . import FORMAT_VERSION, storefile
 from .errors import EmbedderMismatch, FormatError, MemstoreError, NotAStoreError, UsageError
 from .format import config as configfmt
 from .format import layout
@@ -322,7 +322,11 @@ class Core:
         return file_lock(self.meta_dir / f"{what}.lock", timeout=lock_timeout(), what=what)
 
     def rel(self, path: Path) -> str:
-        return Path(path).resolve().relative_to(self.root).as_posix()
+        """`path` relative to the store; a link inside the store is not followed out of it."""
+        try:
+            return Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+        except ValueError:  # reached another way (a linked working folder): as the system sees it
+            return Path(path).resolve().relative_to(self.root).as_posix()
 
     # ----- the one write path ---------------------------------------------------------------
 
@@ -625,6 +629,7 @@ class Core:
             return []
         try:
             flag.parent.mkdir(parents=True, exist_ok=True)
+            storefile.check(flag, self.meta_dir.parent)  # a link: no touch (OSError)
             flag.touch()
         except OSError:
             pass

@@ -9,13 +9,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import LockTimeout
+from .storefile import mkdirs, open_fd
 
 
 @contextmanager
 def file_lock(path: Path, timeout: float = 60.0, what: str = "store", shared: bool = False):
     """Hold an exclusive (or shared) lock on `path`; LockTimeout after `timeout` seconds."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    mkdirs(path.parent)
+    fd = open_fd(path, os.O_RDWR | os.O_CREAT)  # never through a link a copied .memstore/ holds
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     deadline = time.monotonic() + timeout
     try:

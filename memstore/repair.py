@@ -18,10 +18,11 @@ import os
 import time
 from pathlib import Path
 
-from . import FORMAT_VERSION
+from . import FORMAT_VERSION, storefile
 from .results import Repair
 
 JOURNAL = "write-journal.json"
+JOURNAL_LIMIT = 64 << 20  # bytes: a journal names paths, never records
 BACKUP_DIR = "rolled-back"
 APPEND_ONLY = (
     "markers.jsonl",
@@ -81,14 +82,14 @@ def crashed_journal(store) -> dict | None:
 def read_journal(store) -> dict | None:
     path = store.meta_dir / JOURNAL
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(storefile.read_text(path, store.meta_dir.parent, limit=JOURNAL_LIMIT))
     except FileNotFoundError:
         return None
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError, OSError):
         data = None  # a torn journal still means a writer died
     if not isinstance(data, dict) or not isinstance(data.get("started"), (int, float)):
         try:  # the journal was written as the write began, so its mtime bounds what the writer made
-            data = {**(data if isinstance(data, dict) else {}), "started": path.stat().st_mtime}
+            data = {**(data if isinstance(data, dict) else {}), "started": os.lstat(path).st_mtime}
         except FileNotFoundError:
             return None
     return data
@@ -175,8 +176,9 @@ def abort_own_merge(store, journal: dict | None) -> bool:
 
 
 def _write_journal(store, journal: dict) -> None:
-    store.meta_dir.mkdir(exist_ok=True)
     path = store.meta_dir / JOURNAL
+    storefile.mkdirs(store.meta_dir, store.meta_dir.parent)
+    storefile.check(path, store.meta_dir.parent)
     tmp = path.with_name(f".{JOURNAL}.tmp-{os.getpid()}")
     try:
         tmp.write_text(json.dumps(journal), encoding="utf-8")
@@ -275,7 +277,7 @@ def _undo_upgrade(store, journal: dict | None, rep: Repair) -> bool:
 def interrupted_upgrade(store) -> str | None:
     """What to tell a person when an upgrade died before its commit (its marker is there and HEAD is
     still an older format), else None: every other command's rollback would only undo part of it."""
-    from .errors import GitError
+    from .errors import GitError, MemstoreError
 
     marker = store.meta_dir / UPGRADE_MARKER
     try:
@@ -287,8 +289,9 @@ def interrupted_upgrade(store) -> str | None:
             >= 0
         ):
             return None
-        pid = marker.read_text(encoding="utf-8").strip()
-    except (GitError, OSError):
+        pid = storefile.read_bytes(marker, store.meta_dir.parent, limit=64)
+        pid = pid.decode("ascii", "replace").strip()
+    except (GitError, OSError, MemstoreError):
         return None
     return (
         f".memstore/{UPGRADE_MARKER}: an upgrade to format {FORMAT_VERSION} (pid {pid}) was killed before its commit; "
@@ -424,7 +427,11 @@ def _rollback_appended(
             store.git.run("checkout", "HEAD", "--", p)
             rep.restored.append(p)
         return
-    data = path.read_bytes()
+    try:  # a link (or a file in a linked folder) is damage: never read, cut or replaced
+        data = storefile.read_bytes(path, store.root)
+    except storefile.StoreLink as exc:
+        rep.untouched.append(f"{p}: left alone: {exc.problem}")
+        return
     if head is None:
         tail, keep = data, None
     elif data.startswith(head):
@@ -449,7 +456,7 @@ def _rollback_appended(
     if keep is None:
         path.unlink()
     else:
-        os.truncate(path, keep)
+        storefile.truncate(path, keep, store.root)
 
 
 def _lines_beyond(head: bytes, data: bytes, path=None) -> bytes | None:
@@ -507,8 +514,11 @@ def _rollback_own_appends(store, p: str, size_before, rep: Repair, backup: "_Bac
         )
         return
     try:
-        data = path.read_bytes()
+        data = storefile.read_bytes(path, store.root)
     except FileNotFoundError:
+        return
+    except storefile.StoreLink as exc:  # a link: never read, cut or removed through
+        rep.untouched.append(f"{p}: left alone: {exc.problem}")
         return
     if len(data) < size_before:
         rep.untouched.append(f"{p}: shorter than before the interrupted write; left alone")
@@ -519,7 +529,7 @@ def _rollback_own_appends(store, p: str, size_before, rep: Repair, backup: "_Bac
     if size_before < 0:  # the writer created it
         path.unlink()
     else:
-        os.truncate(path, size_before)
+        storefile.truncate(path, size_before, store.root)
 
 
 def _count_lines(tail: bytes, rep: Repair, p: str) -> None:
@@ -680,7 +690,11 @@ def _rollback_other(
         )
         return
     if mtime is not None:
-        backup.save(p, path.read_bytes())
+        try:
+            backup.save(p, storefile.read_bytes(path, store.root))
+        except storefile.StoreLink as exc:
+            rep.untouched.append(f"{p}: left alone: {exc.problem}")
+            return
     if xy == "??":
         path.unlink()
     else:
@@ -771,9 +785,9 @@ class _Backup:
         if self.folder is None:
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
             self.folder = self.store.meta_dir / BACKUP_DIR / f"{stamp}-{os.getpid()}"
-        target = self.folder / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "ab") as fh:
+        target, base = self.folder / rel, self.store.meta_dir.parent
+        storefile.mkdirs(target.parent, base)
+        with storefile.open_file(target, "ab", root=base) as fh:
             fh.write(data)
 
 

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from dataclasses import dataclass, field
 
-from . import FORMAT_VERSION
+from . import FORMAT_VERSION, storefile
 from .errors import MemstoreError, VersionError
 from .format import layout
 from .format.log import BEFORE_APPEND, BEFORE_REWRITE
@@ -158,6 +158,13 @@ def begin_write(store, check_logs: bool = True) -> list[str]:
         )
         err.nothing_written = True
         raise err
+    from .format import attributes
+
+    try:  # git would re-encode (or filter) what this write appends: refuse before any change
+        attributes.refuse(store.root)
+    except MemstoreError as err:
+        err.nothing_written = True
+        raise
     notes: list[str] = []
     journal = read_journal(store)
     if journal is not None:
@@ -217,7 +224,7 @@ def refuse_dirty_logs(store, paths: list[str]) -> None:
     committed = store.git.blob_ids(existing)
     suspect = []
     for p in existing:
-        data = (store.root / p).read_bytes()
+        data = storefile.read_bytes(store.root / p, store.root)  # a link: refused, nothing written
         oid = committed.get(p)
         algo = hashlib.sha256 if oid and len(oid) == 64 else hashlib.sha1
         if oid is None or algo(b"blob %d\0" % len(data) + data).hexdigest() != oid:
@@ -306,9 +313,10 @@ def note_rewrite(store, path) -> None:
         return
     journal, rewritten, rel = found
     keep = store.meta_dir / REWRITES / rel
-    keep.parent.mkdir(parents=True, exist_ok=True)
+    storefile.mkdirs(keep.parent, store.meta_dir.parent)
+    storefile.check(keep, store.meta_dir.parent)
     try:
-        keep.write_bytes(Path(path).read_bytes())
+        keep.write_bytes(storefile.read_bytes(path, store.root))
         rewritten[rel] = True
     except FileNotFoundError:
         rewritten[rel] = False  # it did not exist: a rollback removes it

@@ -10,7 +10,10 @@ import os
 import tempfile
 
 from ..errors import MemstoreError, UsageError
+from ..format import attributes
 from ..format import log as logfmt
+from ..format import safejson
+from ..format.tombstones import ids_in as tombstones_in
 from ..format.timeutil import now_utc, to_iso
 from .remove import REPLACEMENT, TOMBSTONES, forgotten_ids, scrub_this_machine, text_variants
 
@@ -79,7 +82,7 @@ def lines_in_history(store, ids) -> list[dict]:
                     for line in blob.splitlines():
                         if needle in line:
                             try:
-                                rec = json.loads(line)
+                                rec = safejson.loads(line)
                             except ValueError:
                                 continue
                             if isinstance(rec, dict):
@@ -102,10 +105,10 @@ def _sealed_lines_in_history(store, ids) -> list[dict]:
         data = store.git.run("cat-file", "blob", sha, stdout_as_string=False)
         for raw in sealed_lines.open_bytes(store.root / name, data).splitlines():
             try:
-                rec = json.loads(raw)
+                rec = safejson.loads(raw)
             except ValueError:
                 continue
-            if isinstance(rec, dict) and rec.get("id") in wanted:
+            if isinstance(rec, dict) and type(rec.get("id")) is str and rec["id"] in wanted:
                 out.append(rec)
     return out
 
@@ -296,7 +299,7 @@ def _own_words(store, texts: list[str]) -> list[str]:
             break
         for raw in logfmt.read_plain(path).splitlines():
             try:
-                text = json.loads(raw).get("text")
+                text = safejson.loads(raw).get("text")
             except (ValueError, AttributeError):
                 continue
             if isinstance(text, str):
@@ -472,15 +475,7 @@ def _record_purge(store, commits: list[str], tips: list[str], ids) -> None:
             (json.dumps(line, separators=(",", ":")) + "\n").encode(),
             fsync=False,
         )
-        attrs = store.root / ".gitattributes"
-        current = attrs.read_text(encoding="utf-8") if attrs.exists() else ""
-        if PURGED_ATTRIBUTE not in current:
-            attrs.write_text(
-                current
-                + ("\n" if current and not current.endswith("\n") else "")
-                + PURGED_ATTRIBUTE
-                + "\n"
-            )
+        attributes.ensure(store.root, PURGED_ATTRIBUTE)
         tx.stage([PURGED, ".gitattributes"])
 
 
@@ -492,18 +487,40 @@ def purges(store) -> list[dict]:
     except (OSError, UnicodeDecodeError):
         data = ""
     for raw in data.splitlines():
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
+        if raw.strip() and _purge_problem(raw) is None:  # fsck names a damaged line
+            out.append(json.loads(raw))
     try:
         old = json.loads((store.meta_dir / PURGED_MARK).read_text(encoding="utf-8"))
         out.append({"commits": [], "tips": old.get("old") or [], "ids": old.get("ids") or []})
     except (OSError, ValueError, AttributeError):
         pass
     return out
+
+
+def _purge_problem(raw: str | bytes) -> str | None:
+    """What is wrong with one line of purged-history.jsonl (lists of strings), or None."""
+    from ..format import safejson
+
+    try:
+        obj = safejson.loads(raw)
+    except ValueError as exc:  # not JSON, nested too deep, a giant number, NaN
+        return str(exc)
+    if type(obj) is not dict:
+        return "a purge must be a JSON object"
+    for key in ("commits", "tips", "ids"):
+        value = obj.get(key, [])
+        if type(value) is not list or any(type(v) is not str for v in value):
+            return f"{key!r} must be a list of strings"
+    return None
+
+
+def purge_problems(store) -> list[str]:
+    """`purged-history.jsonl:LINE: why` for every damaged line (reads skip them; fsck names them)."""
+    try:
+        data = logfmt.read_plain(store.root / PURGED)
+    except OSError:  # missing; a link or special file is named by fsck's check of links
+        return []
+    return safejson.line_problems(PURGED, data, _purge_problem)
 
 
 def purged_in(store, rev: str = "HEAD") -> list[str]:
@@ -670,7 +687,7 @@ def follow_rewritten_remote(
     for _day, path in sorted(logfmt.list_days(store.root).items()):
         for raw in logfmt.read_plain(path).splitlines():
             try:
-                rec = json.loads(raw)
+                rec = safejson.loads(raw)
             except ValueError:
                 continue
             if isinstance(rec, dict):
@@ -685,11 +702,7 @@ def follow_rewritten_remote(
         remote_ids = _ids_at(store, upstream)
         try:
             raw = git.blob(upstream, TOMBSTONES) or b""
-            gone |= {
-                json.loads(line).get("id")
-                for line in _opened(store, TOMBSTONES, raw).splitlines()
-                if line.strip()
-            }
+            gone |= tombstones_in(_opened(store, TOMBSTONES, raw))
         except (MemstoreError, ValueError):
             pass
         local = [r for r in mine if r.get("id") not in remote_ids and r.get("id") not in gone]
@@ -781,7 +794,7 @@ def _ids_in(data: bytes | None) -> set[str]:
     out: set[str] = set()
     for line in (data or b"").splitlines():
         try:
-            rid = json.loads(line).get("id")
+            rid = safejson.loads(line).get("id")
         except (ValueError, AttributeError):
             continue
         if isinstance(rid, str):

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import json
 
+from .. import storefile
+from ..format import attributes
 from ..format import log as logfmt
+from ..format import safejson
 from ..format import tombstones as tombfmt
 from ..format.timeutil import from_iso, local_day, now_utc, to_iso
 from ..index import queries
@@ -130,8 +133,11 @@ def _scrub_rolled_back(store, ids: set[str], texts: list[str]) -> None:
         return
     needles = [json.dumps({"id": rid}, separators=(",", ":"))[1:-1].encode() for rid in ids]
     needles += [v for t in texts for v in text_variants(t)]
-    for path in sorted(p for p in top.rglob("*") if p.is_file()):
-        data = path.read_bytes()
+    for path in sorted(p for p in top.rglob("*") if p.is_file() and not p.is_symlink()):
+        try:  # never through a link a copied .memstore/ holds (memstore/storefile.py)
+            data = storefile.read_bytes(path, store.meta_dir.parent)
+        except OSError:
+            continue
         if not any(n in data for n in needles):
             continue
         kept = [ln for ln in data.splitlines(keepends=True) if not any(n in ln for n in needles)]
@@ -183,10 +189,10 @@ def _rewrite_day(store, day: str, ids: set[str]) -> list[str]:
     kept, dropped = [], 0
     for raw in data.splitlines(keepends=True):
         try:
-            rid = json.loads(raw).get("id")
+            rid = safejson.loads(raw).get("id")
         except (ValueError, AttributeError):
             rid = None
-        if rid in ids:
+        if type(rid) is str and rid in ids:
             dropped += 1
         else:
             kept.append(raw)
@@ -243,12 +249,12 @@ def _forget_in_markers(store, texts: list[str], ids: set[str]) -> tuple[list[str
     kept, removed = [], []
     for raw in lines:
         try:
-            obj = json.loads(raw)
+            obj = safejson.loads(raw)
             text = " ".join(str(obj.get("text") or "").split())
         except (ValueError, AttributeError):
             kept.append(raw)
             continue
-        if obj.get("id") in ids or (
+        if (type(obj.get("id")) is str and obj["id"] in ids) or (
             text and any(text == f or (len(f) >= 12 and f in text) for f in flat)
         ):
             removed.append({"id": obj.get("id"), "text": obj.get("text") or ""})
@@ -275,15 +281,10 @@ def _append_tombstones(store, records: list[dict]) -> list[str]:
         if r["id"] not in have
     ]
     path = store.root / TOMBSTONES
+    storefile.check(store.root / ".gitattributes", store.root)  # refused before any change
     if lines:
         logfmt.append_lines(path, "".join(lines).encode("utf-8"), fsync=False)
-    attrs = store.root / ".gitattributes"
-    current = attrs.read_text(encoding="utf-8") if attrs.exists() else ""
-    if ATTRIBUTE not in current:
-        attrs.write_text(
-            current + ("" if current.endswith("\n") or not current else "\n") + ATTRIBUTE + "\n",
-            encoding="utf-8",
-        )
+    attributes.ensure(store.root, ATTRIBUTE)
     return [TOMBSTONES, ".gitattributes"]
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import FORMAT_VERSION, READABLE_FORMATS
+from .. import storefile
 from ..errors import FormatError, VersionError
 
 FILENAME = "memstore.toml"
@@ -30,6 +31,9 @@ DEFAULT_SETTINGS = {
     "consolidate_packs": 8,
 }
 
+# The widest vector a store may declare: the largest embedders make 4,096 or so. memstore.toml
+# arrives with a `git pull`, and a reader sizes buffers by `dim` (2,000,000,000 would ask for GiBs).
+MAX_DIM = 65536
 # The only [embedder] keys a store may set: they say what made its vectors. Anything else there
 # (base_url, api_key, api_key_env, model_path, ...) is ignored: see memstore/userconfig.py.
 EMBEDDER_KEYS = ("name", "model", "dim", "dtype")
@@ -100,19 +104,31 @@ def _v(v) -> str:
     return _q(v)
 
 
+CONFIG_LIMIT = 1 << 20  # bytes: memstore writes a few hundred
+
+
 def read(root: Path) -> Config:
     """Read and check memstore.toml; the version is checked before anything else is trusted."""
     path = Path(root) / FILENAME
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # never through a link, nor a FIFO or device (memstore/storefile.py)
+        text = storefile.read_text(path, root, limit=CONFIG_LIMIT)
         data = tomllib.loads(text)
     except FileNotFoundError:
         raise
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise FormatError(path, f"not valid TOML ({exc})") from None
+    except RecursionError:
+        raise FormatError(path, "not valid TOML we can read (nested too deep)") from None
+    except ValueError as exc:  # Python's int-string limit: an integer of over 4,300 digits
+        raise FormatError(path, f"not valid TOML we can read ({exc})") from None
     version = data.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise FormatError(path, "missing integer 'format_version'")
+        raise FormatError(
+            path,
+            "missing integer 'format_version'"
+            if version is None
+            else f"'format_version' must be a whole number, not {version!r}",
+        )
     if version not in READABLE_FORMATS:
         raise VersionError(
             f"{path}: format_version {version} is not supported by this memstore "
@@ -153,6 +169,12 @@ def _bad(path: Path, key: str, problem: str) -> FormatError:
     )
 
 
+def _shown(value) -> str:
+    """A value for a message, a giant number cut short (its repr could be thousands of digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}… ({len(text)} characters)"
+
+
 def _whole(value, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
@@ -179,9 +201,11 @@ def check(path: Path, cfg: Config) -> None:
     _choice(path, "[embedder] name", emb["name"], tuple(sorted(EMBEDDERS)))
     if not isinstance(emb["model"], str) or not emb["model"]:
         raise _bad(path, "[embedder] model", f"must be a model name, not {emb['model']!r}")
-    if not _whole(emb["dim"], 1):
+    if not _whole(emb["dim"], 1) or emb["dim"] > MAX_DIM:
         raise _bad(
-            path, "[embedder] dim", f"must be a whole number of 1 or more, not {emb['dim']!r}"
+            path,
+            "[embedder] dim",
+            f"must be a whole number from 1 to {MAX_DIM}, not {_shown(emb['dim'])}",
         )
     if "dtype" in emb:
         _choice(path, "[embedder] dtype", emb["dtype"], ("float32", "int8"))

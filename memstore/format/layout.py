@@ -70,6 +70,12 @@ def meta_dir_for(root: Path) -> Path:
     store cannot be written here (a read-only mount, another user's store), a folder of this user's
     cache named after the store's path, so reads still work (the index is built there once)."""
     own = Path(root) / META_DIR
+    if os.path.islink(own) or (os.path.lexists(own) and not os.path.isdir(own)):
+        from ..storefile import StoreLink  # the index, locks and journal are never put elsewhere
+
+        raise StoreLink(
+            own, "is a symbolic link or not a folder; it is disposable: remove it and run again"
+        )
     if _can_write(own if own.exists() else Path(root)):
         return own
     import hashlib

@@ -8,6 +8,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import storefile
 from . import layout
 from . import record as recordfmt
 from . import sealed_lines
@@ -88,7 +89,7 @@ def read_text_at(path: Path, offset: int, length: int) -> dict:
     if sealer is not None:
         raw = sealed_lines.plain_view(path, sealer)[offset : offset + length]
         return recordfmt.loads(raw.decode("utf-8"))
-    with open(path, "rb") as f:
+    with storefile.open_file(path) as f:
         f.seek(offset)
         return recordfmt.loads(f.read(length).decode("utf-8"))
 
@@ -110,13 +111,14 @@ def read_plain(path: Path) -> bytes:
 def rewrite(path: Path, data: bytes | None) -> None:
     """Replace a file whole by `data` (plain lines; sealed here in an encrypted store) — a temp file
     renamed over it — or remove it when None."""
+    storefile.check(path)  # a link (or a linked folder) is refused before anything changes
     sealer = sealed_lines.sealer_for(path)
     if sealer is not None:
         if data is not None:
             sealer.refuse_partial(path)
             data = sealer.seal_payload(path, data)
         else:  # reads the file: the other writers' private lines it holds are kept
-            sealer.open_data(path, path.read_bytes() if path.exists() else b"")
+            sealer.open_data(path, storefile.read_bytes(path) if path.exists() else b"")
         data = sealer.with_foreign(path, data)  # other writers' private lines are never lost
     before = BEFORE_REWRITE.get()
     if before is not None:
@@ -131,7 +133,7 @@ def rewrite(path: Path, data: bytes | None) -> None:
 
 def append(path: Path, records: list[dict], fsync: bool = True) -> None:
     """Append complete lines in one write, so a killed process leaves whole lines or nothing new."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    storefile.mkdirs(path.parent)
     append_lines(path, "".join(recordfmt.dumps(r) + "\n" for r in records).encode("utf-8"), fsync)
 
 
@@ -141,17 +143,16 @@ def append_lines(path: Path, payload: bytes, fsync: bool = True) -> None:
     A file whose last write was cut short gets a newline first, so the damaged line stays on its
     own and the new lines stay parseable.
     """
+    storefile.check(path)  # a link (or a linked folder) is refused before anything is noted
     payload = sealed_lines.seal_for(path, payload)
     before = BEFORE_APPEND.get()
     if before is not None:
         before(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = storefile.open_fd(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
-        if os.fstat(fd).st_size > 0:
-            with open(path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":
-                    payload = b"\n" + payload
+        size = os.fstat(fd).st_size
+        if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]

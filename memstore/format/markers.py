@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import FormatError
 from . import log as logfmt
+from . import safejson
 from .record import new_id
 from .timeutil import from_iso, to_iso
 
@@ -67,9 +68,9 @@ def path(root: Path) -> Path:
 
 def _parse(raw: str, where: Path, line_no: int) -> MarkerLine:
     try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise FormatError(where, f"not JSON ({exc.msg})", line_no, _HINT) from None
+        obj = safejson.loads(raw)
+    except ValueError as exc:  # not JSON, nested too deep, a giant number, NaN
+        raise FormatError(where, str(exc), line_no, _HINT) from None
     if not isinstance(obj, dict):
         raise FormatError(where, "a marker line must be a JSON object", line_no, _HINT)
     for key in ("id", "ts", "text", "status"):
@@ -119,6 +120,26 @@ def read_lines(root: Path) -> list[MarkerLine]:
             if line.id not in gone:
                 out.append(line)
     out.sort(key=lambda m: (m.ts, m.id))
+    return out
+
+
+def problems(root: Path) -> list[str]:
+    """`markers.jsonl:LINE: why` for every damaged line (fsck names them all; reads stop at the first)."""
+    p = path(root)
+    try:
+        data = logfmt.read_plain(p)
+    except FileNotFoundError:
+        return []
+    out = []
+    for no, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            _parse(raw.decode("utf-8"), p, no)
+        except UnicodeDecodeError as exc:
+            out.append(f"{FILENAME}:{no}: invalid UTF-8 at byte {exc.start}")
+        except FormatError as exc:
+            out.append(f"{FILENAME}:{no}: {exc.problem}")
     return out
 
 

@@ -31,7 +31,9 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import storefile
 from . import layout
+from . import safejson
 from . import seal
 from .segment import (
     DT_JSON,
@@ -220,7 +222,12 @@ class Pack:
         """(blob header, blob bytes, its JSON manifest) for a record's original file, or None."""
         for rid, _key, bh, body, mbody in self.blobs([k for k in keys if k[0] == record_id]):
             if rid == record_id:
-                return bh, body, json.loads(mbody.decode("utf-8"))
+                try:
+                    return bh, body, safejson.loads(mbody)
+                except ValueError as exc:
+                    raise PackError(
+                        f"{self.path}: the manifest of {rid}'s original: {exc}"
+                    ) from None
         return None
 
 
@@ -248,13 +255,16 @@ def parse(data: bytes, path: Path | str = "<pack>") -> Pack:
     if not segs or segs[0][0].data_type != DT_JSON:
         raise PackError(f"{path}: does not start with a manifest segment")
     try:
-        manifest = json.loads(segs[0][1].decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        manifest = safejson.loads(segs[0][1])
+    except ValueError as exc:
         raise PackError(f"{path}: manifest is not JSON ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("pack") not in READABLE_PACKS:
         raise PackError(
             f"{path}: manifest is not a pack manifest of format {' or '.join(map(str, READABLE_PACKS))}"
         )
+    for key in ("records", "blobs"):
+        if not isinstance(manifest.get(key, []), list):
+            raise PackError(f"{path}: manifest's {key!r} is not a list")
     sealed = manifest["pack"] == 3
     if sealed and not (
         isinstance(manifest.get("nonce"), str)
@@ -286,7 +296,7 @@ def parse(data: bytes, path: Path | str = "<pack>") -> Pack:
 
 def read(path: Path, verify: bool = False) -> Pack:
     """Read and parse one pack; with `verify`, its bytes must hash to its file name."""
-    data = Path(path).read_bytes()
+    data = storefile.read_bytes(path)
     if verify and pack_name(data) != Path(path).name:
         raise PackError(f"{path}: bytes do not hash to the file name (the pack is damaged)")
     return parse(data, path)
@@ -294,7 +304,7 @@ def read(path: Path, verify: bool = False) -> Pack:
 
 def read_manifest(path: Path) -> dict:
     """A pack's manifest (segment 0) without reading its vectors; PackError if it is not one."""
-    with open(path, "rb") as fh:
+    with storefile.open_file(path) as fh:
         head = fh.read(HEADER_SIZE)
         try:
             header = Header.unpack(head)
@@ -304,8 +314,8 @@ def read_manifest(path: Path) -> dict:
             fh.read(header.data_len) if header.data_type == DT_JSON and header.data_len > 0 else b""
         )
     try:
-        manifest = json.loads(body.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        manifest = safejson.loads(body)
+    except ValueError:
         raise PackError(f"{path}: does not start with a readable manifest segment") from None
     if not isinstance(manifest, dict):
         raise PackError(f"{path}: does not start with a pack manifest")
@@ -446,7 +456,7 @@ class PackWriter:
         """Write the pack under its content name (temp file, rename)."""
         data = self.to_bytes()
         folder = day_dir(root, self.day)
-        folder.mkdir(parents=True, exist_ok=True)
+        storefile.mkdirs(folder, root)
         path = folder / pack_name(data)
         if not path.exists():
             write_file_atomic(path, data, fsync)

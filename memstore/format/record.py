@@ -8,8 +8,12 @@ import math
 import os
 import re
 import time
+from datetime import datetime
 
+from . import safejson
 from .timeutil import normalize_ts, parse_ts
+
+_fromiso = datetime.fromisoformat
 
 LOSSLESS_FIELDS = ("ts", "actor", "role", "type", "text", "model", "session")
 OWN_FIELDS = ("id", "hash", "vkey", "seg", "source", "supersedes", "meta")
@@ -51,6 +55,7 @@ ROLE_ALIASES = {
     "function": "tool",
 }
 MAX_ID_LEN = 200
+_ID_CONTROL = re.compile("[\x00-\x1f]")  # what `_check_id` refuses in an id
 
 
 class RecordError(ValueError):
@@ -263,25 +268,121 @@ def dumps(rec: dict) -> str:
 
 
 def loads(line: str | bytes) -> dict:
-    """Parse and check one log line; RecordError says what is wrong."""
+    """Parse and check one log line; RecordError says what is wrong.
+
+    Every field docs/format.md gives a type is checked here, where readers, the index and fsck
+    all take their records, so a line holding another type (an object for `actor`, `null` for
+    `id`, NaN anywhere) is a damaged line: fsck names it and reads skip it. This is the index's
+    hot path: one expression passes a good line, and `_problem` says what is wrong with a bad one.
+    """
     try:
-        obj = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RecordError(f"not valid JSON ({exc})") from None
-    if not isinstance(obj, dict):
-        raise RecordError("a log line must be a JSON object")
+        obj = _decode(line if type(line) is str else line.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # not JSON, too deep, a giant number, NaN
+        raise RecordError(safejson.problem(exc)) from None
+    if type(obj) is not dict or not _REQUIRED <= obj.keys():
+        raise RecordError(_problem(obj))
+    get, rid, ts = obj.get, obj["id"], obj["ts"]
+    if not (
+        type(obj["text"]) is str
+        and type(rid) is str
+        and 0 < len(rid) <= MAX_ID_LEN
+        and obj["role"] in ROLES
+        and obj["type"] in TYPES
+        and type(get("actor", "")) is str
+        and type(get("session", "")) is str
+        and type(get("model")) in _STR_OR_NULL
+        and type(get("hash", "")) is str
+        and type(get("vkey", "")) is str
+        and type(get("source", _OBJ)) is dict
+        and type(get("meta", _OBJ)) is dict
+        and type(get("seg", _OBJ)) is dict
+        and get("scope", PRIVATE) in SCOPES
+        and ("supersedes" not in obj or _id_list(obj["supersedes"]))
+        and ("author" not in obj or author_problem(obj["author"]) is None)
+        and not _ID_CONTROL.search(rid)
+        and _canonical_ts(ts)
+    ):
+        raise RecordError(_problem(obj))
+    return obj
+
+
+_decode = safejson.DECODER.decode
+_REQUIRED = frozenset(("ts", "role", "type", "text", "id"))
+_STR_OR_NULL = (str, type(None))
+_OBJ: dict = {}
+# The optional fields' JSON types (docs/format.md, "Records"), for the message of a bad line.
+_TYPED = (
+    ("actor", (str,), "a string"),
+    ("session", (str,), "a string"),
+    ("model", _STR_OR_NULL, "a string or null"),
+    ("hash", (str,), "a string"),
+    ("vkey", (str,), "a string"),
+    ("source", (dict,), "an object"),
+    ("meta", (dict,), "an object"),
+    ("seg", (dict,), "an object"),
+)
+
+
+def _id_list(value) -> bool:
+    return type(value) is list and all(type(v) is str for v in value)
+
+
+def _canonical_ts(ts) -> bool:
+    """Is `ts` a time (as written: fixed width, ending in Z, which fromisoformat reads directly)?"""
+    if type(ts) is not str:
+        return False
+    try:
+        if len(ts) == 27 and ts[26] == "Z":
+            _fromiso(ts)
+        else:
+            parse_ts(ts, None)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _problem(obj) -> str:
+    """What is wrong with a decoded log line that `loads` refused (the slow path: bad lines only)."""
+    if type(obj) is not dict:
+        return "a log line must be a JSON object"
     for key in ("ts", "role", "type", "text", "id"):
         if key not in obj:
-            raise RecordError(f"missing field {key!r}")
-    if not isinstance(obj["text"], str):
-        raise RecordError("field 'text' must be a string")
+            return f"missing field {key!r}"
+    if type(obj["text"]) is not str:
+        return "field 'text' must be a string"
+    rid = obj["id"]
+    if type(rid) is not str or not 0 < len(rid) <= MAX_ID_LEN or _ID_CONTROL.search(rid):
+        return f"field 'id' must be 1-{MAX_ID_LEN} printable characters, not {_shown(rid)}"
+    for key, choices in (("role", ROLES), ("type", TYPES)):
+        if obj[key] not in choices:
+            return f"field {key!r} must be one of {'|'.join(choices)}, not {_shown(obj[key])}"
+    for key, types, what in _TYPED:
+        if key in obj and type(obj[key]) not in types:
+            return f"field {key!r} must be {what}, not {_shown(obj[key])}"
+    if obj.get("scope", PRIVATE) not in SCOPES:
+        return f"field 'scope' must be private (or absent), not {_shown(obj['scope'])}"
+    if "supersedes" in obj and not _id_list(obj["supersedes"]):
+        return f"field 'supersedes' must be a list of record ids, not {_shown(obj['supersedes'])}"
     if "author" in obj and author_problem(obj["author"]):
-        raise RecordError(f"field 'author' {author_problem(obj['author'])}")
+        return f"field 'author' {author_problem(obj['author'])}"
+    if type(obj["ts"]) is not str:
+        return f"field 'ts' must be an ISO-8601 time, not {_shown(obj['ts'])}"
     try:
         parse_ts(obj["ts"], None)
     except (ValueError, TypeError) as exc:
-        raise RecordError(f"field 'ts': {exc}") from None
-    return obj
+        return f"field 'ts': {exc}"
+    return "not a record"  # unreachable while _problem checks what loads checks
+
+
+def _shown(value) -> str:
+    """A value for a message: a short string's repr, else its JSON type."""
+    if type(value) is str:
+        return repr(value if len(value) <= 40 else value[:40] + "…")
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", list: "a list"}.get(
+        type(value), "an object"
+    )
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")

@@ -27,6 +27,7 @@ import os
 import threading
 from pathlib import Path
 
+from .. import storefile
 from ..errors import FormatError, MemstoreError
 
 PREFIX = b"ms1."
@@ -108,11 +109,11 @@ def is_private_line(line: bytes) -> bool:
     """Whether a plain day-log line is a record of scope "private" (its top-level `scope`)."""
     if _PRIVATE_MARK not in line:
         return False
-    import json
+    from . import safejson
 
     try:
-        obj = json.loads(line)
-    except ValueError:
+        obj = safejson.loads(line)
+    except ValueError:  # also nested too deep, a giant number, NaN
         return False
     return isinstance(obj, dict) and obj.get("scope") == "private"
 
@@ -186,7 +187,11 @@ class Sealer:
         n = 0
         base = self.root / "log"
         for f in sorted(base.rglob("*.jsonl")) if base.is_dir() else []:
-            for raw in f.read_bytes().split(b"\n"):
+            try:
+                data = storefile.read_bytes(f)
+            except storefile.StoreLink:
+                continue  # damage: fsck names it
+            for raw in data.split(b"\n"):
                 if raw.startswith(PRIVATE_PREFIX):
                     parsed = parse_private(raw)
                     n += parsed is not None and parsed[0] not in self.private
@@ -203,7 +208,10 @@ class Sealer:
         return (sealed or b"") + extra
 
     def rel(self, path) -> str:
-        return Path(path).resolve().relative_to(self.root).as_posix()
+        try:  # a link inside the store is not followed out of it (memstore/storefile.py)
+            return Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+        except ValueError:
+            return Path(path).resolve().relative_to(self.root).as_posix()
 
     def write_key(self) -> bytes:
         key = self.keys.get(self.newest)
@@ -226,7 +234,7 @@ class Sealer:
     def refuse_partial(self, path) -> None:
         """A whole-file rewrite from a view that left lines out would lose them: refuse it."""
         self.write_key()
-        with open(path, "rb") if os.path.exists(path) else _empty() as f:
+        with storefile.open_file(path) if os.path.exists(path) else _empty() as f:
             self.open_data(path, f.read())
         if self.unopened.get(self.rel(path)):
             raise NoKeyError(
@@ -408,8 +416,7 @@ def plain_view(path, sealer: Sealer | None = None) -> bytes:
     """A file's plain view, read from disk (cached by its size, mtime and inode)."""
     s = sealer or sealer_for(path)
     if s is None:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = storefile.read_bytes(path)
         if data.startswith((PREFIX, PRIVATE_PREFIX)):
             raise _no_key(path)
         return data
@@ -419,8 +426,7 @@ def plain_view(path, sealer: Sealer | None = None) -> bytes:
     hit = _VIEWS.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]
-    with open(path, "rb") as f:
-        data = f.read()
+    data = storefile.read_bytes(path)
     view = s.open_data(path, data)
     with _LOCK:
         if len(_VIEWS) >= _VIEW_CACHE:

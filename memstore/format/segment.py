@@ -13,6 +13,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import storefile
+
 HEADER = struct.Struct("<iiiiif8s")
 HEADER_SIZE = HEADER.size  # 32
 
@@ -119,8 +121,7 @@ def decode_vector(header: Header, payload: bytes):
 
 def read_segment(path: Path) -> tuple[Header, bytes]:
     """Header and payload of one file; SegmentError when truncated, padded or impossible."""
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = storefile.read_bytes(path)
     header = Header.unpack(raw)
     if header.data_type not in KNOWN_TYPES:
         raise SegmentError(f"unknown data_type {header.data_type}")
@@ -134,6 +135,7 @@ def read_segment(path: Path) -> tuple[Header, bytes]:
 
 def write_file_atomic(path: Path, data: bytes, fsync: bool = True) -> None:
     """Write a new file completely under a temp name, then rename it into place."""
+    storefile.check(path)  # not into a linked folder, nor over a link
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -144,7 +146,7 @@ def write_file_atomic(path: Path, data: bytes, fsync: bool = True) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
-    if path.exists():
+    if os.path.lexists(path):
         os.unlink(tmp)
         raise SegmentError(f"{path} already exists; segments are never rewritten")
     os.rename(tmp, path)
@@ -165,7 +167,7 @@ class ShardWriter:
 
         Both ids are allocated first, so each file is written once, complete, with its final header.
         """
-        self.folder.mkdir(parents=True, exist_ok=True)
+        storefile.mkdirs(self.folder)
         tid, vid = self.next_id, self.next_id + 1
         self.next_id += 2
         body = text.encode("utf-8")
@@ -185,7 +187,7 @@ class ShardWriter:
         """A blob segment plus its DT_JSON manifest (prev_id = blob id); returns (blob_id, manifest_id)."""
         import json
 
-        self.folder.mkdir(parents=True, exist_ok=True)
+        storefile.mkdirs(self.folder)
         bid, mid = self.next_id, self.next_id + 1
         self.next_id += 2
         if len(payload) > MAX_PAYLOAD:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
+from ..storefile import StoreLink
+from . import safejson
 from .sealed_lines import plain_view as read_plain
 
 FILENAME = "forgotten.jsonl"
 ATTRIBUTE = f"{FILENAME} merge=union"  # two clones' tombstones merge by union, like day logs
 # What fsck and reads say of a tombstoned record's line found in a day log:
 BACK = "record {rid} was forgotten (forgotten.jsonl), but a git merge with a clone that still had it brought its line back"
+
+
+_WARNED: set[str] = set()
 
 
 def read(root: Path) -> dict[str, dict]:
@@ -20,14 +25,42 @@ def read(root: Path) -> dict[str, dict]:
         data = read_plain(Path(root) / FILENAME).decode("utf-8")
     except (FileNotFoundError, UnicodeDecodeError):
         return out
+    except StoreLink as exc:  # damage (fsck names it): read as no tombstones, said once on stderr
+        if exc.path not in _WARNED:
+            _WARNED.add(exc.path)
+            print(f"memstore: warning: {exc.message} (skipped; see ct fsck)", file=sys.stderr)
+        return out
     for line in data.splitlines():
         try:
-            obj = json.loads(line)
+            obj = safejson.loads(line)
         except ValueError:
             continue
         if isinstance(obj, dict) and isinstance(obj.get("id"), str):
             out.setdefault(obj["id"], obj)
     return out
+
+
+def problem(line: bytes) -> str | None:
+    """What is wrong with one line of forgotten.jsonl (`{"id", "hash", "at"}`, all strings), or None."""
+    try:
+        obj = safejson.loads(line)
+    except ValueError as exc:
+        return str(exc)
+    if type(obj) is not dict:
+        return "a tombstone must be a JSON object"
+    for key in ("id", "hash", "at"):
+        if type(obj.get(key)) is not str or not obj[key]:
+            return f"tombstone field {key!r} is missing or not a string"
+    return None
+
+
+def problems(root: Path) -> list[str]:
+    """`forgotten.jsonl:LINE: why` for every damaged tombstone (fsck names them; reads skip them)."""
+    try:
+        data = read_plain(Path(root) / FILENAME)
+    except (FileNotFoundError, StoreLink):  # a link is named by fsck's check of links
+        return []
+    return safejson.line_problems(FILENAME, data, problem)
 
 
 def ids(root: Path) -> set[str]:
@@ -39,7 +72,7 @@ def ids_in(data: bytes) -> set[str]:
     out = set()
     for line in data.splitlines():
         try:
-            obj = json.loads(line)
+            obj = safejson.loads(line)
         except ValueError:
             continue
         if isinstance(obj, dict) and isinstance(obj.get("id"), str):
@@ -52,9 +85,9 @@ def lines_named(data: bytes, gone) -> list[dict]:
     out = []
     for raw in data.splitlines():
         try:
-            obj = json.loads(raw)
+            obj = safejson.loads(raw)
         except ValueError:
             continue
-        if isinstance(obj, dict) and obj.get("id") in gone:
+        if isinstance(obj, dict) and type(obj.get("id")) is str and obj["id"] in gone:
             out.append(obj)
     return out

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .. import storefile
 from ..errors import FormatError
-from . import treecache, treelog
+from . import safejson, treecache, treelog
 from .treecache import CACHE, CACHE_VERSION, OLD_CACHE, Damaged  # noqa: F401  (tests, writers)
 from .topics import TREE_FORMAT, LazyTree, StoredGone, Topic, Tree, new_topic_id  # noqa: F401
 
@@ -29,11 +30,12 @@ def path_of(root: Path) -> Path:
 def parse(text: str, path: Path | str = FILENAME) -> Tree:
     """Parse and validate tree.json text; FormatError names the file and what is wrong."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = safejson.DECODER.decode(text)
+    except (ValueError, RecursionError) as exc:  # also nested too deep, a giant number, NaN
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else None
         raise FormatError(
             path,
-            f"not valid JSON ({exc.msg} at line {exc.lineno})",
+            f"not valid JSON ({why} at line {exc.lineno})" if why else safejson.problem(exc),
             hint='Fix or remove the file ("git checkout -- tree.json" restores the committed one).',
         ) from None
     return from_json(data, path)
@@ -82,7 +84,7 @@ def from_json(data, path: Path | str = FILENAME) -> Tree:
         if len(tree.ancestry(t.id)) > len(tree.topics) or _in_cycle(tree, t.id):
             raise FormatError(path, f"topic {t.id!r} is its own ancestor (a cycle)")
     current = data.get("current")
-    if current is not None and current not in tree.topics:
+    if current is not None and (type(current) is not str or current not in tree.topics):
         raise FormatError(path, f'"current" names {current!r}, which is not a topic')
     tree.current = current
     archived = data.get("archived", [])
@@ -123,7 +125,7 @@ def read(root: Path) -> Tree:
 def read_file(path: Path, empty_ok: bool = False) -> Tree:
     """A tree.json tree from `path`: empty when the file is missing (or, with `empty_ok`, blank)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = storefile.read_text(path)
     except FileNotFoundError:
         return Tree()
     except UnicodeDecodeError:
@@ -194,7 +196,7 @@ def write(root: Path, tree: Tree, now=None, base: treecache.Loaded | None = None
     changed: list[str] = []
     if ops:
         shard = treelog.write_shard(root, local_day(now, _store_zone(root)))
-        shard.parent.mkdir(parents=True, exist_ok=True)
+        storefile.mkdirs(shard.parent, root)
         from .log import append_lines
 
         lines = [treelog.dumps(op) for op in ops]

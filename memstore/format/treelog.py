@@ -31,7 +31,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import storefile
 from ..errors import FormatError
+from . import safejson
 
 DIR = "tree"
 FIELDS = ("name", "summary", "parent", "created", "last_active", "named_by")
@@ -121,9 +123,11 @@ def _tid(value, key: str = "topic", null_ok: bool = False) -> str | None:
 def parse_line(text: str) -> Op:
     """One op line → Op; OpError says what is wrong with it."""
     try:
-        data = json.loads(text)
+        data = safejson.DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise OpError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:  # nested too deep, a giant number, NaN
+        raise OpError(safejson.problem(exc)) from None
     return Op(data.get("at") if isinstance(data, dict) else None, text, check(data))
 
 
@@ -180,15 +184,19 @@ def read_ops(
     damaged line is skipped and named in the problems. `files` (relative path → bytes) replays
     another version instead of the working files (a git revision).
     """
+    problems: list[str] = []
     if files is None:
         files = {}
         for p in shards(root):
             try:
-                files[p.relative_to(root).as_posix()] = p.read_bytes()
+                files[p.relative_to(root).as_posix()] = storefile.read_bytes(p, root)
+            except storefile.StoreLink as exc:
+                if strict:
+                    raise
+                problems.append(str(exc).split("\n")[0])  # damage, skipped like a damaged line
             except OSError as exc:
                 raise FormatError(p, f"cannot read ({exc})") from None
     ops: dict[str, Op] = {}
-    problems: list[str] = []
     from .sealed_lines import open_bytes
 
     for rel in sorted(files):
@@ -248,8 +256,8 @@ def _lines(data: bytes):
     rows = [(n, ln.strip()) for n, ln in enumerate(lines, 1) if ln.strip()]
     objs = None
     try:
-        objs = json.loads("[" + ",".join(t for _, t in rows) + "]")
-    except json.JSONDecodeError:
+        objs = safejson.loads("[" + ",".join(t for _, t in rows) + "]")
+    except ValueError:  # some line is damaged: each is parsed alone, which names it
         pass
     if objs is not None and len(objs) == len(rows):
         for (n, t), obj in zip(rows, objs):

@@ -14,6 +14,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+from .. import storefile
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 CREATE TABLE IF NOT EXISTS topics (
@@ -65,6 +67,10 @@ class TreeRows:
         self.conn: sqlite3.Connection | None = None
         if not create and not self.path.exists():
             raise Unusable("no cache")
+        try:
+            storefile.check_db(self.path, self.path.parent.parent)
+        except storefile.StoreLink as exc:
+            raise Unusable(str(exc).split("\n")[0]) from None
         try:
             self.conn = sqlite3.connect(self.path, timeout=10, isolation_level=None)
             self.conn.execute("PRAGMA secure_delete = ON")  # a forgotten name leaves no free page

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..locking import file_lock, lock_timeout
+from .. import storefile
 
 FP16_MIN_ROWS = 200_000  # below this the numpy scan of the codes is as fast (matrix in cache)
 INT8_MIN_ROWS = 500_000  # from here "auto" scans int8 codes: the scan is memory-bound, and int8 reads half the bytes
@@ -266,7 +267,7 @@ class Fp16Scan:
             if at == self.full:
                 _write_atomic(path, head, codes)
             else:
-                with open(path, "r+b") as f:
+                with storefile.open_file(path, "r+b", root=self.meta_dir.parent) as f:
                     f.truncate(len(head) + (at - self.full) * size)
                     f.seek(0, os.SEEK_END)
                     f.write(codes.tobytes())

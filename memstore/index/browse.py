@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from .. import storefile
 from ..format import log as logfmt
 from ..format import record as recordfmt
 
@@ -88,7 +89,7 @@ def session_titles(index, sessions) -> dict[str, str]:
     def read(row) -> dict:
         day, off, ln = row
         if day not in files:
-            files[day] = logfmt.day_path(index.store.root, day).read_bytes()
+            files[day] = storefile.read_bytes(logfmt.day_path(index.store.root, day))
         return recordfmt.loads(files[day][off : off + ln].decode("utf-8"))
 
     base = "SELECT day, off, len FROM records WHERE session = ? AND hidden = 0"

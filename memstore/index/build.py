@@ -37,6 +37,7 @@ from ..format.segment import (
 )
 from ..format.timeutil import from_iso
 from ..errors import LockTimeout
+from .. import storefile
 from ..locking import file_lock, lock_timeout
 from . import exact
 from . import vectors as vecfiles
@@ -199,7 +200,10 @@ def check(store) -> str | None:
     if not path.exists():
         return None
     try:
+        storefile.check_db(path, store.meta_dir.parent)
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    except storefile.StoreLink as exc:
+        return str(exc).split("\n")[0]
     except sqlite3.Error as exc:
         return f"index.db cannot be opened ({exc})"
     try:
@@ -305,7 +309,8 @@ class Index:
         """The index database; created on first use. Reads go through the stdlib driver so a
         search does not pay for importing sqlite-utils, which creates the schema."""
         if self._conn is None:
-            self.meta_dir.mkdir(parents=True, exist_ok=True)
+            storefile.mkdirs(self.meta_dir, self.meta_dir.parent)
+            storefile.check_db(self.path, self.meta_dir.parent)  # never an outside file's tables
             conn = sqlite3.connect(self.path, timeout=30)
             try:
                 conn.execute("PRAGMA busy_timeout = 30000")
@@ -501,8 +506,10 @@ class Index:
             now = stats[day] if stats is not None else self._stat_fp(log_path, seg_dir)
             if now == known[day][0]:
                 continue
-            with open(log_path, "rb") as f:
-                data = f.read()
+            try:
+                data = storefile.read_bytes(log_path, self.store.root)
+            except storefile.StoreLink:
+                data = b""  # damage: read (and named) as a day with no lines
             if self._content_fp(data, seg_dir) == known[day][1]:
                 plan.touched.append(day)
             else:
@@ -590,9 +597,14 @@ class Index:
         log_path = logfmt.day_path(self.store.root, day)
         seg_dir = logfmt.segment_day_dir(self.store.root, day)
         stat_fp = self._stat_fp(log_path, seg_dir)
-        data = log_path.read_bytes()
+        try:
+            data, linked = storefile.read_bytes(log_path, self.store.root), None
+        except storefile.StoreLink as exc:  # damage: no line of it is read (fsck names it)
+            data, linked = b"", exc.message
         content_fp = self._content_fp(data, seg_dir)
         out = DayRows(day, [], [], [], [], data=data if keep else b"")
+        if linked is not None:
+            out.problems.append(linked)
         shared: set[str] = set()
         gone = self._forgotten()
         # First every line (a problem, or a record with its time), then the vectors of all the
@@ -718,7 +730,8 @@ class Index:
             try:
                 out.append(packfmt.read(p))
             except (OSError, SegmentError, ValueError) as exc:
-                problems.append(f"{exc}" if str(p) in str(exc) else f"{p}: {exc}")
+                why = str(exc).split("\n")[0]  # a StoreLink's hint is for fsck to give
+                problems.append(why if str(p) in why else f"{p}: {why}")
         return out
 
     def _pack_vectors(self, packs: list, recs: list[dict], day: str) -> list[tuple]:

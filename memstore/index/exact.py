@@ -22,6 +22,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import storefile
 from ..format import layout
 from ..format import pack as packfmt
 from ..format import seal
@@ -164,7 +165,7 @@ class Reader:
         while len(self._fds) >= OPEN_PACKS_MAX:
             os.close(self._fds.popitem(last=False)[1])
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = storefile.open_fd(path)  # never through a link, never a FIFO or device
         except OSError as exc:
             raise VectorMissing(f"{rel}: {exc}") from None
         self._fds[(day, prefix)] = fd

@@ -11,6 +11,7 @@ import re
 import sqlite3
 
 from ..format import layout
+from .. import storefile
 
 SCHEMA_VERSION = 7  # 3: the private table (record scopes), or author columns; 4: both;
 # 5: int8 codes with scales and errors, and each vector's location in records.vkey;
@@ -119,8 +120,9 @@ def fresh_index_connection(store) -> sqlite3.Connection | None:
     if not db.is_file():
         return None
     try:
+        storefile.check_db(db, store.meta_dir.parent)
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error:
+    except (sqlite3.Error, OSError):  # a link: the normal path names it
         return None
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'embedder')"))

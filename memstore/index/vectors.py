@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import storefile
 
 TAKE_ROWS_MAX = 4096  # past this many rows one read of the map is cheaper than a pread per row
 CODE_MAX = 127  # codes lie in [-127, 127]: a scale maps a dimension's largest |value| to 127
@@ -365,6 +366,7 @@ def write_rows(
     ):
         arr = np.ascontiguousarray(arr)
         row_bytes = arr.itemsize * (arr.shape[1] if arr.ndim == 2 else 1)
+        storefile.check(path, meta_dir.parent)  # a link in a copied .memstore/ is not followed
         mode = "r+b" if path.exists() else "w+b"
         with open(path, mode) as f:
             f.truncate(start_row * row_bytes)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import FormatError, SecretsFound, UsageError
 from ..format import layout
+from ..format import safejson
 from ..format.segment import DT_AUDIO, DT_BLOB, DT_IMAGE, MAX_PAYLOAD
 from ..format.timeutil import from_iso, now_utc, to_iso
 from ..results import WriteResult
@@ -239,8 +240,6 @@ def _write_blobs(store, jobs: list[_BlobJob], added: list[dict]) -> list[str]:
 
 def read_blob(store, rec: dict) -> tuple[bytes, dict]:
     """The original bytes and the manifest of a record's `source.blob` (format 2: from its day's packs)."""
-    import json
-
     ref = rec["source"]["blob"]
     if "shard" in ref:  # format 1: the record names its blob and manifest segments
         from ..format.segment import read_segment, segment_name
@@ -248,7 +247,7 @@ def read_blob(store, rec: dict) -> tuple[bytes, dict]:
         shard = layout.safe_path(store.root, str(ref["shard"]))
         _, payload = read_segment(shard / segment_name(int(ref["blob"])))
         _, manifest = read_segment(shard / segment_name(int(ref["manifest"])))
-        return payload, json.loads(manifest.decode("utf-8"))
+        return payload, safejson.loads(manifest)
     from ..upkeep.fsck import find_day_blob
     from ..format import log as logfmt  # noqa: F811
     from ..format import pack as packfmt
@@ -266,7 +265,12 @@ def read_blob(store, rec: dict) -> tuple[bytes, dict]:
         for rid, _key, _bh, body, mbody in pk.blobs(
             keys if pk.sealed else [(str(r.get("id")), None) for r in lines]
         ):
-            blobs.append((rid, p.name, body, json.loads(mbody.decode("utf-8"))))
+            try:
+                manifest = safejson.loads(mbody)
+            except ValueError:  # damaged: fsck names it
+                continue
+            if isinstance(manifest, dict):
+                blobs.append((rid, p.name, body, manifest))
     found = find_day_blob(blobs, str(rec["id"]), ref.get("sha256"))
     if found is None:
         raise FormatError(

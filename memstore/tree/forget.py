@@ -7,10 +7,10 @@ remains), so forgetting never needs an LLM and gives the same bytes on every clo
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..format import log as logfmt
+from ..format import safejson
 from ..format import treelog
 
 NO_TEXT_NAME = "Untitled topic"
@@ -77,8 +77,8 @@ def forget_ops(root: Path, ids: set[str], texts: list[str]) -> list[str]:
 def _parse(line: bytes) -> tuple[str, dict | None]:
     text = line.decode("utf-8", "replace").strip()
     try:
-        data = json.loads(text) if text else None
-    except json.JSONDecodeError:
+        data = safejson.loads(text) if text else None
+    except ValueError:  # not JSON, nested too deep, a giant number, NaN
         data = None
     return text, data if isinstance(data, dict) else None
 

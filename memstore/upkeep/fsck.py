@@ -17,7 +17,7 @@ from ..format import log as logfmt
 from ..format import record as recordfmt
 from ..errors import FormatError, MemstoreError
 from ..format.sealed_lines import TamperedLine, open_bytes
-from ..format import tombstones
+from ..format import safejson, tombstones
 from ..format.segment import (
     DT_AUDIO,
     DT_BLOB,
@@ -31,6 +31,9 @@ from ..format.segment import (
     segment_name,
 )
 from ..results import Report
+from .. import storefile
+from ..storefile import StoreLink
+from .fsck_links import check_links
 
 # A forget must hold on every clone: whatever a plain git merge brought back of a forgotten record is
 # damage (exit 1), with the ways to remove it again.
@@ -53,6 +56,7 @@ def fsck(store) -> Report:
     ids: dict[
         str, tuple[str, Path, int, int]
     ] = {}  # id -> where its first copy is (for duplicates)
+    check_links(store, rep)  # links and special files: named here, skipped by every read below
     _check_index(store, rep)
     absent = _check_committed(store, rep)  # {day: ids of committed records the work tree lacks}
     packed = _check_packs(store, rep, dim)
@@ -61,6 +65,8 @@ def fsck(store) -> Report:
     for day, path in logfmt.list_days(store.root).items():
         try:
             lines = list(logfmt.read_lines(path))
+        except StoreLink:
+            continue  # named by check_links
         except OSError as exc:
             rep.damage.append(f"{path}: cannot read ({exc})")
             continue
@@ -90,6 +96,7 @@ def fsck(store) -> Report:
     _check_orphans(store, rep, referenced)
     _check_pack_orphans(store, rep, packed, claimed, gone)
     _check_forgotten_markers(store, rep)
+    _check_line_files(store, rep)
     _check_tree(store, rep, set(ids) | gone | {rid for got in absent.values() for rid in got})
     from ..repair import crashed_journal
 
@@ -173,7 +180,7 @@ def _compare_day_log(store, path: str, committed: bytes, rep, absent: dict[str, 
     """Damage for each committed record of a day log that is not in the work tree's copy."""
     local = store.root / path
     try:
-        data = local.read_bytes()
+        data = storefile.read_bytes(local, store.root)
     except FileNotFoundError:
         data = None
     except OSError:
@@ -355,7 +362,6 @@ BLOB_TYPES = (DT_IMAGE, DT_AUDIO, DT_BLOB)
 def _check_blob(store, rec, ref, where, rep, referenced) -> None:
     """A record's `source.blob`: blob and manifest segments exist, link both ways, and the bytes hash right."""
     import hashlib
-    import json
 
     try:
         shard = layout.safe_path(store.root, str(ref.get("shard", "")))
@@ -378,9 +384,11 @@ def _check_blob(store, rec, ref, where, rep, referenced) -> None:
     if mh.data_type != DT_JSON or mh.prev_id != bid:
         rep.damage.append(f"{store.rel(mpath)}: manifest does not link back to blob {bid}")
     try:
-        manifest = json.loads(mbody.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        rep.damage.append(f"{store.rel(mpath)}: manifest is not JSON")
+        manifest = safejson.loads(mbody)
+    except ValueError:
+        manifest = None
+    if not isinstance(manifest, dict):
+        rep.damage.append(f"{store.rel(mpath)}: manifest is not a JSON object")
         return
     digest = hashlib.sha256(body).hexdigest()
     if manifest.get("sha256") != digest or rec["source"].get("file_sha256") not in (None, digest):
@@ -404,8 +412,6 @@ class DayPacks:
 
 def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
     """Verify every file under packs/: name = sha256 of the bytes, parseable, in its day's folder."""
-    import json
-
     from ..format import pack as packfmt
 
     out: dict[str, DayPacks] = {}
@@ -415,6 +421,8 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
         folder = Path(dirpath)
         for name in sorted(files):
             path = folder / name
+            if os.path.islink(path):
+                continue  # named by check_links
             rel = store.rel(path)
             if name.startswith(".") and ".tmp-" in name:
                 rep.warnings.append(f"{rel}: temp file left by an interrupted write")
@@ -431,7 +439,7 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
                 continue
             rep.packs += 1
             try:
-                data = path.read_bytes()
+                data = storefile.read_bytes(path, store.root)
                 if packfmt.pack_name(data) != name:
                     rep.damage.append(
                         f"{rel}: bytes do not hash to the file name (the pack is damaged)"
@@ -471,9 +479,14 @@ def _check_packs(store, rep, dim: int) -> dict[str, DayPacks]:
                 got.vectors.setdefault(it.record_id, {}).setdefault(it.h16, rel)
             for rid, _key, _bh, body, mbody in pk.blobs(keys):
                 try:
-                    manifest = json.loads(mbody.decode("utf-8"))
-                except (ValueError, UnicodeDecodeError):
-                    rep.damage.append(f"{rel}: blob manifest of {rid} is not JSON")
+                    manifest = safejson.loads(mbody)
+                except ValueError:
+                    manifest = None
+                records = (manifest.get("records") or []) if isinstance(manifest, dict) else None
+                if not isinstance(records, list) or not all(type(r) is str for r in records):
+                    rep.damage.append(
+                        f"{rel}: blob manifest of {rid} is not a JSON object listing record ids"
+                    )
                     continue
                 got.blobs.append((str(rid), rel, body, manifest))
     return out
@@ -486,7 +499,10 @@ def _day_keys(store, day: str, cache: dict, sealed: bool = True) -> list:
 
     if day not in cache:
         path = store.root / layout.day_log(day)
-        lines = [ln.record for ln in logfmt.read_lines(path) if ln.record] if path.exists() else []
+        try:
+            lines = [ln.record for ln in logfmt.read_lines(path) if ln.record]
+        except (FileNotFoundError, StoreLink):  # a link is named by check_links
+            lines = []
         cache[day] = (packfmt.ring(lines), [(str(r.get("id")), None) for r in lines])
     return cache[day][0 if sealed else 1]
 
@@ -648,6 +664,28 @@ def _check_git_lock(store, rep) -> None:
             f"{lock}: a git lock file {int(age // 60)} minutes old, left by a git process that died; every write "
             f'fails on it. If no git command is running here, remove it ("rm {lock}")'
         )
+
+
+def _check_line_files(store, rep) -> None:
+    """A folder named like a day log, every damaged line of markers.jsonl, forgotten.jsonl and
+    purged-history.jsonl, and any .gitattributes line that makes git change the store's bytes."""
+    from ..format import markers as markfmt
+    from ..format.attributes import problems as attribute_problems
+    from ..forget.purge import purge_problems
+
+    for path in logfmt.list_days(store.root).values():
+        if path.is_dir() and not path.is_symlink():  # a link is named by check_links
+            rep.damage.append(
+                f"{store.rel(path)}: is a folder where a day log belongs; reads skip it "
+                '("git rm -r" it)'
+            )
+    for damaged in (markfmt.problems, tombstones.problems):
+        try:
+            rep.damage += damaged(store.root)
+        except OSError:  # a link or special file: named by check_links
+            pass
+    rep.damage += purge_problems(store)
+    rep.damage += attribute_problems(store.root)
 
 
 def _check_forgotten_markers(store, rep) -> None:

@@ -3,11 +3,11 @@ identical copies of record lines that git merges leave, in one commit."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from ..format import log as logfmt
 from ..format import pack as packfmt
+from ..format import safejson
 
 
 @dataclass
@@ -141,14 +141,14 @@ def _without_shared_private(data: bytes) -> tuple[bytes, int]:
 
 def _record(raw: bytes) -> dict | None:
     try:
-        rec = json.loads(raw)
-    except ValueError:
+        rec = safejson.loads(raw)
+    except ValueError:  # also nested too deep, a giant number, NaN
         return None
     return rec if isinstance(rec, dict) and isinstance(rec.get("id"), str) else None
 
 
 def _is_record(raw: bytes) -> bool:
     try:
-        return isinstance(json.loads(raw).get("id"), str)
+        return isinstance(safejson.loads(raw).get("id"), str)
     except (ValueError, AttributeError):
         return False

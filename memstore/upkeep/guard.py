@@ -15,12 +15,12 @@ git's quarantine; both read through `gitrepo.RevReader`, so neither needs a work
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import PurePosixPath
 
 from ..format import layout
 from ..format import log as logfmt
+from ..format import safejson
 from ..format import tombstones
 from ..format import sealed_lines
 from ..format import treelog
@@ -54,7 +54,7 @@ def _purged_back(reader, old: str | None, new: str) -> list[str]:
     for rev in filter(None, (old, new)):
         for line in (reader.blob(rev, PURGED) or b"").splitlines():
             try:
-                entry = json.loads(line)
+                entry = safejson.loads(line)
             except ValueError:
                 continue
             if isinstance(entry, dict):
@@ -100,8 +100,9 @@ def _check_file(path: str, data: bytes, gone: set[str]) -> list[str]:
     if kind == "config":
         try:
             tomllib.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            return [f"{path}: not TOML memstore can read ({exc})"]
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # nested too deep, ...
+            why = "nested too deep" if isinstance(exc, RecursionError) else exc
+            return [f"{path}: not TOML memstore can read ({why})"]
         return []
     if data.startswith((sealed_lines.PREFIX, sealed_lines.PRIVATE_PREFIX)):
         return _check_sealed(path, data)
@@ -146,7 +147,7 @@ def _check_lines(path: str, data: bytes, gone: set[str], tree: bool) -> list[str
             if tree:
                 treelog.parse_line(text)
                 continue
-            obj = json.loads(text)
+            obj = safejson.loads(text)
         except (UnicodeDecodeError, ValueError) as exc:  # OpError is a ValueError
             out.append(f"{path}:{no}: not a line memstore can read ({exc})")
             continue

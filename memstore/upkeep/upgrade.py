@@ -24,17 +24,18 @@ uncommitted change is its own), which then runs again.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import storefile
 from ..errors import FormatError, MemstoreError
 from ..format import config as configfmt
 from ..format import log as logfmt
 from ..format import pack as packfmt
 from ..format import record as recordfmt
+from ..format import safejson
 from ..format import seal
 from ..format.segment import SegmentError, write_file_atomic
 from ..format.stored import seg_blob, seg_vector
@@ -81,7 +82,8 @@ def upgrade(store, dry_run: bool = False) -> UpgradeResult:
     # The one write transaction (lock, journal, one commit), allowed on the format-1 store it converts.
     with store.transaction(lambda: _message(res), allow_old_format=True) as tx:
         _refuse_unfinished(store)
-        marker.parent.mkdir(exist_ok=True)
+        storefile.mkdirs(marker.parent, store.meta_dir.parent)
+        storefile.check(marker, store.meta_dir.parent)  # never written through a link
         marker.write_text(str(os.getpid()), encoding="utf-8")
         tx.stage(_apply(store, res))
     marker.unlink()
@@ -186,8 +188,8 @@ def _convert_blob(
         return
     try:
         bheader, body, mbody = seg_blob(store.root, ref)
-        sha = json.loads(mbody.decode("utf-8")).get("sha256")
-    except (OSError, SegmentError, KeyError, ValueError) as exc:
+        sha = safejson.loads(mbody).get("sha256")
+    except (OSError, SegmentError, KeyError, ValueError, AttributeError) as exc:
         raise _unreadable(path, line_no, rec, "its original (source.blob)", exc) from None
     actual = hashlib.sha256(body).hexdigest()
     where = (ref["shard"], ref["blob"])
