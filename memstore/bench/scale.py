@@ -109,7 +109,8 @@ def _git_seconds(trace: Path) -> float:
 
 
 def _ct_add(root: Path, text: str, trace: Path, ts: str) -> float:
-    env = {**os.environ, "GIT_TRACE2_EVENT": str(trace)}
+    # git takes an absolute path only (a relative one, as --base .bench gives, is no target)
+    env = {**os.environ, "GIT_TRACE2_EVENT": str(trace.resolve())}
     t0 = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "memstore", "-C", str(root), "-q", "add", "--ts", ts, text],
