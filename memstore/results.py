@@ -571,6 +571,8 @@ class Repair:
     forgotten: int = 0  # what a git merge brought back of forgotten records, removed again ...
     forgotten_commit: str | None = None  # ... in this commit
     upgrade: str | None = None  # a killed `ct upgrade`, undone whole: what it was
+    unmarked: list[str] = field(default_factory=list)  # files a merge left conflict markers in ...
+    unmarked_commit: str | None = None  # ... which this commit removed
 
     @property
     def changed(self) -> bool:
@@ -588,6 +590,11 @@ class Repair:
 
     def notes(self) -> list[str]:
         out = self._rollback_notes()
+        if self.unmarked_commit:
+            out.append(
+                f"Removed the git conflict markers a merge left in {', '.join(self.unmarked)} "
+                f"(commit {self.unmarked_commit[:10]})."
+            )
         if self.forgotten_commit:
             out.append(
                 f"Removed again what a git merge brought back of {self.forgotten} forgotten records "
@@ -645,6 +652,8 @@ class Repair:
             "forgotten": self.forgotten,
             "forgotten_commit": self.forgotten_commit,
             "upgrade": self.upgrade,
+            "unmarked": self.unmarked,
+            "unmarked_commit": self.unmarked_commit,
         }
 
 

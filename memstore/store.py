@@ -817,10 +817,20 @@ class Store(Core):
 
             fixed = roll_back(self)
             self.reload_config()  # the rollback may have put memstore.toml back (a killed reembed)
+            self._unconflict(fixed)
             self._honour_forgets(fixed)
         rep = fsck(self)
         rep.repair = fixed
         return rep
+
+    def _unconflict(self, fixed) -> None:
+        """fsck --repair: remove the git conflict markers a person's merge committed into a line
+        file (one commit; upkeep/unconflict.py), unless git is in the middle of an operation."""
+        from .gitrepo import unfinished_operation
+        from .upkeep import unconflict
+
+        if unfinished_operation(self.root) is None:
+            fixed.unmarked_commit, fixed.unmarked = unconflict.remove(self)
 
     def _honour_forgets(self, fixed) -> None:
         """fsck --repair: remove what a plain git merge brought back of forgotten records (one commit),

@@ -127,6 +127,7 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
             f"re-applied {len(w.added)} records of this clone on the rewritten {res.upstream}"
         )
     _reembed_merged(store, res, head, embedder)
+    _unconflict(store, res)
     applied = leftovers.apply_tombstones(store)
     if applied.commit:
         lines = sum(1 for r in applied.records if r.get("text") is not None)
@@ -143,23 +144,48 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
         res.notes.append(f"removed {'; and '.join(said)} (commit {applied.commit[:10]})")
 
 
+def _outgoing(store, res: SyncResult, *where: str, added: bool = False) -> list[str] | None:
+    """The files under `where` that HEAD changed (or `added`) since the upstream: what a push
+    would carry; None before the first push (no upstream yet: everything)."""
+    base = _ref(store, f"refs/remotes/{res.upstream}")
+    if base is None:
+        return None
+    only = ["--diff-filter=A"] if added else []
+    out = store.git.run("diff", "--name-only", *only, "-z", base, "HEAD", "--", *where)
+    return [p for p in out.split("\0") if p]
+
+
+def _unconflict(store, res: SyncResult) -> None:
+    """Conflict markers a person's merge committed into a line file (the push guard's refusal
+    says to run ct sync): removed in one commit before anything is pushed (upkeep/unconflict.py)."""
+    from . import unconflict
+
+    commit, files = unconflict.remove(store, _outgoing(store, res, *unconflict.LINE_FILES))
+    if commit:
+        res.notes.append(
+            f"removed the git conflict markers a merge left in {', '.join(files)} (commit {commit[:10]})"
+        )
+
+
 def _reembed_merged(store, res: SyncResult, head: str | None, embedder: dict) -> None:
     """After the merge, vectors of one size only: when a clone re-embedded (memstore.toml changed)
     while this one wrote, the packs made with the other embedder are made again with the store's
-    (one commit). Only the packs the merge added are read, or every pack if the embedder changed."""
+    (one commit). Read: the packs the merge added and the packs this clone would push (a plain
+    `git pull` may have made the merge), or every pack if this merge changed the embedder."""
     from .reembed import mismatched_days, reembed_days
 
-    if not res.merge_commit or head is None:
-        return
     store.reload_config()
-    if store.config.embedder == embedder:
-        added = store.git.run(
-            "diff", "--name-only", "--diff-filter=A", "-z", head, "HEAD", "--", "packs"
-        )
-        packs = [store.root / p for p in added.split("\0") if p.endswith(".is")]
-        days = mismatched_days(store, packs) if packs else []
-    else:
+    if res.merge_commit and head is not None and store.config.embedder != embedder:
         days = mismatched_days(store)
+    else:
+        added = set(_outgoing(store, res, "packs", added=True) or ())
+        if res.merge_commit and head is not None:
+            merged = store.git.run(
+                "diff", "--name-only", "--diff-filter=A", "-z", head, "HEAD", "--", "packs"
+            )
+            added.update(p for p in merged.split("\0") if p)
+        packs = [store.root / p for p in sorted(added) if p.endswith(".is")]
+        days = mismatched_days(store, packs) if packs else []
     if days:
         done = reembed_days(
             store, days, "merged with vectors of another size (a clone re-embedded meanwhile)"
@@ -336,6 +362,7 @@ def _push(store, res: SyncResult, first: bool, in_the_way: list[str]) -> bool:
     ahead = counts[0] if counts is not None else int(store.git.run("rev-list", "--count", "HEAD"))
     if ahead == 0 and not first:
         return True
+    _refuse_damage(store, res)
     args = [
         "push",
         "--quiet",
@@ -367,6 +394,24 @@ def _push(store, res: SyncResult, first: bool, in_the_way: list[str]) -> bool:
         res.notes.append(f"{res.branch} now tracks {res.upstream}")
         _point_remote_head(store, res)
     return True
+
+
+def _refuse_damage(store, res: SyncResult) -> None:
+    """The pre-push guard's check of what this push carries (upkeep/guard.py), run here because
+    sync pushes past the hook (it applied the tombstones itself): a file memstore cannot read, or
+    a conflict marker left after the repairs above, never reaches the remote and every clone."""
+    from ..gitrepo import RevReader
+    from .guard import check_tip
+
+    reader = RevReader(git_dir(store.root))
+    problems = check_tip(reader, _ref(store, f"refs/remotes/{res.upstream}"), store.git.head())
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise GitError(
+            f"Not pushing to {res.remote!r}: {problems[0]}{more}",
+            'Nothing was pushed; your commits (and any merge) are kept here. "ct fsck" names '
+            "every problem and what fixes it.",
+        )
 
 
 def _local_git_dir(store, remote: str) -> Path | None:
