@@ -33,7 +33,7 @@ from ..format import tree as treefmt
 from ..format.record import RecordError
 from ..format.timeutil import UTC, to_iso
 from ..format.tree import Topic
-from .importers import printable, unix_time
+from .importers import as_imported, printable, unix_time
 
 ROLES = {"user", "assistant", "system", "tool"}
 RECORD_KEYS = {
@@ -340,7 +340,7 @@ def import_trace(
             ids.append(None)
             continue
         try:
-            norm = store.normalize(rec)
+            norm = as_imported(store, rec, derive_id=False)
         except RecordError as exc:
             raise FormatError(path, f"conversation[{i}]: {exc}", hint=HINT) from None
         records.append(norm)

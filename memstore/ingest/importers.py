@@ -28,6 +28,30 @@ TYPES = ("text", "action", "meta", "doc")
 HEAD_BYTES = 4096  # how much of a file's start the cursor fingerprints to notice a rewrite
 
 
+# Fields a store sets itself (docs/format.md, "Records"). An export's own values of them are what
+# its source said, kept under `meta`: taken as the store's, a `supersedes` in a file would hide
+# committed records, a `source` or `hash` would be damage fsck names, a `scope` would skip the
+# private review `import_scope` asks for.
+STORE_OWNED = ("source", "supersedes", "scope", "hash", "vkey", "seg")
+
+
+def as_imported(store, raw: dict, derive_id: bool = True) -> dict:
+    """The store's record for one record an importer read (RecordError when it cannot be one):
+    the store-owned fields the source gave kept under `meta`, and its scope the store's for
+    imports (`import_scope`), or private when the source marked it so (never less private)."""
+    from memstore.format.record import PRIVATE
+
+    src = dict(raw)
+    given = {k: src.pop(k) for k in STORE_OWNED if k in src}
+    if given:
+        meta = dict(src["meta"]) if isinstance(src.get("meta"), dict) else {}
+        src["meta"] = {**given, **meta}
+    norm = store.normalize(src, derive_id=derive_id)
+    scope = store.config.default_scope(imported=True)
+    norm["scope"] = PRIVATE if given.get("scope") == PRIVATE else scope
+    return norm
+
+
 @dataclass(frozen=True)
 class Problem:
     """A line (or, with line None, a part of a file) that could not be read as a record."""

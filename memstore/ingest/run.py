@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import FormatError, UsageError
 from ..format.record import RecordError, UnstorableText
 from ..results import WriteResult
-from .importers import Problem, parse_json, printable
+from .importers import Problem, as_imported, parse_json, printable
 
 KINDS = ("jsonl", "claude-code", "chatgpt", "trace", "lossless-memory")
 # a bad line refuses the whole file (one-shot imports); in the other kinds it is skipped and named
@@ -82,7 +82,7 @@ def import_source(
             f"{printable(src)}:{line}" if line is not None else f"{printable(src)}: record {i + 1}"
         )
         try:
-            norm = store.normalize(rec, derive_id=True)
+            norm = as_imported(store, rec)
         except RecordError as exc:
             problem = Problem(
                 printable(src), line, str(exc) if line is not None else f"record {i + 1}: {exc}"
@@ -95,7 +95,6 @@ def import_source(
             )  # that one record is reported; the rest of the file comes in
             bad.append(problem)
             continue
-        norm.setdefault("scope", store.config.default_scope(imported=True))
         origins[id(norm)] = where
         records.append(norm)
     if refused:
