@@ -35,6 +35,26 @@ HEAD_BYTES = 4096  # how much of a file's start the cursor fingerprints to notic
 STORE_OWNED = ("source", "supersedes", "scope", "hash", "vkey", "seg")
 
 
+def not_importable(path: Path, under: Path | None = None) -> str | None:
+    """Why the file `path` is not read by an import, or None: anything but a regular file (a FIFO
+    would hang the read, /dev/zero fill memory), or, for a file found in the folder `under` that
+    the user named, one that a link (the file's or a folder's on its way) takes outside it, as
+    `ct ingest` does without --follow-symlinks."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a pipe, a device or a socket): not read"
+    if under is not None:  # the file, or a folder on its way, may be a link
+        target, top = os.path.realpath(path), os.path.realpath(under)
+        if os.path.commonpath([target, top]) != top:
+            return f"a link to {target}, outside {under}: not followed"
+    return None
+
+
 def as_imported(store, raw: dict, derive_id: bool = True) -> dict:
     """The store's record for one record an importer read (RecordError when it cannot be one):
     the store-owned fields the source gave kept under `meta`, and its scope the store's for

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import FormatError, UsageError
 from ..format.record import RecordError, UnstorableText
 from ..results import WriteResult
-from .importers import Problem, as_imported, parse_json, printable
+from .importers import Problem, as_imported, not_importable, parse_json, printable
 
 KINDS = ("jsonl", "claude-code", "chatgpt", "trace", "lossless-memory")
 # a bad line refuses the whole file (one-shot imports); in the other kinds it is skipped and named
@@ -53,6 +53,10 @@ def import_source(
     path = paths[0]
     if kind not in KINDS:
         raise UsageError(f"unknown import kind {kind!r} (one of {', '.join(KINDS)})")
+    for p in paths:  # a path the user named: a folder, or a file that can be read to its end
+        why = None if p.is_dir() or not p.exists() else not_importable(p)
+        if why is not None:
+            raise FormatError(p, why, hint="Nothing was imported.")
     if kind == "trace":  # one whole JSON file whose topic structure goes into tree.json
         from .import_trace import import_trace
 
@@ -177,6 +181,10 @@ def _read(kind: str, path: Path, state: dict, opts: dict | None = None, follow: 
         if not files:
             raise UsageError(f"{printable(path)}: no Claude Code session files (*.jsonl) found")
     for f in files:
+        why = not_importable(f, path) if path.is_dir() else None
+        if why is not None:  # in the folder the user named: that file is skipped, named
+            notes.append(f"skipped {printable(f)}: {why}")
+            continue
         key = str(f)
         cursor = Cursor.from_dict(state[key]) if key in state else None
         tail = _last_line(f)
