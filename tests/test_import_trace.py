@@ -247,3 +247,25 @@ def test_a_deep_tree_does_not_hit_the_recursion_limit(tmp_path):
     tree = treefmt.read(st.root)
     assert len(tree.topics) == depth and len(tree.ancestry(tree.current)) == depth
     assert git_clean(st.root)
+
+
+def test_times_stepped_past_the_calendar_s_end_are_a_clear_error(tmp_path):
+    """Messages of one topic get its time, each a millisecond after the last to keep their order;
+    a topic dated in the last millisecond of year 9999 stepped past the calendar: a traceback
+    (ValueError: year 10000 is out of range), now exit 4 naming the message, nothing changed."""
+    st = make_store(tmp_path / "s")
+    data = trace_save()
+
+    def late(node):
+        node["created_at"] = 253402300799.9995
+        for child in node.get("children", []):
+            if isinstance(child, dict) and child.get("type") == "topic":
+                late(child)
+
+    late(data["tree"])
+    proc = ct(
+        "-C", st.root, "import", "trace", write_save(tmp_path / "late.json", data), check=False
+    )
+    assert proc.returncode == 4 and "Traceback" not in proc.stderr, proc.stderr
+    assert "conversation[" in proc.stderr and "outside the years 1-9999" in proc.stderr
+    assert len(commits(st.root)) == 1 and git_clean(st.root)

@@ -241,8 +241,12 @@ def read_records(tf: TraceFile, fallback_time: float) -> tuple[list[dict | None]
             notes.append(f"skipped conversation[{i}] ({role}): no text")
             out.append(None)
             continue
+        try:  # the steps that keep conversation order can pass the calendar's end (year 9999)
+            when = unix_time(t, f"conversation[{i}]: its time")
+        except ValueError as exc:
+            raise FormatError(tf.path, str(exc), hint=HINT) from None
         rec = {
-            "ts": to_iso(dt.datetime.fromtimestamp(t, UTC)),
+            "ts": to_iso(when),
             "actor": role,
             "role": role,
             "type": "text",
