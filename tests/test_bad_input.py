@@ -717,18 +717,11 @@ def test_supersedes_hides_the_old_record_from_context_and_tree(store, tmp_path):
     )
     ct("-C", store.root, "import", "jsonl", f)
     assert "pineapple" in ct("-C", store.root, "tree").stdout
-    g = tmp_path / "b.jsonl"
-    g.write_text(
-        _line(
-            id="c1",
-            session="s",
-            ts="2026-11-30T11:00:00Z",
-            type="meta",
-            text="correction",
-            supersedes=["a1"],
-        )
-    )
-    ct("-C", store.root, "import", "jsonl", g)
+    # a correction of a committed record is the store's own write (an imported file's
+    # `supersedes` of it stays under meta: tests/test_import_owned_fields.py)
+    fix = {"id": "c1", "session": "s", "ts": "2026-11-30T11:00:00Z", "role": "user"}
+    fix.update(type="meta", text="correction", supersedes=["a1"])
+    store.write([store.normalize(fix)], "Correct a1")
     assert "pineapple" not in ct("-C", store.root, "tree").stdout
     assert "pineapple" not in ct("-C", store.root, "context", "launch code word").stdout
     assert git_clean(store.root)

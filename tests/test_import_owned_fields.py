@@ -73,3 +73,33 @@ def test_a_line_the_export_marks_private_stays_private_in_a_shared_store(tmp_pat
     ct("-C", st.root, "import", "jsonl", src)
     scope = {r["text"]: r.get("scope") for r in log_records(st.root)}
     assert scope == {"was private where it came from": "private", "an ordinary line": None}
+
+
+def test_two_records_under_one_id_in_an_import_are_named_not_counted_as_present(tmp_path):
+    st = make_store(tmp_path / "s")
+    src = _jsonl(
+        tmp_path / "x.jsonl",
+        {"ts": TS, "role": "user", "text": "the first X", "id": "X"},
+        {"ts": TS, "role": "user", "text": "DIFFERENT TEXT", "id": "X"},
+        {"ts": TS, "role": "user", "text": "the first X", "id": "X"},  # the same line again
+    )
+    out = json.loads(ct("-C", st.root, "import", "jsonl", src, "--json").stdout)
+    assert out["added"] == 1 and out["skipped"] == 0, out
+    assert any(
+        "x.jsonl:2: its id 'X' is also that of" in n and "x.jsonl:1" in n for n in out["notes"]
+    )
+    assert [r["text"] for r in log_records(st.root)] == ["the first X"]
+
+
+def test_a_correction_inside_the_export_keeps_its_meaning(tmp_path):
+    st = make_store(tmp_path / "s")
+    src = _jsonl(
+        tmp_path / "x.jsonl",
+        {"ts": TS, "role": "user", "text": "the budget is 2000", "id": "old"},
+        {"ts": TS, "role": "user", "text": "no: 2400", "id": "new", "supersedes": ["old"]},
+    )
+    ct("-C", st.root, "import", "jsonl", src)
+    by_text = {r["text"]: r for r in log_records(st.root)}
+    assert by_text["no: 2400"]["supersedes"] == ["old"] and "meta" not in by_text["no: 2400"]
+    hits = json.loads(ct("-C", st.root, "search", "budget", "--json").stdout)["hits"]
+    assert [h["id"] for h in hits] == ["new"]

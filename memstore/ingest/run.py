@@ -103,6 +103,8 @@ def import_source(
         records.append(norm)
     if refused:
         raise refusal(refused)
+    records = _one_per_id(records, origins, notes)
+    _own_corrections(records)
     if not records and bad and not follow:
         more = len(bad) - 1
         also = (
@@ -122,6 +124,39 @@ def import_source(
     _save_state(state_path, state)
     res.notes = notes + res.notes
     return res
+
+
+def _one_per_id(records: list[dict], origins: dict, notes: list[str]) -> list[dict]:
+    """The records of one import with each id once: a repeat of the same record (a line given
+    twice) is dropped quietly; another record under an id already taken is skipped with a note
+    naming both places, instead of counting as "already present" in a store that never held it."""
+    first: dict[str, dict] = {}
+    out = []
+    for rec in records:
+        seen = first.get(rec["id"])
+        if seen is None:
+            first[rec["id"]] = rec
+            out.append(rec)
+        elif any(seen.get(k) != rec.get(k) for k in ("ts", "role", "text", "session")):
+            notes.append(
+                f"skipped {origins.get(id(rec), 'a record')}: its id {rec['id']!r} is also that of "
+                f"{origins.get(id(seen), 'an earlier record')}, a different record (the first is kept)"
+            )
+    return out
+
+
+def _own_corrections(records: list[dict]) -> None:
+    """A correction inside the export (a record whose `supersedes` names only records the same
+    import brings) keeps its meaning; one naming anything else (a record this store committed)
+    stays under `meta`, where `as_imported` put it: a file can never hide committed records."""
+    ids = {r["id"] for r in records}
+    for rec in records:
+        meta = rec.get("meta")
+        old = meta.get("supersedes") if isinstance(meta, dict) else None
+        if isinstance(old, list) and old and all(isinstance(i, str) and i in ids for i in old):
+            rec["supersedes"] = meta.pop("supersedes")
+            if not meta:
+                del rec["meta"]
 
 
 SHOWN_PROBLEMS = 20  # a refusal lists this many bad lines, then counts the rest
