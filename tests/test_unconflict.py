@@ -104,3 +104,23 @@ def test_sync_re_embeds_what_a_plain_pull_of_a_re_embed_left(clones):
     assert json.loads(ct("-C", b, "fsck", "--json").stdout)["ok"]
     ct("-C", a, "sync")
     assert json.loads(ct("-C", a, "fsck", "--json").stdout)["ok"]
+
+
+def test_fsck_names_a_timezone_changed_by_a_pull_instead_of_a_moved_file(clones):
+    """Another clone changes memstore.toml's timezone; after a plain pull every older record is
+    off its file's day in the new zone. fsck used to say the file was moved ("git mv it back");
+    it names the change, the commit and its author, and what to put back."""
+    a, b, _remote = clones
+    git(b, "config", "user.name", "b")
+    git(b, "config", "user.email", "b@example.invalid")
+    ct("-C", a, "add", "late in the UTC day", "--ts", f"{DAY}T23:30:00Z")
+    ct("-C", a, "sync")
+    toml = a / "memstore.toml"
+    toml.write_text(toml.read_text().replace('timezone = "UTC"', 'timezone = "Pacific/Kiritimati"'))
+    git(a, "-c", "user.name=alice", "-c", "user.email=a@x", "commit", "-qam", "tz")
+    git(a, "push", "-q", "--no-verify")
+    git(b, "pull", "-q", "--no-rebase", "--no-edit")
+    damage = json.loads(ct("-C", b, "fsck", "--json", check=False).stdout)["damage"]
+    assert damage and all("which memstore.toml named until commit" in d for d in damage), damage
+    assert "(alice) changed it" in damage[0] and 'put timezone = "UTC" back' in damage[0]
+    assert not any("git mv" in d for d in damage)

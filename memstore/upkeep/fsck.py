@@ -239,6 +239,58 @@ def _duplicate(where: str, rec: dict, first: tuple[str, Path, int, int]) -> str:
     return f"{where}: id {rec['id']} also at {there} (the earlier copy is used)"
 
 
+def _earlier_timezones(store, rep) -> list[tuple[str, str, str]]:
+    """(timezone, the commit that changed it away, its author) for each timezone memstore.toml
+    named before the present one, newest first: one `git log` of the file, read once per fsck
+    (kept on its Report)."""
+    cached = getattr(rep, "_earlier_timezones", None)
+    if cached is not None:
+        return cached
+    import tomllib
+
+    from ..errors import GitError
+
+    out: list[tuple[str, str, str]] = []
+    try:
+        log = store.git.run("log", "--format=%H %an", "--", "memstore.toml").splitlines()
+    except GitError:
+        log = []
+    now, later = store.config.timezone, None
+    for line in log:
+        commit, _, author = line.partition(" ")
+        try:
+            text = store.git.run("show", f"{commit}:memstore.toml")
+            tz = str(tomllib.loads(text).get("timezone") or "")
+        except (GitError, ValueError, RecursionError):
+            continue
+        if later is not None and tz and tz != later[2] and tz != now:
+            out.append((tz, later[0], later[1]))
+        later = (commit, author, tz)
+    rep._earlier_timezones = out
+    return out
+
+
+def _filed_in_earlier_timezone(store, rep, rec, day) -> str | None:
+    """The end of fsck's message when a record is on its file's day in a timezone memstore.toml
+    named before (a changed timezone, e.g. arriving by `git pull`, not a moved file), else None."""
+    from ..format.timeutil import from_iso, local_day
+
+    for tz, commit, author in _earlier_timezones(store, rep):
+        try:
+            from zoneinfo import ZoneInfo
+
+            if local_day(from_iso(rec["ts"]), ZoneInfo(tz)) == day:
+                return (
+                    f"{store.config.timezone}, but it is in {tz}, which memstore.toml named until "
+                    f"commit {commit[:10]} ({author}) changed it: records are filed by day in the "
+                    f'timezone they were written under, so put timezone = "{tz}" back in '
+                    "memstore.toml and commit (nothing was moved)"
+                )
+        except (ValueError, KeyError):
+            continue
+    return None
+
+
 def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) -> None:
     if rec.get("role") not in recordfmt.ROLES:
         rep.damage.append(f"{where}: role {rec.get('role')!r} is not one of {recordfmt.ROLES}")
@@ -248,6 +300,10 @@ def _check_record(store, rec, where, day, dim, rep, referenced, day_packs=None) 
 
     own = local_day(from_iso(rec["ts"]), store.tz)
     if own != day:
+        changed = _filed_in_earlier_timezone(store, rep, rec, day)
+        if changed is not None:
+            rep.damage.append(f"{where}: ts {rec['ts']} is not on day {day} in {changed}")
+            return
         rep.damage.append(
             f"{where}: ts {rec['ts']} is not on day {day} in {store.config.timezone} (a day log moved or renamed? "
             f"its records belong in {layout.day_log(own)}, and its vectors are in {layout.pack_dir(own)}/: "
