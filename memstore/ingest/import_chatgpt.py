@@ -29,13 +29,18 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import zipfile
+import zlib
 from pathlib import Path
 
 from memstore.errors import FormatError
 from memstore.ingest.importers import ROLES, Batch, Problem, parse_json, record, unix_time
 
 FILE_NAME = "conversations.json"
+# The most of conversations.json read into memory (on disk, or uncompressed in the export's zip).
+# Real exports' conversations.json reach a few hundred MB; a bigger one is refused, not read.
+MAX_EXPORT_BYTES = 2 * 1024**3
 
 
 def read_chatgpt(path: str | os.PathLike) -> Batch:
@@ -43,7 +48,7 @@ def read_chatgpt(path: str | os.PathLike) -> Batch:
     conversations = load_conversations(path)
     records, problems = [], []
     for index, conv in enumerate(conversations, start=1):
-        name = (conv.get("id") or conv.get("title") if isinstance(conv, dict) else None) or "no id"
+        name = _conversation_name(conv)
         try:
             records.extend(conversation_records(conv))
         except ValueError as exc:
@@ -54,6 +59,14 @@ def read_chatgpt(path: str | os.PathLike) -> Batch:
             for why in broken_links(conv["mapping"], conv.get("current_node"))
         ]
     return Batch(records, problems)
+
+
+def _conversation_name(conv) -> str:
+    if isinstance(conv, dict):
+        for key in ("id", "conversation_id", "title"):
+            if isinstance(conv.get(key), str) and conv[key]:
+                return conv[key]
+    return "no id"
 
 
 def broken_links(mapping: dict, current_node) -> list[str]:
@@ -106,16 +119,9 @@ def _subtree(mapping: dict, top: str) -> set[str]:
 def load_conversations(path: str | os.PathLike) -> list:
     """The export's list of conversations; FormatError when the file is not one."""
     path = Path(path)
-    try:
-        if path.is_dir():
-            path = path / FILE_NAME
-            data = path.read_bytes()
-        elif zipfile.is_zipfile(path):
-            data = _read_from_zip(path)
-        else:
-            data = path.read_bytes()
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise FormatError(path, f"cannot read the export ({exc})") from exc
+    if path.is_dir():
+        path = path / FILE_NAME
+    data = _read_export(path)
     conversations, why = parse_json(data)
     if why is not None:
         raise FormatError(path, why, hint="Pass the export's conversations.json.")
@@ -128,25 +134,122 @@ def load_conversations(path: str | os.PathLike) -> list:
     return conversations
 
 
+def _read_export(path: Path) -> bytes:
+    """The bytes of conversations.json (or of the one in the export's zip), at most
+    MAX_EXPORT_BYTES; FormatError naming the file for anything that cannot be read."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise FormatError(path, f"cannot read the export ({exc})") from exc
+    if not stat.S_ISREG(info.st_mode):  # a FIFO would hang, a device never ends
+        raise FormatError(
+            path,
+            f"cannot read the export: not a regular file ({_file_kind(info.st_mode)})",
+            hint="Pass the export's conversations.json, its folder or its .zip.",
+        )
+    try:
+        if zipfile.is_zipfile(path):  # the zip itself may be far bigger (the export's images)
+            return _read_from_zip(path)
+        if info.st_size > MAX_EXPORT_BYTES:
+            raise FormatError(path, _too_big(info.st_size, "the file"))
+        with open(path, "rb") as f:
+            data = f.read(MAX_EXPORT_BYTES + 1)
+    except _READ_ERRORS as exc:
+        raise FormatError(path, f"cannot read the export ({_why(exc)})") from exc
+    if len(data) > MAX_EXPORT_BYTES:  # it grew since it was looked at
+        raise FormatError(path, _too_big(len(data), "the file"))
+    return data
+
+
+# What reading a hostile zip raises: encrypted (RuntimeError), a compression method Python lacks
+# (NotImplementedError), corrupt deflate/bzip2/lzma data (zlib.error, OSError, LZMAError), a bad CRC
+# or header (BadZipFile), data cut short (EOFError).
+_READ_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    EOFError,
+    RuntimeError,
+    NotImplementedError,
+    zipfile.BadZipFile,
+    zlib.error,
+)
+try:
+    import lzma
+
+    _READ_ERRORS += (lzma.LZMAError,)
+except ImportError:  # a Python built without lzma cannot open such zips anyway
+    pass
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _too_big(size: int, what: str) -> str:
+    return (
+        f"{what} is {_bytes(size)}, over the {_bytes(MAX_EXPORT_BYTES)} cap on an export's "
+        f"{FILE_NAME}: not read"
+    )
+
+
+def _bytes(n: int) -> str:
+    size, unit = float(n), "bytes"
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            break
+        size /= 1024
+    return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return kind
+    return "not a plain file"
+
+
 def _read_from_zip(path: Path) -> bytes:
     with zipfile.ZipFile(path) as zf:
-        names = [n for n in zf.namelist() if n == FILE_NAME or n.endswith("/" + FILE_NAME)]
-        if not names:
+        members = [
+            i
+            for i in zf.infolist()
+            if i.filename == FILE_NAME or i.filename.endswith("/" + FILE_NAME)
+        ]
+        if not members:
             raise FormatError(path, f"the zip holds no {FILE_NAME}")
-        return zf.read(min(names, key=len))  # the top-most one
+        member = min(members, key=lambda i: len(i.filename))  # the top-most one
+        if member.file_size > MAX_EXPORT_BYTES:  # checked before a byte is inflated
+            raise FormatError(
+                path, _too_big(member.file_size, f"its {member.filename} (uncompressed)")
+            )
+        if member.flag_bits & 0x1:  # zipfile would say so with its ZipInfo's repr
+            raise FormatError(path, f"cannot read the export (its {member.filename} is encrypted)")
+        with zf.open(member) as f:
+            data = f.read(MAX_EXPORT_BYTES + 1)
+        if len(data) > MAX_EXPORT_BYTES:
+            raise FormatError(path, _too_big(len(data), f"its {member.filename} (uncompressed)"))
+        return data
 
 
 def conversation_records(conv) -> list[dict]:
-    """The records of one conversation's current branch, in order; ValueError if it has none."""
+    """The records of one conversation's current branch, in order; ValueError (saying what is
+    wrong) for a conversation whose tree or messages are not the shape an export has."""
     if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
         raise ValueError("no 'mapping' of messages")
     mapping = conv["mapping"]
-    conv_id = conv.get("conversation_id") or conv.get("id")
+    _check_tree(mapping, conv.get("current_node"))
+    conv_id = _str(conv.get("conversation_id")) or _str(conv.get("id"))
+    title = _str(conv.get("title"))
     context = {
-        "session": conv_id or conv.get("title") or "untitled",
+        "session": conv_id or title or "untitled",
         "conversation_id": conv_id,
-        "conversation_title": conv.get("title") or None,
-        "gizmo_id": conv.get("gizmo_id"),
+        "conversation_title": title,
+        "gizmo_id": _str(conv.get("gizmo_id")),
     }
     last_ts = _iso(conv.get("create_time")) or _iso(conv.get("update_time"), "update_time")
     out = []
@@ -162,11 +265,65 @@ def conversation_records(conv) -> list[dict]:
     return out
 
 
+def _check_tree(mapping: dict, current_node) -> None:
+    """ValueError naming the first link of a conversation's tree that is not what an export
+    writes: current_node and every `parent` an id (a string) or null, every node an object (or
+    null), every `children` a list of ids."""
+    if current_node is not None and not isinstance(current_node, str):
+        raise ValueError(f"current_node is {_kind(current_node)}, not a message id")
+    for key, node in mapping.items():
+        if node is None:
+            continue
+        if not isinstance(node, dict):
+            raise ValueError(f"message node {key} is {_kind(node)}, not an object")
+        parent = node.get("parent")
+        if parent is not None and not isinstance(parent, str):
+            raise ValueError(f"message {key}'s parent is {_kind(parent)}, not a message id")
+        children = node.get("children")
+        if children is not None and (
+            not isinstance(children, list) or not all(isinstance(c, str) for c in children)
+        ):
+            raise ValueError(f"message {key}'s children are {_kind(children)}, not a list of ids")
+
+
+def _kind(value) -> str:
+    """What a JSON value is, in words, for a note."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return "null" if value is None else type(value).__name__
+
+
+def _str(value) -> str | None:
+    """A string field's value; None when it is missing, empty or not a string."""
+    return value if isinstance(value, str) and value else None
+
+
+def _loop(path: list[str], again: str) -> str:
+    """The ids around a loop in the tree, from `again` back to it: "a -> b -> a"."""
+    ids = path[path.index(again) :] + [again]
+    if len(ids) > 6:
+        ids = ids[:3] + [f"... ({len(ids) - 4} more)"] + ids[-1:]
+    return " -> ".join(ids)
+
+
 def current_branch(mapping: dict, current_node) -> list[str]:
-    """Node ids from the root down to `current_node` (or to the newest leaf when it is missing)."""
+    """Node ids from the root down to `current_node` (or to the newest leaf when it is missing);
+    ValueError when the `parent` links loop."""
     node = current_node if current_node in mapping else _last_leaf(mapping)
     branch, seen = [], set()
-    while node in mapping and node not in seen:  # `seen` guards against a corrupt parent cycle
+    while node in mapping:
+        if node in seen:
+            if node == branch[-1]:
+                raise ValueError(f"message {node} is its own parent (a loop)")
+            raise ValueError(f"the messages' parent links loop ({_loop(branch, node)})")
         seen.add(node)
         branch.append(node)
         node = (mapping[node] or {}).get("parent")
@@ -174,45 +331,66 @@ def current_branch(mapping: dict, current_node) -> list[str]:
 
 
 def _last_leaf(mapping: dict) -> str | None:
-    """Following the last child from the root: the branch ChatGPT shows when none is recorded."""
+    """Following the last child from the root: the branch ChatGPT shows when none is recorded.
+    ValueError when the `children` links loop, or every message has a parent (no root)."""
     roots = [k for k, n in mapping.items() if (n or {}).get("parent") not in mapping]
+    if mapping and not roots:
+        raise ValueError("every message's parent is another of its messages: the parent links loop")
     node = roots[0] if roots else None
+    path, seen = [node], {node}
     while node is not None and (mapping[node] or {}).get("children"):
         children = [c for c in mapping[node]["children"] if c in mapping]
         if not children:
             break
         node = children[-1]
+        if node in seen:
+            raise ValueError(f"the messages' children links loop ({_loop(path, node)})")
+        seen.add(node)
+        path.append(node)
     return node
 
 
 def _hidden(message: dict) -> bool:
-    metadata = message.get("metadata") or {}
-    return bool(metadata.get("is_visually_hidden_from_conversation"))
+    metadata = message.get("metadata")
+    return isinstance(metadata, dict) and bool(metadata.get("is_visually_hidden_from_conversation"))
+
+
+def _object(message: dict, field: str, message_id: str) -> dict:
+    """A message's `author`, `content` or `metadata`: {} when missing or null, ValueError when it
+    is not an object."""
+    value = message.get(field)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"message {message_id}'s {field} is {_kind(value)}, not an object")
+    return value
 
 
 def message_record(
     message: dict, node_id: str, parent, last_ts: str | None, context: dict
 ) -> dict | None:
-    """The record for one visible message, or None when it has no text worth keeping."""
-    author = message.get("author") or {}
+    """The record for one visible message, or None when it has no text worth keeping; ValueError
+    when its author, content or metadata is not an object."""
+    message_id = _str(message.get("id")) or node_id
+    author = _object(message, "author", message_id)
+    content = _object(message, "content", message_id)
+    metadata = _object(message, "metadata", message_id)
+    if not isinstance(content.get("content_type", "text"), str):
+        raise ValueError(
+            f"message {message_id}'s content_type is {_kind(content['content_type'])}, not a name"
+        )
     role = author.get("role") if author.get("role") in ROLES else "tool"
-    content = message.get("content") or {}
     type_, role, text, extra = _content(content, role)
-    recipient = message.get("recipient")
+    recipient = _str(message.get("recipient"))
     if role == "assistant" and recipient not in (None, "all") and type_ == "text":
         type_ = "action"  # the model talking to a tool (a search, a plugin call), not to the user
     if not isinstance(text, str) or not text.strip():
         return None
-    metadata = message.get("metadata") or {}
-    model = metadata.get("model_slug") if role in ("assistant", "tool") else None
-    ts = (
-        _iso(message.get("create_time"), f"message {message.get('id') or node_id}: create_time")
-        or last_ts
-    )
+    model = _str(metadata.get("model_slug")) if role in ("assistant", "tool") else None
+    ts = _iso(message.get("create_time"), f"message {message_id}: create_time") or last_ts
     if ts is None:
-        raise ValueError(
-            f"message {message.get('id') or node_id} has no create_time, nor has its conversation"
-        )
+        raise ValueError(f"message {message_id} has no create_time, nor has its conversation")
+    attachments = metadata.get("attachments")  # anything but a list of objects is ignored
     return record(
         ts,
         _actor(role, author, model),
@@ -221,13 +399,15 @@ def message_record(
         text,
         model,
         context["session"],
-        id_=f"chatgpt:{message.get('id') or node_id}",
+        id_=f"chatgpt:{message_id}",
         conversation_id=context["conversation_id"],
         conversation_title=context["conversation_title"],
         parent=parent,
         recipient=recipient if recipient not in (None, "all") else None,
         attachments=[
-            a.get("name") for a in metadata.get("attachments") or [] if isinstance(a, dict)
+            a["name"]
+            for a in (attachments if isinstance(attachments, list) else [])
+            if isinstance(a, dict) and _str(a.get("name"))
         ]
         or None,
         gizmo_id=context["gizmo_id"],
@@ -239,7 +419,7 @@ def _actor(role: str, author: dict, model: str | None) -> str:
     if role == "assistant":
         return model or "assistant"
     if role == "tool":
-        return author.get("name") or "tool"
+        return _str(author.get("name")) or "tool"
     return role
 
 
@@ -254,7 +434,7 @@ def _content(content: dict, role: str) -> tuple[str, str, str | None, dict]:
             "action",
             "assistant",
             content.get("text"),
-            {**extra, "language": content.get("language")},
+            {**extra, "language": _str(content.get("language"))},
         )
     if ctype == "execution_output":
         return "text", "tool", content.get("text"), extra
@@ -264,7 +444,7 @@ def _content(content: dict, role: str) -> tuple[str, str, str | None, dict]:
             "text",
             "tool",
             text,
-            {**extra, "url": content.get("url"), "title": content.get("title")},
+            {**extra, "url": _str(content.get("url")), "title": _str(content.get("title"))},
         )
     if ctype == "tether_browsing_display":
         return "text", "tool", content.get("result") or content.get("summary"), extra
