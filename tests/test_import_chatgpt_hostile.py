@@ -13,8 +13,9 @@ import zipfile
 
 import pytest
 
-from conftest import CT, commits, ct, git_clean, log_records, make_store
+from conftest import CT, ct, git_clean, log_records, make_store
 from memstore.ingest import import_chatgpt
+from test_hostile_input import _head
 
 HUNG = 60  # seconds: far more than any of these takes; only a hang reaches it
 
@@ -40,13 +41,6 @@ def _conv(cid: str) -> dict:
         },
         "current_node": b,
     }
-
-
-def _head(root) -> tuple[str, int]:
-    sha = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
-    ).stdout
-    return sha, len(commits(root))
 
 
 def _texts(root) -> list[str]:

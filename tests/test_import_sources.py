@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from conftest import commits, ct, log_records, make_store
+from test_import_chatgpt_hostile import _ct_bounded
 
 ROW = {
     "type": "user",
@@ -21,16 +20,6 @@ ROW = {
     "message": {"role": "user", "content": "a turn inside the folder"},
     "uuid": "u1",
 }
-
-
-def _ct_bounded(*args, timeout=60):
-    """`ct ARGS` in its own process with a deadline: a read that hangs fails the test, not the suite."""
-    return subprocess.run(
-        [sys.executable, "-m", "memstore", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 @pytest.mark.parametrize("kind", ["trace", "jsonl", "claude-code", "chatgpt"])

@@ -42,13 +42,19 @@ def test_without_markers_keeps_both_sides_and_drops_a_diff3_base():
     assert without_markers(b"=======x\n<<<<<<<<\n") == b"=======x\n<<<<<<<<\n"  # no markers
 
 
-def test_sync_removes_committed_markers_and_pushes_a_clean_log(clones):
-    a, b, remote = clones
+def _two_turns_marked(b) -> list[str]:
+    """b (a plain clone) given an identity and two turns of DAY, then its day log committed with
+    conflict markers; the texts, in order."""
     git(b, "config", "user.name", "b")
     git(b, "config", "user.email", "b@example.invalid")
     ct("-C", b, "add", "b's first turn", "--ts", f"{DAY}T09:00:00Z")
     ct("-C", b, "add", "b's second turn", "--ts", f"{DAY}T10:00:00Z")
-    texts = _mark_conflict(b)
+    return _mark_conflict(b)
+
+
+def test_sync_removes_committed_markers_and_pushes_a_clean_log(clones):
+    a, b, remote = clones
+    texts = _two_turns_marked(b)
     ct("-C", b, "hooks", "install")
     refused = git(b, "push", check=False)  # the pre-push hook names the marker
     assert refused.returncode != 0 and "conflict marker" in refused.stderr
@@ -62,11 +68,7 @@ def test_sync_removes_committed_markers_and_pushes_a_clean_log(clones):
 
 def test_fsck_repair_removes_committed_markers(clones):
     _a, b, _remote = clones
-    git(b, "config", "user.name", "b")
-    git(b, "config", "user.email", "b@example.invalid")
-    ct("-C", b, "add", "one", "--ts", f"{DAY}T09:00:00Z")
-    ct("-C", b, "add", "two", "--ts", f"{DAY}T10:00:00Z")
-    texts = _mark_conflict(b)
+    texts = _two_turns_marked(b)
     assert ct("-C", b, "fsck", check=False).returncode != 0
     out = ct("-C", b, "fsck", "--repair")
     assert "Removed the git conflict markers a merge left in " + LOG in out.stdout + out.stderr
