@@ -2,7 +2,8 @@
 driver, or resolved by hand and committed as it stood) are removed by `ct sync` and `ct fsck
 --repair`, as the push guard's refusal says; sync pushes nothing its guard would refuse; and a
 plain `git pull` of another clone's re-embed is re-embedded by the next `ct sync` before it
-pushes (memstore/upkeep/unconflict.py, memstore/upkeep/sync.py)."""
+pushes (memstore/upkeep/unconflict.py, memstore/upkeep/sync.py). Also what fsck and sync say
+when a pull changed the timezone or --set-upstream was given a path."""
 
 from __future__ import annotations
 
@@ -126,3 +127,15 @@ def test_fsck_names_a_timezone_changed_by_a_pull_instead_of_a_moved_file(clones)
     assert damage and all("which memstore.toml named until commit" in d for d in damage), damage
     assert "(alice) changed it" in damage[0] and 'put timezone = "UTC" back' in damage[0]
     assert not any("git mv" in d for d in damage)
+
+
+def test_set_upstream_given_a_path_says_to_name_a_remote(tmp_path):
+    """`ct sync --set-upstream /path/r.git` printed `git remote add /path/r.git URL`: the hint now
+    adds the path as "origin" and says --set-upstream takes a remote's name."""
+    from conftest import make_store
+
+    st = make_store(tmp_path / "s")
+    out = ct("-C", st.root, "sync", "--set-upstream", str(tmp_path / "r.git"), check=False)
+    assert out.returncode != 0 and "takes a remote's name" in out.stderr, out.stderr
+    assert f"remote add origin {tmp_path / 'r.git'}" in out.stderr
+    assert "--set-upstream origin" in out.stderr

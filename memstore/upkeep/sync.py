@@ -226,10 +226,19 @@ def _upstream(store, branch: str, set_upstream: str | None) -> tuple[str, str]:
     remotes = git.run("remote").split()
     if set_upstream is not None:
         if set_upstream not in remotes:
+            # a URL or a path where a remote's name belongs: name it "origin" and point it there
+            looks_like_url = any(c in set_upstream for c in "/:\\") or set_upstream.endswith(".git")
+            name, url = ("origin", set_upstream) if looks_like_url else (set_upstream, "URL")
             raise MemstoreError(
                 f"{store.root} has no remote named {set_upstream!r}"
-                + (f" (it has: {', '.join(remotes)})." if remotes else "."),
-                f'Add it with "git -C {store.root} remote add {set_upstream} URL". Nothing was changed.',
+                + (f" (it has: {', '.join(remotes)})." if remotes else ".")
+                + (
+                    " --set-upstream takes a remote's name, not its URL or path."
+                    if looks_like_url
+                    else ""
+                ),
+                f'Add it with "git -C {store.root} remote add {name} {url}", then run '
+                f'"ct -C {store.root} sync --set-upstream {name}". Nothing was changed.',
             )
         return set_upstream, f"{set_upstream}/{branch}"
     try:
