@@ -1032,16 +1032,36 @@ class Unpinned:
             self._w = -1
 
 
+ENCRYPTED_MARK = "memstore-encrypted"  # in the clone's git folder: never pushed, never pulled
+
+
 def open_sealer(root: Path, meta_dir: Path):
     """An encrypted store's Sealer (registered, so every committed line read or written under
     `root` is opened or sealed), its disposable folder made private (0700); None for a plain store."""
     from . import keyring
     from .format import sealed_lines
+    from .gitrepo import git_dir
 
+    gdir = git_dir(root)
+    known = gdir / ENCRYPTED_MARK if gdir is not None else None
     if not keyring.is_encrypted(root):
+        if known is not None and known.exists():
+            raise FormatError(
+                root / keyring.RECIPIENTS,
+                "is gone, and this clone has opened this store as an encrypted one: a commit "
+                "removed keys/ (anyone who can push can), and memstore never writes memory of an "
+                "encrypted store in the clear",
+                hint="Find the commit (git log --diff-filter=D -- keys) and revert it. "
+                "Nothing was changed.",
+            )
         sealed_lines.register(root, None)
         return None
     sealer = keyring.open_store(root)
+    if known is not None and not known.exists():
+        try:  # this clone now knows the store encrypted, whatever a later pull removes
+            known.write_text("this clone opened its memstore store as an encrypted one\n")
+        except OSError:
+            pass
     sealed_lines.register(root, sealer)
     try:
         meta_dir.mkdir(parents=True, exist_ok=True, mode=0o700)

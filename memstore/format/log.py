@@ -13,6 +13,8 @@ from . import layout
 from . import record as recordfmt
 from . import sealed_lines
 
+SEALED = (sealed_lines.PREFIX, sealed_lines.PRIVATE_PREFIX)  # how a sealed line starts
+
 _DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 
 
@@ -144,13 +146,16 @@ def append_lines(path: Path, payload: bytes, fsync: bool = True) -> None:
     own and the new lines stay parseable.
     """
     storefile.check(path)  # a link (or a linked folder) is refused before anything is noted
-    payload = sealed_lines.seal_for(path, payload)
+    sealer = sealed_lines.sealer_for(path)
+    payload = payload if sealer is None else sealer.seal_payload(path, payload)
     before = BEFORE_APPEND.get()
     if before is not None:
         before(path)
     fd = storefile.open_fd(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         size = os.fstat(fd).st_size
+        if sealer is None and size and os.pread(fd, 5, 0).startswith(SEALED):
+            raise sealed_lines.plain_into_sealed(path)
         if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload
         view = memoryview(payload)

@@ -435,10 +435,17 @@ def plain_view(path, sealer: Sealer | None = None) -> bytes:
     return view
 
 
-def seal_for(path, payload: bytes) -> bytes:
-    """Plain whole lines as they go on disk for `path`: sealed in an encrypted store, else as is."""
-    s = sealer_for(path)
-    return payload if s is None else s.seal_payload(path, payload)
+def plain_into_sealed(path):
+    """The refusal of a plain line appended to a file of sealed lines: the store's keys/ is gone
+    (a commit removed it), and memstore never writes an encrypted store's memory in the clear."""
+    from ..errors import FormatError
+
+    return FormatError(
+        path,
+        "holds sealed lines of an encrypted store, but the store has no keys/recipients (a commit "
+        "removed keys/): memstore never writes a plain line into an encrypted store's file",
+        hint="Find the commit (git log --diff-filter=D -- keys) and revert it. Nothing was changed.",
+    )
 
 
 def _empty():
