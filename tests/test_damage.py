@@ -31,7 +31,7 @@ from test_upgrade import old_code  # noqa: F401  (the fixture: the previous rele
         ),
         (
             '{"ts":"2026-11-20T08:00:00Z","role":"user","text":"a","source":{"w":-Infinity}}',
-            "source.w",
+            "meta.source.w",  # an export's own `source` is kept under meta
         ),
     ],
 )
