@@ -26,13 +26,21 @@ def _plain_text_anywhere(root, text: str) -> bool:
     return text in logs or text in (root / "log" / "2026" / f"{DAY}.jsonl").read_text()
 
 
-def test_a_clone_that_opened_the_store_encrypted_refuses_when_keys_go(tmp_path, people):
-    alice, _ra, _bob, _rb = people
-    a, _b, remote = sealed_clones.__wrapped__(tmp_path, people)
+def _alice_wrote(tmp_path, people):
+    """(a, b, remote): two clones of a store sealed to alice and bob; alice wrote a turn on DAY in
+    a and synced it."""
+    alice = people[0]
+    a, b, remote = sealed_clones.__wrapped__(tmp_path, people)
     git(a, "config", "user.name", "alice")
     git(a, "config", "user.email", "a@x")
     as_(alice, a, "add", "sealed before", "--ts", f"{DAY}T09:00:00Z")
     as_(alice, a, "sync")
+    return a, b, remote
+
+
+def test_a_clone_that_opened_the_store_encrypted_refuses_when_keys_go(tmp_path, people):
+    alice = people[0]
+    a, _b, remote = _alice_wrote(tmp_path, people)
     _keys_removed_upstream(tmp_path, remote)
     git(a, "pull", "-q", "--no-rebase", "--no-edit")
     before = git(a, "rev-parse", "HEAD").stdout
@@ -46,12 +54,8 @@ def test_a_clone_that_opened_the_store_encrypted_refuses_when_keys_go(tmp_path, 
 def test_a_clone_without_the_mark_never_appends_a_plain_line_to_sealed_lines(tmp_path, people):
     """A clone whose git folder lacks the mark (made before it existed) has its index from when
     the keys were there; the append itself refuses a plain line into a file of sealed lines."""
-    alice, _ra, bob, _rb = people
-    a, b, remote = sealed_clones.__wrapped__(tmp_path, people)
-    git(a, "config", "user.name", "alice")
-    git(a, "config", "user.email", "a@x")
-    as_(alice, a, "add", "sealed before", "--ts", f"{DAY}T09:00:00Z")
-    as_(alice, a, "sync")
+    bob = people[2]
+    _a, b, remote = _alice_wrote(tmp_path, people)
     git(b, "pull", "-q", "--no-rebase", "--no-edit")
     as_(bob, b, "search", "sealed")  # b's index, built with bob's key
     (b / ".git" / "memstore-encrypted").unlink()
