@@ -40,11 +40,13 @@ def _texts(root) -> list[str]:
     return sorted(json.loads(ln)["text"] for ln in _log_lines(root))
 
 
-def _refused(proc, root, before, where: str):
-    """Exit 4, a first line naming `where`, no traceback, the store exactly as it was."""
-    assert proc.returncode == 4, proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert where in proc.stderr.splitlines()[0], proc.stderr
+def _refused(proc, root, before, where: str, words: str = ""):
+    """Exit 4, a first line naming `where` (and saying `words`), no traceback, the store exactly
+    as it was."""
+    assert proc.returncode == 4, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert where in first and words in first, proc.stderr
     assert _head(root) == before and git_clean(root)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import CT, ct, git_clean, log_records, make_store
 from memstore.ingest import import_chatgpt
-from test_hostile_input import _head
+from test_hostile_input import _head, _refused
 
 HUNG = 60  # seconds: far more than any of these takes; only a hang reaches it
 
@@ -53,15 +53,6 @@ def _ct_bounded(*args) -> subprocess.CompletedProcess:
         return subprocess.run([*CT, *map(str, args)], capture_output=True, text=True, timeout=HUNG)
     except subprocess.TimeoutExpired:
         pytest.fail(f"ct {' '.join(map(str, args))} hung (killed after {HUNG} s)")
-
-
-def _refused(proc, root, before, where: str, words: str):
-    """Exit 4, a first line naming `where` and saying `words`, no traceback, the store as it was."""
-    assert proc.returncode == 4, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    first = proc.stderr.splitlines()[0]
-    assert where in first and words in first, proc.stderr
-    assert _head(root) == before and git_clean(root)
 
 
 # ----- a conversation of the wrong shape: skipped, named; the others imported --------------------
