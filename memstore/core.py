@@ -276,13 +276,23 @@ class Core:
             return None
         from .keyring import epoch_files
 
-        missing = [e for e in epoch_files(self.root) if e not in self.sealer.keys]
-        if not missing:
-            return None
-        return (
-            f"{self.root}: your identity does not open key epoch(s) {', '.join(map(str, missing))} "
-            "(you are no longer a recipient): what was written under them is left out of what you read"
-        )
+        sealer = self.sealer
+        doubt = sorted(sealer.doubtful)
+        missing = [e for e in epoch_files(self.root) if e not in sealer.keys and e not in doubt]
+        notes = []
+        if doubt:
+            notes.append(
+                f"{self.root}: key epoch(s) {', '.join(map(str, doubt))} open with your identity "
+                'but this clone does not trust them ("ct keys list" says why): what was written '
+                "under them is left out of what you read, and nothing is written until that is "
+                "settled"
+            )
+        if missing:
+            notes.append(
+                f"{self.root}: your identity does not open key epoch(s) {', '.join(map(str, missing))} "
+                "(you are no longer a recipient): what was written under them is left out of what you read"
+            )
+        return "\n".join(notes) or None
 
     def index_problems(self) -> list[str]:
         """The damaged files the index met (paths relative to the store), if it was opened here."""
@@ -653,10 +663,11 @@ class Core:
             return []
         from . import keyring
 
+        ident = self.sealer.identity
         kid, key, paths = keyring.wrap_private(
-            self.root, keyring.recipient_of(self.sealer.identity)
+            self.root, keyring.recipient_of(ident), keyring.owner_secret(ident)
         )
-        self.sealer.private[kid] = key
+        self.sealer.add_private(kid, key)
         return paths
 
 
@@ -1032,18 +1043,15 @@ class Unpinned:
             self._w = -1
 
 
-ENCRYPTED_MARK = "memstore-encrypted"  # in the clone's git folder: never pushed, never pulled
-
-
 def open_sealer(root: Path, meta_dir: Path):
     """An encrypted store's Sealer (registered, so every committed line read or written under
     `root` is opened or sealed), its disposable folder made private (0700); None for a plain store."""
-    from . import keyring
+    from . import keyring, keytrust
     from .format import sealed_lines
     from .gitrepo import git_dir
 
     gdir = git_dir(root)
-    known = gdir / ENCRYPTED_MARK if gdir is not None else None
+    known = gdir / keytrust.MARK if gdir is not None else None
     if not keyring.is_encrypted(root):
         if known is not None and known.exists():
             raise FormatError(
@@ -1056,7 +1064,11 @@ def open_sealer(root: Path, meta_dir: Path):
             )
         sealed_lines.register(root, None)
         return None
-    sealer = keyring.open_store(root)
+    record = keytrust.Record.load(gdir)
+    migrating = record is None and known is not None and known.exists()
+    sealer = keyring.open_store(root, record=record, migrating=migrating)
+    if sealer.trust != record:
+        sealer.trust.save(gdir)
     if known is not None and not known.exists():
         try:  # this clone now knows the store encrypted, whatever a later pull removes
             known.write_text("this clone opened its memstore store as an encrypted one\n")

@@ -187,12 +187,15 @@ def epoch_name(epoch: int) -> str:
     return f"{KEYS_DIR}/epoch-{epoch:04d}"
 
 
-def wrap_epoch(root: Path, epoch: int, key: bytes, recipients: list[str]) -> list[str]:
-    """Write `keys/epoch-NNNN.age` (the key wrapped to `recipients`) and its `.recipients` list;
-    the store-relative paths written."""
+def wrap_epoch(
+    root: Path, epoch: int, key: bytes, recipients: list[str], vouch: str | None = None
+) -> list[str]:
+    """Write `keys/epoch-NNNN.age` (the key wrapped to `recipients`, with the `after:` line that
+    vouches for it, memstore/keytrust.py) and its `.recipients` list; the store-relative paths."""
     import pyrage
 
     body = f"{_HEADER}\nepoch: {epoch}\nkey: {base64.b64encode(key).decode('ascii')}\n"
+    body += f"{vouch}\n" if vouch else ""
     sealed = pyrage.encrypt(body.encode("ascii"), [parse_recipient(r) for r in recipients])
     base = Path(root) / epoch_name(epoch)
     base.parent.mkdir(parents=True, exist_ok=True)
@@ -201,9 +204,11 @@ def wrap_epoch(root: Path, epoch: int, key: bytes, recipients: list[str]) -> lis
     return [epoch_name(epoch) + ".age", epoch_name(epoch) + ".recipients"]
 
 
-def _unwrap(path: Path, identities: list, header: str, second: str, what: str) -> bytes | None:
-    """The key of an age-wrapped key file (`header`, `second`, `key: <base64>`), or None when no
-    identity opens it; NoKeyError when it opens but is not that file."""
+def _unwrap(
+    path: Path, identities: list, header: str, second: str, what: str
+) -> tuple[bytes, list[str]] | None:
+    """The key of an age-wrapped key file (`header`, `second`, `key: <base64>`) and the lines after
+    it, or None when no identity opens it; NoKeyError when it opens but is not that file."""
     import pyrage
 
     try:
@@ -214,21 +219,26 @@ def _unwrap(path: Path, identities: list, header: str, second: str, what: str) -
     try:
         assert lines[0] == header and lines[1] == second and lines[2].startswith("key: ")
         key = base64.b64decode(lines[2][5:], validate=True)
-        assert len(key) == KEY_BYTES
+        assert len(key) == KEY_BYTES and len(lines) <= 8
     except (AssertionError, IndexError, ValueError):
         raise NoKeyError(f"{path}: opens, but is not memstore's {what}.") from None
-    return key
+    return key, lines[3:]
 
 
-def unwrap_epoch(path: Path, epoch: int, identities: list) -> bytes | None:
-    """The epoch's key, or None when no identity opens it; NoKeyError when it is malformed."""
-    return _unwrap(
+def unwrap_epoch(path: Path, epoch: int, identities: list) -> tuple[bytes, str | None] | None:
+    """The epoch's key and its `after:` line (None: it has none), or None when no identity opens
+    it; NoKeyError when it is malformed."""
+    got = _unwrap(
         path,
         identities,
         _HEADER,
         f"epoch: {epoch}",
         f"epoch {epoch} key file (header, epoch or key wrong)",
     )
+    if got is None:
+        return None
+    key, extra = got
+    return key, next((x for x in extra if x.startswith("after:")), None)
 
 
 def private_files(root: Path) -> dict[str, Path]:
@@ -243,13 +253,17 @@ def private_files(root: Path) -> dict[str, Path]:
     return out
 
 
-def wrap_private(root: Path, recipient: str) -> tuple[str, bytes, list[str]]:
+def wrap_private(root: Path, recipient: str, owner: bytes) -> tuple[str, bytes, list[str]]:
     """A new private key for the writer `recipient`: (key id, key, store-relative paths written).
-    The id is random, so two clones of one writer never write the same path."""
+    `owner`: the writer's owner secret (keytrust.owner_secrets), which authenticates the file. The
+    id is random, so two clones of one writer never write the same path."""
     import pyrage
+
+    from .keytrust import private_auth
 
     kid, key = os.urandom(8).hex(), new_key()
     body = f"{_PRIVATE_HEADER}\nid: {kid}\nkey: {base64.b64encode(key).decode('ascii')}\n"
+    body += private_auth(owner, kid, key) + "\n"
     sealed = pyrage.encrypt(body.encode("ascii"), [parse_recipient(recipient)])
     base = Path(root) / KEYS_DIR / f"private-{kid}"
     base.parent.mkdir(parents=True, exist_ok=True)
@@ -259,8 +273,16 @@ def wrap_private(root: Path, recipient: str) -> tuple[str, bytes, list[str]]:
     return kid, key, [rel + ".age", rel + ".recipient"]
 
 
-def unwrap_private(path: Path, kid: str, identities: list) -> bytes | None:
-    """A private key file's key, or None when it is not this identity's (another writer's)."""
+def owner_secret(path: Path) -> bytes:
+    """The owner secret of the identity file's first identity (the one `recipient_of` names)."""
+    from .keytrust import owner_secrets
+
+    return owner_secrets(path, load_identities(path)[:1])[0]
+
+
+def unwrap_private(path: Path, kid: str, identities: list) -> tuple[bytes, list[str]] | None:
+    """A private key file's key and its lines after the key, or None when it is not this
+    identity's (another writer's)."""
     return _unwrap(
         path,
         identities,
@@ -274,8 +296,13 @@ def new_key() -> bytes:
     return os.urandom(KEY_BYTES)
 
 
-def open_store(root: Path, explicit_identity=None) -> Sealer:
-    """The Sealer for an encrypted store: every epoch key the user's identity opens."""
+def open_store(root: Path, explicit_identity=None, record=None, migrating: bool = False) -> Sealer:
+    """The Sealer for an encrypted store: every epoch key the user's identity opens that this
+    clone trusts (memstore/keytrust.py: `record` is the clone's record, None when it has none;
+    `migrating`: it opened the store before vouches, so what opens now is trusted once). The
+    Sealer's `trust` is the record to keep."""
+    from .keytrust import decide, owner_secrets, private_is_owned
+
     path = identity_path(explicit_identity)
     if path is None:
         raise NoKeyError(
@@ -288,25 +315,39 @@ def open_store(root: Path, explicit_identity=None) -> Sealer:
     files = epoch_files(root)
     if not files:
         raise NoKeyError(f"{root / KEYS_DIR}: an encrypted store without any epoch key file.")
-    keys = {}
+    opened = {}
     for epoch, f in files.items():
-        key = unwrap_epoch(f, epoch, identities)
-        if key is not None:
-            keys[epoch] = key
-    if not keys:
+        got = unwrap_epoch(f, epoch, identities)
+        if got is not None:
+            opened[epoch] = got
+    if not opened:
         raise NoKeyError(
             f"{root}: your identity {path} opens none of the store's key epochs "
             f"({', '.join(str(e) for e in files)}): it is not a recipient of this store.",
             f'Ask a recipient to run "ct keys add {_safe_recipient(path)}". Nothing was read.',
         )
-    private = {}
+    verdict = decide(opened, list(files), record, migrating)
+    secrets = owner_secrets(path, identities)
+    private, own = {}, set()
     for kid, f in private_files(root).items():
-        key = unwrap_private(f, kid, identities)
-        if key is not None:
-            private[kid] = key
-    return Sealer(
-        root, keys, max(files), identity_note=f" ({path})", private=private, identity=path
+        got = unwrap_private(f, kid, identities)
+        if got is not None:
+            private[kid] = got[0]
+            if private_is_owned(secrets, kid, *got):
+                own.add(kid)
+    sealer = Sealer(
+        root,
+        verdict.trusted,
+        max(files),
+        identity_note=f" ({path})",
+        private=private,
+        identity=path,
     )
+    sealer.own = own
+    sealer.vouches = {e: opened[e][1] for e in verdict.trusted if opened[e][1]}
+    sealer.doubtful, sealer.doubtful_keys = verdict.doubtful, verdict.doubtful_keys
+    sealer.lost, sealer.trust = verdict.lost, verdict.record
+    return sealer
 
 
 def _safe_recipient(path: Path) -> str:

@@ -48,7 +48,7 @@ def epoch_key(ident: Path, root: Path, epoch: int) -> bytes:
     from memstore import keyring
 
     path = root / f"keys/epoch-{epoch:04d}.age"
-    return keyring.unwrap_epoch(path, epoch, keyring.load_identities(ident))
+    return keyring.unwrap_epoch(path, epoch, keyring.load_identities(ident))[0]
 
 
 def reachable_line_blobs(root: Path):

@@ -140,6 +140,7 @@ def _args(tmp_path, store_root):
         "keys add": ["keys", "add", "age1xyz"],
         "keys remove": ["keys", "remove", "age1xyz"],
         "keys rotate": ["keys", "rotate", "--rewrite"],
+        "keys trust": ["keys", "trust", "3"],
         "encrypt": ["encrypt", "--recipient", "age1xyz", "--rewrite-history"],
         "hook": ["hook", "post-commit"],
         "log": ["log", "-n", "3"],

@@ -155,7 +155,7 @@ SUMMARIES = {
     "tokens": "Make bearer tokens for ct serve --tokens and ct mcp --http.",
     "upgrade": "Turn a format-1 store into format 2 (one commit, lossless).",
     "export": "Write the store as a classic ContextTape store (export contexttape DIR).",
-    "keys": "Identities and recipients of encrypted stores (new, list, add, remove, rotate).",
+    "keys": "Identities and recipients of encrypted stores (new, list, add, remove, rotate, trust).",
     "encrypt": "Encrypt a plaintext store in one commit (and, asked, its history).",
 }
 

@@ -50,6 +50,22 @@ def keys_list(obj, as_json):
         click.echo(r)
     opened = ", ".join(map(str, res["epochs_opened"]))
     obj.say(f"key epoch {res['epoch']} (your identity opens: {opened})")
+    for e, why in res["untrusted"].items():
+        obj.say(f"key epoch {e} opens but is NOT trusted by this clone: {why}")
+    if res["gone"] is not None:
+        obj.say(f"key epoch {res['gone']}, which this clone trusted, is gone from keys/")
+
+
+@keys_cmd.command("trust")
+@click.argument("epochs", nargs=-1, type=int)
+@click.pass_obj
+def keys_trust(obj, epochs):
+    """Trust key EPOCHS that open with your identity but carry no vouch this clone can check (made
+    by a memstore from before vouches, or by someone who can push). Look first at who committed
+    them: git log -- keys/epoch-NNNN.age. Recorded in this clone's git folder; no commit."""
+    res = obj.store().keys("trust", epochs=list(epochs))
+    for e in res["trusted"]:
+        obj.say(f"Trusted key epoch {e} (committed in {res['commits'][e] or 'no commit yet'}).")
 
 
 @keys_cmd.command("add")

@@ -155,14 +155,27 @@ class Sealer:
         self.newest = newest
         self.identity_note = identity_note  # which identity file, for messages
         self.identity = identity  # the identity file (a private key is wrapped to its recipient)
-        self.private = dict(private or {})  # private key id -> key: this identity's own
+        self.private = dict(private or {})  # private key id -> key: those this identity opens
+        self.own: set[str] = set(private or {})  # those its owner made (memstore/keytrust.py)
+        self.doubtful: dict[int, str] = {}  # epochs that open but are not trusted: why
+        self.doubtful_keys: dict[int, bytes] = {}
+        self.lost: int | None = None  # the clone's newest trusted epoch, when its file is gone
+        self.trust = None  # the clone's keytrust.Record, to keep
+        self.vouches: dict[int, str] = {}  # epoch -> its key file's `after:` line
         self.unopened: dict[str, int] = {}  # file -> lines of epochs this identity does not open
         self.hidden: dict[str, int] = {}  # file -> private lines of other writers (skipped)
         self.foreign: dict[str, list[bytes]] = {}  # file -> those lines as sealed, for rewrites
 
     def private_kid(self) -> str | None:
-        """The private key this identity seals its private lines under (the first by id)."""
-        return min(self.private) if self.private else None
+        """The private key this identity seals its private lines under: the first by id of those
+        its owner made (one planted by someone else, wrapped to this identity, is never used)."""
+        own = [kid for kid in self.own if kid in self.private]
+        return min(own) if own else None
+
+    def add_private(self, kid: str, key: bytes) -> None:
+        """A private key this identity just made."""
+        self.private[kid] = key
+        self.own.add(kid)
 
     def private_secret(self) -> bytes:
         """What keys the pack keys of this writer's private records (never the team's epoch key,
@@ -214,6 +227,7 @@ class Sealer:
             return Path(path).resolve().relative_to(self.root).as_posix()
 
     def write_key(self) -> bytes:
+        self.refuse_doubt()
         key = self.keys.get(self.newest)
         if key is None:
             raise NoKeyError(
@@ -222,6 +236,28 @@ class Sealer:
                 'Ask a remaining recipient to run "ct keys add YOUR_RECIPIENT". Nothing was written.',
             )
         return key
+
+    def refuse_doubt(self) -> None:
+        """No write while a key epoch opens that this clone does not trust, or while the newest
+        epoch it trusted is gone (memstore/keytrust.py): either could be someone who can push
+        choosing the key the next lines are sealed under."""
+        if self.lost is not None and self.lost not in self.keys:
+            raise NoKeyError(
+                f"{self.root}/keys/epoch-{self.lost:04d}.age: gone, and this clone has written "
+                f"under key epoch {self.lost}: a commit removed it (anyone who can push can), and "
+                "an older epoch may be one a removed reader holds. Nothing was written.",
+                f'Find the commit ("git -C {self.root} log --diff-filter=D -- keys") and revert it.',
+            )
+        if self.doubtful:
+            epoch = max(self.doubtful)
+            raise NoKeyError(
+                f"{self.root}/keys/epoch-{epoch:04d}.age: opens with your identity, but this "
+                f"clone does not trust it: {self.doubtful[epoch]}. Sealing under it could let "
+                "whoever made it read what you write. Nothing was written.",
+                f'See who committed it ("git -C {self.root} log -- keys/epoch-{epoch:04d}.age"); '
+                f'if a reader of this store made it, run "ct keys trust {epoch}", else revert '
+                "that commit.",
+            )
 
     def vkey_secret(self) -> bytes:
         """What keys the records' pack keys (format/seal.py `record_key`) in the newest epoch."""

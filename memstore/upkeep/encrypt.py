@@ -168,10 +168,11 @@ def encrypt(store, recipients=(), rewrite_history: bool = False) -> dict:
             if private:
                 # records labelled private are sealed to the encrypting user's own private key, as
                 # that user's first private add would (format.md "Private lines")
+                ident = keyring.identity_path()
                 kid, pkey, paths = keyring.wrap_private(
-                    store.root, keyring.recipient_of(keyring.identity_path())
+                    store.root, keyring.recipient_of(ident), keyring.owner_secret(ident)
                 )
-                sealer.private[kid] = pkey
+                sealer.add_private(kid, pkey)
                 tx.stage(paths)
             psecret = sealer.private_secret() if private else None
             plain = {rel: logfmt.read_plain(store.root / rel) for rel in rels}

@@ -107,8 +107,9 @@ def fsck(store) -> Report:
             '"ct fsck --repair" rolls back what it left'
         )
     if store.sealer is not None:
-        from .fsck_sealed import recipients_history
+        from .fsck_sealed import key_doubts, recipients_history
 
+        rep.damage += key_doubts(store)
         rep.notes += recipients_history(store)
     return rep
 

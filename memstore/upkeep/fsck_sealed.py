@@ -59,6 +59,24 @@ def recipients_history(store) -> list[str]:
     return out
 
 
+def key_doubts(store) -> list[str]:
+    """Key epochs that open but this clone does not trust, and a trusted newest epoch whose file is
+    gone (memstore/keytrust.py): each stops writes until settled."""
+    sealer = store.sealer
+    out = [
+        f"{keyring.epoch_name(e)}.age: opens with your identity but is not trusted here: {why} "
+        f'(see "git log -- {keyring.epoch_name(e)}.age"; "ct keys trust {e}" if a reader made it, '
+        "else revert that commit)"
+        for e, why in sorted(sealer.doubtful.items())
+    ]
+    if sealer.lost is not None and sealer.lost not in sealer.keys:
+        out.append(
+            f"{keyring.epoch_name(sealer.lost)}.age: gone, though this clone trusted it as the "
+            'newest key epoch (find the commit: "git log --diff-filter=D -- keys", and revert it)'
+        )
+    return out
+
+
 def _recipients(data: bytes | None) -> list[str]:
     out = []
     for line in (data or b"").decode("utf-8", "replace").splitlines():

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
+from .. import keyring, keytrust
 from ..errors import UsageError
-from .. import keyring
 
 
 def _need_encrypted(store) -> None:
@@ -25,14 +25,51 @@ def _need_encrypted(store) -> None:
 def listing(store) -> dict:
     _need_encrypted(store)
     epochs = keyring.epoch_files(store.root)
+    sealer = store.sealer
     return {
         "recipients": keyring.read_recipients(store.root / keyring.RECIPIENTS),
         "epoch": max(epochs),
-        "epochs_opened": sorted(store.sealer.keys),
+        "epochs_opened": sorted(sealer.keys),
         "epochs": {
             e: keyring.read_recipients(p.with_suffix(".recipients")) for e, p in epochs.items()
         },
+        "untrusted": {e: why for e, why in sorted(sealer.doubtful.items())},
+        "gone": sealer.lost if sealer.lost is not None and sealer.lost not in sealer.keys else None,
     }
+
+
+def trust(store, epochs: list[int]) -> dict:
+    """Trust key epochs that open but carry no vouch this clone can check (memstore/keytrust.py),
+    after the user has looked at who committed them: recorded in this clone's git folder, no
+    commit. → {trusted: [...], commits: {epoch: 'sha author date'}}."""
+    from ..gitrepo import git_dir
+
+    _need_encrypted(store)
+    sealer = store.sealer
+    if not epochs:
+        raise UsageError(
+            "keys trust: name the epoch(s) to trust ("
+            + (", ".join(map(str, sorted(sealer.doubtful))) or "none is untrusted now")
+            + ")."
+        )
+    for e in epochs:
+        if e not in sealer.doubtful:
+            known = "is trusted already" if e in sealer.keys else "does not open with your identity"
+            raise UsageError(f"key epoch {e} {known}; nothing was changed.")
+    record = sealer.trust.copy()
+    commits = {}
+    for e in epochs:
+        key = sealer.doubtful_keys[e]
+        record.epochs[e] = keytrust.epoch_secret(key)
+        record.newest = max(record.newest, e)
+        rel = f"{keyring.epoch_name(e)}.age"
+        commits[e] = store.git.run("log", "-1", "--format=%h %an <%ae> %aI", "--", rel).strip()
+    record.save(git_dir(store.root))
+    for e in epochs:
+        sealer.keys[e] = sealer.doubtful_keys.pop(e)
+        sealer.doubtful.pop(e)
+    sealer.trust = record
+    return {"trusted": sorted(epochs), "commits": commits}
 
 
 def add(store, recipient: str) -> dict:
@@ -42,6 +79,7 @@ def add(store, recipient: str) -> dict:
     current = keyring.read_recipients(store.root / keyring.RECIPIENTS)
     if rcpt in current:
         raise UsageError(f"{rcpt} is already a recipient of {store.root}; nothing was changed.")
+    store.sealer.refuse_doubt()  # never hand a key someone who can push made to a newcomer
     epochs = keyring.epoch_files(store.root)
     missing = [e for e in epochs if e not in store.sealer.keys]
     if missing:
@@ -49,10 +87,12 @@ def add(store, recipient: str) -> dict:
             f"your identity does not open key epoch(s) {', '.join(map(str, missing))}, so it cannot "
             f"give them to {rcpt}; nothing was changed."
         )
+    vouches = store.sealer.vouches
     with store.transaction(f"Keys: add a recipient ({len(current) + 1} in all)") as tx:
         for e, p in epochs.items():
             had = keyring.read_recipients(p.with_suffix(".recipients"))
-            tx.stage(keyring.wrap_epoch(store.root, e, store.sealer.keys[e], had + [rcpt]))
+            key = store.sealer.keys[e]
+            tx.stage(keyring.wrap_epoch(store.root, e, key, had + [rcpt], vouches.get(e)))
         keyring.write_recipients(store.root / keyring.RECIPIENTS, current + [rcpt])
         tx.stage([keyring.RECIPIENTS])
     return {"recipient": rcpt, "epochs": sorted(epochs), "commit": tx.commit}
@@ -131,19 +171,21 @@ def _new_epoch(store, readers: list[str], why: str, reseal: list[str] | None = N
     and the older epochs' key files are deleted in the same commit."""
     from ..format import log as logfmt
 
-    store.sealer.write_key()  # a removed recipient cannot start epochs either
+    prev_key = store.sealer.write_key()  # a removed recipient cannot start epochs either
     old = keyring.epoch_files(store.root)
     epoch = max(old) + 1
     key = keyring.new_key()
+    vouch = keytrust.vouch_line(store.sealer.newest, prev_key, epoch, key)
     before = (dict(store.sealer.keys), store.sealer.newest)
     try:
         with store.transaction(f"Keys: {why}, new key epoch {epoch}") as tx:
             plain = {rel: logfmt.read_plain(store.root / rel) for rel in reseal or []}
-            tx.stage(keyring.wrap_epoch(store.root, epoch, key, readers))
+            tx.stage(keyring.wrap_epoch(store.root, epoch, key, readers, vouch))
             keyring.write_recipients(store.root / keyring.RECIPIENTS, readers)
             tx.stage([keyring.RECIPIENTS])
             store.sealer.keys[epoch] = key
             store.sealer.newest = epoch
+            store.sealer.vouches[epoch] = vouch
             for rel, data in plain.items():
                 logfmt.rewrite(store.root / rel, data)
             tx.stage(list(plain))

@@ -1,0 +1,235 @@
+"""Key files from someone who can push (memstore/keytrust.py, docs/security.md). age hides whom a
+file is wrapped to, so anyone can wrap a key they know to the members' public keys and commit it.
+Before, such a `keys/epoch-NNNN.age` was taken as the newest epoch after a pull and the next
+records were sealed under it; a planted `keys/private-*.age` became a member's private key. Now a
+new epoch must be vouched for by the epoch before it, each clone remembers the epochs it trusts,
+and a private key must be made by its owner."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pyrage
+
+from test_encrypt import as_, git, people, sealed_clones  # noqa: F401 (fixtures)
+
+from memstore import keyring, keytrust
+from memstore.format import sealed_lines
+
+DAY = "2026-11-30"
+
+
+def _alice_and_bob(tmp_path, people):
+    """(a, b, remote): alice's and bob's clones of a store sealed to both; alice wrote one turn."""
+    alice, _ra, bob, _rb = people
+    a, b, remote = sealed_clones.__wrapped__(tmp_path, people)
+    for root, who in ((a, "alice"), (b, "bob")):
+        git(root, "config", "user.name", who)
+        git(root, "config", "user.email", f"{who}@x")
+    as_(alice, a, "add", "sealed before", "--ts", f"{DAY}T09:00:00Z")
+    as_(alice, a, "sync")
+    as_(bob, b, "sync")
+    return a, b, remote
+
+
+def _mallory(tmp_path, remote):
+    m = tmp_path / "mallory"
+    git(tmp_path, "clone", "-q", str(remote), str(m))
+    git(m, "config", "user.name", "alice")  # a pusher can write any author
+    git(m, "config", "user.email", "alice@x")
+    return m
+
+
+def _push(m, message: str) -> None:
+    git(m, "add", "-A", "keys")
+    git(m, "commit", "-qm", message)
+    git(m, "push", "-q")
+
+
+def _plant_epoch(m, people, epoch: int, vouch: str | None = None) -> bytes:
+    """A key mallory knows, wrapped to alice's and bob's public keys as epoch `epoch`."""
+    _a, ra, _b, rb = people
+    key = keyring.new_key()
+    keyring.wrap_epoch(m, epoch, key, [ra, rb], vouch)
+    return key
+
+
+def _sealed_under(root, epoch: int) -> list[bytes]:
+    prefix = f"ms1.{epoch}.".encode()
+    return [
+        line
+        for f in sorted((root / "log").rglob("*.jsonl"))
+        for line in f.read_bytes().splitlines()
+        if line.startswith(prefix)
+    ]
+
+
+def _refused_write(who, root, text):
+    before = git(root, "rev-parse", "HEAD").stdout
+    out = as_(who, root, "add", text, "--ts", f"{DAY}T10:00:00Z", check=False)
+    assert git(root, "rev-parse", "HEAD").stdout == before
+    return out
+
+
+def test_a_planted_epoch_is_never_sealed_under(tmp_path, people):
+    alice = people[0]
+    a, _b, remote = _alice_and_bob(tmp_path, people)
+    m = _mallory(tmp_path, remote)
+    _plant_epoch(m, people, 2)
+    _push(m, "Keys: rotate, new key epoch 2")
+    as_(alice, a, "sync", "--no-push")
+    out = _refused_write(alice, a, "would be read by mallory")
+    assert out.returncode == 10, out.stderr
+    assert "keys/epoch-0002.age: opens with your identity, but this clone does not trust it" in (
+        out.stderr
+    )
+    assert "carries no vouch" in out.stderr and "ct keys trust 2" in out.stderr
+    assert not _sealed_under(a, 2)
+    # reads go on with the trusted epoch, and `ct keys list` names the doubtful one
+    assert "sealed before" in as_(alice, a, "search", "sealed").stdout
+    listing = as_(alice, a, "keys", "list").stdout + as_(alice, a, "keys", "list").stderr
+    assert "key epoch 2 opens but is NOT trusted" in listing
+    fsck = as_(alice, a, "fsck", check=False)
+    assert fsck.returncode == 1 and "keys/epoch-0002.age: opens with your identity but is not " in (
+        fsck.stdout + fsck.stderr
+    )
+
+
+def test_a_forged_vouch_and_a_fresh_clone(tmp_path, people):
+    """A vouch made with a key that is not epoch 1's fails; a fresh clone checks the chain too."""
+    alice, _ra, bob, _rb = people
+    a, _b, remote = _alice_and_bob(tmp_path, people)
+    m = _mallory(tmp_path, remote)
+    guess = keyring.new_key()
+    key = keyring.new_key()
+    _plant_epoch(m, people, 2)
+    keyring.wrap_epoch(m, 2, key, [people[1], people[3]], keytrust.vouch_line(1, guess, 2, key))
+    _push(m, "Keys: rotate, new key epoch 2")
+    as_(alice, a, "sync", "--no-push")
+    out = _refused_write(alice, a, "secret plans")
+    assert out.returncode == 10 and "its vouch by epoch 1 is false" in out.stderr, out.stderr
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(remote), str(fresh))
+    git(fresh, "config", "user.name", "bob")
+    git(fresh, "config", "user.email", "bob@x")
+    out = _refused_write(bob, fresh, "secret plans")
+    assert out.returncode == 10 and "does not trust it" in out.stderr, out.stderr
+
+
+def test_a_planted_root_below_the_real_one_stops_a_fresh_clone(tmp_path, people):
+    """A fresh clone trusts the lowest epoch as its root: an epoch 0 with an epoch it vouches for
+    on top leaves the real epoch 1 unvouched, and no write happens while an epoch is in doubt."""
+    bob = people[2]
+    _a, _b, remote = _alice_and_bob(tmp_path, people)
+    m = _mallory(tmp_path, remote)
+    root = _plant_epoch(m, people, 0)
+    top = keyring.new_key()
+    keyring.wrap_epoch(m, 2, top, [people[1], people[3]], keytrust.vouch_line(0, root, 2, top))
+    _push(m, "Keys: tidy")
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(remote), str(fresh))
+    out = _refused_write(bob, fresh, "secret plans")
+    assert out.returncode == 10 and "keys/epoch-0001.age" in out.stderr, out.stderr
+    assert not _sealed_under(fresh, 2)
+
+
+def test_a_real_rotation_is_trusted_by_the_other_clones_and_a_fresh_one(tmp_path, people):
+    alice, _ra, bob, _rb = people
+    a, b, remote = _alice_and_bob(tmp_path, people)
+    as_(alice, a, "keys", "rotate")
+    as_(alice, a, "add", "after the rotation", "--ts", f"{DAY}T11:00:00Z")
+    as_(alice, a, "sync")
+    as_(bob, b, "sync")
+    as_(bob, b, "add", "bob after it", "--ts", f"{DAY}T12:00:00Z")
+    assert len(_sealed_under(b, 2)) >= 2
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(remote), str(fresh))
+    git(fresh, "config", "user.name", "bob")
+    git(fresh, "config", "user.email", "bob@x")
+    as_(bob, fresh, "add", "from the fresh clone", "--ts", f"{DAY}T13:00:00Z")
+    record = json.loads((fresh / ".git" / keytrust.RECORD).read_text())
+    assert sorted(record["epochs"]) == ["1", "2"] and record["newest"] == 2
+    assert ((fresh / ".git" / keytrust.RECORD).stat().st_mode & 0o777) == 0o600
+
+
+def test_an_epoch_rolled_back_by_a_push_stops_writes(tmp_path, people):
+    alice = people[0]
+    a, _b, remote = _alice_and_bob(tmp_path, people)
+    as_(alice, a, "keys", "rotate")
+    as_(alice, a, "sync")
+    m = _mallory(tmp_path, remote)
+    git(m, "rm", "-q", "keys/epoch-0002.age", "keys/epoch-0002.recipients")
+    git(m, "commit", "-qm", "cleanup")
+    git(m, "push", "-q")
+    as_(alice, a, "sync", "--no-push")
+    out = _refused_write(alice, a, "under the old key")
+    assert out.returncode == 10 and "keys/epoch-0002.age: gone" in out.stderr, out.stderr
+    fsck = as_(alice, a, "fsck", check=False)
+    assert fsck.returncode == 1 and "keys/epoch-0002.age: gone, though" in fsck.stdout + fsck.stderr
+
+
+def test_keys_trust_accepts_an_epoch_without_a_vouch(tmp_path, people):
+    """An epoch made by a memstore from before vouches has none: `ct keys trust` takes it, once
+    the user has seen who committed it, and writes go on under it."""
+    alice = people[0]
+    a, _b, remote = _alice_and_bob(tmp_path, people)
+    m = _mallory(tmp_path, remote)
+    _plant_epoch(m, people, 2)  # stands for an old memstore's rotation
+    _push(m, "Keys: rotate, new key epoch 2")
+    as_(alice, a, "sync", "--no-push")
+    assert as_(alice, a, "keys", "trust", "1", check=False).returncode == 2
+    out = as_(alice, a, "keys", "trust", "2")
+    assert "Trusted key epoch 2 (committed in" in out.stdout + out.stderr
+    as_(alice, a, "add", "now under epoch two", "--ts", f"{DAY}T10:00:00Z")
+    assert len(_sealed_under(a, 2)) == 1
+
+
+def test_a_clone_from_before_vouches_trusts_what_it_opens_once(tmp_path, people):
+    """A clone that opened the store encrypted before vouches (the mark, no record) trusts the
+    epochs it opens then; one planted after that is in doubt."""
+    alice = people[0]
+    a, _b, remote = _alice_and_bob(tmp_path, people)
+    m = _mallory(tmp_path, remote)
+    _plant_epoch(m, people, 2)  # an old memstore's rotation, before this clone upgraded
+    _push(m, "Keys: rotate, new key epoch 2")
+    as_(alice, a, "sync", "--no-push")
+    (a / ".git" / keytrust.RECORD).unlink()
+    assert (a / ".git" / keytrust.MARK).exists()
+    as_(alice, a, "add", "under epoch two", "--ts", f"{DAY}T10:00:00Z")
+    _plant_epoch(m, people, 3)
+    git(m, "pull", "-q", "--no-rebase", "--no-edit")
+    _push(m, "Keys: rotate, new key epoch 3")
+    as_(alice, a, "sync", "--no-push")
+    assert _refused_write(alice, a, "not under three").returncode == 10
+
+
+def test_a_planted_private_key_is_never_sealed_to(tmp_path, people):
+    """Mallory wraps a private key she knows to alice's public key; alice's private records go
+    under a key of alice's own making, which mallory's cannot open."""
+    alice, ra, _bob, _rb = people
+    a, _b, remote = _alice_and_bob(tmp_path, people)
+    m = _mallory(tmp_path, remote)
+    planted = keyring.new_key()
+    body = f"memstore private key 1\nid: {'0' * 16}\nkey: {base64.b64encode(planted).decode()}\n"
+    sealed = pyrage.encrypt(body.encode(), [keyring.parse_recipient(ra)])
+    (m / "keys" / "private-0000000000000000.age").write_bytes(sealed)
+    (m / "keys" / "private-0000000000000000.recipient").write_text(ra + "\n")
+    _push(m, "Keys: private key")
+    as_(alice, a, "sync", "--no-push")
+    as_(alice, a, "add", "my private diary", "--private", "--ts", f"{DAY}T10:00:00Z")
+    lines = [
+        line
+        for line in (a / "log" / "2026" / f"{DAY}.jsonl").read_bytes().splitlines()
+        if line.startswith(sealed_lines.PRIVATE_PREFIX)
+    ]
+    assert len(lines) == 1
+    kid_used, ct_ = sealed_lines.parse_private(lines[0])
+    assert kid_used != "0000000000000000"
+    rel = f"log/2026/{DAY}.jsonl"
+    assert sealed_lines.open_private(planted, "0000000000000000", rel, ct_) is None
+    assert "my private diary" in as_(alice, a, "search", "diary").stdout
+    # and alice's own key stays hers on her next write (the planted one has the lower id)
+    as_(alice, a, "add", "a second entry", "--private", "--ts", f"{DAY}T11:00:00Z")
+    data = (a / "log" / "2026" / f"{DAY}.jsonl").read_bytes()
+    assert b"ms1p.0000000000000000." not in data
