@@ -45,6 +45,7 @@ class Core:
         self.tz = zone(self.config.timezone)
         self.meta_dir = meta_dir_for(self.root)
         self.no_key = None  # why no identity opened an encrypted store opened `without_key`
+        self._keys_seen = keys_signature(self.root)
         try:
             self.sealer = open_sealer(self.root, self.meta_dir)
         except Exception as exc:
@@ -342,6 +343,17 @@ class Core:
 
     def normalize(self, raw: dict, defaults: dict | None = None, derive_id: bool = False) -> dict:
         return recordfmt.normalize(raw, self.tz, defaults=defaults, derive_id=derive_id)
+
+    def refresh_keys(self) -> None:
+        """Open the store's keys again when keys/ changed since they were opened (a long-running
+        server, or a sync by another process, took in a new epoch or a removal): a write must never
+        seal under the key a removed reader holds, nor miss a key that arrived in doubt."""
+        if self.no_key:
+            return
+        now = keys_signature(self.root)
+        if now != self._keys_seen:
+            self._keys_seen = now
+            self.sealer = open_sealer(self.root, self.meta_dir)
 
     def transaction(self, message, allow_old_format: bool = False, check_logs: bool = True):
         """`with store.transaction(msg) as tx:` — lock, journal, files, one commit (memstore/transaction.py)."""
@@ -1041,6 +1053,23 @@ class Unpinned:
         finally:
             os.close(self._w)
             self._w = -1
+
+
+def keys_signature(root: Path) -> tuple:
+    """What changes when a file of keys/ does: each entry's name, size, time and inode."""
+    folder = Path(root) / "keys"
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return ()
+    out = []
+    for name in names:
+        try:
+            st = os.lstat(folder / name)
+        except OSError:
+            continue
+        out.append((name, st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(out)
 
 
 def open_sealer(root: Path, meta_dir: Path):

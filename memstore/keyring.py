@@ -188,14 +188,14 @@ def epoch_name(epoch: int) -> str:
 
 
 def wrap_epoch(
-    root: Path, epoch: int, key: bytes, recipients: list[str], vouch: str | None = None
+    root: Path, epoch: int, key: bytes, recipients: list[str], vouches: list[str] = ()
 ) -> list[str]:
-    """Write `keys/epoch-NNNN.age` (the key wrapped to `recipients`, with the `after:` line that
-    vouches for it, memstore/keytrust.py) and its `.recipients` list; the store-relative paths."""
+    """Write `keys/epoch-NNNN.age` (the key wrapped to `recipients`, with the `after:` lines that
+    vouch for it, memstore/keytrust.py) and its `.recipients` list; the store-relative paths."""
     import pyrage
 
     body = f"{_HEADER}\nepoch: {epoch}\nkey: {base64.b64encode(key).decode('ascii')}\n"
-    body += f"{vouch}\n" if vouch else ""
+    body += "".join(f"{v}\n" for v in vouches)
     sealed = pyrage.encrypt(body.encode("ascii"), [parse_recipient(r) for r in recipients])
     base = Path(root) / epoch_name(epoch)
     base.parent.mkdir(parents=True, exist_ok=True)
@@ -219,15 +219,15 @@ def _unwrap(
     try:
         assert lines[0] == header and lines[1] == second and lines[2].startswith("key: ")
         key = base64.b64decode(lines[2][5:], validate=True)
-        assert len(key) == KEY_BYTES and len(lines) <= 8
+        assert len(key) == KEY_BYTES and len(lines) <= 1000
     except (AssertionError, IndexError, ValueError):
         raise NoKeyError(f"{path}: opens, but is not memstore's {what}.") from None
     return key, lines[3:]
 
 
-def unwrap_epoch(path: Path, epoch: int, identities: list) -> tuple[bytes, str | None] | None:
-    """The epoch's key and its `after:` line (None: it has none), or None when no identity opens
-    it; NoKeyError when it is malformed."""
+def unwrap_epoch(path: Path, epoch: int, identities: list) -> tuple[bytes, list[str]] | None:
+    """The epoch's key and its `after:` lines, or None when no identity opens it; NoKeyError when
+    it is malformed."""
     got = _unwrap(
         path,
         identities,
@@ -238,7 +238,7 @@ def unwrap_epoch(path: Path, epoch: int, identities: list) -> tuple[bytes, str |
     if got is None:
         return None
     key, extra = got
-    return key, next((x for x in extra if x.startswith("after:")), None)
+    return key, [x for x in extra if x.startswith("after:")]
 
 
 def private_files(root: Path) -> dict[str, Path]:
@@ -328,13 +328,19 @@ def open_store(root: Path, explicit_identity=None, record=None, migrating: bool 
         )
     verdict = decide(opened, list(files), record, migrating)
     secrets = owner_secrets(path, identities)
-    private, own = {}, set()
+    private, own, doubtful_private = {}, set(), {}
     for kid, f in private_files(root).items():
         got = unwrap_private(f, kid, identities)
-        if got is not None:
+        if got is None:
+            continue
+        if private_is_owned(secrets, kid, *got):
             private[kid] = got[0]
-            if private_is_owned(secrets, kid, *got):
-                own.add(kid)
+            own.add(kid)
+        elif migrating or kid in verdict.record.private:
+            private[kid] = got[0]  # made before `auth` lines: read, never sealed to
+            verdict.record.private.add(kid)
+        else:  # planted (or old, in a fresh clone): its lines are not read as yours
+            doubtful_private[kid] = got[0]
     sealer = Sealer(
         root,
         verdict.trusted,
@@ -343,7 +349,7 @@ def open_store(root: Path, explicit_identity=None, record=None, migrating: bool 
         private=private,
         identity=path,
     )
-    sealer.own = own
+    sealer.own, sealer.doubtful_private = own, doubtful_private
     sealer.vouches = {e: opened[e][1] for e in verdict.trusted if opened[e][1]}
     sealer.doubtful, sealer.doubtful_keys = verdict.doubtful, verdict.doubtful_keys
     sealer.lost, sealer.trust = verdict.lost, verdict.record

@@ -97,6 +97,7 @@ class Record:
 
     epochs: dict[int, bytes] = field(default_factory=dict)
     newest: int = 0
+    private: set[str] = field(default_factory=set)  # private keys without `auth` read here
 
     @classmethod
     def load(cls, gdir: Path | None) -> Record | None:
@@ -117,7 +118,9 @@ class Record:
             obj = safejson.loads(data)
             epochs = {int(e): bytes.fromhex(s) for e, s in obj["epochs"].items()}
             newest = int(obj["newest"])
+            private = set(obj.get("private", []))
             assert all(len(s) == 32 and e >= 0 for e, s in epochs.items()) and newest >= 0
+            assert all(isinstance(k, str) for k in private)
         except (ValueError, KeyError, TypeError, AttributeError, AssertionError):
             raise FormatError(
                 path,
@@ -125,7 +128,7 @@ class Record:
                 hint="Delete it: the next command trusts the lowest epoch you open and those it "
                 "vouches for, and names the rest.",
             ) from None
-        return cls(epochs, newest)
+        return cls(epochs, newest, private)
 
     def save(self, gdir: Path | None) -> None:
         """Written whole (a temporary file renamed over it), mode 0600; best effort."""
@@ -133,6 +136,7 @@ class Record:
             return
         body = {"epochs": {str(e): s.hex() for e, s in sorted(self.epochs.items())}}
         body["newest"] = self.newest
+        body["private"] = sorted(self.private)
         path = Path(gdir) / RECORD
         tmp = path.with_name(f"{RECORD}.{os.getpid()}.tmp")
         try:
@@ -147,7 +151,7 @@ class Record:
                 pass
 
     def copy(self) -> Record:
-        return Record(dict(self.epochs), self.newest)
+        return Record(dict(self.epochs), self.newest, set(self.private))
 
 
 @dataclass
@@ -160,27 +164,34 @@ class Verdict:
 
 
 def decide(
-    opened: dict[int, tuple[bytes, str | None]],
+    opened: dict[int, tuple[bytes, list[str]]],
     present: list[int],
     record: Record | None,
     migrating: bool = False,
 ) -> Verdict:
-    """Which of the `opened` epochs ({epoch: (key, its `after:` line or None)}) to trust, given the
-    clone's `record` (None: none yet) and the epoch files `present` (opened or not)."""
+    """Which of the `opened` epochs ({epoch: (key, its `after:` lines)}) to trust, given the
+    clone's `record` (None: none yet) and the epoch files `present` (opened or not).
+
+    An epoch not in the record must be vouched for by its predecessor: the highest epoch below it
+    that a file or the record has. So a removed reader, who still holds the key of an older epoch,
+    cannot vouch for an epoch of its own once the epoch that removed it is here; and two epochs
+    never follow the same one."""
     rec = record.copy() if record is not None else Record()
     trusted: dict[int, bytes] = {}
     doubtful: dict[int, str] = {}
+    known_epochs = set(present) | set(rec.epochs)
     for epoch in sorted(opened):
         key, after = opened[epoch]
-        mine = epoch_secret(key)
         known = rec.epochs.get(epoch)
         if known is not None:
-            if hmac.compare_digest(known, mine):
+            if hmac.compare_digest(known, epoch_secret(key)):
                 trusted[epoch] = key
             else:
                 doubtful[epoch] = "its key changed since this clone trusted it"
             continue
-        why = _check_vouch(epoch, key, after, trusted, rec)
+        below = [e for e in known_epochs if e < epoch]
+        prev = max(below) if below else None
+        why = _check_vouch(epoch, key, after, prev, trusted, rec, doubtful)
         if why is None or migrating or (record is None and not trusted and not doubtful):
             trusted[epoch] = key  # vouched for; or trusted once (migrating); or a fresh root
         else:
@@ -195,20 +206,33 @@ def decide(
 
 
 def _check_vouch(
-    epoch: int, key: bytes, after: str | None, trusted: dict[int, bytes], rec: Record
+    epoch: int,
+    key: bytes,
+    after: list[str],
+    prev: int | None,
+    trusted: dict[int, bytes],
+    rec: Record,
+    doubtful: dict[int, str],
 ) -> str | None:
-    """None when `after` vouches for the epoch under an epoch this clone trusts; else why not."""
-    if after is None:
-        return "it carries no vouch from an earlier epoch (made by a memstore before vouches, or by someone who can push)"
-    parsed = parse_vouch(after)
-    if parsed is None:
-        return "its vouch is malformed"
-    prev, tag = parsed
-    if prev >= epoch:
-        return f"it claims to follow epoch {prev}, which is not earlier"
+    """None when one of the `after` lines vouches for the epoch under its predecessor `prev`, an
+    epoch this clone trusts; else why not."""
+    if prev is None:
+        return "it is not the lowest epoch, yet nothing comes before it"
+    if not after:
+        return (
+            "it carries no vouch from an earlier epoch (made by a memstore before vouches, or by "
+            "someone who can push)"
+        )
+    tags = [v for v in map(parse_vouch, after) if v is not None and v[0] == prev]
+    if not tags:
+        return (
+            f"it is not vouched for by epoch {prev}, the one before it (a vouch by an older epoch "
+            "is what a removed reader could make)"
+        )
     secret = epoch_secret(trusted[prev]) if prev in trusted else rec.epochs.get(prev)
     if secret is None:
-        return f"it is vouched for by epoch {prev}, which this clone does not trust or open"
-    if not hmac.compare_digest(_tag(secret, epoch, prev, key), tag):
+        why = "is in doubt itself" if prev in doubtful else "this clone does not trust or open"
+        return f"it is vouched for by epoch {prev}, which {why}"
+    if not any(hmac.compare_digest(_tag(secret, epoch, prev, key), tag) for _p, tag in tags):
         return f"its vouch by epoch {prev} is false: it was not made by a reader of epoch {prev}"
     return None

@@ -533,7 +533,7 @@ class Store(Core):
         recipient: str | None = None,
         path: str | None = None,
         rewrite: bool = False,
-        epochs: list[int] | None = None,
+        which: list | None = None,
     ) -> dict:
         """`ct keys ACTION`: the recipients and key epochs of an encrypted store.
 
@@ -541,8 +541,9 @@ class Store(Core):
         (every epoch rewrapped, one commit); remove → a new key epoch without `recipient` (what
         is written after it is sealed from it; one commit); rotate → a new key epoch for the same
         recipients (one commit; `rewrite`: every line of every commit sealed again under it, the
-        older epochs' key files gone, history rewritten); trust → this clone trusts `epochs`,
-        which open but carry no vouch it can check (memstore/keytrust.py; no commit). new and show concern the identity alone, not a store, and may be
+        older epochs' key files gone, history rewritten); trust → this clone trusts `which` (key
+        epochs, or private key ids) that open but carry no vouch or `auth` it can check
+        (memstore/keytrust.py; no commit). new and show concern the identity alone, not a store, and may be
         called on the class: `Store.keys(None, "new", path=FILE)` writes a new identity (→ path,
         recipient), `Store.keys(None, "show", path=FILE)` names the one in use."""
         from .errors import UsageError
@@ -556,7 +557,7 @@ class Store(Core):
         if action == "list":
             return keys.listing(self)
         if action == "trust":
-            return keys.trust(self, list(epochs or []))
+            return keys.trust(self, list(which or []))
         if action not in ("add", "remove", "rotate"):
             raise UsageError(
                 f"keys: the action is new, show, list, add, remove, rotate or trust, not {action!r}"

@@ -248,6 +248,9 @@ def write_lock(store, check_logs: bool = True):
 
     with file_lock(store.meta_dir / "write.lock", timeout=lock_timeout(), what="write"):
         store.recovery_notes = begin_write(store, check_logs)
+        refresh = getattr(store, "refresh_keys", None)
+        if refresh is not None:
+            refresh()  # keys/ as it is now, under the lock (a server may have held them for days)
         hook = BEFORE_APPEND.set(lambda path: note_append(store, path))
         rehook = BEFORE_REWRITE.set(lambda path: note_rewrite(store, path))
         try:

@@ -52,20 +52,30 @@ def keys_list(obj, as_json):
     obj.say(f"key epoch {res['epoch']} (your identity opens: {opened})")
     for e, why in res["untrusted"].items():
         obj.say(f"key epoch {e} opens but is NOT trusted by this clone: {why}")
+    for kid in res["untrusted_private"]:
+        obj.say(
+            f"private key {kid} opens with your identity but carries no auth line of yours: its "
+            "lines are not read as yours"
+        )
     if res["gone"] is not None:
         obj.say(f"key epoch {res['gone']}, which this clone trusted, is gone from keys/")
 
 
 @keys_cmd.command("trust")
-@click.argument("epochs", nargs=-1, type=int)
+@click.argument("which", nargs=-1)
 @click.pass_obj
-def keys_trust(obj, epochs):
-    """Trust key EPOCHS that open with your identity but carry no vouch this clone can check (made
-    by a memstore from before vouches, or by someone who can push). Look first at who committed
-    them: git log -- keys/epoch-NNNN.age. Recorded in this clone's git folder; no commit."""
-    res = obj.store().keys("trust", epochs=list(epochs))
-    for e in res["trusted"]:
-        obj.say(f"Trusted key epoch {e} (committed in {res['commits'][e] or 'no commit yet'}).")
+def keys_trust(obj, which):
+    """Trust key epochs (numbers) or private keys (16-hex ids) that open with your identity but
+    carry no vouch this clone can check: made by a memstore from before vouches, or by someone who
+    can push. Look first at who committed them: git log -- keys/epoch-NNNN.age. Recorded in this
+    clone's git folder; no commit.
+
+    Example: ct keys trust 3
+    """
+    res = obj.store().keys("trust", which=list(which))
+    for w in res["trusted"]:
+        what = f"key epoch {w}" if w.isdigit() else f"private key {w}"
+        obj.say(f"Trusted {what} (committed in {res['commits'][w] or 'no commit yet'}).")
 
 
 @keys_cmd.command("add")

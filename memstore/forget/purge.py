@@ -698,6 +698,16 @@ def follow_rewritten_remote(
         sealer = _remote_sealer(store, upstream)  # NoKeyError, nothing changed, when none opens it
         sealed_lines.register(store.root, sealer)
         store.sealer = sealer
+    if not drop_purged and not _rewrite_recorded(store, upstream, before):
+        if became:
+            sealed_lines.register(store.root, None)
+            store.sealer = None
+        res.notes.append(
+            f"{res.upstream} was force-pushed to a history that records no purge of this clone's "
+            f"last fetched {before[:10]} (purged-history.jsonl): not followed (an older state pushed "
+            "over a newer one would undo forgets and key changes); it is merged and pushed back instead"
+        )
+        return None
     try:
         remote_ids = _ids_at(store, upstream)
         try:
@@ -728,6 +738,28 @@ def follow_rewritten_remote(
     return [store.normalize(r) for r in local]
 
 
+def _rewrite_recorded(store, upstream: str, before: str) -> bool:
+    """Whether the remote's rewritten history records (purged-history.jsonl, whose lines only a
+    reader can seal in an encrypted store) a rewrite of `before`, the remote tip this clone last
+    fetched: its tip, or a first rewritten commit that `before` holds. Every rewrite memstore makes
+    records one; a force push of an older state does not."""
+    try:
+        raw = store.git.blob(upstream, PURGED)
+        if raw is not None and store.sealer is not None:  # sealed under the remote's newest keys
+            raw = _remote_sealer(store, upstream).open_data(store.root / PURGED, raw)
+    except (MemstoreError, ValueError):
+        return False
+    marks: set[str] = set()
+    for line in (raw or b"").splitlines():
+        if line.strip() and _purge_problem(line) is None:
+            entry = json.loads(line)
+            marks |= set(entry.get("commits") or []) | set(entry.get("tips") or [])
+    if before in marks:
+        return True
+    present = store.git.present_commits(sorted(marks)) if marks else []
+    return any(_is_ancestor(store, c, before) for c in present)
+
+
 def _remote_sealer(store, rev: str):
     """The Sealer for this store made from the key files at `rev` (a remote that was encrypted
     elsewhere), before this clone's files change; NoKeyError when no identity opens them."""
@@ -745,10 +777,17 @@ def _remote_sealer(store, rev: str):
             data = store.git.blob(rev, name)
             if data is not None and name.endswith(".age"):
                 (tmp / name).write_bytes(data)
-        opened = keyring.open_store(tmp)
+        from ..gitrepo import git_dir
+        from ..keytrust import Record
+
+        # checked against this clone's trusted epochs (memstore/keytrust.py); the record is not kept
+        opened = keyring.open_store(tmp, record=Record.load(git_dir(store.root)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return Sealer(store.root, opened.keys, opened.newest, opened.identity_note)
+    sealer = Sealer(store.root, opened.keys, opened.newest, opened.identity_note)
+    sealer.private, sealer.own = opened.private, opened.own
+    sealer.doubtful, sealer.doubtful_keys = opened.doubtful, opened.doubtful_keys
+    return sealer
 
 
 def _drop_old_objects(store, res, stale: list[dict]) -> None:

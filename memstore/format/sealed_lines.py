@@ -161,7 +161,8 @@ class Sealer:
         self.doubtful_keys: dict[int, bytes] = {}
         self.lost: int | None = None  # the clone's newest trusted epoch, when its file is gone
         self.trust = None  # the clone's keytrust.Record, to keep
-        self.vouches: dict[int, str] = {}  # epoch -> its key file's `after:` line
+        self.vouches: dict[int, list[str]] = {}  # epoch -> its key file's `after:` lines
+        self.doubtful_private: dict[str, bytes] = {}  # private keys that open, no valid `auth`
         self.unopened: dict[str, int] = {}  # file -> lines of epochs this identity does not open
         self.hidden: dict[str, int] = {}  # file -> private lines of other writers (skipped)
         self.foreign: dict[str, list[bytes]] = {}  # file -> those lines as sealed, for rewrites
@@ -232,8 +233,10 @@ class Sealer:
         if key is None:
             raise NoKeyError(
                 f"{self.root}: your identity{self.identity_note} does not open the store's newest key "
-                f"epoch ({self.newest}): you were removed as a recipient, so you cannot write to it.",
-                'Ask a remaining recipient to run "ct keys add YOUR_RECIPIENT". Nothing was written.',
+                f"epoch ({self.newest}): you were removed as a recipient, or someone who can push "
+                f"added keys/epoch-{self.newest:04d}.age; you cannot write to it. Nothing was written.",
+                f'"git -C {self.root} log -- keys/epoch-{self.newest:04d}.age" shows who committed it. '
+                'If you were removed, ask a remaining recipient to run "ct keys add YOUR_RECIPIENT".',
             )
         return key
 

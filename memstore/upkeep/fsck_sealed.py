@@ -69,6 +69,19 @@ def key_doubts(store) -> list[str]:
         "else revert that commit)"
         for e, why in sorted(sealer.doubtful.items())
     ]
+    out += [
+        f"{keyring.KEYS_DIR}/private-{kid}.age: opens with your identity but carries no auth line "
+        "of yours, so its lines are not read as yours (someone who can push can wrap a key to your "
+        f'public key; "ct keys trust {kid}" if you made it with a memstore from before auth lines)'
+        for kid in sorted(sealer.doubtful_private)
+    ]
+    newest = max(keyring.epoch_files(store.root), default=None)
+    if newest is not None and newest not in sealer.keys and newest not in sealer.doubtful:
+        out.append(
+            f"{keyring.epoch_name(newest)}.age: your identity does not open the newest key epoch, "
+            "so nothing can be written here: you were removed as a recipient, or someone who can "
+            f'push added it (see "git log -- {keyring.epoch_name(newest)}.age")'
+        )
     if sealer.lost is not None and sealer.lost not in sealer.keys:
         out.append(
             f"{keyring.epoch_name(sealer.lost)}.age: gone, though this clone trusted it as the "

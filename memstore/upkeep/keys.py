@@ -34,42 +34,88 @@ def listing(store) -> dict:
             e: keyring.read_recipients(p.with_suffix(".recipients")) for e, p in epochs.items()
         },
         "untrusted": {e: why for e, why in sorted(sealer.doubtful.items())},
+        "untrusted_private": sorted(sealer.doubtful_private),
         "gone": sealer.lost if sealer.lost is not None and sealer.lost not in sealer.keys else None,
     }
 
 
-def trust(store, epochs: list[int]) -> dict:
-    """Trust key epochs that open but carry no vouch this clone can check (memstore/keytrust.py),
-    after the user has looked at who committed them: recorded in this clone's git folder, no
-    commit. → {trusted: [...], commits: {epoch: 'sha author date'}}."""
+def trust(store, which: list) -> dict:
+    """Trust key epochs (numbers) or private keys (16-hex ids) that open with the user's identity
+    but carry no vouch or `auth` this clone can check (memstore/keytrust.py), after the user has
+    looked at who committed them: recorded in this clone's git folder, no commit.
+    → {trusted: [...], commits: {what: 'sha author date'}}."""
     from ..gitrepo import git_dir
 
     _need_encrypted(store)
     sealer = store.sealer
-    if not epochs:
+    doubts = [str(e) for e in sorted(sealer.doubtful)] + sorted(sealer.doubtful_private)
+    if not which:
         raise UsageError(
-            "keys trust: name the epoch(s) to trust ("
-            + (", ".join(map(str, sorted(sealer.doubtful))) or "none is untrusted now")
+            "keys trust: name the key epoch(s) or private key id(s) to trust ("
+            + (", ".join(doubts) or "none is in doubt now")
             + ")."
         )
-    for e in epochs:
-        if e not in sealer.doubtful:
-            known = "is trusted already" if e in sealer.keys else "does not open with your identity"
-            raise UsageError(f"key epoch {e} {known}; nothing was changed.")
+    epochs, kids = [], []
+    for w in map(str, which):
+        if w.isdigit() and int(w) in sealer.doubtful:
+            epochs.append(int(w))
+        elif w in sealer.doubtful_private:
+            kids.append(w)
+        else:
+            if w.isdigit():
+                known = (
+                    "is trusted already"
+                    if int(w) in sealer.keys
+                    else "does not open with your identity"
+                )
+            else:
+                known = (
+                    "is yours or trusted already"
+                    if w in sealer.private
+                    else "does not open with your identity"
+                )
+            raise UsageError(
+                f"{w}: that key {known}; nothing was changed (in doubt: {', '.join(doubts) or 'none'})."
+            )
     record = sealer.trust.copy()
     commits = {}
     for e in epochs:
-        key = sealer.doubtful_keys[e]
-        record.epochs[e] = keytrust.epoch_secret(key)
+        record.epochs[e] = keytrust.epoch_secret(sealer.doubtful_keys[e])
         record.newest = max(record.newest, e)
-        rel = f"{keyring.epoch_name(e)}.age"
-        commits[e] = store.git.run("log", "-1", "--format=%h %an <%ae> %aI", "--", rel).strip()
+        commits[str(e)] = _last_commit(store, f"{keyring.epoch_name(e)}.age")
+    for kid in kids:
+        record.private.add(kid)
+        commits[kid] = _last_commit(store, f"{keyring.KEYS_DIR}/private-{kid}.age")
     record.save(git_dir(store.root))
     for e in epochs:
         sealer.keys[e] = sealer.doubtful_keys.pop(e)
         sealer.doubtful.pop(e)
+    for kid in kids:
+        sealer.private[kid] = sealer.doubtful_private.pop(kid)
     sealer.trust = record
-    return {"trusted": sorted(epochs), "commits": commits}
+    _reread(store, [f"ms1.{e}.".encode() for e in epochs] + [f"ms1p.{k}.".encode() for k in kids])
+    return {"trusted": [str(e) for e in epochs] + kids, "commits": commits}
+
+
+def _reread(store, prefixes: list[bytes]) -> None:
+    """The day logs holding lines under keys just trusted are read again by the next index update
+    (their time touched: the index left those lines out, and the files did not change)."""
+    import os
+
+    from .. import storefile
+    from ..format import log as logfmt
+
+    for path in logfmt.list_days(store.root).values():
+        try:
+            data = storefile.read_bytes(path)
+        except (OSError, storefile.StoreLink):
+            continue
+        if any(data.startswith(x) or b"\n" + x in data for x in prefixes):
+            os.utime(path)
+
+
+def _last_commit(store, rel: str) -> str:
+    return store.git.run("log", "-1", "--format=%h %an <%ae> %aI", "--", rel).strip()
 
 
 def add(store, recipient: str) -> dict:
@@ -92,7 +138,7 @@ def add(store, recipient: str) -> dict:
         for e, p in epochs.items():
             had = keyring.read_recipients(p.with_suffix(".recipients"))
             key = store.sealer.keys[e]
-            tx.stage(keyring.wrap_epoch(store.root, e, key, had + [rcpt], vouches.get(e)))
+            tx.stage(keyring.wrap_epoch(store.root, e, key, had + [rcpt], vouches.get(e, [])))
         keyring.write_recipients(store.root / keyring.RECIPIENTS, current + [rcpt])
         tx.stage([keyring.RECIPIENTS])
     return {"recipient": rcpt, "epochs": sorted(epochs), "commit": tx.commit}
@@ -175,17 +221,21 @@ def _new_epoch(store, readers: list[str], why: str, reseal: list[str] | None = N
     old = keyring.epoch_files(store.root)
     epoch = max(old) + 1
     key = keyring.new_key()
-    vouch = keytrust.vouch_line(store.sealer.newest, prev_key, epoch, key)
+    # vouched for by the newest epoch; a rewrite that deletes the older epochs' files also by
+    # each of them, so a clone that never saw the newest can still check the chain
+    vouchers = dict(store.sealer.keys) if reseal is not None else {}
+    vouchers[store.sealer.newest] = prev_key
+    vouches = [keytrust.vouch_line(p, k, epoch, key) for p, k in sorted(vouchers.items())]
     before = (dict(store.sealer.keys), store.sealer.newest)
     try:
         with store.transaction(f"Keys: {why}, new key epoch {epoch}") as tx:
             plain = {rel: logfmt.read_plain(store.root / rel) for rel in reseal or []}
-            tx.stage(keyring.wrap_epoch(store.root, epoch, key, readers, vouch))
+            tx.stage(keyring.wrap_epoch(store.root, epoch, key, readers, vouches))
             keyring.write_recipients(store.root / keyring.RECIPIENTS, readers)
             tx.stage([keyring.RECIPIENTS])
             store.sealer.keys[epoch] = key
             store.sealer.newest = epoch
-            store.sealer.vouches[epoch] = vouch
+            store.sealer.vouches[epoch] = vouches
             for rel, data in plain.items():
                 logfmt.rewrite(store.root / rel, data)
             tx.stage(list(plain))

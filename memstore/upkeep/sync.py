@@ -113,6 +113,7 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
             purge.refuse_purged(store, res, "HEAD", what="push")
             from ..repair import journal_merge
 
+            _refuse_forged(store, res)
             journal_merge(
                 store
             )  # a kill inside git's merge is rolled back whole (memstore/repair.py)
@@ -289,6 +290,23 @@ def _counts(store, upstream: str) -> tuple[int, int] | None:
         "rev-list", "--left-right", "--count", f"HEAD...refs/remotes/{upstream}"
     ).split()
     return int(ahead), int(behind)
+
+
+def _refuse_forged(store, res: SyncResult) -> None:
+    """An encrypted store's remote adds lines its keys do not open: not merged (upkeep/incoming.py)."""
+    if store.sealer is None or _ref(store, f"refs/remotes/{res.upstream}") is None:
+        return
+    from .incoming import forged_lines
+
+    bad = forged_lines(store, f"refs/remotes/{res.upstream}")
+    if bad:
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise GitError(
+            f"Not merging {res.upstream}: {bad[0]}{more}",
+            "Nothing was changed. No reader of this store sealed that line: someone who can push "
+            f'wrote it. To take it out: "git -C {store.root} merge {res.upstream}", then "git '
+            'revert COMMIT" (or delete the line and commit), then "ct sync".',
+        )
 
 
 def _merge(store, res: SyncResult) -> None:
