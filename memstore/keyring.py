@@ -20,9 +20,11 @@ from __future__ import annotations
 import base64
 import os
 import re
+import stat
 from pathlib import Path
 
-from .errors import UsageError
+from . import storefile
+from .errors import MemstoreError, UsageError
 from .format.sealed_lines import KEY_BYTES, NoKeyError, Sealer
 
 KEYS_DIR = "keys"
@@ -31,6 +33,7 @@ _EPOCH = re.compile(r"^epoch-(\d{4,6})\.age$")
 _HEADER = "memstore epoch key 1"
 _PRIVATE = re.compile(r"^private-([0-9a-f]{16})\.age$")
 _PRIVATE_HEADER = "memstore private key 1"
+_KEY_FILE_LIMIT = 1 << 20  # a key file or recipients list memstore writes is a few hundred bytes
 
 
 # ----- the user's identity ------------------------------------------------------------------------
@@ -160,7 +163,7 @@ def read_recipients(path: Path) -> list[str]:
     if not path.is_file():
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in storefile.read_text(path, limit=_KEY_FILE_LIMIT).splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             out.append(line)
@@ -172,13 +175,22 @@ def write_recipients(path: Path, recipients: list[str]) -> None:
     path.write_text("".join(r + "\n" for r in recipients), encoding="utf-8")
 
 
+def _regular(path: Path) -> bool:
+    """A key file is used only as a regular file: a link (to another key file, /dev/zero, a file
+    outside the store) or a FIFO under keys/ is left out here, and `ct fsck` names it."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def epoch_files(root: Path) -> dict[int, Path]:
     d = Path(root) / KEYS_DIR
     out = {}
-    if d.is_dir():
+    if d.is_dir() and not d.is_symlink():
         for name in os.listdir(d):
             m = _EPOCH.match(name)
-            if m:
+            if m and _regular(d / name):
                 out[int(m.group(1))] = d / name
     return dict(sorted(out.items()))
 
@@ -212,7 +224,11 @@ def _unwrap(
     import pyrage
 
     try:
-        body = pyrage.decrypt(path.read_bytes(), identities)
+        data = storefile.read_bytes(path, limit=_KEY_FILE_LIMIT)
+    except (OSError, storefile.StoreLink, MemstoreError) as exc:
+        raise NoKeyError(f"{path}: cannot be read as a key file ({exc}).") from None
+    try:
+        body = pyrage.decrypt(data, identities)
     except Exception:
         return None
     lines = body.decode("ascii", "replace").splitlines()
@@ -245,10 +261,10 @@ def private_files(root: Path) -> dict[str, Path]:
     """{key id: keys/private-<id>.age} of every writer's private key in the store."""
     d = Path(root) / KEYS_DIR
     out = {}
-    if d.is_dir():
+    if d.is_dir() and not d.is_symlink():
         for name in sorted(os.listdir(d)):
             m = _PRIVATE.match(name)
-            if m:
+            if m and _regular(d / name):
                 out[m.group(1)] = d / name
     return out
 

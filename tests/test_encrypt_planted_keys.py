@@ -411,3 +411,20 @@ def test_a_force_pushed_older_state_is_not_followed_as_a_purge(tmp_path, people)
     assert git(a, "rev-parse", "HEAD").stdout.strip() == new
     assert git(tmp_path, "--git-dir", str(remote), "rev-parse", "main").stdout.strip() == new
     assert "after the rotation" in as_(alice, a, "search", "rotation").stdout
+
+
+def test_a_link_under_keys_is_not_a_key(tmp_path, people):
+    """A committed symlink keys/epoch-0005.age (to epoch 1's file, or to /dev/zero) is no key
+    file: commands go on under the real epochs, and fsck names the link. Before, the link to epoch
+    1's file stopped every command ('opens, but is not memstore's epoch 5 key file')."""
+    alice = people[0]
+    a, _b, remote = _alice_and_bob(tmp_path, people)
+    m = _mallory(tmp_path, remote)
+    (m / "keys" / "epoch-0005.age").symlink_to("epoch-0001.age")
+    (m / "keys" / "private-00000000000000bb.age").symlink_to("/dev/zero")
+    _push(m, "Keys: tidy")
+    as_(alice, a, "sync", "--no-push")
+    as_(alice, a, "add", "still under epoch one", "--ts", f"{DAY}T10:00:00Z")
+    assert len(_sealed_under(a, 1)) == 2 and not _sealed_under(a, 5)
+    fsck = as_(alice, a, "fsck", check=False)
+    assert fsck.returncode == 1 and "keys/epoch-0005.age" in fsck.stdout, fsck.stdout

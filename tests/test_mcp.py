@@ -14,7 +14,7 @@ from conftest import commits, ct, ct_process, git_clean
 pytest.importorskip("mcp")
 
 
-def _session(root):
+def _session(root, *flags):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -24,7 +24,7 @@ def _session(root):
         if k in os.environ
     }
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memstore", "-C", str(root), "mcp"], env=env
+        command=sys.executable, args=["-m", "memstore", "-C", str(root), "mcp", *flags], env=env
     )
 
     class _Both:

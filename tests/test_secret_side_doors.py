@@ -413,3 +413,50 @@ def test_chat_masks_allowed_secrets_unless_sent_on_purpose(tmp_path, openai_serv
     assert TOKEN in json.dumps(openai_server.bodies("/v1/chat/completions")), (
         "sent when the user asked"
     )
+
+
+# ----- answers to agents --------------------------------------------------------------------------
+
+
+def _http_get(root, path, **flags):
+    from memstore.serve.http import make_server
+
+    server = make_server(root, port=0, log=False, **flags)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}{path}"
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            return resp.read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_mcp_and_http_answers_mask_allowed_secrets_unless_sent_on_purpose(tmp_path):
+    """A record stored with --allow-secrets keeps its token verbatim; an agent reading memory
+    (MCP search and context through a real client, the HTTP API) gets it masked, as ct chat masks
+    what it sends an LLM, unless the user started the server with --send-secrets."""
+    from test_mcp import _data, _session
+
+    st = make_store(tmp_path / "s")
+    ct("-C", st.root, "add", "--allow-secrets", f"the deploy token for the garden site is {TOKEN}")
+
+    async def ask(*flags):
+        async with _session(st.root, *flags) as s:
+            hits = _data(await s.call_tool("search", {"query": "garden site deploy token"}))
+            ctx = _data(await s.call_tool("context", {"query": "garden site deploy token"}))
+            return json.dumps(hits), json.dumps(ctx)
+
+    hits, ctx = anyio.run(ask)
+    for answer in (hits, ctx):
+        assert "garden site" in answer and "[redacted]" in answer
+        assert TOKEN not in answer and TOKEN[4:20] not in answer
+    hits, ctx = anyio.run(ask, "--send-secrets")
+    assert TOKEN in hits and TOKEN in ctx
+    body = _http_get(st.root, "/search?query=garden+site+deploy+token")
+    assert "garden site" in body and TOKEN not in body and TOKEN[4:20] not in body
+    assert TOKEN in _http_get(st.root, "/search?query=garden+site+deploy+token", send_secrets=True)

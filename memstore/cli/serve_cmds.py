@@ -9,8 +9,14 @@ from .common import emit_json, secret_options
 
 
 def _guard_options(f):
-    """--allow-secrets-override, --allow-wide-forget and --allow-share, the same for ct serve and
-    ct mcp."""
+    """--allow-secrets-override, --allow-wide-forget, --allow-share and --send-secrets, the same
+    for ct serve and ct mcp."""
+    f = click.option(
+        "--send-secrets",
+        is_flag=True,
+        help="Answer with the secrets of records stored with --allow-secrets as stored. Without it "
+        "every answer masks what the secret scanner flags, as ct chat masks what it sends an LLM.",
+    )(f)
     f = click.option(
         "--allow-share",
         is_flag=True,
@@ -98,6 +104,7 @@ def serve_cmd(
     allow_secrets_override,
     allow_wide_forget,
     allow_share,
+    send_secrets,
     tokens_file,
     rate,
 ):
@@ -134,6 +141,7 @@ def serve_cmd(
         allow_secrets_override=allow_secrets_override,
         allow_wide_forget=allow_wide_forget,
         allow_share=allow_share,
+        send_secrets=send_secrets,
         tokens=tokens,
         rate=rate,
     )
@@ -182,6 +190,7 @@ def mcp_cmd(
     allow_secrets_override,
     allow_wide_forget,
     allow_share,
+    send_secrets,
 ):
     """Serve this store to AI agents over MCP (stdio, or streamable HTTP with --http): tools
     search, recall, add, mark, where, context, tree, forget and share, and the resource
@@ -213,6 +222,7 @@ def mcp_cmd(
             allow_secrets_override=allow_secrets_override,
             allow_wide_forget=allow_wide_forget,
             allow_share=allow_share,
+            send_secrets=send_secrets,
         )
         return
     import sys
@@ -240,6 +250,7 @@ def mcp_cmd(
         allow_secrets_override=allow_secrets_override,
         allow_wide_forget=allow_wide_forget,
         allow_share=allow_share,
+        send_secrets=send_secrets,
     )
 
 

@@ -78,6 +78,7 @@ class Permissions:
     secrets_override: bool = False  # /add may store a detected secret verbatim (secrets "allow")
     wide_forget: bool = False  # /forget may remove more than limits.MAX_FORGET records at once
     share: bool = False  # /share may make private records shared (else only its dry run)
+    send_secrets: bool = False  # answers keep what the secret scanner flags (else masked)
 
 
 def _search(st, p, perms):
@@ -935,7 +936,12 @@ class App:
 
         def run():
             try:
-                return ep.call(self._st(), params, self.perms)
+                out = ep.call(self._st(), params, self.perms)
+                if self.perms.send_secrets or not isinstance(out, dict):
+                    return out
+                from .web.mask import mask_fields  # as ct chat masks what it sends an LLM
+
+                return mask_fields(out)
             except MemstoreError as exc:
                 raise HTTPError(status_for(exc), said(exc)) from None
             except (
@@ -1128,6 +1134,7 @@ def make_server(
     allow_secrets_override: bool = False,
     allow_wide_forget: bool = False,
     allow_share: bool = False,
+    send_secrets: bool = False,
     timeout: float = TIMEOUT,
     arrive: float = ARRIVE,
     workers: int = WORKERS,
@@ -1148,7 +1155,10 @@ def make_server(
     """
     family, addr = bind_address(host, port, allow_remote, allowed_hosts, tokens=tokens is not None)
     perms = Permissions(
-        secrets_override=allow_secrets_override, wide_forget=allow_wide_forget, share=allow_share
+        secrets_override=allow_secrets_override,
+        wide_forget=allow_wide_forget,
+        share=allow_share,
+        send_secrets=send_secrets,
     )
     app = App(
         root,

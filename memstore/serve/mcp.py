@@ -25,7 +25,8 @@ Long-term memory in a git-native store. Use `where` at the start of a task to se
 the latest lines; `recall` for questions with a time phrase ("what did we decide last Tuesday");
 `search` for words or meaning over all time; `context` for a ready prompt section under a token
 budget; `add` to remember a turn or fact; `mark` to record where the work stands (and `mark` with
-`done` to close it). Every write is one git commit. Text is returned verbatim."""
+`done` to close it). Every write is one git commit. Text is returned verbatim, but for what looks
+like a credential (masked)."""
 
 
 class MemoryServer:
@@ -38,6 +39,7 @@ class MemoryServer:
         allow_secrets_override: bool = False,
         allow_wide_forget: bool = False,
         allow_share: bool = False,
+        send_secrets: bool = False,
     ):
         from ..store import Store
 
@@ -47,6 +49,7 @@ class MemoryServer:
             allow_wide_forget,
             allow_share,
         )
+        self.send_secrets = send_secrets  # else every answer's secrets are masked
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memstore")
         self._store = None
         self._open = Store.open
@@ -67,7 +70,10 @@ class MemoryServer:
         loop = asyncio.get_running_loop()
         try:
             limits.check(params or {})
-            return await loop.run_in_executor(self._pool, fn)
+            out = await loop.run_in_executor(self._pool, fn)
+            return (
+                out if self.send_secrets else await loop.run_in_executor(self._pool, _masked, out)
+            )
         except (
             MemstoreError,
             ValueError,
@@ -335,6 +341,14 @@ class MemoryServer:
 TOOLS = ("search", "recall", "add", "mark", "forget", "share", "where", "context", "tree")
 
 
+def _masked(answer):
+    """An answer with the secrets the scanner flags masked, as ct chat masks what it sends an LLM
+    (records stored with --allow-secrets hold them verbatim; `ct mcp --send-secrets` sends them)."""
+    from .web.mask import mask, mask_fields
+
+    return mask(answer) if isinstance(answer, str) else mask_fields(answer)
+
+
 def parameters(tool: str) -> tuple[str, ...]:
     """The parameters of the tool `tool`, in order (none for the stats resource)."""
     fn = getattr(MemoryServer, tool)
@@ -373,6 +387,7 @@ def build_server(
     allow_secrets_override: bool = False,
     allow_wide_forget: bool = False,
     allow_share: bool = False,
+    send_secrets: bool = False,
 ):
     """An MCPServer with the memory tools and the `memstore://stats` resource (flags: see MemoryServer)."""
     from mcp.server.mcpserver import MCPServer
@@ -394,6 +409,7 @@ def build_server(
         allow_secrets_override=allow_secrets_override,
         allow_wide_forget=allow_wide_forget,
         allow_share=allow_share,
+        send_secrets=send_secrets,
     )
     server = CheckedServer(
         name="memstore", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
@@ -427,6 +443,7 @@ def serve(
     allow_secrets_override: bool = False,
     allow_wide_forget: bool = False,
     allow_share: bool = False,
+    send_secrets: bool = False,
 ) -> None:
     """Run the server on stdin/stdout until the client closes the connection; every line is answered."""
     import anyio
@@ -442,6 +459,7 @@ def serve(
         allow_secrets_override=allow_secrets_override,
         allow_wide_forget=allow_wide_forget,
         allow_share=allow_share,
+        send_secrets=send_secrets,
     )
     mem._store = None  # opened again on the worker thread, which owns its SQLite connection
 
@@ -589,6 +607,7 @@ def http_app(
     allow_secrets_override: bool = False,
     allow_wide_forget: bool = False,
     allow_share: bool = False,
+    send_secrets: bool = False,
 ):
     """(ASGI app serving MCP at /mcp over streamable HTTP behind HTTPGuard, MemoryServer)."""
     from mcp.server.transport_security import TransportSecuritySettings
@@ -600,6 +619,7 @@ def http_app(
         allow_secrets_override=allow_secrets_override,
         allow_wide_forget=allow_wide_forget,
         allow_share=allow_share,
+        send_secrets=send_secrets,
     )
     app = server.streamable_http_app(
         streamable_http_path="/mcp",
@@ -623,6 +643,7 @@ def serve_http(
     allow_secrets_override: bool = False,
     allow_wide_forget: bool = False,
     allow_share: bool = False,
+    send_secrets: bool = False,
     log: bool = True,
     ready=None,
 ) -> None:
@@ -648,6 +669,7 @@ def serve_http(
         allow_secrets_override=allow_secrets_override,
         allow_wide_forget=allow_wide_forget,
         allow_share=allow_share,
+        send_secrets=send_secrets,
     )
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
