@@ -208,6 +208,9 @@ def wrap_epoch(
 
     body = f"{_HEADER}\nepoch: {epoch}\nkey: {base64.b64encode(key).decode('ascii')}\n"
     body += "".join(f"{v}\n" for v in vouches)
+    # who it is wrapped to, where only a holder of the key can write it (the .recipients file
+    # beside it is plain text anyone who can push can change)
+    body += "".join(f"reader: {normal_recipient(r)}\n" for r in recipients)
     sealed = pyrage.encrypt(body.encode("ascii"), [parse_recipient(r) for r in recipients])
     base = Path(root) / epoch_name(epoch)
     base.parent.mkdir(parents=True, exist_ok=True)
@@ -242,8 +245,8 @@ def _unwrap(
 
 
 def unwrap_epoch(path: Path, epoch: int, identities: list) -> tuple[bytes, list[str]] | None:
-    """The epoch's key and its `after:` lines, or None when no identity opens it; NoKeyError when
-    it is malformed."""
+    """The epoch's key and the lines after it (`after:` vouches, `reader:` recipients), or None
+    when no identity opens it; NoKeyError when it is malformed."""
     got = _unwrap(
         path,
         identities,
@@ -253,8 +256,18 @@ def unwrap_epoch(path: Path, epoch: int, identities: list) -> tuple[bytes, list[
     )
     if got is None:
         return None
-    key, extra = got
-    return key, [x for x in extra if x.startswith("after:")]
+    return got
+
+
+def vouches_in(extra: list[str]) -> list[str]:
+    return [x for x in extra if x.startswith("after:")]
+
+
+def readers_in(extra: list[str]) -> list[str] | None:
+    """The recipients an epoch file says it is wrapped to, inside the file (None: it does not
+    say, a memstore from before wrote it)."""
+    got = [x[len("reader: ") :].strip() for x in extra if x.startswith("reader: ")]
+    return got or None
 
 
 def private_files(root: Path) -> dict[str, Path]:
@@ -342,7 +355,12 @@ def open_store(root: Path, explicit_identity=None, record=None, migrating: bool 
             f"({', '.join(str(e) for e in files)}): it is not a recipient of this store.",
             f'Ask a recipient to run "ct keys add {_safe_recipient(path)}". Nothing was read.',
         )
-    verdict = decide(opened, list(files), record, migrating)
+    verdict = decide(
+        {e: (k, vouches_in(extra)) for e, (k, extra) in opened.items()},
+        list(files),
+        record,
+        migrating,
+    )
     secrets = owner_secrets(path, identities)
     private, own, doubtful_private = {}, set(), {}
     for kid, f in private_files(root).items():
@@ -366,7 +384,8 @@ def open_store(root: Path, explicit_identity=None, record=None, migrating: bool 
         identity=path,
     )
     sealer.own, sealer.doubtful_private = own, doubtful_private
-    sealer.vouches = {e: opened[e][1] for e in verdict.trusted if opened[e][1]}
+    sealer.vouches = {e: vouches_in(opened[e][1]) for e in verdict.trusted}
+    sealer.readers = {e: readers_in(opened[e][1]) for e in verdict.trusted}
     sealer.doubtful, sealer.doubtful_keys = verdict.doubtful, verdict.doubtful_keys
     sealer.lost, sealer.trust = verdict.lost, verdict.record
     return sealer

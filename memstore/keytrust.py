@@ -54,7 +54,13 @@ def _tag(secret: bytes, epoch: int, after: int, key: bytes) -> str:
 
 def vouch_line(after: int, after_key: bytes, epoch: int, key: bytes) -> str:
     """The `after: P TAG` line of a new epoch's key file."""
-    return f"after: {after} {_tag(epoch_secret(after_key), epoch, after, key)}"
+    return vouch_by_secret(after, epoch_secret(after_key), epoch, key)
+
+
+def vouch_by_secret(after: int, secret: bytes, epoch: int, key: bytes) -> str:
+    """The same, from epoch P's vouching secret (a clone's record keeps those of epochs whose
+    files a rewrite deleted)."""
+    return f"after: {after} {_tag(secret, epoch, after, key)}"
 
 
 def parse_vouch(line: str) -> tuple[int, str] | None:

@@ -428,3 +428,88 @@ def test_a_link_under_keys_is_not_a_key(tmp_path, people):
     assert len(_sealed_under(a, 1)) == 2 and not _sealed_under(a, 5)
     fsck = as_(alice, a, "fsck", check=False)
     assert fsck.returncode == 1 and "keys/epoch-0005.age" in fsck.stdout, fsck.stdout
+
+
+def test_a_name_added_to_the_plain_recipients_lists_gets_no_key(tmp_path, people):
+    """A pusher appends their recipient to keys/recipients and epoch 1's .recipients: the next
+    rotation and `keys add` wrap only to the readers the key files name inside (where only a key
+    holder can write), and fsck names the extra line."""
+    from test_encrypt import new_identity
+
+    alice = people[0]
+    a, _b, remote = _alice_and_bob(tmp_path, people)
+    eve = tmp_path / "eve.key"
+    re_ = new_identity(eve)
+    rc = new_identity(tmp_path / "carol.key")
+    m = _mallory(tmp_path, remote)
+    for name in ("recipients", "epoch-0001.recipients"):
+        with open(m / "keys" / name, "a") as f:
+            f.write(re_ + "\n")
+    _push(m, "Keys: tidy")
+    as_(alice, a, "sync")
+    fsck = as_(alice, a, "fsck", check=False)
+    assert fsck.returncode == 1 and f"keys/recipients: lists {re_}, whom the newest" in fsck.stdout
+    assert re_ not in as_(alice, a, "keys", "list").stdout
+    as_(alice, a, "keys", "rotate")
+    as_(alice, a, "keys", "add", rc)
+    eve_ids = keyring.load_identities(eve)
+    for e in (1, 2):
+        assert keyring.unwrap_epoch(a / "keys" / f"epoch-{e:04d}.age", e, eve_ids) is None
+
+
+def test_sync_never_follows_a_rewrite_recorded_by_an_unsealed_line(tmp_path, people):
+    """A pusher force-pushes a new root with the same files and a plain purged-history.jsonl
+    line, without its newline, naming the tip the clones last fetched: before, the unsealed last
+    line was read as a purge record and ct sync reset the clone onto it and pruned its history."""
+    bob = people[2]
+    _a, b, remote = _alice_and_bob(tmp_path, people)
+    m = _mallory(tmp_path, remote)
+    tip = git(m, "rev-parse", "HEAD").stdout.strip()
+    git(m, "checkout", "-q", "--orphan", "x")
+    with open(m / "purged-history.jsonl", "ab") as f:
+        f.write(json.dumps({"commits": [], "tips": [tip], "ids": []}).encode())
+    git(m, "add", "-A")
+    git(m, "commit", "-qm", "Record purge")
+    git(m, "push", "-qf", "origin", "x:main")
+    before = git(b, "rev-list", "--count", "HEAD").stdout
+    out = as_(bob, b, "sync", check=False)
+    assert out.returncode == 8 and "purged-history.jsonl:1: a last line" in out.stderr, out.stderr
+    assert git(b, "rev-list", "--count", "HEAD").stdout == before
+    assert git(b, "cat-file", "-t", tip).returncode == 0
+
+
+def test_sync_refuses_a_private_label_sealed_under_the_shared_key(tmp_path, people):
+    """A member seals, under the team's key, a record labelled private (as if another member's
+    own note): ct sync does not merge it, and a clone that has it stops naming it."""
+    alice, _ra, bob, _rb = people
+    a, b, _remote = _alice_and_bob(tmp_path, people)
+    key = keyring.unwrap_epoch(b / "keys" / "epoch-0001.age", 1, keyring.load_identities(bob))[0]
+    rel = f"log/2026/{DAY}.jsonl"
+    rec = {
+        "id": "fakeprivate1", "ts": f"{DAY}T09:30:00Z", "role": "user", "type": "text",
+        "text": "a private note alice never wrote", "scope": "private",
+    }  # fmt: skip
+    with open(b / rel, "ab") as f:
+        f.write(sealed_lines.seal_one(key, 1, rel, json.dumps(rec).encode()) + b"\n")
+    git(b, "commit", "-qam", "routine")
+    git(b, "push", "-q", "--no-verify")
+    out = as_(alice, a, "sync", check=False)
+    assert out.returncode == 8 and "a record labelled private, sealed under the shared key" in (
+        out.stderr
+    )
+    out = as_(bob, b, "search", "note", check=False)
+    assert out.returncode == 4 and "labelled private, sealed under the shared key" in out.stderr
+
+
+def test_a_clone_that_missed_two_rewrite_rotations_follows_them(tmp_path, people):
+    """Two `ct keys rotate --rewrite` on alice's clone while bob's saw neither: the last epoch is
+    vouched for by every epoch alice's clone ever trusted, so bob's clone (which knows epoch 1
+    only) checks it and follows."""
+    alice, _ra, bob, _rb = people
+    a, b, _remote = _alice_and_bob(tmp_path, people)
+    for _ in range(2):
+        as_(alice, a, "keys", "rotate", "--rewrite")
+        git(a, "push", "-qf")
+    as_(bob, b, "sync")
+    as_(bob, b, "add", "bob after both", "--ts", f"{DAY}T12:00:00Z")
+    assert _sealed_under(b, 3) and not _sealed_under(b, 1)

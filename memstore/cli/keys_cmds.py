@@ -50,6 +50,11 @@ def keys_list(obj, as_json):
         click.echo(r)
     opened = ", ".join(map(str, res["epochs_opened"]))
     obj.say(f"key epoch {res['epoch']} (your identity opens: {opened})")
+    for r in res["listed_not_readers"]:
+        obj.say(
+            f"{r} is listed in keys/recipients but named by no key file: it was not added by a "
+            "reader and gets no key (remove the line)"
+        )
     for e, why in res["untrusted"].items():
         obj.say(f"key epoch {e} opens but is NOT trusted by this clone: {why}")
     for kid in res["untrusted_private"]:

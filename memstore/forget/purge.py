@@ -10,7 +10,7 @@ import os
 import tempfile
 
 from ..errors import MemstoreError, UsageError
-from ..format import attributes
+from ..format import attributes, layout
 from ..format import log as logfmt
 from ..format import safejson
 from ..format.tombstones import ids_in as tombstones_in
@@ -257,7 +257,7 @@ repo_filter.run()
 )
 
 # The committed files whose every line an encrypted store seals (docs/format.md, "Encrypted stores").
-LINE_FILES = r"^((log|tree)/.+\.jsonl|markers\.jsonl|forgotten\.jsonl|purged-history\.jsonl)$"
+LINE_FILES = layout.SEALED_LINE_FILES
 
 
 def refuse_shallow_purge(store) -> None:
@@ -698,7 +698,13 @@ def follow_rewritten_remote(
         sealer = _remote_sealer(store, upstream)  # NoKeyError, nothing changed, when none opens it
         sealed_lines.register(store.root, sealer)
         store.sealer = sealer
-    if not drop_purged and not _rewrite_recorded(store, upstream, before):
+    remote = None
+    if store.sealer is not None:  # the rewritten history's keys, checked against this clone's
+        try:
+            remote = store.sealer if became else _remote_sealer(store, upstream)
+        except MemstoreError:
+            remote = None
+    if not drop_purged and not _rewrite_recorded(store, upstream, before, remote):
         if became:
             sealed_lines.register(store.root, None)
             store.sealer = None
@@ -708,6 +714,20 @@ def follow_rewritten_remote(
             "over a newer one would undo forgets and key changes); it is merged and pushed back instead"
         )
         return None
+    if remote is not None and not drop_purged:
+        from ..incoming import forged_lines
+
+        bad = forged_lines(store, upstream, sealer=remote, whole=True)
+        if bad:
+            if became:
+                sealed_lines.register(store.root, None)
+                store.sealer = None
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            raise UsageError(
+                f"Not following the rewritten {res.upstream}: {bad[0]}{more}",
+                "Nothing was changed. No reader of this store sealed that line: someone who can "
+                "push wrote it into the rewritten history.",
+            )
     try:
         remote_ids = _ids_at(store, upstream)
         try:
@@ -738,7 +758,7 @@ def follow_rewritten_remote(
     return [store.normalize(r) for r in local]
 
 
-def _rewrite_recorded(store, upstream: str, before: str) -> bool:
+def _rewrite_recorded(store, upstream: str, before: str, remote=None) -> bool:
     """Whether the remote's rewritten history records (purged-history.jsonl, whose lines only a
     reader can seal in an encrypted store) a rewrite of `before`, the remote tip this clone last
     fetched: its tip, or a first rewritten commit that `before` holds. Every rewrite memstore makes
@@ -746,7 +766,9 @@ def _rewrite_recorded(store, upstream: str, before: str) -> bool:
     try:
         raw = store.git.blob(upstream, PURGED)
         if raw is not None and store.sealer is not None:  # sealed under the remote's newest keys
-            raw = _remote_sealer(store, upstream).open_data(store.root / PURGED, raw)
+            if remote is None:
+                return False
+            raw = remote.open_data(store.root / PURGED, raw)
     except (MemstoreError, ValueError):
         return False
     marks: set[str] = set()

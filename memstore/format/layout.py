@@ -87,3 +87,9 @@ def meta_dir_for(root: Path) -> Path:
 
 def _can_write(path: Path) -> bool:
     return os.access(path, os.W_OK)
+
+
+# The committed files made of lines an encrypted store seals one by one (store-relative, `/`).
+SEALED_LINE_FILES = (
+    r"^((log|tree)/.+\.jsonl|markers\.jsonl|forgotten\.jsonl|purged-history\.jsonl)$"
+)

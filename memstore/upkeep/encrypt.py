@@ -25,9 +25,7 @@ ENCRYPTED_NOTICE = "History rewritten: no commit of this clone holds a plain lin
 
 def line_files(root) -> list[str]:
     """Store-relative paths of every committed file whose lines an encrypted store seals."""
-    from ..forget.purge import LINE_FILES
-
-    pattern = re.compile(LINE_FILES)
+    pattern = re.compile(layout.SEALED_LINE_FILES)
     out = []
     for sub in (layout.LOG, "tree"):
         base = root / sub

@@ -75,6 +75,14 @@ def key_doubts(store) -> list[str]:
         f'public key; "ct keys trust {kid}" if you made it with a memstore from before auth lines)'
         for kid in sorted(sealer.doubtful_private)
     ]
+    from .keys import listed_but_not_reader
+
+    out += [
+        f"{keyring.RECIPIENTS}: lists {r}, whom the newest key epoch's file does not name: no "
+        "reader added it (anyone who can push can edit this plain list; new key epochs are "
+        "wrapped to the readers the key file names, so it reads nothing new). Remove the line"
+        for r in listed_but_not_reader(store)
+    ]
     newest = max(keyring.epoch_files(store.root), default=None)
     if newest is not None and newest not in sealer.keys and newest not in sealer.doubtful:
         out.append(

@@ -14,6 +14,25 @@ from .. import keyring, keytrust
 from ..errors import UsageError
 
 
+def readers(store) -> list[str]:
+    """Who reads the store now, as the newest epoch this clone trusts says inside its key file
+    (only a holder of its key can write that); a key file from before says nothing, and then
+    `keys/recipients` is taken. Never `keys/recipients` over the key file: anyone who can push
+    can add a name to it, and the next new epoch would be wrapped to that name too."""
+    sealer = store.sealer
+    said = sealer.readers.get(sealer.newest) if sealer.newest in sealer.keys else None
+    return list(said) if said else keyring.read_recipients(store.root / keyring.RECIPIENTS)
+
+
+def listed_but_not_reader(store) -> list[str]:
+    """Recipients `keys/recipients` lists that the newest trusted key file does not name."""
+    sealer = store.sealer
+    said = sealer.readers.get(sealer.newest) if sealer.newest in sealer.keys else None
+    if not said:
+        return []
+    return [r for r in keyring.read_recipients(store.root / keyring.RECIPIENTS) if r not in said]
+
+
 def _need_encrypted(store) -> None:
     if store.sealer is None:
         raise UsageError(
@@ -27,7 +46,8 @@ def listing(store) -> dict:
     epochs = keyring.epoch_files(store.root)
     sealer = store.sealer
     return {
-        "recipients": keyring.read_recipients(store.root / keyring.RECIPIENTS),
+        "recipients": readers(store),
+        "listed_not_readers": listed_but_not_reader(store),
         "epoch": max(epochs),
         "epochs_opened": sorted(sealer.keys),
         "epochs": {
@@ -122,10 +142,10 @@ def add(store, recipient: str) -> dict:
     """Wrap every epoch (the newest too) to `recipient` as well; list it."""
     _need_encrypted(store)
     rcpt = keyring.normal_recipient(recipient)
-    current = keyring.read_recipients(store.root / keyring.RECIPIENTS)
+    store.sealer.refuse_doubt()  # never hand a key someone who can push made to a newcomer
+    current = readers(store)
     if rcpt in current:
         raise UsageError(f"{rcpt} is already a recipient of {store.root}; nothing was changed.")
-    store.sealer.refuse_doubt()  # never hand a key someone who can push made to a newcomer
     epochs = keyring.epoch_files(store.root)
     missing = [e for e in epochs if e not in store.sealer.keys]
     if missing:
@@ -134,9 +154,14 @@ def add(store, recipient: str) -> dict:
             f"give them to {rcpt}; nothing was changed."
         )
     vouches = store.sealer.vouches
+    said = {r for got in store.sealer.readers.values() for r in got or []}
     with store.transaction(f"Keys: add a recipient ({len(current) + 1} in all)") as tx:
         for e, p in epochs.items():
-            had = keyring.read_recipients(p.with_suffix(".recipients"))
+            had = store.sealer.readers.get(e)
+            if not had:  # a key file from before `reader:` lines: its plain list, less any name
+                had = keyring.read_recipients(p.with_suffix(".recipients"))  # no key file says
+                had = [r for r in had if r in said or r in current] if said else had
+            had = [r for r in had if r != rcpt]
             key = store.sealer.keys[e]
             tx.stage(keyring.wrap_epoch(store.root, e, key, had + [rcpt], vouches.get(e, [])))
         keyring.write_recipients(store.root / keyring.RECIPIENTS, current + [rcpt])
@@ -148,7 +173,8 @@ def remove(store, recipient: str) -> dict:
     """A new epoch wrapped to every recipient but `recipient`; writes from now on use it."""
     _need_encrypted(store)
     rcpt = keyring.normal_recipient(recipient)
-    current = keyring.read_recipients(store.root / keyring.RECIPIENTS)
+    store.sealer.refuse_doubt()
+    current = readers(store)
     if rcpt not in current:
         raise UsageError(f"{rcpt} is not a recipient of {store.root}; nothing was changed.")
     rest = [r for r in current if r != rcpt]
@@ -166,9 +192,10 @@ def rotate(store, rewrite: bool = False) -> dict:
     commit, the older epochs' key files are deleted, and every earlier commit is rewritten the same
     way (forget/purge.py's machinery), so no line reachable from a branch opens with an old key."""
     _need_encrypted(store)
-    readers = keyring.read_recipients(store.root / keyring.RECIPIENTS)
+    store.sealer.refuse_doubt()
+    now = readers(store)
     if not rewrite:
-        return _new_epoch(store, readers, "rotate")
+        return _new_epoch(store, now, "rotate")
     from ..forget.purge import refuse_shallow_purge, rewrite_sealed
     from ..gitrepo import refuse_if_unfinished
     from .encrypt import line_files
@@ -189,7 +216,7 @@ def rotate(store, rewrite: bool = False) -> dict:
             '("ct fsck --repair"). Nothing was changed.'
         )
     old_keys = dict(store.sealer.keys)
-    res = _new_epoch(store, readers, "rotate and reseal", reseal=line_files(store.root))
+    res = _new_epoch(store, now, "rotate and reseal", reseal=line_files(store.root))
     epoch = res["epoch"]
     keep = {f"{keyring.epoch_name(epoch)}.age", f"{keyring.epoch_name(epoch)}.recipients"}
     drop = r"^keys/epoch-\d+\.(age|recipients)$"
@@ -212,7 +239,7 @@ def rotate(store, rewrite: bool = False) -> dict:
     }
 
 
-def _new_epoch(store, readers: list[str], why: str, reseal: list[str] | None = None) -> dict:
+def _new_epoch(store, who: list[str], why: str, reseal: list[str] | None = None) -> dict:
     """Write epoch N+1 (one commit). `reseal`: these line files are sealed again under it whole,
     and the older epochs' key files are deleted in the same commit."""
     from ..format import log as logfmt
@@ -222,20 +249,30 @@ def _new_epoch(store, readers: list[str], why: str, reseal: list[str] | None = N
     epoch = max(old) + 1
     key = keyring.new_key()
     # vouched for by the newest epoch; a rewrite that deletes the older epochs' files also by
-    # each of them, so a clone that never saw the newest can still check the chain
-    vouchers = dict(store.sealer.keys) if reseal is not None else {}
-    vouchers[store.sealer.newest] = prev_key
-    vouches = [keytrust.vouch_line(p, k, epoch, key) for p, k in sorted(vouchers.items())]
+    # every epoch this clone ever trusted (its record keeps their secrets), so a clone that never
+    # saw the newest, or the ones an earlier rewrite deleted, can still check the chain
+    secrets = {}
+    if reseal is not None:
+        record = store.sealer.trust
+        secrets = dict(record.epochs) if record is not None else {}
+        secrets.update({e: keytrust.epoch_secret(k) for e, k in store.sealer.keys.items()})
+    secrets[store.sealer.newest] = keytrust.epoch_secret(prev_key)
+    vouches = [
+        keytrust.vouch_by_secret(p, sec, epoch, key)
+        for p, sec in sorted(secrets.items())
+        if p < epoch
+    ]
     before = (dict(store.sealer.keys), store.sealer.newest)
     try:
         with store.transaction(f"Keys: {why}, new key epoch {epoch}") as tx:
             plain = {rel: logfmt.read_plain(store.root / rel) for rel in reseal or []}
-            tx.stage(keyring.wrap_epoch(store.root, epoch, key, readers, vouches))
-            keyring.write_recipients(store.root / keyring.RECIPIENTS, readers)
+            tx.stage(keyring.wrap_epoch(store.root, epoch, key, who, vouches))
+            keyring.write_recipients(store.root / keyring.RECIPIENTS, who)
             tx.stage([keyring.RECIPIENTS])
             store.sealer.keys[epoch] = key
             store.sealer.newest = epoch
             store.sealer.vouches[epoch] = vouches
+            store.sealer.readers[epoch] = [keyring.normal_recipient(r) for r in who]
             for rel, data in plain.items():
                 logfmt.rewrite(store.root / rel, data)
             tx.stage(list(plain))

@@ -293,10 +293,10 @@ def _counts(store, upstream: str) -> tuple[int, int] | None:
 
 
 def _refuse_forged(store, res: SyncResult) -> None:
-    """An encrypted store's remote adds lines its keys do not open: not merged (upkeep/incoming.py)."""
+    """An encrypted store's remote adds lines its keys do not open: not merged (memstore/incoming.py)."""
     if store.sealer is None or _ref(store, f"refs/remotes/{res.upstream}") is None:
         return
-    from .incoming import forged_lines
+    from ..incoming import forged_lines
 
     bad = forged_lines(store, f"refs/remotes/{res.upstream}")
     if bad:

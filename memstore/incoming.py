@@ -12,25 +12,29 @@ from __future__ import annotations
 
 import re
 
-from ..format import sealed_lines
-from ..gitrepo import RevReader, git_dir
+from .format import layout, sealed_lines
+from .gitrepo import RevReader, git_dir
 
 
-def forged_lines(store, theirs: str, limit: int = 20) -> list[str]:
-    """Lines `theirs` adds to sealed files (since its merge base with HEAD) that do not open
-    under the key they name, or that are not sealed at all: one message each, at most `limit`."""
-    sealer = store.sealer
+def forged_lines(
+    store, theirs: str, limit: int = 20, sealer=None, whole: bool = False
+) -> list[str]:
+    """Lines `theirs` adds to sealed files (since its merge base with HEAD; `whole`: every line
+    of its files, for a rewritten history) that do not open under the key they name, or that are
+    not sealed at all: one message each, at most `limit`. `sealer`: the keys to check with (the
+    store's own by default)."""
+    sealer = sealer or store.sealer
     if sealer is None:
         return []
     git = store.git
-    try:
-        base = git.run("merge-base", "HEAD", theirs).strip() or None
-    except Exception:  # no common history: everything is new
-        base = None
-    from ..forget.purge import LINE_FILES
-
+    base = None
+    if not whole:
+        try:
+            base = git.run("merge-base", "HEAD", theirs).strip() or None
+        except Exception:  # no common history: everything is new
+            base = None
     reader = RevReader(git_dir(store.root))
-    line_file = re.compile(LINE_FILES)
+    line_file = re.compile(layout.SEALED_LINE_FILES)
     paths = [p for p in reader.changed_paths(base, theirs) if line_file.match(p)]
     if not paths:
         return []
@@ -57,11 +61,17 @@ def _why_not(sealer, rel: str, raw: bytes, last: bool) -> str | None:
     if parsed is not None:
         epoch, ct = parsed
         key = sealer.keys.get(epoch)
-        if key is None or sealed_lines.open_one(key, epoch, rel, ct) is not None:
+        if key is None:
             return None
-        return (
-            f"a line sealed under key epoch {epoch} that its key does not open (forged or damaged)"
-        )
+        plain = sealed_lines.open_one(key, epoch, rel, ct)
+        if plain is None:
+            return f"a line sealed under key epoch {epoch} that its key does not open (forged or damaged)"
+        if rel.startswith("log/") and sealed_lines.is_private_line(plain):
+            return (
+                "a record labelled private, sealed under the shared key (memstore seals private "
+                "records under their writer's own key: another reader made it)"
+            )
+        return None
     private = sealed_lines.parse_private(raw)
     if private is not None:
         kid, ct = private
