@@ -407,6 +407,34 @@ def test_a_plaintext_clone_follows_a_remote_encrypted_elsewhere_with_ct_sync(tmp
     searchable(alice, root, ["saxophone"])
 
 
+def test_a_plaintext_clone_with_unpushed_records_follows_an_encrypt_that_kept_history(
+    tmp_path, people
+):
+    """`ct encrypt` without --rewrite-history on one clone while another holds unpushed records:
+    before, the other's ct sync merged its plain lines into the sealed day logs (refused to push,
+    then every command stopped on that clone; its records reached no one). Now it moves onto the
+    encrypted remote and writes its records again, sealed, and no plain copy of them is pushed."""
+    alice, _ra, _bob, _rb = people
+    root = plain_store(tmp_path, alice)
+    remote = pushed_to_new_remote(tmp_path, root)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(remote), str(other))
+    as_(alice, other, "add", "the other clone's saxophone", "--ts", "2026-11-04T09:00:00Z")
+    as_(alice, root, "encrypt")
+    as_(alice, root, "sync")
+    synced = as_(alice, other, "sync", check=False)
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert "encrypted on another clone: this clone moved onto it" in synced.stdout + synced.stderr
+    for rel in ("log/2026/2026-11-04.jsonl",):
+        assert all(ln.startswith(b"ms1.") for ln in (other / rel).read_bytes().splitlines()), rel
+    searchable(alice, other, ["saxophone"])
+    fs = as_(alice, other, "fsck", "--json", check=False)
+    assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
+    assert b"saxophone" not in all_object_bytes(remote)
+    as_(alice, root, "sync")
+    searchable(alice, root, ["saxophone"])
+
+
 def test_a_reader_without_every_epoch_cannot_rewrite_history(tmp_path, people, sealed_clones):
     """An identity that opens the newest epoch but not an older one (wrapped to it by hand here)
     could write, but its purge or rotate --rewrite would have to drop the lines it cannot open:

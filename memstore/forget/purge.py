@@ -671,13 +671,16 @@ def follow_rewritten_remote(
         after = git.run("rev-parse", "-q", "--verify", f"refs/remotes/{res.upstream}")
     except MemstoreError:
         return None
+    rewritten = True
     if drop_purged:
         if not purged_in(store, "HEAD"):
             res.notes.append("this branch holds no commit --purge-history removed: nothing to drop")
             return None
         refuse_purged(store, res, f"refs/remotes/{res.upstream}")
     elif not before or before == after or _is_ancestor(store, before, after):
-        return None
+        if not _encrypted_under_unpushed(store, after):
+            return None
+        rewritten = False  # encrypted elsewhere, not rewritten: this clone's plain commits stay out
     from .. import keyring
     from ..format import sealed_lines
 
@@ -704,14 +707,15 @@ def follow_rewritten_remote(
             remote = store.sealer if became else _remote_sealer(store, upstream)
         except MemstoreError:
             remote = None
-    if not drop_purged and not _rewrite_recorded(store, upstream, before, remote):
+    if rewritten and not drop_purged and not _rewrite_recorded(store, upstream, before, remote):
         if became:
             sealed_lines.register(store.root, None)
             store.sealer = None
         res.notes.append(
-            f"{res.upstream} was force-pushed to a history that records no purge of this clone's "
-            f"last fetched {before[:10]} (purged-history.jsonl): not followed (an older state pushed "
-            "over a newer one would undo forgets and key changes); it is merged and pushed back instead"
+            f"{res.upstream} was force-pushed to a history without this clone's last fetched "
+            f"{before[:10]}, and it records no purge of it (purged-history.jsonl): not followed as a "
+            "purge (a push of an older state would undo forgets and key changes that way); it is "
+            "merged and pushed back instead"
         )
         return None
     if remote is not None and not drop_purged:
@@ -747,6 +751,9 @@ def follow_rewritten_remote(
     git.run("reset", "--hard", "-q", upstream)
     res.notes.append(
         f"{res.upstream} was rewritten (history purged on another clone): this clone now follows it"
+        if rewritten
+        else f"{res.upstream} was encrypted on another clone: this clone moved onto it, leaving its "
+        "unpushed commits (plain text) out"
     )
     if became:
         store.meta_dir.chmod(0o700)
@@ -756,6 +763,18 @@ def follow_rewritten_remote(
         )
     _drop_old_objects(store, res, stale)
     return [store.normalize(r) for r in local]
+
+
+def _encrypted_under_unpushed(store, after: str) -> bool:
+    """Whether the remote became an encrypted store (ct encrypt on another clone, history kept)
+    while this plain clone holds commits it has not pushed: a merge would put their plain lines
+    into files of sealed lines (every command then stops) and push plain text. Such a clone moves
+    onto the remote and writes its own records again, sealed, as after a rewrite."""
+    from .. import keyring
+
+    if store.sealer is not None or store.git.blob(after, keyring.RECIPIENTS) is None:
+        return False
+    return bool(store.git.run("rev-list", "-n", "1", after + "..HEAD").strip())
 
 
 def _rewrite_recorded(store, upstream: str, before: str, remote=None) -> bool:

@@ -30,7 +30,12 @@ def recipients_history(store) -> list[str]:
     git = store.git
     try:
         log = git.run(
-            "log", "--reverse", "--format=%H%x1f%an <%ae>%x1f%aI", "--", keyring.RECIPIENTS
+            "log",
+            "--reverse",
+            "--full-history",  # a change made on a side branch and merged is named too
+            "--format=%H%x1f%an <%ae>%x1f%aI",
+            "--",
+            keyring.RECIPIENTS,
         )
     except MemstoreError:
         return []
