@@ -162,8 +162,13 @@ def is_encrypted(root: Path) -> bool:
 def read_recipients(path: Path) -> list[str]:
     if not path.is_file():
         return []
+    return recipients_in(storefile.read_bytes(path, limit=_KEY_FILE_LIMIT))
+
+
+def recipients_in(data: bytes | None) -> list[str]:
+    """The recipients a recipients list holds, one a line (`#` starts a comment)."""
     out = []
-    for line in storefile.read_text(path, limit=_KEY_FILE_LIMIT).splitlines():
+    for line in (data or b"").decode("utf-8", "replace").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             out.append(line)

@@ -407,7 +407,10 @@ def test_a_force_pushed_older_state_is_not_followed_as_a_purge(tmp_path, people)
     new = git(a, "rev-parse", "HEAD").stdout.strip()
     git(tmp_path, "--git-dir", str(remote), "update-ref", "refs/heads/main", old)
     out = as_(alice, a, "sync")
-    assert "and it records no purge of it (purged-history.jsonl): not followed" in out.stdout + out.stderr
+    assert (
+        "and it records no purge of it (purged-history.jsonl): not followed"
+        in out.stdout + out.stderr
+    )
     assert git(a, "rev-parse", "HEAD").stdout.strip() == new
     assert git(tmp_path, "--git-dir", str(remote), "rev-parse", "main").stdout.strip() == new
     assert "after the rotation" in as_(alice, a, "search", "rotation").stdout

@@ -5,6 +5,7 @@ what `ct fsck` and `fsck --repair` can do with sealed files."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 from pathlib import Path
@@ -105,7 +106,9 @@ def test_encrypt_rewrite_history_leaves_no_plain_word_in_any_reachable_object(tm
     assert all(w.encode() in reachable_bytes(root) for w in WORDS)  # the words were there
 
     got = as_(alice, root, "encrypt", "--recipient", rb, "--rewrite-history")
-    assert "git -C" in got.stdout and "push --force origin main" in got.stdout
+    assert "git -C" in got.stdout and re.search(
+        r"push --force-with-lease=main:[0-9a-f]{40} origin main", got.stdout
+    )
 
     data = reachable_bytes(root)
     assert [w for w in WORDS + [FORGOTTEN] if w.encode() in data] == []

@@ -25,8 +25,10 @@ History rewritten: no commit of this clone holds the forgotten text any more.
 What this means:
   - Every commit id from the first one that held the text onwards has changed.
   - The remote still has the old history. Publish the new one with a force push:
-        git -C {root} push --force {remote} {branch}
-    (ct sync refuses to merge the old history back; it says so).
+        git -C {root} push {lease} {remote} {branch}
+    (ct sync refuses to merge the old history back; it says so). The lease makes the push fail,
+    instead of replacing them, if another clone pushed since this one last fetched: then run
+    "ct sync" here first (nothing pushed meanwhile is lost) and rewrite again.
   - Every other clone still holds the old commits, and the text in them. On each one, either
     re-clone, or run "ct sync": it sees the rewritten remote, keeps that clone's unpushed records,
     moves it onto the new history, and expires its reflogs and prunes, so no object there keeps
@@ -382,6 +384,13 @@ def rewrite_history(store, script: str, spec: dict, ids=(), done: str = "") -> s
             "for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes"
         ).splitlines()
     ]
+    branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
+    remote = next(iter(remotes), "origin")
+    try:  # what the remote's branch was when this clone last fetched: the force push's lease
+        was = git.run("rev-parse", "-q", "--verify", f"refs/remotes/{remote}/{branch}")
+    except MemstoreError:
+        was = ""
+    lease = f"--force-with-lease={branch}:{was}" if was else "--force"
     parents = _parents(store)
     store.meta_dir.mkdir(parents=True, exist_ok=True)
     fd, path = tempfile.mkstemp(suffix=".json", prefix="rewrite-", dir=store.meta_dir)
@@ -414,8 +423,7 @@ def rewrite_history(store, script: str, spec: dict, ids=(), done: str = "") -> s
     finally:
         os.unlink(path)
     _record_purge(store, purged, old, ids)
-    branch = git.run("symbolic-ref", "--short", "-q", "HEAD")
-    return PURGE_NOTICE.format(root=store.root, remote=next(iter(remotes), "origin"), branch=branch)
+    return PURGE_NOTICE.format(root=store.root, remote=remote, branch=branch, lease=lease)
 
 
 # ----- sync after a history rewrite -----------------------------------------------------------------
@@ -659,42 +667,38 @@ def _is_ancestor(store, a: str, b: str) -> bool:
 
 
 def follow_rewritten_remote(
-    store, res, before: str | None, drop_purged: bool = False
-) -> list[dict] | None:
+    store, res, before: str | None, drop_purged: bool = False, record=None, change=((), ())
+) -> bool:
     """When the remote's history was rewritten (a force push after --purge-history elsewhere), or
     with `drop_purged` when this branch holds purged commits the remote does not (a plain `git pull`
     merged them back): move this clone onto the remote, drop every object only the old history
-    kept (reflogs expired, gc --prune=now), and return its own records the remote lacks, to write
-    again; None otherwise."""
+    kept (reflogs expired, gc --prune=now, once the caller has done the rest), leaving in
+    memstore/reapply.py's file its own records the remote lacks, to write again, and `change` (this
+    clone's unpushed change of readers: (added, removed)) to make again; True when it moved.
+    `record`: the trusted epochs to check the remote's keys against, kept once this clone follows
+    (this clone's own, less the epochs it made and has not pushed)."""
     git = store.git
     try:
         after = git.run("rev-parse", "-q", "--verify", f"refs/remotes/{res.upstream}")
     except MemstoreError:
-        return None
+        return False
     rewritten = True
     if drop_purged:
         if not purged_in(store, "HEAD"):
             res.notes.append("this branch holds no commit --purge-history removed: nothing to drop")
-            return None
+            return False
         refuse_purged(store, res, f"refs/remotes/{res.upstream}")
     elif not before or before == after or _is_ancestor(store, before, after):
         if not _encrypted_under_unpushed(store, after):
-            return None
+            return False
         rewritten = False  # encrypted elsewhere, not rewritten: this clone's plain commits stay out
     from .. import keyring
     from ..format import sealed_lines
 
     upstream = f"refs/remotes/{res.upstream}"
     gone = forgotten_ids(store.root)
-    mine = []  # this clone's records, read before anything changes
-    for _day, path in sorted(logfmt.list_days(store.root).items()):
-        for raw in logfmt.read_plain(path).splitlines():
-            try:
-                rec = safejson.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                mine.append(rec)
+    gone_here = set(gone)  # this clone's forgets, read before its keys change
+    mine = records_here(store)  # this clone's records, read before anything changes
     # `ct encrypt --rewrite-history` on another clone: the remote is encrypted, this clone is not.
     became = store.sealer is None and git.blob(upstream, keyring.RECIPIENTS) is not None
     if became:
@@ -704,7 +708,7 @@ def follow_rewritten_remote(
     remote = None
     if store.sealer is not None:  # the rewritten history's keys, checked against this clone's
         try:
-            remote = store.sealer if became else _remote_sealer(store, upstream)
+            remote = store.sealer if became else _remote_sealer(store, upstream, record)
         except MemstoreError:
             remote = None
     if rewritten and not drop_purged and not _rewrite_recorded(store, upstream, before, remote):
@@ -717,7 +721,7 @@ def follow_rewritten_remote(
             "purge (a push of an older state would undo forgets and key changes that way); it is "
             "merged and pushed back instead"
         )
-        return None
+        return False
     if remote is not None and not drop_purged:
         from ..incoming import forged_lines
 
@@ -733,12 +737,14 @@ def follow_rewritten_remote(
                 "push wrote it into the rewritten history.",
             )
     try:
-        remote_ids = _ids_at(store, upstream)
+        if remote is not None:  # the rewritten history's lines, under its keys
+            sealed_lines.register(store.root, remote)
         try:
-            raw = git.blob(upstream, TOMBSTONES) or b""
-            gone |= tombstones_in(_opened(store, TOMBSTONES, raw))
-        except (MemstoreError, ValueError):
-            pass
+            remote_ids = _ids_at(store, upstream)
+            gone_there = tombstones_at(store, upstream)
+            gone |= gone_there
+        finally:
+            sealed_lines.register(store.root, store.sealer)
         local = [r for r in mine if r.get("id") not in remote_ids and r.get("id") not in gone]
         stale = [r for r in mine if r.get("id") in gone and isinstance(r.get("text"), str)]
         if became and local:
@@ -748,7 +754,17 @@ def follow_rewritten_remote(
             sealed_lines.register(store.root, None)
             store.sealer = None
         raise
+    from .. import reapply
+
+    forget = gone_here - gone_there
+    reapply.save(store, [store.normalize(r) for r in local], *change, forget=forget)
+    if record is not None and not became:
+        from ..gitrepo import git_dir
+
+        record.save(git_dir(store.root))  # the epochs this clone made and never pushed lost
     git.run("reset", "--hard", "-q", upstream)
+    if store.sealer is not None and not became:
+        store.refresh_keys()  # the rewritten history's keys/, from here on
     res.notes.append(
         f"{res.upstream} was rewritten (history purged on another clone): this clone now follows it"
         if rewritten
@@ -761,8 +777,30 @@ def follow_rewritten_remote(
             f"{res.upstream} is an encrypted store now (ct encrypt on another clone): this clone's "
             "files are sealed from here on"
         )
-    _drop_old_objects(store, res, stale)
-    return [store.normalize(r) for r in local]
+    res.expire = stale  # dropped once the records are written again: until then git's reflog
+    return True  # still holds the commits they came from
+
+
+def tombstones_at(store, rev: str) -> set[str]:
+    """The record ids forgotten.jsonl names at `rev` (read with the keys registered now)."""
+    try:
+        return tombstones_in(_opened(store, TOMBSTONES, store.git.blob(rev, TOMBSTONES) or b""))
+    except (MemstoreError, ValueError):
+        return set()
+
+
+def records_here(store) -> list[dict]:
+    """Every record of this clone's day logs (their plain view), in day order."""
+    out = []
+    for _day, path in sorted(logfmt.list_days(store.root).items()):
+        for raw in logfmt.read_plain(path).splitlines():
+            try:
+                rec = safejson.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+    return out
 
 
 def _encrypted_under_unpushed(store, after: str) -> bool:
@@ -801,9 +839,10 @@ def _rewrite_recorded(store, upstream: str, before: str, remote=None) -> bool:
     return any(_is_ancestor(store, c, before) for c in present)
 
 
-def _remote_sealer(store, rev: str):
+def _remote_sealer(store, rev: str, record=None):
     """The Sealer for this store made from the key files at `rev` (a remote that was encrypted
-    elsewhere), before this clone's files change; NoKeyError when no identity opens them."""
+    elsewhere), before this clone's files change; NoKeyError when no identity opens them.
+    `record`: the trusted epochs to check them against (default: this clone's record)."""
     import shutil
     from pathlib import Path
 
@@ -822,16 +861,19 @@ def _remote_sealer(store, rev: str):
         from ..keytrust import Record
 
         # checked against this clone's trusted epochs (memstore/keytrust.py); the record is not kept
-        opened = keyring.open_store(tmp, record=Record.load(git_dir(store.root)))
+        if record is None:
+            record = Record.load(git_dir(store.root))
+        opened = keyring.open_store(tmp, record=record)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     sealer = Sealer(store.root, opened.keys, opened.newest, opened.identity_note)
     sealer.private, sealer.own = opened.private, opened.own
     sealer.doubtful, sealer.doubtful_keys = opened.doubtful, opened.doubtful_keys
+    sealer.readers, sealer.trust = opened.readers, opened.trust
     return sealer
 
 
-def _drop_old_objects(store, res, stale: list[dict]) -> None:
+def drop_old_objects(store, res, stale: list[dict]) -> None:
     """After moving onto the rewritten history: no object, reflog entry or index page of this
     clone keeps the old history's forgotten text."""
     held = expire_old_history(store)

@@ -45,8 +45,8 @@ def recipients_history(store) -> list[str]:
         if len(parts) != 3:
             continue
         sha, who, when = parts
-        now = _recipients(git.blob(sha, keyring.RECIPIENTS))
-        before = _recipients(git.blob(f"{sha}^", keyring.RECIPIENTS))
+        now = keyring.recipients_in(git.blob(sha, keyring.RECIPIENTS))
+        before = keyring.recipients_in(git.blob(f"{sha}^", keyring.RECIPIENTS))
         added = [r for r in now if r not in before]
         removed = [r for r in before if r not in now]
         what = "; ".join(
@@ -100,15 +100,6 @@ def key_doubts(store) -> list[str]:
             f"{keyring.epoch_name(sealer.lost)}.age: gone, though this clone trusted it as the "
             'newest key epoch (find the commit: "git log --diff-filter=D -- keys", and revert it)'
         )
-    return out
-
-
-def _recipients(data: bytes | None) -> list[str]:
-    out = []
-    for line in (data or b"").decode("utf-8", "replace").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            out.append(line)
     return out
 
 

@@ -101,14 +101,34 @@ def _back_off(attempt: int) -> None:
 def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
     """One fetch and merge of the upstream, then what a merge may need: this clone's records moved
     onto a rewritten history, vectors made again in the store's size, forgets of other clones applied."""
+    from .. import reapply
     from ..forget import leftovers, purge
 
+    if reapply.load(store) is not None:  # a sync killed after it moved this clone: finish first
+        res.notes.append("finished what the last ct sync left to do after moving this clone")
+        _reapply(store, res)
     with store.lock():
         before = _ref(store, f"refs/remotes/{res.upstream}")
         _fetch(store, res.remote)
-        local = purge.follow_rewritten_remote(store, res, before, drop_purged=drop_purged)
+        upstream = f"refs/remotes/{res.upstream}"
+        record, change = None, ((), ())
+        if store.sealer is not None and before and store.sealer.trust is not None:
+            from . import keyclash
+
+            if keyclash.made_since(store, before):  # epochs not pushed: a rewrite may beat them
+                made, change = keyclash.unpushed(store, before)
+                record = keyclash.without(store.sealer.trust, made)
+        moved = purge.follow_rewritten_remote(
+            store, res, before, drop_purged=drop_purged, record=record, change=change
+        )
         head, embedder = store.git.head(), dict(store.config.embedder)
-        if local is None:
+        if not moved and store.sealer is not None and _ref(store, upstream) is not None:
+            from . import keyclash
+
+            if keyclash.clashing(store, upstream):  # both changed the keys: the remote's win
+                keyclash.settle(store, res, upstream)
+                moved = True
+        if not moved:
             purge.refuse_purged(store, res, f"refs/remotes/{res.upstream}", what="merge")
             purge.refuse_purged(store, res, "HEAD", what="push")
             from ..repair import journal_merge
@@ -118,15 +138,8 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
                 store
             )  # a kill inside git's merge is rolled back whole (memstore/repair.py)
             _merge(store, res)
-    if local:  # this clone's own records, moved onto the rewritten history (one commit)
-        w = store.write(
-            local,
-            f"Re-apply {len(local)} records not on the rewritten {res.upstream}",
-            secrets="allow",
-        )
-        res.notes.append(
-            f"re-applied {len(w.added)} records of this clone on the rewritten {res.upstream}"
-        )
+    if moved:
+        _reapply(store, res)
     _reembed_merged(store, res, head, embedder)
     _unconflict(store, res)
     applied = leftovers.apply_tombstones(store)
@@ -143,6 +156,35 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
         )
         said = said or ["topic tree entries of records forgotten on another clone"]
         res.notes.append(f"removed {'; and '.join(said)} (commit {applied.commit[:10]})")
+
+
+def _reapply(store, res: SyncResult) -> None:
+    """After moving onto the remote (memstore/reapply.py): this clone's change of readers first (a
+    removal's new epoch before any record is sealed again), then its records, then its forgets;
+    only then is the old history dropped. Each step is one commit and can run twice."""
+    from .. import reapply
+    from ..forget import purge
+    from . import keyclash
+
+    todo = reapply.load(store)
+    if todo is None:
+        return
+    keyclash.redo(store, res, (todo["added"], todo["removed"]))
+    if todo["records"]:
+        n = len(todo["records"])
+        w = store.write(
+            todo["records"], f"Re-apply {n} records not on {res.upstream}", secrets="allow"
+        )
+        res.notes.append(f"re-applied {len(w.added)} records of this clone on {res.upstream}")
+    here = {r.get("id") for r in purge.records_here(store)}
+    forget = [i for i in todo["forget"] if i in here]
+    if forget:
+        store.forget(forget)
+        res.notes.append(f"forgot again {len(forget)} record(s) this clone had forgotten")
+    reapply.clear(store)
+    if res.expire is not None:  # only now: until here git's reflog kept what the move left out
+        purge.drop_old_objects(store, res, res.expire)
+        res.expire = None
 
 
 def _outgoing(store, res: SyncResult, *where: str, added: bool = False) -> list[str] | None:
@@ -298,6 +340,7 @@ def _refuse_forged(store, res: SyncResult) -> None:
         return
     from ..incoming import forged_lines
 
+    _refuse_other_key(store, res)
     bad = forged_lines(store, f"refs/remotes/{res.upstream}")
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
@@ -306,6 +349,34 @@ def _refuse_forged(store, res: SyncResult) -> None:
             "Nothing was changed. No reader of this store sealed that line: someone who can push "
             f'wrote it. To take it out: "git -C {store.root} merge {res.upstream}", then "git '
             'revert COMMIT" (or delete the line and commit), then "ct sync".',
+        )
+
+
+def _refuse_other_key(store, res: SyncResult) -> None:
+    """The remote holds a key epoch this clone has too, with another key: two clones made it at
+    once and a force push replaced this clone's, or someone who can push did. Said as that, not
+    as forged lines (which is what each of the other side's lines would look like here)."""
+    from ..forget.purge import _remote_sealer
+
+    upstream = f"refs/remotes/{res.upstream}"
+    if not store.git.run("diff", "--name-only", "HEAD", upstream, "--", "keys").strip():
+        return  # the same key files on both sides
+    try:
+        remote = _remote_sealer(store, upstream)
+    except MemstoreError:
+        return
+    changed = [e for e, why in remote.doubtful.items() if "key changed" in why]
+    if changed:
+        e = max(changed)
+        raise GitError(
+            f"Not merging {res.upstream}: its key epoch {e} is not the one this clone has (two "
+            "clones made that epoch at once and a force push replaced this clone's, or someone "
+            "who can push replaced it).",
+            "Nothing was changed. See who committed it (git log "
+            f"{res.upstream} -- keys/epoch-{e:04d}.age). If a reader of this store made it, move "
+            f'onto it: "git -C {store.root} reset --hard {res.upstream}" (this clone\'s unpushed '
+            'commits are left out: add their records again), then "ct keys trust '
+            f'{e}".',
         )
 
 
