@@ -386,13 +386,20 @@ def test_repair_keeps_new_sealed_lines_aside_when_a_sealed_day_log_was_cut(peopl
     assert fs.returncode == 0 and json.loads(fs.stdout)["ok"], fs.stdout
 
 
-def test_a_plaintext_clone_follows_a_remote_encrypted_elsewhere_with_ct_sync(tmp_path, people):
-    alice, _ra, _bob, _rb = people
+def _plain_and_another_with_a_record(tmp_path, alice):
+    """(root, remote, other): a plain store pushed to a new remote, and another clone of it holding
+    one unpushed record ("the other clone's saxophone")."""
     root = plain_store(tmp_path, alice)
     remote = pushed_to_new_remote(tmp_path, root)
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(remote), str(other))
     as_(alice, other, "add", "the other clone's saxophone", "--ts", "2026-11-04T09:00:00Z")
+    return root, remote, other
+
+
+def test_a_plaintext_clone_follows_a_remote_encrypted_elsewhere_with_ct_sync(tmp_path, people):
+    alice, _ra, _bob, _rb = people
+    root, _remote, other = _plain_and_another_with_a_record(tmp_path, alice)
 
     as_(alice, root, "encrypt", "--rewrite-history")
     git(root, "push", "-q", "--force", "origin", "main")
@@ -418,11 +425,7 @@ def test_a_plaintext_clone_with_unpushed_records_follows_an_encrypt_that_kept_hi
     then every command stopped on that clone; its records reached no one). Now it moves onto the
     encrypted remote and writes its records again, sealed, and no plain copy of them is pushed."""
     alice, _ra, _bob, _rb = people
-    root = plain_store(tmp_path, alice)
-    remote = pushed_to_new_remote(tmp_path, root)
-    other = tmp_path / "other"
-    git(tmp_path, "clone", "-q", str(remote), str(other))
-    as_(alice, other, "add", "the other clone's saxophone", "--ts", "2026-11-04T09:00:00Z")
+    root, remote, other = _plain_and_another_with_a_record(tmp_path, alice)
     as_(alice, root, "encrypt")
     as_(alice, root, "sync")
     synced = as_(alice, other, "sync", check=False)

@@ -81,14 +81,20 @@ def lines_in_history(store, ids) -> list[dict]:
                         blob = git.run("show", f"{rev}:{name}")
                     except MemstoreError:
                         continue
-                    for line in blob.splitlines():
-                        if needle in line:
-                            try:
-                                rec = safejson.loads(line)
-                            except ValueError:
-                                continue
-                            if isinstance(rec, dict):
-                                out.append(rec)
+                    out += _json_objects(line for line in blob.splitlines() if needle in line)
+    return out
+
+
+def _json_objects(lines) -> list[dict]:
+    """The lines that parse as JSON objects, parsed (the others skipped)."""
+    out = []
+    for line in lines:
+        try:
+            rec = safejson.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
     return out
 
 
@@ -793,13 +799,7 @@ def records_here(store) -> list[dict]:
     """Every record of this clone's day logs (their plain view), in day order."""
     out = []
     for _day, path in sorted(logfmt.list_days(store.root).items()):
-        for raw in logfmt.read_plain(path).splitlines():
-            try:
-                rec = safejson.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                out.append(rec)
+        out += _json_objects(logfmt.read_plain(path).splitlines())
     return out
 
 
