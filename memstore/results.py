@@ -384,9 +384,6 @@ class SyncResult:
     retries: int = 0  # pushes that lost a race and were tried again after a new merge
     reindexed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # after moving onto the remote (a rewrite, a key clash): drop the old history's objects, once
-    # this clone's own records are written again (records read from forgotten lines to scrub)
-    expire: list | None = field(default=None, repr=False)
 
     def to_json(self) -> dict:
         return {

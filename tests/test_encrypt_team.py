@@ -139,13 +139,13 @@ def test_a_failed_rewrite_of_this_clones_records_leaves_them_in_gits_reflog(
     with pytest.raises(MemstoreError):
         st.sync()
     assert git(b, "cat-file", "-e", mine).returncode == 0  # still there: git reflog finds it
-    assert (b / ".memstore" / "reapply.json").is_file()
+    assert (b / ".git" / "memstore-reapply.json").is_file()
     monkeypatch.undo()
     monkeypatch.setenv("MEMSTORE_IDENTITY", str(bob))
     out = as_(bob, b, "sync")  # the next sync finishes what the failed one left
     assert "finished what the last ct sync left to do" in out.stdout + out.stderr
     assert "bob words only here" in _texts(bob, b)
-    assert not (b / ".memstore" / "reapply.json").exists()
+    assert not (b / ".git" / "memstore-reapply.json").exists()
 
 
 def test_a_clash_redoes_the_removal_before_sealing_again_and_keeps_a_forget(tmp_path, people):
@@ -183,3 +183,29 @@ def test_a_clash_redoes_the_removal_before_sealing_again_and_keeps_a_forget(tmp_
             if parsed and parsed[0] in dave_keys:
                 plain = sealed_lines.open_one(dave_keys[parsed[0]], parsed[0], rel, parsed[1])
                 assert b"after removing dave" not in plain, commit
+
+
+def test_a_pushed_memstore_folder_is_never_merged(tmp_path, people):
+    """A keyless pusher commits .memstore/ (a pending sync that would add them as a reader, an
+    index): git would write it over each clone's own ignored folder on a merge. ct sync refuses,
+    the push guard names it, fsck names it where a plain merge took it in."""
+    import json as _json
+
+    alice, _ra, _bob, _rb = people
+    a, _b, remote, _dave, _rd = _team(tmp_path, people)
+    m = tmp_path / "m"
+    git(tmp_path, "clone", "-q", str(remote), str(m))
+    (m / ".memstore").mkdir(exist_ok=True)
+    (m / ".memstore" / "reapply.json").write_text(
+        _json.dumps({"added": ["age1x"], "removed": [], "forget": [], "records": []})
+    )
+    git(m, "add", "-f", ".memstore/reapply.json")
+    git(m, "commit", "-qm", "routine")
+    git(m, "push", "-q")
+    before = git(a, "rev-parse", "HEAD").stdout
+    out = as_(alice, a, "sync", check=False)
+    assert out.returncode == 8 and "it holds .memstore/reapply.json" in out.stderr, out.stderr
+    assert git(a, "rev-parse", "HEAD").stdout == before
+    git(a, "merge", "-q", "--no-edit", "origin/main")  # a plain git pull takes it in
+    fsck = as_(alice, a, "fsck", check=False)
+    assert fsck.returncode == 1 and ".memstore/reapply.json: committed" in fsck.stdout

@@ -122,3 +122,31 @@ def test_a_guarded_remote_refuses_a_stale_clone_s_plain_push_of_the_purged_histo
 
 def git_proc(root, *args):
     return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+
+
+def test_a_sync_killed_after_its_fetch_still_follows_the_rewrite_next_time(
+    three_clones, monkeypatch
+):
+    """The fetch moves the remote-tracking ref before the sync sees the rewrite; a sync that died
+    there left the next one comparing the remote with itself: it never followed, and the clone
+    kept the purged text. The tip it last merged is kept in its git folder until it is done."""
+    import pytest
+
+    from memstore.errors import MemstoreError
+    from memstore.forget import purge
+    from memstore.store import Store
+
+    origin, a, b, c = three_clones
+    purge_and_publish(a)
+
+    def died(*_a, **_k):
+        raise MemstoreError("killed")
+
+    with monkeypatch.context() as m:
+        m.setattr(purge, "follow_rewritten_remote", died)
+        with pytest.raises(MemstoreError):
+            Store(b).sync()
+    assert (b / ".git" / "memstore-sync-from").is_file()
+    res = ct("-C", b, "sync")
+    assert "rewritten" in res.stderr and objects_with_text(b) == 0 and not in_history(b)
+    assert not (b / ".git" / "memstore-sync-from").exists()

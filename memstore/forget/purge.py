@@ -763,7 +763,7 @@ def follow_rewritten_remote(
     from .. import reapply
 
     forget = gone_here - gone_there
-    reapply.save(store, [store.normalize(r) for r in local], *change, forget=forget)
+    reapply.save(store, [store.normalize(r) for r in local], *change, forget=forget, expire=stale)
     if record is not None and not became:
         from ..gitrepo import git_dir
 
@@ -783,8 +783,8 @@ def follow_rewritten_remote(
             f"{res.upstream} is an encrypted store now (ct encrypt on another clone): this clone's "
             "files are sealed from here on"
         )
-    res.expire = stale  # dropped once the records are written again: until then git's reflog
-    return True  # still holds the commits they came from
+    return True  # the old history is dropped once the records are written again (until then
+    # git's reflog still holds the commits they came from)
 
 
 def tombstones_at(store, rev: str) -> set[str]:

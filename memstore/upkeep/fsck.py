@@ -97,6 +97,7 @@ def fsck(store) -> Report:
     _check_pack_orphans(store, rep, packed, claimed, gone)
     _check_forgotten_markers(store, rep)
     _check_line_files(store, rep)
+    _check_disposable_untracked(store, rep)
     _check_tree(store, rep, set(ids) | gone | {rid for got in absent.values() for rid in got})
     from ..repair import crashed_journal
 
@@ -721,6 +722,20 @@ def _check_git_lock(store, rep) -> None:
             f"{lock}: a git lock file {int(age // 60)} minutes old, left by a git process that died; every write "
             f'fails on it. If no git command is running here, remove it ("rm {lock}")'
         )
+
+
+def _check_disposable_untracked(store, rep) -> None:
+    """.memstore/ is this clone's own (index, caches): a commit that holds files there hands every
+    clone that merges it someone else's, written over its own by git."""
+    try:
+        held = store.git.run("ls-files", "--", ".memstore").split()
+    except Exception:
+        return
+    rep.damage += [
+        f"{path}: committed, in memstore's disposable folder (never committed: git writes it over "
+        'each clone\'s own). "git rm -r --cached .memstore", then commit'
+        for path in held
+    ]
 
 
 def _check_line_files(store, rep) -> None:

@@ -38,6 +38,12 @@ def check_tip(reader, old: str | None, new: str) -> list[str]:
     base = None if not old or old == ZERO else old
     problems = _purged_back(reader, base, new)
     changed = reader.changed_paths(base, new)
+    problems += [
+        f"{path}: in memstore's disposable folder, which is never committed (a clone that merges "
+        "it gets it written over its own index or pending sync)"
+        for path in changed
+        if path.startswith(".memstore/")
+    ]
     ours = [p for p in changed if _kind(p)]
     if not ours:
         return problems

@@ -108,9 +108,10 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
         res.notes.append("finished what the last ct sync left to do after moving this clone")
         _reapply(store, res)
     with store.lock():
-        before = _ref(store, f"refs/remotes/{res.upstream}")
+        before, mark = _last_merged(store, res)
         _fetch(store, res.remote)
         upstream = f"refs/remotes/{res.upstream}"
+        _refuse_disposable(store, res, upstream)
         record, change = None, ((), ())
         if store.sealer is not None and before and store.sealer.trust is not None:
             from . import keyclash
@@ -138,6 +139,7 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
                 store
             )  # a kill inside git's merge is rolled back whole (memstore/repair.py)
             _merge(store, res)
+        mark.unlink(missing_ok=True)  # merged or moved: what comes next is in the reapply file
     if moved:
         _reapply(store, res)
     _reembed_merged(store, res, head, embedder)
@@ -156,6 +158,41 @@ def _pull_round(store, res: SyncResult, drop_purged: bool = False) -> None:
         )
         said = said or ["topic tree entries of records forgotten on another clone"]
         res.notes.append(f"removed {'; and '.join(said)} (commit {applied.commit[:10]})")
+
+
+def _refuse_disposable(store, res: SyncResult, upstream: str) -> None:
+    """The remote's branch holds files under .memstore/ (memstore never commits that folder): git
+    would write them over this clone's own, which it ignores (an index, a pending sync), so
+    anyone who can push could hand this clone its own search index or what a sync does next."""
+    if _ref(store, upstream) is None:
+        return
+    held = store.git.run("ls-tree", "-r", "--name-only", upstream, "--", ".memstore").split()
+    if held:
+        more = f" (and {len(held) - 1} more)" if len(held) > 1 else ""
+        raise GitError(
+            f"Not merging {res.upstream}: it holds {held[0]}{more}, in memstore's disposable "
+            "folder, which is never committed (git would write it over this clone's own).",
+            f'Nothing was changed. Someone committed it ("git -C {store.root} log {res.upstream} '
+            '-- .memstore"); a reader can remove it there ("git rm -r --cached .memstore", '
+            "commit, push).",
+        )
+
+
+def _last_merged(store, res: SyncResult) -> tuple[str | None, Path]:
+    """The remote's tip this clone last merged or followed, and the file that keeps it from before
+    the fetch until the merge is done: a sync killed in between (the fetch had moved the remote-
+    tracking ref) still sees the next time that the remote was rewritten, and follows it."""
+    mark = git_dir(store.root) / "memstore-sync-from"
+    now = _ref(store, f"refs/remotes/{res.upstream}")
+    try:
+        kept = mark.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        kept = ""
+    if re.fullmatch(r"[0-9a-f]{40}", kept) and _ref(store, kept) is not None:
+        return kept, mark
+    if now:
+        mark.write_text(now + "\n", encoding="ascii")
+    return now, mark
 
 
 def _reapply(store, res: SyncResult) -> None:
@@ -181,10 +218,9 @@ def _reapply(store, res: SyncResult) -> None:
     if forget:
         store.forget(forget)
         res.notes.append(f"forgot again {len(forget)} record(s) this clone had forgotten")
+    if todo.get("expire") is not None:  # only now: until here git's reflog kept what it left out
+        purge.drop_old_objects(store, res, todo["expire"])
     reapply.clear(store)
-    if res.expire is not None:  # only now: until here git's reflog kept what the move left out
-        purge.drop_old_objects(store, res, res.expire)
-        res.expire = None
 
 
 def _outgoing(store, res: SyncResult, *where: str, added: bool = False) -> list[str] | None:
