@@ -209,3 +209,22 @@ def test_a_pushed_memstore_folder_is_never_merged(tmp_path, people):
     git(a, "merge", "-q", "--no-edit", "origin/main")  # a plain git pull takes it in
     fsck = as_(alice, a, "fsck", check=False)
     assert fsck.returncode == 1 and ".memstore/reapply.json: committed" in fsck.stdout
+
+
+def test_an_edit_of_the_plain_recipients_list_does_not_stop_a_sync(tmp_path, people):
+    """Someone who can push edits keys/recipients while alice has an unpushed removal: the merge
+    conflicts only there, and sync writes the list again from what the newest key file names
+    (before, the sync stopped until alice merged by hand)."""
+    alice, ra, _bob, rb = people
+    a, _b, remote, _dave, rd = _team(tmp_path, people)
+    m = tmp_path / "m"
+    git(tmp_path, "clone", "-q", str(remote), str(m))
+    with open(m / "keys" / "recipients", "a") as f:
+        f.write("# a note, or a name\n")
+    git(m, "commit", "-qam", "routine")
+    git(m, "push", "-q")
+    as_(alice, a, "keys", "remove", rd)
+    out = as_(alice, a, "sync")
+    assert "keys/recipients conflicted: written again" in out.stdout + out.stderr
+    assert (a / "keys" / "recipients").read_text().split() == [ra, rb]
+    assert as_(alice, a, "fsck", check=False).returncode == 0

@@ -444,25 +444,59 @@ def _merge(store, res: SyncResult) -> None:
     except GitError as exc:
         _refuse_local_changes(store, res, exc)
         conflicted = git.run("diff", "--name-only", "--diff-filter=U").split()
-        try:
-            git.run("merge", "--abort")
-        except GitError:
-            pass
-        raise _untouched(
-            GitError(
-                f"Merging {res.upstream} into {res.branch} conflicts in {', '.join(conflicted) or '(see git)'}: "
-                f"{_git_words(exc) if not conflicted else 'these are not files memstore merges by itself'}.",
-                f"The merge was undone; nothing was changed. Resolve it by hand with "
-                f'"git -C {store.root} merge {res.upstream}", then run ct sync again.',
-            )
-        ) from None
+        if conflicted == ["keys/recipients"] and _recipients_from_keys(store, res):
+            conflicted = None  # resolved and committed
+        if conflicted is not None:
+            _undo_and_refuse(store, res, exc, conflicted)
     res.merged += behind
+
     res.merge_commit = git.head()
     res.fast_forward = ahead == 0 and res.merge_commit != before
     how = "fast-forward" if res.fast_forward else f"merge commit {res.merge_commit[:10]}"
     res.notes.append(
         f"{res.upstream} had {behind} new commit{'s' if behind != 1 else ''}: merged ({how})"
     )
+
+
+def _undo_and_refuse(store, res: SyncResult, exc: GitError, conflicted: list[str]) -> None:
+    try:
+        store.git.run("merge", "--abort")
+    except GitError:
+        pass
+    raise _untouched(
+        GitError(
+            f"Merging {res.upstream} into {res.branch} conflicts in {', '.join(conflicted) or '(see git)'}: "
+            f"{_git_words(exc) if not conflicted else 'these are not files memstore merges by itself'}.",
+            f"The merge was undone; nothing was changed. Resolve it by hand with "
+            f'"git -C {store.root} merge {res.upstream}", then run ct sync again.',
+        )
+    ) from None
+
+
+def _recipients_from_keys(store, res: SyncResult) -> bool:
+    """A merge that conflicts only in the plain keys/recipients (an edit pushed beside this clone's
+    key change; anyone who can push can make one): the list is written again from what the
+    newest key file, merged cleanly, names inside it (the readers new keys are wrapped to anyway),
+    and the merge is committed. False (the merge is undone as any conflict) when it names none."""
+    from .. import keyring
+    from ..keytrust import Record
+
+    try:
+        opened = keyring.open_store(store.root, record=Record.load(git_dir(store.root)))
+    except MemstoreError:
+        return False
+    said = opened.readers.get(opened.newest) if opened.newest in opened.keys else None
+    if not said or opened.doubtful:
+        return False
+    keyring.write_recipients(store.root / keyring.RECIPIENTS, said)
+    git = store.git
+    git.run("add", "--", keyring.RECIPIENTS)
+    git.run("commit", "-q", "--no-edit", env={IN_MEMSTORE_ENV: "1"})
+    res.notes.append(
+        f"{keyring.RECIPIENTS} conflicted: written again from the readers key epoch "
+        f"{opened.newest}'s file names ({len(said)})"
+    )
+    return True
 
 
 def _refuse_local_changes(store, res: SyncResult, exc: GitError) -> None:
