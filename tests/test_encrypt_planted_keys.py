@@ -22,15 +22,20 @@ DAY = "2026-11-30"
 
 def _alice_and_bob(tmp_path, people):
     """(a, b, remote): alice's and bob's clones of a store sealed to both; alice wrote one turn."""
-    alice, _ra, bob, _rb = people
     a, b, remote = sealed_clones.__wrapped__(tmp_path, people)
+    first_turn(people, a, b, "sealed before", f"{DAY}T09:00:00Z")
+    return a, b, remote
+
+
+def first_turn(people, a, b, text: str, ts: str) -> None:
+    """Alice's clone `a` and bob's `b` get their git names; alice writes `text` and both sync."""
+    alice, _ra, bob, _rb = people
     for root, who in ((a, "alice"), (b, "bob")):
         git(root, "config", "user.name", who)
         git(root, "config", "user.email", f"{who}@x")
-    as_(alice, a, "add", "sealed before", "--ts", f"{DAY}T09:00:00Z")
+    as_(alice, a, "add", text, "--ts", ts)
     as_(alice, a, "sync")
     as_(bob, b, "sync")
-    return a, b, remote
 
 
 def _mallory(tmp_path, remote):

@@ -10,6 +10,7 @@ import re
 import subprocess
 
 from test_encrypt import as_, git, new_identity, people  # noqa: F401 (fixtures)
+from test_encrypt_planted_keys import first_turn
 
 from memstore import keyring
 
@@ -30,12 +31,7 @@ def _team(tmp_path, people):
     git(a, "push", "-q", "-u", "origin", "main")
     b = tmp_path / "b"
     git(tmp_path, "clone", "-q", str(remote), str(b))
-    for root, who in ((a, "alice"), (b, "bob")):
-        git(root, "config", "user.name", who)
-        git(root, "config", "user.email", f"{who}@x")
-    as_(alice, a, "add", "first words", "--ts", f"{DAY}T08:00:00Z")
-    as_(alice, a, "sync")
-    as_(bob, b, "sync")
+    first_turn(people, a, b, "first words", f"{DAY}T08:00:00Z")
     return a, b, remote, dave, rd
 
 
