@@ -762,3 +762,46 @@ def test_a_write_leaves_its_tree_and_placement_to_reference_counting(tmp_path):
         gc.garbage.clear()
     ours = {assign.Placer, termsets.TermSets, topics.Topic, topics.Tree, treelog.Replay}
     assert not left & ours, left & ours
+
+
+def test_a_big_write_ranks_every_real_topic_of_the_tree_at_once(tmp_path, monkeypatch):
+    """A big write (FLAT_FROM records) ranks the tree's real topics, the ones from before it
+    included, by one product per branching turn instead of the beam descent: a session that
+    goes back to an earlier subject finds its topic wherever regrouping put it (under groups),
+    as often as the beam found it."""
+    import itertools
+
+    from conftest import make_store
+
+    monkeypatch.setattr(assign, "REGROUP_AT", 2)
+    turns = _subject_turns(make_store(tmp_path / "turns"), 900, 30, seed=11)
+    first, second = turns[:400], turns[400:]
+
+    def build(name: str, flat_from: int) -> tuple[int, int, int]:
+        counter = itertools.count()
+        ids = lambda: f"t{next(counter):05d}"  # noqa: E731
+        monkeypatch.setattr(assign.treefmt, "new_topic_id", ids)
+        monkeypatch.setattr(fanout, "new_topic_id", ids)
+        monkeypatch.setattr(assign, "FLAT_FROM", 10**9)
+        store = make_store(tmp_path / name)
+        store.write([dict(t) for t in first], "Import", secrets="allow")
+        before = {t.id for t in treefmt.read(store.root).topics.values() if t.records}
+        monkeypatch.setattr(assign, "FLAT_FROM", flat_from)
+        flattened = []
+        flatten = assign.Placer.flatten
+        monkeypatch.setattr(
+            assign.Placer, "flatten", lambda self: (flattened.append(1), flatten(self))
+        )
+        store.write([dict(t) for t in second], "Import more", secrets="allow")
+        monkeypatch.setattr(assign.Placer, "flatten", flatten)
+        tree = treefmt.read(store.root)
+        owner = tree.topic_of()
+        back = [owner[r["id"]] for r in second if owner.get(r["id"]) in before]
+        deep = {t for t in back if len(tree.ancestry(t)) >= 3}  # (under two groups or more)
+        return len(flattened), len(back), len(deep)
+
+    flat = build("flat", 100)
+    beam = build("beam", 10**9)
+    assert flat[0] == 1 and beam[0] == 0
+    assert flat[1] >= 0.9 * beam[1] and flat[1] > len(second) // 3, (flat, beam)
+    assert flat[2] > 0  # (earlier topics found under groups)
