@@ -58,7 +58,7 @@ LAZY_RECORDS = 64  # a write of up to this many records reads the tree in part (
 COUNT_BESIDE = 2_000  # a write placing this many records has their words counted ahead (termsets)
 AHEAD = 32  # user turns whose cosines with the write's topics one product gives (TopicMatrix)
 AHEAD_FROM = 2_000  # records a write places with those products ahead
-FLAT_FROM = 2_000  # records a write places ranking every real topic at once (Placer.flatten)
+FLAT_FROM = 2_000  # records a first write places by one ranking of its topics (Placer.flatten)
 UNNAMED = "Untitled topic"  # what a topic made by a write is called until the write names it
 
 
@@ -98,7 +98,7 @@ class Placer:
         self.unnamed: dict[str, bool] = {}  # groups regrouping made mid-batch: named in `finish`
         self.first_texts: dict[str, list[str]] = {}  # topics made here, named in `finish`
         self.few = False  # a small write: its topics' stored vectors are read in batches
-        self.flat = False  # a big write: every real topic in one matrix, no beam (see `flatten`)
+        self.flat = False  # a first big write: its topics ranked by one product (see `flatten`)
         self.upcoming: list[tuple[str, np.ndarray]] = []  # see `ahead`
         self.upcoming_at: dict[str, int] = {}
         if tree.current and tree.topics[tree.current].records:
@@ -330,19 +330,18 @@ class Placer:
         return sims
 
     def flatten(self) -> None:
-        """Rank every real topic of the tree by the one product `closest` makes, instead of the
+        """Rank the topics by the one product `closest` makes, instead of that product plus the
         beam descent, the ancestry and the recent topics: a big write (FLAT_FROM records and
-        more, into a tree of no more topics than it has records, so that a row for each costs
-        no more than the write). The topics it makes or joins are rows already; the tree's
-        earlier real topics become rows here. In an import of 30,000 dev turns every turn that
-        went back to a topic found it among the product's closest; what the beam and the
-        ancestry added (42 of 5,030 branching turns nested under a group they found) cost a
-        third of placement. Groups are left to the regrouping, which takes a loose topic down
-        into its closest group."""
+        more) into a tree that holds no record yet, whose topics are then all the write's own and
+        all rows of that product. In an import of 30,000 dev turns every turn that went back to a
+        topic found it among the product's closest; what the beam and the ancestry added (42 of
+        5,030 branching turns nested under a group they found) cost a fifth of the branching
+        turns' time. Groups are left to the regrouping, which takes a loose topic down into its
+        closest group. Into a tree with earlier topics a write keeps the beam: ranking every
+        earlier topic too made a 2,000-turn write into a 10,000-turn store join earlier topics
+        13 times as often (1,307 records against 99) and its topics less pure (0.511 against
+        0.548): another tree than a run of small writes grows, and a slower write."""
         self.flat = True
-        for t in self.tree.topics.values():
-            if t.records:
-                self.seen.stale(t.id)
 
     def _read_ahead(self, ancestry: list[str]) -> None:
         """A few turns' write (`few`) reads the stored vectors of the topics it will look at in
@@ -793,8 +792,8 @@ def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
             pairs = [(r, normalise(v)) for r, v in pairs]
             if len(pairs) >= AHEAD_FROM:
                 placer.ahead([r for r, _ in pairs], [v for _, v in pairs])
-            if len(pairs) >= FLAT_FROM and len(tree.topics) <= len(pairs):
-                placer.flatten()  # (its rows for the tree's topics cost no more than the write)
+            if len(pairs) >= FLAT_FROM and not any(t.records for t in tree.topics.values()):
+                placer.flatten()
             for rec, vec in pairs:
                 placer.place(rec, vec)
                 tick(progress)
