@@ -572,7 +572,9 @@ class Core:
             out[i] = np.asarray(given[id(r)], np.float32) if id(r) in given else next(fresh)
         return out
 
-    def _write_files(self, records: list[dict], vectors, stamped: bool = False) -> list[str]:
+    def _write_files(
+        self, records: list[dict], vectors, stamped: bool = False, opened: dict | None = None
+    ) -> list[str]:
         """One pack per day touched (complete file, renamed into place), then the day-log lines.
 
         The pack comes first so that a log line never names a record whose vector is not on disk;
@@ -581,6 +583,10 @@ class Core:
         into one in the same commit. No fsync per file: a killed process leaves the page cache
         intact, and durability against power loss comes from git, which fsyncs the committed
         objects (core.fsync=committed, set with the hooks).
+
+        `opened`, where given, gets for each day whose folder had no pack before, and that holds
+        vectors only, what the index would read back from the pack this write made there: the
+        pack's name and each record's vector and location in it (see `index_days`).
         """
         dtype = self.config.setting("vector_dtype")
         dim = int(self.config.embedder["dim"])
@@ -608,8 +614,12 @@ class Core:
                 writer.add_vector(rec["id"], key, rec["hash"], vec, dtype, unix)
             for rid, _day, payload, data_type, manifest, unix in blobs.get(day, []):
                 writer.add_blob(rid, keys[rid], payload, data_type, manifest, unix)
-            writer.write(self.root)
+            pack = writer.write(self.root)
             touched.append(self.rel(folder))
+            if opened is not None and not had and not blobs.get(day) and dtype == "float32":
+                got = _opened(pack.name, writer, by_day.get(day, []), keys)
+                if got is not None:
+                    opened[day] = got
             if by_day.get(day):
                 logpath = logfmt.day_path(self.root, day)
                 logfmt.append(logpath, [r for r, _v, _u in by_day[day]], fsync=False)
@@ -730,6 +740,22 @@ def consolidate_day(store, day: str) -> int | None:
     return len(old) + (1 if new in had else 0) if new else 0
 
 
+def _opened(pack: str, writer, items: list, keys: dict) -> dict | None:
+    """What the index reads back from a pack this write made (Index._pack_vectors): each record's
+    float32 vector as the pack holds it and where its sealed item lies, by record id."""
+    import numpy as np
+
+    from .index.exact import sealed_location
+
+    ids = [rec["id"] for rec, _vec, _unix in items]
+    if any(keys.get(rid) is None for rid in ids):
+        return None  # (an item sealed under no key: read back as the index reads it)
+    vecs = np.asarray([vec for _rec, vec, _unix in items], dtype="<f4").reshape(len(ids), -1)
+    spans = writer.spans
+    places = [sealed_location(seal.vector_subkey(keys[rid]), pack, *spans[rid]) for rid in ids]
+    return {"pack": pack, "ids": ids, "vectors": vecs.tobytes(), "places": b"".join(places)}
+
+
 BESIDE_RECORDS = 5_000  # from this many records, a write's days are indexed beside its placement
 
 
@@ -752,7 +778,8 @@ class IndexBeside:
         self.unpinned = Unpinned()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", _BESIDE, str(store.root), str(self.unpinned.fd), *days],
+                [sys.executable, "-c", _BESIDE, str(store.root), str(self.unpinned.fd), "-1"]
+                + days,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -824,7 +851,7 @@ class FilesBeside:
         # rollback cuts exactly what it appended (a note the child made would stay in its memory).
         store._note_appends(days)
         self.unpinned = Unpinned()
-        argv = [sys.executable, "-c", _BESIDE, str(store.root), str(self.unpinned.fd), *days]
+        argv = [sys.executable, "-c", _BESIDE, str(store.root), str(self.unpinned.fd), "-1", *days]
         env = _beside_env()
         read_fd, write_fd = os.pipe()
         try:
@@ -840,9 +867,11 @@ class FilesBeside:
                 os.close(read_fd)
                 self.unpinned.in_child()
                 _own_group()
-                paths = store._write_files(records, vectors, stamped=True)
+                opened: dict = {}
+                paths = store._write_files(records, vectors, stamped=True, opened=opened)
                 said = {"paths": paths, "stage_error": _stage_written(store, paths, time.time())}
                 _send(write_fd, json.dumps(said).encode())
+                argv[5] = str(_hand_over(opened))
             except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails the write
                 try:
                     _send(write_fd, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
@@ -985,6 +1014,30 @@ def _stage_written(store, paths: list[str], written: float) -> str | None:
     return None
 
 
+def _hand_over(opened: dict) -> int:
+    """FilesBeside's child: what it wrote into the packs, for the indexing process it becomes
+    (`index_days`), in an anonymous file kept across the exec; -1 where there is none (no
+    memfd_create, no memory: whatever goes wrong here): that process then reads the packs back,
+    and the write, whose files are written and said, never depends on it."""
+    from .workers import _dump
+
+    if not opened or not hasattr(os, "memfd_create"):
+        return -1
+    try:
+        fd = os.memfd_create("memstore-opened", 0)
+        os.set_inheritable(fd, True)  # (the exec keeps it)
+    except OSError:
+        return -1
+    try:
+        with os.fdopen(os.dup(fd), "wb") as f:
+            f.write(_dump([[opened], []]))
+        os.lseek(fd, 0, os.SEEK_SET)
+    except Exception:  # noqa: BLE001 - (MemoryError included) the packs are read back instead
+        os.close(fd)
+        return -1
+    return fd
+
+
 def _send(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -1002,22 +1055,39 @@ def _beside_env() -> dict:
 
 _BESIDE = (
     "import sys; from memstore.core import index_days;"
-    " index_days(sys.argv[1], sys.argv[3:], int(sys.argv[2]))"
+    " index_days(sys.argv[1], sys.argv[4:], int(sys.argv[2]), int(sys.argv[3]))"
 )
 UNPIN_WAIT = 600.0  # seconds a second process waits for its writer's word (see Unpinned)
 
 
-def index_days(root: str, days: list[str], unpinned: int | None = None) -> None:
+def index_days(root: str, days: list[str], unpinned: int | None = None, opened: int = -1) -> None:
     """IndexBeside's second process: bring `days` of the store at `root` into its index; then,
     once the writer has said (`Unpinned`) that it no longer reads the index as it was, move the
-    index's write-ahead log into it."""
+    index's write-ahead log into it. `opened`: a file descriptor with what FilesBeside's child
+    put into the packs it made (`_hand_over`), so that the vectors are not read back from them
+    (a third of reading a day back: opening each sealed item); -1 for none."""
     index = Core.open(root, search_parents=False).index(update=False)
-    index.update(days=days)
+    index.update(days=days, opened=_taken_over(opened))
     if unpinned is not None:
         import select
 
         select.select([unpinned], [], [], UNPIN_WAIT)  # a byte, or the end of the pipe
         index.checkpoint()
+
+
+def _taken_over(fd: int) -> dict | None:
+    """What `_hand_over` wrote into `fd` (closed here): {day: {"pack", "ids", "vectors",
+    "places"}}; None where there is none or it is not what the child writes."""
+    from .workers import _load
+
+    if fd < 0:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            got = _load(f.read())[0][0]
+    except (OSError, ValueError, TypeError, IndexError):
+        return None
+    return got if isinstance(got, dict) else None
 
 
 class Unpinned:

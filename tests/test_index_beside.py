@@ -47,9 +47,9 @@ def _applied(monkeypatch) -> list:
     done = []
     real = build.Index._apply
 
-    def counted(self, plan, progress=None):
+    def counted(self, plan, progress=None, opened=None):
         done.append(list(plan.changed))
-        return real(self, plan, progress)
+        return real(self, plan, progress, opened)
 
     monkeypatch.setattr(build.Index, "_apply", counted)
     return done
@@ -328,7 +328,7 @@ def test_a_second_process_waits_for_its_writers_word_then_checkpoints(tmp_path):
         index.pin()
         unpinned = core.Unpinned()
         proc = subprocess.Popen(
-            [sys.executable, "-c", core._BESIDE, str(store.root), str(unpinned.fd), *days],
+            [sys.executable, "-c", core._BESIDE, str(store.root), str(unpinned.fd), "-1", *days],
             env=core._beside_env(),
             pass_fds=(unpinned.fd,),
         )
@@ -351,3 +351,79 @@ def test_a_second_process_waits_for_its_writers_word_then_checkpoints(tmp_path):
         assert proc.wait(timeout=60) == 0
         assert wal.stat().st_size == 0  # checkpointed (TRUNCATE)
         index.close()
+
+
+def _dump(index) -> tuple[dict, list]:
+    """Every record row of the index by id (all its columns but its row numbers) with its vector's
+    bytes, and the full-text table's bodies."""
+    conn = index.conn
+    cur = conn.execute("SELECT * FROM records")
+    names = [d[0] for d in cur.description]
+    matrix, _ = index.matrix()
+    rows = {}
+    for row in cur.fetchall():
+        got = dict(zip(names, row))
+        vrow = got.pop("vrow")
+        got.pop("rowid", None)
+        vec = bytes(memoryview(matrix[vrow]).cast("B")) if vrow is not None and vrow >= 0 else None
+        rows[got["id"]] = (got, vec)
+    bodies = sorted(b for (b,) in conn.execute("SELECT body FROM fts"))
+    return rows, bodies
+
+
+def test_the_indexing_process_takes_the_vectors_the_files_child_wrote(tmp_path, monkeypatch):
+    """FilesBeside's child hands the process it becomes what it put into each new day's pack
+    (each record's vector and the place of its sealed item: core._hand_over), so that process
+    does not read the packs back (a third of reading a day back). Its index is the one reading
+    them back makes, row for row; a day whose pack changed since is read back as before."""
+    import os
+    import shutil
+
+    monkeypatch.setattr(core, "BESIDE_RECORDS", 50)
+    monkeypatch.delenv(workers.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(workers.threading, "active_count", lambda: 1)
+    hook, log = tmp_path / "hook", tmp_path / "packs-read"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(  # (in the indexing process: its packs read back)
+        "import memstore.index.build as b\n"
+        "real = b.Index._pack_vectors\n"
+        "def counted(self, packs, recs, day):\n"
+        f"    with open({str(log)!r}, 'a') as f:\n"
+        "        f.write(day + '\\n')\n"
+        "    return real(self, packs, recs, day)\n"
+        "b.Index._pack_vectors = counted\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")]))
+    store = make_store(tmp_path / "s")
+    first = _distinct_turns(store, 30, seed=1)
+    for r in first:  # (the day the big write's last 100 turns fall on: a day with a pack)
+        r["ts"] = r["ts"].replace("2026-11-01", "2026-11-02")
+    store.write(first, "first", after_write=False)
+    before = tmp_path / "index-before"  # (its index as the big write found it)
+    shutil.copytree(store.root / ".memstore", before)
+    log.unlink(missing_ok=True)
+    handed = tmp_path / "handed"  # (the days FilesBeside's child hands over: it is a fork)
+    real_hand_over = core._hand_over
+
+    def hand_over(opened):
+        handed.write_text(" ".join(sorted(opened)))
+        return real_hand_over(opened)
+
+    monkeypatch.setattr(core, "_hand_over", hand_over)
+    done = _applied(monkeypatch)
+    res = store.write(_distinct_turns(store, 700, seed=2), "Import 700 turns")
+    assert len(res.added) == 700 and done == []  # (the indexing process took every day in)
+    assert handed.read_text() == "2026-11-01"  # the new day; 2026-11-02 had a pack before
+    assert log.read_text().split() == ["2026-11-02"]  # (read back, as before)
+    got = _dump(store.index(update=False))
+    # the same files, and the index as the big write found it, brought up to date by reading the
+    # days back (the int8 matrix's scales depend on how the index grew: the same history)
+    copy_root = tmp_path / "copy"
+    shutil.copytree(
+        store.root, copy_root, symlinks=True, ignore=shutil.ignore_patterns(".memstore")
+    )
+    shutil.copytree(before, copy_root / ".memstore")
+    other = core.Core.open(copy_root, search_parents=False).index(update=False)
+    other.update(days=["2026-11-01", "2026-11-02"])
+    want = _dump(other)
+    assert len(got[0]) == 730 and got == want

@@ -356,6 +356,8 @@ class PackWriter:
     records: list[tuple[str, bytes, str, Header, bytes]] = field(default_factory=list)
     blobs: list[tuple[str, bytes, Header, bytes, bytes]] = field(default_factory=list)
     _bytes: bytes | None = field(default=None, repr=False)
+    # record id -> (offset, length) of its sealed vector's payload in the bytes, once made
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
 
     def add_vector(
         self, record_id: str, key: bytes, text_hash: str, vec, dtype: str, unix_time: int
@@ -413,21 +415,23 @@ class PackWriter:
             return self._bytes
         n = self.nonce
         vecs = sorted(
-            (seal.tag(key, n, seal.VECTOR), key, h16, h, body)
-            for _rid, key, h16, h, body in self.records
+            (seal.tag(key, n, seal.VECTOR), key, h16, h, body, rid)
+            for rid, key, h16, h, body in self.records
         )
         blobs = sorted(
             (seal.tag(key, n, seal.BLOB), key, h, body, m) for _rid, key, h, body, m in self.blobs
         )
         rows, brows, out = [], [], []
         seg = 1
-        for tg, key, h16, h, body in vecs:
+        spans: list[tuple[str, int]] = []  # (record id, its payload's length), in order
+        for tg, key, h16, h, body, rid in vecs:
             plain = (
                 bytes.fromhex(h16) + _INNER.pack(h.data_type, h.dim, h.scale, h.unix_time) + body
             )
             sealed = seal.seal(key, n, seal.VECTOR, plain)
             rows.append([tg, seg])
             out.append(Header(-1, -1, len(sealed), DT_SEALED, self.dim, 1.0, 0).pack() + sealed)
+            spans.append((rid, len(sealed)))
             seg += 1
         for tg, key, h, body, mbody in blobs:
             sb = seal.seal(key, n, seal.BLOB, _BLOB_INNER.pack(h.data_type, h.unix_time) + body)
@@ -450,6 +454,11 @@ class PackWriter:
         self._bytes = b"".join(
             [Header(-1, -1, len(mjson), DT_JSON, 0, 1.0, 0).pack() + mjson, *out]
         )
+        at = HEADER_SIZE + len(mjson)
+        self.spans = {}
+        for rid, size in spans:
+            self.spans[rid] = (at + HEADER_SIZE, size)
+            at += HEADER_SIZE + size
         return self._bytes
 
     def write(self, root: Path, fsync: bool = False) -> Path:

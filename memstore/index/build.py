@@ -525,8 +525,11 @@ class Index:
         quiet: bool = True,
         progress=None,
         days: list[str] | None = None,
+        opened: dict | None = None,
     ) -> Plan:
-        """Bring the index up to date (or rebuild it); returns what was done. `days`: only those (see `plan`)."""
+        """Bring the index up to date (or rebuild it); returns what was done. `days`: only those (see `plan`).
+        `opened`: what a write put into the packs it made, by day (core._opened), taken instead of
+        reading those packs back where they are still the day's only pack."""
         self.unpin()  # an update reads (and writes) the index as it is now
         if rebuild:
             self.drop_if_damaged()
@@ -543,7 +546,7 @@ class Index:
                 watch.arm()
             self._looked = True
         try:
-            return self._update(rebuild, days, progress)
+            return self._update(rebuild, days, progress, opened)
         except BaseException:
             if full:
                 self._watch.dirty()  # the look did not finish: look again next time
@@ -558,13 +561,13 @@ class Index:
             self._watch = Watch(root, git_dir(root) or root / ".git")
         return self._watch
 
-    def _update(self, rebuild: bool, days: list[str] | None, progress) -> Plan:
+    def _update(self, rebuild: bool, days: list[str] | None, progress, opened=None) -> Plan:
         plan = self.plan(rebuild, days)
         if plan.empty:
             return plan
         try:  # free at once (the common case); had another process applied the plan meanwhile, applying it again changes nothing
             with file_lock(self.meta_dir / "index.lock", timeout=0, what="index"):
-                self._apply(plan, progress)
+                self._apply(plan, progress, opened)
                 self.checkpoint()
             return plan
         except LockTimeout:
@@ -572,7 +575,7 @@ class Index:
         with file_lock(self.meta_dir / "index.lock", timeout=lock_timeout(), what="index"):
             plan = self.plan(rebuild, days)  # another process may have done it while we waited
             if not plan.empty:
-                self._apply(plan, progress)
+                self._apply(plan, progress, opened)
                 self.checkpoint()
         return plan
 
@@ -593,7 +596,7 @@ class Index:
                 conn.execute("PRAGMA busy_timeout = 30000")
         return busy == 0
 
-    def _read_day(self, day: str, keep: bool = False) -> tuple[DayRows, str, str]:
+    def _read_day(self, day: str, keep: bool = False, opened=None) -> tuple[DayRows, str, str]:
         log_path = logfmt.day_path(self.store.root, day)
         seg_dir = logfmt.segment_day_dir(self.store.root, day)
         stat_fp = self._stat_fp(log_path, seg_dir)
@@ -632,7 +635,10 @@ class Index:
         in_packs = [e[1] for e in lines if type(e) is tuple and "seg" not in e[1]]
         pack_problems: list[str] = []
         packed = iter(
-            self._pack_vectors(self._read_packs(day, pack_problems), in_packs, day)
+            (
+                self._opened_vectors(opened, in_packs, day)
+                or self._pack_vectors(self._read_packs(day, pack_problems), in_packs, day)
+            )
             if in_packs
             else ()
         )
@@ -734,6 +740,28 @@ class Index:
                 problems.append(why if str(p) in why else f"{p}: {why}")
         return out
 
+    def _opened_vectors(self, opened, recs: list[dict], day: str) -> list[tuple] | None:
+        """What `_pack_vectors` gives for the day's records, from what the write that made the
+        day's pack put into it (core._opened): None unless that pack is still the day's only one
+        and its records are exactly the day's, in order (then the pack would be read back)."""
+        if not isinstance(opened, dict):
+            return None
+        try:
+            names = [p.name for p in packfmt.pack_files(packfmt.day_dir(self.store.root, day))]
+            ids, places = opened["ids"], opened["places"]
+            vecs = np.frombuffer(opened["vectors"], dtype="<f4").astype(np.float32, copy=False)
+            vecs = vecs.reshape(len(ids), self.dim)
+        except (OSError, KeyError, TypeError, ValueError):
+            return None
+        size = exact.SEALED_SIZE
+        if (
+            names != [opened.get("pack")]
+            or ids != [str(rec.get("id")) for rec in recs]
+            or len(places) != size * len(ids)
+        ):
+            return None
+        return [(vecs[n], places[n * size : (n + 1) * size], None) for n in range(len(ids))]
+
     def _pack_vectors(self, packs: list, recs: list[dict], day: str) -> list[tuple]:
         """(vector, location, problem) for each record of a day whose vector lies in the day's
         packs: the first pack (by name) its line's key opens, and it must belong to its text.
@@ -824,13 +852,15 @@ class Index:
                 out.append((vec, location, None))
         return out
 
-    def _apply(self, plan: Plan, progress=None) -> None:
+    def _apply(self, plan: Plan, progress=None, opened: dict | None = None) -> None:
         conn = self.conn
         gen = int(self._meta(conn, "gen", "0"))
         n_rows = int(self._meta(conn, "n_rows", "0"))
         day_data = {}
         for day in plan.changed:
-            day_data[day] = self._read_day(day, keep=not plan.rebuild)
+            day_data[day] = self._read_day(
+                day, keep=not plan.rebuild, opened=(opened or {}).get(day)
+            )
             if progress:
                 progress(1)
         bulk = plan.rebuild or sum(len(r.rows) for r, _, _ in day_data.values()) >= FTS_MERGE_ROWS

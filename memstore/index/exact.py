@@ -32,6 +32,7 @@ from ..format.segment import read_segment
 from ..format.segment import segment_name
 
 _SEALED = struct.Struct("<32s8sII")
+SEALED_SIZE = _SEALED.size  # the bytes of a sealed item's location
 _CLEAR = struct.Struct("<8sII")
 
 
