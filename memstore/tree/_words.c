@@ -1,0 +1,413 @@
+/* memstore.tree._words: a write's words, looked up a C loop at a time.
+
+   form_ids(texts, forms, tokens) counts what tree/termsets.py's _chunk counted with
+   [tokens(t) for t in texts] and one lookup of each token in `forms`: for every text, in order,
+   the value `forms` gives each of its words (its surface form's id, -1 when it is not a term),
+   and how many words each text has. A text of ASCII characters only (most texts) is read here:
+   its words are memstore.text.long_name_words' (the matches of [A-Za-z][\w'-]{2,}), which are the
+   runs of [A-Za-z0-9_'-] from their first letter on, when three characters or more are left. Any
+   other text's words are `tokens(text)`'s. A word found in `forms` (a dict) costs no Python step;
+   one that is not is asked of `forms` as `forms[word]` (its __missing__ judges it, once).
+
+   Returns (ids, counts): two bytes objects of native int64, one per word and one per text.
+
+   phrases(text, memo) is tree/naming.py's _phrases_of after its _clean, for a text of ASCII
+   characters only (None for any other: the caller reads it in Python). The text's tokens are
+   _PHRASE_TOKEN's ([^\W\d_][\w'’-]*|[^\w\s'’-]+|\d[\w.,:/-]*, which on ASCII text is a letter
+   and then [A-Za-z0-9_'-]*, a run of characters that are neither word characters, whitespace, '
+   nor -, or a digit and then [A-Za-z0-9_.,:/-]*; anything else starts none). A token of the second
+   or third kind never starts with a letter, so _phrase_word makes None of it: it ends a run here
+   without a lookup. A word's judgement is memo[word] (_PHRASE_WORDS); the phrases of each run are
+   _runs_phrases'. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* 0: ends a run; 1: a letter; 2: a digit, '_', '\'' or '-' (inside a run, never its start) */
+static unsigned char KIND[256];
+
+typedef struct {
+    int64_t *data;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int
+buf_push(Buf *b, int64_t v)
+{
+    if (b->len == b->cap) {
+        Py_ssize_t cap = b->cap ? 2 * b->cap : 4096;
+        int64_t *grown = PyMem_Realloc(b->data, (size_t)cap * sizeof(int64_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+    b->data[b->len++] = v;
+    return 0;
+}
+
+/* forms[word] as an int64 into `out`: the dict's own entry when it has one, else through
+   forms.__getitem__ (its __missing__). */
+static int
+look_up(PyObject *forms, PyObject *word, Buf *out)
+{
+    PyObject *got = PyDict_GetItemWithError(forms, word); /* borrowed */
+    long long v;
+    if (got != NULL) {
+        v = PyLong_AsLongLong(got);
+    }
+    else {
+        if (PyErr_Occurred())
+            return -1;
+        got = PyObject_GetItem(forms, word); /* new */
+        if (got == NULL)
+            return -1;
+        v = PyLong_AsLongLong(got);
+        Py_DECREF(got);
+    }
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    return buf_push(out, (int64_t)v);
+}
+
+static Py_ssize_t
+ascii_words(const unsigned char *s, Py_ssize_t n, PyObject *forms, Buf *out)
+{
+    Py_ssize_t i = 0, found = 0;
+    while (i < n) {
+        while (i < n && KIND[s[i]] == 0)
+            i++;
+        Py_ssize_t first = -1;
+        while (i < n && KIND[s[i]] != 0) {
+            if (first < 0 && KIND[s[i]] == 1)
+                first = i;
+            i++;
+        }
+        if (first >= 0 && i - first >= 3) {
+            PyObject *word = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, s + first, i - first);
+            if (word == NULL)
+                return -1;
+            int failed = look_up(forms, word, out);
+            Py_DECREF(word);
+            if (failed)
+                return -1;
+            found++;
+        }
+    }
+    return found;
+}
+
+static Py_ssize_t
+other_words(PyObject *text, PyObject *forms, PyObject *tokens, Buf *out)
+{
+    PyObject *words = PyObject_CallOneArg(tokens, text);
+    if (words == NULL)
+        return -1;
+    PyObject *seq = PySequence_Fast(words, "tokens() must return a sequence");
+    Py_DECREF(words);
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (look_up(forms, items[k], out)) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return n;
+}
+
+static PyObject *
+form_ids(PyObject *module, PyObject *args)
+{
+    PyObject *texts, *forms, *tokens;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O!O:form_ids", &PyList_Type, &texts, &PyDict_Type, &forms,
+                          &tokens))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(texts);
+    Buf ids = {NULL, 0, 0};
+    int64_t *counts = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    if (counts == NULL)
+        return PyErr_NoMemory();
+    PyObject *result = NULL;
+    Py_INCREF(texts); /* (a __missing__ could drop the caller's list) */
+    for (Py_ssize_t t = 0; t < n; t++) {
+        PyObject *text = PyList_GET_ITEM(texts, t);
+        Py_INCREF(text);
+        Py_ssize_t got;
+        if (!PyUnicode_Check(text)) {
+            PyErr_Format(PyExc_TypeError, "form_ids: text %zd is not a str", t);
+            got = -1;
+        }
+        else if (PyUnicode_IS_ASCII(text)) {
+            got = ascii_words(PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text), forms, &ids);
+        }
+        else {
+            got = other_words(text, forms, tokens, &ids);
+        }
+        Py_DECREF(text);
+        if (got < 0)
+            goto done;
+        counts[t] = (int64_t)got;
+    }
+    {
+        PyObject *a = PyBytes_FromStringAndSize((const char *)ids.data,
+                                                ids.len * (Py_ssize_t)sizeof(int64_t));
+        PyObject *b = a ? PyBytes_FromStringAndSize((const char *)counts,
+                                                    n * (Py_ssize_t)sizeof(int64_t))
+                        : NULL;
+        if (a != NULL && b != NULL)
+            result = PyTuple_Pack(2, a, b);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+    }
+done:
+    Py_DECREF(texts);
+    PyMem_Free(ids.data);
+    PyMem_Free(counts);
+    return result;
+}
+
+/* 1: a letter; 2: a digit; 3: whitespace (Python's \s on ASCII), '_', '\'' or '-': starts no
+   token; 0: anything else (a token of punctuation) */
+static unsigned char START[256];
+/* characters that go on a word ([A-Za-z0-9_'-]) and a number ([A-Za-z0-9_.,:/-]) */
+static unsigned char IN_WORD[256], IN_NUMBER[256];
+
+/* "a b" or "a b c" of ASCII words (f"{a} {b}" otherwise) */
+static PyObject *
+spaced(PyObject **words, int k)
+{
+    Py_ssize_t len = k - 1;
+    for (int j = 0; j < k; j++) {
+        if (!PyUnicode_IS_ASCII(words[j]))
+            return k == 2 ? PyUnicode_FromFormat("%U %U", words[0], words[1])
+                          : PyUnicode_FromFormat("%U %U %U", words[0], words[1], words[2]);
+        len += PyUnicode_GET_LENGTH(words[j]);
+    }
+    PyObject *out = PyUnicode_New(len, 127);
+    if (out == NULL)
+        return NULL;
+    Py_UCS1 *at = PyUnicode_1BYTE_DATA(out);
+    for (int j = 0; j < k; j++) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(words[j]);
+        if (j)
+            *at++ = ' ';
+        memcpy(at, PyUnicode_1BYTE_DATA(words[j]), (size_t)n);
+        at += n;
+    }
+    return out;
+}
+
+/* out.append(((stems...), surface)) */
+static int
+emit(PyObject *out, PyObject **infos, int k)
+{
+    PyObject *words[3], *stems = PyTuple_New(k);
+    if (stems == NULL)
+        return -1;
+    for (int j = 0; j < k; j++) {
+        PyObject *stem = PyTuple_GET_ITEM(infos[j], 1);
+        Py_INCREF(stem);
+        PyTuple_SET_ITEM(stems, j, stem);
+        words[j] = PyTuple_GET_ITEM(infos[j], 0);
+    }
+    PyObject *surface;
+    if (k == 1) {
+        surface = words[0];
+        Py_INCREF(surface);
+    }
+    else {
+        surface = spaced(words, k);
+    }
+    if (surface == NULL) {
+        Py_DECREF(stems);
+        return -1;
+    }
+    PyObject *pair = PyTuple_Pack(2, stems, surface);
+    Py_DECREF(stems);
+    Py_DECREF(surface);
+    if (pair == NULL)
+        return -1;
+    int failed = PyList_Append(out, pair);
+    Py_DECREF(pair);
+    return failed;
+}
+
+/* _runs_phrases(run, out); edges[i]: whether run[i] may neither start nor end a phrase */
+static int
+run_phrases(PyObject **run, const char *edges, Py_ssize_t n, PyObject *out)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (edges[i])
+            continue;
+        if (emit(out, run + i, 1))
+            return -1;
+        if (i + 1 < n && !edges[i + 1] && emit(out, run + i, 2))
+            return -1;
+        if (i + 2 < n && !edges[i + 2] && emit(out, run + i, 3))
+            return -1;
+    }
+    return 0;
+}
+
+static void
+drop_run(PyObject **run, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_DECREF(run[i]);
+}
+
+static PyObject *
+phrases(PyObject *module, PyObject *args)
+{
+    PyObject *text, *memo;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "UO!:phrases", &text, &PyDict_Type, &memo))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(text))
+        Py_RETURN_NONE;
+    Py_INCREF(text);
+    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, len = 0, cap = 64;
+    PyObject **run = PyMem_Malloc((size_t)cap * sizeof(PyObject *));
+    char *edges = PyMem_Malloc((size_t)cap);
+    PyObject *out = PyList_New(0);
+    if (run == NULL || edges == NULL || out == NULL) {
+        if (out != NULL)
+            PyErr_NoMemory();
+        goto fail;
+    }
+    while (i < n) {
+        unsigned char kind = START[s[i]];
+        Py_ssize_t start = i;
+        if (kind == 3) {
+            i++;
+            continue;
+        }
+        PyObject *info = NULL;
+        if (kind == 1) {
+            for (i++; i < n && IN_WORD[s[i]]; i++)
+                ;
+            PyObject *word = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, s + start, i - start);
+            if (word == NULL)
+                goto fail;
+            info = PyDict_GetItemWithError(memo, word); /* borrowed */
+            if (info != NULL) {
+                Py_INCREF(info);
+            }
+            else if (!PyErr_Occurred()) {
+                info = PyObject_GetItem(memo, word); /* new: memo.__missing__ */
+            }
+            Py_DECREF(word);
+            if (info == NULL)
+                goto fail;
+            if (info == Py_None) {
+                Py_DECREF(info);
+                info = NULL;
+            }
+            else if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 3) {
+                Py_DECREF(info);
+                PyErr_SetString(PyExc_TypeError, "phrases: a judgement is not (word, stem, edge)");
+                goto fail;
+            }
+        }
+        else if (kind == 2) {
+            for (i++; i < n && IN_NUMBER[s[i]]; i++)
+                ;
+        }
+        else {
+            for (i++; i < n && START[s[i]] == 0; i++)
+                ;
+        }
+        if (info == NULL) { /* a token that ends a run */
+            if (len) {
+                int failed = run_phrases(run, edges, len, out);
+                drop_run(run, len);
+                len = 0;
+                if (failed)
+                    goto fail;
+            }
+            continue;
+        }
+        int edge = PyObject_IsTrue(PyTuple_GET_ITEM(info, 2));
+        if (edge < 0) {
+            Py_DECREF(info);
+            goto fail;
+        }
+        if (len == cap) {
+            cap *= 2;
+            PyObject **r = PyMem_Realloc(run, (size_t)cap * sizeof(PyObject *));
+            if (r != NULL)
+                run = r;
+            char *e = r != NULL ? PyMem_Realloc(edges, (size_t)cap) : NULL;
+            if (e != NULL)
+                edges = e;
+            if (r == NULL || e == NULL) {
+                Py_DECREF(info);
+                PyErr_NoMemory();
+                goto fail;
+            }
+        }
+        run[len] = info;
+        edges[len++] = (char)edge;
+    }
+    if (len) {
+        int failed = run_phrases(run, edges, len, out);
+        drop_run(run, len);
+        len = 0;
+        if (failed)
+            goto fail;
+    }
+    PyMem_Free(run);
+    PyMem_Free(edges);
+    Py_DECREF(text);
+    return out;
+fail:
+    if (run != NULL)
+        drop_run(run, len);
+    PyMem_Free(run);
+    PyMem_Free(edges);
+    Py_XDECREF(out);
+    Py_DECREF(text);
+    return NULL;
+}
+
+static PyMethodDef METHODS[] = {
+    {"phrases", phrases, METH_VARARGS,
+     "phrases(text, memo) -> list of ((stems...), surface), or None: see the module's source."},
+    {"form_ids", form_ids, METH_VARARGS,
+     "form_ids(texts, forms, tokens) -> (ids, counts): see the module's source."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {
+    PyModuleDef_HEAD_INIT, "memstore.tree._words",
+    "A write's words, looked up a C loop at a time (see tree/termsets.py).", -1, METHODS,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__words(void)
+{
+    for (int c = 0; c < 256; c++) {
+        KIND[c] = ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))                 ? 1
+                  : ((c >= '0' && c <= '9') || c == '_' || c == '\'' || c == '-') ? 2
+                                                                                      : 0;
+        int letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+        int digit = c >= '0' && c <= '9';
+        int space = c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
+        START[c] = letter ? 1 : digit ? 2 : (space || c == '_' || c == '\'' || c == '-') ? 3 : 0;
+        IN_WORD[c] = letter || digit || c == '_' || c == '\'' || c == '-';
+        IN_NUMBER[c] = letter || digit || c == '_' || c == '.' || c == ',' || c == ':' || c == '/'
+                       || c == '-';
+    }
+    return PyModule_Create(&MODULE);
+}

@@ -1,0 +1,152 @@
+"""The C loop over a big write's words (memstore/tree/_words.c) gives what the Python it stands in
+for gives: every phrase of naming._phrases_of and every token of TermSets' counting, in order,
+on the texts an import holds and on strings made to sit on the rules' edges. Without it (a machine
+without a C compiler) the same functions read the texts in Python."""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memstore.text import long_name_words
+from memstore.tree import naming, termsets
+
+words_c = pytest.importorskip("memstore.tree._words")
+
+# The rules' edges: letters, digits and what a word or a number may hold inside (_ ' - . , : /),
+# punctuation that makes a token of its own, Python's ASCII whitespace (\x1c-\x1f among it), and
+# words the judgements treat apart: stop words, edge words, -ly adverbs, camelCase, shouting.
+_PIECES = st.sampled_from(
+    list(string.ascii_letters[:6] + string.digits[:3] + "_'-.,:/!?()\"` \t\n\x0b\x1c\x1f")
+    + ["the", "keep", "recommend", "quickly", "Python", "data", "camelCase", "ABCDEFGH", "NASA"]
+    + ["bike", "tire", "Sarah's", "x-ray", "3/cup", "v2", "e.g.", "it's", "--", "'quoted'"]
+)
+_TEXTS = st.lists(_PIECES, max_size=40).map("".join)
+
+REAL = [
+    "Can you recommend a good bike tire for gravel? My old one keeps going flat.",
+    "Sarah's birthday cake: chocolate-orange, 3/4 cup sugar, bake at 180C for 35 min.",
+    "I'm planning a trip to Kyoto in April -- which temples open early? e.g. Kinkaku-ji",
+    "def parse_config(path): return json.load(open(path))  # camelCase someVar here",
+    "THE QUICK brown fox; NASA's Artemis program (2024) -- quickly explained!",
+    "",
+    "   \n\t ",
+    "Café au lait and the naïve résumé",  # not ASCII: read in Python
+]
+
+
+def _python_phrases(text: str) -> list:
+    return naming._phrases_py(naming._clean(text[: naming.PHRASE_CHARS]))
+
+
+@pytest.mark.parametrize("text", REAL)
+def test_phrases_are_naming_s_own(text):
+    cleaned = naming._clean(text[: naming.PHRASE_CHARS])
+    got = words_c.phrases(cleaned, naming._PHRASE_WORDS)
+    if not cleaned.isascii():
+        assert got is None  # (its caller reads such a text in Python)
+        return
+    assert got == _python_phrases(text)
+    assert naming._phrases_of(text) == got
+
+
+class _Forgetful(dict):
+    """naming._PHRASE_WORDS's judgements, the memo emptied on every miss (as the bounded memo is
+    when it fills up): the C loop must hold the judgements of the run it is reading."""
+
+    def __missing__(self, token: str):
+        self.clear()
+        got = self[token] = naming._phrase_word(token)
+        return got
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXTS)
+def test_phrases_agree_on_the_rules_edges(text):
+    want = naming._phrases_py(text)
+    assert words_c.phrases(text, naming._PHRASE_WORDS) == want
+    assert words_c.phrases(text, _Forgetful()) == want
+
+
+class _Ids(dict):
+    """token -> a new id per distinct token (so the ids say which tokens were looked up), -1 for
+    tokens starting with "z" (not a term); optionally emptied on every miss, as a bounded memo
+    is when it fills up (the C loop must hold what it took from it)."""
+
+    def __init__(self, clear_on_miss: bool = False):
+        super().__init__()
+        self.tokens: list[str] = []
+        self.clear_on_miss = clear_on_miss
+
+    def __missing__(self, token: str) -> int:
+        if self.clear_on_miss:
+            self.clear()
+        if token.startswith("z"):
+            got = -1
+        else:
+            got = len(self.tokens)
+            self.tokens.append(token)
+        self[token] = got
+        return got
+
+
+def _tokens_c(texts: list[str], ids: _Ids) -> tuple[list[list[str]], list[int]]:
+    raw, counts = words_c.form_ids(texts, ids, long_name_words)
+    flat = np.frombuffer(raw, np.int64).tolist()
+    sizes = np.frombuffer(counts, np.int64).tolist()
+    assert sum(sizes) == len(flat)
+    out, at = [], 0
+    for n in sizes:
+        out.append(flat[at : at + n])
+        at += n
+    return out, flat
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TEXTS | st.sampled_from(REAL), max_size=6))
+def test_form_ids_finds_long_name_words(texts):
+    for clear in (False, True):
+        ids = _Ids(clear)
+        got, _flat = _tokens_c(texts, ids)
+        want = [long_name_words(t) for t in texts]
+        assert [len(g) for g in got] == [len(w) for w in want]
+        # each token's id names it (or is -1 for a "z" word): the same tokens, in order
+        for g, w in zip(got, want):
+            assert [ids.tokens[i] if i >= 0 else None for i in g] == [
+                None if t.startswith("z") else t for t in w
+            ]
+
+
+def test_form_ids_refuses_what_is_not_text():
+    with pytest.raises(TypeError):
+        words_c.form_ids(["fine", 3], _Ids(), long_name_words)
+    with pytest.raises(TypeError):
+        words_c.form_ids(["fine"], [], long_name_words)
+    with pytest.raises(KeyError):  # a word `forms` cannot give is the caller's error, not -1
+        words_c.form_ids(["fine"], {}, long_name_words)
+
+
+def test_counting_is_the_same_with_and_without_the_c_loop(monkeypatch):
+    texts = REAL + ["Bike tire pressure for gravel riding", "bike TIRES and Tires: gravel again"]
+    native = termsets.TermSets()
+    got = native._chunk(texts)
+    monkeypatch.setattr(termsets, "_words", None)
+    python = termsets.TermSets()
+    want = python._chunk(texts)
+    assert got[0] == want[0]
+    for a, b in zip(got[1], want[1]):
+        assert np.array_equal(a, b)
+    assert np.array_equal(got[2], want[2]) and np.array_equal(got[3], want[3])
+    assert native.forms.words == python.forms.words and native.terms.words == python.terms.words
+    for k in (3, 8):
+        assert native.key_terms(texts, k) == python.key_terms(texts, k)
+
+
+def test_naming_reads_phrases_in_python_without_the_c_loop(monkeypatch):
+    with_c = [naming._phrases_of(t) for t in REAL]
+    monkeypatch.setattr(naming, "_words", None)
+    assert [naming._phrases_of(t) for t in REAL] == with_c
