@@ -150,3 +150,50 @@ def test_naming_reads_phrases_in_python_without_the_c_loop(monkeypatch):
     with_c = [naming._phrases_of(t) for t in REAL]
     monkeypatch.setattr(naming, "_words", None)
     assert [naming._phrases_of(t) for t in REAL] == with_c
+
+
+def _counted(texts: list[str]) -> termsets.TermSets:
+    ts = termsets.TermSets()
+    for i in range(0, len(texts), 7):
+        chunk = texts[i : i + 7]
+        sizes, block, stem_at, form_at = ts._chunk(chunk)
+        ts._keep(chunk, sizes, block, stem_at.tolist(), form_at.tolist())
+    return ts
+
+
+_WINDOW_TEXTS = REAL + [
+    "Bike tire pressure for gravel riding, and which tire for the Bike Club's gravel race",
+    "bike TIRES and Tires: gravel again. Gravel gravel gravel.",
+    "Sarah asked about the cake again; Sarah wants chocolate cake with orange.",
+    "Kyoto temples: Kinkaku-ji, Ginkaku-ji, Fushimi Inari. Kyoto in April is busy.",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_TEXTS, min_size=1, max_size=10),
+    st.lists(st.integers(0, 20), min_size=1, max_size=8),
+    st.sampled_from([1, 3, 12, 20, 1000]),
+)
+def test_a_window_s_top_terms_are_the_same(extra, picks, k):
+    texts = list(dict.fromkeys(_WINDOW_TEXTS + extra))
+    ts = _counted(texts)
+    window = [texts[i % len(texts)] for i in picks]
+    parts = ts._parts(window)
+    want = ts._top_py(parts, k) if parts else set()
+    assert ts.top(window, k) == want
+    # naming's own ranking, which TermSets stands in for
+    assert naming.term_set(window, k) == want
+
+
+def test_top_terms_refuses_what_is_not_a_count():
+    ts = _counted(_WINDOW_TEXTS)
+    parts = ts._parts(_WINDOW_TEXTS[:2])
+    with pytest.raises(TypeError):
+        words_c.top_terms([("not", "a", "count")], 3, ts.terms.words)
+    bad = [(tuple([parts[0][0][0].astype(np.int64)]) + parts[0][0][1:],) + parts[0][1:]]
+    with pytest.raises(TypeError):
+        words_c.top_terms(bad, 3, ts.terms.words)
+    beyond = [parts[0][:2] + (parts[0][0][0].shape[0] + 1,) + parts[0][3:]]
+    with pytest.raises(TypeError):
+        words_c.top_terms(beyond, 3, ts.terms.words)

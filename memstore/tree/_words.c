@@ -18,7 +18,15 @@
    nor -, or a digit and then [A-Za-z0-9_.,:/-]*; anything else starts none). A token of the second
    or third kind never starts with a letter, so _phrase_word makes None of it: it ends a run here
    without a lookup. A word's judgement is memo[word] (_PHRASE_WORDS); the phrases of each run are
-   _runs_phrases'. */
+   _runs_phrases'.
+
+   top_terms(parts, k, words) is TermSets.top's ranking of a window (tree/termsets.py): `parts`
+   are the counts of its texts, in order (TermSets.counted: (block, a, b, fa, fb, n), block[0]
+   holding the text's rows a:b of (term id, first position, 2 + occurrences, capitalised) as
+   int32, n the text's number of words); a term scores the sum of its rows' third column plus 1.5
+   when any of them is capitalised, and first occurs where its earliest row says, offset by the
+   words of the texts before. The set of words[id] of the `k` best by score, then by first
+   occurrence (all of them when there are no more than k). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -380,7 +388,210 @@ fail:
     return NULL;
 }
 
+/* top_terms' per-term state, indexed by term id and kept between calls: a term belongs to the
+   current call when stamp[id] == call (nothing is cleared between calls) */
+static uint64_t *stamp_of, call_no;
+static int64_t *sum_of, *first_of;
+static char *cap_of;
+static Py_ssize_t n_slots;
+static int64_t *touched;
+static Py_ssize_t touched_cap;
+typedef struct {
+    double score;
+    int64_t first, term;
+} Ranked;
+static Ranked *ranked;
+
+static int
+grow_slots(Py_ssize_t need)
+{
+    if (need <= n_slots)
+        return 0;
+    Py_ssize_t n = n_slots ? n_slots : 1024;
+    while (n < need)
+        n *= 2;
+    uint64_t *st = PyMem_Realloc(stamp_of, (size_t)n * sizeof(uint64_t));
+    if (st == NULL)
+        goto oom;
+    stamp_of = st;
+    memset(stamp_of + n_slots, 0, (size_t)(n - n_slots) * sizeof(uint64_t));
+    int64_t *su = PyMem_Realloc(sum_of, (size_t)n * sizeof(int64_t));
+    if (su == NULL)
+        goto oom;
+    sum_of = su;
+    int64_t *fi = PyMem_Realloc(first_of, (size_t)n * sizeof(int64_t));
+    if (fi == NULL)
+        goto oom;
+    first_of = fi;
+    char *ca = PyMem_Realloc(cap_of, (size_t)n);
+    if (ca == NULL)
+        goto oom;
+    cap_of = ca;
+    n_slots = n;
+    return 0;
+oom:
+    PyErr_NoMemory();
+    return -1;
+}
+
+static int
+push_touched(int64_t term, Py_ssize_t *m)
+{
+    if (*m == touched_cap) {
+        Py_ssize_t cap = touched_cap ? 2 * touched_cap : 1024;
+        int64_t *t = PyMem_Realloc(touched, (size_t)cap * sizeof(int64_t));
+        if (t == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        touched = t;
+        Ranked *r = PyMem_Realloc(ranked, (size_t)cap * sizeof(Ranked));
+        if (r == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        ranked = r;
+        touched_cap = cap;
+    }
+    touched[(*m)++] = term;
+    return 0;
+}
+
+/* a ranks before b: the higher score, then the earlier first occurrence (never equal: no two
+   terms first occur at the same place) */
+static inline int
+before(const Ranked *a, const Ranked *b)
+{
+    if (a->score != b->score)
+        return a->score > b->score;
+    return a->first < b->first;
+}
+
+static inline void
+swap_ranked(Ranked *a, Ranked *b)
+{
+    Ranked t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* ranked[0:take] made the best `take` of ranked[0:m], in any order (a quickselect) */
+static void
+select_best(Py_ssize_t m, Py_ssize_t take)
+{
+    Py_ssize_t lo = 0, hi = m;
+    while (hi - lo > 1 && lo < take && take < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        swap_ranked(&ranked[mid], &ranked[hi - 1]);
+        Ranked pivot = ranked[hi - 1];
+        Py_ssize_t store = lo;
+        for (Py_ssize_t i = lo; i < hi - 1; i++) {
+            if (before(&ranked[i], &pivot)) {
+                swap_ranked(&ranked[i], &ranked[store]);
+                store++;
+            }
+        }
+        swap_ranked(&ranked[store], &ranked[hi - 1]);
+        if (store < take)
+            lo = store + 1; /* ranked[lo..store] are among the best */
+        else
+            hi = store; /* ranked[store..] are not */
+    }
+}
+
+static PyObject *
+top_terms(PyObject *module, PyObject *args)
+{
+    PyObject *parts, *words;
+    Py_ssize_t k;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!nO!:top_terms", &PyList_Type, &parts, &k, &PyList_Type, &words))
+        return NULL;
+    call_no++;
+    Py_ssize_t m = 0, n_parts = PyList_GET_SIZE(parts);
+    int64_t offset = 0;
+    for (Py_ssize_t p = 0; p < n_parts; p++) {
+        PyObject *part = PyList_GET_ITEM(parts, p);
+        if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(part, 0))
+            || PyTuple_GET_SIZE(PyTuple_GET_ITEM(part, 0)) < 1) {
+            PyErr_SetString(PyExc_TypeError, "top_terms: a part is not (block, a, b, fa, fb, n)");
+            return NULL;
+        }
+        Py_ssize_t a = PyNumber_AsSsize_t(PyTuple_GET_ITEM(part, 1), PyExc_OverflowError);
+        Py_ssize_t b = PyNumber_AsSsize_t(PyTuple_GET_ITEM(part, 2), PyExc_OverflowError);
+        Py_ssize_t n = PyNumber_AsSsize_t(PyTuple_GET_ITEM(part, 5), PyExc_OverflowError);
+        if (PyErr_Occurred())
+            return NULL;
+        Py_buffer view;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(PyTuple_GET_ITEM(part, 0), 0), &view,
+                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            return NULL;
+        if (view.ndim != 2 || view.itemsize != 4 || view.shape[1] != 4 || view.format == NULL
+            || (strcmp(view.format, "i") != 0 && strcmp(view.format, "<i") != 0
+                && strcmp(view.format, "=i") != 0)
+            || a < 0 || b < a || b > view.shape[0]) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_TypeError, "top_terms: a block's rows are not n x 4 int32");
+            return NULL;
+        }
+        const int32_t *rows = (const int32_t *)view.buf;
+        for (Py_ssize_t r = a; r < b; r++) {
+            const int32_t *row = rows + 4 * r;
+            int64_t term = row[0];
+            if (term < 0 || grow_slots((Py_ssize_t)term + 1) < 0) {
+                PyBuffer_Release(&view);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "top_terms: a negative term id");
+                return NULL;
+            }
+            if (stamp_of[term] != call_no) {
+                if (push_touched(term, &m) < 0) {
+                    PyBuffer_Release(&view);
+                    return NULL;
+                }
+                stamp_of[term] = call_no;
+                sum_of[term] = 0;
+                cap_of[term] = 0;
+                first_of[term] = row[1] + offset;
+            }
+            sum_of[term] += row[2];
+            if (row[3])
+                cap_of[term] = 1;
+        }
+        PyBuffer_Release(&view);
+        offset += n;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t t = touched[i];
+        ranked[i].score = (double)sum_of[t] + (cap_of[t] ? 1.5 : 0.0);
+        ranked[i].first = first_of[t];
+        ranked[i].term = t;
+    }
+    Py_ssize_t take = k < m ? k : m;
+    if (take < 0)
+        take = 0;
+    select_best(m, take);
+    PyObject *out = PySet_New(NULL);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t n_words = PyList_GET_SIZE(words);
+    for (Py_ssize_t i = 0; i < take; i++) {
+        if (ranked[i].term >= n_words) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_IndexError, "top_terms: a term id past the vocabulary");
+            return NULL;
+        }
+        if (PySet_Add(out, PyList_GET_ITEM(words, ranked[i].term)) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 static PyMethodDef METHODS[] = {
+    {"top_terms", top_terms, METH_VARARGS,
+     "top_terms(parts, k, words) -> set of words: see the module's source."},
     {"phrases", phrases, METH_VARARGS,
      "phrases(text, memo) -> list of ((stems...), surface), or None: see the module's source."},
     {"form_ids", form_ids, METH_VARARGS,
