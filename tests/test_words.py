@@ -197,3 +197,31 @@ def test_top_terms_refuses_what_is_not_a_count():
     beyond = [parts[0][:2] + (parts[0][0][0].shape[0] + 1,) + parts[0][3:]]
     with pytest.raises(TypeError):
         words_c.top_terms(beyond, 3, ts.terms.words)
+
+
+def test_the_word_cache_tells_words_apart():
+    """The cache finds a word by a 32-bit hash of its bytes: two words of one length with the same
+    hash ("jvqpfqg" and "jaczypz", FNV-1a 355329930) share a slot and must keep their own ids."""
+    ids = _Ids()
+    cache = bytearray(words_c.CACHE_BYTES)
+    texts = ["jvqpfqg jaczypz jvqpfqg", "jaczypz jvqpfqg jaczypz bike bike"]
+    for _ in range(2):  # (the second time from the cache)
+        raw, _counts = words_c.form_ids(texts, ids, long_name_words, cache)
+        got = [ids.tokens[i] for i in np.frombuffer(raw, np.int64).tolist()]
+        assert got == [t for text in texts for t in long_name_words(text)]
+    with pytest.raises(TypeError):
+        words_c.form_ids(texts, ids, long_name_words, bytearray(10))
+
+
+def test_counting_with_a_warm_cache_is_the_same(monkeypatch):
+    texts = _WINDOW_TEXTS * 3 + [t.upper() for t in _WINDOW_TEXTS]
+    native = termsets.TermSets()
+    first = native._chunk(texts)
+    again = native._chunk(texts)  # every word from the cache now
+    monkeypatch.setattr(termsets, "_words", None)
+    python = termsets.TermSets()
+    want = python._chunk(texts)
+    for got in (first, again):
+        assert got[0] == want[0]
+        for a, b in zip(got[1], want[1]):
+            assert np.array_equal(a, b)

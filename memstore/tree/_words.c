@@ -1,13 +1,15 @@
 /* memstore.tree._words: a write's words, looked up a C loop at a time.
 
-   form_ids(texts, forms, tokens) counts what tree/termsets.py's _chunk counted with
+   form_ids(texts, forms, tokens[, cache]) counts what tree/termsets.py's _chunk counted with
    [tokens(t) for t in texts] and one lookup of each token in `forms`: for every text, in order,
    the value `forms` gives each of its words (its surface form's id, -1 when it is not a term),
    and how many words each text has. A text of ASCII characters only (most texts) is read here:
    its words are memstore.text.long_name_words' (the matches of [A-Za-z][\w'-]{2,}), which are the
    runs of [A-Za-z0-9_'-] from their first letter on, when three characters or more are left. Any
    other text's words are `tokens(text)`'s. A word found in `forms` (a dict) costs no Python step;
-   one that is not is asked of `forms` as `forms[word]` (its __missing__ judges it, once).
+   one that is not is asked of `forms` as `forms[word]` (its __missing__ judges it, once). `cache`
+   (a bytearray of CACHE_BYTES, kept by the caller for one `forms` whose values never change)
+   keeps words already looked up, so that the common ones cost no Python object at all.
 
    Returns (ids, counts): two bytes objects of native int64, one per word and one per text.
 
@@ -82,8 +84,30 @@ look_up(PyObject *forms, PyObject *word, Buf *out)
     return buf_push(out, (int64_t)v);
 }
 
+/* A cache of words already looked up, in a buffer the caller owns (TermSets keeps one per
+   vocabulary: a word's form id never changes there): CACHE_SLOTS entries, each a word of up to
+   CACHE_WORD characters with its value, found by a hash of its bytes. A hit costs no Python
+   object; the most common few thousand words are most of a write's words. */
+#define CACHE_SLOTS 65536
+#define CACHE_WORD 20
+typedef struct {
+    uint32_t hash;
+    uint32_t len; /* 0: empty */
+    int64_t value;
+    unsigned char word[CACHE_WORD];
+} Slot;
+
+static uint32_t
+word_hash(const unsigned char *w, Py_ssize_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (Py_ssize_t j = 0; j < n; j++)
+        h = (h ^ w[j]) * 16777619u;
+    return h;
+}
+
 static Py_ssize_t
-ascii_words(const unsigned char *s, Py_ssize_t n, PyObject *forms, Buf *out)
+ascii_words(const unsigned char *s, Py_ssize_t n, PyObject *forms, Buf *out, Slot *cache)
 {
     Py_ssize_t i = 0, found = 0;
     while (i < n) {
@@ -96,13 +120,33 @@ ascii_words(const unsigned char *s, Py_ssize_t n, PyObject *forms, Buf *out)
             i++;
         }
         if (first >= 0 && i - first >= 3) {
-            PyObject *word = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, s + first, i - first);
+            const unsigned char *w = s + first;
+            Py_ssize_t len = i - first;
+            Slot *slot = NULL;
+            if (cache != NULL && len <= CACHE_WORD) {
+                uint32_t h = word_hash(w, len);
+                slot = &cache[h & (CACHE_SLOTS - 1)];
+                if (slot->len == (uint32_t)len && slot->hash == h && memcmp(slot->word, w, (size_t)len) == 0) {
+                    if (buf_push(out, slot->value))
+                        return -1;
+                    found++;
+                    continue;
+                }
+                slot->len = 0; /* (refilled below once the value is known) */
+                slot->hash = h;
+            }
+            PyObject *word = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, w, len);
             if (word == NULL)
                 return -1;
             int failed = look_up(forms, word, out);
             Py_DECREF(word);
             if (failed)
                 return -1;
+            if (slot != NULL) {
+                memcpy(slot->word, w, (size_t)len);
+                slot->value = out->data[out->len - 1];
+                slot->len = (uint32_t)len;
+            }
             found++;
         }
     }
@@ -134,11 +178,23 @@ other_words(PyObject *text, PyObject *forms, PyObject *tokens, Buf *out)
 static PyObject *
 form_ids(PyObject *module, PyObject *args)
 {
-    PyObject *texts, *forms, *tokens;
+    PyObject *texts, *forms, *tokens, *cache_obj = Py_None;
     (void)module;
-    if (!PyArg_ParseTuple(args, "O!O!O:form_ids", &PyList_Type, &texts, &PyDict_Type, &forms,
-                          &tokens))
+    if (!PyArg_ParseTuple(args, "O!O!O|O:form_ids", &PyList_Type, &texts, &PyDict_Type, &forms,
+                          &tokens, &cache_obj))
         return NULL;
+    Py_buffer cache_view;
+    Slot *cache = NULL;
+    if (cache_obj != Py_None) {
+        if (!PyByteArray_Check(cache_obj)
+            || PyByteArray_GET_SIZE(cache_obj) != (Py_ssize_t)(CACHE_SLOTS * sizeof(Slot))) {
+            PyErr_SetString(PyExc_TypeError, "form_ids: the cache is not a bytearray of CACHE_BYTES");
+            return NULL;
+        }
+        if (PyObject_GetBuffer(cache_obj, &cache_view, PyBUF_WRITABLE) < 0)
+            return NULL;
+        cache = (Slot *)cache_view.buf;
+    }
     Py_ssize_t n = PyList_GET_SIZE(texts);
     Buf ids = {NULL, 0, 0};
     int64_t *counts = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
@@ -155,7 +211,8 @@ form_ids(PyObject *module, PyObject *args)
             got = -1;
         }
         else if (PyUnicode_IS_ASCII(text)) {
-            got = ascii_words(PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text), forms, &ids);
+            got = ascii_words(PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text), forms, &ids,
+                              cache);
         }
         else {
             got = other_words(text, forms, tokens, &ids);
@@ -177,6 +234,8 @@ form_ids(PyObject *module, PyObject *args)
         Py_XDECREF(b);
     }
 done:
+    if (cache != NULL)
+        PyBuffer_Release(&cache_view);
     Py_DECREF(texts);
     PyMem_Free(ids.data);
     PyMem_Free(counts);
@@ -595,7 +654,7 @@ static PyMethodDef METHODS[] = {
     {"phrases", phrases, METH_VARARGS,
      "phrases(text, memo) -> list of ((stems...), surface), or None: see the module's source."},
     {"form_ids", form_ids, METH_VARARGS,
-     "form_ids(texts, forms, tokens) -> (ids, counts): see the module's source."},
+     "form_ids(texts, forms, tokens[, cache]) -> (ids, counts): see the module's source."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -620,5 +679,11 @@ PyInit__words(void)
         IN_NUMBER[c] = letter || digit || c == '_' || c == '.' || c == ',' || c == ':' || c == '/'
                        || c == '-';
     }
-    return PyModule_Create(&MODULE);
+    PyObject *module = PyModule_Create(&MODULE);
+    if (module != NULL
+        && PyModule_AddIntConstant(module, "CACHE_BYTES", (long)(CACHE_SLOTS * sizeof(Slot))) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
 }

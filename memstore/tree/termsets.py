@@ -90,6 +90,7 @@ class TermSets:
         self.jobs: list[list[str]] = []  # the texts the stream counts, a chunk at a time
         self.at = 0  # how many chunks were taken
         self.here = 0  # texts this process counted itself (tests)
+        self.word_cache: bytearray | None = None  # the C loop's words looked up (see _form_ids)
 
     def release(self) -> None:
         """Stop the child and drop what was counted (its forms' vocabulary refers back to this
@@ -181,7 +182,11 @@ class TermSets:
         import benchmark took 9.5 s of CPU without it, 5.7 s with it), else `long_name_words` and
         one lookup per token in Python."""
         if _words is not None:
-            ids, counts = _words.form_ids(cleaned, self.token_form, long_name_words)
+            if self.word_cache is None:  # (its words' ids: this vocabulary's, never changed)
+                self.word_cache = bytearray(_words.CACHE_BYTES)
+            ids, counts = _words.form_ids(
+                cleaned, self.token_form, long_name_words, self.word_cache
+            )
             return np.frombuffer(ids, np.int64), np.frombuffer(counts, np.int64)
         tokens = [long_name_words(c) for c in cleaned]
         found = np.fromiter(
