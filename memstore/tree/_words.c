@@ -332,6 +332,18 @@ drop_run(PyObject **run, Py_ssize_t n)
         Py_DECREF(run[i]);
 }
 
+/* the phrases of the run read so far, which is then let go of */
+static int
+end_run(PyObject **run, const char *edges, Py_ssize_t *len, PyObject *out)
+{
+    if (*len == 0)
+        return 0;
+    int failed = run_phrases(run, edges, *len, out);
+    drop_run(run, *len);
+    *len = 0;
+    return failed;
+}
+
 static PyObject *
 phrases(PyObject *module, PyObject *args)
 {
@@ -395,13 +407,8 @@ phrases(PyObject *module, PyObject *args)
                 ;
         }
         if (info == NULL) { /* a token that ends a run */
-            if (len) {
-                int failed = run_phrases(run, edges, len, out);
-                drop_run(run, len);
-                len = 0;
-                if (failed)
-                    goto fail;
-            }
+            if (end_run(run, edges, &len, out))
+                goto fail;
             continue;
         }
         int edge = PyObject_IsTrue(PyTuple_GET_ITEM(info, 2));
@@ -426,13 +433,8 @@ phrases(PyObject *module, PyObject *args)
         run[len] = info;
         edges[len++] = (char)edge;
     }
-    if (len) {
-        int failed = run_phrases(run, edges, len, out);
-        drop_run(run, len);
-        len = 0;
-        if (failed)
-            goto fail;
-    }
+    if (end_run(run, edges, &len, out))
+        goto fail;
     PyMem_Free(run);
     PyMem_Free(edges);
     Py_DECREF(text);
