@@ -225,3 +225,21 @@ def test_counting_with_a_warm_cache_is_the_same(monkeypatch):
         assert got[0] == want[0]
         for a, b in zip(got[1], want[1]):
             assert np.array_equal(a, b)
+
+
+def test_form_ids_reads_the_texts_as_they_were_given():
+    """A lookup that empties the caller's list (a __missing__ may run any Python) changes nothing
+    of what is read: the texts as they were when the call began."""
+    texts = ["bike tire gravel", "Sarah's cake", "naïve résumé café"]
+    given = list(texts)
+
+    class Emptying(_Ids):
+        def __missing__(self, token: str) -> int:
+            texts.clear()
+            return super().__missing__(token)
+
+    ids = Emptying()
+    raw, counts = words_c.form_ids(texts, ids, long_name_words)
+    got = [ids.tokens[i] for i in np.frombuffer(raw, np.int64).tolist()]
+    assert got == [t for text in given for t in long_name_words(text)]
+    assert np.frombuffer(counts, np.int64).tolist() == [len(long_name_words(t)) for t in given]

@@ -126,7 +126,8 @@ ascii_words(const unsigned char *s, Py_ssize_t n, PyObject *forms, Buf *out, Slo
             if (cache != NULL && len <= CACHE_WORD) {
                 uint32_t h = word_hash(w, len);
                 slot = &cache[h & (CACHE_SLOTS - 1)];
-                if (slot->len == (uint32_t)len && slot->hash == h && memcmp(slot->word, w, (size_t)len) == 0) {
+                if (slot->len == (uint32_t)len && slot->hash == h
+                    && memcmp(slot->word, w, (size_t)len) == 0) {
                     if (buf_push(out, slot->value))
                         return -1;
                     found++;
@@ -195,15 +196,19 @@ form_ids(PyObject *module, PyObject *args)
             return NULL;
         cache = (Slot *)cache_view.buf;
     }
-    Py_ssize_t n = PyList_GET_SIZE(texts);
+    /* the texts as they are now (a __missing__ could change or drop the caller's list) */
+    PyObject *items = PyList_AsTuple(texts);
+    Py_ssize_t n = items != NULL ? PyTuple_GET_SIZE(items) : 0;
     Buf ids = {NULL, 0, 0};
-    int64_t *counts = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-    if (counts == NULL)
-        return PyErr_NoMemory();
+    int64_t *counts = items != NULL ? PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int64_t)) : NULL;
     PyObject *result = NULL;
-    Py_INCREF(texts); /* (a __missing__ could drop the caller's list) */
+    if (counts == NULL) {
+        if (items != NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
     for (Py_ssize_t t = 0; t < n; t++) {
-        PyObject *text = PyList_GET_ITEM(texts, t);
+        PyObject *text = PyTuple_GET_ITEM(items, t);
         Py_INCREF(text);
         Py_ssize_t got;
         if (!PyUnicode_Check(text)) {
@@ -236,7 +241,7 @@ form_ids(PyObject *module, PyObject *args)
 done:
     if (cache != NULL)
         PyBuffer_Release(&cache_view);
-    Py_DECREF(texts);
+    Py_XDECREF(items);
     PyMem_Free(ids.data);
     PyMem_Free(counts);
     return result;
