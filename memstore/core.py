@@ -408,88 +408,102 @@ class Core:
         def subject() -> str:  # derived text: never a detected secret, whatever the mode
             return secret_policy.scrub(message(result.added) if callable(message) else message)
 
-        # The write's cost must not grow with the store: git is asked only about the day logs it
-        # appends to, and without `dedupe` (fresh ids) only those days are brought into the index.
-        beside = None  # a second process taking in the days written (a big write), see IndexBeside
+        # work of placement that needs only the records' texts, started on the second core while
+        # this process prepares, embeds and writes (see `place_ahead`); what placement did not take
+        # is stopped when the write ends, however it ends
+        self._ahead = self.place_ahead(records) if after_write is None and records else None
         try:
-            with self.transaction(subject, check_logs=False) as tx:
-                result.notes[:0] = tx.notes  # what a crashed writer left was rolled back first
-                days = sorted({local_day(from_iso(r["ts"]), self.tz) for r in records})
-                from .transaction import refuse_dirty_logs
+            # The write's cost must not grow with the store: git is asked only about the day logs it
+            # appends to, and without `dedupe` (fresh ids) only those days are brought into the index.
+            # a second process taking in the days written (a big write), see IndexBeside
+            beside = None
+            try:
+                with self.transaction(subject, check_logs=False) as tx:
+                    result.notes[:0] = tx.notes  # what a crashed writer left was rolled back first
+                    days = sorted({local_day(from_iso(r["ts"]), self.tz) for r in records})
+                    from .transaction import refuse_dirty_logs
 
-                # today's tree shard too: the records' placement is appended to it, and a commit of it would
-                # carry lines someone left uncommitted (a git reset --mixed of an earlier write, say)
-                from .format import treelog
-                from .format.timeutil import now_utc
+                    # today's tree shard too: the records' placement is appended to it, and a commit of it would
+                    # carry lines someone left uncommitted (a git reset --mixed of an earlier write, say)
+                    from .format import treelog
+                    from .format.timeutil import now_utc
 
-                shard = self.rel(treelog.write_shard(self.root, local_day(now_utc(), self.tz)))
-                refuse_dirty_logs(
-                    self,
-                    [layout.day_log(d) for d in days]
-                    + ([shard] if after_write is not False else []),
-                )
-                if dedupe:
-                    records, result.skipped = self._drop_known(records)
-                elif records:  # placing the records in the tree reads the index: the days written must be in it
-                    from .index import queries
+                    shard = self.rel(treelog.write_shard(self.root, local_day(now_utc(), self.tz)))
+                    refuse_dirty_logs(
+                        self,
+                        [layout.day_log(d) for d in days]
+                        + ([shard] if after_write is not False else []),
+                    )
+                    if dedupe:
+                        records, result.skipped = self._drop_known(records)
+                    elif records:  # placing the records in the tree reads the index: the days written must be in it
+                        from .index import queries
 
-                    index = self.index(update=False)
-                    # a clone's first write builds the whole index (a read would have to), later ones only their days
-                    index.update(days=days if queries.has_days(index) else None)
-                if records and before_write:
-                    tx.stage(list(before_write(self, records) or []))
-                if records:
-                    vectors = self._embed_records(records, inputs_by_rec, given_vectors, progress)
-                    refuse_non_finite(records, vectors, origins, self.config.embedder.get("model"))
-                    tx.stage(self._private_key(records))
-                    stage(progress, "Writing logs and packs", len(records))
-                    self._stamp(records)
-                    beside = FilesBeside.start(self, records, vectors, days)
-                    try:
-                        if beside is None:
-                            tx.stage(self._write_files(records, vectors, stamped=True))
-                            beside = IndexBeside.start(self, days, len(records))
-                        tick(progress, len(records))
-                        result.added = records
-                        self._beside = beside
+                        index = self.index(update=False)
+                        # a clone's first write builds the whole index (a read would have to), later ones only their days
+                        index.update(days=days if queries.has_days(index) else None)
+                    if records and before_write:
+                        tx.stage(list(before_write(self, records) or []))
+                    if records:
+                        vectors = self._embed_records(
+                            records, inputs_by_rec, given_vectors, progress
+                        )
+                        refuse_non_finite(
+                            records, vectors, origins, self.config.embedder.get("model")
+                        )
+                        tx.stage(self._private_key(records))
+                        stage(progress, "Writing logs and packs", len(records))
+                        self._stamp(records)
+                        beside = FilesBeside.start(self, records, vectors, days)
                         try:
-                            tx.stage(
-                                self._after_write(records, vectors, after_write, result, progress)
-                            )
-                        finally:
-                            self._beside = None
+                            if beside is None:
+                                tx.stage(self._write_files(records, vectors, stamped=True))
+                                beside = IndexBeside.start(self, days, len(records))
+                            tick(progress, len(records))
+                            result.added = records
+                            self._beside = beside
+                            try:
+                                tx.stage(
+                                    self._after_write(
+                                        records, vectors, after_write, result, progress
+                                    )
+                                )
+                            finally:
+                                self._beside = None
+                                if beside is not None:
+                                    beside.unpin()
+                            if isinstance(beside, FilesBeside):
+                                stage(progress, "Writing logs and packs")
+                                tx.stage(beside.paths())
+                        except BaseException:
                             if beside is not None:
-                                beside.unpin()
-                        if isinstance(beside, FilesBeside):
-                            stage(progress, "Writing logs and packs")
-                            tx.stage(beside.paths())
-                    except BaseException:
-                        if beside is not None:
-                            beside.stop()  # before the transaction rolls back: nothing writes meanwhile
-                        raise
-                    if beside is None:
-                        self.index(update=False).save_clean_keys(secret_policy.take_fresh())
-                tx.stage(extra_paths or [])
-                if records:
-                    stage(progress, "Committing")
-        except BaseException:
-            if beside is not None:
-                beside.stop()
-            raise
-        result.commit = tx.commit
-        result.notes += self._scope_warning(result.added)
-        if result.added and result.commit:
-            # The index takes in what this write committed, so the next write (whatever its day) finds
-            # these records when it places its own in the topic tree; only the days written are read.
-            stage(progress, "Indexing", len(result.added))
-            if beside is not None:
-                beside.wait()  # (it took them in while the records were placed; the rest is a check)
-                self.index(update=False).save_clean_keys(secret_policy.take_fresh())
-            self.index(update=False).take_in(days)
-            tick(progress, len(result.added))
-        elif beside is not None:
-            beside.wait()
-        return result
+                                beside.stop()  # before the transaction rolls back: nothing writes meanwhile
+                            raise
+                        if beside is None:
+                            self.index(update=False).save_clean_keys(secret_policy.take_fresh())
+                    tx.stage(extra_paths or [])
+                    if records:
+                        stage(progress, "Committing")
+            except BaseException:
+                if beside is not None:
+                    beside.stop()
+                raise
+            result.commit = tx.commit
+            result.notes += self._scope_warning(result.added)
+            if result.added and result.commit:
+                # The index takes in what this write committed, so the next write (whatever its day) finds
+                # these records when it places its own in the topic tree; only the days written are read.
+                stage(progress, "Indexing", len(result.added))
+                if beside is not None:
+                    beside.wait()  # (it took them in while the records were placed; the rest is a check)
+                    self.index(update=False).save_clean_keys(secret_policy.take_fresh())
+                self.index(update=False).take_in(days)
+                tick(progress, len(result.added))
+            elif beside is not None:
+                beside.wait()
+            return result
+        finally:
+            self.drop_ahead()
 
     def _after_write(
         self, records: list[dict], vectors, after_write, result: WriteResult, progress=None
@@ -515,6 +529,24 @@ class Core:
         return []
 
     _beside = None  # a big write's second process, while the write places its records
+    _ahead = None  # what `place_ahead` started for the write under way, until placement takes it
+
+    def place_ahead(self, records: list[dict]):
+        """What a write's placement can start before the write places anything, from the records'
+        texts alone: nothing in the core (the facade counts a big write's words on the second
+        core). Returns an object with `close()` (placement takes it: `take_ahead`), or None."""
+        return None
+
+    def take_ahead(self):
+        """What `place_ahead` started for this write (placement owns it from now on), or None."""
+        ahead, self._ahead = self._ahead, None
+        return ahead
+
+    def drop_ahead(self) -> None:
+        """Stop what `place_ahead` started and placement did not take (the write ended first)."""
+        ahead = self.take_ahead()
+        if ahead is not None:
+            ahead.close()
 
     def index_read(self) -> None:
         """Said by placement once it has read all it reads of the index (before it writes the

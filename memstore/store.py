@@ -67,6 +67,13 @@ class Store(Core):
 
         hooks.install(self)
 
+    def place_ahead(self, records: list[dict]):
+        """A big write's turns have their words counted on the second core from the start of the
+        write (tree/assign.py: count_ahead)."""
+        from .tree.assign import count_ahead
+
+        return count_ahead(self, records)
+
     def place(self, records: list[dict], vectors, progress=None) -> list[str]:
         """A write places its conversation records in the topic tree, in the write's commit."""
         from .format.record import is_private

@@ -15,10 +15,12 @@ held to a single core; MEMSTORE_WORKERS=1 turns the second process off.
 
 from __future__ import annotations
 
-import os
 import json
+import os
+import select
 import signal
 import threading
+from collections import deque
 
 WORKERS_ENV = "MEMSTORE_WORKERS"
 _CHILD: list[bool] = []  # [True] in a child of split_map
@@ -127,8 +129,10 @@ class Stream:
     answer never depends on the child: `next` gives None once the child is done, has failed, was
     never started (`can_fork()` false) or sent something unreadable, and the caller then computes
     what it needs itself; `ready` says whether an answer is there without waiting for it. `fn` is
-    pure as in `split_map` and returns a list of JSON's values or bytes; a full pipe holds the
-    child back."""
+    pure as in `split_map` and returns a list of JSON's values or bytes. The child keeps what the
+    pipe cannot take yet (up to AHEAD_BYTES) and goes on computing: a stream started while the
+    parent still prepares its write (one core busy) gets that far ahead, where a full pipe held it
+    back after two answers; beyond AHEAD_BYTES it waits for the parent."""
 
     def __init__(self, fn, jobs: list):
         self.pid: int | None = None
@@ -143,11 +147,11 @@ class Stream:
             try:
                 _CHILD.append(True)
                 os.close(read_fd)
-                with os.fdopen(write_fd, "wb") as pipe:
-                    for job in jobs:
-                        payload = _dump([list(fn(job)), []])
-                        pipe.write(len(payload).to_bytes(8, "little") + payload)
-                        pipe.flush()
+                backlog = _Backlog(write_fd)
+                for job in jobs:
+                    payload = _dump([list(fn(job)), []])
+                    backlog.send(len(payload).to_bytes(8, "little") + payload)
+                backlog.flush()
                 code = 0
             finally:
                 os._exit(code)
@@ -156,7 +160,6 @@ class Stream:
 
     def ready(self) -> bool:
         """Whether `next` would answer now (an answer, or the end) without waiting."""
-        import select
 
         return self.pipe is None or bool(select.select([self.pipe], [], [], 0)[0])
 
@@ -187,6 +190,46 @@ class Stream:
                 pass
             os.waitpid(self.pid, 0)
             self.pid = None
+
+
+AHEAD_BYTES = 64 << 20  # what a Stream's child keeps unsent before it waits for the parent
+
+
+class _Backlog:
+    """A Stream child's answers on their way into the pipe: written as far as the pipe takes them
+    without waiting, the rest kept (in order) until it does, or until AHEAD_BYTES are kept."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.kept: deque[memoryview] = deque()
+        self.size = 0
+        os.set_blocking(fd, False)
+
+    def send(self, data: bytes) -> None:
+        self.kept.append(memoryview(data))
+        self.size += len(data)
+        self._write(AHEAD_BYTES)
+
+    def flush(self) -> None:
+        self._write(0)
+        os.close(self.fd)
+
+    def _write(self, limit: int) -> None:
+        """Write what the pipe takes without waiting; while more than `limit` bytes are kept, wait
+        for it to take more."""
+        while self.kept:
+            try:
+                n = os.write(self.fd, self.kept[0])
+            except BlockingIOError:
+                if self.size <= limit:
+                    return
+                select.select([], [self.fd], [])
+                continue
+            self.size -= n
+            if n == len(self.kept[0]):
+                self.kept.popleft()
+            else:
+                self.kept[0] = self.kept[0][n:]
 
 
 PIPE_BYTES = 1 << 20  # what a Stream's pipe holds (Linux's default pipe-max-size for any user)

@@ -177,6 +177,68 @@ def test_a_big_write_names_its_topics_the_same_on_two_cores(tmp_path, forks, mon
     assert groups(two) == groups(one)
 
 
+def test_a_big_write_s_words_are_counted_from_its_start_and_stopped_with_it(
+    tmp_path, forks, monkeypatch
+):
+    """A big write's turns have their words counted by a child forked as soon as the write knows
+    its records, before it embeds and writes them (Core.place_ahead), and placement counts with
+    that child: the tree is the one a single core makes. A write that fails before placing stops
+    the child."""
+    import numpy as np
+
+    from conftest import make_store
+    from test_tree_speed import _distinct_turns
+
+    from memstore.errors import FormatError
+    from memstore.tree import assign, fanout, termsets
+
+    monkeypatch.setattr(assign, "COUNT_BESIDE", 100)
+    one, two = make_store(tmp_path / "one"), make_store(tmp_path / "two")
+    turns = _distinct_turns(one, 300)
+    seen: list[str] = []  # the write's stages so far, when a count was started
+    started: list[tuple] = []
+    beside = termsets.TermSets.beside
+
+    def counted(self, texts):
+        started.append((tuple(seen), len(texts)))
+        return beside(self, texts)
+
+    monkeypatch.setattr(termsets.TermSets, "beside", counted)
+
+    class Stages:
+        def stage(self, desc, total=None):
+            seen.append(desc)
+
+        def __call__(self, n=1):
+            pass
+
+    def write(store, **kw):
+        ids = (f"t{k:011d}" for k in itertools.count())
+        monkeypatch.setattr(fanout, "new_topic_id", lambda: next(ids))
+        monkeypatch.setattr(assign.treefmt, "new_topic_id", lambda: next(ids))
+        seen.clear()
+        return store.write(copy.deepcopy(turns), "Import 300 turns", progress=Stages(), **kw)
+
+    monkeypatch.setenv(workers.WORKERS_ENV, "1")
+    write(one)
+    monkeypatch.delenv(workers.WORKERS_ENV)
+    write(two)
+    assert started[-1] == ((), 300)  # before the write's first stage, every turn
+    assert len(forks) >= 2  # (the counting child, the files beside)
+    assert _names(two) == _names(one)
+    # a write refused before it places anything: its counting child is stopped and reaped
+    del started[:], forks[:]
+    bad = {id(r): np.full(one.embedder.dim, np.nan, np.float32) for r in turns}
+    fresh = make_store(tmp_path / "three")
+    with pytest.raises(FormatError):
+        recs = copy.deepcopy(turns)
+        fresh.write(recs, "NaN", given_vectors={id(r): bad[id(t)] for r, t in zip(recs, turns)})
+    assert len(started) == 1 and len(forks) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(forks[0], os.WNOHANG)
+    assert fresh._ahead is None
+
+
 def test_a_big_write_is_scanned_for_secrets_on_two_cores(forks):
     from memstore.errors import SecretsFound
     from memstore.secrets import policy
@@ -296,6 +358,47 @@ def test_a_stream_s_answer_goes_into_its_pipe_at_once(forks):
         waited = time.perf_counter()
         assert stream.next() == [b"x" * big]
         assert time.perf_counter() - waited < 0.5
+    finally:
+        stream.close()
+
+
+def test_a_stream_s_child_computes_ahead_of_a_parent_that_does_not_read(
+    forks, tmp_path, monkeypatch
+):
+    """A Stream's child keeps the answers its pipe cannot take yet and goes on computing (a stream
+    started while its parent still prepares the write gets that far ahead), up to AHEAD_BYTES kept;
+    the parent then reads every answer, in order, whole."""
+    import time
+
+    done = tmp_path / "done"
+
+    def job(n):
+        with open(done, "a") as f:
+            f.write(f"{n}\n")
+        return [bytes([n]) * 700_000]
+
+    jobs = list(range(10))  # 7 MB: several times what the pipe holds
+    stream = workers.Stream(job, jobs)
+    try:
+        for _ in range(100):  # nobody reads meanwhile
+            if done.exists() and len(done.read_text().split()) == len(jobs):
+                break
+            time.sleep(0.05)
+        assert done.read_text().split() == [str(n) for n in jobs]
+        assert [stream.next() for _ in jobs] == [[bytes([n]) * 700_000] for n in jobs]
+        assert stream.next() is None
+    finally:
+        stream.close()
+    # beyond AHEAD_BYTES kept, the child waits for the parent to read
+    monkeypatch.setattr(workers, "AHEAD_BYTES", 1_000_000)
+    done.unlink()
+    stream = workers.Stream(job, jobs)
+    try:
+        time.sleep(1.5)
+        ahead = len(done.read_text().split())
+        assert 2 <= ahead <= 4  # (what the pipe took, what is kept, the one waiting to go)
+        assert [stream.next() for _ in jobs] == [[bytes([n]) * 700_000] for n in jobs]
+        assert len(done.read_text().split()) == len(jobs)
     finally:
         stream.close()
 
