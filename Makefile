@@ -16,7 +16,7 @@ install: $(BIN)/ct
 	@$(BIN)/python -m memstore.adapters.minilm >/dev/null
 	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then echo "Installing chromium + chromium-driver for the browser tests (tests/test_web.py)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; fi
 
-$(BIN)/ct: pyproject.toml constraints.txt memstore/tree/_words.c
+$(BIN)/ct: pyproject.toml constraints.txt memstore/tree/_words.c memstore/secrets/_quiet.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0

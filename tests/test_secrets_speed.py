@@ -6,6 +6,10 @@ from __future__ import annotations
 import random
 import string
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from memstore.bench.secret_set import labelled_set
 from memstore.secrets import detect
 
@@ -160,3 +164,65 @@ def test_the_wrapped_token_pass_skips_only_prefixes_the_text_cannot_hold():
         assert out == every_place(text), repr(text)
         hits += len(out)
     assert hits > 20
+
+
+def _quiet_by_python(text: str) -> bool:
+    """What secrets/_quiet.c tells, the Python way: an ASCII text with no anchor word on any line,
+    no private-key header and no long token."""
+    return (
+        text.isascii()
+        and not detect._candidate_lines(text, text.lower())
+        and "-----BEGIN " not in text
+        and not detect._has_long_token(text)
+    )
+
+
+_EDGE_PIECES = st.sampled_from(
+    list(detect._ANCHORS)
+    + [a.upper() for a in detect._ANCHORS]
+    + [a[:-1] for a in detect._ANCHORS if len(a) > 1]
+    + [a[1:] for a in detect._ANCHORS if len(a) > 1]
+    + ["-----BEGIN ", "-----begin ", "----BEGIN ", "-----BEGIN", "a" * 19, "b" * 20, "=+/.:-_"]
+    + list(' \n\r\t\x00\x7fé_-:/"kwKWxzjJ')
+    + ["ſecret", "\u212aey", "İ"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_EDGE_PIECES, max_size=12).map("".join))
+def test_a_quiet_text_is_told_in_c_as_in_python(text):
+    """The C pass (secrets/_quiet.c) says a text is quiet exactly when the Python says so, on
+    strings made of the anchors (whole, cut, in any case), the header and runs one short of a long
+    token, at the text's edges and beside non-ASCII look-alikes; a quiet text has no finding."""
+    quiet = pytest.importorskip("memstore.secrets._quiet")
+    assert quiet.quiet(text) == _quiet_by_python(text), repr(text)
+
+
+def test_the_scan_finds_the_same_with_and_without_the_c_pass(monkeypatch):
+    """detect.scan with the C pass skips only texts the rules and plugins cannot flag: the same
+    findings as without it on the labelled set (every kind of secret, every look-alike) and on
+    random joins of anchors, secrets and runs; most of the set's look-alikes are not quiet, and
+    plain prose is."""
+    quiet = pytest.importorskip("memstore.secrets._quiet")
+    cases = [c.text for c in labelled_set(copies=1)] + _texts()
+    cases += ["Can you recommend a good bike tire for gravel?", "", "x" * 19, "-----BEGIN "]
+    told = [quiet.quiet(t) for t in cases]
+    assert told == [_quiet_by_python(t) for t in cases]
+    with_c = [detect.scan(t) for t in cases]
+    monkeypatch.setattr(detect, "_quiet", None)
+    assert with_c == [detect.scan(t) for t in cases]
+    assert not any(f for f, q in zip(with_c, told) if q)  # (a quiet text: nothing found)
+    assert told[-4] and sum(told) < len(cases) / 2
+
+
+def test_the_c_pass_takes_only_lower_case_ascii_anchors():
+    quiet = pytest.importorskip("memstore.secrets._quiet")
+    try:
+        for bad in [("Key",), ("",), ("é",), ("x" * 64,), tuple(f"_{n}" for n in range(17))]:
+            with pytest.raises(ValueError):
+                quiet.configure(bad, detect._LONG_TOKEN_CHARS, 20)
+            with pytest.raises(RuntimeError):  # (a failed configure leaves it unconfigured)
+                quiet.quiet("text")
+    finally:
+        quiet.configure(tuple(detect._ANCHORS), detect._LONG_TOKEN_CHARS, 20)
+    assert quiet.quiet("plain words") and not quiet.quiet("my key")

@@ -535,9 +535,7 @@ def test_window_does_not_depend_on_surrounding_words(phrase, now, tz):
     st.datetimes(
         min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30), timezones=st.just(UTC)
     ),
-    st.sampled_from(
-        [UTC, NEW_YORK, TOKYO, ZoneInfo("Asia/Kolkata"), ZoneInfo("Europe/Amsterdam")]
-    ),
+    st.sampled_from([UTC, NEW_YORK, TOKYO, ZoneInfo("Asia/Kolkata"), ZoneInfo("Europe/Amsterdam")]),
 )
 def test_a_record_s_day_is_strftime_s_day_in_the_store_s_zone(when, zone):
     """timeutil.local_day (the day log a record goes to) takes the date's isoformat where that is

@@ -754,7 +754,11 @@ def scan(text: str) -> list[Finding]:
     """The adopted detector: the hand-written rules, plus detect-secrets' vendor-specific plugins
     where the rules found nothing (docs/reliability.md has the measurements).
 
-    Each finding's excerpt masks every secret found on its line, not only its own."""
+    Each finding's excerpt masks every secret found on its line, not only its own. A text that
+    holds no anchor word, private-key header or long token is told in one C pass (_quiet.c)
+    where that module is built: nothing here could flag it."""
+    if _quiet is not None and _quiet.quiet(text):
+        return []
     found = scan_rules(text)
     if _has_long_token(text):  # every vendor shape has one; prose without one skips the slow part
         ours = len(found)
@@ -784,6 +788,13 @@ def _has_long_token(text: str) -> bool:
     """Whether `_LONG_TOKEN` matches somewhere in the text."""
     return _LONG_TOKEN_RUN in text.encode("utf-8", "surrogatepass").translate(_LONG_TOKEN_BYTES)
 
+
+try:  # (optional: built by `make install`; without it every text goes through the rules)
+    from . import _quiet
+except ImportError:  # pragma: no cover - a build without a C compiler
+    _quiet = None
+else:
+    _quiet.configure(tuple(_ANCHORS), _LONG_TOKEN_CHARS, len(_LONG_TOKEN_RUN))
 
 _REDACT_PASSES = 8
 
