@@ -683,9 +683,11 @@ def _subject_turns(store, n: int, subjects: int, seed: int) -> list[dict]:
 
 
 def test_a_big_write_s_shortcuts_make_the_tree_the_plain_way_makes(tmp_path, monkeypatch):
-    """Products ahead (TopicMatrix), children kept newest first (Kids.newest) and group vectors
-    taken again (GroupMemo) only save work: the same write, with topic ids from a counter, makes
-    the same tree — records per topic, nesting, names and summaries — with all three off."""
+    """Products ahead (TopicMatrix), children kept newest first (Kids.newest), group vectors
+    taken again (GroupMemo) and a crowded parent's loose topics moved into their groups one after
+    the other with the cosines kept (fanout._Cosines) only save work: the same write, with topic
+    ids from a counter, makes the same tree — records per topic, nesting, names and summaries —
+    with all four off."""
     import itertools
 
     from conftest import make_store
@@ -709,8 +711,15 @@ def test_a_big_write_s_shortcuts_make_the_tree_the_plain_way_makes(tmp_path, mon
             (t.id, t.parent, tuple(t.records), t.name, t.summary) for t in tree.topics.values()
         )
 
-    used = {"memo": 0, "ahead": 0}
+    used = {"memo": 0, "ahead": 0, "kept": 0}
     memo_vector, sims = topicdata.GroupMemo.vector, assign.TopicMatrix._sims
+    drop_row = fanout._Cosines.drop_row
+
+    def counted_drop(self, i):
+        used["kept"] += 1
+        return drop_row(self, i)
+
+    monkeypatch.setattr(fanout._Cosines, "drop_row", counted_drop)
 
     def counted_vector(self, *args):
         got = memo_vector(self, *args)
@@ -724,7 +733,8 @@ def test_a_big_write_s_shortcuts_make_the_tree_the_plain_way_makes(tmp_path, mon
     monkeypatch.setattr(topicdata.GroupMemo, "vector", counted_vector)
     monkeypatch.setattr(assign.TopicMatrix, "_sims", counted_sims)
     fast = build("fast")
-    assert used["memo"] > 10 and used["ahead"] > 10  # (the shortcuts were taken)
+    assert used["memo"] > 10 and used["ahead"] > 10 and used["kept"] >= 5  # (they were taken)
+    monkeypatch.setattr(fanout, "SAME_PARENT_STEPS", False)
     monkeypatch.setattr(assign.TopicMatrix, "_sims", sims)
     monkeypatch.setattr(assign, "AHEAD_FROM", 10**9)
     monkeypatch.setattr(topicdata.GroupMemo, "vector", lambda *a: topicdata._MISSING)

@@ -182,6 +182,46 @@ def _cosines(rows: list, cols: list) -> np.ndarray:
     return out
 
 
+class _Cosines:
+    """`_cosines(rows, cols)` kept while rows are dropped and columns replaced: the same stacked
+    matrices `_cosines` would stack from the lists as they are then, so the same product, bit for
+    bit (a changed width, a vector where all were missing, is stacked again from the lists)."""
+
+    def __init__(self, rows: list, cols: list):
+        self.rows, self.cols = list(rows), list(cols)
+        self._stack()
+
+    def _stack(self) -> None:
+        (self.a, self.a_none), (self.b, self.b_none) = stacked(self.rows), stacked(self.cols)
+
+    def drop_row(self, i: int) -> None:
+        del self.rows[i]
+        self.a = np.delete(self.a, i, axis=0)
+        self.a_none = np.delete(self.a_none, i)
+
+    def set_col(self, j: int, v) -> None:
+        self.cols[j] = v
+        if v is None:
+            self.b[j], self.b_none[j] = 0.0, True
+        elif v.shape == self.b.shape[1:]:
+            self.b[j], self.b_none[j] = v, False
+        else:
+            self._stack()
+
+    def matrix(self) -> np.ndarray:
+        a, b = self.a, self.b
+        if a.shape[1] != b.shape[1] or self.a_none.all() or self.b_none.all():
+            return _cosines(self.rows, self.cols)  # (a side without vectors: stacked apart)
+        out = (a @ b.T).astype(np.float64)
+        out[self.a_none, :] = -1.0
+        out[:, self.b_none] = -1.0
+        return out
+
+
+_NONE = object()  # rebalance: no parent is crowded
+SAME_PARENT_STEPS = True  # rebalance's step 1 kept on one parent (off: each step anew, as before)
+
+
 def _best_pair(vs: list, pick) -> tuple[int, int]:
     """(i, j), i < j: the pair of `vs` whose `_sim` is `pick` (np.max or np.min), the first such
     pair in (i, j) order on a tie."""
@@ -299,33 +339,60 @@ def rebalance(
         for a in tree.ancestry(tid):
             cache.pop(a, None)
 
+    def first_crowded(todo: set):
+        crowded = [
+            p for p in todo if len(kids.of(p)) > max_children and (p is None or p in tree.topics)
+        ]
+        return min(crowded, key=lambda p: (p is not None, p or "")) if crowded else _NONE
+
     for _ in range(100_000):
         tick(progress)  # one step of the fix (memstore/progress.py)
-        crowded = sorted(
-            (p for p in todo if len(kids.of(p)) > max_children and (p is None or p in tree.topics)),
-            key=lambda p: (p is not None, p or ""),
-        )
-        if not crowded:
+        parent = first_crowded(todo)
+        if parent is _NONE:
             break
-        parent = crowded[0]
         here = sorted(kids.of(parent), key=lambda t: (t.created, t.id))
         vec = {k.id: topic_vector(tree, data, k.id, cache, kids.newest) for k in here}
         groups = [k for k in here if not k.records and k.id != tree.current and kids.of(k.id)]
         group_ids = {g.id for g in groups}
         leaves = [k for k in here if k.id not in group_ids]
-        if leaves and groups:
-            sims = _cosines([vec[lf.id] for lf in leaves], [vec[g.id] for g in groups])
+        moved = False
+        pairs = (
+            _Cosines([vec[lf.id] for lf in leaves], [vec[g.id] for g in groups])
+            if (leaves and groups)
+            else None
+        )
+        # Step 1, a loose topic into its closest group, repeated while the next step would be the
+        # same for this parent: only the group it went into has another vector (the others, the
+        # loose topics and their order are as they were), so its cosines are what the step would
+        # compute again from scratch, the same bits (regrouping a crowded root mid-write moves its
+        # ~100 loose topics one by one: the whole comparison made anew each time was a fifth of a
+        # 100k-turn import's placement).
+        while leaves and groups:
+            sims = pairs.matrix()
             s = float(sims.max())
             # the closest pair; on a tie the newest leaf, then the newest group, then the first
-            leaf, g = max(
-                ((leaves[li], groups[gi]) for li, gi in np.argwhere(sims == s).tolist()),
-                key=lambda pair: (pair[0].created, pair[1].created),
+            li, gi = max(
+                np.argwhere(sims == s).tolist(),
+                key=lambda pair: (leaves[pair[0]].created, groups[pair[1]].created),
             )
-            if s >= join or len(leaves) < 2:
-                kids.move(leaf, g.id)
-                forget(g.id)
-                todo.add(g.id)
-                continue
+            leaf, g = leaves[li], groups[gi]
+            if not (s >= join or len(leaves) < 2):
+                break
+            kids.move(leaf, g.id)
+            forget(g.id)
+            todo.add(g.id)
+            moved = True
+            if not SAME_PARENT_STEPS or first_crowded(todo) != parent:
+                break
+            tick(progress)  # (the next step, on the same parent)
+            moved = False
+            del here[next(n for n, k in enumerate(here) if k is leaf)]  # (by identity)
+            del leaves[li]
+            pairs.drop_row(li)
+            vec[g.id] = topic_vector(tree, data, g.id, cache, kids.newest)
+            pairs.set_col(gi, vec[g.id])
+        if moved:
+            continue
         is_group = parent is not None and not tree.topics[parent].records and parent != tree.current
         if len(leaves) >= 2 and not is_group:
             size = max(2, min(len(leaves), max_children // 2 + 1))
