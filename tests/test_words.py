@@ -243,3 +243,43 @@ def test_form_ids_reads_the_texts_as_they_were_given():
     got = [ids.tokens[i] for i in np.frombuffer(raw, np.int64).tolist()]
     assert got == [t for text in given for t in long_name_words(text)]
     assert np.frombuffer(counts, np.int64).tolist() == [len(long_name_words(t)) for t in given]
+
+
+_ARTEFACT_PIECES = st.sampled_from(
+    list(" .`[<@_-/:xX\n\té")
+    + ["http", "HTTP", "htt", "www.", "WwW.", "ww.", "www", "w", "0123456789ab", "deadBEEFcaf", "F"]
+    + ["." + e for e in naming._FILE_EXTS.split()]
+    + [".PDF", ".Jpeg", ".docx", ".pdfx", ".py_", ".js2", ".jpegs", "file", "report"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_ARTEFACT_PIECES, max_size=16).map("".join))
+def test_the_artefact_check_is_naming_s_own(text):
+    """The C pass that tells whether a text may hold an export artefact (its @ [ < or backtick, "http" and
+    "www." in any case, a file extension as the whole word after a dot, 12 hex digits in a run)
+    answers as naming's Python does for an ASCII text, and leaves any other text to it."""
+    got = words_c.may_hold_artefact(text)
+    if not text.isascii():
+        assert got is None
+    else:
+        assert got == naming._may_hold_artefact_py(text), repr(text)
+    assert naming._may_hold_artefact(text) == naming._may_hold_artefact_py(text)
+
+
+@pytest.mark.parametrize("text", REAL)
+def test_the_artefact_check_on_real_texts(text):
+    assert naming._may_hold_artefact(text) == naming._may_hold_artefact_py(text)
+    assert naming._may_hold_artefact(text + " see https://x.io") is True
+
+
+def test_the_artefact_check_takes_only_plain_extensions():
+    try:
+        for bad in [("PDF",), ("",), ("p.f",), ("x" * 16,), ("é",), tuple("e" for _ in range(65))]:
+            with pytest.raises(ValueError):
+                words_c.configure_artefacts(bad, 12)
+            with pytest.raises(RuntimeError):  # (a failed configure leaves it unconfigured)
+                words_c.may_hold_artefact("text")
+    finally:
+        words_c.configure_artefacts(tuple(naming._FILE_EXTS.split()), naming._HEX_RUN)
+    assert words_c.may_hold_artefact("a.pdf") and not words_c.may_hold_artefact("a pdf")

@@ -655,7 +655,148 @@ top_terms(PyObject *module, PyObject *args)
     return out;
 }
 
+/* may_hold_artefact(text) is naming._may_hold_artefact for a text of ASCII characters (None for
+   any other: the caller asks the Python): whether it holds ` [ < or @, "http" or "www." in any
+   case, a file extension after a dot (one of those configure_artefacts was given, in any case,
+   as the whole run of word characters after the dot: _FILE_EXT's alternatives followed by \b),
+   or a run of `hex_run` hexadecimal digits. One pass, no copy of the text. */
+
+#define MAX_EXTS 64
+#define MAX_EXT_LEN 15
+static char exts[MAX_EXTS][MAX_EXT_LEN + 1];
+static int n_exts = -1; /* -1: not configured */
+static Py_ssize_t hex_run = 0;
+
+static PyObject *
+configure_artefacts(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *given;
+    Py_ssize_t run;
+    if (!PyArg_ParseTuple(args, "O!n", &PyTuple_Type, &given, &run))
+        return NULL;
+    n_exts = -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(given);
+    if (n > MAX_EXTS || run < 1) {
+        PyErr_SetString(PyExc_ValueError, "too many extensions, or a run shorter than 1");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = PyTuple_GET_ITEM(given, i);
+        Py_ssize_t len;
+        const char *s = PyUnicode_Check(e) ? PyUnicode_AsUTF8AndSize(e, &len) : NULL;
+        if (s == NULL || len < 1 || len > MAX_EXT_LEN || !PyUnicode_IS_ASCII(e)) {
+            PyErr_SetString(PyExc_ValueError, "an extension is 1 to 15 ASCII characters");
+            return NULL;
+        }
+        for (Py_ssize_t j = 0; j < len; j++)
+            if (!(s[j] >= 'a' && s[j] <= 'z') && !(s[j] >= '0' && s[j] <= '9')) {
+                PyErr_SetString(PyExc_ValueError, "an extension is lower-case letters and digits");
+                return NULL;
+            }
+        memcpy(exts[i], s, (size_t)len);
+        exts[i][len] = 0;
+    }
+    n_exts = (int)n;
+    hex_run = run;
+    Py_RETURN_NONE;
+}
+
+static unsigned char
+low(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + 32) : c;
+}
+
+static int
+word_char(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+static int
+hex_digit(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int
+file_ext_at(const unsigned char *s, Py_ssize_t n, Py_ssize_t i)
+{
+    Py_ssize_t j = i + 1;
+    while (j < n && word_char(s[j]))
+        j++;
+    Py_ssize_t len = j - i - 1;
+    if (len < 1 || len > MAX_EXT_LEN)
+        return 0;
+    for (int e = 0; e < n_exts; e++) {
+        if ((Py_ssize_t)strlen(exts[e]) != len)
+            continue;
+        Py_ssize_t k = 0;
+        while (k < len && low(s[i + 1 + k]) == (unsigned char)exts[e][k])
+            k++;
+        if (k == len)
+            return 1;
+    }
+    return 0;
+}
+
+/* the characters at which may_hold_artefact looks closer: ` [ < @ . and h w in either case */
+static unsigned char STOP[256];
+
+static int
+hex_run_at(const unsigned char *s, Py_ssize_t n, Py_ssize_t i)
+{
+    /* whether the run of hex digits through s[i] (a hex digit) is hex_run long or longer */
+    Py_ssize_t a = i, b = i + 1;
+    while (a > 0 && hex_digit(s[a - 1]) && b - a < hex_run)
+        a--;
+    while (b < n && hex_digit(s[b]) && b - a < hex_run)
+        b++;
+    return b - a >= hex_run;
+}
+
+static PyObject *
+may_hold_artefact(PyObject *Py_UNUSED(module), PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "may_hold_artefact() takes a str");
+        return NULL;
+    }
+    if (n_exts < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "may_hold_artefact() before configure_artefacts()");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(text))
+        Py_RETURN_NONE;
+    const unsigned char *s = (const unsigned char *)PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    /* any hex_run positions in a row hold one of hex_run - 1, 2 * hex_run - 1, ...: only those
+       are looked at, a run measured from there */
+    for (Py_ssize_t i = hex_run - 1; i < n; i += hex_run)
+        if (hex_digit(s[i]) && hex_run_at(s, n, i))
+            Py_RETURN_TRUE;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!STOP[s[i]])
+            continue;
+        unsigned char c = s[i], l = low(c);
+        if (c == '`' || c == '[' || c == '<' || c == '@')
+            Py_RETURN_TRUE;
+        if (l == 'h' && i + 4 <= n && low(s[i + 1]) == 't' && low(s[i + 2]) == 't' &&
+            low(s[i + 3]) == 'p')
+            Py_RETURN_TRUE;
+        if (l == 'w' && i + 4 <= n && low(s[i + 1]) == 'w' && low(s[i + 2]) == 'w' && s[i + 3] == '.')
+            Py_RETURN_TRUE;
+        if (c == '.' && file_ext_at(s, n, i))
+            Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
 static PyMethodDef METHODS[] = {
+    {"configure_artefacts", configure_artefacts, METH_VARARGS,
+     "configure_artefacts(extensions, hex_run): see may_hold_artefact in the module's source."},
+    {"may_hold_artefact", may_hold_artefact, METH_O,
+     "may_hold_artefact(text) -> bool, or None for a text not ASCII: see the module's source."},
     {"top_terms", top_terms, METH_VARARGS,
      "top_terms(parts, k, words) -> set of words: see the module's source."},
     {"phrases", phrases, METH_VARARGS,
@@ -674,6 +815,8 @@ static struct PyModuleDef MODULE = {
 PyMODINIT_FUNC
 PyInit__words(void)
 {
+    for (const char *c = "`[<@.hHwW"; *c; c++)
+        STOP[(unsigned char)*c] = 1;
     for (int c = 0; c < 256; c++) {
         KIND[c] = ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))                 ? 1
                   : ((c >= '0' && c <= '9') || c == '_' || c == '\'' || c == '-') ? 2

@@ -77,16 +77,32 @@ _FILE_EXT = re.compile(
     r"\.(?:pdf|png|jpe?g|gif|webp|svg|docx?|xlsx?|pptx?|csv|tsv|txt|json|zip|gz|html?|md|py|js)\b",
     re.I,
 )
+# _FILE_EXT's alternatives spelt out (each ends at \b: the whole run of word characters after the
+# dot is one of them), for the C loop
+_FILE_EXTS = "pdf png jpg jpeg gif webp svg doc docx xls xlsx ppt pptx csv tsv txt json zip gz"
+_FILE_EXTS += " htm html md py js"
+_HEX_RUN = 12
 _HEX_MARK = bytes(ord("x") if chr(i) in "0123456789abcdefABCDEF" else 32 for i in range(256))
+# (a module built from an older _words.c, not rebuilt since: the check is made in Python)
+_artefacts_c = getattr(_words, "may_hold_artefact", None)
+if _artefacts_c is not None:
+    _words.configure_artefacts(tuple(_FILE_EXTS.split()), _HEX_RUN)
 
 
 def _may_hold_artefact(text: str) -> bool:
+    """Whether the text may hold an artefact (see _ARTEFACT_SPANS); an ASCII text is read in one C
+    pass where it is built (the check was a third of counting a big write's words)."""
+    got = _artefacts_c(text) if _artefacts_c is not None else None
+    return got if got is not None else _may_hold_artefact_py(text)
+
+
+def _may_hold_artefact_py(text: str) -> bool:
     if "`" in text or "[" in text or "<" in text or "@" in text:
         return True
     low = text.lower()
     if "http" in low or "www." in low or _FILE_EXT.search(text) is not None:
         return True
-    return b"x" * 12 in text.encode("utf-8", "surrogatepass").translate(_HEX_MARK)
+    return b"x" * _HEX_RUN in text.encode("utf-8", "surrogatepass").translate(_HEX_MARK)
 
 
 def _clean(text: str) -> str:
