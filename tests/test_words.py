@@ -186,6 +186,57 @@ def test_a_window_s_top_terms_are_the_same(extra, picks, k):
     assert naming.term_set(window, k) == want
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_TEXTS, min_size=1, max_size=10),
+    st.lists(st.integers(0, 20), min_size=1, max_size=8),
+    st.sampled_from([1, 3, 6, 8, 50]),
+)
+def test_a_window_s_key_terms_are_the_same(extra, picks, k):
+    """TermSets.key_terms from the C loop's pool and surface forms (`key_pool`, `surfaces`) is
+    numpy's: the same pool (terms, scores, first places, in order), the same forms, and naming's
+    key terms, with and without rarity weights."""
+    texts = list(dict.fromkeys(_WINDOW_TEXTS + extra))
+    ts = _counted(texts)
+    window = [texts[i % len(texts)] for i in picks]
+    parts = ts._parts(window)
+    if parts:
+        ids, score, first = ts._scores(parts)
+        pool = ts._best(score, first, max(4 * k, 24))
+        pool = pool[np.lexsort((first[pool], -score[pool]))]
+        want = list(zip(ids[pool].tolist(), score[pool].tolist(), first[pool].tolist()))
+        assert words_c.key_pool(parts, max(4 * k, 24)) == want
+        ranked = [ts.terms.words[t] for t, _s, _f in want]
+        assert ts._surfaces(parts, ranked) == ts._surfaces_py(parts, ranked)
+    weight = lambda terms: {t: 1.0 + (len(t) % 3) / 2 for t in terms}  # noqa: E731
+    with_c = [ts.key_terms(window, k), ts.key_terms(window, k, weight)]
+    assert with_c[0] == naming.key_terms(window, k)
+    termsets._words = None  # (numpy's ranking)
+    try:
+        assert with_c == [ts.key_terms(window, k), ts.key_terms(window, k, weight)]
+    finally:
+        termsets._words = words_c
+
+
+def test_key_pool_and_surfaces_refuse_what_is_not_a_count():
+    ts = _counted(_WINDOW_TEXTS)
+    parts = ts._parts(_WINDOW_TEXTS[:2])
+    term_of = ts._form_arrays()[0]
+    terms = [t for t, _s, _f in words_c.key_pool(parts, 5)]
+    assert len(words_c.surfaces(parts, terms + terms[:1], term_of)) == len(terms) + 1
+    with pytest.raises(TypeError):
+        words_c.key_pool([("not", "a", "count")], 3)
+    with pytest.raises(TypeError):
+        words_c.surfaces(parts, terms, term_of.astype(np.int32))
+    with pytest.raises(IndexError):
+        words_c.surfaces(parts, terms, term_of[:1])
+    with pytest.raises(KeyError):  # a term none of the window's forms is
+        words_c.surfaces(parts, [len(ts.terms.words) + 5], term_of)
+    beyond = [parts[0][:4] + (parts[0][0][1].shape[0] + 1,) + parts[0][5:]]
+    with pytest.raises(TypeError):
+        words_c.surfaces(beyond, terms, term_of)
+
+
 def test_top_terms_refuses_what_is_not_a_count():
     ts = _counted(_WINDOW_TEXTS)
     parts = ts._parts(_WINDOW_TEXTS[:2])

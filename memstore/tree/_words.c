@@ -565,14 +565,31 @@ select_best(Py_ssize_t m, Py_ssize_t take)
     }
 }
 
-static PyObject *
-top_terms(PyObject *module, PyObject *args)
+static int
+int32_format(const char *f)
 {
-    PyObject *parts, *words;
-    Py_ssize_t k;
-    (void)module;
-    if (!PyArg_ParseTuple(args, "O!nO!:top_terms", &PyList_Type, &parts, &k, &PyList_Type, &words))
-        return NULL;
+    return f != NULL && (strcmp(f, "i") == 0 || strcmp(f, "<i") == 0 || strcmp(f, "=i") == 0);
+}
+
+
+/* key_pool(parts, m) is TermSets.key_terms's pool (tree/termsets.py): the `m` best terms of a
+   window by score, then first occurrence (top_terms' ranking), best first, as (term id, score,
+   first occurrence) tuples: the score the sum of the term's rows' third column plus 1.5 when any
+   of them is capitalised (a float, as numpy sums it: the integers are exact), the first
+   occurrence its earliest row's, offset by the words of the texts before. */
+
+static int
+by_rank(const void *x, const void *y)
+{
+    const Ranked *a = (const Ranked *)x, *b = (const Ranked *)y;
+    return before(a, b) ? -1 : before(b, a) ? 1 : 0;
+}
+
+/* the rows of `parts` summed per term into sum_of/first_of/cap_of, the terms met in touched[0:m];
+   -1 with an exception set on bad input */
+static Py_ssize_t
+sum_parts(PyObject *parts, const char *who)
+{
     call_no++;
     Py_ssize_t m = 0, n_parts = PyList_GET_SIZE(parts);
     int64_t offset = 0;
@@ -580,25 +597,23 @@ top_terms(PyObject *module, PyObject *args)
         PyObject *part = PyList_GET_ITEM(parts, p);
         if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(part, 0))
             || PyTuple_GET_SIZE(PyTuple_GET_ITEM(part, 0)) < 1) {
-            PyErr_SetString(PyExc_TypeError, "top_terms: a part is not (block, a, b, fa, fb, n)");
-            return NULL;
+            PyErr_Format(PyExc_TypeError, "%s: a part is not (block, a, b, fa, fb, n)", who);
+            return -1;
         }
         Py_ssize_t a = PyNumber_AsSsize_t(PyTuple_GET_ITEM(part, 1), PyExc_OverflowError);
         Py_ssize_t b = PyNumber_AsSsize_t(PyTuple_GET_ITEM(part, 2), PyExc_OverflowError);
         Py_ssize_t n = PyNumber_AsSsize_t(PyTuple_GET_ITEM(part, 5), PyExc_OverflowError);
         if (PyErr_Occurred())
-            return NULL;
+            return -1;
         Py_buffer view;
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(PyTuple_GET_ITEM(part, 0), 0), &view,
                                PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-            return NULL;
-        if (view.ndim != 2 || view.itemsize != 4 || view.shape[1] != 4 || view.format == NULL
-            || (strcmp(view.format, "i") != 0 && strcmp(view.format, "<i") != 0
-                && strcmp(view.format, "=i") != 0)
+            return -1;
+        if (view.ndim != 2 || view.itemsize != 4 || view.shape[1] != 4 || !int32_format(view.format)
             || a < 0 || b < a || b > view.shape[0]) {
             PyBuffer_Release(&view);
-            PyErr_SetString(PyExc_TypeError, "top_terms: a block's rows are not n x 4 int32");
-            return NULL;
+            PyErr_Format(PyExc_TypeError, "%s: a block's rows are not n x 4 int32", who);
+            return -1;
         }
         const int32_t *rows = (const int32_t *)view.buf;
         for (Py_ssize_t r = a; r < b; r++) {
@@ -607,13 +622,13 @@ top_terms(PyObject *module, PyObject *args)
             if (term < 0 || grow_slots((Py_ssize_t)term + 1) < 0) {
                 PyBuffer_Release(&view);
                 if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_ValueError, "top_terms: a negative term id");
-                return NULL;
+                    PyErr_Format(PyExc_ValueError, "%s: a negative term id", who);
+                return -1;
             }
             if (stamp_of[term] != call_no) {
                 if (push_touched(term, &m) < 0) {
                     PyBuffer_Release(&view);
-                    return NULL;
+                    return -1;
                 }
                 stamp_of[term] = call_no;
                 sum_of[term] = 0;
@@ -633,6 +648,20 @@ top_terms(PyObject *module, PyObject *args)
         ranked[i].first = first_of[t];
         ranked[i].term = t;
     }
+    return m;
+}
+
+static PyObject *
+top_terms(PyObject *module, PyObject *args)
+{
+    PyObject *parts, *words;
+    Py_ssize_t k;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!nO!:top_terms", &PyList_Type, &parts, &k, &PyList_Type, &words))
+        return NULL;
+    Py_ssize_t m = sum_parts(parts, "top_terms");
+    if (m < 0)
+        return NULL;
     Py_ssize_t take = k < m ? k : m;
     if (take < 0)
         take = 0;
@@ -652,6 +681,270 @@ top_terms(PyObject *module, PyObject *args)
             return NULL;
         }
     }
+    return out;
+}
+
+static PyObject *
+key_pool(PyObject *module, PyObject *args)
+{
+    PyObject *parts;
+    Py_ssize_t want;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!n:key_pool", &PyList_Type, &parts, &want))
+        return NULL;
+    Py_ssize_t m = sum_parts(parts, "key_pool");
+    if (m < 0)
+        return NULL;
+    Py_ssize_t take = want < m ? want : m;
+    if (take < 0)
+        take = 0;
+    select_best(m, take);
+    qsort(ranked, (size_t)take, sizeof(Ranked), by_rank);
+    PyObject *out = PyList_New(take);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < take; i++) {
+        PyObject *row = Py_BuildValue("(Ldn)", (long long)ranked[i].term, ranked[i].score,
+                                      (Py_ssize_t)ranked[i].first);
+        if (row == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, row);
+    }
+    return out;
+}
+
+/* surfaces(parts, terms, term_of) is TermSets._surfaces's choice: for each term id of `terms`,
+   the id of its most common surface form in the window (the counts of the form rows fa:fb of
+   each part's block: form ids, first positions, counts; a form's term is term_of[form], an int64
+   array), the form that occurs first on a tie (no two forms first occur at one place). */
+
+static uint64_t surf_call = 0;
+static uint64_t *f_stamp = NULL;
+static int64_t *f_total = NULL, *f_at = NULL;
+static Py_ssize_t f_cap = 0;
+static uint64_t *w_stamp = NULL;
+static Py_ssize_t *w_index = NULL;
+static Py_ssize_t w_cap = 0;
+
+static int
+grow_forms(Py_ssize_t need)
+{
+    if (need <= f_cap)
+        return 0;
+    Py_ssize_t n = need > 2 * f_cap ? need : 2 * f_cap;
+    uint64_t *st = PyMem_Realloc(f_stamp, (size_t)n * sizeof(uint64_t));
+    if (st == NULL)
+        goto oom;
+    f_stamp = st;
+    memset(f_stamp + f_cap, 0, (size_t)(n - f_cap) * sizeof(uint64_t));
+    int64_t *to = PyMem_Realloc(f_total, (size_t)n * sizeof(int64_t));
+    if (to == NULL)
+        goto oom;
+    f_total = to;
+    int64_t *at = PyMem_Realloc(f_at, (size_t)n * sizeof(int64_t));
+    if (at == NULL)
+        goto oom;
+    f_at = at;
+    f_cap = n;
+    return 0;
+oom:
+    PyErr_NoMemory();
+    return -1;
+}
+
+static int
+grow_wanted(Py_ssize_t need)
+{
+    if (need <= w_cap)
+        return 0;
+    Py_ssize_t n = need > 2 * w_cap ? need : 2 * w_cap;
+    uint64_t *st = PyMem_Realloc(w_stamp, (size_t)n * sizeof(uint64_t));
+    if (st == NULL)
+        goto oom;
+    w_stamp = st;
+    memset(w_stamp + w_cap, 0, (size_t)(n - w_cap) * sizeof(uint64_t));
+    Py_ssize_t *ix = PyMem_Realloc(w_index, (size_t)n * sizeof(Py_ssize_t));
+    if (ix == NULL)
+        goto oom;
+    w_index = ix;
+    w_cap = n;
+    return 0;
+oom:
+    PyErr_NoMemory();
+    return -1;
+}
+
+static int
+int64_format(const char *f)
+{
+    return f != NULL && (strcmp(f, "q") == 0 || strcmp(f, "<q") == 0 || strcmp(f, "=q") == 0
+                         || (sizeof(long) == 8 && (strcmp(f, "l") == 0 || strcmp(f, "<l") == 0
+                                                   || strcmp(f, "=l") == 0)));
+}
+
+/* one of a block's 1-D int32 arrays (block[which]), rows fa:fb of it checked */
+static int
+form_column(PyObject *block, Py_ssize_t which, Py_ssize_t fa, Py_ssize_t fb, Py_buffer *view)
+{
+    if (PyTuple_GET_SIZE(block) < 4) {
+        PyErr_SetString(PyExc_TypeError, "surfaces: a block has no form rows");
+        return -1;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(block, which), view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+        < 0)
+        return -1;
+    if (view->ndim != 1 || view->itemsize != 4 || !int32_format(view->format) || fa < 0 || fb < fa
+        || fb > view->shape[0]) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, "surfaces: a block's form rows are not int32 a:b");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+surfaces(PyObject *module, PyObject *args)
+{
+    PyObject *parts, *terms, *term_of_obj;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!O!O:surfaces", &PyList_Type, &parts, &PyList_Type, &terms,
+                          &term_of_obj))
+        return NULL;
+    Py_buffer tv;
+    if (PyObject_GetBuffer(term_of_obj, &tv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return NULL;
+    if (tv.ndim != 1 || tv.itemsize != 8 || !int64_format(tv.format)) {
+        PyBuffer_Release(&tv);
+        PyErr_SetString(PyExc_TypeError, "surfaces: term_of is not a 1-D int64 array");
+        return NULL;
+    }
+    const int64_t *term_of = (const int64_t *)tv.buf;
+    Py_ssize_t n_forms = tv.shape[0], n_terms = PyList_GET_SIZE(terms);
+    /* per term of `terms`: (count, first occurrence, form id) of its best form so far, its id */
+    int64_t *best = PyMem_Malloc((size_t)(n_terms ? n_terms : 1) * 4 * sizeof(int64_t));
+    int64_t *seen = NULL;
+    Py_ssize_t n_seen = 0, seen_cap = 0;
+    PyObject *out = NULL;
+    if (best == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    surf_call++;
+    for (Py_ssize_t i = 0; i < n_terms; i++) {
+        Py_ssize_t t = PyNumber_AsSsize_t(PyList_GET_ITEM(terms, i), PyExc_OverflowError);
+        if (t == -1 && PyErr_Occurred())
+            goto done;
+        if (t < 0) {
+            PyErr_SetString(PyExc_ValueError, "surfaces: a negative term id");
+            goto done;
+        }
+        if (grow_wanted(t + 1) < 0)
+            goto done;
+        w_stamp[t] = surf_call;
+        w_index[t] = i; /* (a term given twice: its last place holds its best form) */
+        best[4 * i] = -1; /* count: none yet */
+        best[4 * i + 3] = t;
+    }
+    int64_t offset = 0;
+    for (Py_ssize_t p = 0; p < PyList_GET_SIZE(parts); p++) {
+        PyObject *part = PyList_GET_ITEM(parts, p);
+        if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) != 6
+            || !PyTuple_Check(PyTuple_GET_ITEM(part, 0))) {
+            PyErr_SetString(PyExc_TypeError, "surfaces: a part is not (block, a, b, fa, fb, n)");
+            goto done;
+        }
+        PyObject *block = PyTuple_GET_ITEM(part, 0);
+        Py_ssize_t fa = PyNumber_AsSsize_t(PyTuple_GET_ITEM(part, 3), PyExc_OverflowError);
+        Py_ssize_t fb = PyNumber_AsSsize_t(PyTuple_GET_ITEM(part, 4), PyExc_OverflowError);
+        Py_ssize_t n = PyNumber_AsSsize_t(PyTuple_GET_ITEM(part, 5), PyExc_OverflowError);
+        if (PyErr_Occurred())
+            goto done;
+        Py_buffer ids_v, at_v, count_v;
+        if (form_column(block, 1, fa, fb, &ids_v) < 0)
+            goto done;
+        if (form_column(block, 2, fa, fb, &at_v) < 0) {
+            PyBuffer_Release(&ids_v);
+            goto done;
+        }
+        if (form_column(block, 3, fa, fb, &count_v) < 0) {
+            PyBuffer_Release(&ids_v);
+            PyBuffer_Release(&at_v);
+            goto done;
+        }
+        const int32_t *ids = ids_v.buf, *ats = at_v.buf, *counts = count_v.buf;
+        int failed = 0;
+        for (Py_ssize_t r = fa; r < fb && !failed; r++) {
+            int64_t fid = ids[r];
+            if (fid < 0 || fid >= n_forms) {
+                PyErr_SetString(PyExc_IndexError, "surfaces: a form id past term_of");
+                failed = 1;
+                break;
+            }
+            int64_t term = term_of[fid];
+            if (term < 0 || term >= w_cap || w_stamp[term] != surf_call)
+                continue;
+            if (grow_forms((Py_ssize_t)fid + 1) < 0) {
+                failed = 1;
+                break;
+            }
+            if (f_stamp[fid] != surf_call) {
+                if (n_seen == seen_cap) {
+                    Py_ssize_t cap = seen_cap ? 2 * seen_cap : 256;
+                    int64_t *grown = PyMem_Realloc(seen, (size_t)cap * sizeof(int64_t));
+                    if (grown == NULL) {
+                        PyErr_NoMemory();
+                        failed = 1;
+                        break;
+                    }
+                    seen = grown;
+                    seen_cap = cap;
+                }
+                seen[n_seen++] = fid;
+                f_stamp[fid] = surf_call;
+                f_total[fid] = 0;
+                f_at[fid] = ats[r] + offset;
+            }
+            f_total[fid] += counts[r];
+        }
+        PyBuffer_Release(&ids_v);
+        PyBuffer_Release(&at_v);
+        PyBuffer_Release(&count_v);
+        if (failed)
+            goto done;
+        offset += n;
+    }
+    for (Py_ssize_t s = 0; s < n_seen; s++) {
+        int64_t fid = seen[s];
+        int64_t *b = best + 4 * w_index[term_of[fid]];
+        if (b[0] < 0 || f_total[fid] > b[0] || (f_total[fid] == b[0] && f_at[fid] < b[1])) {
+            b[0] = f_total[fid];
+            b[1] = f_at[fid];
+            b[2] = fid;
+        }
+    }
+    out = PyList_New(n_terms);
+    if (out == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n_terms; i++) {
+        const int64_t *b = best + 4 * w_index[best[4 * i + 3]];
+        if (b[0] < 0) {
+            Py_CLEAR(out);
+            PyErr_SetString(PyExc_KeyError, "surfaces: a term with no form in the window");
+            goto done;
+        }
+        PyObject *fid = PyLong_FromLongLong(b[2]);
+        if (fid == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, fid);
+    }
+done:
+    PyMem_Free(best);
+    PyMem_Free(seen);
+    PyBuffer_Release(&tv);
     return out;
 }
 
@@ -797,6 +1090,10 @@ static PyMethodDef METHODS[] = {
      "configure_artefacts(extensions, hex_run): see may_hold_artefact in the module's source."},
     {"may_hold_artefact", may_hold_artefact, METH_O,
      "may_hold_artefact(text) -> bool, or None for a text not ASCII: see the module's source."},
+    {"key_pool", key_pool, METH_VARARGS,
+     "key_pool(parts, m) -> [(term id, score, first)], best first: see the module's source."},
+    {"surfaces", surfaces, METH_VARARGS,
+     "surfaces(parts, terms, term_of) -> [form id] per term: see the module's source."},
     {"top_terms", top_terms, METH_VARARGS,
      "top_terms(parts, k, words) -> set of words: see the module's source."},
     {"phrases", phrases, METH_VARARGS,

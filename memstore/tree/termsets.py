@@ -332,17 +332,25 @@ class TermSets:
         return set(map(words.__getitem__, ids[self._best(score, first, k)].tolist()))
 
     def key_terms(self, texts: list[str], k: int = 8, rarity=None) -> list[str]:
-        """naming.key_terms(texts, k, rarity)."""
+        """naming.key_terms(texts, k, rarity). Naming asks it for every topic a big write names:
+        the C loop gives the pool of best terms (`_words.key_pool`, the same terms, scores and
+        places) and each term's surface form (`_words.surfaces`) where it is built."""
         parts = self._parts(texts)
         if not parts:
             return []
-        ids, score, first = self._scores(parts)
-        pool = self._best(score, first, max(4 * k, 24))
-        pool = pool[np.lexsort((first[pool], -score[pool]))]
         words = self.terms.words
-        ranked = [words[i] for i in ids[pool].tolist()]
-        base = dict(zip(ranked, score[pool].tolist()))
-        at = dict(zip(ranked, first[pool].tolist()))
+        if _ranks_in_c():
+            pool = _words.key_pool(parts, max(4 * k, 24))
+            ranked = [words[t] for t, _score, _at in pool]
+            base = {w: score for w, (_t, score, _at) in zip(ranked, pool)}
+            at = {w: place for w, (_t, _score, place) in zip(ranked, pool)}
+        else:
+            ids, score, first = self._scores(parts)
+            pool = self._best(score, first, max(4 * k, 24))
+            pool = pool[np.lexsort((first[pool], -score[pool]))]
+            ranked = [words[i] for i in ids[pool].tolist()]
+            base = dict(zip(ranked, score[pool].tolist()))
+            at = dict(zip(ranked, first[pool].tolist()))
         if rarity is not None:
             weight = rarity(ranked)
             ranked = sorted(ranked, key=lambda s: (-base[s] * weight.get(s, 1.0), at[s], s))
@@ -351,6 +359,12 @@ class TermSets:
 
     def _surfaces(self, parts: list, ranked: list[str]) -> list[str]:
         """Each term's most common surface form in the texts, the first met on a tie."""
+        if _ranks_in_c():
+            got = _words.surfaces(parts, [self.terms[s] for s in ranked], self._form_arrays()[0])
+            return [self.forms.words[f] for f in got]
+        return self._surfaces_py(parts, ranked)
+
+    def _surfaces_py(self, parts: list, ranked: list[str]) -> list[str]:
         fids = np.concatenate([p[0][1][p[3] : p[4]] for p in parts])
         counts = np.concatenate([p[0][3][p[3] : p[4]] for p in parts])
         offsets = np.cumsum([0] + [p[5] for p in parts[:-1]])
@@ -369,6 +383,12 @@ class TermSets:
                 best[term] = (c, at, fid)
         forms = self.forms.words
         return [forms[best[self.terms[s]][2]] for s in ranked]
+
+
+def _ranks_in_c() -> bool:
+    """Whether the C loop ranks key terms (a module built from an older _words.c, not rebuilt
+    since, has no key_pool: numpy does)."""
+    return _words is not None and hasattr(_words, "key_pool")
 
 
 def _grown(ids: np.ndarray, more, n: int) -> np.ndarray:
