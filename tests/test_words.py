@@ -169,16 +169,21 @@ _WINDOW_TEXTS = REAL + [
 ]
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(_TEXTS, min_size=1, max_size=10),
-    st.lists(st.integers(0, 20), min_size=1, max_size=8),
-    st.sampled_from([1, 3, 12, 20, 1000]),
+# a window: texts added to _WINDOW_TEXTS, and which of them the window holds (repeats allowed)
+_WINDOWS = st.tuples(
+    st.lists(_TEXTS, min_size=1, max_size=10), st.lists(st.integers(0, 20), min_size=1, max_size=8)
 )
-def test_a_window_s_top_terms_are_the_same(extra, picks, k):
+
+
+def _window(extra: list[str], picks: list[int]) -> tuple[termsets.TermSets, list[str]]:
     texts = list(dict.fromkeys(_WINDOW_TEXTS + extra))
-    ts = _counted(texts)
-    window = [texts[i % len(texts)] for i in picks]
+    return _counted(texts), [texts[i % len(texts)] for i in picks]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_WINDOWS, st.sampled_from([1, 3, 12, 20, 1000]))
+def test_a_window_s_top_terms_are_the_same(made, k):
+    ts, window = _window(*made)
     parts = ts._parts(window)
     want = ts._top_py(parts, k) if parts else set()
     assert ts.top(window, k) == want
@@ -187,18 +192,12 @@ def test_a_window_s_top_terms_are_the_same(extra, picks, k):
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(_TEXTS, min_size=1, max_size=10),
-    st.lists(st.integers(0, 20), min_size=1, max_size=8),
-    st.sampled_from([1, 3, 6, 8, 50]),
-)
-def test_a_window_s_key_terms_are_the_same(extra, picks, k):
+@given(_WINDOWS, st.sampled_from([1, 3, 6, 8, 50]))
+def test_a_window_s_key_terms_are_the_same(made, k):
     """TermSets.key_terms from the C loop's pool and surface forms (`key_pool`, `surfaces`) is
     numpy's: the same pool (terms, scores, first places, in order), the same forms, and naming's
     key terms, with and without rarity weights."""
-    texts = list(dict.fromkeys(_WINDOW_TEXTS + extra))
-    ts = _counted(texts)
-    window = [texts[i % len(texts)] for i in picks]
+    ts, window = _window(*made)
     parts = ts._parts(window)
     if parts:
         ids, score, first = ts._scores(parts)

@@ -468,6 +468,22 @@ typedef struct {
 } Ranked;
 static Ranked *ranked;
 
+/* *p grown from `have` to `n` items of `size` bytes, the new ones zeroed where `zero`; -1 with
+   MemoryError set (then *p is as it was) */
+static int
+grow_array(void **p, size_t size, Py_ssize_t have, Py_ssize_t n, int zero)
+{
+    void *q = PyMem_Realloc(*p, (size_t)n * size);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (zero)
+        memset((char *)q + (size_t)have * size, 0, (size_t)(n - have) * size);
+    *p = q;
+    return 0;
+}
+
 static int
 grow_slots(Py_ssize_t need)
 {
@@ -476,28 +492,16 @@ grow_slots(Py_ssize_t need)
     Py_ssize_t n = n_slots ? n_slots : 1024;
     while (n < need)
         n *= 2;
-    uint64_t *st = PyMem_Realloc(stamp_of, (size_t)n * sizeof(uint64_t));
-    if (st == NULL)
-        goto oom;
-    stamp_of = st;
-    memset(stamp_of + n_slots, 0, (size_t)(n - n_slots) * sizeof(uint64_t));
-    int64_t *su = PyMem_Realloc(sum_of, (size_t)n * sizeof(int64_t));
-    if (su == NULL)
-        goto oom;
-    sum_of = su;
-    int64_t *fi = PyMem_Realloc(first_of, (size_t)n * sizeof(int64_t));
-    if (fi == NULL)
-        goto oom;
-    first_of = fi;
-    char *ca = PyMem_Realloc(cap_of, (size_t)n);
-    if (ca == NULL)
-        goto oom;
-    cap_of = ca;
+    void *st = stamp_of, *su = sum_of, *fi = first_of, *ca = cap_of;
+    int failed = grow_array(&st, sizeof(uint64_t), n_slots, n, 1) < 0
+                 || grow_array(&su, sizeof(int64_t), n_slots, n, 0) < 0
+                 || grow_array(&fi, sizeof(int64_t), n_slots, n, 0) < 0
+                 || grow_array(&ca, 1, n_slots, n, 0) < 0;
+    stamp_of = st, sum_of = su, first_of = fi, cap_of = ca;
+    if (failed)
+        return -1; /* (those grown keep their new size: n_slots says what all of them hold) */
     n_slots = n;
     return 0;
-oom:
-    PyErr_NoMemory();
-    return -1;
 }
 
 static int
@@ -734,24 +738,15 @@ grow_forms(Py_ssize_t need)
     if (need <= f_cap)
         return 0;
     Py_ssize_t n = need > 2 * f_cap ? need : 2 * f_cap;
-    uint64_t *st = PyMem_Realloc(f_stamp, (size_t)n * sizeof(uint64_t));
-    if (st == NULL)
-        goto oom;
-    f_stamp = st;
-    memset(f_stamp + f_cap, 0, (size_t)(n - f_cap) * sizeof(uint64_t));
-    int64_t *to = PyMem_Realloc(f_total, (size_t)n * sizeof(int64_t));
-    if (to == NULL)
-        goto oom;
-    f_total = to;
-    int64_t *at = PyMem_Realloc(f_at, (size_t)n * sizeof(int64_t));
-    if (at == NULL)
-        goto oom;
-    f_at = at;
+    void *st = f_stamp, *to = f_total, *at = f_at;
+    int failed = grow_array(&st, sizeof(uint64_t), f_cap, n, 1) < 0
+                 || grow_array(&to, sizeof(int64_t), f_cap, n, 0) < 0
+                 || grow_array(&at, sizeof(int64_t), f_cap, n, 0) < 0;
+    f_stamp = st, f_total = to, f_at = at;
+    if (failed)
+        return -1;
     f_cap = n;
     return 0;
-oom:
-    PyErr_NoMemory();
-    return -1;
 }
 
 static int
@@ -760,20 +755,14 @@ grow_wanted(Py_ssize_t need)
     if (need <= w_cap)
         return 0;
     Py_ssize_t n = need > 2 * w_cap ? need : 2 * w_cap;
-    uint64_t *st = PyMem_Realloc(w_stamp, (size_t)n * sizeof(uint64_t));
-    if (st == NULL)
-        goto oom;
-    w_stamp = st;
-    memset(w_stamp + w_cap, 0, (size_t)(n - w_cap) * sizeof(uint64_t));
-    Py_ssize_t *ix = PyMem_Realloc(w_index, (size_t)n * sizeof(Py_ssize_t));
-    if (ix == NULL)
-        goto oom;
-    w_index = ix;
+    void *st = w_stamp, *ix = w_index;
+    int failed = grow_array(&st, sizeof(uint64_t), w_cap, n, 1) < 0
+                 || grow_array(&ix, sizeof(Py_ssize_t), w_cap, n, 0) < 0;
+    w_stamp = st, w_index = ix;
+    if (failed)
+        return -1;
     w_cap = n;
     return 0;
-oom:
-    PyErr_NoMemory();
-    return -1;
 }
 
 static int
