@@ -655,6 +655,21 @@ sum_parts(PyObject *parts, const char *who)
     return m;
 }
 
+/* the best `k` terms of `parts` (sum_parts) in ranked[0:take], in any order; take, or -1 with an
+   exception set */
+static Py_ssize_t
+best_of(PyObject *parts, Py_ssize_t k, const char *who)
+{
+    Py_ssize_t m = sum_parts(parts, who);
+    if (m < 0)
+        return -1;
+    Py_ssize_t take = k < m ? k : m;
+    if (take < 0)
+        take = 0;
+    select_best(m, take);
+    return take;
+}
+
 static PyObject *
 top_terms(PyObject *module, PyObject *args)
 {
@@ -663,13 +678,9 @@ top_terms(PyObject *module, PyObject *args)
     (void)module;
     if (!PyArg_ParseTuple(args, "O!nO!:top_terms", &PyList_Type, &parts, &k, &PyList_Type, &words))
         return NULL;
-    Py_ssize_t m = sum_parts(parts, "top_terms");
-    if (m < 0)
-        return NULL;
-    Py_ssize_t take = k < m ? k : m;
+    Py_ssize_t take = best_of(parts, k, "top_terms");
     if (take < 0)
-        take = 0;
-    select_best(m, take);
+        return NULL;
     PyObject *out = PySet_New(NULL);
     if (out == NULL)
         return NULL;
@@ -696,13 +707,9 @@ key_pool(PyObject *module, PyObject *args)
     (void)module;
     if (!PyArg_ParseTuple(args, "O!n:key_pool", &PyList_Type, &parts, &want))
         return NULL;
-    Py_ssize_t m = sum_parts(parts, "key_pool");
-    if (m < 0)
-        return NULL;
-    Py_ssize_t take = want < m ? want : m;
+    Py_ssize_t take = best_of(parts, want, "key_pool");
     if (take < 0)
-        take = 0;
-    select_best(m, take);
+        return NULL;
     qsort(ranked, (size_t)take, sizeof(Ranked), by_rank);
     PyObject *out = PyList_New(take);
     if (out == NULL)
