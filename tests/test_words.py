@@ -25,7 +25,16 @@ _PIECES = st.sampled_from(
     + ["the", "keep", "recommend", "quickly", "Python", "data", "camelCase", "ABCDEFGH", "NASA"]
     + ["bike", "tire", "Sarah's", "x-ray", "3/cup", "v2", "e.g.", "it's", "--", "'quoted'"]
 )
+# and past ASCII, where the classes are the Unicode database's: letters with marks, a combining
+# mark, the right single quote (inside a word, never its start), an en dash, a no-break space and
+# a line separator (whitespace), a superscript two (numeric, not a decimal digit: it starts a
+# word), an Arabic-Indic three (a decimal digit), a titlecase letter, CJK, a letter past the BMP
+_UNICODE_PIECES = st.sampled_from(
+    ["é", "Café", "naïve", "\u0301", "’", "Sarah’s", "–", "\xa0", "\u2028", "²", "٣", "ǅ", "中文"]
+    + ["𝔘", "ß", "ΩMEGA", "Straße"]
+)
 _TEXTS = st.lists(_PIECES, max_size=40).map("".join)
+_ANY_TEXTS = st.lists(_PIECES | _UNICODE_PIECES, max_size=40).map("".join)
 
 REAL = [
     "Can you recommend a good bike tire for gravel? My old one keeps going flat.",
@@ -47,9 +56,6 @@ def _python_phrases(text: str) -> list:
 def test_phrases_are_naming_s_own(text):
     cleaned = naming._clean(text[: naming.PHRASE_CHARS])
     got = words_c.phrases(cleaned, naming._PHRASE_WORDS)
-    if not cleaned.isascii():
-        assert got is None  # (its caller reads such a text in Python)
-        return
     assert got == _python_phrases(text)
     assert naming._phrases_of(text) == got
 
@@ -65,11 +71,127 @@ class _Forgetful(dict):
 
 
 @settings(max_examples=400, deadline=None)
-@given(_TEXTS)
+@given(_TEXTS | _ANY_TEXTS)
 def test_phrases_agree_on_the_rules_edges(text):
     want = naming._phrases_py(text)
     assert words_c.phrases(text, naming._PHRASE_WORDS) == want
     assert words_c.phrases(text, _Forgetful()) == want
+
+
+# texts that share phrases (a topic's turns), for the rankings
+_TOPIC_TEXTS = REAL + [
+    "Bike tire pressure for gravel riding, and which tire for the Bike Club’s gravel race",
+    "bike TIRES and Tires: gravel again. Gravel gravel gravel.",
+    "Sarah asked about the cake again; Sarah wants chocolate cake with orange.",
+    "Kyoto temples: Kinkaku-ji, Ginkaku-ji, Fushimi Inari. Kyoto in April is busy.",
+]
+
+
+def _spelt(ids: int, names: list) -> list[str]:
+    return [names[(ids >> (21 * j)) & ((1 << 21) - 1)] for j in range(3) if ids >> (21 * j)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXTS | _ANY_TEXTS)
+def test_phrase_codes_are_the_phrases_as_ids(text):
+    """phrase_codes gives each phrase of `phrases`, in order, as the ids of its stems and of its
+    words (a memo emptied on every miss included: the loop holds the ids it took)."""
+    want = naming._phrases_py(text)
+
+    class ForgetfulCodes(dict):
+        def __missing__(self, token: str):
+            self.clear()
+            got = self[token] = naming._phrase_code_word(token)
+            return got
+
+    for memo in (naming._PHRASE_CODES, ForgetfulCodes()):
+        raw = words_c.phrase_codes(text, memo)
+        pairs = np.frombuffer(raw, np.int64).reshape(-1, 2).tolist()
+        got = [
+            (tuple(_spelt(stems, naming._NAMES)), " ".join(_spelt(words, naming._NAMES)))
+            for stems, words in pairs
+        ]
+        assert got == want
+
+
+def _python_key_phrases(texts, k, rarity, roles):
+    """naming.key_phrases as Python ranks them, with the scores."""
+    scores: list = []
+    c, naming._key_phrases_c = naming._key_phrases_c, None
+    try:
+        return naming.key_phrases(texts, k, rarity, roles, scores), scores
+    finally:
+        naming._key_phrases_c = c
+
+
+class _Store:
+    """A rarity function's owner (naming reads its store size: strict from MIN_STORE records)."""
+
+    def __init__(self, size: int):
+        self.size = size
+
+    def store_size(self) -> int:
+        return self.size
+
+    def rarity(self, terms: list[str]) -> dict[str, float]:
+        # some words weigh under MIN_RARITY, some are left out (1.0), all the same on each call
+        return {t: (sum(map(ord, t)) % 7) / 6 for t in terms if len(t) % 4}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_TEXTS | _ANY_TEXTS | st.sampled_from(_TOPIC_TEXTS), min_size=1, max_size=8),
+    st.sampled_from([1, 2, 3, 10]),
+    st.sampled_from(["none", "flat", "small", "big"]),
+    st.lists(st.sampled_from(["user", "assistant"]), min_size=8, max_size=8) | st.none(),
+)
+def test_key_phrases_are_the_same_in_c(texts, k, weights, roles):
+    """The C ranking of a name's phrases (phrase_codes, then key_phrases) gives what naming's
+    Python gives: the phrases, best first, none overlapping another, each in its most common
+    surface form, with their scores; with and without rarity weights, user turns or not."""
+    rarity = {
+        "none": None,
+        "flat": lambda terms: {t: 1.0 for t in terms},
+        "small": _Store(10).rarity,
+        "big": _Store(1000).rarity,
+    }[weights]
+    roles = roles[: len(texts)] if roles else None
+    scores: list = []
+    got = naming.key_phrases(texts, k, rarity, roles, scores)
+    assert (got, scores) == _python_key_phrases(texts, k, rarity, roles)
+
+
+def test_key_phrases_in_c_start_the_ids_again_when_they_run_out(monkeypatch):
+    """Ids are 21 bits: when fewer than a name's room are left they start again, codes read under
+    the old ones forgotten; an id past 21 bits all the same (a name's texts with more new words
+    than the room) and that name is ranked in Python. The names stay what Python makes of them."""
+    texts = _TOPIC_TEXTS[-4:] + ["entirely novel vocabulary here"]
+    want = _python_key_phrases(texts, 3, None, None)[0]
+    monkeypatch.setattr(naming, "_ID_ROOM", naming._ID_LIMIT - len(naming._NAMES) + 1)
+    assert naming.key_phrases(texts, 3) == want
+    assert len(naming._NAMES) < 200  # (started again)
+    monkeypatch.undo()
+    naming._renumber()
+    naming._IDS["vocabulary"] = 1 << 21  # (as if the ids had run past 21 bits)
+    assert naming.key_phrases(texts, 3) == want
+    assert "vocabulary" not in naming._IDS or naming._IDS["vocabulary"] < 1 << 21
+
+
+def test_key_phrases_refuse_what_is_not_a_code():
+    names = naming._NAMES
+    with pytest.raises(ValueError):  # one flag per text
+        words_c.key_phrases([b""], b"", False, 3, None, names, False, 0.3)
+    with pytest.raises(ValueError):  # not pairs
+        words_c.key_phrases([bytes(8)], b"\x01", False, 3, None, names, False, 0.3)
+    with pytest.raises(IndexError):  # an id past the names
+        far = np.array([len(names) + 5, len(names) + 5], np.int64).tobytes()
+        words_c.key_phrases([far], b"\x01", False, 3, None, names, False, 0.3)
+    with pytest.raises(TypeError):
+        words_c.key_phrases(["text"], b"\x01", False, 3, None, names, False, 0.3)
+    with pytest.raises(ValueError):  # a judgement's id out of 21 bits
+        words_c.phrase_codes("bike", {"bike": (1 << 21, 1, False)})
+    with pytest.raises(TypeError):
+        words_c.phrase_codes("bike", {"bike": ("bike", "bike", False)})
 
 
 class _Ids(dict):

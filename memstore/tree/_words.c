@@ -13,14 +13,22 @@
 
    Returns (ids, counts): two bytes objects of native int64, one per word and one per text.
 
-   phrases(text, memo) is tree/naming.py's _phrases_of after its _clean, for a text of ASCII
-   characters only (None for any other: the caller reads it in Python). The text's tokens are
-   _PHRASE_TOKEN's ([^\W\d_][\w'’-]*|[^\w\s'’-]+|\d[\w.,:/-]*, which on ASCII text is a letter
-   and then [A-Za-z0-9_'-]*, a run of characters that are neither word characters, whitespace, '
-   nor -, or a digit and then [A-Za-z0-9_.,:/-]*; anything else starts none). A token of the second
-   or third kind never starts with a letter, so _phrase_word makes None of it: it ends a run here
-   without a lookup. A word's judgement is memo[word] (_PHRASE_WORDS); the phrases of each run are
-   _runs_phrases'.
+   phrases(text, memo) is tree/naming.py's _phrases_of after its _clean. The text's tokens are
+   _PHRASE_TOKEN's ([^\W\d_][\w'’-]*|[^\w\s'’-]+|\d[\w.,:/-]*, with Python's classes of a str:
+   \w str.isalnum() or '_', \d a decimal digit, \s str.isspace(); tables for ASCII, the Unicode
+   database past it). A token of the second or third kind never starts with a letter, so
+   _phrase_word makes None of it: it ends a run here without a lookup. A word's judgement is
+   memo[word] (_PHRASE_WORDS); the phrases of each run are _runs_phrases'.
+
+   phrase_codes(text, memo) reads the text the same way, with memo[word] giving (word id, stem id,
+   edge) (naming._PHRASE_CODES: ids in [1, 2^21)), and gives each phrase as two int64 codes, the
+   ids of its stems and of its words packed 21 bits each from the low end: bytes of native int64
+   pairs. key_phrases(codes, users, many, k, rarity, names, strict, min_rarity) is naming's
+   key_phrases over texts read so (names[id] the word or stem of an id; users one byte per text,
+   non-zero for a text that counts as a user's): the phrases' counts and the texts holding them,
+   rarity(sorted stems of the phrases kept) called once (a dict, or None for weights of 1.0), the
+   scores in the same float operations, ranked by score then by first occurrence, the first k
+   that share no stem with a better one, each with its most common spelling: [(phrase, score)].
 
    top_terms(parts, k, words) is TermSets.top's ranking of a window (tree/termsets.py): `parts`
    are the counts of its texts, in order (TermSets.counted: (block, a, b, fa, fb, n), block[0]
@@ -247,11 +255,38 @@ done:
     return result;
 }
 
-/* 1: a letter; 2: a digit; 3: whitespace (Python's \s on ASCII), '_', '\'' or '-': starts no
-   token; 0: anything else (a token of punctuation) */
-static unsigned char START[256];
-/* characters that go on a word ([A-Za-z0-9_'-]) and a number ([A-Za-z0-9_.,:/-]) */
-static unsigned char IN_WORD[256], IN_NUMBER[256];
+/* _PHRASE_TOKEN's classes of a character, as Python's re reads a str: \w is str.isalnum() or '_',
+   \d a decimal digit, \s str.isspace(). START: 1 a letter ([^\W\d_]: a word character but a
+   decimal digit or '_'); 2 a decimal digit; 3 whitespace, '_', '\'', '’' or '-': starts no token;
+   0 anything else (a token of punctuation). Tables for ASCII, the Unicode database past it. */
+static unsigned char START[128];
+/* characters that go on a word ([\w'’-]) and a number ([\w.,:/-]) */
+static unsigned char IN_WORD[128], IN_NUMBER[128];
+#define RIGHT_QUOTE 0x2019
+
+static inline int
+start_kind(Py_UCS4 c)
+{
+    if (c < 128)
+        return START[c];
+    if (Py_UNICODE_ISDECIMAL(c))
+        return 2;
+    if (Py_UNICODE_ISALNUM(c))
+        return 1;
+    return Py_UNICODE_ISSPACE(c) || c == RIGHT_QUOTE ? 3 : 0;
+}
+
+static inline int
+in_word(Py_UCS4 c)
+{
+    return c < 128 ? IN_WORD[c] : Py_UNICODE_ISALNUM(c) || c == RIGHT_QUOTE;
+}
+
+static inline int
+in_number(Py_UCS4 c)
+{
+    return c < 128 ? IN_NUMBER[c] : Py_UNICODE_ISALNUM(c);
+}
 
 /* "a b" or "a b c" of ASCII words (f"{a} {b}" otherwise) */
 static PyObject *
@@ -278,10 +313,39 @@ spaced(PyObject **words, int k)
     return out;
 }
 
-/* out.append(((stems...), surface)) */
-static int
-emit(PyObject *out, PyObject **infos, int k)
+/* A phrase of one to three words, as one int64: their ids (each in [1, 2^ID_BITS)) packed from the
+   low bits up, 0 past the last word. */
+#define ID_BITS 21
+#define ID_LIMIT (1LL << ID_BITS)
+#define ID_MASK (ID_LIMIT - 1)
+
+static inline int
+code_words(int64_t code)
 {
+    return (code >> (2 * ID_BITS)) ? 3 : (code >> ID_BITS) ? 2 : 1;
+}
+
+/* What the loop over a text's tokens gives each phrase of a run: `out` (phrases) the list of
+   ((stems...), surface), `codes` (phrase_codes) the pairs (stem code, surface code). */
+typedef struct {
+    PyObject *out;
+    Buf *codes;
+    int64_t *wid, *sid; /* the run's word and stem ids (phrase_codes) */
+} Sink;
+
+/* sink.out.append(((stems...), surface)) of run[0:k] */
+static int
+emit(Sink *sink, PyObject **infos, Py_ssize_t at, int k)
+{
+    if (sink->codes != NULL) {
+        int64_t stem = 0, surface = 0;
+        for (int j = 0; j < k; j++) {
+            stem |= sink->sid[at + j] << (ID_BITS * j);
+            surface |= sink->wid[at + j] << (ID_BITS * j);
+        }
+        return buf_push(sink->codes, stem) || buf_push(sink->codes, surface) ? -1 : 0;
+    }
+    infos += at;
     PyObject *words[3], *stems = PyTuple_New(k);
     if (stems == NULL)
         return -1;
@@ -308,23 +372,23 @@ emit(PyObject *out, PyObject **infos, int k)
     Py_DECREF(surface);
     if (pair == NULL)
         return -1;
-    int failed = PyList_Append(out, pair);
+    int failed = PyList_Append(sink->out, pair);
     Py_DECREF(pair);
     return failed;
 }
 
 /* _runs_phrases(run, out); edges[i]: whether run[i] may neither start nor end a phrase */
 static int
-run_phrases(PyObject **run, const char *edges, Py_ssize_t n, PyObject *out)
+run_phrases(PyObject **run, const char *edges, Py_ssize_t n, Sink *sink)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         if (edges[i])
             continue;
-        if (emit(out, run + i, 1))
+        if (emit(sink, run, i, 1))
             return -1;
-        if (i + 1 < n && !edges[i + 1] && emit(out, run + i, 2))
+        if (i + 1 < n && !edges[i + 1] && emit(sink, run, i, 2))
             return -1;
-        if (i + 2 < n && !edges[i + 2] && emit(out, run + i, 3))
+        if (i + 2 < n && !edges[i + 2] && emit(sink, run, i, 3))
             return -1;
     }
     return 0;
@@ -339,38 +403,55 @@ drop_run(PyObject **run, Py_ssize_t n)
 
 /* the phrases of the run read so far, which is then let go of */
 static int
-end_run(PyObject **run, const char *edges, Py_ssize_t *len, PyObject *out)
+end_run(PyObject **run, const char *edges, Py_ssize_t *len, Sink *sink)
 {
     if (*len == 0)
         return 0;
-    int failed = run_phrases(run, edges, *len, out);
+    int failed = run_phrases(run, edges, *len, sink);
     drop_run(run, *len);
     *len = 0;
     return failed;
 }
 
-static PyObject *
-phrases(PyObject *module, PyObject *args)
+/* an id of a judgement (word id, stem id, edge) that phrase_codes reads */
+static int
+judged_id(PyObject *info, int which, int64_t *id)
 {
-    PyObject *text, *memo;
-    (void)module;
-    if (!PyArg_ParseTuple(args, "UO!:phrases", &text, &PyDict_Type, &memo))
-        return NULL;
-    if (!PyUnicode_IS_ASCII(text))
-        Py_RETURN_NONE;
+    long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(info, which));
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < 1 || v >= ID_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "phrase_codes: an id out of [1, %lld)", (long long)ID_LIMIT);
+        return -1;
+    }
+    *id = (int64_t)v;
+    return 0;
+}
+
+/* The loop of phrases and phrase_codes: each token of the text judged by memo[token] (None: it
+   ends a run), the phrases of each run given to the sink. */
+static PyObject *
+read_phrases(PyObject *text, PyObject *memo, int coded)
+{
     Py_INCREF(text);
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
+    int text_kind = PyUnicode_KIND(text);
+    const void *s = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0, len = 0, cap = 64;
     PyObject **run = PyMem_Malloc((size_t)cap * sizeof(PyObject *));
     char *edges = PyMem_Malloc((size_t)cap);
-    PyObject *out = PyList_New(0);
-    if (run == NULL || edges == NULL || out == NULL) {
-        if (out != NULL)
+    int64_t *ids = coded ? PyMem_Malloc((size_t)cap * 2 * sizeof(int64_t)) : NULL;
+    Buf codes = {NULL, 0, 0};
+    Sink sink = {coded ? NULL : PyList_New(0), coded ? &codes : NULL, NULL, NULL};
+    PyObject *result = NULL;
+    if (run == NULL || edges == NULL || (coded ? ids == NULL : sink.out == NULL)) {
+        if (coded || sink.out != NULL)
             PyErr_NoMemory();
-        goto fail;
+        goto done;
     }
+    sink.wid = ids;
+    sink.sid = ids != NULL ? ids + cap : NULL;
     while (i < n) {
-        unsigned char kind = START[s[i]];
+        int kind = start_kind(PyUnicode_READ(text_kind, s, i));
         Py_ssize_t start = i;
         if (kind == 3) {
             i++;
@@ -378,11 +459,11 @@ phrases(PyObject *module, PyObject *args)
         }
         PyObject *info = NULL;
         if (kind == 1) {
-            for (i++; i < n && IN_WORD[s[i]]; i++)
+            for (i++; i < n && in_word(PyUnicode_READ(text_kind, s, i)); i++)
                 ;
-            PyObject *word = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, s + start, i - start);
+            PyObject *word = PyUnicode_Substring(text, start, i);
             if (word == NULL)
-                goto fail;
+                goto done;
             info = PyDict_GetItemWithError(memo, word); /* borrowed */
             if (info != NULL) {
                 Py_INCREF(info);
@@ -392,66 +473,104 @@ phrases(PyObject *module, PyObject *args)
             }
             Py_DECREF(word);
             if (info == NULL)
-                goto fail;
+                goto done;
             if (info == Py_None) {
                 Py_DECREF(info);
                 info = NULL;
             }
             else if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 3) {
                 Py_DECREF(info);
-                PyErr_SetString(PyExc_TypeError, "phrases: a judgement is not (word, stem, edge)");
-                goto fail;
+                PyErr_SetString(PyExc_TypeError, coded ? "phrase_codes: a judgement is not (word id, stem id, edge)" : "phrases: a judgement is not (word, stem, edge)");
+                goto done;
             }
         }
         else if (kind == 2) {
-            for (i++; i < n && IN_NUMBER[s[i]]; i++)
+            for (i++; i < n && in_number(PyUnicode_READ(text_kind, s, i)); i++)
                 ;
         }
         else {
-            for (i++; i < n && START[s[i]] == 0; i++)
+            for (i++; i < n && start_kind(PyUnicode_READ(text_kind, s, i)) == 0; i++)
                 ;
         }
         if (info == NULL) { /* a token that ends a run */
-            if (end_run(run, edges, &len, out))
-                goto fail;
+            if (end_run(run, edges, &len, &sink))
+                goto done;
             continue;
         }
         int edge = PyObject_IsTrue(PyTuple_GET_ITEM(info, 2));
         if (edge < 0) {
             Py_DECREF(info);
-            goto fail;
+            goto done;
         }
         if (len == cap) {
-            cap *= 2;
-            PyObject **r = PyMem_Realloc(run, (size_t)cap * sizeof(PyObject *));
+            Py_ssize_t grown = cap * 2;
+            PyObject **r = PyMem_Realloc(run, (size_t)grown * sizeof(PyObject *));
             if (r != NULL)
                 run = r;
-            char *e = r != NULL ? PyMem_Realloc(edges, (size_t)cap) : NULL;
+            char *e = r != NULL ? PyMem_Realloc(edges, (size_t)grown) : NULL;
             if (e != NULL)
                 edges = e;
-            if (r == NULL || e == NULL) {
+            int64_t *d = e != NULL && coded ? PyMem_Realloc(ids, (size_t)grown * 2 * sizeof(int64_t)) : NULL;
+            if (d != NULL) { /* word ids first, then stem ids */
+                ids = d;
+                memmove(ids + grown, ids + cap, (size_t)cap * sizeof(int64_t));
+                sink.wid = ids;
+                sink.sid = ids + grown;
+            }
+            if (r == NULL || e == NULL || (coded && d == NULL)) {
                 Py_DECREF(info);
                 PyErr_NoMemory();
-                goto fail;
+                goto done;
             }
+            cap = grown;
+        }
+        if (coded && (judged_id(info, 0, &sink.wid[len]) || judged_id(info, 1, &sink.sid[len]))) {
+            Py_DECREF(info);
+            goto done;
         }
         run[len] = info;
         edges[len++] = (char)edge;
     }
-    if (end_run(run, edges, &len, out))
-        goto fail;
-    PyMem_Free(run);
-    PyMem_Free(edges);
-    Py_DECREF(text);
-    return out;
-fail:
+    if (end_run(run, edges, &len, &sink))
+        goto done;
+    if (coded) {
+        result = PyBytes_FromStringAndSize((const char *)codes.data,
+                                           (Py_ssize_t)(codes.len * (Py_ssize_t)sizeof(int64_t)));
+    }
+    else {
+        result = sink.out;
+        sink.out = NULL;
+    }
+done:
     if (run != NULL)
         drop_run(run, len);
     PyMem_Free(run);
     PyMem_Free(edges);
-    Py_XDECREF(out);
+    PyMem_Free(ids);
+    PyMem_Free(codes.data);
+    Py_XDECREF(sink.out);
     Py_DECREF(text);
-    return NULL;
+    return result;
+}
+
+static PyObject *
+phrases(PyObject *module, PyObject *args)
+{
+    PyObject *text, *memo;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "UO!:phrases", &text, &PyDict_Type, &memo))
+        return NULL;
+    return read_phrases(text, memo, 0);
+}
+
+static PyObject *
+phrase_codes(PyObject *module, PyObject *args)
+{
+    PyObject *text, *memo;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "UO!:phrase_codes", &text, &PyDict_Type, &memo))
+        return NULL;
+    return read_phrases(text, memo, 1);
 }
 
 /* top_terms' per-term state, indexed by term id and kept between calls: a term belongs to the
@@ -1081,6 +1200,340 @@ may_hold_artefact(PyObject *Py_UNUSED(module), PyObject *text)
     Py_RETURN_FALSE;
 }
 
+/* ----- key_phrases: tree/naming.py's key_phrases over texts read by phrase_codes ----------- */
+
+/* per-call state, kept between calls (grown, never shrunk): the phrases met, in the order first
+   met, with their counts; a table of them by stem code; the words' weights by id */
+typedef struct {
+    int64_t code;
+    int64_t tf, user, other; /* occurrences; texts (a user's, another's) holding it */
+    Py_ssize_t last;         /* the last text that counted it */
+    double score;
+} Phrase;
+static Phrase *met;
+static Py_ssize_t met_cap;
+static Py_ssize_t *table; /* index in met + 1, 0 for an empty slot (a call uses the first
+                             slots it needs: a big call's table is not cleared by each small one) */
+static Py_ssize_t table_cap;
+static uint64_t weigh_call;
+static uint64_t *weight_stamp;
+static double *weight_of;
+static Py_ssize_t weight_cap;
+
+static inline uint64_t
+mix(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x7fb5d329728ea185ULL;
+    x ^= x >> 27;
+    x *= 0x81dadef4bc2dd44dULL;
+    return x ^ (x >> 33);
+}
+
+/* the index in met of the phrase `code`, added (counts 0) where new, in a table of mask + 1 slots */
+static Py_ssize_t
+phrase_at(int64_t code, Py_ssize_t mask, Py_ssize_t *n_met)
+{
+    Py_ssize_t slot = (Py_ssize_t)(mix((uint64_t)code) & (uint64_t)mask);
+    while (table[slot]) {
+        Py_ssize_t at = table[slot] - 1;
+        if (met[at].code == code)
+            return at;
+        slot = (slot + 1) & mask;
+    }
+    Py_ssize_t at = (*n_met)++;
+    met[at] = (Phrase){code, 0, 0, 0, -1, 0.0};
+    table[slot] = at + 1;
+    return at;
+}
+
+/* names[id] */
+static PyObject *
+name_of(PyObject *names, int64_t id)
+{
+    if (id >= PyList_GET_SIZE(names)) {
+        PyErr_SetString(PyExc_IndexError, "key_phrases: an id past the names");
+        return NULL;
+    }
+    PyObject *name = PyList_GET_ITEM(names, (Py_ssize_t)id);
+    if (!PyUnicode_Check(name)) {
+        PyErr_SetString(PyExc_TypeError, "key_phrases: a name is not a str");
+        return NULL;
+    }
+    return name;
+}
+
+/* "a", "a b" or "a b c" of the words a code packs */
+static PyObject *
+spelt(PyObject *names, int64_t code)
+{
+    PyObject *words[3];
+    int k = code_words(code);
+    for (int j = 0; j < k; j++)
+        if ((words[j] = name_of(names, (code >> (ID_BITS * j)) & ID_MASK)) == NULL)
+            return NULL;
+    if (k == 1) {
+        Py_INCREF(words[0]);
+        return words[0];
+    }
+    return spaced(words, k);
+}
+
+/* weight_of[id] for every word of the kept phrases: rarity(sorted their stems) (a dict: what it
+   lacks weighs 1.0), or 1.0 each when rarity is None */
+static int
+weigh(PyObject *rarity, PyObject *names, Py_ssize_t n_met)
+{
+    Py_ssize_t most = PyList_GET_SIZE(names);
+    if (most > weight_cap) {
+        if (grow_array((void **)&weight_stamp, sizeof(uint64_t), weight_cap, most, 1) ||
+            grow_array((void **)&weight_of, sizeof(double), weight_cap, most, 0))
+            return -1;
+        weight_cap = most;
+    }
+    weigh_call++;
+    PyObject *stems = rarity != Py_None ? PyList_New(0) : NULL;
+    if (rarity != Py_None && stems == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < n_met; i++) {
+        if (met[i].last == -2)
+            continue; /* (not kept) */
+        int64_t code = met[i].code;
+        for (int j = code_words(code) - 1; j >= 0; j--) {
+            int64_t id = (code >> (ID_BITS * j)) & ID_MASK;
+            if (id >= most) {
+                PyErr_SetString(PyExc_IndexError, "key_phrases: an id past the names");
+                Py_XDECREF(stems);
+                return -1;
+            }
+            if (weight_stamp[id] == weigh_call)
+                continue;
+            weight_stamp[id] = weigh_call;
+            weight_of[id] = 1.0;
+            if (stems != NULL) {
+                PyObject *name = name_of(names, id);
+                if (name == NULL || PyList_Append(stems, name)) {
+                    Py_DECREF(stems);
+                    return -1;
+                }
+            }
+        }
+    }
+    if (stems == NULL)
+        return 0;
+    PyObject *weights = NULL;
+    if (PyList_Sort(stems) == 0)
+        weights = PyObject_CallOneArg(rarity, stems);
+    if (weights != NULL && !PyDict_Check(weights)) {
+        PyObject *as_dict = PyDict_New();
+        if (as_dict != NULL && PyDict_Update(as_dict, weights)) {
+            Py_CLEAR(as_dict);
+        }
+        Py_SETREF(weights, as_dict);
+    }
+    int failed = weights == NULL;
+    for (Py_ssize_t i = 0; !failed && i < n_met; i++) {
+        if (met[i].last == -2)
+            continue;
+        int64_t code = met[i].code;
+        for (int j = code_words(code) - 1; j >= 0; j--) {
+            int64_t id = (code >> (ID_BITS * j)) & ID_MASK;
+            PyObject *w = PyDict_GetItemWithError(weights, PyList_GET_ITEM(names, (Py_ssize_t)id));
+            if (w == NULL) {
+                failed = PyErr_Occurred() != NULL;
+                continue;
+            }
+            double v = PyFloat_AsDouble(w);
+            if (v == -1.0 && PyErr_Occurred()) {
+                failed = 1;
+                break;
+            }
+            weight_of[id] = v;
+        }
+    }
+    Py_XDECREF(weights);
+    Py_DECREF(stems);
+    return failed ? -1 : 0;
+}
+
+static int
+by_score(const void *x, const void *y)
+{
+    const Phrase *a = met + *(const Py_ssize_t *)x, *b = met + *(const Py_ssize_t *)y;
+    if (a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    return a < b ? -1 : a > b; /* the one met first */
+}
+
+/* the surface code the phrase `code` most often has in the texts (the first met on a tie) */
+static int64_t
+most_common_surface(Py_buffer *views, Py_ssize_t n_texts, int64_t code, Buf *seen)
+{
+    seen->len = 0; /* (surface code, count) pairs, in the order met */
+    for (Py_ssize_t t = 0; t < n_texts; t++) {
+        const int64_t *pairs = views[t].buf;
+        Py_ssize_t m = views[t].len / (Py_ssize_t)(2 * sizeof(int64_t));
+        for (Py_ssize_t j = 0; j < m; j++) {
+            if (pairs[2 * j] != code)
+                continue;
+            int64_t surface = pairs[2 * j + 1];
+            Py_ssize_t s;
+            for (s = 0; s < seen->len && seen->data[s] != surface; s += 2)
+                ;
+            if (s < seen->len) {
+                seen->data[s + 1]++;
+            }
+            else if (buf_push(seen, surface) || buf_push(seen, 1)) {
+                return -1;
+            }
+        }
+    }
+    Py_ssize_t best = 0;
+    for (Py_ssize_t s = 2; s < seen->len; s += 2)
+        if (seen->data[s + 1] > seen->data[best + 1])
+            best = s;
+    return seen->data[best];
+}
+
+static PyObject *
+key_phrases(PyObject *module, PyObject *args)
+{
+    PyObject *codes, *rarity, *names;
+    Py_buffer users;
+    int many, strict;
+    Py_ssize_t k;
+    double min_rarity;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "O!y*pnOO!pd:key_phrases", &PyList_Type, &codes, &users, &many,
+                          &k, &rarity, &PyList_Type, &names, &strict, &min_rarity))
+        return NULL;
+    Py_ssize_t n_texts = PyList_GET_SIZE(codes), total = 0, n_met = 0, n_kept = 0;
+    Py_buffer *views = PyMem_Calloc((size_t)n_texts + 1, sizeof(Py_buffer));
+    Py_ssize_t n_views = 0, *order = NULL;
+    Buf seen = {NULL, 0, 0};
+    PyObject *out = NULL;
+    const unsigned char *user = users.buf;
+    if (views == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (users.len != n_texts) {
+        PyErr_SetString(PyExc_ValueError, "key_phrases: one user flag per text");
+        goto done;
+    }
+    for (; n_views < n_texts; n_views++) {
+        Py_buffer *v = &views[n_views];
+        if (PyObject_GetBuffer(PyList_GET_ITEM(codes, n_views), v, PyBUF_SIMPLE))
+            goto done;
+        if (v->len % (Py_ssize_t)(2 * sizeof(int64_t))) {
+            n_views++;
+            PyErr_SetString(PyExc_ValueError, "key_phrases: codes are not (stem, surface) pairs");
+            goto done;
+        }
+        total += v->len / (Py_ssize_t)(2 * sizeof(int64_t));
+    }
+    out = PyList_New(0);
+    if (out == NULL || total == 0)
+        goto done;
+    /* every phrase met once at most per occurrence: a table at most half full */
+    Py_ssize_t want = 64;
+    while (want < 2 * total)
+        want *= 2;
+    if (total > met_cap) {
+        if (grow_array((void **)&met, sizeof(Phrase), met_cap, total, 0))
+            goto fail;
+        met_cap = total;
+    }
+    if (want > table_cap) {
+        if (grow_array((void **)&table, sizeof(Py_ssize_t), 0, want, 0))
+            goto fail;
+        table_cap = want;
+    }
+    memset(table, 0, (size_t)want * sizeof(Py_ssize_t));
+    for (Py_ssize_t t = 0; t < n_texts; t++) {
+        const int64_t *pairs = views[t].buf;
+        Py_ssize_t m = views[t].len / (Py_ssize_t)(2 * sizeof(int64_t));
+        for (Py_ssize_t j = 0; j < m; j++) {
+            Phrase *p = met + phrase_at(pairs[2 * j], want - 1, &n_met);
+            p->tf++;
+            if (p->last != t) {
+                p->last = t;
+                if (user[t])
+                    p->user++;
+                else
+                    p->other++;
+            }
+        }
+    }
+    /* a multi-word run said once is a sentence fragment, not a subject */
+    for (Py_ssize_t i = 0; i < n_met; i++) {
+        met[i].score = 2.0 * (double)met[i].user + (double)met[i].other;
+        met[i].last = met[i].score < 2 && many && code_words(met[i].code) > 1 ? -2 : 0;
+    }
+    if (weigh(rarity, names, n_met))
+        goto fail;
+    order = PyMem_Malloc((size_t)n_met * sizeof(Py_ssize_t));
+    if (order == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    static const double bonus[3] = {1.0, 1.6, 1.8};
+    for (Py_ssize_t i = 0; i < n_met; i++) {
+        Phrase *p = met + i;
+        if (p->last == -2)
+            continue;
+        int n = code_words(p->code);
+        double r = weight_of[p->code & ID_MASK];
+        for (int j = 1; j < n; j++) {
+            double w = weight_of[(p->code >> (ID_BITS * j)) & ID_MASK];
+            if (w < r)
+                r = w;
+        }
+        if (strict && r < min_rarity)
+            continue;
+        p->score = (p->score * 2 + (double)p->tf) * r * bonus[n - 1];
+        if (p->score > 0)
+            order[n_kept++] = i;
+    }
+    qsort(order, (size_t)n_kept, sizeof(Py_ssize_t), by_score);
+    int64_t used[64][3];
+    Py_ssize_t n_used = 0;
+    for (Py_ssize_t o = 0; o < n_kept && n_used < k && n_used < 64; o++) {
+        Phrase *p = met + order[o];
+        int n = code_words(p->code), overlaps = 0;
+        int64_t ids[3] = {0, 0, 0};
+        for (int j = 0; j < n; j++)
+            ids[j] = (p->code >> (ID_BITS * j)) & ID_MASK;
+        for (Py_ssize_t u = 0; u < n_used && !overlaps; u++)
+            for (int j = 0; j < n && !overlaps; j++)
+                for (int i = 0; i < 3; i++)
+                    overlaps |= used[u][i] == ids[j];
+        if (overlaps)
+            continue;
+        memcpy(used[n_used++], ids, sizeof ids);
+        int64_t surface = most_common_surface(views, n_texts, p->code, &seen);
+        PyObject *name = surface < 0 ? NULL : spelt(names, surface);
+        PyObject *pair = name != NULL ? Py_BuildValue("(Nd)", name, p->score) : NULL;
+        if (pair == NULL || PyList_Append(out, pair)) {
+            Py_XDECREF(pair);
+            goto fail;
+        }
+        Py_DECREF(pair);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    for (Py_ssize_t i = 0; i < n_views; i++)
+        if (views[i].obj != NULL)
+            PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(order);
+    PyMem_Free(seen.data);
+    PyBuffer_Release(&users);
+    return out;
+}
+
 static PyMethodDef METHODS[] = {
     {"configure_artefacts", configure_artefacts, METH_VARARGS,
      "configure_artefacts(extensions, hex_run): see may_hold_artefact in the module's source."},
@@ -1094,6 +1547,12 @@ static PyMethodDef METHODS[] = {
      "top_terms(parts, k, words) -> set of words: see the module's source."},
     {"phrases", phrases, METH_VARARGS,
      "phrases(text, memo) -> list of ((stems...), surface), or None: see the module's source."},
+    {"phrase_codes", phrase_codes, METH_VARARGS,
+     "phrase_codes(text, memo) -> bytes of (stem code, surface code) pairs, or None: see the"
+     " module's source."},
+    {"key_phrases", key_phrases, METH_VARARGS,
+     "key_phrases(codes, users, many, k, rarity, names, strict, min_rarity) -> [(phrase, score)]:"
+     " see the module's source."},
     {"form_ids", form_ids, METH_VARARGS,
      "form_ids(texts, forms, tokens[, cache]) -> (ids, counts): see the module's source."},
     {NULL, NULL, 0, NULL},
@@ -1114,6 +1573,8 @@ PyInit__words(void)
         KIND[c] = ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))                 ? 1
                   : ((c >= '0' && c <= '9') || c == '_' || c == '\'' || c == '-') ? 2
                                                                                       : 0;
+    }
+    for (int c = 0; c < 128; c++) {
         int letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
         int digit = c >= '0' && c <= '9';
         int space = c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);

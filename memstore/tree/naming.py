@@ -294,11 +294,9 @@ def _runs_phrases(run: list, out: list) -> None:
 def _phrases_of(text: str) -> list[tuple[tuple[str, ...], str]]:
     """(folded words, surface form) of every run of one to three content words in `text` that
     neither starts nor ends with an edge word; punctuation, digits and stop words break runs.
-    A text of ASCII characters only is read by the C loop where it is built (the same list, half
-    the time: naming a 100k-turn import reads ~34,000 texts' phrases), any other by `_phrases_py`."""
+    Read by the C loop where it is built (the same list, half the time), else by `_phrases_py`."""
     cleaned = _clean(text[:PHRASE_CHARS])
-    got = _words.phrases(cleaned, _PHRASE_WORDS) if _words is not None else None
-    return got if got is not None else _phrases_py(cleaned)
+    return _words.phrases(cleaned, _PHRASE_WORDS) if _words is not None else _phrases_py(cleaned)
 
 
 def _phrases_py(cleaned: str) -> list[tuple[tuple[str, ...], str]]:
@@ -327,6 +325,63 @@ def _phrase_lists(text: str) -> tuple[tuple, tuple, frozenset]:
     return keys, forms, frozenset(keys)
 
 
+# key_phrases in C (tree/_words.c): each text's phrases read once into int64 codes of word ids,
+# then counted, scored and ranked in one C call per name, not a Python step per phrase (naming a
+# 100k-turn import's groups and grown topics reads ~50,000 texts' phrases: most of naming's time).
+_key_phrases_c = getattr(_words, "key_phrases", None)  # (None: a module built before it)
+_ID_LIMIT = 1 << 21  # an id takes 21 bits: a code packs three
+_ID_ROOM = 1 << 20  # ids left for one name's texts; fewer, and the ids start again
+_NAMES: list = [None]  # id -> a phrase word or stem (ids from 1)
+_IDS: dict[str, int] = {}
+
+
+def _id(word: str) -> int:
+    got = _IDS.get(word)
+    if got is None:
+        got = _IDS[word] = len(_NAMES)
+        _NAMES.append(word)
+    return got
+
+
+def _phrase_code_word(token: str) -> tuple[int, int, bool] | None:
+    """_phrase_word's judgement with the word and its stem as ids (what phrase_codes reads)."""
+    info = _PHRASE_WORDS[token]
+    return None if info is None else (_id(info[0]), _id(info[1]), info[2])
+
+
+_PHRASE_CODES = _WordMemo(_phrase_code_word)
+
+
+@lru_cache(maxsize=8192)
+def _phrase_codes(text: str) -> bytes:
+    """The text's phrases (see _phrases_of), in order, as native int64 pairs (the stems' ids
+    packed, the surface words' ids packed). Cached, as _phrase_lists is."""
+    return _words.phrase_codes(_clean(text[:PHRASE_CHARS]), _PHRASE_CODES)
+
+
+def _renumber() -> None:
+    """Start the ids again (every code read under the old ones forgotten)."""
+    _IDS.clear()
+    del _NAMES[1:]
+    _PHRASE_CODES.clear()
+    _phrase_codes.cache_clear()
+
+
+def _key_phrases_in_c(texts: list[str], k: int, rarity, roles) -> list | None:
+    """key_phrases' [(phrase, score)] from the C loop; None when it cannot say (the texts hold
+    more new words than ids are left)."""
+    if len(_NAMES) > _ID_LIMIT - _ID_ROOM:
+        _renumber()
+    try:
+        codes = [_phrase_codes(t) for t in texts]
+    except ValueError:  # an id past _ID_LIMIT
+        _renumber()
+        return None
+    users = bytes(roles is None or r == "user" for r in roles) if roles else bytes([1]) * len(texts)
+    strict = rarity is not None and any(codes) and _store_size(rarity) >= MIN_STORE
+    return _key_phrases_c(codes, users, len(texts) > 1, k, rarity, _NAMES, strict, MIN_RARITY)
+
+
 def key_phrases(
     texts: list[str], k: int = 3, rarity=None, roles=None, scores: list | None = None
 ) -> list[str]:
@@ -337,6 +392,11 @@ def key_phrases(
     two or three words that recur together. In a store of MIN_STORE records or more, a word with
     rarity under MIN_RARITY (boilerplate most records hold) never names anything.
     """
+    got = _key_phrases_in_c(texts, k, rarity, roles) if _key_phrases_c and k <= 64 else None
+    if got is not None:
+        if scores is not None:
+            scores += [score for _phrase, score in got]
+        return [phrase for phrase, _score in got]
     lists = [_phrase_lists(t) for t in texts]
     tf: Counter = Counter()  # its keys in the order they first occur (ties go to the first)
     df_user: Counter = Counter()
