@@ -167,11 +167,11 @@ def test_the_wrapped_token_pass_skips_only_prefixes_the_text_cannot_hold():
 
 
 def _quiet_by_python(text: str) -> bool:
-    """What secrets/_quiet.c tells, the Python way: an ASCII text with no anchor word on any line,
-    no private-key header and no long token."""
+    """What secrets/_quiet.c tells, the Python way: a text with no line the rules would read (no
+    anchor word in text.lower(), which must be as long as the text), no private-key header and no
+    long token."""
     return (
-        text.isascii()
-        and not detect._candidate_lines(text, text.lower())
+        not detect._candidate_lines(text, text.lower())
         and "-----BEGIN " not in text
         and not detect._has_long_token(text)
     )
@@ -184,7 +184,7 @@ _EDGE_PIECES = st.sampled_from(
     + [a[1:] for a in detect._ANCHORS if len(a) > 1]
     + ["-----BEGIN ", "-----begin ", "----BEGIN ", "-----BEGIN", "a" * 19, "b" * 20, "=+/.:-_"]
     + list(' \n\r\t\x00\x7fé_-:/"kwKWxzjJ')
-    + ["ſecret", "\u212aey", "İ"]
+    + ["ſecret", "\u212aey", "İ", "\u212a", "K", "ß", "Straße", "中文", "–", "’", "𝔘", "\xa0", "É"]
 )
 
 
@@ -196,6 +196,8 @@ def test_a_quiet_text_is_told_in_c_as_in_python(text):
     token, at the text's edges and beside non-ASCII look-alikes; a quiet text has no finding."""
     quiet = pytest.importorskip("memstore.secrets._quiet")
     assert quiet.quiet(text) == _quiet_by_python(text), repr(text)
+    if quiet.quiet(text):  # the rules and plugins, asked all the same, find nothing
+        assert not detect.scan_rules(text) and not detect.scan_detect_secrets(text, True)
 
 
 def test_the_scan_finds_the_same_with_and_without_the_c_pass(monkeypatch):
@@ -226,3 +228,7 @@ def test_the_c_pass_takes_only_lower_case_ascii_anchors():
     finally:
         quiet.configure(tuple(detect._ANCHORS), detect._LONG_TOKEN_CHARS, 20)
     assert quiet.quiet("plain words") and not quiet.quiet("my key")
+    # past ASCII: told as text.lower() reads, which makes the Kelvin sign a 'k' and the dotted
+    # capital I two characters (the detector then reads the whole text: never quiet)
+    assert quiet.quiet("naïve café – “plain” 中文") and not quiet.quiet("my \u212aey")
+    assert not quiet.quiet("plain \u0130stanbul") and quiet.quiet("plain \u0131stanbul")

@@ -10,9 +10,12 @@
 
    configure(anchors, token_chars, run) takes detect's anchors (lower-case ASCII, 1 to 63
    characters each), the long-token characters and the run length, once. quiet(text) is then True
-   when `text` is ASCII and holds none of the three, False otherwise: for any other text, or one
-   that holds one, the caller runs the detector as before. Each anchor is looked for from its
-   rarest character (the order of RARITY): a character that starts no look costs one table read. */
+   when `text` holds none of the three, False when it holds one (the caller then runs the detector
+   as before). Anchors are looked for in the text as str.lower() makes it, as the detector does: a
+   character past ASCII lower-cases into one that is not ASCII, but for the Kelvin sign ('k') and
+   the dotted capital I (two characters: the detector then reads the whole text, so such a text is
+   never quiet). Each anchor is looked for from its rarest character (the order of RARITY): a
+   character that starts no look costs one table read. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -96,6 +99,7 @@ configure(PyObject *Py_UNUSED(self), PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* whether anchor `a` lies at `start` of the lowered text (`s` lowered by the table) */
 static int
 holds_at(const unsigned char *s, Py_ssize_t n, Py_ssize_t start, int a)
 {
@@ -108,6 +112,32 @@ holds_at(const unsigned char *s, Py_ssize_t n, Py_ssize_t start, int a)
     return 1;
 }
 
+/* the pass: long tokens and the header read in `s`, anchors in `a` (as lower-cased by the table);
+   the two are the same text but for a non-ASCII one (see quiet) */
+static int
+quiet_in(const unsigned char *s, const unsigned char *a, Py_ssize_t n)
+{
+    const Py_ssize_t header = (Py_ssize_t)sizeof(HEADER) - 1;
+    Py_ssize_t run = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        run = in_token[c] ? run + 1 : 0;
+        if (run >= run_length)
+            return 0;
+        if (c == '-' && i + header <= n && memcmp(s + i, HEADER, (size_t)header) == 0)
+            return 0;
+        unsigned char l = lower[a[i]];
+        for (int k = 0; k < n_looks[l]; k++)
+            if (holds_at(a, n, i - looks[l][k][1], looks[l][k][0]))
+                return 0;
+    }
+    return 1;
+}
+
+#define DOTTED_CAPITAL_I 0x130 /* lower-cased into two characters, an 'i' among them */
+#define KELVIN_SIGN 0x212a     /* lower-cased into 'k' */
+#define NOT_ASCII 0x80         /* stands for any other character past ASCII: in no anchor or token */
+
 static PyObject *
 quiet(PyObject *Py_UNUSED(self), PyObject *text)
 {
@@ -119,30 +149,38 @@ quiet(PyObject *Py_UNUSED(self), PyObject *text)
         PyErr_SetString(PyExc_RuntimeError, "quiet() before configure()");
         return NULL;
     }
-    if (!PyUnicode_IS_ASCII(text))
-        Py_RETURN_FALSE;
-    const unsigned char *s = (const unsigned char *)PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    const Py_ssize_t header = (Py_ssize_t)sizeof(HEADER) - 1;
-    Py_ssize_t run = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        run = in_token[c] ? run + 1 : 0;
-        if (run >= run_length)
-            Py_RETURN_FALSE;
-        if (c == '-' && i + header <= n && memcmp(s + i, HEADER, (size_t)header) == 0)
-            Py_RETURN_FALSE;
-        unsigned char l = lower[c];
-        for (int k = 0; k < n_looks[l]; k++)
-            if (holds_at(s, n, i - looks[l][k][1], looks[l][k][0]))
-                Py_RETURN_FALSE;
+    if (PyUnicode_IS_ASCII(text)) {
+        const unsigned char *s = (const unsigned char *)PyUnicode_DATA(text);
+        return PyBool_FromLong(quiet_in(s, s, n));
     }
-    Py_RETURN_TRUE;
+    /* A character past ASCII is in no long token (the detector reads a token's characters in the
+       text's UTF-8 bytes, where such a character's are all >= 0x80) nor in the header, and in no
+       anchor but as text.lower() makes it: only the Kelvin sign becomes ASCII ('k'), and the
+       dotted capital I makes the lowered text longer (the detector then reads the whole text). */
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    unsigned char *s = PyMem_Malloc(2 * (size_t)n), *a = s + n;
+    if (s == NULL)
+        return PyErr_NoMemory();
+    int told = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == DOTTED_CAPITAL_I) {
+            told = 0;
+            break;
+        }
+        s[i] = c < 0x80 ? (unsigned char)c : NOT_ASCII;
+        a[i] = c == KELVIN_SIGN ? 'k' : s[i];
+    }
+    told = told && quiet_in(s, a, n);
+    PyMem_Free(s);
+    return PyBool_FromLong(told);
 }
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "Take detect's anchors, token characters and run."},
-    {"quiet", quiet, METH_O, "Whether the detector cannot flag this ASCII text."},
+    {"quiet", quiet, METH_O, "Whether the detector cannot flag this text."},
     {NULL, NULL, 0, NULL},
 };
 
