@@ -6,6 +6,7 @@ the ground below it (transaction, repair, gitrepo, format/, index/, secrets/, ad
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import time
@@ -412,6 +413,13 @@ class Core:
         # this process prepares, embeds and writes (see `place_ahead`); what placement did not take
         # is stopped when the write ends, however it ends
         self._ahead = self.place_ahead(records) if after_write is None and records else None
+        # A big write makes its records' lines, keys, packs and placement by the hundred thousand,
+        # none of them in a cycle: Python's cyclic collector, woken by those allocations, would
+        # walk the whole heap again and again (a second of a 100k-turn import's own time). It runs
+        # again once the write is over.
+        collecting = gc.isenabled() and len(records) >= BESIDE_RECORDS
+        if collecting:
+            gc.disable()
         try:
             # The write's cost must not grow with the store: git is asked only about the day logs it
             # appends to, and without `dedupe` (fresh ids) only those days are brought into the index.
@@ -504,6 +512,8 @@ class Core:
             return result
         finally:
             self.drop_ahead()
+            if collecting:
+                gc.enable()
 
     def _after_write(
         self, records: list[dict], vectors, after_write, result: WriteResult, progress=None
@@ -783,8 +793,8 @@ def _opened(pack: str, writer, items: list, keys: dict) -> dict | None:
     if any(keys.get(rid) is None for rid in ids):
         return None  # (an item sealed under no key: read back as the index reads it)
     vecs = np.asarray([vec for _rec, vec, _unix in items], dtype="<f4").reshape(len(ids), -1)
-    spans = writer.spans
-    places = [sealed_location(seal.vector_subkey(keys[rid]), pack, *spans[rid]) for rid in ids]
+    spans, subkeys = writer.spans, writer.subkeys
+    places = [sealed_location(subkeys[rid], pack, *spans[rid]) for rid in ids]
     return {"pack": pack, "ids": ids, "vectors": vecs.tobytes(), "places": b"".join(places)}
 
 
@@ -876,6 +886,8 @@ class FilesBeside:
         import json
         import sys
 
+        from . import workers
+
         self.index = store.index(update=False)
         self.index.pin()
         self._paths: list[str] | None = None
@@ -896,6 +908,7 @@ class FilesBeside:
             raise
         if pid == 0:  # the child: write, stage, say so, become the indexing process
             try:
+                workers.forked()
                 os.close(read_fd)
                 self.unpinned.in_child()
                 _own_group()
@@ -1098,6 +1111,7 @@ def index_days(root: str, days: list[str], unpinned: int | None = None, opened: 
     index's write-ahead log into it. `opened`: a file descriptor with what FilesBeside's child
     put into the packs it made (`_hand_over`), so that the vectors are not read back from them
     (a third of reading a day back: opening each sealed item); -1 for none."""
+    gc.disable()  # (a process for this one job: its rows form no cycle to collect meanwhile)
     index = Core.open(root, search_parents=False).index(update=False)
     index.update(days=days, opened=_taken_over(opened))
     if unpinned is not None:

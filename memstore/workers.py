@@ -15,6 +15,7 @@ held to a single core; MEMSTORE_WORKERS=1 turns the second process off.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -35,6 +36,15 @@ def parent_only() -> None:
     """Call before anything a forked child must not do: raises ParentOnly in one."""
     if _CHILD:
         raise ParentOnly()
+
+
+def forked() -> None:
+    """Said first in a child just forked: what it inherited is left out of Python's cyclic
+    collector. A collection walks every object the collector tracks and writes to each one's
+    header: over a big write's heap (its records, the tree) that is a second or more of the child's
+    time, and a copy of every page it touches; the child only reads what it inherited (a cycle
+    there is the parent's to free), and what it makes is still collected."""
+    gc.freeze()
 
 
 def in_child() -> bool:
@@ -86,6 +96,7 @@ def split_map(
     if pid == 0:  # the child: compute, send, leave without running any of the parent's cleanup
         code = 1
         try:
+            forked()
             _CHILD.append(True)
             os.close(read_fd)
             out = [fn(x) for x in items[theirs_of]]
@@ -145,6 +156,7 @@ class Stream:
         if pid == 0:
             code = 1
             try:
+                forked()
                 _CHILD.append(True)
                 os.close(read_fd)
                 backlog = _Backlog(write_fd)

@@ -358,6 +358,8 @@ class PackWriter:
     _bytes: bytes | None = field(default=None, repr=False)
     # record id -> (offset, length) of its sealed vector's payload in the bytes, once made
     spans: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
+    # record id -> the subkey its vector was sealed under, once made (what the index keeps)
+    subkeys: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def add_vector(
         self, record_id: str, key: bytes, text_hash: str, vec, dtype: str, unix_time: int
@@ -424,11 +426,13 @@ class PackWriter:
         rows, brows, out = [], [], []
         seg = 1
         spans: list[tuple[str, int]] = []  # (record id, its payload's length), in order
+        subkeys = self.subkeys = {}
         for tg, key, h16, h, body, rid in vecs:
             plain = (
                 bytes.fromhex(h16) + _INNER.pack(h.data_type, h.dim, h.scale, h.unix_time) + body
             )
-            sealed = seal.seal(key, n, seal.VECTOR, plain)
+            sub = subkeys[rid] = seal.vector_subkey(key)
+            sealed = seal.seal_under(sub, n, plain)
             rows.append([tg, seg])
             out.append(Header(-1, -1, len(sealed), DT_SEALED, self.dim, 1.0, 0).pack() + sealed)
             spans.append((rid, len(sealed)))

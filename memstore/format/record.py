@@ -249,17 +249,32 @@ def _refuse_non_finite(rec: dict) -> None:
             )
 
 
+_RANK = {k: n for n, k in enumerate(FIELD_ORDER)}.get
+_UNKNOWN = len(FIELD_ORDER)
+
+
 def ordered(rec: dict) -> dict:
-    """The record with fields in canonical order (unknown top-level keys last, as written)."""
-    out = {k: rec[k] for k in FIELD_ORDER if k in rec}
-    out.update({k: v for k, v in rec.items() if k not in out})
-    return out
+    """The record with fields in canonical order (unknown top-level keys last, as written): the
+    record itself when they are in that order already (a write's records are), else a copy."""
+    last = -1
+    for k in rec:
+        rank = _RANK(k, _UNKNOWN)
+        if rank < last:
+            out = {k: rec[k] for k in FIELD_ORDER if k in rec}
+            out.update({k: v for k, v in rec.items() if k not in out})
+            return out
+        last = rank
+    return rec
+
+
+# json.dumps with these options makes an encoder per call (a tenth of a write's lines' time)
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 def dumps(rec: dict) -> str:
     """One log line (without the newline): compact JSON, UTF-8 kept as is."""
     try:
-        return json.dumps(ordered(rec), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return _ENCODE(ordered(rec))
     except (
         ValueError
     ):  # a NaN that came past normalize (a caller's own record): never into a day log

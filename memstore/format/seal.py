@@ -70,9 +70,14 @@ def tag(key: bytes, nonce: bytes, kind: bytes = VECTOR) -> str:
 
 
 def seal(key: bytes, nonce: bytes, kind: bytes, plaintext: bytes) -> bytes:
+    return seal_under(_subkey(key, kind), nonce, plaintext)
+
+
+def seal_under(subkey: bytes, nonce: bytes, plaintext: bytes) -> bytes:
+    """`seal` with the item's subkey made already (a vector's: `vector_subkey`)."""
     from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
-    return ChaCha20Poly1305(_subkey(key, kind)).encrypt(nonce, plaintext, AAD)
+    return ChaCha20Poly1305(subkey).encrypt(nonce, plaintext, AAD)
 
 
 def vector_subkey(key: bytes) -> bytes:

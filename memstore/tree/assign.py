@@ -732,16 +732,18 @@ def assign_records(store, records: list[dict], vectors, progress=None) -> list[s
     Called inside the store's write lock, before the commit, so the tree change is part of the same
     commit as the records. Document chunks and meta rows are not placed.
     """
-    pairs = [(r, np.asarray(v, np.float32)) for r, v in zip(records, vectors) if is_conversation(r)]
-    gone = superseded_ids(records)
-    if not pairs and not gone:
-        return []
     # The tree is tens of thousands of small objects read, copied and compared at once, and none of
     # them forms a cycle: Python's cyclic collector, triggered by those allocations, would walk the
     # whole heap again and again (at 100k records most of a one-turn write's placement time).
     collecting = gc.isenabled()
     gc.disable()
     try:
+        pairs = [
+            (r, np.asarray(v, np.float32)) for r, v in zip(records, vectors) if is_conversation(r)
+        ]
+        gone = superseded_ids(records)
+        if not pairs and not gone:
+            return []
         # Placement's products are small (a turn against the topics a write made), and each waited
         # for a second BLAS thread on a busy machine: a 60k-turn write's ranking of its topics took
         # 28.7 s with numpy's default threads, 2.7 s with one (memstore/workers.py). Not for a
