@@ -446,8 +446,9 @@ def test_names_scan_a_clean_text_once_and_an_allowed_secret_every_time(tmp_path)
     clean is remembered in the index, so a later process does not scan it again (a URL in a topic
     no longer wakes detect-secrets on each `ct add`). A text holding an allowed secret is never
     remembered as clean."""
-    from memstore.secrets import policy as secret_policy
     from memstore.index import queries
+    from memstore.secrets import detect
+    from memstore.secrets import policy as secret_policy
 
     st = make_store(tmp_path / "s")
     for i in range(3):
@@ -482,7 +483,10 @@ def test_names_scan_a_clean_text_once_and_an_allowed_secret_every_time(tmp_path)
     secret_text = next(t for t in texts if TOKEN in t)
     saved = set(queries.clean_keys(index, [secret_policy.clean_key(t) for t in texts]))
     assert secret_policy.clean_key(secret_text) not in saved
-    assert len(saved) == len(texts) - 1, "every other text was found clean once and remembered"
+    # every other text was found clean once and remembered, but those the quiet pass tells at once
+    loud = [t for t in texts if not detect.quiet(t)]
+    assert len(saved) == len(loud) - 1
+    assert len(loud) < len(texts) or detect._quiet is None
 
 
 def test_an_allowed_secret_is_never_sent_to_the_topic_model(tmp_path, openai_server, monkeypatch):

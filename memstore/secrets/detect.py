@@ -757,7 +757,7 @@ def scan(text: str) -> list[Finding]:
     Each finding's excerpt masks every secret found on its line, not only its own. A text that
     holds no anchor word, private-key header or long token is told in one C pass (_quiet.c)
     where that module is built: nothing here could flag it."""
-    if _quiet is not None and _quiet.quiet(text):
+    if quiet(text):
         return []
     found = scan_rules(text)
     if _has_long_token(text):  # every vendor shape has one; prose without one skips the slow part
@@ -795,6 +795,13 @@ except ImportError:  # pragma: no cover - a build without a C compiler
     _quiet = None
 else:
     _quiet.configure(tuple(_ANCHORS), _LONG_TOKEN_CHARS, len(_LONG_TOKEN_RUN))
+
+
+def quiet(text: str) -> bool:
+    """Whether the one C pass tells that nothing in the detector could flag the text (False
+    where that module is not built, or the text holds an anchor, a header or a long token)."""
+    return _quiet is not None and _quiet.quiet(text)
+
 
 _REDACT_PASSES = 8
 

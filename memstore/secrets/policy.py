@@ -88,7 +88,7 @@ def findings(rec: dict) -> list[tuple[str, object]]:
 
     text = rec.get("text") or ""
     found = [("text", f) for f in secrets.scan(text)] if text else []
-    if text and not found:
+    if text and not found and not secrets.quiet(text):
         _found_clean(clean_key(text))  # `scrub` of this text would give it back unchanged
     lines: list[tuple[str, str]] = []
     for place, key, value in _fields(rec):
@@ -285,20 +285,21 @@ def scrub(text: str) -> str:
 
 def scrub_kinds(text: str) -> tuple[str, list[str]]:
     """`scrub`, and the kinds of secret it replaced."""
-    if not text:
+    from . import detect as secrets
+
+    if not text or secrets.quiet(text):  # (told in one pass: no verdict to keep or look up)
         return text, []
     key = clean_key(text)
     if key in _CLEAN:
         return text, []
-    from . import detect as secrets
-
     out, kinds = secrets.redact(text)
     if out == text:
         _found_clean(key)
     return out, kinds
 
 
-# Texts that `scrub` gives back unchanged, by `clean_key`. Topic names and summaries are built
+# Texts that `scrub` gives back unchanged, by `clean_key` (not the quiet ones, detect.quiet: most
+# texts, told as fast as a key is made, so never kept or looked up). Topic names and summaries are built
 # from up to 60 of a topic's texts, re-read on every write: scanning them all again each time cost
 # a `ct add` ~100 ms in a topic with a URL in it (a long token wakes detect-secrets). The tree
 # keeps these keys in the disposable index (memstore/tree/topicdata.py), so later processes skip

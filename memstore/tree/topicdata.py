@@ -259,9 +259,11 @@ class RecordData:
         """Tell the secret scrubber which of these texts an earlier process already found clean, so
         naming (which scrubs what it reads, cut at naming.TEXT_CHARS) does not scan them again."""
         from ..secrets import policy as secret_policy
+        from ..secrets.detect import quiet
         from .naming import TEXT_CHARS
 
-        keys = [secret_policy.clean_key(t[:TEXT_CHARS]) for t in texts if t]
+        cut = [t[:TEXT_CHARS] for t in texts if t]
+        keys = [secret_policy.clean_key(t) for t in cut if not quiet(t)]  # (a quiet one needs none)
         secret_policy.known_clean(queries.clean_keys(self.index, secret_policy.unchecked(keys)))
 
 
