@@ -104,14 +104,39 @@ def test_phrase_codes_are_the_phrases_as_ids(text):
             got = self[token] = naming._phrase_code_word(token)
             return got
 
-    for memo in (naming._PHRASE_CODES, ForgetfulCodes()):
-        raw = words_c.phrase_codes(text, memo)
+    fresh = bytearray(words_c.CACHE_BYTES)
+    for memo, cache in [
+        (naming._PHRASE_CODES, None),
+        (naming._PHRASE_CODES, naming._PHRASE_CACHE),  # (warm from the examples before)
+        (ForgetfulCodes(), fresh),
+        (ForgetfulCodes(), fresh),  # (every word from the cache now)
+    ]:
+        raw = words_c.phrase_codes(text, memo, cache)
         pairs = np.frombuffer(raw, np.int64).reshape(-1, 2).tolist()
         got = [
             (tuple(_spelt(stems, naming._NAMES)), " ".join(_spelt(words, naming._NAMES)))
             for stems, words in pairs
         ]
         assert got == want
+
+
+def test_the_phrase_cache_tells_words_apart():
+    """phrase_codes' cache finds a word by a 32-bit hash of its bytes, as form_ids' does: two words
+    of one length with the same hash ("jvqpfqg" and "jaczypz") keep their own judgements, and a
+    word that ends a run ("the") is kept as one."""
+    cache = bytearray(words_c.CACHE_BYTES)
+    text = "jvqpfqg jaczypz the jaczypz jvqpfqg, the bike"
+    want = naming._phrases_py(text)
+    for _ in range(2):  # (the second time from the cache)
+        raw = words_c.phrase_codes(text, naming._PHRASE_CODES, cache)
+        pairs = np.frombuffer(raw, np.int64).reshape(-1, 2).tolist()
+        got = [
+            (tuple(_spelt(stems, naming._NAMES)), " ".join(_spelt(words, naming._NAMES)))
+            for stems, words in pairs
+        ]
+        assert got == want
+    with pytest.raises(TypeError):
+        words_c.phrase_codes(text, naming._PHRASE_CODES, bytearray(10))
 
 
 def _python_key_phrases(texts, k, rarity, roles):

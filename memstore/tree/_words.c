@@ -398,7 +398,7 @@ static void
 drop_run(PyObject **run, Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++)
-        Py_DECREF(run[i]);
+        Py_XDECREF(run[i]); /* (NULL: a word phrase_codes found in its cache) */
 }
 
 /* the phrases of the run read so far, which is then let go of */
@@ -430,8 +430,38 @@ judged_id(PyObject *info, int which, int64_t *id)
 
 /* The loop of phrases and phrase_codes: each token of the text judged by memo[token] (None: it
    ends a run), the phrases of each run given to the sink. */
+/* the run's arrays twice as long (word ids first, then stem ids, in `ids` where coded) */
+static int
+grow_run(PyObject ***run, char **edges, int64_t **ids, Sink *sink, Py_ssize_t *cap)
+{
+    Py_ssize_t grown = *cap * 2;
+    PyObject **r = PyMem_Realloc(*run, (size_t)grown * sizeof(PyObject *));
+    if (r != NULL)
+        *run = r;
+    char *e = r != NULL ? PyMem_Realloc(*edges, (size_t)grown) : NULL;
+    if (e != NULL)
+        *edges = e;
+    int coded = *ids != NULL;
+    int64_t *d = e != NULL && coded ? PyMem_Realloc(*ids, (size_t)grown * 2 * sizeof(int64_t)) : NULL;
+    if (d != NULL) {
+        *ids = d;
+        memmove(d + grown, d + *cap, (size_t)*cap * sizeof(int64_t));
+        sink->wid = d;
+        sink->sid = d + grown;
+    }
+    if (r == NULL || e == NULL || (coded && d == NULL)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *cap = grown;
+    return 0;
+}
+
+/* phrase_codes' cache value of a judgement: -1 for None, else word id | stem id << 21 | edge << 42 */
+#define NO_WORD (-1)
+
 static PyObject *
-read_phrases(PyObject *text, PyObject *memo, int coded)
+read_phrases(PyObject *text, PyObject *memo, int coded, Slot *cache)
 {
     Py_INCREF(text);
     int text_kind = PyUnicode_KIND(text);
@@ -458,9 +488,34 @@ read_phrases(PyObject *text, PyObject *memo, int coded)
             continue;
         }
         PyObject *info = NULL;
+        Slot *slot = NULL;
         if (kind == 1) {
             for (i++; i < n && in_word(PyUnicode_READ(text_kind, s, i)); i++)
                 ;
+            if (cache != NULL && text_kind == PyUnicode_1BYTE_KIND && i - start <= CACHE_WORD) {
+                const unsigned char *w = (const unsigned char *)s + start;
+                Py_ssize_t wlen = i - start;
+                uint32_t h = word_hash(w, wlen);
+                slot = &cache[h & (CACHE_SLOTS - 1)];
+                if (slot->len == (uint32_t)wlen && slot->hash == h
+                    && memcmp(slot->word, w, (size_t)wlen) == 0) {
+                    int64_t v = slot->value;
+                    if (v == NO_WORD) {
+                        if (end_run(run, edges, &len, &sink))
+                            goto done;
+                        continue;
+                    }
+                    if (len == cap && grow_run(&run, &edges, &ids, &sink, &cap))
+                        goto done;
+                    sink.wid[len] = v & ID_MASK;
+                    sink.sid[len] = (v >> ID_BITS) & ID_MASK;
+                    run[len] = NULL;
+                    edges[len++] = (char)((v >> (2 * ID_BITS)) & 1);
+                    continue;
+                }
+                slot->len = 0; /* (refilled below once the judgement is known) */
+                slot->hash = h;
+            }
             PyObject *word = PyUnicode_Substring(text, start, i);
             if (word == NULL)
                 goto done;
@@ -493,6 +548,11 @@ read_phrases(PyObject *text, PyObject *memo, int coded)
                 ;
         }
         if (info == NULL) { /* a token that ends a run */
+            if (slot != NULL) {
+                memcpy(slot->word, (const unsigned char *)s + start, (size_t)(i - start));
+                slot->value = NO_WORD;
+                slot->len = (uint32_t)(i - start);
+            }
             if (end_run(run, edges, &len, &sink))
                 goto done;
             continue;
@@ -502,31 +562,18 @@ read_phrases(PyObject *text, PyObject *memo, int coded)
             Py_DECREF(info);
             goto done;
         }
-        if (len == cap) {
-            Py_ssize_t grown = cap * 2;
-            PyObject **r = PyMem_Realloc(run, (size_t)grown * sizeof(PyObject *));
-            if (r != NULL)
-                run = r;
-            char *e = r != NULL ? PyMem_Realloc(edges, (size_t)grown) : NULL;
-            if (e != NULL)
-                edges = e;
-            int64_t *d = e != NULL && coded ? PyMem_Realloc(ids, (size_t)grown * 2 * sizeof(int64_t)) : NULL;
-            if (d != NULL) { /* word ids first, then stem ids */
-                ids = d;
-                memmove(ids + grown, ids + cap, (size_t)cap * sizeof(int64_t));
-                sink.wid = ids;
-                sink.sid = ids + grown;
-            }
-            if (r == NULL || e == NULL || (coded && d == NULL)) {
-                Py_DECREF(info);
-                PyErr_NoMemory();
-                goto done;
-            }
-            cap = grown;
+        if (len == cap && grow_run(&run, &edges, &ids, &sink, &cap)) {
+            Py_DECREF(info);
+            goto done;
         }
         if (coded && (judged_id(info, 0, &sink.wid[len]) || judged_id(info, 1, &sink.sid[len]))) {
             Py_DECREF(info);
             goto done;
+        }
+        if (slot != NULL) {
+            memcpy(slot->word, (const unsigned char *)s + start, (size_t)(i - start));
+            slot->value = sink.wid[len] | (sink.sid[len] << ID_BITS) | ((int64_t)edge << (2 * ID_BITS));
+            slot->len = (uint32_t)(i - start);
         }
         run[len] = info;
         edges[len++] = (char)edge;
@@ -560,17 +607,29 @@ phrases(PyObject *module, PyObject *args)
     (void)module;
     if (!PyArg_ParseTuple(args, "UO!:phrases", &text, &PyDict_Type, &memo))
         return NULL;
-    return read_phrases(text, memo, 0);
+    return read_phrases(text, memo, 0, NULL);
 }
 
 static PyObject *
 phrase_codes(PyObject *module, PyObject *args)
 {
-    PyObject *text, *memo;
+    PyObject *text, *memo, *cache_obj = Py_None;
     (void)module;
-    if (!PyArg_ParseTuple(args, "UO!:phrase_codes", &text, &PyDict_Type, &memo))
+    if (!PyArg_ParseTuple(args, "UO!|O:phrase_codes", &text, &PyDict_Type, &memo, &cache_obj))
         return NULL;
-    return read_phrases(text, memo, 1);
+    if (cache_obj == Py_None)
+        return read_phrases(text, memo, 1, NULL);
+    if (!PyByteArray_Check(cache_obj)
+        || PyByteArray_GET_SIZE(cache_obj) != (Py_ssize_t)(CACHE_SLOTS * sizeof(Slot))) {
+        PyErr_SetString(PyExc_TypeError, "phrase_codes: the cache is not a bytearray of CACHE_BYTES");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(cache_obj, &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    PyObject *out = read_phrases(text, memo, 1, (Slot *)view.buf);
+    PyBuffer_Release(&view);
+    return out;
 }
 
 /* top_terms' per-term state, indexed by term id and kept between calls: a term belongs to the

@@ -350,13 +350,16 @@ def _phrase_code_word(token: str) -> tuple[int, int, bool] | None:
 
 
 _PHRASE_CODES = _WordMemo(_phrase_code_word)
+# phrase_codes' own cache of judgements by a word's bytes (a common word costs no Python object);
+# its ids are _IDS', so it is emptied when they start again
+_PHRASE_CACHE = bytearray(_words.CACHE_BYTES) if _key_phrases_c is not None else None
 
 
 @lru_cache(maxsize=8192)
 def _phrase_codes(text: str) -> bytes:
     """The text's phrases (see _phrases_of), in order, as native int64 pairs (the stems' ids
     packed, the surface words' ids packed). Cached, as _phrase_lists is."""
-    return _words.phrase_codes(_clean(text[:PHRASE_CHARS]), _PHRASE_CODES)
+    return _words.phrase_codes(_clean(text[:PHRASE_CHARS]), _PHRASE_CODES, _PHRASE_CACHE)
 
 
 def _renumber() -> None:
@@ -364,6 +367,7 @@ def _renumber() -> None:
     _IDS.clear()
     del _NAMES[1:]
     _PHRASE_CODES.clear()
+    _PHRASE_CACHE[:] = bytes(len(_PHRASE_CACHE))
     _phrase_codes.cache_clear()
 
 
