@@ -609,6 +609,14 @@ class Core:
         if not given:
             return vecs
         out = np.zeros((len(records), self.embedder.dim), np.float32)
+        if not todo:  # every vector given (an import that keeps them): stacked at once
+            try:
+                out = np.asarray([given[id(r)] for r in records], np.float32)
+            except ValueError:  # (shapes that differ: the loop below says which record's)
+                out = None
+            if out is not None and out.shape == (len(records), self.embedder.dim):
+                return out
+        out = np.zeros((len(records), self.embedder.dim), np.float32)
         fresh = iter(vecs)
         for i, r in enumerate(records):
             out[i] = np.asarray(given[id(r)], np.float32) if id(r) in given else next(fresh)
@@ -630,9 +638,14 @@ class Core:
         vectors only, what the index would read back from the pack this write made there: the
         pack's name and each record's vector and location in it (see `index_days`).
         """
+        import numpy as np
+
         dtype = self.config.setting("vector_dtype")
         dim = int(self.config.embedder["dim"])
         limit = int(self.config.setting("consolidate_packs") or 0)
+        finite = np.isfinite(np.asarray(vectors, dtype=np.float32)).all(axis=1) if records else []
+        if not all(finite):  # (checked for all at once, not by each pack as it takes a vector)
+            raise packfmt.PackError(packfmt.non_finite(records[int(np.argmin(finite))]["id"]))
         by_day: dict[str, list[tuple[dict, object, int]]] = {}
         for rec, vec in zip(records, vectors):
             when = from_iso(rec["ts"])  # (read once: its day, and the pack's Unix time)
@@ -653,7 +666,7 @@ class Core:
             keys: dict[str, bytes | None] = {}
             for rec, vec, unix in by_day.get(day, []):
                 key = keys[rec["id"]] = seal.key_bytes(rec["vkey"])
-                writer.add_vector(rec["id"], key, rec["hash"], vec, dtype, unix)
+                writer.add_vector(rec["id"], key, rec["hash"], vec, dtype, unix, finite=True)
             for rid, _day, payload, data_type, manifest, unix in blobs.get(day, []):
                 writer.add_blob(rid, keys[rid], payload, data_type, manifest, unix)
             pack = writer.write(self.root)

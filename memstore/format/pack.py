@@ -342,6 +342,10 @@ def day_vectors(root: Path, day: str, keys: Ring | None = None) -> dict[str, tup
     return out
 
 
+def non_finite(record_id: str) -> str:
+    return f"vector of record {record_id} holds NaN or Infinity"
+
+
 @dataclass
 class PackWriter:
     """Collects one day's vectors (and blobs) and writes them, sealed, as one content-named pack.
@@ -362,14 +366,20 @@ class PackWriter:
     subkeys: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def add_vector(
-        self, record_id: str, key: bytes, text_hash: str, vec, dtype: str, unix_time: int
+        self,
+        record_id: str,
+        key: bytes,
+        text_hash: str,
+        vec,
+        dtype: str,
+        unix_time: int,
+        finite: bool = False,
     ) -> None:
+        """`finite`: the caller checked the vector already (a write checks all of its at once)."""
         import numpy as np
 
-        if not np.isfinite(
-            np.asarray(vec, dtype=np.float32)
-        ).all():  # would rank first for every query
-            raise PackError(f"vector of record {record_id} holds NaN or Infinity")
+        if not finite and not np.isfinite(np.asarray(vec, dtype=np.float32)).all():
+            raise PackError(non_finite(record_id))  # (it would rank first for every query)
         vtype, body, scale = encode_vector(vec, dtype)
         header = Header(-1, -1, len(body), vtype, self.dim, scale, unix_time)
         self.add_encoded(record_id, key, hash16(text_hash), header, body)
