@@ -351,6 +351,37 @@ def test_a_bulk_load_leaves_the_full_text_settings_as_they_were(tmp_path):
     assert len(hits) == 3
 
 
+def test_a_bulk_load_writes_with_a_big_page_cache_and_puts_it_back(tmp_path, monkeypatch):
+    """A bulk load's rows go in with SQLite's page cache at BULK_CACHE_KIB (at the default 2 MB a
+    100k-turn import read its pages back and wrote them again); afterwards the connection has the
+    size it had, and a small update never changes it."""
+    from memstore.index import build
+
+    store = make_store(tmp_path / "s")
+    write_turns(
+        store, [(f"2026-11-30T0{h}:00:00Z", "user", f"note {h}", "s", "x") for h in range(3)]
+    )
+    index = store.index()
+    before = index.conn.execute("PRAGMA cache_size").fetchone()[0]
+    seen: list[int] = []
+    real = build.Index._apply_rows
+
+    def spy(self, plan, conn, *rest):
+        seen.append(conn.execute("PRAGMA cache_size").fetchone()[0])
+        return real(self, plan, conn, *rest)
+
+    monkeypatch.setattr(build.Index, "_apply_rows", spy)
+    index.update(rebuild=True)  # a bulk load
+    assert seen == [-build.BULK_CACHE_KIB] and before != -build.BULK_CACHE_KIB
+    assert index.conn.execute("PRAGMA cache_size").fetchone()[0] == before
+    write_turns(store, [("2026-12-01T09:00:00Z", "user", "one more note", "s", "x")])
+    store.index()  # a small update: the cache as it was, while the row goes in too
+    assert seen[1:] == [before]
+    assert index.conn.execute("PRAGMA cache_size").fetchone()[0] == before
+    hits = store.index().conn.execute("SELECT rowid FROM fts WHERE fts MATCH 'note'").fetchall()
+    assert len(hits) == 4
+
+
 def _segments_after_small_writes(conn) -> int:
     """FTS5 segments left after 200 one-row transactions (automerge folds them as they come)."""
     import random

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from memstore.format import tree as treefmt
 from memstore.tree import assign, fanout, naming
 
@@ -323,25 +325,55 @@ def test_products_ahead_give_each_turn_the_cosines_of_the_rows_as_they_are_then(
     assert blocks == 5  # one product per 8 turns
 
 
-def test_the_closest_rows_are_the_k_largest_with_ties_to_the_lower_row():
+@pytest.mark.parametrize("how", ["c", "numpy"])
+def test_the_closest_rows_are_the_k_largest_with_ties_to_the_lower_row(how, monkeypatch):
     import numpy as np
 
+    if how == "c" and assign._top_rows_c is None:
+        pytest.skip("memstore/tree/_words.c is not built here")
+    if how == "numpy":
+        monkeypatch.setattr(assign, "_top_rows_c", None)
     rng = np.random.default_rng(5)
     for trial in range(600):
         n, k = int(rng.integers(0, 3000)), int(rng.integers(1, 30))
         sims = rng.random(n).astype(np.float32)
         if trial % 2:  # many ties, at the cut too
             sims = np.round(sims * 10).astype(np.float32) / 10
+        if trial % 3 == 0:  # negative cosines, -1 for topics without a vector, -0.0 beside 0.0
+            sims = sims * 2 - 1
+            sims[rng.random(n) < 0.2] = -1.0
+            sims[rng.random(n) < 0.05] = -0.0
+            sims[rng.random(n) < 0.05] = 0.0
         want = sorted(range(n), key=lambda r: (-sims[r], r))[:k]
-        assert assign.top_rows(sims, k).tolist() == want, (n, k)
+        assert assign.top_rows(sims, k) == want, (n, k)
     # the largest all in rows the threshold's sample skips: still found, in order
     sims = np.zeros(4000, np.float32)
     hidden = [r for r in range(4000) if r % assign.SAMPLE_EVERY][:50]
     sims[hidden] = np.linspace(1.0, 0.5, 50, dtype=np.float32)
-    assert assign.top_rows(sims, 24).tolist() == hidden[:24]
+    assert assign.top_rows(sims, 24) == hidden[:24]
     sims[::2] = 0.75  # ties straddling the cut: the lower rows first
     want = sorted(range(4000), key=lambda r: (-sims[r], r))[:24]
-    assert assign.top_rows(sims, 24).tolist() == want
+    assert assign.top_rows(sims, 24) == want
+    # a strided view and float64 take the numpy steps, with the same answer
+    assert (
+        assign.top_rows(np.concatenate([sims, sims])[::2], 24)
+        == sorted(range(4000), key=lambda r: (-np.concatenate([sims, sims])[::2][r], r))[:24]
+    )
+    assert assign.top_rows(sims.astype(np.float64), 24) == want
+    assert assign.top_rows(np.zeros(0, np.float32), 5) == []
+    assert assign.top_rows(np.ones(3, np.float32), 0) == []
+
+
+def test_top_rows_in_c_ranks_nan_below_every_number():
+    import numpy as np
+
+    if assign._top_rows_c is None:
+        pytest.skip("memstore/tree/_words.c is not built here")
+    sims = np.array([0.1, np.nan, 0.3, np.nan, -1.0], np.float32)
+    assert assign._top_rows_c(sims, 5) == [2, 0, 4, 1, 3]
+    assert assign._top_rows_c(sims, 2) == [2, 0]
+    with pytest.raises(ValueError, match="float32"):
+        assign._top_rows_c(b"abc", 2)
 
 
 def test_a_crowded_parent_regrouped_mid_write_sends_loose_topics_down_into_its_groups(

@@ -1593,6 +1593,80 @@ done:
     return out;
 }
 
+/* ----- top_rows: the k largest of a topic matrix's cosines ------------------------------------ */
+
+/* Whether (a, row ia) ranks before (b, row ib): the larger value first, the lower row on a tie; a
+   NaN below every number. */
+static int
+ranks_before(float a, Py_ssize_t ia, float b, Py_ssize_t ib)
+{
+    int a_nan = a != a, b_nan = b != b;
+    if (a_nan || b_nan)
+        return a_nan && b_nan ? ia < ib : b_nan;
+    if (a != b)
+        return a > b;
+    return ia < ib;
+}
+
+/* top_rows(sims, k) -> [row]: the rows of the k largest of `sims` (a contiguous buffer of float32),
+   largest first, the lower row first on a tie (tree/assign.top_rows, whose numpy steps it replaces:
+   a branching turn ranks thousands of topics for two dozen). One pass, the best k kept in order by
+   insertion: a row enters only when it ranks before the k-th kept. */
+static PyObject *
+top_rows(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "y*n:top_rows", &view, &k))
+        return NULL;
+    if (view.len % (Py_ssize_t)sizeof(float)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "top_rows: the buffer is not of float32");
+        return NULL;
+    }
+    const float *sims = (const float *)view.buf;
+    Py_ssize_t n = view.len / (Py_ssize_t)sizeof(float);
+    if (k < 0)
+        k = 0;
+    if (k > n)
+        k = n;
+    float *vals = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(float));
+    Py_ssize_t *rows = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(Py_ssize_t));
+    if (vals == NULL || rows == NULL) {
+        PyMem_Free(vals);
+        PyMem_Free(rows);
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n && k > 0; i++) {
+        float v = sims[i];
+        if (kept == k && !ranks_before(v, i, vals[k - 1], rows[k - 1]))
+            continue;
+        Py_ssize_t at = kept < k ? kept++ : k - 1;
+        while (at > 0 && ranks_before(v, i, vals[at - 1], rows[at - 1])) {
+            vals[at] = vals[at - 1];
+            rows[at] = rows[at - 1];
+            at--;
+        }
+        vals[at] = v;
+        rows[at] = i;
+    }
+    PyBuffer_Release(&view);
+    PyObject *out = PyList_New(kept);
+    for (Py_ssize_t j = 0; out != NULL && j < kept; j++) {
+        PyObject *row = PyLong_FromSsize_t(rows[j]);
+        if (row == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, j, row);
+    }
+    PyMem_Free(vals);
+    PyMem_Free(rows);
+    return out;
+}
+
 static PyMethodDef METHODS[] = {
     {"configure_artefacts", configure_artefacts, METH_VARARGS,
      "configure_artefacts(extensions, hex_run): see may_hold_artefact in the module's source."},
@@ -1612,6 +1686,9 @@ static PyMethodDef METHODS[] = {
     {"key_phrases", key_phrases, METH_VARARGS,
      "key_phrases(codes, users, many, k, rarity, names, strict, min_rarity) -> [(phrase, score)]:"
      " see the module's source."},
+    {"top_rows", top_rows, METH_VARARGS,
+     "top_rows(sims, k) -> [row]: the rows of the k largest float32 values, largest first, the"
+     " lower row on a tie: see the module's source."},
     {"form_ids", form_ids, METH_VARARGS,
      "form_ids(texts, forms, tokens[, cache]) -> (ids, counts): see the module's source."},
     {NULL, NULL, 0, NULL},

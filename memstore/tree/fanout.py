@@ -340,9 +340,16 @@ def rebalance(
             cache.pop(a, None)
 
     def first_crowded(todo: set):
+        # A parent found uncrowded leaves `todo`: every step that gives a parent a child adds it
+        # back (a group a topic moved into, the parent a group split beside, the two halves), and
+        # one made with fewer children than the limit cannot be crowded. Rescanning them all at
+        # each step was a third of a crowded root's regrouping: a root regrouped mid-write moves
+        # ~100 topics one by one into groups it adds here.
         crowded = [
             p for p in todo if len(kids.of(p)) > max_children and (p is None or p in tree.topics)
         ]
+        if len(crowded) < len(todo):
+            todo.intersection_update(crowded)
         return min(crowded, key=lambda p: (p is not None, p or "")) if crowded else _NONE
 
     for _ in range(100_000):
