@@ -68,14 +68,14 @@ def test_a_big_write_regroups_crowded_parents_as_it_goes(store, monkeypatch):
 
 def test_each_topic_a_write_makes_is_named_once(store, monkeypatch):
     calls = []
-    real = naming.offline_name
+    real = naming.phrase_name  # (what offline_name and offline_many name a topic with)
 
     def counted(*a, **k):
         if k.get("fallback") != fanout.GROUP:  # a topic's name, not a group's
             calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(naming, "offline_name", counted)
+    monkeypatch.setattr(naming, "phrase_name", counted)
     store.write(_distinct_turns(store, 12), "Import 12 turns")
     tree = treefmt.read(store.root)
     named = [t for t in tree.topics.values() if t.records]
@@ -855,3 +855,36 @@ def test_a_first_big_write_ranks_its_topics_by_one_product(tmp_path, monkeypatch
     beam = build("beam", 10**9)
     assert flat[0] == [1] and beam[0] == []  # (the second write, into a tree: the beam)
     assert flat[1] <= 1.2 * beam[1] and flat[2] >= beam[2] - 0.02, (flat, beam)
+
+
+def test_offline_many_names_and_summarises_as_the_functions_one_by_one():
+    """offline_many scrubs a job's texts once for its name and its summary: what it gives is what
+    offline_name, first_name and offline_summary give one by one, a secret in a text never in it."""
+    token = "ghp_" + "Zq8Kd2Lm4Np6Rs8Tu0Vw2Xy4Za6Bc8De0Fg2"
+    texts = [
+        "How do I rotate the deploy token for the orchard pipeline?",
+        f"The orchard pipeline token is {token}, rotate it weekly.",
+        "Rotating the orchard pipeline token needs admin rights.",
+    ]
+    roles = ["user", "assistant", "user"]
+    first = ["[file: notes.pdf]"]  # nothing to name: the name comes from the texts
+    jobs = [
+        (texts, roles, None, True),
+        (texts, roles, None, False),
+        (texts, roles, first, True),
+        (texts, roles, texts[:1], True),
+        naming.GroupName(texts, fanout.GROUP),
+    ]
+    assert "[REDACTED" in naming.scrubbed(texts)[1]  # (the detector knows the token)
+    got = naming.offline_many(jobs)
+    want = [
+        (naming.offline_name(texts, None, roles), naming.offline_summary(texts, roles)),
+        (None, naming.offline_summary(texts, roles)),
+        (naming.first_name(first, texts, None, roles), naming.offline_summary(texts, roles)),
+        (naming.first_name(texts[:1], texts, None, roles), naming.offline_summary(texts, roles)),
+        (naming.offline_name(texts, fallback=fanout.GROUP), None),
+    ]
+    assert got == want
+    assert naming.first_name(first, texts, None, roles) == naming.offline_name(texts, None, roles)
+    assert all(token[4:20] not in str(x) for pair in got for x in pair)
+    assert "orchard" in got[0][0].lower() and "orchard" in got[0][1]

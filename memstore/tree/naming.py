@@ -516,12 +516,16 @@ def offline_name(texts: list[str], rarity=None, roles=None, fallback: str = UNTI
     return phrase_name(scrubbed(texts), rarity, roles, fallback=fallback)
 
 
-def first_name(first: list[str], texts: list[str], rarity=None, roles=None) -> str:
+def first_name(
+    first: list[str], texts: list[str], rarity=None, roles=None, clean: list[str] | None = None
+) -> str:
     """The name a topic's first turn gives it; from its texts when that turn has nothing to name
     (a file reference, a shouted line): a topic of dozens of turns is never "Untitled topic"
-    because of how it began."""
+    because of how it began. `clean`: the texts scrubbed already, where the caller has them."""
     name = offline_name(first)
-    return name if name != UNTITLED else offline_name(texts, rarity, roles)
+    if name != UNTITLED:
+        return name
+    return phrase_name(scrubbed(texts) if clean is None else clean, rarity, roles)
 
 
 class GroupName(NamedTuple):
@@ -544,11 +548,14 @@ def offline_many(
         if isinstance(job, GroupName):
             return offline_name(job.texts, rarity, fallback=job.fallback), None
         texts, roles, first, rename = job
+        # the texts scrubbed once for the name and the summary (the secrets scan's quiet pass and
+        # the clean verdicts' keys were made twice per text)
+        clean = scrubbed(texts)
         if first is not None:
-            name = first_name(first, texts, rarity, roles)
+            name = first_name(first, texts, rarity, roles, clean)
         else:
-            name = offline_name(texts, rarity, roles) if rename else None
-        return name, offline_summary(texts, roles, rarity, counts)
+            name = phrase_name(clean, rarity, roles) if rename else None
+        return name, _summary(clean, roles, rarity, counts)
 
     return _on_two_cores(one, jobs, rarity, at)
 
@@ -592,7 +599,11 @@ def offline_summary(
 ) -> str:
     """ "N turns about a, b, c, d, e; opens with: <the first sentence someone asked>" (≤ 220 chars).
     `counts` as for `key_terms`."""
-    texts = scrubbed(texts)
+    return _summary(scrubbed(texts), roles, rarity, counts)
+
+
+def _summary(texts: list[str], roles: list[str] | None, rarity, counts) -> str:
+    """`offline_summary` of texts scrubbed already."""
     terms = key_terms(texts, 6, rarity, counts)
     n = len(texts)
     head = f"{n} turn{'s' if n != 1 else ''} about {', '.join(terms)}" if terms else f"{n} turns"
