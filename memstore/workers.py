@@ -268,22 +268,31 @@ def _dump(value) -> bytes:
     """`value` (JSON's values and bytes) as JSON, each bytes value as {"$raw": [start, size]} into
     the raw bytes that follow it: a count block of a megabyte crosses the pipe as it is, with no
     base64 to encode on one side and decode (and scan as a JSON string) on the other."""
-    blobs: list[bytes] = []
+    return b"".join(_dump_parts(value))
+
+
+def _dump_parts(value) -> list:
+    """`_dump(value)` in the parts it joins (the JSON's size, the JSON, each raw part as given): a
+    caller writing them to a file one by one copies no part (a memoryview of an array included)."""
+    blobs: list = []
     at = [0]
 
     def other(obj):
-        if isinstance(obj, bytes):
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            size = memoryview(obj).nbytes
             blobs.append(obj)
-            at[0] += len(obj)
-            return {"$raw": [at[0] - len(obj), len(obj)]}
+            at[0] += size
+            return {"$raw": [at[0] - size, size]}
         raise TypeError(f"{type(obj).__name__} does not cross the pipe")
 
     text = json.dumps(value, default=other, ensure_ascii=False, separators=(",", ":"))
     head = text.encode("utf-8", "surrogatepass")
-    return b"".join([len(head).to_bytes(8, "little"), head, *blobs])
+    return [len(head).to_bytes(8, "little"), head, *blobs]
 
 
-def _load(data: bytes):
+def _load(data, views: bool = False):
+    """What `_dump` made of a value, from `data` (bytes, or a buffer such as an mmap); each raw
+    part as bytes, or with `views` as a memoryview of `data` itself (no copy)."""
     size = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
     if size < 0 or 8 + size > len(data):
         raise ValueError("not what a child sends")
@@ -299,7 +308,7 @@ def _load(data: bytes):
                 and 0 <= start <= len(raw) - n
             ):
                 raise ValueError("a raw part out of bounds")
-            return bytes(raw[start : start + n])
+            return raw[start : start + n] if views else bytes(raw[start : start + n])
         return obj
 
     got = json.loads(data[8 : 8 + size].decode("utf-8", "surrogatepass"), object_hook=hook)

@@ -427,3 +427,39 @@ def test_the_indexing_process_takes_the_vectors_the_files_child_wrote(tmp_path, 
     other.update(days=["2026-11-01", "2026-11-02"])
     want = _dump(other)
     assert len(got[0]) == 730 and got == want
+
+
+def test_the_hand_over_is_mapped_back_without_copying_the_vectors():
+    """What FilesBeside's child hands over crosses a memfd part by part (the vectors' own buffer,
+    not a copy joined to the rest) and is mapped by the indexing process: the vectors come back
+    as a view of the mapping, the locations as bytes; a file cut short or not the child's gives
+    None (the packs are then read back)."""
+    import os
+
+    import numpy as np
+
+    if not hasattr(os, "memfd_create"):
+        pytest.skip("no memfd_create here")
+    vecs = np.arange(12, dtype="<f4").reshape(3, 4)
+    opened = {
+        "2026-11-01": {
+            "pack": "p.is",
+            "ids": ["a", "b", "c"],
+            "vectors": memoryview(vecs).cast("B"),
+            "places": b"xyz" * 3,
+        }
+    }
+    assert b"".join(workers._dump_parts([[opened], []])) == workers._dump([[opened], []])
+    fd = core._hand_over(opened)
+    assert fd >= 0
+    got = core._taken_over(fd)
+    day = got["2026-11-01"]
+    assert isinstance(day["vectors"], memoryview) and isinstance(day["places"], bytes)
+    assert np.frombuffer(day["vectors"], "<f4").reshape(3, 4).tolist() == vecs.tolist()
+    assert day["places"] == b"xyz" * 3 and day["ids"] == ["a", "b", "c"]
+    for junk in (b"", b"\x05\x00\x00\x00\x00\x00\x00\x00[1]", b"not what the child writes"):
+        bad = os.memfd_create("junk", 0)
+        os.write(bad, junk)
+        os.lseek(bad, 0, os.SEEK_SET)
+        assert core._taken_over(bad) is None
+    assert core._taken_over(-1) is None
