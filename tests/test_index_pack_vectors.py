@@ -476,3 +476,15 @@ def test_quantize_gives_the_codes_and_errors_of_its_formula_bit_for_bit(rows):
     assert codes.tobytes() == want.astype(np.int8).tobytes()
     assert errors.tobytes() == np.nextafter(err.astype(np.float32), np.float32(np.inf)).tobytes()
     assert rows < 7 or (np.abs(codes) == CODE_MAX).any()
+    # the rows as a list of views (how the index hands them over, stacked a chunk at a time):
+    # the same scales, codes and errors, bit for bit
+    half = [x[i] for i in range(max(1, rows // 2))]
+    assert make_scales(half).tobytes() == scale.tobytes()
+    listed = quantize([x[i] for i in range(rows)], scale)
+    assert listed[0].tobytes() == codes.tobytes() and listed[1].tobytes() == errors.tobytes()
+    # and the largest |value| found whichever chunk holds it
+    big = np.zeros((40_000, DIM), np.float32)
+    big[-1, 3], big[20_000, 5] = -9.0, 4.0
+    top = CODE_MAX / make_scales(list(big))
+    assert np.isclose(top[3], 9.0) and np.isclose(top[5], 4.0)
+    assert make_scales(list(big)).tobytes() == make_scales(big).tobytes()

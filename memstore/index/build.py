@@ -1230,7 +1230,7 @@ class Index:
     ) -> None:
         """Write `placed` (see _placement) as vector rows n_rows.. of generation `gen` (the first
         write of a generation fixes its scales) and say so in meta."""
-        vecs = np.asarray([p[4] for p in placed], np.float32)  # (one copy, not a stack and a cast)
+        vecs = [p[4] for p in placed]  # (stacked a chunk at a time by make_scales and quantize)
         times = np.array([p[0][1] for p in placed], np.float64)
         if n_rows:
             scale = vecfiles.read_scales(self.meta_dir, gen, self.dim)
