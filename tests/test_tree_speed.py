@@ -586,6 +586,36 @@ def test_topic_vectors_mean_and_norm_are_numpy_s_own_step_for_step():
         assert np.array_equal(topicdata.normalise(v), v / float(np.linalg.norm(v)))
 
 
+def test_rows_normalised_at_once_are_normalise_s_own_bit_for_bit(monkeypatch):
+    """normalised_rows divides a few rows at a time by norms from the dot product normalise
+    takes: the same bits as one call per row, for a matrix, a list of vectors, float64 input,
+    a zero row (left as it is), rows past one chunk, and no rows; rows of unlike widths are
+    normalised one by one."""
+    import numpy as np
+
+    from memstore.tree import topicdata
+
+    monkeypatch.setattr(topicdata, "NORMALISE_ROWS", 7)
+    rng = np.random.default_rng(3)
+    mat = rng.normal(size=(40, 384)).astype(np.float32)
+    mat[5] = 0.0
+    mat[9] *= 1e-20  # (a tiny norm, not zero)
+    for given in (mat, list(mat), list(mat.astype(np.float64)), mat[:3]):
+        got = topicdata.normalised_rows(given)
+        want = [topicdata.normalise(np.asarray(v, np.float32)) for v in given]
+        assert len(got) == len(want)
+        assert all(g.dtype == np.float32 and np.array_equal(g, w) for g, w in zip(got, want))
+    assert not np.shares_memory(
+        topicdata.normalised_rows(mat)[0], mat
+    )  # (the input is not divided)
+    assert topicdata.normalised_rows([]) == []
+    ragged = [mat[0], mat[1][:10]]
+    assert all(
+        np.array_equal(g, topicdata.normalise(v))
+        for g, v in zip(topicdata.normalised_rows(ragged), ragged)
+    )
+
+
 def test_a_topic_whose_first_turn_names_nothing_is_named_from_its_turns(store):
     """A big write names a long topic from its first turn (as above); when that turn has nothing to
     name (a file reference, a shouted line: real exports are full of them), the topic's turns name

@@ -36,7 +36,7 @@ from .topicdata import (
     GroupMemo,
     TOPIC_RECORDS,
     RecordData,
-    normalise,
+    normalised_rows,
     stacked,
     thresholds,
     topic_vector,
@@ -730,17 +730,14 @@ def content_vectors(store, records: list[dict]) -> dict[str, np.ndarray]:
 
         # kept in the embedding cache: vectors from the cache must not cost a forward pass here
         vecs = content_cached(store.embedder, [r["text"][:EMBED_CHARS] for r in users])
-        return {
-            r["id"]: normalise(np.asarray(v, np.float32))
-            for r, v in zip(users, vecs)
-            if v is not None
-        }
+        got = [(r, v) for r, v in zip(users, vecs) if v is not None]
+        return dict(zip((r["id"] for r, _ in got), normalised_rows([v for _, v in got])))
     texts = [" ".join(naming.words(r["text"][: naming.TEXT_CHARS])) for r in users]
     pick = [(r, t) for r, t in zip(users, texts) if t]
     if not pick:
         return {}
     vecs = store.embedder.embed_batch([t for _, t in pick], kind="query")
-    return {r["id"]: normalise(np.asarray(v, np.float32)) for (r, _), v in zip(pick, vecs)}
+    return dict(zip((r["id"] for r, _ in pick), normalised_rows(vecs)))
 
 
 def assign_records(store, records: list[dict], vectors, progress=None) -> list[str]:
@@ -812,7 +809,7 @@ def _assign_in(store, pairs, gone, progress, lazy: bool) -> list[str]:
     try:
         try:
             placer.content_vecs = content_vectors(store, [r for r, _ in pairs])
-            pairs = [(r, normalise(v)) for r, v in pairs]
+            pairs = list(zip([r for r, _ in pairs], normalised_rows([v for _, v in pairs])))
             if len(pairs) >= AHEAD_FROM:
                 placer.ahead([r for r, _ in pairs], [v for _, v in pairs])
             if len(pairs) >= FLAT_FROM and not any(t.records for t in tree.topics.values()):

@@ -50,6 +50,31 @@ def normalise(v: np.ndarray) -> np.ndarray:
     return v / n if n > 0 else v
 
 
+NORMALISE_ROWS = 4_096  # rows normalised at a time by normalised_rows
+
+
+def normalised_rows(vecs) -> list[np.ndarray]:
+    """[normalise(v) for v in vecs], bit for bit, for rows of one width (a matrix or a list of
+    vectors): a few rows at a time stacked and divided by their norms at once, each norm from the
+    same dot product `normalise` takes (np.vecdot runs a row's dot as v.dot(v) does). An import
+    normalised its 100,000 turns and 50,000 content vectors one call each, ~10 us a call."""
+    out: list[np.ndarray] = []
+    for at in range(0, len(vecs), NORMALISE_ROWS):
+        try:
+            rows = np.array(
+                vecs[at : at + NORMALISE_ROWS], np.float32
+            )  # (a copy: divided in place)
+        except ValueError:  # rows of unlike widths
+            rows = None
+        if rows is None or rows.ndim != 2:
+            return [normalise(np.asarray(v, np.float32)) for v in vecs]
+        norms = np.sqrt(np.vecdot(rows, rows))
+        norms[~(norms > 0)] = 1.0  # (normalise leaves such a vector as it is; x / 1 is x)
+        rows /= norms[:, None]
+        out += list(rows)
+    return out
+
+
 def stacked(vecs: list, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(matrix, missing): the vectors as rows (a zero row for None) and which rows were None.
     `dim` gives the width when no vector does."""
