@@ -581,9 +581,18 @@ def test_topic_vectors_mean_and_norm_are_numpy_s_own_step_for_step():
     rng = np.random.default_rng(0)
     for _ in range(500):
         vs = [rng.normal(size=384).astype(np.float32) for _ in range(int(rng.integers(1, 17)))]
+        vs = [v * np.float32(rng.uniform(1e-3, 1e3)) for v in vs]  # (sums that round)
         assert np.array_equal(topicdata.mean(vs), np.mean(np.stack(vs), axis=0))
         v = vs[0]
         assert np.array_equal(topicdata.normalise(v), v / float(np.linalg.norm(v)))
+    # what the C loop (_words.mean_into) does not take goes through numpy's steps
+    wide = [rng.normal(size=8), rng.normal(size=8)]
+    got = topicdata.mean(wide)
+    assert got.dtype == np.float64 and np.array_equal(got, np.mean(np.stack(wide), axis=0))
+    strided = [np.arange(16, dtype=np.float32)[::2], np.ones(8, np.float32)]
+    assert np.array_equal(topicdata.mean(strided), np.mean(np.stack(strided), axis=0))
+    as_tuple = tuple(vs)
+    assert np.array_equal(topicdata.mean(as_tuple), np.mean(np.stack(vs), axis=0))
 
 
 def test_rows_normalised_at_once_are_normalise_s_own_bit_for_bit(monkeypatch):

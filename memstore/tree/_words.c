@@ -1667,6 +1667,66 @@ top_rows(PyObject *Py_UNUSED(module), PyObject *args)
     return out;
 }
 
+/* ----- mean_into: a topic's centroid -------------------------------------------------------- */
+
+/* mean_into(out, vecs) -> out: the mean of `vecs` (a list of contiguous float32 buffers of out's
+   length) written into `out` (a writable float32 buffer), step for step as tree/topicdata.mean's
+   numpy steps make it: the rows summed in order in float32 (numpy's reduce over the rows adds them
+   one after another), then each sum divided by the count in double and rounded to float32 (numpy's
+   true_divide of float32 by an integer runs in double). Placement takes ~80,000 centroids in a
+   100k-turn import; the numpy steps cost ~6 us each. */
+static PyObject *
+mean_into(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *out_obj, *vecs;
+    if (!PyArg_ParseTuple(args, "OO!:mean_into", &out_obj, &PyList_Type, &vecs))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(vecs);
+    if (n == 0) {
+        PyErr_SetString(PyExc_ValueError, "mean_into: no vectors");
+        return NULL;
+    }
+    Py_buffer out;
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    if (out.len % (Py_ssize_t)sizeof(float)) {
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "mean_into: the output is not of float32");
+        return NULL;
+    }
+    float *sum = (float *)out.buf;
+    Py_ssize_t d = out.len / (Py_ssize_t)sizeof(float);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_buffer row;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(vecs, i), &row, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            PyBuffer_Release(&out);
+            return NULL;
+        }
+        const char *f = row.format ? row.format : "B";
+        if (*f == '<' || *f == '=' || *f == '@')
+            f++;
+        if (row.len != out.len || strcmp(f, "f") != 0) {
+            PyBuffer_Release(&row);
+            PyBuffer_Release(&out);
+            PyErr_SetString(PyExc_ValueError, "mean_into: a vector not of float32 or of another length");
+            return NULL;
+        }
+        const float *v = (const float *)row.buf;
+        if (i == 0)
+            memcpy(sum, v, (size_t)d * sizeof(float));
+        else
+            for (Py_ssize_t j = 0; j < d; j++)
+                sum[j] += v[j];
+        PyBuffer_Release(&row);
+    }
+    double count = (double)n;
+    for (Py_ssize_t j = 0; j < d; j++)
+        sum[j] = (float)((double)sum[j] / count);
+    PyBuffer_Release(&out);
+    Py_INCREF(out_obj);
+    return out_obj;
+}
+
 static PyMethodDef METHODS[] = {
     {"configure_artefacts", configure_artefacts, METH_VARARGS,
      "configure_artefacts(extensions, hex_run): see may_hold_artefact in the module's source."},
@@ -1686,6 +1746,9 @@ static PyMethodDef METHODS[] = {
     {"key_phrases", key_phrases, METH_VARARGS,
      "key_phrases(codes, users, many, k, rarity, names, strict, min_rarity) -> [(phrase, score)]:"
      " see the module's source."},
+    {"mean_into", mean_into, METH_VARARGS,
+     "mean_into(out, vecs) -> out: the float32 vectors' mean written into out, as numpy's steps"
+     " make it: see the module's source."},
     {"top_rows", top_rows, METH_VARARGS,
      "top_rows(sims, k) -> [row]: the rows of the k largest float32 values, largest first, the"
      " lower row on a tie: see the module's source."},

@@ -303,8 +303,10 @@ class Placer:
             vec, 4 * SCORED, self._vector, self.tree.topics, key, self._upcoming
         )
         rows = self.seen.rows
-        if self.flat:
-            return {tid: float(every[rows[tid]]) for tid in close if tid in self.tree.topics}
+        if self.flat:  # (the cosines read from the product at once, not one numpy scalar each)
+            topics = self.tree.topics
+            got = every[[rows[tid] for tid in close]].tolist()
+            return {tid: v for tid, v in zip(close, got) if tid in topics}
         for tid in ancestry + list(islice(reversed(self.recent), RECENT_TOPICS)) + close:
             if tid in self.tree.topics and tid not in sims:
                 row = rows.get(tid)
