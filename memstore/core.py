@@ -696,16 +696,22 @@ class Core:
     def _stamp(self, records: list[dict]) -> None:
         """The fields a write gives each record's line: who wrote it, its text's hash, its vector's
         key (whatever the input said of them)."""
+        author = self.author
+        after = recordfmt.AFTER_STAMPED
         for rec in records:
             rec.pop("seg", None)  # a record names no file
-            if self.author is not None:  # who put it into memory, never what the input said
-                rec["author"] = self.author
-            else:
-                rec.pop("author", None)
+            rec.pop("author", None)  # who put it into memory, never what the input said
             rec["hash"] = recordfmt.text_hash(rec["text"])
             rec["vkey"] = seal.record_key(
                 rec["id"], rec["text"], self._vkey_secret(rec)
             )  # only this line opens its vector
+            if author is not None:
+                rec["author"] = author
+            # the fields that follow these in a line moved after them, so that the line is
+            # written from the record as it is (recordfmt.ordered copied every record of a write)
+            for key in after:
+                if key in rec:
+                    rec[key] = rec.pop(key)
 
     def _scope_warning(self, added: list[dict]) -> list[str]:
         """A plain store's first private record says, once per clone, what "private" means there."""

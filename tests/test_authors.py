@@ -370,3 +370,41 @@ def test_an_index_from_before_authors_is_rebuilt_not_called_damaged(store, schem
         ct("-C", store.root, "search", "indexed", "--author", "ana lopez", "--json").stdout
     )
     assert [h["author"] for h in out["hits"]] == [ANA]
+
+
+def test_a_stamped_record_is_in_line_order_so_its_line_is_written_without_a_copy(
+    store, monkeypatch
+):
+    """A write stamps hash, vkey and author after the input's fields and moves the fields a line
+    holds after them (source, supersedes, meta, scope) behind them: the record is in the line's
+    order (recordfmt.ordered gives it back as it is), and its line is the one a copy in that order
+    would write."""
+    from memstore.format import record as recordfmt
+
+    from memstore.store import Store
+
+    identity(store.root)
+    store = Store.open(store.root)  # (the identity set after it was made)
+    monkeypatch.setattr(
+        recordfmt, "ordered", lambda rec, _was=recordfmt.ordered: _checked(rec, _was)
+    )
+    raw = {
+        "ts": "2026-03-01T10:00:00Z",
+        "role": "user",
+        "text": "the budget is 2400",
+        "source": "notes.md",
+        "supersedes": ["01jabc"],
+        "scope": "private",
+        "tag": "kept in meta",
+    }
+    store.write([store.normalize(raw, derive_id=True)], "add", secrets="allow")
+    (rec,) = lines(store.root)
+    keys = list(rec)
+    assert keys == [k for k in recordfmt.FIELD_ORDER if k in rec]
+    assert keys.index("author") < keys.index("source") < keys.index("meta") < keys.index("scope")
+
+
+def _checked(rec, ordered):
+    got = ordered(rec)
+    assert got is rec, list(rec)
+    return got

@@ -24,6 +24,8 @@ PRIVATE = "private"
 # Who put the record into memory (docs/format.md, "Records"): set by the writer, never by an input.
 WRITER_FIELDS = ("author",)
 FIELD_ORDER = LOSSLESS_FIELDS + OWN_FIELDS[:3] + WRITER_FIELDS + OWN_FIELDS[3:] + ("scope",)
+# The fields a line holds after those a write stamps (hash, vkey, author), in their order.
+AFTER_STAMPED = FIELD_ORDER[FIELD_ORDER.index(WRITER_FIELDS[-1]) + 1 :]
 MAX_AUTHOR_LEN = 300
 ROLES = ("user", "assistant", "system", "tool")
 TYPES = ("text", "action", "meta", "doc")
