@@ -745,6 +745,15 @@ def _ds_configure() -> None:
         _DS_SETTINGS.append(configure_settings_from_baseline({"plugins_used": plugins}))
 
 
+def warm() -> None:
+    """Load detect-secrets and its settings now (~0.1 s, otherwise at the first text that needs
+    it): a big write's naming does it before it forks, so that the child does not load it again."""
+    from detect_secrets.core import scan as _ds_scan  # noqa: F401
+
+    _ds_configure()
+    _ds_specific_patterns()
+
+
 def _documented_example(value: str) -> bool:
     """AWS's documented example keys (and anything labelled EXAMPLE) are allowed on purpose."""
     return "EXAMPLE" in value.upper()

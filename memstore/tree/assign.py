@@ -221,25 +221,27 @@ class Placer:
         scored = []
         # Shared words are read for the closest few only: they add at most 0.16.
         scored_words = 0
+        topics, cont, join = self.tree.topics, self.th["continue"], self.th["join"]
+        join_sim = min(join, 1.0)
         for sim, tid in heapq.nsmallest(4 * SCORED, ((-v, k) for k, v in sims.items())):
             sim = -sim
-            if sim + 0.08 * 2 < self.th["continue"]:
+            if sim + 0.08 * 2 < cont:
                 break  # not even two shared words would lift it (or any after it) to the threshold
-            t = self.tree.topics[tid]
+            t = topics[tid]
             bonus = 0.0
-            if t.records and sim < min(self.th["join"], 1.0) and scored_words < SCORED:
+            if t.records and sim < join_sim and scored_words < SCORED:
                 scored_words += 1
                 if words is None:
                     words = self._turn_words(rec)
                 shared = words & self._terms(t.records[-RECENT_WINDOW // 2 :], 20)
                 bonus = 0.08 * min(len(shared), 2)
             score = sim + bonus
-            if t.records and score >= self.th["join"] and self.th["join"] < 1:
+            if t.records and score >= join and join < 1:
                 scored.append((score, "join", 0, tid))  # (a join's depth is not used)
             elif (
                 # under a group as close as a continuation; under a real topic only as close as a
                 # join (by meaning alone), so unrelated subjects never nest under each other
-                sim >= min(self.th["join"], 1.0) if t.records else score >= self.th["continue"]
+                sim >= join_sim if t.records else score >= cont
             ) and (depth := len(self.tree.ancestry(tid))) < MAX_DEPTH:
                 scored.append((score, "nest", depth, tid))
         joins = [x for x in scored if x[1] == "join"]

@@ -580,6 +580,10 @@ def _on_two_cores(fn, jobs: list, rarity, at: int | None = None) -> list:
 
     if rarity is not None:
         rarity([])  # the store's size, read here once, before any fork
+    if len(jobs) >= MANY_JOBS:  # (names scrub their texts: the scanner loaded once, not per core)
+        from ..secrets import detect
+
+        detect.warm()
 
     def child_safe(job):
         try:
