@@ -325,6 +325,46 @@ def test_products_ahead_give_each_turn_the_cosines_of_the_rows_as_they_are_then(
     assert blocks == 5  # one product per 8 turns
 
 
+def test_products_ahead_are_of_the_turns_that_open_another_conversation(store):
+    """A big write's products ahead are of its user turns that follow a record of another
+    conversation (they branch); a turn of the same conversation that branches is ranked by a
+    product of its own, and the block made for the others is kept for them."""
+    import numpy as np
+
+    from memstore.format.topics import Tree
+    from memstore.tree.topicdata import RecordData
+
+    placer = assign.Placer(store, Tree(), RecordData(store))
+    placer.last_session = "a"
+    recs = [
+        {"id": "u1", "role": "user", "session": "a"},  # (the conversation placed last)
+        {"id": "a1", "role": "assistant", "session": "a"},
+        {"id": "u2", "role": "user", "session": "b"},
+        {"id": "a2", "role": "assistant", "session": "b"},
+        {"id": "u3", "role": "user", "session": "b"},
+        {"id": "u4", "role": "user", "session": "c"},
+        {"id": "a4", "role": "assistant", "session": "d"},
+        {"id": "u5", "role": "user", "session": "d"},
+        {"id": "u6", "role": "user", "session": None},
+    ]
+    rng = np.random.default_rng(5)
+    vecs = [rng.normal(size=8).astype(np.float32) for _ in recs]
+    placer.ahead(recs, vecs)
+    assert [rid for rid, _v in placer.upcoming] == ["u2", "u4", "u6"]
+
+    m = assign.TopicMatrix()
+    topics = {f"t{i}": rng.normal(size=8).astype(np.float32) for i in range(6)}
+    for tid in topics:
+        m.stale(tid)
+    m.closest(vecs[2], 3, topics.get, topics, "u2", placer._upcoming)
+    block = m.cols
+    _got, every = m.closest(vecs[4], 3, topics.get, topics, "u3", placer._upcoming)
+    assert m.cols is block  # (u3 is not among them: its own product, the block kept for u4)
+    assert np.allclose(every, np.stack(list(topics.values())) @ vecs[4], atol=1e-6)
+    m.closest(vecs[5], 3, topics.get, topics, "u4", placer._upcoming)
+    assert m.cols is block
+
+
 @pytest.mark.parametrize("how", ["c", "numpy"])
 def test_the_closest_rows_are_the_k_largest_with_ties_to_the_lower_row(how, monkeypatch):
     import numpy as np

@@ -278,9 +278,18 @@ class Placer:
         return got
 
     def ahead(self, recs: list[dict], vecs: list[np.ndarray]) -> None:
-        """The user turns this write will place, in order, with the vectors a branching one is
-        compared by (its content vector, else its own), for TopicMatrix's products ahead."""
-        users = [(r["id"], v) for r, v in zip(recs, vecs) if r.get("role") == "user"]
+        """The user turns of this write that will branch (`_branch`), in order, with the vectors
+        a branching turn is compared by (its content vector, else its own), for TopicMatrix's
+        products ahead: those that open another conversation than the record before them (a turn
+        of the same conversation continues its topic but for one in seven in the 100k-turn
+        import; one that branches is compared by a product of its own). Products ahead of every
+        user turn computed twice the columns used."""
+        users = []
+        last = self.last_session
+        for r, v in zip(recs, vecs):
+            if r.get("role") == "user" and r.get("session") != last:
+                users.append((r["id"], v))
+            last = r.get("session")
         self.upcoming = [(rid, self.content_vecs.get(rid, v)) for rid, v in users]
         self.upcoming_at = {rid: i for i, (rid, _v) in enumerate(self.upcoming)}
 
