@@ -134,10 +134,11 @@ class HashEmbedder(Embedder):
             # adding feature by feature did (the sums stay far below 2**24).
             sums = np.bincount(rows * self.dim + idx, weights=val, minlength=len(texts) * self.dim)
             out[:] = sums.reshape(len(texts), self.dim)
-        for row in np.nonzero(per_text)[0].tolist():
-            norm = float(np.linalg.norm(out[row]))
-            if norm > 0:
-                out[row] /= norm
+        # each row over its norm, np.linalg.norm's sqrt(v.dot(v)) (np.vecdot runs v.dot(v)'s
+        # loop): the bits a call per row gave, without its ~4 us (a row of no words stays 0)
+        norms = np.sqrt(np.vecdot(out, out))
+        norms[~(norms > 0)] = 1.0
+        out /= norms[:, None]
 
     def count_tokens(self, text: str) -> int:
         return max(1, len(tokens(text)))
