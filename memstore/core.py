@@ -884,9 +884,10 @@ class IndexBeside:
 
 class FilesBeside:
     """A big write's day logs and packs written by a forked child while this process places the
-    records in the topic tree; the child stages them in git too (`_stage_written`: the hashing and
-    compressing that was most of the commit's time), then becomes the process that takes the days
-    into the index (IndexBeside's work, by exec: a fresh interpreter, nothing of this one's state).
+    records in the topic tree; a process the child forks stages them in git (`_stage_beside`: the
+    hashing and compressing that was most of the commit's time) while the child becomes the process
+    that takes the days into the index (IndexBeside's work, by exec: a fresh interpreter, nothing
+    of this one's state).
 
     The records are stamped before the fork (`Core._stamp`), so both processes hold the same
     lines; placement reads only the records in memory and the index pinned as it was, never the
@@ -897,15 +898,14 @@ class FilesBeside:
     packs would be consolidated (that rewrites packs placement may read), nor in a process with
     other threads (workers.can_fork).
 
-    While the child may be staging, this process runs no git command (placement and the tree's
+    While the stager may be staging, this process runs no git command (placement and the tree's
     files need none; tests/test_stage_beside.py holds it): a second writer of .git/index would make
-    one of the two fail on its index.lock. The child runs in a process group of its own, which
-    `stop` kills whole, so a `git add` it started dies with it rather than writing the index while
-    the write rolls back; the index.lock such a `git add` leaves is newer than the journal, and
-    the rollback removes it."""
+    one of the two fail on its index.lock. The child runs in a process group of its own, with its
+    stager, which `stop` kills whole, so a `git add` started there dies with it rather than
+    writing the index while the write rolls back; the index.lock such a `git add` leaves is newer
+    than the journal, and the rollback removes it."""
 
     def __init__(self, store, records: list[dict], vectors, days: list[str]):
-        import json
         import sys
 
         from . import workers
@@ -928,7 +928,7 @@ class FilesBeside:
             self.unpinned.forked()
             self.unpinned.say()
             raise
-        if pid == 0:  # the child: write, stage, say so, become the indexing process
+        if pid == 0:  # the child: write, have them staged and said, become the indexing process
             try:
                 workers.forked()
                 os.close(read_fd)
@@ -936,16 +936,15 @@ class FilesBeside:
                 _own_group()
                 opened: dict = {}
                 paths = store._write_files(records, vectors, stamped=True, opened=opened)
-                said = {"paths": paths, "stage_error": _stage_written(store, paths, time.time())}
-                _send(write_fd, json.dumps(said).encode())
-                argv[5] = str(_hand_over(opened))
             except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails the write
                 try:
-                    _send(write_fd, json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
+                    _send(write_fd, _said_error(exc))
                 finally:
                     os._exit(1)
             try:
-                os.close(write_fd)  # the parent reads its answer now
+                _stage_beside(store, paths, time.time(), write_fd)
+                argv[5] = str(_hand_over(opened))
+                os.close(write_fd)  # (the stager's copy is the parent's answer now)
                 os.execve(sys.executable, argv, env)
             finally:
                 os._exit(0)  # no indexing process: the write takes its days in itself
@@ -1058,6 +1057,41 @@ def _own_group() -> None:
         pass
 
 
+def _said_error(exc: BaseException) -> bytes:
+    import json
+
+    return json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode()
+
+
+def _stage_beside(store, paths: list[str], written: float, fd: int) -> None:
+    """FilesBeside's child has the files it wrote staged and said to the parent on `fd` by a
+    process of its own (forked: in the child's group, so `stop` kills it and its git with the
+    rest), and becomes the indexing process at once: the index then starts while git hashes and
+    compresses the files (~4 s of a 100k-turn import, after a wait of up to a second for the
+    clock, see _stage_written), not after, and the index was what a big write waited for at its
+    end. Where it cannot fork, the child stages and says it itself first.
+
+    The stager says nothing else on `fd` and the child writes nothing more to it: the parent reads
+    one answer, up to the end of the pipe (the stager's exit)."""
+    import json
+
+    try:
+        pid = os.fork()
+    except OSError:
+        pid = -1
+    if pid > 0:
+        return
+    try:
+        try:
+            said = {"paths": paths, "stage_error": _stage_written(store, paths, written)}
+            _send(fd, json.dumps(said).encode())
+        except BaseException as exc:  # noqa: BLE001 - said to the parent, which fails the write
+            _send(fd, _said_error(exc))
+    finally:
+        if pid == 0:
+            os._exit(0)
+
+
 def _stage_written(store, paths: list[str], written: float) -> str | None:
     """FilesBeside's child stages the files it wrote (GitRepo.stage_big: the options the commit
     uses for a big write), so that hashing and compressing them runs on this core while the parent
@@ -1142,6 +1176,18 @@ def index_days(root: str, days: list[str], unpinned: int | None = None, opened: 
 
         select.select([unpinned], [], [], UNPIN_WAIT)  # a byte, or the end of the pipe
         index.checkpoint()
+    _reap_children()
+
+
+def _reap_children() -> None:
+    """Wait for this process's children: the stager FilesBeside's child forked before it became
+    this process (`_stage_beside`; done by now, its answer taken before the commit), so that its
+    time and its git's count among the writer's children, as the child's own did."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
 
 
 def _taken_over(fd: int) -> dict | None:

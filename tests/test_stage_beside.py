@@ -123,6 +123,32 @@ def test_the_child_stages_its_files_and_the_commit_hashes_none_again(tmp_path, b
     assert git_clean(store.root) and store.fsck().ok
 
 
+def test_a_stager_of_its_own_stages_while_the_child_becomes_the_indexing_process(
+    tmp_path, beside, monkeypatch
+):
+    """The child forks a stager for `git add` and becomes the indexing process at once (the index
+    no longer waits for git); the indexing process reaps the stager before it exits, so that no
+    process of the write outlives it and the stager's time counts among the writer's children."""
+    store = make_store(tmp_path / "s")
+    store.write(_records(store, days=5, start=200), "first")
+    seen = tmp_path / "stager"
+    real = core._stage_written
+
+    def traced(*a):  # (runs in the stager: it writes who it is and who its parent is)
+        seen.write_text(f"{os.getpid()} {os.getppid()} {os.getpgid(0)}")
+        return real(*a)
+
+    monkeypatch.setattr(core, "_stage_written", traced)
+    res = store.write(_records(store), "Import 360 turns")
+    assert len(beside) == 1 and beside[0].stage_error is None and res.commit
+    stager, parent, group = map(int, seen.read_text().split())
+    child = beside[0].pid
+    assert stager not in (child, os.getpid()) and parent == child and group == child
+    assert beside[0].returncode == 0
+    assert not Path(f"/proc/{stager}").exists()  # reaped (no zombie), not left running
+    assert git_clean(store.root) and store.fsck().ok
+
+
 def test_files_staged_within_a_second_of_writing_are_not_hashed_again(
     tmp_path, beside, monkeypatch
 ):
@@ -288,13 +314,24 @@ def _alive(pid: int) -> bool:
     ).read_text(errors="replace")
 
 
+def _python_ancestor(pid: int) -> int:
+    """The nearest process above `pid` that runs Python (the git add's caller)."""
+    while pid > 1:
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        if "python" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode():
+            return pid
+    raise AssertionError("no Python process above the filter")
+
+
 @pytest.mark.parametrize("who", ["child", "everything", "writer"])
 def test_a_child_killed_in_git_add_is_rolled_back_and_the_next_write_works(tmp_path, who):
-    """SIGKILL while the child's `git add` holds .git/index.lock: of the child alone (the writing
-    process sees it die, kills what is left of its process group, the git add and its filter, and
-    rolls back), of the writing process and the child's whole group (the next write rolls back
-    and clears the stale index.lock), or of the writing process alone (the child stages all its
-    files, finds nobody to tell and exits: the next write unstages them with the rest)."""
+    """SIGKILL while the `git add` of the child's stager (its own forked process: the child has
+    become the indexing process meanwhile) holds .git/index.lock: of the stager alone (the
+    writing process sees its answer end unsaid, kills what is left of the child's process group,
+    the git add, its filter and the indexing process, and rolls back), of the writing process and
+    the child's whole group (the next write rolls back and clears the stale index.lock), or of the
+    writing process alone (the stager stages all its files, finds nobody to tell and exits, the
+    indexing process finishes: the next write unstages them with the rest)."""
     store = make_store(tmp_path / "s")
     store.write(_records(store, days=5, start=200), "first")
     before, head = committed_lines(store.root), store.git.head()
@@ -314,8 +351,10 @@ def test_a_child_killed_in_git_add_is_rolled_back_and_the_next_write_works(tmp_p
         time.sleep(0.05)
     filter_pid = int(staging.read_text())
     assert (store.root / ".git" / "index.lock").exists()  # the child's git add, mid-way
+    stager = _python_ancestor(filter_pid)  # (the child's own process that stages, git add's parent)
+    assert stager not in (child, proc.pid) and os.getpgid(stager) == child
     if who == "child":
-        os.kill(child, signal.SIGKILL)
+        os.kill(stager, signal.SIGKILL)
         out = proc.communicate(timeout=60)[0]
         assert "FAILED Writing the day logs and packs failed" in out, out
         assert proc.returncode == 0
@@ -335,10 +374,10 @@ def test_a_child_killed_in_git_add_is_rolled_back_and_the_next_write_works(tmp_p
         else:  # the child goes on: stages every file, then cannot tell a writer that is gone
             release.touch()
             for _ in range(600):
-                if not _alive(child):
+                if not _alive(child) and not _alive(stager):
                     break
                 time.sleep(0.05)
-            assert not _alive(child)
+            assert not _alive(child) and not _alive(stager)
             staged = _git(store.root, "diff", "--cached", "--name-only").split()
             assert len(staged) >= 240 and not (store.root / ".git" / "index.lock").exists()
         fsck = ct("-C", store.root, "fsck", check=False)
