@@ -321,6 +321,20 @@ def log_records(root) -> list[dict]:
 # ----- shared by several test files ------------------------------------------------------------------
 
 
+def fts_terms(conn) -> list[tuple]:
+    """The full-text index's content, record by record: (record id, term, position) for every
+    term it holds, sorted. The index keeps terms, not the text (index/build.py, FTS_CONTENT), so
+    two indexes are compared by these; a row deleted from it has none left."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms USING fts5vocab(main, fts, instance)"
+    )
+    got = conn.execute(
+        "SELECT r.id, v.term, v.offset FROM temp.fts_terms v JOIN records r ON r.rowid = v.doc"
+    ).fetchall()
+    conn.execute("DROP TABLE temp.fts_terms")
+    return sorted(got)
+
+
 def imports_of(path: Path, package: str, module_level_only: bool = False):
     """(line, module, imported names) for each import statement of a source file; relative imports are
     resolved against `package`. `import a.b` gives ("a.b", []); `from a import b, c` gives ("a", ["b", "c"])."""

@@ -351,7 +351,7 @@ def test_ct_log_and_the_page_say_whether_git_verifies_a_signed_commit(store, tmp
 
 @pytest.mark.parametrize("schema", ["2", None])
 def test_an_index_from_before_authors_is_rebuilt_not_called_damaged(store, schema):
-    import sqlite3
+    from memstore.sqlitedb import sqlite3
 
     identity(store.root)
     ct("-C", store.root, "add", "--ts", "2026-03-01T10:00:00Z", "indexed before authors")

@@ -781,7 +781,7 @@ def test_a_full_disk_gets_a_clear_error_and_the_next_write_cleans_up(store, monk
     """The machine refusing a write (a full disk) is an error with a sentence, not a traceback;
     nothing of the write is committed, and the next write rolls back what it left."""
     import errno
-    import sqlite3
+    from memstore.sqlitedb import sqlite3
 
     from memstore.format import log as logfmt
     from memstore.index import build

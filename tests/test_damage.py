@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
+from memstore.sqlitedb import sqlite3
 from pathlib import Path
 
 import numpy as np

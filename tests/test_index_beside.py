@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from conftest import make_store
+from conftest import fts_terms, make_store
 from test_tree_speed import _distinct_turns
 
 from memstore import core, workers
@@ -271,7 +271,7 @@ def test_the_second_process_checkpoints_the_index_once_placement_has_read_it(
     for the writer's word (core.Unpinned, said when naming has read the words' rarity) and
     checkpoints then, beside the tree's files and the commit — the writer's next commit to the
     index no longer copies the whole log itself (248 MB at 100k turns)."""
-    import sqlite3
+    from memstore.sqlitedb import sqlite3
     import time
 
     from memstore.tree import assign
@@ -355,7 +355,7 @@ def test_a_second_process_waits_for_its_writers_word_then_checkpoints(tmp_path):
 
 def _dump(index) -> tuple[dict, list]:
     """Every record row of the index by id (all its columns but its row numbers) with its vector's
-    bytes, and the full-text table's bodies."""
+    bytes, and the full-text table's terms, record by record."""
     conn = index.conn
     cur = conn.execute("SELECT * FROM records")
     names = [d[0] for d in cur.description]
@@ -367,8 +367,7 @@ def _dump(index) -> tuple[dict, list]:
         got.pop("rowid", None)
         vec = bytes(memoryview(matrix[vrow]).cast("B")) if vrow is not None and vrow >= 0 else None
         rows[got["id"]] = (got, vec)
-    bodies = sorted(b for (b,) in conn.execute("SELECT body FROM fts"))
-    return rows, bodies
+    return rows, fts_terms(conn)
 
 
 def test_the_indexing_process_takes_the_vectors_the_files_child_wrote(tmp_path, monkeypatch):

@@ -399,7 +399,7 @@ def _segments_after_small_writes(conn) -> int:
 def test_after_a_bulk_load_the_connection_merges_full_text_segments_as_before(load):
     """FTS5 keeps its settings per connection too: the one that loaded goes on merging the
     segments later writes make as a connection that never turned merging off."""
-    import sqlite3
+    from memstore.sqlitedb import sqlite3
 
     from memstore.index.build import SCHEMA, Index
 
@@ -429,7 +429,7 @@ def test_a_bulk_load_gathers_its_terms_in_one_segment_and_leaves_no_setting_behi
     whose terms overflow the default 1 MB several times over go in as one segment, not one per MB,
     and fts_config holds no row of the settings afterwards (SQLite's defaults stand)."""
     import random
-    import sqlite3
+    from memstore.sqlitedb import sqlite3
 
     from memstore.index import build
     from memstore.index.build import SCHEMA, Index

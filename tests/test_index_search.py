@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import ct, git_clean, make_store, write_turns
+from conftest import ct, fts_terms, git_clean, make_store, write_turns
 
 
 @pytest.fixture
@@ -84,10 +84,7 @@ def canonical(store):
         for r in rows
     ]
     days = idx.conn.execute("SELECT day, content_fp, n FROM days ORDER BY day").fetchall()
-    fts = idx.conn.execute(
-        "SELECT r.id, f.body FROM fts f JOIN records r ON r.rowid = f.rowid ORDER BY r.id"
-    ).fetchall()
-    return rows, days, fts
+    return rows, days, fts_terms(idx.conn)
 
 
 def test_modes_return_the_right_hits(filled):
@@ -554,7 +551,7 @@ def test_a_bulk_load_leaves_the_full_text_index_in_one_segment(tmp_path, monkeyp
 def test_a_bulk_merge_gives_back_free_pages_from_a_tenth_of_the_file(tmp_path):
     """After a rebuild's merge, free pages of 15% of index.db go back to the disk (a `ct index -B`
     of the 100k bench store left 120 B a record free under the old quarter rule)."""
-    import sqlite3
+    from memstore.sqlitedb import sqlite3
 
     from memstore.index import build
 

@@ -5,7 +5,7 @@ damaged cache is ignored and rebuilt."""
 from __future__ import annotations
 
 import json
-import sqlite3
+from memstore.sqlitedb import sqlite3
 import pickle
 import re
 import threading

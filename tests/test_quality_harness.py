@@ -411,7 +411,7 @@ def test_bad_modes_are_refused():
 @pytest.mark.model
 def test_minilm_run_fills_the_cache_once_and_repeats_its_numbers(tmp_path, bench_data):
     """With the real model every distinct turn is embedded once into the harness's cache file."""
-    import sqlite3
+    from memstore.sqlitedb import sqlite3
 
     args = [
         "--embedder",

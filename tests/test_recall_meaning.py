@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
+from memstore.sqlitedb import sqlite3
 
 import pytest
 

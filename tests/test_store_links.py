@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import resource
-import sqlite3
+from memstore.sqlitedb import sqlite3
 import subprocess
 
 import pytest

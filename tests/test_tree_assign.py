@@ -242,7 +242,7 @@ def test_a_small_write_reading_the_tree_in_part_places_exactly_as_one_reading_it
     a damaged cache row and starts again from the whole tree."""
     import itertools
     import shutil
-    import sqlite3
+    from memstore.sqlitedb import sqlite3
 
     import pytest
 

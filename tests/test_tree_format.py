@@ -639,7 +639,7 @@ def test_a_write_on_the_tree_read_in_part_reads_and_updates_only_what_it_touches
 
 
 def test_a_damaged_or_planted_cache_row_is_never_trusted(tmp_path):
-    import sqlite3
+    from memstore.sqlitedb import sqlite3
 
     from memstore.format import treecache
 

@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import logging
 import os
-import sqlite3
+from ..sqlitedb import sqlite3
 import threading
 from pathlib import Path
 

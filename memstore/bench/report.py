@@ -20,12 +20,9 @@ def machine() -> dict:
         pass
     import numpy as np
 
-    try:
-        import sqlite3
+    from ..sqlitedb import sqlite3
 
-        sqlite_version = sqlite3.sqlite_version
-    except ImportError:
-        sqlite_version = "?"
+    sqlite_version = sqlite3.sqlite_version
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),

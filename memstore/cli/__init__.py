@@ -108,7 +108,7 @@ def environment_error(exc: BaseException) -> str | None:
     file), instead of a traceback; None for anything else, which stays a traceback (a bug)."""
     import errno
 
-    if type(exc).__module__ == "sqlite3" and "full" in str(exc).lower():  # SQLITE_FULL
+    if _from_sqlite(exc) and "full" in str(exc).lower():  # SQLITE_FULL
         return f"the disk is full (the search index could not grow). {_FULL}; {_AFTER}"
     if not isinstance(exc, OSError) or exc.errno is None:
         return None
@@ -120,6 +120,11 @@ def environment_error(exc: BaseException) -> str | None:
     if exc.errno in (errno.EACCES, errno.EPERM):
         return f"not allowed to write or read a file of the store ({exc.strerror}{where}); {_AFTER}"
     return None
+
+
+def _from_sqlite(exc: BaseException) -> bool:
+    """Whether SQLite raised `exc`, through whichever driver memstore/sqlitedb.py chose."""
+    return type(exc).__module__.split(".")[0] in ("sqlite3", "pysqlite3")
 
 
 SUMMARIES = {

@@ -11,7 +11,7 @@ named_by) for a topic."""
 from __future__ import annotations
 
 import json
-import sqlite3
+from ..sqlitedb import sqlite3
 from pathlib import Path
 
 from .. import storefile

@@ -14,7 +14,6 @@ import functools
 import hashlib
 import json
 import os
-import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,11 +37,13 @@ from ..format.segment import (
 from ..format.timeutil import from_iso
 from ..errors import LockTimeout
 from .. import storefile
+from ..sqlitedb import sqlite3
 from ..locking import file_lock, lock_timeout
 from . import exact
+from . import fts
 from . import vectors as vecfiles
 from .fresh import (
-    SCHEMA_VERSION,
+    SCHEMA_ID,
     days_on_disk,
     fingerprints,
     pack_dir,
@@ -107,8 +108,9 @@ CREATE INDEX IF NOT EXISTS supersedes_day ON supersedes(day);
 CREATE TABLE IF NOT EXISTS private (day TEXT, id TEXT);
 CREATE INDEX IF NOT EXISTS private_day ON private(day);
 CREATE INDEX IF NOT EXISTS private_id ON private(id);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, tokenize='porter unicode61 remove_diacritics 2');
-"""
+-- the full-text table: index/fts.py
+CREATE_FTS;
+""".replace("CREATE_FTS", fts.CREATE)
 # Texts the secret scan found nothing in, by secrets.policy.clean_key: a cache like the rest.
 CLEAN_TEXTS = "CREATE TABLE IF NOT EXISTS clean_texts (key BLOB PRIMARY KEY) WITHOUT ROWID"
 
@@ -217,7 +219,7 @@ def check(store) -> str | None:
                 else "index.db has no table meta (not this version's schema)"
             )
         schema = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if schema is not None and schema[0] != str(SCHEMA_VERSION):
+        if schema is not None and schema[0] != SCHEMA_ID:
             return None  # another version's index: no damage, the next read rebuilds it
         made_by = conn.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
         e = store.config.embedder
@@ -323,7 +325,7 @@ class Index:
                 conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")
                 if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
                     self._create(conn)
-                stale = self._meta(conn, "schema") not in (None, str(SCHEMA_VERSION)) or self._meta(
+                stale = self._meta(conn, "schema") not in (None, SCHEMA_ID) or self._meta(
                     conn, "embedder"
                 ) not in (None, self._embedder_key())
                 damage = None if stale else self._damage(conn)
@@ -857,6 +859,7 @@ class Index:
 
     def _apply(self, plan: Plan, progress=None, opened: dict | None = None) -> None:
         conn = self.conn
+        fts.settle(conn)  # what a delete left owed, where its process stopped before settling
         gen = int(self._meta(conn, "gen", "0"))
         n_rows = int(self._meta(conn, "n_rows", "0"))
         day_data = {}
@@ -932,15 +935,12 @@ class Index:
                 for name in RECORD_INDEXES:
                     conn.execute(f"DROP INDEX IF EXISTS {name}")
                 conn.execute("DELETE FROM records")
-                conn.execute("DELETE FROM fts")
+                fts.delete_all(conn)
                 conn.execute("DELETE FROM supersedes")
                 conn.execute("DELETE FROM private")
                 conn.execute("DELETE FROM days")
             for day in plan.vanished + [d for d in plan.changed if not plan.rebuild]:
-                conn.execute(
-                    "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM records WHERE day = ?)",
-                    (day,),
-                )
+                fts.delete_rows(conn, "SELECT rowid FROM records WHERE day = ?", (day,))
                 conn.execute("DELETE FROM records WHERE day = ?", (day,))
                 conn.execute("DELETE FROM supersedes WHERE day = ?", (day,))
                 conn.execute("DELETE FROM private WHERE day = ?", (day,))
@@ -978,11 +978,12 @@ class Index:
                 for statement in RECORD_INDEX_SQL:
                     conn.execute(statement)
             self._mark_hidden(conn, affected)
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_ID,))
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),)
             )
         del old_vec
+        fts.settle(conn)  # (after the commit: see index/fts.py)
         if bulk:
             self._merge_fts(conn)
         vecfiles.remove_generations(self.meta_dir, keep=int(self._meta(conn, "gen", "0")))
@@ -1344,7 +1345,7 @@ class Index:
             ids = {r[0] for added, _, _ in new_rows.values() for r in added}
             ids |= {s for rows, _, _ in day_data.values() for s in rows.supersedes}
             self._mark_hidden(conn, ids)
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_ID,))
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (self._embedder_key(),)
             )

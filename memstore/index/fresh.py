@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 
 from ..format import layout
 from .. import storefile
+from ..sqlitedb import CONTENTLESS_DELETE, sqlite3
 
-SCHEMA_VERSION = 7  # 3: the private table (record scopes), or author columns; 4: both;
+SCHEMA_VERSION = 8  # 3: the private table (record scopes), or author columns; 4: both;
 # 5: int8 codes with scales and errors, and each vector's location in records.vkey;
 # 6: the vector-row index covers each row's location (records_vrow_at);
-# 7: each matrix row's record and location in where-<gen>.bin (the plain records_vrow index again)
+# 7: each matrix row's record and location in where-<gen>.bin (the plain records_vrow index again);
+# 8: the full-text table keeps no copy of the text where the SQLite can delete from such a table
+# (memstore/sqlitedb.py); where it cannot, the index says so in its schema, "8-content", and a
+# process of the other kind rebuilds it rather than reading a table its SQLite cannot open.
+SCHEMA_ID = str(SCHEMA_VERSION) if CONTENTLESS_DELETE else f"{SCHEMA_VERSION}-content"
 
 _DAY_FILE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.jsonl$")
 
@@ -128,7 +132,7 @@ def fresh_index_connection(store) -> sqlite3.Connection | None:
         meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('schema', 'embedder')"))
         emb = store.config.embedder
         if (
-            meta.get("schema") != str(SCHEMA_VERSION)
+            meta.get("schema") != SCHEMA_ID
             or meta.get("embedder") != f"{emb['model']}:{emb['dim']}"
         ):
             conn.close()

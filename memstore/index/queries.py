@@ -11,7 +11,7 @@ No numpy here, and no sqlite-utils: `ct where` and the other light commands impo
 from __future__ import annotations
 
 import json
-import sqlite3
+from ..sqlitedb import sqlite3
 from typing import TYPE_CHECKING, Iterator
 
 from ..format.record import CONVERSATION_TYPES
