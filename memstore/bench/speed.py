@@ -464,8 +464,8 @@ def fresh_add(b: Bench, n: int = 1000) -> None:
         f"{n:,}",
         ms(wall),
         ratio=f"CPU time {ms(cpu)}",
-        budget="≤ 250 ms @1k" if n >= 1000 else "",
-        ok=(wall <= 0.250) if n >= 1000 else None,
+        budget="≤ 300 ms @1k" if n >= 1000 else "",  # (product.md §8)
+        ok=(wall <= 0.300) if n >= 1000 else None,
     )
     b.raw["fresh_add"] = [wall, cpu]
     b.add(
