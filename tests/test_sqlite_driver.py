@@ -181,3 +181,26 @@ def test_varints_read_back_as_written():
     for value in (0, 1, 127, 128, 16383, 16384, 2**31, 2**56 - 1, 2**56, 2**63 - 1):
         data = b"\x07" + fts._put_varint(value) + b"\x01"
         assert fts._varint(data, 1) == (value, len(data) - 1), value
+
+
+def test_a_stranger_s_totals_or_debt_never_fail_an_update(tmp_path):
+    """A copied index.db whose averages record is cut short or whose debt is not two numbers:
+    settling leaves the record as it is and drops the debt; the update and the search go on."""
+    from memstore.index import fts
+
+    if not CONTENTLESS_DELETE:
+        pytest.skip("this SQLite's full-text table keeps its text and its own totals")
+    store = make_store(tmp_path / "s")
+    ct_process("-C", store.root, "add", "pears and plums")
+    db = store.root / ".memstore" / "index.db"
+    for block, debt in ((b"\x81", "3 40"), (b"\x05\x0a", "many -2"), (b"\x05\x0a", "-4 -9")):
+        conn = sqlite3.connect(db)
+        with conn:
+            conn.execute("UPDATE fts_data SET block = ? WHERE id = 1", (block,))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (fts.OWED, debt))
+        fts.settle(conn)
+        assert conn.execute("SELECT value FROM meta WHERE key = ?", (fts.OWED,)).fetchone() is None
+        assert conn.execute("SELECT block FROM fts_data WHERE id = 1").fetchone()[0] == block
+        conn.close()
+    ct_process("-C", store.root, "add", "quinces, later")
+    assert "quinces" in ct_process("-C", store.root, "search", "quinces").stdout

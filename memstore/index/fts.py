@@ -41,7 +41,7 @@ def delete_rows(conn, rowids_sql: str, args=()) -> None:
             rows += 1
             tokens += _varint(size, 0)[0]
         if rows:
-            owed_rows, owed_tokens = _owed(conn)
+            owed_rows, owed_tokens = _owed(conn) or (0, 0)
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)",
                 (OWED, f"{owed_rows + rows} {owed_tokens + tokens}"),
@@ -64,34 +64,43 @@ def settle(conn) -> None:
     if not CONTENTLESS_DELETE or conn.in_transaction:
         return
     with conn:
-        rows, tokens = _owed(conn)
+        owed = _owed(conn)
+        if owed is None:
+            return
+        rows, tokens = owed
         if not rows:
+            conn.execute("DELETE FROM meta WHERE key = ?", (OWED,))  # (not ours)
             return
         got = conn.execute("SELECT block FROM fts_data WHERE id = ?", (_AVERAGES,)).fetchone()
         values, at = [], 0
-        block = bytes(got[0]) if got and got[0] else b""
-        while at < len(block):
-            value, at = _varint(block, at)
-            values.append(value)
-        values += [0] * (2 - len(values))
-        values[0] = max(values[0] - rows, 0)
-        values[1] = max(values[1] - tokens, 0)  # (one column, body)
-        conn.execute(
-            "UPDATE fts_data SET block = ? WHERE id = ?",
-            (b"".join(map(_put_varint, values)), _AVERAGES),
-        )
+        block = got[0] if got and isinstance(got[0], bytes) else b""
+        try:
+            while at < len(block):
+                value, at = _varint(block, at)
+                values.append(value)
+        except IndexError:  # not a record FTS5 wrote (a copied index.db): its queries say so
+            values = []
+        if values:
+            values += [0] * (2 - len(values))
+            values[0] = max(values[0] - rows, 0)
+            values[1] = max(values[1] - tokens, 0)  # (one column, body)
+            conn.execute(
+                "UPDATE fts_data SET block = ? WHERE id = ?",
+                (b"".join(map(_put_varint, values)), _AVERAGES),
+            )
         conn.execute("DELETE FROM meta WHERE key = ?", (OWED,))
 
 
-def _owed(conn) -> tuple[int, int]:
+def _owed(conn) -> tuple[int, int] | None:
+    """(rows, tokens) the deletes noted, None when nothing is noted."""
     got = conn.execute("SELECT value FROM meta WHERE key = ?", (OWED,)).fetchone()
     if got is None:
-        return 0, 0
+        return None
     try:
         rows, tokens = map(int, str(got[0]).split())
     except ValueError:  # not ours: nothing can be said to be owed
         return 0, 0
-    return rows, tokens
+    return max(rows, 0), max(tokens, 0)
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
